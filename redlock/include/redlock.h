@@ -1,0 +1,523 @@
+/* redlock.h - a Redlock quorum lock over N independent Redis masters.
+ *
+ * A lock on a resource is held when a majority (N/2+1) of N independent
+ * masters store the lock's random token under the resource's key, with a
+ * time to live. redlock_acquire() sends `SET key token NX PX ttl` to every
+ * master at once, decides the moment a majority has answered OK (or can no
+ * longer answer OK), and returns a lease whose validity is
+ *
+ *     validity = ttl - elapsed - (ttl * drift_factor + 2 ms)
+ *
+ * Inside that validity no other client can hold the same resource, under the
+ * timing assumptions stated in NOTES.md (bounded clock rates on masters and
+ * client; no master restarted without persistence inside a ttl).
+ *
+ * Two ways to use one client:
+ *  - async: pass your event_base to redlock_client_new(); call the *_async
+ *    functions from the loop's thread; completions arrive on that loop.
+ *  - blocking: pass NULL; the client runs its own I/O thread and the blocking
+ *    functions may be called from any number of threads at once. Calls are
+ *    pipelined over the N connections, not serialised.
+ *
+ * Errors: every fallible function returns 0 or a negative REDLOCK_E* code.
+ * Details go to an optional caller-owned redlock_error (last argument).
+ */
+#ifndef REDLOCK_H
+#define REDLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <redlock/version.h>
+
+struct event_base;
+
+#if defined(__GNUC__)
+#define REDLOCK_API __attribute__((visibility("default")))
+#else
+#define REDLOCK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* XX(name, value, message). One table generates the enum, redlock_strerror()
+ * and redlock_err_name(). "Held by someone else" (ECONFLICT) and "Redis is
+ * broken" (ENOQUORUM and the per-master codes) are never the same code. */
+#define REDLOCK_ERRNO_MAP(XX)                                                   \
+    XX(EINVAL, -1, "invalid argument")                                          \
+    XX(ENOMEM, -2, "out of memory")                                             \
+    XX(ECONFLICT, -3, "resource is locked by another client")                   \
+    XX(ENOQUORUM, -4, "no quorum: too many masters down, slow or failing")      \
+    XX(EEXPIRED, -5, "validity expired before a quorum was reached")           \
+    XX(ENOTHELD, -6, "lock not held by this token")                             \
+    XX(ETIMEOUT, -7, "master did not answer in time")                           \
+    XX(ECONNECT, -8, "cannot connect to master")                               \
+    XX(EAUTH, -9, "authentication with master failed")                          \
+    XX(EWRONGTYPE, -10, "key holds a value of the wrong type")                  \
+    XX(EPROTO, -11, "master sent an unexpected or malformed reply")            \
+    XX(EREPLY, -12, "master answered with an error")                            \
+    XX(EBUSY, -13, "too many commands in flight to master")                     \
+    XX(ESHUTDOWN, -14, "client is shutting down")                               \
+    XX(ERESOLVE, -15, "cannot resolve master address")                          \
+    XX(EASYNC, -16, "wrong API for this client (blocking vs async)")            \
+    XX(ESYS, -17, "system call failed")
+
+enum redlock_errno {
+    REDLOCK_OK = 0,
+#define REDLOCK_ERRNO_GEN(name, val, msg) REDLOCK_##name = (val),
+    REDLOCK_ERRNO_MAP(REDLOCK_ERRNO_GEN)
+#undef REDLOCK_ERRNO_GEN
+};
+
+/**
+ * redlock_strerror() - Describe an error code in a few words
+ * @code: 0 or a REDLOCK_E* code
+ *
+ * Return: a static string, never NULL ("unknown error" for codes not listed).
+ */
+REDLOCK_API
+const char *redlock_strerror(int code);
+
+/**
+ * redlock_err_name() - The code's name, e.g. "ECONFLICT"
+ * @code: 0 ("OK") or a REDLOCK_E* code
+ *
+ * Return: a static string, never NULL.
+ */
+REDLOCK_API
+const char *redlock_err_name(int code);
+
+#define REDLOCK_ERRMSG_LEN 256
+
+/*
+ * redlock_error - detail of a failure, filled by the call that failed.
+ * @code:   the same code the call returned
+ * @master: index of the master the failure is about, or -1 when it is about
+ *          the operation as a whole (e.g. no quorum)
+ * @msg:    one line naming what went wrong and what to do, e.g.
+ *          "master 127.0.0.1:7003: AUTH failed (check the password)"
+ */
+typedef struct redlock_error {
+    int code;
+    int master;
+    char msg[REDLOCK_ERRMSG_LEN];
+} redlock_error;
+
+/* ------------------------------------------------------------------------ */
+/* Votes: what each master said                                             */
+/* ------------------------------------------------------------------------ */
+
+#define REDLOCK_MAX_MASTERS 16
+
+/* One master's answer to one operation. */
+enum redlock_vote_kind {
+    REDLOCK_VOTE_NONE = 0,   /* not asked (operation decided before sending) */
+    REDLOCK_VOTE_PENDING,    /* asked; no answer yet when the outcome was decided */
+    REDLOCK_VOTE_OK,         /* granted / released / extended */
+    REDLOCK_VOTE_HELD,       /* key holds another client's token */
+    REDLOCK_VOTE_GONE,       /* release/extend: key already expired or absent */
+    REDLOCK_VOTE_TIMEOUT,    /* no answer within the node timeout */
+    REDLOCK_VOTE_DOWN,       /* connection refused, lost, or not connected */
+    REDLOCK_VOTE_ERROR,      /* error reply or unusable reply; see err/detail */
+};
+
+#define REDLOCK_VOTE_DETAIL_LEN 96
+
+typedef struct redlock_vote {
+    int kind;                                  /* enum redlock_vote_kind */
+    int err;                                   /* REDLOCK_E* when not OK, else 0 */
+    uint32_t latency_us;                       /* send to answer (or to decision) */
+    char detail[REDLOCK_VOTE_DETAIL_LEN];      /* e.g. "connection refused", error reply text */
+} redlock_vote;
+
+/**
+ * redlock_vote_kind_name() - "ok", "held", "gone", "timeout", ...
+ * @kind: enum redlock_vote_kind
+ *
+ * Return: a static string, never NULL.
+ */
+REDLOCK_API
+const char *redlock_vote_kind_name(int kind);
+
+/*
+ * redlock_outcome - everything an operation saw, for logging and the CLI.
+ * Filled for successes and failures alike. Plain data, owned by whoever
+ * provided it (blocking calls) or valid during the callback (async).
+ */
+typedef struct redlock_outcome {
+    int status;               /* what the call returned */
+    uint32_t n_masters;       /* N */
+    uint32_t quorum;          /* N/2 + 1 */
+    uint32_t n_ok;            /* OK votes in the deciding attempt */
+    uint32_t attempts;        /* acquire: attempts made (1 + retries used) */
+    uint64_t elapsed_us;      /* deciding attempt: start to decision, monotonic */
+    int64_t validity_ms;      /* acquire/extend: validity computed; <= 0 on failure */
+    redlock_vote votes[REDLOCK_MAX_MASTERS]; /* deciding attempt, by master index */
+} redlock_outcome;
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+enum redlock_log_level {
+    REDLOCK_LOG_DEBUG = 0,
+    REDLOCK_LOG_INFO,
+    REDLOCK_LOG_WARN,
+    REDLOCK_LOG_ERROR,
+};
+
+/* Log hook. Called from the thread running the client's event loop. It must
+ * not call back into redlock. The library never writes to stdout/stderr. */
+typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
+
+/*
+ * redlock_config - client settings. Fill with redlock_config_init(), then set
+ * what you need. Strings are copied by redlock_client_new(); the config may
+ * be freed or reused afterwards.
+ */
+typedef struct redlock_config {
+    const char *masters;        /* "host:port,host:port,..."; IPv6 as [addr]:port.
+                                   1..REDLOCK_MAX_MASTERS entries, no duplicates.
+                                   Host names are resolved once, by client_new. */
+    const char *key_prefix;     /* prepended to every resource name; default "" */
+    const char *username;       /* ACL user for AUTH, or NULL */
+    const char *password;       /* AUTH password, or NULL for none */
+
+    uint32_t node_timeout_ms;   /* per-master request timeout; default 50 */
+    uint32_t connect_timeout_ms;/* connect + AUTH handshake; default 1000 */
+    uint32_t retry_count;       /* acquire retries after the first attempt; default 3 */
+    uint32_t retry_delay_ms;    /* base delay between acquire attempts; default 200 */
+    uint32_t retry_jitter_ms;   /* plus uniform random 0..jitter; default 100 */
+    double drift_factor;        /* clock-drift allowance, fraction of ttl; default 0.01 */
+    uint32_t release_retry_count;    /* release: retries for masters that did not
+                                        answer; default 2 (independent of retry_count) */
+    uint32_t release_retry_delay_ms; /* default 20 */
+    uint32_t reconnect_min_ms;  /* reconnect backoff, first step; default 10 */
+    uint32_t reconnect_max_ms;  /* reconnect backoff cap; default 1000 */
+    uint32_t max_inflight;      /* commands outstanding per master before new
+                                   requests fail at once with EBUSY; default 1024 */
+
+    redlock_log_fn log_fn;      /* optional */
+    void *log_arg;              /* passed to log_fn */
+    int log_level;              /* minimum level logged; default REDLOCK_LOG_WARN */
+} redlock_config;
+
+#define REDLOCK_RESOURCE_MAX 1024          /* bytes, without the prefix */
+#define REDLOCK_PREFIX_MAX 256             /* bytes */
+#define REDLOCK_TTL_MAX_MS 2147483647u     /* ~24.8 days: keeps all arithmetic in range */
+
+/**
+ * redlock_config_init() - Fill @cfg with the defaults listed above
+ * @cfg: config to fill; masters is set to NULL and must be set by the caller
+ */
+REDLOCK_API
+void redlock_config_init(redlock_config *cfg);
+
+/* ------------------------------------------------------------------------ */
+/* Opaque types                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A client: N master connections plus settings. Create with
+ * redlock_client_new(), free with redlock_client_free(). Opaque. */
+typedef struct redlock_client redlock_client;
+
+/* A lease on one resource: resource, token and validity. Returned by a
+ * successful acquire (the caller owns it) or made with redlock_lock_new()
+ * from a token taken elsewhere (e.g. by redlock-cli). Opaque. */
+typedef struct redlock_lock redlock_lock;
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * redlock_client_new() - Create a client and start connecting to every master
+ * @cfg:      settings; copied
+ * @base:     your event_base for the async API, or NULL for the blocking API
+ *            (the client then runs one private I/O thread)
+ * @ret:      set to the new client on success; untouched on failure
+ * @reterr:   optional detail on failure
+ *
+ * Connections are opened in the background; a master that is down does not
+ * make this call fail (its votes fail until it is back). Host names are
+ * resolved here, once.
+ *
+ * Return: 0, REDLOCK_EINVAL (bad config: the message names the field),
+ * REDLOCK_ERESOLVE (a host name does not resolve), REDLOCK_ENOMEM,
+ * REDLOCK_ESYS (I/O thread could not start).
+ * Ownership: the caller owns *@ret and frees it with redlock_client_free().
+ * Thread-safety: async clients belong to @base's thread.
+ */
+REDLOCK_API
+int redlock_client_new(const redlock_config *cfg, struct event_base *base,
+                       redlock_client **ret, redlock_error *reterr);
+
+/**
+ * redlock_client_free() - Close all connections and free @c
+ * @c: client, or NULL (no-op)
+ *
+ * Operations still in flight complete with REDLOCK_ESHUTDOWN: their
+ * callbacks run (async: from inside this call, or after the current callback
+ * returns when called from a callback). Locks held are not released; they
+ * expire after their ttl. redlock_lock objects stay valid (free them).
+ * Thread-safety: blocking clients: no other thread may use @c during or
+ * after this call.
+ */
+REDLOCK_API
+void redlock_client_free(redlock_client *c);
+
+/** redlock_client_masters() - N, the number of masters. */
+REDLOCK_API
+size_t redlock_client_masters(const redlock_client *c);
+
+/** redlock_client_quorum() - N/2 + 1. */
+REDLOCK_API
+size_t redlock_client_quorum(const redlock_client *c);
+
+/**
+ * redlock_client_master_addr() - "host:port" of master @i as configured
+ * Return: a string owned by @c, valid until it is freed; NULL if @i >= N.
+ */
+REDLOCK_API
+const char *redlock_client_master_addr(const redlock_client *c, size_t i);
+
+/* ------------------------------------------------------------------------ */
+/* Blocking operations (client made with base == NULL)                      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * redlock_acquire() - Take a lock on @resource on a majority of masters
+ * @c:           blocking client
+ * @resource:    resource name: 1..REDLOCK_RESOURCE_MAX bytes, any byte but NUL
+ * @len:         its length
+ * @ttl_ms:      lock time to live, 1..REDLOCK_TTL_MAX_MS, and long enough to
+ *               leave a positive validity after the drift margin
+ * @ret_lock:    set to the lease on success; untouched on failure
+ * @ret_outcome: optional; the deciding attempt's votes, success or failure
+ * @reterr:      optional detail on failure
+ *
+ * Tries up to 1 + retry_count times, with retry_delay + jitter between
+ * attempts, each attempt with a fresh token. After a failed attempt it
+ * releases on every master it sent the SET to. Validity is timed from the
+ * start of the successful attempt; a lease with validity <= 0 is never
+ * returned.
+ *
+ * Return: 0; REDLOCK_ECONFLICT (held by another client); REDLOCK_ENOQUORUM
+ * (too many masters down, slow or failing); REDLOCK_EEXPIRED (quorum reached
+ * too late); REDLOCK_EAUTH, REDLOCK_EWRONGTYPE, REDLOCK_EPROTO,
+ * REDLOCK_EREPLY (enough masters fail this way to deny a quorum: fix the
+ * setup); REDLOCK_EINVAL; REDLOCK_ENOMEM; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC.
+ * Ownership: the caller owns *@ret_lock: release it, then redlock_lock_free().
+ * Thread-safety: safe from any number of threads on one client.
+ */
+REDLOCK_API
+int redlock_acquire(redlock_client *c, const void *resource, size_t len,
+                    uint32_t ttl_ms, redlock_lock **ret_lock,
+                    redlock_outcome *ret_outcome, redlock_error *reterr);
+
+/**
+ * redlock_release() - Release @lock on every master
+ * @c, @lock:    the lock (not freed by this call)
+ * @ret_outcome, @reterr: optional, as for redlock_acquire()
+ *
+ * Deletes the key only where it still holds @lock's token (a Lua
+ * compare-then-DEL). A master where the key already expired counts as
+ * released (vote "gone"). Masters that do not answer are retried up to
+ * release_retry_count times.
+ *
+ * Return: 0 (released or already gone on a majority); REDLOCK_ENOTHELD (a
+ * majority holds another token or the key is gone nowhere: we had lost it);
+ * REDLOCK_ENOQUORUM; REDLOCK_EWRONGTYPE/EAUTH/EPROTO/EREPLY as for acquire;
+ * REDLOCK_EINVAL; REDLOCK_ENOMEM; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC.
+ * Thread-safety: safe from any thread; one lock must not be used by two
+ * calls at once.
+ */
+REDLOCK_API
+int redlock_release(redlock_client *c, redlock_lock *lock,
+                    redlock_outcome *ret_outcome, redlock_error *reterr);
+
+/**
+ * redlock_extend() - Set @lock's ttl to @ttl_ms again, on a majority
+ * @c, @lock:    the lock; its validity is updated on success
+ * @ttl_ms:      new time to live, counted from now
+ *
+ * A Lua compare-token-then-PEXPIRE on every master. Succeeds only on a
+ * majority, with validity recomputed exactly as for acquire, from the start
+ * of this call. A master where the key is gone does not count.
+ *
+ * Return: 0; REDLOCK_ENOTHELD (the token no longer holds a majority);
+ * REDLOCK_ENOQUORUM; REDLOCK_EEXPIRED; the setup codes as for acquire;
+ * REDLOCK_EINVAL; REDLOCK_ENOMEM; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC.
+ * Thread-safety: as for redlock_release().
+ */
+REDLOCK_API
+int redlock_extend(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
+                   redlock_outcome *ret_outcome, redlock_error *reterr);
+
+/* ------------------------------------------------------------------------ */
+/* Async operations (client made with your event_base)                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Completion callbacks. Contract (libuv's): if an *_async call returns an
+ * error, its callback never runs. Otherwise it runs exactly once, from the
+ * event loop, never inside the *_async call itself. @out and @err are valid
+ * only during the callback. @status is what the blocking twin would return.
+ */
+typedef void (*redlock_acquire_cb)(redlock_client *c, int status,
+                                   redlock_lock *lock,
+                                   const redlock_outcome *out,
+                                   const redlock_error *err, void *arg);
+typedef void (*redlock_op_cb)(redlock_client *c, int status,
+                              redlock_lock *lock,
+                              const redlock_outcome *out,
+                              const redlock_error *err, void *arg);
+
+/**
+ * redlock_acquire_async() - redlock_acquire() on the caller's event loop
+ * @cb:  called once with the outcome; on success @lock is a new lease the
+ *       callback's owner now owns (release it, then free it); on failure NULL
+ * @arg: passed to @cb
+ *
+ * Return: 0 (cb will run), REDLOCK_EINVAL, REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN,
+ * REDLOCK_EASYNC (blocking client). The resource is copied.
+ */
+REDLOCK_API
+int redlock_acquire_async(redlock_client *c, const void *resource, size_t len,
+                          uint32_t ttl_ms, redlock_acquire_cb cb, void *arg,
+                          redlock_error *reterr);
+
+/**
+ * redlock_release_async() - redlock_release() on the caller's event loop
+ * @lock: must stay valid until @cb runs (@cb gets it back; free it there
+ *        or later)
+ */
+REDLOCK_API
+int redlock_release_async(redlock_client *c, redlock_lock *lock,
+                          redlock_op_cb cb, void *arg, redlock_error *reterr);
+
+/**
+ * redlock_extend_async() - redlock_extend() on the caller's event loop
+ * @lock: must stay valid until @cb runs; its validity is updated on success
+ */
+REDLOCK_API
+int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
+                         redlock_op_cb cb, void *arg, redlock_error *reterr);
+
+/* ------------------------------------------------------------------------ */
+/* Locks                                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define REDLOCK_TOKEN_MAX 128    /* bytes, for tokens given to redlock_lock_new() */
+
+/**
+ * redlock_lock_new() - A lock handle for a token obtained elsewhere
+ * @resource, @len: as for redlock_acquire()
+ * @token:  NUL-terminated token (printable, 1..REDLOCK_TOKEN_MAX bytes)
+ * @ret:    set on success
+ *
+ * For releasing or extending a lock taken by another process (redlock-cli
+ * unlock/extend). Its validity is 0 until a successful extend.
+ * Return: 0, REDLOCK_EINVAL, REDLOCK_ENOMEM.
+ * Ownership: the caller owns *@ret; free with redlock_lock_free().
+ */
+REDLOCK_API
+int redlock_lock_new(const void *resource, size_t len, const char *token,
+                     redlock_lock **ret, redlock_error *reterr);
+
+/** redlock_lock_free() - Free @lock (NULL is a no-op). Does not release it. */
+REDLOCK_API
+void redlock_lock_free(redlock_lock *lock);
+
+/**
+ * redlock_lock_token() - The lock's token, NUL-terminated
+ * Ownership: borrowed; valid until @lock is freed.
+ * The token is 32 hex characters: 128 bits from OpenSSL RAND_bytes.
+ */
+REDLOCK_API
+const char *redlock_lock_token(const redlock_lock *lock);
+
+/**
+ * redlock_lock_resource() - The resource name (not NUL-terminated)
+ * @len: set to its length
+ * Ownership: borrowed; valid until @lock is freed.
+ */
+REDLOCK_API
+const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
+
+/** redlock_lock_validity_ms() - Validity remaining now (ms, monotonic); <= 0 once lapsed. */
+REDLOCK_API
+int64_t redlock_lock_validity_ms(const redlock_lock *lock);
+
+/** redlock_lock_ttl_ms() - The ttl of the last successful acquire/extend. */
+REDLOCK_API
+uint32_t redlock_lock_ttl_ms(const redlock_lock *lock);
+
+/* ------------------------------------------------------------------------ */
+/* Inspection: what each master holds, and how it answers                   */
+/* ------------------------------------------------------------------------ */
+
+/* One master's view, for redlock_status() and redlock_ping(). */
+typedef struct redlock_master_state {
+    int err;                          /* 0, or REDLOCK_E*: this master's view is missing */
+    uint32_t rtt_us;                  /* round trip of this query */
+    int held;                         /* status: 1 if the key exists on this master */
+    int64_t pttl_ms;                  /* status: remaining ttl (ms); -2 if absent, -1 if no ttl */
+    char token[REDLOCK_TOKEN_MAX + 1];/* status: token stored there ("" if absent) */
+    int64_t clock_offset_us;          /* ping: master TIME minus client real time at
+                                         the round trip's midpoint */
+    char detail[REDLOCK_VOTE_DETAIL_LEN]; /* error text when err != 0 */
+} redlock_master_state;
+
+typedef struct redlock_status {
+    uint32_t n_masters;               /* N */
+    uint32_t quorum;                  /* N/2 + 1 */
+    uint32_t n_answered;              /* masters that answered */
+    uint32_t n_held;                  /* status: masters where the key exists */
+    char majority_token[REDLOCK_TOKEN_MAX + 1]; /* status: token held on a majority, or "" */
+    redlock_master_state masters[REDLOCK_MAX_MASTERS];
+} redlock_status;
+
+/**
+ * redlock_status() - Ask every master who holds @resource, and for how long
+ * @ret: filled on success (0) and also on ENOQUORUM, with what was seen
+ *
+ * Read-only (GET + PTTL in one script per master); never changes a lock.
+ * Return: 0 when a majority answered; REDLOCK_ENOQUORUM; REDLOCK_EINVAL;
+ * REDLOCK_ENOMEM; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC (async client).
+ * Thread-safety: as for redlock_acquire().
+ */
+REDLOCK_API
+int redlock_status(redlock_client *c, const void *resource, size_t len,
+                   redlock_status *ret, redlock_error *reterr);
+
+/**
+ * redlock_ping() - Round trip and clock offset (TIME) of every master
+ * @ret: filled on success (0) and also on ENOQUORUM
+ *
+ * Offsets need no synchronised clocks to be harmless (Redlock needs bounded
+ * clock *rates*, not equal clocks); they are reported for operators.
+ * Return: as for redlock_status().
+ */
+REDLOCK_API
+int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr);
+
+/* ------------------------------------------------------------------------ */
+/* Version                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/** redlock_version() - "MAJOR.MINOR.PATCH" of the library linked, not the header. */
+REDLOCK_API
+const char *redlock_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REDLOCK_H */
