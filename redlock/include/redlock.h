@@ -463,7 +463,7 @@ uint32_t redlock_lock_ttl_ms(const redlock_lock *lock);
 /* Inspection: what each master holds, and how it answers                   */
 /* ------------------------------------------------------------------------ */
 
-/* One master's view, for redlock_status() and redlock_ping(). */
+/* One master's view, for redlock_status_get() and redlock_ping(). */
 typedef struct redlock_master_state {
     int err;                          /* 0, or REDLOCK_E*: this master's view is missing */
     uint32_t rtt_us;                  /* round trip of this query */
@@ -485,7 +485,7 @@ typedef struct redlock_status {
 } redlock_status;
 
 /**
- * redlock_status() - Ask every master who holds @resource, and for how long
+ * redlock_status_get() - Ask every master who holds @resource, and for how long
  * @ret: filled on success (0) and also on ENOQUORUM, with what was seen
  *
  * Read-only (GET + PTTL in one script per master); never changes a lock.
@@ -494,8 +494,8 @@ typedef struct redlock_status {
  * Thread-safety: as for redlock_acquire().
  */
 REDLOCK_API
-int redlock_status(redlock_client *c, const void *resource, size_t len,
-                   redlock_status *ret, redlock_error *reterr);
+int redlock_status_get(redlock_client *c, const void *resource, size_t len,
+                       redlock_status *ret, redlock_error *reterr);
 
 /**
  * redlock_ping() - Round trip and clock offset (TIME) of every master
@@ -503,7 +503,7 @@ int redlock_status(redlock_client *c, const void *resource, size_t len,
  *
  * Offsets need no synchronised clocks to be harmless (Redlock needs bounded
  * clock *rates*, not equal clocks); they are reported for operators.
- * Return: as for redlock_status().
+ * Return: as for redlock_status_get().
  */
 REDLOCK_API
 int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr);

@@ -1,0 +1,293 @@
+/* acquire.c - take a lock: SET NX PX on every master at once, decide early.
+ *
+ * One op covers every attempt of one acquire. Each attempt:
+ *   1. a fresh token and a monotonic start time;
+ *   2. SET key token NX PX ttl to all N masters (one fanout);
+ *   3. decide the moment the outcome is known: success at the quorum-th OK,
+ *      failure the moment fewer than a quorum of masters can still say OK,
+ *      or at the node timeout for masters that have not answered;
+ *   4. success needs validity = ttl - elapsed - margin > 0 (drift/);
+ *   5. on failure, release on every master the SET went to (including the
+ *      silent ones), wait for that release from the masters that answered
+ *      the SET, then retry after retry_delay + jitter.
+ *
+ * Why mutual exclusion holds (NOTES.md has the long form): a key is only
+ * written by NX, so at any time at most one token holds each master. Two
+ * clients that both count a quorum would need a master that granted both
+ * inside one ttl; majorities intersect, so that master must have lost the
+ * first key early: a clock running fast beyond the drift factor, or a
+ * restart without persistence. Early return does not change this: we
+ * only claim the lock on a quorum of OKs, and OKs that arrive later only add
+ * keys carrying our token, which can only stop others.
+ */
+#include "internal.h"
+#include "drift.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void acq_attempt_start(rl_op *op);
+static bool acq_decide(rl_op *op);
+
+static void acq_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisReply *r,
+                        int err, const char *errstr)
+{
+    rl_op *op = owner;
+    redlock_vote *v = &op->out.votes[idx];
+    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
+        return;   /* late: after a timeout or a decision */
+    op->n_pending--;
+    rl_monotime sent = f->slots[idx].sent_us;
+    if (!r) {
+        rl_op_vote_failed(op, idx, err, errstr);
+    } else if (r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
+        op->n_ok++;
+    } else if (r->type == REDIS_REPLY_NIL) {
+        /* NX refused: the key exists. It could also be a key of another
+         * type; the cleanup release below tells the two apart. */
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
+        op->n_fail++;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        int code = rl_classify_error_reply(r->str, r->len);
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, code, r->str, sent);
+        op->n_fail++;
+    } else {
+        char d[64];
+        snprintf(d, sizeof(d), "unexpected reply type %d to SET (is this Redis?)", r->type);
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent);
+        op->n_fail++;
+    }
+    acq_decide(op);
+}
+
+/* After a failed attempt: a WRONGTYPE from the cleanup release turns a
+ * "held" vote into what it really was: a key of another type under our
+ * name, which no amount of waiting will free. */
+static void acq_on_cleanup(void *owner, rl_fanout *f, uint32_t idx, const redisReply *r,
+                           int err, const char *errstr)
+{
+    (void)err; (void)errstr;
+    rl_op *op = owner;
+    if (op->phase != RL_PHASE_CLEANUP || f != op->cleanup)
+        return;
+    redlock_vote *v = &op->out.votes[idx];
+    if (r && r->type == REDIS_REPLY_ERROR && v->kind == REDLOCK_VOTE_HELD &&
+        rl_classify_error_reply(r->str, r->len) == REDLOCK_EWRONGTYPE) {
+        v->kind = REDLOCK_VOTE_ERROR;
+        v->err = REDLOCK_EWRONGTYPE;
+        snprintf(v->detail, sizeof(v->detail), "key holds a non-string value (WRONGTYPE)");
+    }
+    if (op->n_cleanup_wait > 0 && --op->n_cleanup_wait == 0)
+        rl_acquire_on_timer(op);   /* all answered: move on now */
+}
+
+static void acq_after_cleanup(rl_op *op)
+{
+    redlock_client *c = op->c;
+    rl_op_disarm(op);
+    rl_fanout_detach(op->cleanup);
+    op->cleanup = NULL;
+    /* Classify from the votes now that cleanup had its say (WRONGTYPE). */
+    int status = op->status == REDLOCK_ENOQUORUM ? rl_outcome_failure(op, "acquire", &op->err)
+                                                 : op->status;
+    op->status = status;
+    bool retryable = status == REDLOCK_ECONFLICT || status == REDLOCK_ENOQUORUM ||
+                     status == REDLOCK_EEXPIRED;
+    if (retryable && op->attempt < op->max_attempts && !c->freeing) {
+        op->phase = RL_PHASE_WAITING;
+        uint32_t delay = c->cfg.retry_delay_ms;
+        if (c->cfg.retry_jitter_ms) {
+            /* xorshift64: spreads contending clients apart */
+            c->rng ^= c->rng << 13;
+            c->rng ^= c->rng >> 7;
+            c->rng ^= c->rng << 17;
+            delay += (uint32_t)(c->rng % ((uint64_t)c->cfg.retry_jitter_ms + 1));
+        }
+        rl_op_arm(op, delay);
+        return;
+    }
+    rl_op_complete(op, status);
+}
+
+static void acq_attempt_failed(rl_op *op, int status)
+{
+    redlock_client *c = op->c;
+    rl_op_disarm(op);
+    op->status = status;
+    op->out.elapsed_us = rl_now_us() - op->start_us;
+    if (status == REDLOCK_EEXPIRED)
+        rl_seterr(&op->err, status, -1,
+                  "acquire: quorum reached after %llu us, leaving no validity of a %u ms ttl "
+                  "(raise the ttl, or lower node_timeout_ms)",
+                  (unsigned long long)op->out.elapsed_us, op->ttl_ms);
+
+    /* Release on every master the SET went to, answered or not. A silent
+     * master gets the release queued behind the SET on the same connection,
+     * so it runs after the SET whenever the master wakes up. Masters we
+     * never sent the SET to cannot hold this attempt's token. */
+    rl_fanout *set = op->f;
+    op->f = NULL;
+    op->n_cleanup_wait = 0;
+    op->cleanup = rl_fanout_new(c, RL_CMD_RELEASE, op->key, op->keylen, op->token, 0,
+                                acq_on_cleanup, op);
+    for (uint32_t i = 0; op->cleanup && i < c->n; i++) {
+        if (set->slots[i].state == RL_SLOT_IDLE)
+            continue;
+        int kind = op->out.votes[i].kind;
+        if (rl_fanout_send(op->cleanup, i, true) == 0 &&
+            (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR))
+            op->n_cleanup_wait++;   /* answered the SET: will answer this soon */
+    }
+    if (!op->cleanup)
+        rl_log(c, REDLOCK_LOG_WARN, "acquire: out of memory for cleanup; keys expire after %u ms",
+               op->ttl_ms);
+    rl_fanout_detach(set);
+    /* Waiting for the release from masters that just answered costs one
+     * round trip, and buys two things: the next attempt cannot race our own
+     * stale keys, and when acquire reports failure the keys are gone. We
+     * never wait for masters that did not answer the SET. */
+    if (op->n_cleanup_wait > 0) {
+        op->phase = RL_PHASE_CLEANUP;
+        rl_op_arm(op, c->cfg.node_timeout_ms);
+    } else {
+        acq_after_cleanup(op);
+    }
+}
+
+static bool acq_decide(rl_op *op)
+{
+    redlock_client *c = op->c;
+    if (op->n_ok >= c->quorum) {
+        rl_monotime now = rl_now_us();
+        uint64_t elapsed = now - op->start_us;
+        int64_t validity_ms = drift_validity_ms(op->ttl_ms, elapsed, c->cfg.drift_factor);
+        op->out.elapsed_us = elapsed;
+        op->out.validity_ms = validity_ms;
+        op->out.n_ok = op->n_ok;
+        if (validity_ms <= 0) {
+            acq_attempt_failed(op, REDLOCK_EEXPIRED);
+            return true;
+        }
+        const char *resource = op->key + c->prefix_len;
+        redlock_lock *lock = rl_lock_new(resource, op->keylen - c->prefix_len, op->token);
+        if (!lock) {
+            rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory creating the lock");
+            acq_attempt_failed(op, REDLOCK_ENOMEM);
+            return true;
+        }
+        lock->ttl_ms = op->ttl_ms;
+        /* Validity runs from the start of this attempt, never from before
+         * the retries: the keys were set no earlier than that. */
+        lock->valid_until_us = op->start_us + (uint64_t)validity_ms * 1000;
+        op->lock = lock;
+        rl_op_disarm(op);
+        rl_op_complete(op, 0);
+        return true;
+    }
+    if (op->n_fail > c->n - c->quorum) {
+        op->out.n_ok = op->n_ok;
+        acq_attempt_failed(op, REDLOCK_ENOQUORUM);
+        return true;
+    }
+    return false;
+}
+
+static void acq_attempt_start(rl_op *op)
+{
+    redlock_client *c = op->c;
+    op->attempt++;
+    op->phase = RL_PHASE_VOTING;
+    op->n_ok = op->n_fail = op->n_pending = 0;
+    op->out.validity_ms = 0;
+    memset(op->out.votes, 0, sizeof(op->out.votes));
+    /* A fresh token per attempt: a release from a failed attempt that is
+     * still queued somewhere can then never delete a later attempt's key. */
+    if (rl_token_new(op->token) != 0) {
+        rl_seterr(&op->err, REDLOCK_ESYS, -1, "RAND_bytes failed: no token");
+        rl_op_complete(op, REDLOCK_ESYS);
+        return;
+    }
+    op->f = rl_fanout_new(c, RL_CMD_SET, op->key, op->keylen, op->token, op->ttl_ms,
+                          acq_on_vote, op);
+    if (!op->f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending SET");
+        rl_op_complete(op, REDLOCK_ENOMEM);
+        return;
+    }
+    op->start_us = rl_now_us();
+    for (uint32_t i = 0; i < c->n; i++) {
+        int rc = rl_fanout_send(op->f, i, false);
+        if (rc == 0) {
+            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
+            op->n_pending++;
+        } else {
+            /* Down or saturated: fails now, costs nothing. */
+            rl_op_vote_failed(op, i, rc, c->nodes[i].errstr);
+        }
+    }
+    if (!acq_decide(op))
+        rl_op_arm(op, c->cfg.node_timeout_ms);
+}
+
+void rl_acquire_on_timer(rl_op *op)
+{
+    switch (op->phase) {
+    case RL_PHASE_VOTING: {
+        /* Node timeout: every master that has not answered fails now. */
+        char d[64];
+        snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
+        for (uint32_t i = 0; i < op->c->n; i++) {
+            if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
+                op->n_pending--;
+                rl_op_vote_failed(op, i, REDLOCK_ETIMEOUT, d);
+            }
+        }
+        acq_decide(op);
+        break;
+    }
+    case RL_PHASE_CLEANUP:
+        acq_after_cleanup(op);
+        break;
+    case RL_PHASE_WAITING:
+        acq_attempt_start(op);
+        break;
+    default:
+        break;
+    }
+}
+
+int rl_acquire_start(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
+                     redlock_acquire_cb cb, void *arg, redlock_error *reterr)
+{
+    if (c->freeing) {
+        rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    int rc = rl_check_resource(resource, len, reterr);
+    if (!rc)
+        rc = rl_check_ttl(c, ttl_ms, reterr);
+    if (rc)
+        return rc;
+    if (!cb) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "acquire: callback is NULL");
+        return REDLOCK_EINVAL;
+    }
+    rl_op *op = rl_op_new(c, RL_OP_ACQUIRE, resource, len, reterr);
+    if (!op)
+        return REDLOCK_ENOMEM;
+    op->ttl_ms = ttl_ms;
+    op->max_attempts = 1 + c->cfg.retry_count;
+    op->acq_cb = cb;
+    op->arg = arg;
+    acq_attempt_start(op);
+    return 0;
+}
+
+int redlock_acquire_async(redlock_client *c, const void *resource, size_t len,
+                          uint32_t ttl_ms, redlock_acquire_cb cb, void *arg,
+                          redlock_error *reterr)
+{
+    int rc = rl_check_async(c, reterr);
+    return rc ? rc : rl_acquire_start(c, resource, len, ttl_ms, cb, arg, reterr);
+}

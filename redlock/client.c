@@ -1,0 +1,639 @@
+/* client.c - configuration, master addresses, client lifecycle, ops and locks.
+ *
+ * The client is the owner of everything long-lived: N nodes (one connection
+ * each) and the list of ops not yet completed. Ops are short-lived requests
+ * (libuv's sense). This file also holds the op plumbing every operation
+ * shares: allocation, the single event each op uses for its timeouts and
+ * retry delays, and completion, which is always delivered from the loop and
+ * never from inside the call that started the op (libuv's contract).
+ */
+#include "internal.h"
+#include "drift.h"
+
+#include <arpa/inet.h>
+#include <math.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+void redlock_config_init(redlock_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->node_timeout_ms = 50;
+    cfg->connect_timeout_ms = 1000;
+    cfg->retry_count = 3;
+    cfg->retry_delay_ms = 200;
+    cfg->retry_jitter_ms = 100;
+    cfg->drift_factor = 0.01;
+    cfg->release_retry_count = 2;
+    cfg->release_retry_delay_ms = 20;
+    cfg->reconnect_min_ms = 10;
+    cfg->reconnect_max_ms = 1000;
+    cfg->max_inflight = 1024;
+    cfg->log_level = REDLOCK_LOG_WARN;
+}
+
+const char *redlock_version(void)
+{
+    return REDLOCK_VERSION_STRING;
+}
+
+/* ---- master list --------------------------------------------------------- */
+
+/* Parse "host:port,[v6]:port,..." and resolve each host once. Host names are
+ * resolved here and never again: a lock's safety argument counts on N fixed,
+ * independent masters, and re-resolving could silently swap one. */
+static int parse_masters(redlock_client *c, const char *list, redlock_error *e)
+{
+    size_t count = 0;
+    const char *p = list;
+    while (*p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) { p++; len--; }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        if (len == 0) {
+            rl_seterr(e, REDLOCK_EINVAL, -1,
+                      "masters: empty entry in \"%.80s\" (use host:port,host:port,...)", list);
+            return REDLOCK_EINVAL;
+        }
+        if (count == REDLOCK_MAX_MASTERS) {
+            rl_seterr(e, REDLOCK_EINVAL, -1, "masters: more than %d entries (use 3, 5 or 7 masters)",
+                      REDLOCK_MAX_MASTERS);
+            return REDLOCK_EINVAL;
+        }
+        rl_node *n = &c->nodes[count];
+        char entry[272];
+        if (len >= sizeof(entry) - 1) {
+            rl_seterr(e, REDLOCK_EINVAL, -1, "masters: entry %zu is too long", count + 1);
+            return REDLOCK_EINVAL;
+        }
+        memcpy(entry, p, len);
+        entry[len] = '\0';
+        snprintf(n->addr, sizeof(n->addr), "%s", entry);
+
+        char host[272];
+        const char *portstr;
+        if (entry[0] == '[') {
+            char *close = strchr(entry, ']');
+            if (!close || close[1] != ':') {
+                rl_seterr(e, REDLOCK_EINVAL, -1,
+                          "masters: bad entry \"%.60s\" (IPv6 is written [addr]:port)", entry);
+                return REDLOCK_EINVAL;
+            }
+            *close = '\0';
+            snprintf(host, sizeof(host), "%s", entry + 1);
+            portstr = close + 2;
+        } else {
+            char *colon = strrchr(entry, ':');
+            if (!colon || colon == entry || strchr(entry, ':') != colon) {
+                rl_seterr(e, REDLOCK_EINVAL, -1,
+                          "masters: bad entry \"%.60s\" (expected host:port)", entry);
+                return REDLOCK_EINVAL;
+            }
+            *colon = '\0';
+            snprintf(host, sizeof(host), "%s", entry);
+            portstr = colon + 1;
+        }
+        char *pend = NULL;
+        long port = *portstr >= '0' && *portstr <= '9' ? strtol(portstr, &pend, 10) : -1;
+        if (port < 1 || port > 65535 || !pend || *pend) {
+            rl_seterr(e, REDLOCK_EINVAL, -1,
+                      "masters: bad port in \"%.60s\" (expected 1..65535)", n->addr);
+            return REDLOCK_EINVAL;
+        }
+        if (!host[0]) {
+            rl_seterr(e, REDLOCK_EINVAL, -1, "masters: empty host in \"%.60s\"", n->addr);
+            return REDLOCK_EINVAL;
+        }
+
+        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+        struct addrinfo *res = NULL;
+        int gai = getaddrinfo(host, NULL, &hints, &res);
+        if (gai != 0 || !res) {
+            rl_seterr(e, REDLOCK_ERESOLVE, (int)count,
+                      "master %.80s: cannot resolve \"%.60s\": %s (check the host name)",
+                      n->addr, host, gai_strerror(gai));
+            return REDLOCK_ERESOLVE;
+        }
+        /* Prefer IPv4: hiredis 0.14 tries AF_INET first for names too. */
+        struct addrinfo *pick = res;
+        for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+            if (ai->ai_family == AF_INET) { pick = ai; break; }
+        const void *sa = pick->ai_family == AF_INET
+            ? (const void *)&((struct sockaddr_in *)pick->ai_addr)->sin_addr
+            : (const void *)&((struct sockaddr_in6 *)pick->ai_addr)->sin6_addr;
+        inet_ntop(pick->ai_family, sa, n->ip, sizeof(n->ip));
+        freeaddrinfo(res);
+        n->port = (int)port;
+
+        for (size_t j = 0; j < count; j++) {
+            if (c->nodes[j].port == n->port && strcmp(c->nodes[j].ip, n->ip) == 0) {
+                rl_seterr(e, REDLOCK_EINVAL, (int)count,
+                          "masters: %.60s and %.60s are the same master (%s:%d); "
+                          "each master must be independent", c->nodes[j].addr, n->addr,
+                          n->ip, n->port);
+                return REDLOCK_EINVAL;
+            }
+        }
+        count++;
+        p += len;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == ',') {
+            p++;
+            if (!*p) {
+                rl_seterr(e, REDLOCK_EINVAL, -1, "masters: trailing comma in \"%.80s\"", list);
+                return REDLOCK_EINVAL;
+            }
+        }
+    }
+    if (count == 0) {
+        rl_seterr(e, REDLOCK_EINVAL, -1, "masters: no master given (use host:port,host:port,...)");
+        return REDLOCK_EINVAL;
+    }
+    c->n = (uint32_t)count;
+    c->quorum = (uint32_t)(count / 2 + 1);
+    return 0;
+}
+
+static int check_config(const redlock_config *cfg, redlock_error *e)
+{
+#define BAD(...) do { rl_seterr(e, REDLOCK_EINVAL, -1, __VA_ARGS__); return REDLOCK_EINVAL; } while (0)
+    if (!cfg->masters || !cfg->masters[0])
+        BAD("config.masters is empty (use \"host:port,host:port,...\")");
+    if (cfg->node_timeout_ms == 0 || cfg->node_timeout_ms > 600000)
+        BAD("config.node_timeout_ms is %u (use 1..600000; default 50)", cfg->node_timeout_ms);
+    if (cfg->connect_timeout_ms == 0 || cfg->connect_timeout_ms > 600000)
+        BAD("config.connect_timeout_ms is %u (use 1..600000)", cfg->connect_timeout_ms);
+    if (!(cfg->drift_factor >= 0.0 && cfg->drift_factor < 1.0))
+        BAD("config.drift_factor is %g (use 0 <= factor < 1; default 0.01)", cfg->drift_factor);
+    if (cfg->retry_delay_ms > 600000 || cfg->retry_jitter_ms > 600000)
+        BAD("config.retry_delay_ms/retry_jitter_ms too large (max 600000)");
+    if (cfg->release_retry_delay_ms > 600000)
+        BAD("config.release_retry_delay_ms too large (max 600000)");
+    if (cfg->reconnect_min_ms == 0 || cfg->reconnect_min_ms > cfg->reconnect_max_ms ||
+        cfg->reconnect_max_ms > 3600000)
+        BAD("config.reconnect_min_ms/reconnect_max_ms must satisfy 1 <= min <= max <= 3600000");
+    if (cfg->max_inflight == 0 || cfg->max_inflight > (1u << 20))
+        BAD("config.max_inflight is %u (use 1..1048576)", cfg->max_inflight);
+    if (cfg->key_prefix && strlen(cfg->key_prefix) > REDLOCK_PREFIX_MAX)
+        BAD("config.key_prefix is longer than %d bytes", REDLOCK_PREFIX_MAX);
+    if (cfg->username && !cfg->password)
+        BAD("config.username is set without a password (ACL AUTH needs both)");
+    if (cfg->password && !cfg->password[0])
+        BAD("config.password is empty (use NULL for no AUTH)");
+    return 0;
+#undef BAD
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+    if (!s)
+        return NULL;
+    char *d = strdup(s);
+    if (!d)
+        *oom = true;
+    return d;
+}
+
+/* ---- lifecycle ----------------------------------------------------------- */
+
+static void client_destroy(redlock_client *c);
+
+int redlock_client_new(const redlock_config *cfg, struct event_base *base,
+                       redlock_client **ret, redlock_error *reterr)
+{
+    if (!cfg || !ret) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "redlock_client_new: cfg and ret must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    int rc = check_config(cfg, reterr);
+    if (rc)
+        return rc;
+    if (rl_scripts_init() != 0) {
+        rl_seterr(reterr, REDLOCK_ESYS, -1, "cannot initialise script digests");
+        return REDLOCK_ESYS;
+    }
+    redlock_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        goto oom;
+    c->cfg = *cfg;
+    bool oom = false;
+    c->masters = dup_or_null(cfg->masters, &oom);
+    c->prefix = dup_or_null(cfg->key_prefix ? cfg->key_prefix : "", &oom);
+    c->username = dup_or_null(cfg->username, &oom);
+    c->password = dup_or_null(cfg->password, &oom);
+    if (oom)
+        goto oom;
+    c->cfg.masters = c->masters;
+    c->cfg.key_prefix = c->prefix;
+    c->cfg.username = c->username;
+    c->cfg.password = c->password;
+    c->prefix_len = strlen(c->prefix);
+    c->rng = rl_random_u64();
+
+    rc = parse_masters(c, c->masters, reterr);
+    if (rc)
+        goto fail;
+
+    if (base) {
+        c->base = base;
+    } else {
+        c->base = event_base_new();
+        if (!c->base)
+            goto oom;
+        c->owns_base = true;
+    }
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (rl_node_init(&c->nodes[i], c, i) != 0)
+            goto oom;
+    }
+    /* Start connecting before the I/O thread exists: the base is not shared
+     * with another thread yet, so this needs no locking. */
+    for (uint32_t i = 0; i < c->n; i++)
+        rl_node_start(&c->nodes[i]);
+    if (c->owns_base) {
+        rc = rl_blocking_start(c, reterr);
+        if (rc)
+            goto fail;
+    }
+    *ret = c;
+    return 0;
+
+oom:
+    rc = REDLOCK_ENOMEM;
+    rl_seterr(reterr, rc, -1, "out of memory creating client");
+fail:
+    if (c)
+        client_destroy(c);
+    return rc;
+}
+
+static void op_deliver(rl_op *op);
+
+/* Tear down on the loop's thread (or after the I/O thread has exited). */
+static void client_destroy(redlock_client *c)
+{
+    c->freeing = true;
+    /* Every op gets its callback exactly once: those already decided with
+     * their real status, the rest with ESHUTDOWN. */
+    while (c->ops) {
+        rl_op *op = c->ops;
+        if (op->phase != RL_PHASE_DONE) {
+            op->status = REDLOCK_ESHUTDOWN;
+            rl_seterr(&op->err, REDLOCK_ESHUTDOWN, -1,
+                      "client freed while the operation was in flight");
+            rl_op_fill_outcome(op);
+        }
+        op_deliver(op);
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        rl_node_close(&c->nodes[i]);
+    if (c->owns_base && c->base)
+        event_base_free(c->base);
+    free(c->masters);
+    free(c->prefix);
+    free(c->username);
+    free(c->password);
+    free(c);
+}
+
+void redlock_client_free(redlock_client *c)
+{
+    if (!c || c->freeing)
+        return;   /* NULL, or called again from a callback run by this free */
+    if (c->blk)
+        rl_blocking_stop(c);
+    client_destroy(c);
+}
+
+size_t redlock_client_masters(const redlock_client *c)
+{
+    return c ? c->n : 0;
+}
+
+size_t redlock_client_quorum(const redlock_client *c)
+{
+    return c ? c->quorum : 0;
+}
+
+const char *redlock_client_master_addr(const redlock_client *c, size_t i)
+{
+    return c && i < c->n ? c->nodes[i].addr : NULL;
+}
+
+/* ---- argument checks shared by the operations ---------------------------- */
+
+int rl_check_async(redlock_client *c, redlock_error *reterr)
+{
+    if (!c) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "client is NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (c->blk) {
+        rl_seterr(reterr, REDLOCK_EASYNC, -1,
+                  "this client runs its own I/O thread (made with base == NULL): "
+                  "use the blocking calls, or make it with your event_base");
+        return REDLOCK_EASYNC;
+    }
+    if (c->freeing) {
+        rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    return 0;
+}
+
+int rl_check_resource(const void *resource, size_t len, redlock_error *reterr)
+{
+    if (!resource || len == 0) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "resource name is empty (give 1..%d bytes)",
+                  REDLOCK_RESOURCE_MAX);
+        return REDLOCK_EINVAL;
+    }
+    if (len > REDLOCK_RESOURCE_MAX) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                  "resource name is %zu bytes, longer than %d (hash long names first)",
+                  len, REDLOCK_RESOURCE_MAX);
+        return REDLOCK_EINVAL;
+    }
+    const void *nul = memchr(resource, '\0', len);
+    if (nul) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                  "resource name has a NUL byte at offset %zu (any byte but NUL is allowed)",
+                  (size_t)((const char *)nul - (const char *)resource));
+        return REDLOCK_EINVAL;
+    }
+    return 0;
+}
+
+int rl_check_ttl(const redlock_client *c, uint32_t ttl_ms, redlock_error *reterr)
+{
+    if (ttl_ms == 0 || ttl_ms > REDLOCK_TTL_MAX_MS) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "ttl %u ms is out of range (use 1..%u)",
+                  ttl_ms, REDLOCK_TTL_MAX_MS);
+        return REDLOCK_EINVAL;
+    }
+    /* A ttl no longer than the drift margin can never leave validity > 0:
+     * refuse it up front instead of failing every attempt with EEXPIRED. */
+    if (drift_validity_ms(ttl_ms, 0, c->cfg.drift_factor) <= 0) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                  "ttl %u ms leaves no validity after the %llu ms drift margin "
+                  "(use a ttl well above the margin plus a round trip)",
+                  ttl_ms, (unsigned long long)drift_margin_ms(ttl_ms, c->cfg.drift_factor));
+        return REDLOCK_EINVAL;
+    }
+    return 0;
+}
+
+/* ---- ops ----------------------------------------------------------------- */
+
+static void op_on_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    rl_op *op = arg;
+    if (op->phase == RL_PHASE_DONE) {
+        op_deliver(op);
+        return;
+    }
+    switch (op->kind) {
+    case RL_OP_ACQUIRE: rl_acquire_on_timer(op); break;
+    case RL_OP_RELEASE: rl_release_on_timer(op); break;
+    case RL_OP_EXTEND:  rl_extend_on_timer(op); break;
+    default:            rl_inspect_on_timer(op); break;
+    }
+}
+
+rl_op *rl_op_new(redlock_client *c, int kind, const void *resource, size_t len,
+                 redlock_error *reterr)
+{
+    rl_op *op = calloc(1, sizeof(*op));
+    if (!op)
+        goto oom;
+    op->kind = kind;
+    op->c = c;
+    op->keylen = c->prefix_len + len;
+    op->key = malloc(op->keylen + 1);
+    op->ev = event_new(c->base, -1, 0, op_on_event, op);
+    if (!op->key || !op->ev)
+        goto oom;
+    memcpy(op->key, c->prefix, c->prefix_len);
+    if (len)
+        memcpy(op->key + c->prefix_len, resource, len);
+    op->key[op->keylen] = '\0';
+    op->out.n_masters = c->n;
+    op->out.quorum = c->quorum;
+    op->next = c->ops;
+    if (c->ops)
+        c->ops->prev = op;
+    c->ops = op;
+    return op;
+oom:
+    if (op) {
+        free(op->key);
+        if (op->ev)
+            event_free(op->ev);
+        free(op);
+    }
+    rl_seterr(reterr, REDLOCK_ENOMEM, -1, "out of memory starting an operation");
+    return NULL;
+}
+
+void rl_op_free(rl_op *op)
+{
+    rl_fanout_detach(op->f);
+    rl_fanout_detach(op->cleanup);
+    if (op->ev)
+        event_free(op->ev);
+    free(op->key);
+    free(op);
+}
+
+void rl_op_arm(rl_op *op, uint32_t ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(op->ev, &tv);
+}
+
+void rl_op_disarm(rl_op *op)
+{
+    evtimer_del(op->ev);
+}
+
+void rl_op_fill_outcome(rl_op *op)
+{
+    op->out.status = op->status;
+    op->out.attempts = op->attempt;
+    if (op->status != 0 && op->out.validity_ms > 0)
+        op->out.validity_ms = 0;
+    if (op->status != 0)
+        op->err.code = op->status;
+}
+
+void rl_op_complete(rl_op *op, int status)
+{
+    op->status = status;
+    op->phase = RL_PHASE_DONE;
+    if (status == 0) {
+        op->err.code = 0;
+        op->err.master = -1;
+        op->err.msg[0] = '\0';
+    }
+    rl_op_fill_outcome(op);
+    /* Nothing more will be counted: let go of the votes now, so that late
+     * replies are dropped by their fanouts from here on. */
+    rl_fanout_detach(op->f);
+    op->f = NULL;
+    rl_fanout_detach(op->cleanup);
+    op->cleanup = NULL;
+    /* Deliver from the loop, never from here: we may be inside the _async
+     * call that started the op, or inside a hiredis callback, where a user
+     * callback that frees the client would pull the context out from under
+     * hiredis. */
+    evtimer_del(op->ev);
+    event_active(op->ev, EV_TIMEOUT, 1);
+}
+
+static void op_deliver(rl_op *op)
+{
+    redlock_client *c = op->c;
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        c->ops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    op->prev = op->next = NULL;
+    rl_fanout_detach(op->f);
+    op->f = NULL;
+    rl_fanout_detach(op->cleanup);
+    op->cleanup = NULL;
+
+    const redlock_error *err = op->status ? &op->err : NULL;
+    switch (op->kind) {
+    case RL_OP_ACQUIRE: {
+        redlock_lock *lock = op->status == 0 ? op->lock : NULL;
+        if (op->status != 0 && op->lock) {
+            redlock_lock_free(op->lock);
+            op->lock = NULL;
+        }
+        op->acq_cb(c, op->status, lock, &op->out, err, op->arg);
+        break;
+    }
+    case RL_OP_RELEASE:
+    case RL_OP_EXTEND:
+        op->op_cb(c, op->status, op->lock, &op->out, err, op->arg);
+        break;
+    default:
+        op->st_cb(c, op->status, op->st, err, op->arg);
+        break;
+    }
+    /* The callback may have freed the client: touch only the op. */
+    rl_op_free(op);
+}
+
+void rl_op_vote_failed(rl_op *op, uint32_t idx, int err, const char *errstr)
+{
+    int kind = err == REDLOCK_ETIMEOUT ? REDLOCK_VOTE_TIMEOUT
+             : (err == REDLOCK_ECONNECT || err == REDLOCK_EBUSY || err == REDLOCK_ESHUTDOWN)
+                 ? REDLOCK_VOTE_DOWN
+                 : REDLOCK_VOTE_ERROR;
+    rl_slot *s = op->f ? &op->f->slots[idx] : NULL;
+    rl_vote_set(&op->out.votes[idx], kind, err, errstr,
+                s && s->state != RL_SLOT_IDLE ? s->sent_us : rl_now_us());
+    op->n_fail++;
+}
+
+/* ---- locks --------------------------------------------------------------- */
+
+redlock_lock *rl_lock_new(const void *resource, size_t len, const char *token)
+{
+    redlock_lock *l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    l->resource = malloc(len + 1);
+    if (!l->resource) {
+        free(l);
+        return NULL;
+    }
+    memcpy(l->resource, resource, len);
+    l->resource[len] = '\0';
+    l->len = len;
+    snprintf(l->token, sizeof(l->token), "%s", token);
+    return l;
+}
+
+int redlock_lock_new(const void *resource, size_t len, const char *token,
+                     redlock_lock **ret, redlock_error *reterr)
+{
+    if (!ret) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "ret must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    int rc = rl_check_resource(resource, len, reterr);
+    if (rc)
+        return rc;
+    size_t tlen = token ? strlen(token) : 0;
+    if (tlen == 0 || tlen > REDLOCK_TOKEN_MAX) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "token must be 1..%d bytes (got %zu)",
+                  REDLOCK_TOKEN_MAX, tlen);
+        return REDLOCK_EINVAL;
+    }
+    for (size_t i = 0; i < tlen; i++) {
+        unsigned char ch = (unsigned char)token[i];
+        if (ch <= ' ' || ch >= 127) {
+            rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                      "token has a non-printable byte 0x%02x at offset %zu "
+                      "(tokens are printed by redlock-cli lock)", ch, i);
+            return REDLOCK_EINVAL;
+        }
+    }
+    redlock_lock *l = rl_lock_new(resource, len, token);
+    if (!l) {
+        rl_seterr(reterr, REDLOCK_ENOMEM, -1, "out of memory");
+        return REDLOCK_ENOMEM;
+    }
+    *ret = l;
+    return 0;
+}
+
+void redlock_lock_free(redlock_lock *lock)
+{
+    if (!lock)
+        return;
+    free(lock->resource);
+    free(lock);
+}
+
+const char *redlock_lock_token(const redlock_lock *lock)
+{
+    return lock ? lock->token : NULL;
+}
+
+const void *redlock_lock_resource(const redlock_lock *lock, size_t *len)
+{
+    if (!lock) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = lock->len;
+    return lock->resource;
+}
+
+int64_t redlock_lock_validity_ms(const redlock_lock *lock)
+{
+    if (!lock || lock->valid_until_us == 0)
+        return 0;
+    rl_monotime now = rl_now_us();
+    if (now >= lock->valid_until_us)
+        return -(int64_t)((now - lock->valid_until_us + 999) / 1000);
+    return (int64_t)((lock->valid_until_us - now) / 1000);
+}
+
+uint32_t redlock_lock_ttl_ms(const redlock_lock *lock)
+{
+    return lock ? lock->ttl_ms : 0;
+}

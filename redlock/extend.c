@@ -1,0 +1,154 @@
+/* extend.c - keep a lock: compare-token-then-PEXPIRE on every master.
+ *
+ * Success needs a majority of masters where the key still holds our token
+ * and got the new ttl, and validity recomputed exactly as for acquire,
+ * timed from the start of this extend: ttl - elapsed - drift margin.
+ *
+ * Why mutual exclusion holds: PEXPIRE only runs where our token is still
+ * stored, so extend never resurrects a lock somebody else took; a master
+ * where the key is gone does not count. Extending on a majority at time t
+ * keeps those keys until at least t + ttl on their clocks, so the same
+ * majority-intersection argument as for acquire applies from t on.
+ * Extend does not retry by itself: a failed extend leaves the old expiry in
+ * place, and the caller decides (redlock-cli run stops its child).
+ */
+#include "internal.h"
+#include "drift.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool ext_decide(rl_op *op);
+
+static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisReply *r,
+                        int err, const char *errstr)
+{
+    rl_op *op = owner;
+    redlock_vote *v = &op->out.votes[idx];
+    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
+        return;
+    op->n_pending--;
+    rl_monotime sent = f->slots[idx].sent_us;
+    if (!r) {
+        rl_op_vote_failed(op, idx, err, errstr);
+        ext_decide(op);
+        return;
+    }
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
+        op->n_ok++;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD, "key expired or deleted", sent);
+        op->n_fail++;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
+        op->n_fail++;
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, rl_classify_error_reply(r->str, r->len), r->str, sent);
+        op->n_fail++;
+    } else {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
+                    "unexpected reply to the extend script (is this Redis?)", sent);
+        op->n_fail++;
+    }
+    ext_decide(op);
+}
+
+static bool ext_decide(rl_op *op)
+{
+    redlock_client *c = op->c;
+    op->out.n_ok = op->n_ok;
+    if (op->n_ok >= c->quorum) {
+        uint64_t elapsed = rl_now_us() - op->start_us;
+        int64_t validity_ms = drift_validity_ms(op->ttl_ms, elapsed, c->cfg.drift_factor);
+        op->out.elapsed_us = elapsed;
+        op->out.validity_ms = validity_ms;
+        rl_op_disarm(op);
+        if (validity_ms <= 0) {
+            rl_seterr(&op->err, REDLOCK_EEXPIRED, -1,
+                      "extend: majority reached after %llu us, leaving no validity of a "
+                      "%u ms ttl (raise the ttl)", (unsigned long long)elapsed, op->ttl_ms);
+            rl_op_complete(op, REDLOCK_EEXPIRED);
+            return true;
+        }
+        op->lock->ttl_ms = op->ttl_ms;
+        op->lock->valid_until_us = op->start_us + (uint64_t)validity_ms * 1000;
+        rl_op_complete(op, 0);
+        return true;
+    }
+    if (op->n_fail > c->n - c->quorum) {
+        rl_op_disarm(op);
+        op->out.elapsed_us = rl_now_us() - op->start_us;
+        rl_op_complete(op, rl_outcome_failure(op, "extend", &op->err));
+        return true;
+    }
+    return false;
+}
+
+void rl_extend_on_timer(rl_op *op)
+{
+    if (op->phase != RL_PHASE_VOTING)
+        return;
+    char d[64];
+    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
+    for (uint32_t i = 0; i < op->c->n; i++) {
+        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
+            op->n_pending--;
+            rl_op_vote_failed(op, i, REDLOCK_ETIMEOUT, d);
+        }
+    }
+    ext_decide(op);
+}
+
+int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
+                    redlock_op_cb cb, void *arg, redlock_error *reterr)
+{
+    if (c->freeing) {
+        rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    if (!lock || !cb) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "extend: lock and callback must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    int rc = rl_check_ttl(c, ttl_ms, reterr);
+    if (rc)
+        return rc;
+    rl_op *op = rl_op_new(c, RL_OP_EXTEND, lock->resource, lock->len, reterr);
+    if (!op)
+        return REDLOCK_ENOMEM;
+    op->lock = lock;
+    op->ttl_ms = ttl_ms;
+    op->op_cb = cb;
+    op->arg = arg;
+    op->attempt = 1;
+    op->phase = RL_PHASE_VOTING;
+    snprintf(op->token, sizeof(op->token), "%s", lock->token);
+    op->f = rl_fanout_new(c, RL_CMD_EXTEND, op->key, op->keylen, op->token, ttl_ms,
+                          ext_on_vote, op);
+    if (!op->f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
+        rl_op_complete(op, REDLOCK_ENOMEM);
+        return 0;
+    }
+    op->start_us = rl_now_us();
+    for (uint32_t i = 0; i < c->n; i++) {
+        rc = rl_fanout_send(op->f, i, true);
+        if (rc == 0) {
+            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
+            op->n_pending++;
+        } else {
+            rl_op_vote_failed(op, i, rc, c->nodes[i].errstr);
+        }
+    }
+    if (!ext_decide(op))
+        rl_op_arm(op, c->cfg.node_timeout_ms);
+    return 0;
+}
+
+int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
+                         redlock_op_cb cb, void *arg, redlock_error *reterr)
+{
+    int rc = rl_check_async(c, reterr);
+    return rc ? rc : rl_extend_start(c, lock, ttl_ms, cb, arg, reterr);
+}

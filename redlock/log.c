@@ -1,0 +1,19 @@
+/* log.c - the client's log hook.
+ *
+ * Library code does not write to stdout or stderr: everything goes through
+ * the optional hook in redlock_config, formatted only when the level passes
+ * (the rl_log() macro checks first).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+
+void rl_log_emit(const redlock_client *c, int level, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    c->cfg.log_fn(level, msg, c->cfg.log_arg);
+}

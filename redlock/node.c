@@ -1,0 +1,290 @@
+/* node.c - one master: its connection, handshake, reconnects and in-flight bound.
+ *
+ * A node is a long-lived handle (libuv's sense): connected when the client
+ * starts, reconnected with capped exponential backoff when lost. While it is
+ * down, commands fail at once instead of waiting: a refused connection costs
+ * an acquire nothing. While it is up but silent (SIGSTOP, a partition) the
+ * op's own timer decides; here we only bound how many commands may pile up
+ * behind the silence, so memory stays bounded until the master comes back
+ * and answers them all, in order.
+ *
+ * hiredis 0.14.1 rules we code against: a failed connect calls onConnect
+ * with REDIS_ERR and then frees the context itself; onDisconnect fires only
+ * for contexts that had connected; pending callbacks always run (with NULL)
+ * before the context is freed. After hiredis frees a context, we never touch
+ * it again: n->ac is cleared in those two callbacks.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static void node_schedule_reconnect(rl_node *n);
+static void node_connect(rl_node *n);
+
+static void node_set_down(rl_node *n, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void node_set_down(rl_node *n, int err, const char *fmt, ...)
+{
+    n->state = RL_NODE_DOWN;
+    n->err = err;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->errstr, sizeof(n->errstr), fmt, ap);
+    va_end(ap);
+}
+
+/* Why did this context fail? hiredis keeps errno-ish text in ac->errstr. */
+static void node_record_ctx_error(rl_node *n, const redisAsyncContext *ac)
+{
+    int code = REDLOCK_ECONNECT;
+    const char *what = ac->errstr[0] ? ac->errstr : "connection lost";
+    if (ac->err == REDIS_ERR_PROTOCOL) {
+        node_set_down(n, REDLOCK_EPROTO, "protocol error: %.60s (is this a Redis server?)", what);
+        return;
+    }
+    if (ac->err == REDIS_ERR_EOF) {
+        node_set_down(n, code, "connection closed by master");
+        return;
+    }
+    if (strstr(what, "refused")) {
+        node_set_down(n, code, "connection refused (is redis-server running?)");
+        return;
+    }
+    node_set_down(n, code, "%.80s", what);
+}
+
+static void node_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    rl_node *n = arg;
+    if (n->state == RL_NODE_DOWN && !n->ac) {
+        node_connect(n);
+        return;
+    }
+    if (n->state == RL_NODE_CONNECTING && n->ac) {
+        /* The handshake did not finish in time: a black hole or a paused
+         * master. Drop the context (pending commands get NULL replies and
+         * fail now rather than at their own timeouts) and back off. */
+        redisAsyncContext *ac = n->ac;
+        node_set_down(n, REDLOCK_ETIMEOUT, "no answer to connect within %u ms",
+                      n->c->cfg.connect_timeout_ms);
+        n->ac = NULL;
+        n->inflight = 0;   /* all of them get their NULL reply right now */
+        redisAsyncFree(ac);
+        node_schedule_reconnect(n);
+    }
+}
+
+static void node_schedule_reconnect(rl_node *n)
+{
+    if (n->c->freeing)
+        return;
+    uint32_t ms = n->backoff_ms;
+    uint32_t max = n->c->cfg.reconnect_max_ms;
+    n->backoff_ms = ms >= max / 2 ? max : ms * 2;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(n->timer, &tv);
+    rl_log(n->c, REDLOCK_LOG_DEBUG, "master %s: reconnect in %u ms (%s)", n->addr, ms, n->errstr);
+}
+
+static void node_on_connect(const redisAsyncContext *ac, int status)
+{
+    rl_node *n = ac->data;
+    if (status == REDIS_OK)
+        return;   /* the handshake's PING reply marks the node up */
+    /* hiredis frees this context right after we return. */
+    node_record_ctx_error(n, ac);
+    n->ac = NULL;
+    n->inflight = 0;   /* hiredis flushes them next, with NULL replies */
+    evtimer_del(n->timer);
+    rl_log(n->c, REDLOCK_LOG_INFO, "master %s: %s", n->addr, n->errstr);
+    node_schedule_reconnect(n);
+}
+
+static void node_on_disconnect(const redisAsyncContext *ac, int status)
+{
+    rl_node *n = ac->data;
+    if (n->ac != ac)
+        return;   /* we dropped it ourselves and already moved on */
+    if (status != REDIS_OK || n->state != RL_NODE_DOWN)
+        node_record_ctx_error(n, ac);
+    n->ac = NULL;
+    n->inflight = 0;
+    n->state = RL_NODE_DOWN;
+    evtimer_del(n->timer);
+    rl_log(n->c, REDLOCK_LOG_WARN, "master %s: disconnected: %s", n->addr, n->errstr);
+    node_schedule_reconnect(n);
+}
+
+static void node_on_auth(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    rl_node *n = privdata;
+    const redisReply *r = reply;
+    rl_node_reply_seen(n, ac, r);
+    if (!r || r->type != REDIS_REPLY_ERROR || n->ac != ac)
+        return;
+    node_set_down(n, REDLOCK_EAUTH, "AUTH failed: %.40s (check the password%s)",
+                  r->str, n->c->username ? " and user" : "");
+    rl_log(n->c, REDLOCK_LOG_ERROR, "master %s: %s", n->addr, n->errstr);
+    /* Commands queued behind AUTH get NOAUTH errors from the master and are
+     * classified as EAUTH; then the connection goes and we back off. */
+    redisAsyncDisconnect(ac);
+}
+
+static void node_on_ready(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    rl_node *n = privdata;
+    const redisReply *r = reply;
+    rl_node_reply_seen(n, ac, r);
+    if (!r || n->ac != ac || n->state != RL_NODE_CONNECTING)
+        return;
+    if (r->type == REDIS_REPLY_ERROR) {
+        int code = rl_classify_error_reply(r->str, r->len);
+        node_set_down(n, code, "handshake failed: %.60s", r->str);
+        redisAsyncDisconnect(ac);
+        return;
+    }
+    n->state = RL_NODE_UP;
+    n->err = 0;
+    n->errstr[0] = '\0';
+    n->backoff_ms = n->c->cfg.reconnect_min_ms;
+    n->connects++;
+    evtimer_del(n->timer);
+    rl_log(n->c, REDLOCK_LOG_INFO, "master %s: connected", n->addr);
+}
+
+static void node_on_script_loaded(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    /* Nothing to do: EVALSHA falls back to EVAL if the load did not take. */
+    rl_node_reply_seen(privdata, ac, reply);
+}
+
+/* Handshake: AUTH (if configured), SCRIPT LOAD of our scripts (so EVALSHA
+ * hits at once), then PING, whose reply marks the node up. All of it is
+ * queued before the TCP connect completes; commands from ops queue behind
+ * it on the same connection, so they always run after AUTH. */
+static void node_connect(rl_node *n)
+{
+    redlock_client *c = n->c;
+    redisAsyncContext *ac = redisAsyncConnect(n->ip, n->port);
+    if (!ac) {
+        node_set_down(n, REDLOCK_ENOMEM, "out of memory connecting");
+        node_schedule_reconnect(n);
+        return;
+    }
+    if (ac->err) {
+        node_record_ctx_error(n, ac);
+        redisAsyncFree(ac);
+        node_schedule_reconnect(n);
+        return;
+    }
+    int rc = rl_ev_attach(ac, c->base);
+    if (rc != 0) {
+        node_set_down(n, rc, "cannot attach to event loop");
+        redisAsyncFree(ac);
+        node_schedule_reconnect(n);
+        return;
+    }
+    ac->data = n;
+    redisAsyncSetConnectCallback(ac, node_on_connect);
+    redisAsyncSetDisconnectCallback(ac, node_on_disconnect);
+    n->ac = ac;
+    n->state = RL_NODE_CONNECTING;
+
+    if (c->password) {
+        const char *argv[3] = { "AUTH", c->username ? c->username : c->password, c->password };
+        size_t lens[3] = { 4, strlen(argv[1]), strlen(argv[2]) };
+        int argc = c->username ? 3 : 2;
+        if (redisAsyncCommandArgv(ac, node_on_auth, n, argc, argv, lens) == REDIS_OK)
+            n->inflight++;
+    }
+    for (int i = 0; i < RL_SCRIPT_COUNT; i++) {
+        const char *argv[3] = { "SCRIPT", "LOAD", rl_script_body(i) };
+        size_t lens[3] = { 6, 4, strlen(argv[2]) };
+        if (redisAsyncCommandArgv(ac, node_on_script_loaded, n, 3, argv, lens) == REDIS_OK)
+            n->inflight++;
+    }
+    const char *ping[1] = { "PING" };
+    size_t plen[1] = { 4 };
+    if (redisAsyncCommandArgv(ac, node_on_ready, n, 1, ping, plen) == REDIS_OK)
+        n->inflight++;
+
+    uint32_t ms = c->cfg.connect_timeout_ms;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(n->timer, &tv);
+}
+
+void rl_node_reply_seen(rl_node *n, const redisAsyncContext *ac, const redisReply *r)
+{
+    if (n->ac == ac && n->inflight > 0)
+        n->inflight--;
+    if (r || n->ac != ac)
+        return;
+    /* A NULL reply: the connection failed (hiredis is flushing its callbacks
+     * before freeing the context). Mark the node down now, so commands sent
+     * from inside these callbacks fail at once instead of being queued on a
+     * dying context; the disconnect/connect callback does the rest. */
+    if (n->state != RL_NODE_DOWN)
+        node_record_ctx_error(n, ac);
+    n->state = RL_NODE_DOWN;
+}
+
+int rl_node_send(rl_node *n, redisCallbackFn *fn, void *privdata, int argc,
+                 const char **argv, const size_t *argvlen, bool priority)
+{
+    if (n->state == RL_NODE_DOWN || !n->ac)
+        return n->err ? n->err : REDLOCK_ECONNECT;
+    uint32_t limit = n->c->cfg.max_inflight;
+    if (n->inflight >= (priority ? 2 * limit : limit)) {
+        snprintf(n->errstr, sizeof(n->errstr),
+                 "%u commands waiting for an answer (master paused or partitioned?)",
+                 n->inflight);
+        return REDLOCK_EBUSY;
+    }
+    if (redisAsyncCommandArgv(n->ac, fn, privdata, argc, argv, argvlen) != REDIS_OK) {
+        /* Only a context that is disconnecting or being freed refuses. */
+        if (!n->errstr[0])
+            snprintf(n->errstr, sizeof(n->errstr), "connection closing");
+        return REDLOCK_ECONNECT;
+    }
+    n->inflight++;
+    return 0;
+}
+
+int rl_node_init(rl_node *n, redlock_client *c, uint32_t idx)
+{
+    n->c = c;
+    n->idx = idx;
+    n->state = RL_NODE_DOWN;
+    n->err = REDLOCK_ECONNECT;
+    snprintf(n->errstr, sizeof(n->errstr), "not connected yet");
+    n->backoff_ms = c->cfg.reconnect_min_ms;
+    n->timer = evtimer_new(c->base, node_on_timer, n);
+    return n->timer ? 0 : REDLOCK_ENOMEM;
+}
+
+void rl_node_start(rl_node *n)
+{
+    node_connect(n);
+}
+
+/* Called with c->freeing set: no reconnect is scheduled from here on. The
+ * NULL replies that redisAsyncFree delivers land in fanouts whose owners
+ * have already been completed and detached. */
+void rl_node_close(rl_node *n)
+{
+    if (n->timer) {
+        event_free(n->timer);
+        n->timer = NULL;
+    }
+    if (n->ac) {
+        redisAsyncContext *ac = n->ac;
+        node_set_down(n, REDLOCK_ESHUTDOWN, "client shutting down");
+        n->ac = NULL;
+        n->inflight = 0;
+        redisAsyncFree(ac);
+    }
+}

@@ -1,0 +1,165 @@
+/* outcome.c - from votes to one status code and one line a person can act on.
+ *
+ * The rule users care about most: "locked by another client" and "Redis is
+ * broken" are never the same error. A failed attempt is a conflict only when
+ * the masters that answered normally (OK or held) could have formed a
+ * majority; a misconfiguration code (AUTH, WRONGTYPE, garbage, error reply)
+ * is reported as itself when it alone denies the quorum; everything else is
+ * "no quorum", with the failing masters named.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool has(const char *s, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(s + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
+int rl_classify_error_reply(const char *str, size_t len)
+{
+    if (!str)
+        return REDLOCK_EPROTO;
+    /* A script that touches a key of another type fails with WRONGTYPE
+     * somewhere in the message, not always at its start. */
+    if (has(str, len, "WRONGTYPE"))
+        return REDLOCK_EWRONGTYPE;
+    if (has(str, len, "NOAUTH") || has(str, len, "WRONGPASS") || has(str, len, "NOPERM") ||
+        has(str, len, "invalid password") || has(str, len, "invalid username"))
+        return REDLOCK_EAUTH;
+    return REDLOCK_EREPLY;
+}
+
+void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us)
+{
+    rl_monotime now = rl_now_us();
+    uint64_t lat = now > sent_us ? now - sent_us : 0;
+    v->kind = kind;
+    v->err = err;
+    v->latency_us = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
+    snprintf(v->detail, sizeof(v->detail), "%s", detail ? detail : "");
+    for (char *p = v->detail; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+}
+
+static const char *hint(int code)
+{
+    switch (code) {
+    case REDLOCK_EAUTH: return "check the password and user";
+    case REDLOCK_EWRONGTYPE:
+        return "another program stores a non-string under this key: use a key prefix "
+               "or another resource name";
+    case REDLOCK_EPROTO: return "is that address a Redis server?";
+    default: return "see the master's log";
+    }
+}
+
+int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
+{
+    const redlock_client *c = op->c;
+    uint32_t n = c->n, q = c->quorum;
+    uint32_t ok = 0, gone = 0, held = 0, per_code[32] = {0};
+    for (uint32_t i = 0; i < n; i++) {
+        const redlock_vote *v = &op->out.votes[i];
+        switch (v->kind) {
+        case REDLOCK_VOTE_OK: ok++; break;
+        case REDLOCK_VOTE_GONE: gone++; break;
+        case REDLOCK_VOTE_HELD: held++; break;
+        case REDLOCK_VOTE_ERROR:
+            if (v->err < 0 && -v->err < 32)
+                per_code[-v->err]++;
+            break;
+        default: break;
+        }
+    }
+    bool release = op->kind == RL_OP_RELEASE;
+    bool extend = op->kind == RL_OP_EXTEND;
+    uint32_t good = ok + (release ? gone : 0);
+
+    /* Somebody else has it (acquire), or we lost it (release/extend). */
+    if ((held > 0 || (extend && gone > 0)) && good + held + (extend ? gone : 0) >= q) {
+        if (op->kind == RL_OP_ACQUIRE) {
+            rl_seterr(e, REDLOCK_ECONFLICT, -1,
+                      "acquire: resource is held by another client on %u of %u masters "
+                      "(retry later, or raise retry_count)", held, n);
+            return REDLOCK_ECONFLICT;
+        }
+        rl_seterr(e, REDLOCK_ENOTHELD, -1,
+                  "%s: this token no longer holds the lock (another token on %u, expired on %u "
+                  "of %u masters): it expired; acquire again", what, held, gone, n);
+        return REDLOCK_ENOTHELD;
+    }
+
+    static const int setup_codes[] = { REDLOCK_EAUTH, REDLOCK_EWRONGTYPE, REDLOCK_EPROTO,
+                                       REDLOCK_EREPLY };
+    for (size_t k = 0; k < sizeof(setup_codes) / sizeof(setup_codes[0]); k++) {
+        int code = setup_codes[k];
+        if (per_code[-code] > n - q) {
+            int m = -1;
+            for (uint32_t i = 0; i < n && m < 0; i++)
+                if (op->out.votes[i].kind == REDLOCK_VOTE_ERROR && op->out.votes[i].err == code)
+                    m = (int)i;
+            rl_seterr(e, code, m, "%s: master %s: %s (%s; %u of %u masters fail this way)",
+                      what, c->nodes[m].addr, op->out.votes[m].detail, hint(code),
+                      per_code[-code], n);
+            return code;
+        }
+    }
+
+    /* No quorum: name the failing masters, as many as fit on the line. */
+    char line[REDLOCK_ERRMSG_LEN];
+    uint32_t failed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = op->out.votes[i].kind;
+        if (k != REDLOCK_VOTE_OK && k != REDLOCK_VOTE_GONE && k != REDLOCK_VOTE_NONE &&
+            k != REDLOCK_VOTE_PENDING)
+            failed++;
+    }
+    int len = snprintf(line, sizeof(line), "%s: no quorum: %u of %u masters failed, %u %s, %u needed",
+                       what, failed, n, good, release ? "released" : "agreed", q);
+    int first = -1, listed = 0, more = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const redlock_vote *v = &op->out.votes[i];
+        if (v->kind == REDLOCK_VOTE_OK || v->kind == REDLOCK_VOTE_GONE ||
+            v->kind == REDLOCK_VOTE_NONE || v->kind == REDLOCK_VOTE_PENDING)
+            continue;
+        if (first < 0)
+            first = (int)i;
+        char part[200];
+        int pl = snprintf(part, sizeof(part), "; %s: %s", c->nodes[i].addr,
+                          v->detail[0] ? v->detail : redlock_vote_kind_name(v->kind));
+        if (len >= 0 && (size_t)len + (size_t)pl + 12 < sizeof(line)) {
+            memcpy(line + len, part, (size_t)pl + 1);
+            len += pl;
+            listed++;
+        } else {
+            more++;
+        }
+    }
+    if (more && len >= 0 && (size_t)len + 12 < sizeof(line))
+        snprintf(line + len, sizeof(line) - (size_t)len, " (+%d more)", more);
+    (void)listed;
+    rl_seterr(e, REDLOCK_ENOQUORUM, -1, "%s", line);
+    return REDLOCK_ENOQUORUM;
+}
+
+const char *redlock_vote_kind_name(int kind)
+{
+    switch (kind) {
+    case REDLOCK_VOTE_NONE: return "none";
+    case REDLOCK_VOTE_PENDING: return "pending";
+    case REDLOCK_VOTE_OK: return "ok";
+    case REDLOCK_VOTE_HELD: return "held";
+    case REDLOCK_VOTE_GONE: return "gone";
+    case REDLOCK_VOTE_TIMEOUT: return "timeout";
+    case REDLOCK_VOTE_DOWN: return "down";
+    case REDLOCK_VOTE_ERROR: return "error";
+    }
+    return "unknown";
+}

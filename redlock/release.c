@@ -1,0 +1,163 @@
+/* release.c - give a lock back: compare-token-then-DEL on every master.
+ *
+ * The script deletes the key only where it still holds our token, so a
+ * release can never remove a lock another client took after ours expired.
+ * A master where the key is already gone counts as released ("gone"):
+ * releasing a lapsed lock is not an error. The release returns as soon as a
+ * majority has released; masters that have not answered still have the
+ * script queued on their connection and run it when they wake. When no
+ * majority is reached, masters that failed for transient reasons (timeout,
+ * connection) are retried, up to release_retry_count times, which is
+ * independent of the acquire retry settings.
+ *
+ * Mutual exclusion is untouched by release: it only ever deletes our own
+ * key, so it can only make the resource free earlier, never give it to two.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool rel_decide(rl_op *op);
+
+static void rel_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisReply *r,
+                        int err, const char *errstr)
+{
+    rl_op *op = owner;
+    redlock_vote *v = &op->out.votes[idx];
+    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
+        return;
+    op->n_pending--;
+    rl_monotime sent = f->slots[idx].sent_us;
+    if (!r) {
+        rl_op_vote_failed(op, idx, err, errstr);
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_GONE, 0, "already expired", sent);
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, rl_classify_error_reply(r->str, r->len), r->str, sent);
+    } else {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
+                    "unexpected reply to the release script (is this Redis?)", sent);
+    }
+    rel_decide(op);
+}
+
+static bool vote_is_transient(const redlock_vote *v)
+{
+    return v->kind == REDLOCK_VOTE_TIMEOUT || v->kind == REDLOCK_VOTE_DOWN;
+}
+
+static void rel_send(rl_op *op, uint32_t mask)
+{
+    redlock_client *c = op->c;
+    op->attempt++;
+    op->phase = RL_PHASE_VOTING;
+    rl_fanout_detach(op->f);
+    op->f = rl_fanout_new(c, RL_CMD_RELEASE, op->key, op->keylen, op->token, 0, rel_on_vote, op);
+    if (!op->f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending release");
+        rl_op_complete(op, REDLOCK_ENOMEM);
+        return;
+    }
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        /* Priority: a release pairs with a SET that was admitted, so it may
+         * use the headroom above max_inflight. */
+        int rc = rl_fanout_send(op->f, i, true);
+        if (rc == 0) {
+            memset(&op->out.votes[i], 0, sizeof(op->out.votes[i]));
+            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
+            op->n_pending++;
+        } else {
+            rl_op_vote_failed(op, i, rc, c->nodes[i].errstr);
+        }
+    }
+    if (!rel_decide(op))
+        rl_op_arm(op, c->cfg.node_timeout_ms);
+}
+
+static bool rel_decide(rl_op *op)
+{
+    redlock_client *c = op->c;
+    uint32_t released = 0, retry = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
+        const redlock_vote *v = &op->out.votes[i];
+        if (v->kind == REDLOCK_VOTE_OK || v->kind == REDLOCK_VOTE_GONE)
+            released++;
+        else if (vote_is_transient(v))
+            retry |= 1u << i;
+    }
+    op->out.n_ok = released;
+    if (released >= c->quorum) {
+        rl_op_disarm(op);
+        op->out.elapsed_us = rl_now_us() - op->start_us;
+        rl_op_complete(op, 0);
+        return true;
+    }
+    if (op->n_pending > 0)
+        return false;
+    rl_op_disarm(op);
+    op->out.elapsed_us = rl_now_us() - op->start_us;
+    if (retry && op->attempt <= c->cfg.release_retry_count && !c->freeing) {
+        op->phase = RL_PHASE_WAITING;
+        op->n_cleanup_wait = retry;   /* reused: the masters to retry */
+        rl_op_arm(op, c->cfg.release_retry_delay_ms);
+        return true;
+    }
+    rl_op_complete(op, rl_outcome_failure(op, "release", &op->err));
+    return true;
+}
+
+void rl_release_on_timer(rl_op *op)
+{
+    if (op->phase == RL_PHASE_WAITING) {
+        rel_send(op, op->n_cleanup_wait);
+        return;
+    }
+    if (op->phase != RL_PHASE_VOTING)
+        return;
+    char d[64];
+    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
+    for (uint32_t i = 0; i < op->c->n; i++) {
+        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
+            op->n_pending--;
+            rl_op_vote_failed(op, i, REDLOCK_ETIMEOUT, d);
+        }
+    }
+    rel_decide(op);
+}
+
+int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+                     redlock_error *reterr)
+{
+    if (c->freeing) {
+        rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    if (!lock || !cb) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "release: lock and callback must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    rl_op *op = rl_op_new(c, RL_OP_RELEASE, lock->resource, lock->len, reterr);
+    if (!op)
+        return REDLOCK_ENOMEM;
+    op->lock = lock;
+    op->op_cb = cb;
+    op->arg = arg;
+    snprintf(op->token, sizeof(op->token), "%s", lock->token);
+    op->start_us = rl_now_us();
+    rel_send(op, (1u << c->n) - 1);   /* every master */
+    return 0;
+}
+
+int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+                          redlock_error *reterr)
+{
+    int rc = rl_check_async(c, reterr);
+    return rc ? rc : rl_release_start(c, lock, cb, arg, reterr);
+}
