@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# install-check.sh BUILDDIR SRCDIR - install into a scratch prefix, build
+# examples/hello.c with nothing but `cc ... $(pkg-config --cflags --libs redlock)`
+# and run it against the masters in $REDLOCK_TEST_MASTERS (from with-cluster.sh).
+# Proves the installed header, library and redlock.pc are complete.
+set -euo pipefail
+build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
+dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
+echo "# installing into $dest"
+meson install -C "$build" --destdir "$dest" --quiet >/dev/null
+prefix=$(meson introspect "$build" --buildoptions | python3 -c \
+  'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
+libdir=$(meson introspect "$build" --buildoptions | python3 -c \
+  'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="libdir"))')
+pcdir=$(find "$dest" -name redlock.pc -printf '%h\n' | head -1)
+[ -n "$pcdir" ] || { echo "not ok 1 - redlock.pc was not installed"; echo "1..1"; exit 1; }
+export PKG_CONFIG_PATH="$pcdir" PKG_CONFIG_SYSROOT_DIR="$dest"
+cc "$src/examples/hello.c" $(pkg-config --cflags --libs redlock) -o "$dest/hello"
+echo "1..2"
+echo "ok 1 - hello.c builds with pkg-config --cflags --libs redlock"
+case "$libdir" in /*) ;; *) libdir="$prefix/$libdir" ;; esac
+if out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/hello" "$REDLOCK_TEST_MASTERS" 2>&1) \
+   && grep -q '^released$' <<<"$out"; then
+  echo "ok 2 - hello takes and releases a lock on the masters"
+else
+  echo "not ok 2 - hello failed: $out"; exit 1
+fi
