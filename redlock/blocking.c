@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -169,8 +170,18 @@ int rl_blocking_start(redlock_client *c, redlock_error *reterr)
     if (!b->wake_ev || event_add(b->wake_ev, NULL) != 0)
         goto fail;
     c->blk = b;
-    if (pthread_create(&b->thread, NULL, io_main, c) != 0) {
+    /* The I/O thread runs with every signal blocked: a master that drops
+     * the connection mid-write then gives hiredis EPIPE instead of killing
+     * the host program with SIGPIPE, and the host's signal handlers keep
+     * running on its own threads. The mask is inherited at creation. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&b->thread, NULL, io_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc != 0) {
         c->blk = NULL;
+        errno = prc;
         goto fail;
     }
     return 0;

@@ -17,6 +17,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -181,6 +182,12 @@ static void node_connect(rl_node *n)
         node_schedule_reconnect(n);
         return;
     }
+    /* hiredis 0.14 opens sockets without close-on-exec: a program that
+     * forks and execs (redlock-cli run) would leak our connections into
+     * its children, keeping them open after we close them. */
+    int fdflags = fcntl(ac->c.fd, F_GETFD);
+    if (fdflags >= 0)
+        fcntl(ac->c.fd, F_SETFD, fdflags | FD_CLOEXEC);
     int rc = rl_ev_attach(ac, c->base);
     if (rc != 0) {
         node_set_down(n, rc, "cannot attach to event loop");

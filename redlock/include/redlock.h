@@ -253,6 +253,11 @@ typedef struct redlock_lock redlock_lock;
  * REDLOCK_ESYS (I/O thread could not start).
  * Ownership: the caller owns *@ret and frees it with redlock_client_free().
  * Thread-safety: async clients belong to @base's thread.
+ * Signals: hiredis writes with write(2). A blocking client's I/O thread
+ * blocks all signals, so a dropped connection yields EPIPE, not SIGPIPE. An
+ * async client writes on your thread: ignore SIGPIPE there (as most network
+ * programs do), or a master that drops the connection can kill the process.
+ * Sockets are close-on-exec: children you fork and exec do not inherit them.
  */
 REDLOCK_API
 int redlock_client_new(const redlock_config *cfg, struct event_base *base,
