@@ -1,0 +1,27 @@
+/* acquire.h - taking a lock for `lock` and `run`, with --wait. */
+#ifndef REDLOCK_CLI_ACQUIRE_H
+#define REDLOCK_CLI_ACQUIRE_H
+
+#include <redlock.h>
+
+#include "opts.h"
+
+/* Returned by cli_acquire() instead of a REDLOCK_E* code when @abort_fd
+ * became readable (a signal arrived) while waiting between attempts. */
+#define CLI_ACQUIRE_INTERRUPTED 1
+
+struct cli_acquire_stats {
+    unsigned attempts;     /* acquire attempts, over all of --wait */
+    uint64_t waited_us;    /* from the first attempt to the outcome */
+};
+
+/* Acquire o->resource for o->ttl_ms. With o->wait_ms > 0, retry while the
+ * failure is one that can pass (held elsewhere, no quorum, too slow), until
+ * the deadline, sleeping retry_delay plus jitter between attempts; the last
+ * attempt's outcome is what is reported. @abort_fd (or -1) is polled while
+ * sleeping. Return: 0, a REDLOCK_E* code, or CLI_ACQUIRE_INTERRUPTED. */
+int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
+                redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
+                struct cli_acquire_stats *st);
+
+#endif

@@ -1,0 +1,56 @@
+/* cli.h - what the pieces of redlock-cli share: exit codes, messages, the
+ * mapping from library error codes to exit codes.
+ *
+ * Exit codes follow sysexits(3) for our own failures and timeout(1) for
+ * `run`, so a script can tell a lock failure from its command's status.
+ */
+#ifndef REDLOCK_CLI_H
+#define REDLOCK_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <redlock.h>
+
+#define CLI_NAME "redlock-cli"
+
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_USAGE = 64,        /* EX_USAGE: bad option, value or argument */
+    CLI_EXIT_NOHOST = 68,       /* EX_NOHOST: a master's host name does not resolve */
+    CLI_EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: no quorum reachable */
+    CLI_EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: internal or system error */
+    CLI_EXIT_TEMPFAIL = 75,     /* EX_TEMPFAIL: held elsewhere / not held by that token */
+    CLI_EXIT_LOST = 124,        /* run: the lock was lost while CMD ran */
+    CLI_EXIT_NOEXEC = 126,      /* run: CMD found but not executable */
+    CLI_EXIT_NOTFOUND = 127,    /* run: CMD not found */
+};
+
+/* Verbosity, set once by main() from -q / -v before anything is printed. */
+extern int cli_quiet;    /* 1: errors only, no warnings or notes */
+extern int cli_verbose;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
+
+/* One line on stderr, prefixed with "redlock-cli: ". cli_error() always
+ * prints (unless -q); cli_usage_error() always prints, even with -q, since
+ * exit 64 must explain itself; cli_warn() is suppressed by -q; cli_note()
+ * prints only with -v. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* @len bytes of @p as a printable C string in @buf (bytes outside 0x20..0x7e
+ * as \xNN; cut with "..." when longer than @cap allows), for messages about
+ * resource names, which may hold any byte but NUL. Return: @buf. */
+const char *cli_printable(const void *p, size_t len, char *buf, size_t cap);
+
+/* Exit code for a REDLOCK_E* code returned by the library. */
+int cli_exit_for(int rc);
+
+/* Monotonic clock, µs. */
+uint64_t cli_now_us(void);
+
+/* Uniform random number in [0, n], for retry jitter (not cryptographic). */
+uint32_t cli_jitter(uint32_t n);
+
+#endif

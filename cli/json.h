@@ -1,0 +1,44 @@
+/* json.h - a tiny streaming JSON writer for redlock-cli's --json output.
+ *
+ * Enough for one object per command: objects, arrays, strings of any bytes,
+ * integers, booleans and null. Commas are placed by the writer, so callers
+ * only say key, value, key, value.
+ */
+#ifndef REDLOCK_CLI_JSON_H
+#define REDLOCK_CLI_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct json {
+    FILE *f;
+    int need_comma;   /* a value was written at this level: the next needs ',' */
+};
+
+void json_init(struct json *j, FILE *f);
+void json_obj_begin(struct json *j);
+void json_obj_end(struct json *j);
+void json_arr_begin(struct json *j);
+void json_arr_end(struct json *j);
+void json_key(struct json *j, const char *key);
+
+/* A string of @len bytes. Valid UTF-8 is written as is (control characters,
+ * '"' and '\' escaped); every byte that is not part of valid UTF-8 is
+ * written as \u00XX, i.e. read as Latin-1. Return: 1 if the bytes were
+ * valid UTF-8 (the string round-trips), 0 if some byte was mapped. */
+int json_str(struct json *j, const void *s, size_t len);
+void json_cstr(struct json *j, const char *s);   /* NULL: null */
+void json_hex(struct json *j, const void *s, size_t len);
+void json_i64(struct json *j, int64_t v);
+void json_u64(struct json *j, uint64_t v);
+void json_bool(struct json *j, int v);
+void json_null(struct json *j);
+
+/* Finish the document: newline and flush. */
+void json_end(struct json *j);
+
+/* 1 if @len bytes at @s are valid UTF-8 (no overlongs, no surrogates). */
+int json_utf8_valid(const void *s, size_t len);
+
+#endif

@@ -1,0 +1,149 @@
+/* msg.c - redlock-cli's messages on stderr and its exit codes.
+ *
+ * Every message is one line, "redlock-cli: " first, so that scripts and
+ * logs can grep them. The library never prints; this file is where its
+ * error codes become words and exit statuses.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int cli_quiet;
+int cli_verbose;
+
+static void vmsg(const char *fmt, va_list ap)
+{
+    char line[1024];
+
+    /* One write per line, so lines from concurrent processes (or the
+     * library's log thread) do not interleave mid-line. */
+    vsnprintf(line, sizeof(line), fmt, ap);
+    fprintf(stderr, "%s: %s\n", CLI_NAME, line);
+}
+
+void cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vmsg(fmt, ap);
+    va_end(ap);
+}
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cli_quiet)
+        return;
+    va_start(ap, fmt);
+    vmsg(fmt, ap);
+    va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cli_quiet)
+        return;
+    va_start(ap, fmt);
+    vmsg(fmt, ap);
+    va_end(ap);
+}
+
+void cli_note(const char *fmt, ...)
+{
+    va_list ap;
+
+    if (cli_quiet || cli_verbose < 1)
+        return;
+    va_start(ap, fmt);
+    vmsg(fmt, ap);
+    va_end(ap);
+}
+
+int cli_exit_for(int rc)
+{
+    switch (rc) {
+    case REDLOCK_OK:
+        return CLI_EXIT_OK;
+    case REDLOCK_EINVAL:
+        return CLI_EXIT_USAGE;
+    case REDLOCK_ECONFLICT:
+    case REDLOCK_ENOTHELD:
+        return CLI_EXIT_TEMPFAIL;
+    case REDLOCK_ERESOLVE:
+        return CLI_EXIT_NOHOST;
+    /* The masters, not the lock, are the problem: too many are down, slow
+     * or misconfigured (AUTH, WRONGTYPE...) for a quorum. The message
+     * names which master and why. */
+    case REDLOCK_ENOQUORUM:
+    case REDLOCK_EEXPIRED:
+    case REDLOCK_ETIMEOUT:
+    case REDLOCK_ECONNECT:
+    case REDLOCK_EAUTH:
+    case REDLOCK_EWRONGTYPE:
+    case REDLOCK_EPROTO:
+    case REDLOCK_EREPLY:
+    case REDLOCK_EBUSY:
+        return CLI_EXIT_UNAVAILABLE;
+    default:   /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, unknown */
+        return CLI_EXIT_SOFTWARE;
+    }
+}
+
+uint64_t cli_now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint32_t cli_jitter(uint32_t n)
+{
+    /* xorshift64*, seeded from the clock and pid: enough to spread racing
+     * waiters apart, which is all jitter is for. */
+    static uint64_t s;
+
+    if (n == 0)
+        return 0;
+    if (s == 0)
+        s = (cli_now_us() << 16) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return (uint32_t)((s * 0x2545f4914f6cdd1dull) >> 33) % (n + 1);
+}
+
+const char *cli_printable(const void *p, size_t len, char *buf, size_t cap)
+{
+    const unsigned char *s = p;
+    size_t o = 0;
+
+    if (cap < 8) {
+        if (cap > 0)
+            buf[0] = '\0';
+        return buf;
+    }
+    for (size_t i = 0; i < len; i++) {
+        /* Room for the longest step (4) plus "..." and the NUL. */
+        if (o + 4 + 4 > cap) {
+            memcpy(buf + o, "...", 4);
+            return buf;
+        }
+        if (s[i] >= 0x20 && s[i] < 0x7f && s[i] != '\\') {
+            buf[o++] = (char)s[i];
+        } else {
+            snprintf(buf + o, 5, "\\x%02x", s[i]);
+            o += 4;
+        }
+    }
+    buf[o] = '\0';
+    return buf;
+}

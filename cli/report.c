@@ -1,0 +1,152 @@
+/* report.c - turns a redlock_outcome into the lines and JSON members that
+ * redlock-cli prints (see report.h).
+ *
+ * Messages name the master and the cause, one line each, so that an
+ * operator reading a cron mail can tell "7003 is down" from "someone else
+ * holds the lock" without re-running anything.
+ */
+#include "report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int vote_is_failure(int kind)
+{
+    return kind == REDLOCK_VOTE_TIMEOUT || kind == REDLOCK_VOTE_DOWN ||
+           kind == REDLOCK_VOTE_ERROR;
+}
+
+static const char *vote_cause(const redlock_vote *v)
+{
+    if (v->detail[0] != '\0')
+        return v->detail;
+    if (v->err != 0)
+        return redlock_strerror(v->err);
+    return redlock_vote_kind_name(v->kind);
+}
+
+unsigned report_count_votes(const redlock_outcome *out, int kind)
+{
+    unsigned n = 0;
+
+    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++)
+        if (out->votes[i].kind == kind)
+            n++;
+    return n;
+}
+
+void report_votes(const redlock_client *c, const redlock_outcome *out, int failed)
+{
+    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {
+        const redlock_vote *v = &out->votes[i];
+        const char *addr = redlock_client_master_addr(c, i);
+
+        if (addr == NULL)
+            addr = "?";
+        if (vote_is_failure(v->kind)) {
+            if (failed)
+                cli_error("%s: %s", addr, vote_cause(v));
+            else
+                cli_warn("warning: %s: %s", addr, vote_cause(v));
+        } else {
+            cli_note("%s: %s (%u us)%s%s", addr, redlock_vote_kind_name(v->kind),
+                     (unsigned)v->latency_us, v->detail[0] ? ": " : "", v->detail);
+        }
+    }
+}
+
+void report_error(const char *op, const void *resource, size_t len, int rc,
+                  const redlock_error *err, const redlock_outcome *out)
+{
+    char res[128], why[REDLOCK_ERRMSG_LEN + 96];
+
+    /* The library's message names the cause and the counts; without one,
+     * say how the votes fell ourselves. */
+    if (err != NULL && err->msg[0] != '\0') {
+        /* "status 'x': status: no quorum" reads better without the echo;
+         * for "run: extend", compare the last word. */
+        const char *last = strrchr(op, ' ') ? strrchr(op, ' ') + 1 : op;
+        size_t ol = strlen(last);
+
+        if (strncmp(err->msg, last, ol) == 0 && err->msg[ol] == ':' && err->msg[ol + 1] == ' ')
+            snprintf(why, sizeof(why), "%s", err->msg + ol + 2);
+        else
+            snprintf(why, sizeof(why), "%s", err->msg);
+    }
+    else if (out != NULL && out->n_masters > 0)
+        snprintf(why, sizeof(why), "%s (ok on %u/%u masters, quorum %u)", redlock_strerror(rc),
+                 (unsigned)out->n_ok, (unsigned)out->n_masters, (unsigned)out->quorum);
+    else
+        snprintf(why, sizeof(why), "%s", redlock_strerror(rc));
+    if (resource != NULL)
+        cli_error("%s '%s': %s", op, cli_printable(resource, len, res, sizeof(res)), why);
+    else
+        cli_error("%s: %s", op, why);
+}
+
+void report_json_head(struct json *j, const char *command, int exit_code, int rc,
+                      const redlock_error *err)
+{
+    json_key(j, "command");
+    json_cstr(j, command);
+    json_key(j, "ok");
+    json_bool(j, exit_code == 0);
+    json_key(j, "exit");
+    json_i64(j, exit_code);
+    json_key(j, "error");
+    if (rc == 0) {
+        json_null(j);
+        return;
+    }
+    json_obj_begin(j);
+    json_key(j, "code");
+    json_cstr(j, redlock_err_name(rc));
+    json_key(j, "message");
+    json_cstr(j, (err != NULL && err->msg[0] != '\0') ? err->msg : redlock_strerror(rc));
+    json_obj_end(j);
+}
+
+void report_json_resource(struct json *j, const void *resource, size_t len)
+{
+    json_key(j, "resource");
+    /* Names that are not UTF-8 cannot round-trip through a JSON string:
+     * give the exact bytes as hex too. */
+    if (!json_utf8_valid(resource, len)) {
+        json_str(j, resource, len);
+        json_key(j, "resource_hex");
+        json_hex(j, resource, len);
+    } else {
+        json_str(j, resource, len);
+    }
+}
+
+void report_json_votes(struct json *j, const redlock_client *c, const redlock_outcome *out)
+{
+    json_key(j, "n_masters");
+    json_u64(j, redlock_client_masters(c));
+    json_key(j, "quorum");
+    json_u64(j, redlock_client_quorum(c));
+    json_key(j, "elapsed_us");
+    json_u64(j, out->elapsed_us);
+    json_key(j, "masters");
+    json_arr_begin(j);
+    for (size_t i = 0; i < redlock_client_masters(c) && i < REDLOCK_MAX_MASTERS; i++) {
+        const redlock_vote *v = &out->votes[i];
+
+        json_obj_begin(j);
+        json_key(j, "addr");
+        json_cstr(j, redlock_client_master_addr(c, i));
+        json_key(j, "vote");
+        json_cstr(j, redlock_vote_kind_name(i < out->n_masters ? v->kind : REDLOCK_VOTE_NONE));
+        json_key(j, "error");
+        json_cstr(j, v->err != 0 ? redlock_err_name(v->err) : NULL);
+        json_key(j, "latency_us");
+        json_u64(j, v->latency_us);
+        json_key(j, "detail");
+        json_str(j, v->detail, strnlen(v->detail, sizeof(v->detail)));
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+}
