@@ -41,8 +41,16 @@ static void acq_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
     if (!r) {
         rl_op_vote_failed(op, idx, err, errstr);
     } else if (r->type == REDIS_REPLY_STATUS && r->len == 2 && memcmp(r->str, "OK", 2) == 0) {
-        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
-        op->n_ok++;
+        /* Checked again on the OK itself: the handshake that tells us a
+         * master restarted is answered just before votes queued behind it. */
+        char why[REDLOCK_VOTE_DETAIL_LEN];
+        if (rl_node_excluded(&op->c->nodes[idx], op->ttl_ms, why, sizeof(why))) {
+            rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why, sent);
+            op->n_fail++;
+        } else {
+            rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
+            op->n_ok++;
+        }
     } else if (r->type == REDIS_REPLY_NIL) {
         /* NX refused: the key exists. It could also be a key of another
          * type; the cleanup release below tells the two apart. */
@@ -217,6 +225,16 @@ static void acq_attempt_start(rl_op *op)
     }
     op->start_us = rl_now_us();
     for (uint32_t i = 0; i < c->n; i++) {
+        /* An excluded master (clock untrusted, or inside its restart guard)
+         * is not asked: its OK could not count. N and the quorum stay the
+         * same, so exclusion can only make an acquire fail. */
+        char why[REDLOCK_VOTE_DETAIL_LEN];
+        if (rl_node_excluded(&c->nodes[i], op->ttl_ms, why, sizeof(why))) {
+            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why,
+                        rl_now_us());
+            op->n_fail++;
+            continue;
+        }
         int rc = rl_fanout_send(op->f, i, false);
         if (rc == 0) {
             op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
@@ -277,6 +295,8 @@ int rl_acquire_start(redlock_client *c, const void *resource, size_t len, uint32
     if (!op)
         return REDLOCK_ENOMEM;
     op->ttl_ms = ttl_ms;
+    if (ttl_ms > c->max_ttl_ms)
+        c->max_ttl_ms = ttl_ms;
     op->max_attempts = 1 + c->cfg.retry_count;
     op->acq_cb = cb;
     op->arg = arg;

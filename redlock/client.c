@@ -33,6 +33,13 @@ void redlock_config_init(redlock_config *cfg)
     cfg->reconnect_max_ms = 1000;
     cfg->max_inflight = 1024;
     cfg->log_level = REDLOCK_LOG_WARN;
+    cfg->clock_policy = REDLOCK_CLOCK_WARN;
+    cfg->clock_probe_ms = 1000;
+    cfg->clock_jump_ms = 25;
+    cfg->clock_window_ms = 10000;
+    cfg->clock_readmit_ms = 10000;
+    cfg->restart_guard = 1;
+    cfg->restart_guard_ms = 0;
 }
 
 const char *redlock_version(void)
@@ -184,6 +191,17 @@ static int check_config(const redlock_config *cfg, redlock_error *e)
         BAD("config.username is set without a password (ACL AUTH needs both)");
     if (cfg->password && !cfg->password[0])
         BAD("config.password is empty (use NULL for no AUTH)");
+    if (cfg->clock_policy < REDLOCK_CLOCK_WARN || cfg->clock_policy > REDLOCK_CLOCK_OFF)
+        BAD("config.clock_policy is %d (use REDLOCK_CLOCK_WARN, _EXCLUDE or _OFF)",
+            cfg->clock_policy);
+    if (cfg->clock_policy != REDLOCK_CLOCK_OFF &&
+        (cfg->clock_probe_ms == 0 || cfg->clock_probe_ms > 3600000 ||
+         cfg->clock_window_ms < cfg->clock_probe_ms || cfg->clock_window_ms > 86400000 ||
+         cfg->clock_readmit_ms > 86400000 || cfg->clock_jump_ms > 3600000))
+        BAD("config.clock_*: need 1 <= probe_ms <= window_ms <= 86400000, jump_ms and "
+            "readmit_ms <= 86400000");
+    if (cfg->restart_guard_ms > REDLOCK_TTL_MAX_MS)
+        BAD("config.restart_guard_ms is %u (max %u)", cfg->restart_guard_ms, REDLOCK_TTL_MAX_MS);
     return 0;
 #undef BAD
 }
@@ -201,6 +219,16 @@ static char *dup_or_null(const char *s, bool *oom)
 /* ---- lifecycle ----------------------------------------------------------- */
 
 static void client_destroy(redlock_client *c);
+
+/* The clock monitor's heartbeat: one TIME per master per interval, skipped
+ * for masters still answering the previous one. */
+static void client_on_probe(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    redlock_client *c = arg;
+    for (uint32_t i = 0; i < c->n; i++)
+        rl_node_probe(&c->nodes[i]);
+}
 
 int redlock_client_new(const redlock_config *cfg, struct event_base *base,
                        redlock_client **ret, redlock_error *reterr)
@@ -250,6 +278,14 @@ int redlock_client_new(const redlock_config *cfg, struct event_base *base,
         if (rl_node_init(&c->nodes[i], c, i) != 0)
             goto oom;
     }
+    if (c->cfg.clock_policy != REDLOCK_CLOCK_OFF) {
+        c->probe_ev = event_new(c->base, -1, EV_PERSIST, client_on_probe, c);
+        if (!c->probe_ev)
+            goto oom;
+        uint32_t ms = c->cfg.clock_probe_ms;
+        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+        evtimer_add(c->probe_ev, &tv);
+    }
     /* Start connecting before the I/O thread exists: the base is not shared
      * with another thread yet, so this needs no locking. */
     for (uint32_t i = 0; i < c->n; i++)
@@ -289,6 +325,8 @@ static void client_destroy(redlock_client *c)
         }
         op_deliver(op);
     }
+    if (c->probe_ev)
+        event_free(c->probe_ev);
     for (uint32_t i = 0; i < c->n; i++)
         rl_node_close(&c->nodes[i]);
     if (c->owns_base && c->base)

@@ -34,7 +34,13 @@ static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
         ext_decide(op);
         return;
     }
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+    char why[REDLOCK_VOTE_DETAIL_LEN];
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1 &&
+        rl_node_excluded(&op->c->nodes[idx], op->ttl_ms, why, sizeof(why))) {
+        /* Extended there, but that master's word does not count now. */
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why, sent);
+        op->n_fail++;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
         rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
         op->n_ok++;
     } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
@@ -119,6 +125,8 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
         return REDLOCK_ENOMEM;
     op->lock = lock;
     op->ttl_ms = ttl_ms;
+    if (ttl_ms > c->max_ttl_ms)
+        c->max_ttl_ms = ttl_ms;
     op->op_cb = cb;
     op->arg = arg;
     op->attempt = 1;

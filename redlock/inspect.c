@@ -45,6 +45,26 @@ static void insp_finish(rl_op *op)
                 memcpy(st->majority_token, st->masters[i].token, sizeof(st->majority_token));
         }
     }
+    if (op->kind == RL_OP_PING) {
+        rl_monotime now = rl_now_us();
+        for (uint32_t i = 0; i < c->n; i++) {
+            const rl_node *n = &c->nodes[i];
+            redlock_master_state *m = &st->masters[i];
+            m->clock_rate_lo = n->clock.rate_lo;
+            m->clock_rate_hi = n->clock.rate_hi;
+            m->clock_samples = n->clock.samples;
+            m->clock_jumps = n->clock.jumps;
+            m->clock_rate_faults = n->clock.rate_faults;
+            m->clock_trusted = drift_monitor_trusted(&n->clock, now);
+            memcpy(m->run_id, n->run_id, sizeof(m->run_id));
+            m->uptime_s = n->uptime_s;
+            m->aof_always = n->aof_always;
+            m->excluded = rl_node_excluded(n, c->max_ttl_ms, m->excluded_why,
+                                           sizeof(m->excluded_why));
+            if (!m->excluded)
+                m->excluded_why[0] = '\0';
+        }
+    }
     op->out.n_ok = st->n_answered;
     op->out.elapsed_us = rl_now_us() - op->start_us;
     if (st->n_answered >= c->quorum) {

@@ -22,6 +22,7 @@
 #define REDLOCK_INTERNAL_H
 
 #include "redlock.h"
+#include "monitor.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -95,7 +96,25 @@ typedef struct rl_node {
     int err;                      /* why it is (or last was) down: REDLOCK_E* */
     char errstr[REDLOCK_VOTE_DETAIL_LEN];
     uint64_t connects;            /* successful handshakes, for logs and tests */
+
+    /* clock monitor (drift/monitor.h) */
+    drift_monitor clock;
+    bool probe_out;               /* a TIME probe is in flight */
+    rl_monotime probe_send_us;
+
+    /* restart guard: what INFO said at the last handshake */
+    char run_id[41];              /* "" until the first INFO reply */
+    int64_t uptime_s;
+    rl_monotime started_us;       /* monotonic estimate of the master's start
+                                     (now - uptime at the INFO reply); 0 unknown */
+    bool restart_seen;            /* run_id changed while we knew the master */
+    bool aof_always;              /* appendonly yes and appendfsync always */
 } rl_node;
+
+/* Should @n's vote not count now, for an op with @ttl_ms? Writes why. */
+bool rl_node_excluded(const rl_node *n, uint32_t ttl_ms, char *why, size_t len);
+/* Send a TIME probe if none is in flight (client.c's probe timer). */
+void rl_node_probe(rl_node *n);
 
 int rl_node_init(rl_node *n, redlock_client *c, uint32_t idx);
 void rl_node_start(rl_node *n);
@@ -248,6 +267,8 @@ struct redlock_client {
     rl_op *ops;                   /* not yet completed */
     struct rl_blocking *blk;      /* NULL for async clients */
     uint64_t rng;                 /* xorshift state for retry jitter */
+    struct event *probe_ev;       /* clock monitor: TIME to every master */
+    uint32_t max_ttl_ms;          /* longest ttl requested so far (restart guard) */
 };
 
 struct redlock_lock {

@@ -19,7 +19,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void node_schedule_reconnect(rl_node *n);
 static void node_connect(rl_node *n);
@@ -163,6 +165,89 @@ static void node_on_script_loaded(redisAsyncContext *ac, void *reply, void *priv
     rl_node_reply_seen(privdata, ac, reply);
 }
 
+static void node_event(rl_node *n, int event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Clock and restart events: a log line (WARN) and the event hook. */
+static void node_event(rl_node *n, int event, const char *fmt, ...)
+{
+    redlock_client *c = n->c;
+    if (!c->cfg.event_fn && !(c->cfg.log_fn && REDLOCK_LOG_WARN >= c->cfg.log_level))
+        return;
+    char msg[256];
+    int len = snprintf(msg, sizeof(msg), "master %s: ", n->addr);
+    va_list ap;
+    va_start(ap, fmt);
+    if (len > 0 && (size_t)len < sizeof(msg))
+        vsnprintf(msg + len, sizeof(msg) - (size_t)len, fmt, ap);
+    va_end(ap);
+    rl_log(c, REDLOCK_LOG_WARN, "%s", msg);
+    if (c->cfg.event_fn)
+        c->cfg.event_fn((int)n->idx, event, msg, c->cfg.event_arg);
+}
+
+/* "name:value\r\n" inside an INFO reply. */
+static bool info_field(const char *info, const char *name, char *out, size_t len)
+{
+    size_t nl = strlen(name);
+    for (const char *p = info; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, name, nl) == 0 && p[nl] == ':') {
+            p += nl + 1;
+            size_t i = 0;
+            while (p[i] && p[i] != '\r' && p[i] != '\n' && i + 1 < len) {
+                out[i] = p[i];
+                i++;
+            }
+            out[i] = '\0';
+            return true;
+        }
+    }
+    return false;
+}
+
+static void node_on_info(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    rl_node *n = privdata;
+    const redisReply *r = reply;
+    rl_node_reply_seen(n, ac, r);
+    if (!r || r->type != REDIS_REPLY_STRING || n->ac != ac)
+        return;   /* no INFO (ACL): the guard treats the master as unknown */
+    char run_id[41] = "", up[32] = "", aof[8] = "";
+    info_field(r->str, "run_id", run_id, sizeof(run_id));
+    info_field(r->str, "uptime_in_seconds", up, sizeof(up));
+    info_field(r->str, "aof_enabled", aof, sizeof(aof));
+    n->uptime_s = strtoll(up, NULL, 10);
+    /* uptime has 1 s resolution: the real start lies in (now - up - 1,
+     * now - up]; the guard takes the latest, which protects longest. */
+    rl_monotime now = rl_now_us();
+    uint64_t up_us = (uint64_t)(n->uptime_s > 0 ? n->uptime_s : 0) * 1000000u;
+    n->started_us = now > up_us ? now - up_us : 1;
+    if (n->run_id[0] && run_id[0] && strcmp(n->run_id, run_id) != 0) {
+        n->restart_seen = true;
+        drift_monitor_reset(&n->clock);   /* a new process: a new clock history */
+        node_event(n, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)",
+                   n->run_id, run_id, (long long)n->uptime_s);
+    }
+    if (run_id[0])
+        memcpy(n->run_id, run_id, sizeof(n->run_id));
+    n->aof_always = aof[0] == '1';   /* confirmed by the CONFIG GET reply next */
+}
+
+static void node_on_fsync(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    rl_node *n = privdata;
+    const redisReply *r = reply;
+    rl_node_reply_seen(n, ac, r);
+    if (!r || n->ac != ac)
+        return;
+    bool always = r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                  r->element[1]->type == REDIS_REPLY_STRING &&
+                  strcmp(r->element[1]->str, "always") == 0;
+    /* CONFIG may be denied (ACL, renamed): then we cannot know, and a
+     * master we cannot vouch for is guarded like one without AOF. */
+    n->aof_always = n->aof_always && always;
+}
+
 /* Handshake: AUTH (if configured), SCRIPT LOAD of our scripts (so EVALSHA
  * hits at once), then PING, whose reply marks the node up. All of it is
  * queued before the TCP connect completes; commands from ops queue behind
@@ -214,6 +299,17 @@ static void node_connect(rl_node *n)
         if (redisAsyncCommandArgv(ac, node_on_script_loaded, n, 3, argv, lens) == REDIS_OK)
             n->inflight++;
     }
+    /* Restart guard: who is this master, since when, and does it keep its
+     * keys across restarts? The replies arrive before any op's votes queued
+     * behind them, so the guard decides on fresh facts. */
+    const char *info[1] = { "INFO" };
+    size_t ilen[1] = { 4 };
+    if (redisAsyncCommandArgv(ac, node_on_info, n, 1, info, ilen) == REDIS_OK)
+        n->inflight++;
+    const char *cfgget[3] = { "CONFIG", "GET", "appendfsync" };
+    size_t clen[3] = { 6, 3, 11 };
+    if (redisAsyncCommandArgv(ac, node_on_fsync, n, 3, cfgget, clen) == REDIS_OK)
+        n->inflight++;
     const char *ping[1] = { "PING" };
     size_t plen[1] = { 4 };
     if (redisAsyncCommandArgv(ac, node_on_ready, n, 1, ping, plen) == REDIS_OK)
@@ -269,6 +365,8 @@ int rl_node_init(rl_node *n, redlock_client *c, uint32_t idx)
     n->err = REDLOCK_ECONNECT;
     snprintf(n->errstr, sizeof(n->errstr), "not connected yet");
     n->backoff_ms = c->cfg.reconnect_min_ms;
+    drift_monitor_init(&n->clock, c->cfg.drift_factor, c->cfg.clock_jump_ms,
+                       c->cfg.clock_window_ms, c->cfg.clock_readmit_ms);
     n->timer = evtimer_new(c->base, node_on_timer, n);
     return n->timer ? 0 : REDLOCK_ENOMEM;
 }
@@ -294,4 +392,79 @@ void rl_node_close(rl_node *n)
         n->inflight = 0;
         redisAsyncFree(ac);
     }
+}
+
+/* ---- clock probes ---------------------------------------------------------- */
+
+static int64_t realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void node_on_time(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    rl_node *n = privdata;
+    const redisReply *r = reply;
+    rl_node_reply_seen(n, ac, r);
+    n->probe_out = false;
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
+        return;
+    drift_sample s;
+    s.recv_us = rl_now_us();
+    s.send_us = n->probe_send_us;
+    s.server_us = strtoll(r->element[0]->str, NULL, 10) * 1000000 +
+                  strtoll(r->element[1]->str, NULL, 10);
+    s.real_mid_us = realtime_us() - (int64_t)(s.recv_us - s.send_us) / 2;
+    int ev = drift_monitor_add(&n->clock, &s);
+    if (ev == DRIFT_EV_JUMP)
+        node_event(n, REDLOCK_EVENT_CLOCK_JUMP, "clock jumped %+lld ms%s",
+                   (long long)(n->clock.last_jump_us / 1000),
+                   n->c->cfg.clock_policy == REDLOCK_CLOCK_EXCLUDE ? "; excluded from quorums" : "");
+    else if (ev == DRIFT_EV_RATE)
+        node_event(n, REDLOCK_EVENT_CLOCK_RATE,
+                   "clock runs at %.4f..%.4f of ours, beyond drift factor %g%s",
+                   n->clock.rate_lo, n->clock.rate_hi, n->c->cfg.drift_factor,
+                   n->c->cfg.clock_policy == REDLOCK_CLOCK_EXCLUDE ? "; excluded from quorums" : "");
+}
+
+void rl_node_probe(rl_node *n)
+{
+    if (n->probe_out || n->state != RL_NODE_UP)
+        return;
+    const char *argv[1] = { "TIME" };
+    size_t lens[1] = { 4 };
+    n->probe_send_us = rl_now_us();
+    if (rl_node_send(n, node_on_time, n, 1, argv, lens, false) == 0)
+        n->probe_out = true;
+}
+
+bool rl_node_excluded(const rl_node *n, uint32_t ttl_ms, char *why, size_t len)
+{
+    const redlock_client *c = n->c;
+    rl_monotime now = rl_now_us();
+    if (c->cfg.clock_policy == REDLOCK_CLOCK_EXCLUDE && !drift_monitor_trusted(&n->clock, now)) {
+        snprintf(why, len, "excluded: clock %s; trusted again %.1f s after it behaves",
+                 n->clock.rate_bad ? "runs at the wrong rate" : "jumped",
+                 c->cfg.clock_readmit_ms / 1000.0);
+        return true;
+    }
+    if (!c->cfg.restart_guard || n->aof_always || !n->started_us)
+        return false;
+    uint64_t window_ms = c->cfg.restart_guard_ms;
+    if (n->restart_seen) {
+        uint32_t longest = c->max_ttl_ms > ttl_ms ? c->max_ttl_ms : ttl_ms;
+        if (longest > window_ms)
+            window_ms = longest;
+    }
+    uint64_t until = n->started_us + window_ms * 1000;
+    if (now < until) {
+        snprintf(why, len, "excluded: restarted %.1f s ago without AOF always; counts again in "
+                 "%.1f s (restart guard)", (double)(now - n->started_us) / 1e6,
+                 (double)(until - now) / 1e6);
+        return true;
+    }
+    return false;
 }

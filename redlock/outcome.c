@@ -160,6 +160,7 @@ const char *redlock_vote_kind_name(int kind)
     case REDLOCK_VOTE_TIMEOUT: return "timeout";
     case REDLOCK_VOTE_DOWN: return "down";
     case REDLOCK_VOTE_ERROR: return "error";
+    case REDLOCK_VOTE_EXCLUDED: return "excluded";
     }
     return "unknown";
 }

@@ -66,7 +66,8 @@ extern "C" {
     XX(ESHUTDOWN, -14, "client is shutting down")                               \
     XX(ERESOLVE, -15, "cannot resolve master address")                          \
     XX(EASYNC, -16, "wrong API for this client (blocking vs async)")            \
-    XX(ESYS, -17, "system call failed")
+    XX(ESYS, -17, "system call failed")                                         \
+    XX(EUNTRUSTED, -18, "master excluded from the quorum (clock or restart guard)")
 
 enum redlock_errno {
     REDLOCK_OK = 0,
@@ -125,6 +126,7 @@ enum redlock_vote_kind {
     REDLOCK_VOTE_TIMEOUT,    /* no answer within the node timeout */
     REDLOCK_VOTE_DOWN,       /* connection refused, lost, or not connected */
     REDLOCK_VOTE_ERROR,      /* error reply or unusable reply; see err/detail */
+    REDLOCK_VOTE_EXCLUDED,   /* not counted: clock untrusted or restart guard (detail says) */
 };
 
 #define REDLOCK_VOTE_DETAIL_LEN 96
@@ -176,6 +178,26 @@ enum redlock_log_level {
  * not call back into redlock. The library never writes to stdout/stderr. */
 typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
 
+/* What the clock monitor and the restart guard can report (redlock_event_fn). */
+enum redlock_event {
+    REDLOCK_EVENT_CLOCK_JUMP = 1,   /* a master's clock stepped beyond clock_jump_ms */
+    REDLOCK_EVENT_CLOCK_RATE,       /* a master's clock rate is off by more than drift_factor */
+    REDLOCK_EVENT_RESTART,          /* a master's run_id changed: it restarted */
+};
+
+/* Event hook: @master is the index, @msg one line. Same thread and rules as
+ * the log hook. */
+typedef void (*redlock_event_fn)(int master, int event, const char *msg, void *arg);
+
+/* What to do with a master whose clock misbehaves. */
+enum redlock_clock_policy {
+    REDLOCK_CLOCK_WARN = 0,    /* log, call event_fn, count (default) */
+    REDLOCK_CLOCK_EXCLUDE,     /* also: its votes do not count until it behaved
+                                  for clock_readmit_ms; N and the quorum stay
+                                  fixed, so this can only make acquires fail */
+    REDLOCK_CLOCK_OFF,         /* no probes */
+};
+
 /*
  * redlock_config - client settings. Fill with redlock_config_init(), then set
  * what you need. Strings are copied by redlock_client_new(); the config may
@@ -206,6 +228,25 @@ typedef struct redlock_config {
     redlock_log_fn log_fn;      /* optional */
     void *log_arg;              /* passed to log_fn */
     int log_level;              /* minimum level logged; default REDLOCK_LOG_WARN */
+
+    /* Clock monitor (NOTES.md, "Timing"): a TIME probe per master. */
+    int clock_policy;           /* enum redlock_clock_policy; default WARN */
+    uint32_t clock_probe_ms;    /* probe interval; default 1000 */
+    uint32_t clock_jump_ms;     /* step beyond elapsed that counts as a jump; default 25 */
+    uint32_t clock_window_ms;   /* rate estimated over this sliding window; default 10000 */
+    uint32_t clock_readmit_ms;  /* trusted again after this long without a fault; default 10000 */
+
+    /* Restart guard: a master that restarted without AOF `appendfsync always`
+     * has forgotten the locks it granted; it does not count toward a quorum
+     * until the guard window after its restart has passed. */
+    int restart_guard;          /* default 1 (on) */
+    uint32_t restart_guard_ms;  /* window. 0 (default): for a restart this client
+                                   saw (run_id changed), the longest ttl it has
+                                   used; at first contact no guard. Non-zero: that
+                                   window for both, measured from the master's
+                                   start (INFO uptime). */
+    redlock_event_fn event_fn;  /* optional */
+    void *event_arg;
 } redlock_config;
 
 #define REDLOCK_RESOURCE_MAX 1024          /* bytes, without the prefix */
@@ -478,6 +519,18 @@ typedef struct redlock_master_state {
     int64_t clock_offset_us;          /* ping: master TIME minus client real time at
                                          the round trip's midpoint */
     char detail[REDLOCK_VOTE_DETAIL_LEN]; /* error text when err != 0 */
+    /* ping only: the clock monitor's and restart guard's view */
+    double clock_rate_lo, clock_rate_hi; /* master clock rate / client monotonic rate,
+                                            bounds over the window; 0 when unknown */
+    uint64_t clock_samples;           /* TIME samples taken */
+    uint64_t clock_jumps;             /* jumps seen */
+    uint64_t clock_rate_faults;       /* rate faults seen */
+    int clock_trusted;                /* 0 within clock_readmit_ms of a fault */
+    char run_id[41];                  /* INFO run_id at the last handshake */
+    int64_t uptime_s;                 /* INFO uptime_in_seconds at the last handshake */
+    int aof_always;                   /* appendonly yes + appendfsync always */
+    int excluded;                     /* would not count toward a quorum now */
+    char excluded_why[REDLOCK_VOTE_DETAIL_LEN];
 } redlock_master_state;
 
 typedef struct redlock_status {

@@ -1,0 +1,67 @@
+/* monitor.h - does a master's clock run at the rate ours does?
+ *
+ * Each sample is one TIME round trip: the master's clock S read at some
+ * instant inside [send, recv] on our monotonic clock. From two samples a, b
+ * the master's rate relative to ours lies in
+ *
+ *     [ (Sb - Sa) / (recv_b - send_a),  (Sb - Sa) / (send_b - recv_a) ]
+ *
+ * whatever the network did. We flag a master only when that whole interval
+ * lies outside [1 - factor, 1 + factor]: latency can make us miss a fault
+ * (the interval is wide), never invent one. A jump is the same test between
+ * consecutive samples with an absolute threshold added.
+ *
+ * Offsets (S minus our real-time clock) are reported but never flagged:
+ * Redlock needs bounded clock rates, not synchronised clocks.
+ * Pure code, no I/O: node.c feeds it, tests drive it with synthetic samples.
+ */
+#ifndef REDLOCK_DRIFT_MONITOR_H
+#define REDLOCK_DRIFT_MONITOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DRIFT_WINDOW_MAX 64
+
+typedef struct drift_sample {
+    uint64_t send_us, recv_us;   /* client CLOCK_MONOTONIC around the TIME call */
+    int64_t server_us;           /* the master's TIME */
+    int64_t real_mid_us;         /* client CLOCK_REALTIME at the round trip's midpoint */
+} drift_sample;
+
+enum drift_event { DRIFT_EV_NONE = 0, DRIFT_EV_JUMP, DRIFT_EV_RATE };
+
+typedef struct drift_monitor {
+    /* settings */
+    double factor;               /* allowed relative rate error */
+    uint64_t jump_us;            /* a step beyond this (plus rate allowance) is a jump */
+    uint64_t window_us;          /* samples older than this are forgotten */
+    uint64_t readmit_us;         /* behave this long after the last fault to be trusted */
+    /* state */
+    drift_sample s[DRIFT_WINDOW_MAX];
+    unsigned head, count;        /* ring buffer; head = oldest */
+    /* estimates */
+    uint64_t samples;            /* samples seen in total */
+    int64_t offset_us;           /* master minus client real time, last sample */
+    double rate_lo, rate_hi;     /* rate interval over the window; 0,0 until known */
+    uint64_t jumps, rate_faults; /* counters: events seen */
+    bool rate_bad;               /* the current window shows a rate fault */
+    uint64_t bad_until_us;       /* monotonic; untrusted before this */
+    int64_t last_jump_us;        /* size of the last jump (signed), for messages */
+} drift_monitor;
+
+void drift_monitor_init(drift_monitor *m, double factor, uint32_t jump_ms,
+                        uint32_t window_ms, uint32_t readmit_ms);
+
+/* Feed one sample (recv_us must not go backwards). Returns the event this
+ * sample revealed, if any. */
+int drift_monitor_add(drift_monitor *m, const drift_sample *s);
+
+/* Trusted at @now_us: no fault within the last readmit window. */
+bool drift_monitor_trusted(const drift_monitor *m, uint64_t now_us);
+
+/* Forget the samples (the master restarted: a new process). Counters and the
+ * untrusted deadline stay. */
+void drift_monitor_reset(drift_monitor *m);
+
+#endif

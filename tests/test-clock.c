@@ -1,0 +1,414 @@
+/* test-clock.c - clock faults on real masters: offset, fast clocks, jumps,
+ * the exclude policy, and the restart guard.
+ *
+ * A master's clock is made to lie by restarting its redis-server under an
+ * LD_PRELOAD. libfaketime is used when it can load into redis-server; on
+ * Debian it cannot (redis links jemalloc: libfaketime #130, the process
+ * hangs at start), and tests/helpers/clockshim.c, which reads real clocks by
+ * system call, takes its place. Both change the clock Redis expires keys by.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+
+/* ---- clocks ------------------------------------------------------------- */
+
+static bool faked[REDLOCK_MAX_MASTERS];
+
+static const char *shim_path(void)
+{
+    const char *p = getenv("REDLOCK_CLOCKSHIM");
+    cr_assert(p && *p, "REDLOCK_CLOCKSHIM is not set (run this test through meson)");
+    return p;
+}
+
+/* Write "RATE OFFSET_MS" to master @i's control file. */
+static void set_clock(int i, const char *spec)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/clock-%d", getenv("REDLOCK_TEST_DIR"), i);
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL, "cannot write %s", path);
+    fprintf(f, "%s\n", spec);
+    fclose(f);
+}
+
+/* Restart master @i with a lying clock. */
+static void fake_clock(int i, const char *spec)
+{
+    static bool said;
+    if (!said) {
+        said = true;
+        int works = system("timeout 3 env LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/"
+                           "libfaketime.so.1 FAKETIME=+1d redis-server --version "
+                           ">/dev/null 2>&1") == 0;
+        cr_log_info("%s", works ? "libfaketime loads into redis-server, but the test uses "
+                                  "clockshim for runtime rate and jump control"
+                                : "libfaketime cannot load into redis-server here (jemalloc, "
+                                  "libfaketime #130): using tests/helpers/clockshim.c");
+    }
+    set_clock(i, spec);
+    char path[512];
+    snprintf(path, sizeof(path), "%s/clock-%d", getenv("REDLOCK_TEST_DIR"), i);
+    tc_kill(i);
+    setenv("LD_PRELOAD", shim_path(), 1);
+    setenv("CLOCKSHIM_FILE", path, 1);
+    tc_restart(i);
+    unsetenv("LD_PRELOAD");
+    unsetenv("CLOCKSHIM_FILE");
+    faked[i] = true;
+}
+
+/* Every test leaves honest clocks and a whole cluster behind. */
+static void restore(void)
+{
+    for (int i = 0; i < tc_n(); i++) {
+        if (faked[i]) {
+            tc_kill(i);
+            tc_restart(i);
+            faked[i] = false;
+        }
+    }
+    tc_heal();
+}
+
+TestSuite(clock, .fini = restore, .timeout = 60);
+TestSuite(guard, .fini = restore, .timeout = 60);
+
+/* ---- events ------------------------------------------------------------- */
+
+typedef struct events {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int count[REDLOCK_MAX_MASTERS][4];
+} events;
+
+static void on_event(int master, int event, const char *msg, void *arg)
+{
+    (void)msg;
+    events *e = arg;
+    pthread_mutex_lock(&e->mu);
+    e->count[master][event]++;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static int clock_events(events *e, int m)
+{
+    pthread_mutex_lock(&e->mu);
+    int n = e->count[m][REDLOCK_EVENT_CLOCK_JUMP] + e->count[m][REDLOCK_EVENT_CLOCK_RATE];
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+/* Wait for a clock event on master @m; returns ms waited, or -1. */
+static long wait_clock_event(events *e, int m, long timeout_ms)
+{
+    struct timespec t0, dl;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (timeout_ms % 1000) * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&e->mu);
+    int rc = 0;
+    while (e->count[m][REDLOCK_EVENT_CLOCK_JUMP] + e->count[m][REDLOCK_EVENT_CLOCK_RATE] == 0 &&
+           rc == 0)
+        rc = pthread_cond_timedwait(&e->cv, &e->mu, &dl);
+    pthread_mutex_unlock(&e->mu);
+    if (rc != 0)
+        return -1;
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+}
+
+static redlock_client *client(events *e, int policy, int guard)
+{
+    if (e) {
+        memset(e, 0, sizeof(*e));
+        pthread_mutex_init(&e->mu, NULL);
+        pthread_cond_init(&e->cv, NULL);
+    }
+    redlock_config cfg;
+    redlock_config_init(&cfg);
+    cfg.masters = tc_masters();
+    cfg.retry_count = 0;
+    cfg.node_timeout_ms = 500;
+    cfg.clock_policy = policy;
+    cfg.clock_probe_ms = 50;
+    cfg.clock_window_ms = 2000;
+    cfg.clock_readmit_ms = 5000;
+    cfg.restart_guard = guard;
+    cfg.event_fn = e ? on_event : NULL;
+    cfg.event_arg = e;
+    redlock_client *c;
+    redlock_error err;
+    int rc = redlock_client_new(&cfg, NULL, &c, &err);
+    cr_assert(eq(int, rc, 0), "client_new: %s", err.msg);
+    return c;
+}
+
+/* Ping until master @m has @n clock samples (bounded). */
+static redlock_status ping_until_samples(redlock_client *c, int m, uint64_t n)
+{
+    redlock_status st;
+    for (int tries = 0; tries < 200; tries++) {
+        redlock_error err;
+        redlock_ping(c, &st, &err);
+        if (st.masters[m].clock_samples >= n)
+            return st;
+        struct timespec ts = { 0, 50 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    cr_fatal("master %d: fewer than %llu clock samples after 10 s", m, (unsigned long long)n);
+    return st;
+}
+
+/* ---- the monitor on real clocks ----------------------------------------- */
+
+Test(clock, offset_alone_triggers_nothing)
+{
+    fake_clock(0, "1 -86400000");   /* a day behind, true rate */
+    events e;
+    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN, 0);
+    redlock_status st = ping_until_samples(c, 0, 30);
+    cr_assert(eq(int, clock_events(&e, 0), 0), "an offset must not be flagged");
+    cr_assert(st.masters[0].clock_trusted);
+    cr_assert(st.masters[0].clock_offset_us < -86390LL * 1000000 &&
+              st.masters[0].clock_offset_us > -86410LL * 1000000,
+              "offset %lld us reported", (long long)st.masters[0].clock_offset_us);
+    cr_assert(st.masters[0].clock_rate_lo <= 1.01 && st.masters[0].clock_rate_hi >= 0.99,
+              "rate [%f, %f]", st.masters[0].clock_rate_lo, st.masters[0].clock_rate_hi);
+    redlock_client_free(c);
+}
+
+Test(clock, fast_clocks_are_detected_within_a_second)
+{
+    fake_clock(1, "1.5 0");
+    fake_clock(2, "10 0");
+    events e;
+    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN, 0);
+    /* 50 ms probes: a rate is bounded from the second sample on */
+    long t1 = wait_clock_event(&e, 1, 1000);
+    long t2 = wait_clock_event(&e, 2, 1000);
+    cr_assert(t1 >= 0, "x1.5 clock on master 1 not detected within 1 s");
+    cr_assert(t2 >= 0, "x10 clock on master 2 not detected within 1 s");
+    cr_log_info("detected x1.5 after %ld ms, x10 after %ld ms (probe every 50 ms)", t1, t2);
+    redlock_status st = ping_until_samples(c, 1, 10);
+    cr_assert(st.masters[1].clock_rate_lo > 1.3 && st.masters[1].clock_rate_hi < 1.7,
+              "master 1 rate [%f, %f], expected about 1.5", st.masters[1].clock_rate_lo,
+              st.masters[1].clock_rate_hi);
+    cr_assert(st.masters[2].clock_rate_lo > 8 && st.masters[2].clock_rate_hi < 12,
+              "master 2 rate [%f, %f], expected about 10", st.masters[2].clock_rate_lo,
+              st.masters[2].clock_rate_hi);
+    for (int i = 0; i < tc_n(); i++)
+        if (i != 1 && i != 2)
+            cr_assert(eq(int, clock_events(&e, i), 0), "honest master %d flagged", i);
+    redlock_client_free(c);
+}
+
+Test(clock, jump_mid_run_is_detected_at_the_next_probe)
+{
+    fake_clock(3, "1 0");
+    events e;
+    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN, 0);
+    ping_until_samples(c, 3, 10);
+    cr_assert(eq(int, clock_events(&e, 3), 0), "no event before the jump");
+    set_clock(3, "1 30000");   /* +30 s, now */
+    long t = wait_clock_event(&e, 3, 1000);
+    cr_assert(t >= 0, "a +30 s jump was not detected within 1 s");
+    cr_log_info("+30 s jump detected after %ld ms", t);
+    redlock_status st;
+    redlock_ping(c, &st, NULL);
+    cr_assert(st.masters[3].clock_jumps >= 1);
+    cr_assert(not(st.masters[3].clock_trusted));
+    redlock_client_free(c);
+}
+
+/* The classic Redlock failure: one master whose clock runs fast is in two
+ * majorities at once. Client A (policy warn) holds the lock on masters
+ * 0,1,2 (3 and 4 are held by a third party for a moment). Master 0's clock
+ * runs ten times fast and expires A's key early; the third party's keys
+ * expire too; client B then asks for the lock. Under `warn` B gets it from
+ * 0,3,4 while A's validity still runs: two holders. Under `exclude` master 0
+ * does not count for B, and B is refused. Same scenario, both policies. */
+Test(clock, exclude_prevents_the_overlap_that_warn_allows)
+{
+    fake_clock(0, "10 0");
+    events ea;
+    redlock_client *a = client(&ea, REDLOCK_CLOCK_WARN, 0);
+    const int policies[2] = { REDLOCK_CLOCK_WARN, REDLOCK_CLOCK_EXCLUDE };
+    for (int k = 0; k < 2; k++) {
+        events eb;
+        redlock_client *b = client(&eb, policies[k], 0);
+        cr_assert(wait_clock_event(&eb, 0, 2000) >= 0, "B did not flag master 0");
+
+        char res[128];
+        tc_resource(res, sizeof(res), k == 0 ? "overlap-warn" : "overlap-exclude");
+        size_t len = strlen(res);
+        for (int i = 3; i <= 4; i++) {
+            redisReply *r = tc_cmd(i, "SET %b third-party PX 300", res, len);
+            freeReplyObject(r);
+        }
+        redlock_lock *la;
+        redlock_outcome out;
+        redlock_error err;
+        int rc = redlock_acquire(a, res, len, 4000, &la, &out, &err);
+        cr_assert(eq(int, rc, 0), "A: %s", err.msg);
+        cr_assert(eq(int, out.votes[0].kind, REDLOCK_VOTE_OK), "A counted master 0");
+
+        /* Wait for the keys that block B to lapse: A's on fast master 0
+         * (4000 ms of its clock = 400 ms real) and the third party's. */
+        for (int tries = 0; tries < 100; tries++) {
+            int left = 0;
+            int ms[3] = { 0, 3, 4 };
+            for (int j = 0; j < 3; j++) {
+                redisReply *r = tc_cmd(ms[j], "EXISTS %b", res, len);
+                left += (int)r->integer;
+                freeReplyObject(r);
+            }
+            if (!left)
+                break;
+            struct timespec ts = { 0, 20 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        cr_assert(gt(i64, redlock_lock_validity_ms(la), 1000),
+                  "A must still be inside its validity for the scenario to mean anything");
+
+        redlock_lock *lb = NULL;
+        rc = redlock_acquire(b, res, len, 4000, &lb, &out, &err);
+        int64_t a_left = redlock_lock_validity_ms(la);
+        if (policies[k] == REDLOCK_CLOCK_WARN) {
+            cr_assert(eq(int, rc, 0), "warn: B should get the lock from 0,3,4: %s", err.msg);
+            cr_assert(gt(i64, a_left, 0), "warn: A still valid while B holds: the overlap");
+            cr_log_info("warn: B acquired while A had %lld ms of validity left: two holders",
+                        (long long)a_left);
+            redlock_release(b, lb, NULL, NULL);
+            redlock_lock_free(lb);
+        } else {
+            cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "exclude: B must be refused (%s)",
+                      redlock_err_name(rc));
+            cr_assert(eq(int, out.votes[0].kind, REDLOCK_VOTE_EXCLUDED), "master 0 excluded");
+            cr_assert(eq(int, out.votes[0].err, REDLOCK_EUNTRUSTED));
+            cr_assert(strstr(err.msg, "excluded") != NULL, "message says why: %s", err.msg);
+        }
+        redlock_release(a, la, NULL, NULL);
+        redlock_lock_free(la);
+        redlock_client_free(b);
+    }
+    redlock_client_free(a);
+}
+
+/* ---- restart guard ------------------------------------------------------- */
+
+/* Client A holds the lock on masters 0,1,2 (3 and 4 were down when it took
+ * it, and come back empty). Master 2 restarts without persistence: A's key
+ * there is gone. Client B, which knew master 2 before the restart, asks for
+ * the lock: without the guard it gets 2,3,4 while A holds 0,1 and its
+ * validity: two holders. With the guard, master 2's vote does not count
+ * until a ttl after its restart, and B is refused. */
+Test(guard, restarted_master_does_not_vote_inside_its_window)
+{
+    const int guard[2] = { 0, 1 };
+    for (int k = 0; k < 2; k++) {
+        tc_heal();
+        char res[128];
+        tc_resource(res, sizeof(res), k ? "guard-on" : "guard-off");
+        size_t len = strlen(res);
+        redlock_client *a = client(NULL, REDLOCK_CLOCK_OFF, 1);
+        tc_kill(3);
+        tc_kill(4);
+        redlock_lock *la;
+        redlock_outcome out;
+        redlock_error err;
+        int rc = redlock_acquire(a, res, len, 8000, &la, &out, &err);
+        cr_assert(eq(int, rc, 0), "A: %s", err.msg);
+        tc_restart(3);
+        tc_restart(4);
+
+        redlock_client *b = client(NULL, REDLOCK_CLOCK_OFF, guard[k]);
+        redlock_status st;
+        for (int tries = 0; tries < 100; tries++) {   /* B connected to all five */
+            redlock_ping(b, &st, NULL);
+            if (st.n_answered == (uint32_t)tc_n())
+                break;
+        }
+        cr_assert(eq(u32, st.n_answered, (uint32_t)tc_n()));
+        char old_id[41];
+        memcpy(old_id, st.masters[2].run_id, sizeof(old_id));
+
+        tc_kill(2);
+        tc_restart(2);   /* no AOF: A's key on master 2 is gone */
+        for (int tries = 0; tries < 200; tries++) {   /* B reconnected to the new process */
+            redlock_ping(b, &st, NULL);
+            if (st.masters[2].err == 0 && strcmp(st.masters[2].run_id, old_id) != 0)
+                break;
+            struct timespec ts = { 0, 20 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+        cr_assert(strcmp(st.masters[2].run_id, old_id) != 0, "B saw master 2 restart");
+
+        redlock_lock *lb = NULL;
+        rc = redlock_acquire(b, res, len, 8000, &lb, &out, &err);
+        if (!guard[k]) {
+            cr_assert(eq(int, rc, 0), "without the guard B gets 2,3,4: %s", err.msg);
+            cr_assert(gt(i64, redlock_lock_validity_ms(la), 0), "while A still holds it");
+            cr_log_info("guard off: B acquired while A held %lld ms more: two holders",
+                        (long long)redlock_lock_validity_ms(la));
+            redlock_lock_free(lb);
+        } else {
+            cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "guard on: B refused, got %s: %s",
+                      redlock_err_name(rc), err.msg);
+            cr_assert(eq(int, out.votes[2].kind, REDLOCK_VOTE_EXCLUDED));
+            cr_assert(strstr(out.votes[2].detail, "restart guard") != NULL, "%s",
+                      out.votes[2].detail);
+            redlock_ping(b, &st, NULL);
+            cr_assert(st.masters[2].excluded, "ping shows master 2 excluded");
+            cr_assert(not(st.masters[0].excluded), "master 0 did not restart");
+        }
+        redlock_lock_free(la);
+        redlock_client_free(b);
+        redlock_client_free(a);
+    }
+}
+
+Test(guard, a_fresh_cluster_is_not_guarded_at_first_contact)
+{
+    /* At first contact a client cannot tell a fresh deployment from a
+     * restart: only an explicit restart_guard_ms guards then. */
+    redlock_client *c = client(NULL, REDLOCK_CLOCK_OFF, 1);
+    char res[128];
+    tc_resource(res, sizeof(res), "fresh");
+    redlock_lock *l;
+    redlock_error err;
+    int rc = redlock_acquire(c, res, strlen(res), 60000, &l, NULL, &err);
+    cr_assert(eq(int, rc, 0), "%s", err.msg);
+    redlock_release(c, l, NULL, NULL);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+
+    redlock_config cfg;
+    redlock_config_init(&cfg);
+    cfg.masters = tc_masters();
+    cfg.retry_count = 0;
+    cfg.restart_guard_ms = 3600000;   /* masters up for less than an hour: guarded */
+    cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0));
+    rc = redlock_acquire(c, res, strlen(res), 1000, &l, NULL, &err);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "explicit window guards young masters: %s",
+              err.msg);
+    cr_assert(strstr(err.msg, "restart guard") != NULL, "%s", err.msg);
+    redlock_client_free(c);
+}
