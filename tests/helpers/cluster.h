@@ -1,0 +1,143 @@
+/* cluster.h - what a criterion test needs from the masters it runs against.
+ *
+ * tests/with-cluster.sh starts a fresh cluster per test executable and puts
+ * its coordinates in REDLOCK_TEST_* environment variables. These helpers read
+ * them, break masters on purpose through cluster-up.sh, talk to one master
+ * directly with the hiredis sync API (to inspect keys, flush scripts, plant
+ * wrong-type keys), drive an event loop until a callback has run, and stand
+ * up fake masters that answer garbage or nothing at all.
+ *
+ * Every helper that cannot do its job fails the running test with a message
+ * (criterion's cr_fatal), so tests need not check their results, except
+ * tc_cmd() and tc_run_until(), whose failures a test may want to see.
+ * Outside a criterion test (a plain program: criterion's runner cannot start
+ * under ThreadSanitizer) a failing helper prints the message and aborts.
+ * Not thread-safe unless noted: call them from the test's thread.
+ */
+#ifndef TC_CLUSTER_H
+#define TC_CLUSTER_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+struct event_base;
+
+/* ------------------------------------------------------------------------ */
+/* The cluster (from the environment)                                       */
+/* ------------------------------------------------------------------------ */
+
+/* "127.0.0.1:P0,127.0.0.1:P1,...": the config's masters string. */
+const char *tc_masters(void);
+
+/* N, the number of masters. */
+int tc_n(void);
+
+/* Port of master @i (0-based). */
+int tc_port(int i);
+
+/* "127.0.0.1:port" of master @i. Static storage; thread-safe. */
+const char *tc_addr(int i);
+
+/* The masters' password, or NULL when they need none. */
+const char *tc_password(void);
+
+/* 1 if the masters run with --aof (appendonly, appendfsync always). */
+int tc_aof(void);
+
+/* tc_masters() with master @i's address replaced by @addr (e.g. a fake
+ * master's). Ownership: the caller frees the result with free(). */
+char *tc_masters_with(int i, const char *addr);
+
+/* ------------------------------------------------------------------------ */
+/* Faults: cluster-up.sh on this test's cluster. Each returns once done:     */
+/* kill when the process is gone, pause when it is stopped, restart and heal */
+/* when the masters answer PING again.                                       */
+/* ------------------------------------------------------------------------ */
+
+void tc_kill(int i);      /* SIGKILL master @i */
+void tc_pause(int i);     /* SIGSTOP: socket open, no answers */
+void tc_resume(int i);    /* SIGCONT */
+void tc_restart(int i);   /* start a killed master again; empty unless --aof */
+void tc_heal(void);       /* restart every dead master, resume every paused one */
+
+/* ------------------------------------------------------------------------ */
+/* Direct commands to one master (hiredis sync API, AUTH done if needed)    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * tc_cmd() - Run one command on master @i, as redisCommand() formats it
+ * (%s for C strings, %b for binary with a size_t length).
+ *
+ * A new connection each call, with a 2 s connect and command timeout, so a
+ * paused or dead master makes it return NULL rather than hang.
+ * Return: the reply (an error reply is a reply), or NULL on connection or
+ * I/O failure (the reason is logged).
+ * Ownership: the caller frees the reply with freeReplyObject().
+ */
+redisReply *tc_cmd(int i, const char *fmt, ...);
+
+/* tc_cmd() with an argument vector (binary-safe), as redisCommandArgv(). */
+redisReply *tc_cmd_argv(int i, int argc, const char **argv, const size_t *argvlen);
+
+/* Number of masters on which @key exists (masters that do not answer count
+ * as not holding it). */
+int tc_key_count(const void *key, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Test plumbing                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * tc_resource() - A resource name no other test or run can be using
+ * @buf, @size: where to write it (NUL-terminated)
+ * @name:       a label, usually the test's name; NULL for "suite/test" of
+ *              the running criterion test
+ *
+ * "<name>:<pid>:<seq>": the pid tells parallel criterion workers apart, the
+ * sequence number several resources within one test.
+ * Return: @buf.
+ */
+const char *tc_resource(char *buf, size_t size, const char *name);
+
+/*
+ * tc_run_until() - Run @base until *@flag is non-zero or @timeout_ms passes
+ *
+ * The flag is checked after each loop iteration, so set it from a callback
+ * running on @base. A timer on @base bounds the wait: no sleeping.
+ * Return: 1 if the flag was set, 0 on timeout.
+ */
+int tc_run_until(struct event_base *base, volatile int *flag, int timeout_ms);
+
+/* ------------------------------------------------------------------------ */
+/* Fake masters on an ephemeral loopback port, served by a thread           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tc_fake tc_fake;
+
+/*
+ * tc_fake_start() - A "master" that answers every command with @reply
+ * @reply, @len: the exact bytes sent back per command (any bytes: use them
+ *               for malformed RESP); copied
+ * @ret_port:    set to the port it listens on (may be NULL)
+ *
+ * Commands are recognised with the hiredis reader; bytes it cannot parse get
+ * one reply, then the connection is closed. Any number of connections.
+ * Ownership: stop and free it with tc_fake_stop().
+ */
+tc_fake *tc_fake_start(const void *reply, size_t len, int *ret_port);
+
+/* A black hole: accepts connections, reads and counts commands, never
+ * answers and never closes. */
+tc_fake *tc_blackhole_start(int *ret_port);
+
+int tc_fake_port(const tc_fake *f);
+const char *tc_fake_addr(const tc_fake *f);      /* "127.0.0.1:port" */
+unsigned tc_fake_connections(const tc_fake *f);  /* accepted so far; thread-safe */
+unsigned tc_fake_commands(const tc_fake *f);     /* received so far; thread-safe */
+
+/* Close every connection and the listener, join the thread, free @f.
+ * NULL is a no-op. */
+void tc_fake_stop(tc_fake *f);
+
+#endif
