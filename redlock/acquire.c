@@ -86,8 +86,14 @@ static void acq_on_cleanup(void *owner, rl_fanout *f, uint32_t idx, const redisR
         v->err = REDLOCK_EWRONGTYPE;
         snprintf(v->detail, sizeof(v->detail), "key holds a non-string value (WRONGTYPE)");
     }
-    if (op->n_cleanup_wait > 0 && --op->n_cleanup_wait == 0)
-        rl_acquire_on_timer(op);   /* all answered: move on now */
+    /* Count down only the masters we wait for (those that answered the
+     * SET); releases from the silent ones may arrive here too. */
+    uint32_t bit = 1u << idx;
+    if (op->n_cleanup_wait & bit) {
+        op->n_cleanup_wait &= ~bit;
+        if (op->n_cleanup_wait == 0)
+            rl_acquire_on_timer(op);   /* all answered: move on now */
+    }
 }
 
 static void acq_after_cleanup(rl_op *op)
@@ -145,7 +151,7 @@ static void acq_attempt_failed(rl_op *op, int status)
         int kind = op->out.votes[i].kind;
         if (rl_fanout_send(op->cleanup, i, true) == 0 &&
             (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR))
-            op->n_cleanup_wait++;   /* answered the SET: will answer this soon */
+            op->n_cleanup_wait |= 1u << i;   /* answered the SET: will answer this soon */
     }
     if (!op->cleanup)
         rl_log(c, REDLOCK_LOG_WARN, "acquire: out of memory for cleanup; keys expire after %u ms",

@@ -37,9 +37,11 @@ typedef struct rl_req {
 
 struct rl_blocking {
     pthread_t thread;
-    pthread_mutex_t mu;           /* guards head/tail, stop and every req->done */
+    pthread_mutex_t mu;           /* guards head/tail, stop, waiters and every req->done */
+    pthread_cond_t idle;          /* signalled when the last waiter leaves after stop */
     rl_req *head, *tail;
     bool stop;
+    int waiters;                  /* callers inside submit_and_wait */
     int pipefd[2];                /* wake-up: [0] read by the I/O thread */
     struct event *wake_ev;
 };
@@ -140,8 +142,13 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         }
         list = next;
     }
-    if (stop)
+    if (stop) {
+        /* Calls still in flight in other threads complete now, with
+         * ESHUTDOWN (or their real outcome if already decided), so no
+         * caller is left waiting on a client that is going away. */
+        rl_client_cancel_ops(c);
         event_base_loopbreak(c->base);
+    }
 }
 
 static void *io_main(void *arg)
@@ -159,7 +166,7 @@ int rl_blocking_start(redlock_client *c, redlock_error *reterr)
         return REDLOCK_ENOMEM;
     }
     b->pipefd[0] = b->pipefd[1] = -1;
-    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+    if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->idle, NULL) != 0) {
         free(b);
         rl_seterr(reterr, REDLOCK_ESYS, -1, "pthread_mutex_init failed");
         return REDLOCK_ESYS;
@@ -193,6 +200,7 @@ fail:
         close(b->pipefd[0]);
         close(b->pipefd[1]);
     }
+    pthread_cond_destroy(&b->idle);
     pthread_mutex_destroy(&b->mu);
     free(b);
     return REDLOCK_ESYS;
@@ -213,10 +221,17 @@ void rl_blocking_stop(redlock_client *c)
     pthread_mutex_unlock(&b->mu);
     wake(b);
     pthread_join(b->thread, NULL);
+    /* Callers woken with ESHUTDOWN still need b->mu to leave: wait for the
+     * last of them before destroying it. */
+    pthread_mutex_lock(&b->mu);
+    while (b->waiters > 0)
+        pthread_cond_wait(&b->idle, &b->mu);
+    pthread_mutex_unlock(&b->mu);
     /* The I/O thread is gone: from here on this thread owns the base. */
     event_free(b->wake_ev);
     close(b->pipefd[0]);
     close(b->pipefd[1]);
+    pthread_cond_destroy(&b->idle);
     pthread_mutex_destroy(&b->mu);
     free(b);
     c->blk = NULL;
@@ -254,6 +269,7 @@ static int submit_and_wait(redlock_client *c, rl_req *req)
         return REDLOCK_ESHUTDOWN;
     }
     bool was_empty = b->head == NULL;
+    b->waiters++;
     if (b->tail)
         b->tail->next = req;
     else
@@ -265,6 +281,8 @@ static int submit_and_wait(redlock_client *c, rl_req *req)
     pthread_mutex_lock(&b->mu);
     while (!req->done)
         pthread_cond_wait(&req->cond, &b->mu);
+    if (--b->waiters == 0 && b->stop)
+        pthread_cond_signal(&b->idle);
     pthread_mutex_unlock(&b->mu);
     pthread_cond_destroy(&req->cond);
     return req->status;

@@ -309,12 +309,11 @@ fail:
 
 static void op_deliver(rl_op *op);
 
-/* Tear down on the loop's thread (or after the I/O thread has exited). */
-static void client_destroy(redlock_client *c)
+/* Every op gets its callback exactly once: those already decided with their
+ * real status, the rest with ESHUTDOWN. On the loop's thread. */
+void rl_client_cancel_ops(redlock_client *c)
 {
     c->freeing = true;
-    /* Every op gets its callback exactly once: those already decided with
-     * their real status, the rest with ESHUTDOWN. */
     while (c->ops) {
         rl_op *op = c->ops;
         if (op->phase != RL_PHASE_DONE) {
@@ -325,6 +324,12 @@ static void client_destroy(redlock_client *c)
         }
         op_deliver(op);
     }
+}
+
+/* Tear down on the loop's thread (or after the I/O thread has exited). */
+static void client_destroy(redlock_client *c)
+{
+    rl_client_cancel_ops(c);
     if (c->probe_ev)
         event_free(c->probe_ev);
     for (uint32_t i = 0; i < c->n; i++)

@@ -9,8 +9,12 @@
  * where the key is gone does not count. Extending on a majority at time t
  * keeps those keys until at least t + ttl on their clocks, so the same
  * majority-intersection argument as for acquire applies from t on.
- * Extend does not retry by itself: a failed extend leaves the old expiry in
- * place, and the caller decides (redlock-cli run stops its child).
+ * Extend does not retry by itself; the caller decides (redlock-cli run stops
+ * its child). A failed extend may still have run PEXPIRE on some masters,
+ * now or later (a silent master runs it when it wakes), so a shorter ttl can
+ * shorten the keys under a lease the caller still holds: on failure the
+ * lock's validity becomes min(old, what the new ttl guarantees from the
+ * start of this extend), never more.
  */
 #include "internal.h"
 #include "drift.h"
@@ -60,6 +64,18 @@ static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
     ext_decide(op);
 }
 
+/* Failure: cap the lock's validity by the new ttl (see top of file). */
+static void ext_failed(rl_op *op, int status)
+{
+    redlock_client *c = op->c;
+    int64_t cap_us = drift_validity_us(op->ttl_ms, 0, c->cfg.drift_factor);
+    rl_monotime cap = cap_us > 0 ? op->start_us + (uint64_t)cap_us : op->start_us;
+    /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. */
+    if (op->lock->valid_until_us != 0 && cap < op->lock->valid_until_us)
+        op->lock->valid_until_us = cap > 0 ? cap : 1;
+    rl_op_complete(op, status);
+}
+
 static bool ext_decide(rl_op *op)
 {
     redlock_client *c = op->c;
@@ -74,7 +90,7 @@ static bool ext_decide(rl_op *op)
             rl_seterr(&op->err, REDLOCK_EEXPIRED, -1,
                       "extend: majority reached after %llu us, leaving no validity of a "
                       "%u ms ttl (raise the ttl)", (unsigned long long)elapsed, op->ttl_ms);
-            rl_op_complete(op, REDLOCK_EEXPIRED);
+            ext_failed(op, REDLOCK_EEXPIRED);
             return true;
         }
         op->lock->ttl_ms = op->ttl_ms;
@@ -85,7 +101,7 @@ static bool ext_decide(rl_op *op)
     if (op->n_fail > c->n - c->quorum) {
         rl_op_disarm(op);
         op->out.elapsed_us = rl_now_us() - op->start_us;
-        rl_op_complete(op, rl_outcome_failure(op, "extend", &op->err));
+        ext_failed(op, rl_outcome_failure(op, "extend", &op->err));
         return true;
     }
     return false;

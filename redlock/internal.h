@@ -192,7 +192,9 @@ typedef struct rl_op {
     uint32_t ttl_ms;
     uint32_t attempt;             /* 1-based */
     uint32_t max_attempts;
-    uint32_t n_ok, n_fail, n_pending, n_cleanup_wait;
+    uint32_t n_ok, n_fail, n_pending;
+    uint32_t n_cleanup_wait;      /* bitmask: acquire: masters whose cleanup we await;
+                                     release: masters to retry */
     rl_monotime start_us;         /* start of the current attempt */
     int64_t validity_us;
     int status;
@@ -217,6 +219,7 @@ void rl_op_disarm(rl_op *op);
 void rl_op_vote_failed(rl_op *op, uint32_t idx, int err, const char *errstr);
 void rl_op_fill_outcome(rl_op *op);
 
+void rl_client_cancel_ops(redlock_client *c);
 int rl_check_async(redlock_client *c, redlock_error *reterr);
 int rl_check_resource(const void *resource, size_t len, redlock_error *reterr);
 int rl_check_ttl(const redlock_client *c, uint32_t ttl_ms, redlock_error *reterr);

@@ -63,22 +63,31 @@ static void node_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     rl_node *n = arg;
-    if (n->state == RL_NODE_DOWN && !n->ac) {
+    if (!n->ac) {
         node_connect(n);
         return;
     }
-    if (n->state == RL_NODE_CONNECTING && n->ac) {
-        /* The handshake did not finish in time: a black hole or a paused
-         * master. Drop the context (pending commands get NULL replies and
-         * fail now rather than at their own timeouts) and back off. */
-        redisAsyncContext *ac = n->ac;
+    /* A context is still there past its deadline: the handshake did not
+     * finish (black hole, paused master), or we asked it to disconnect
+     * after an AUTH/handshake error and the master never answered what was
+     * queued. Drop it (pending commands get NULL replies and fail now) and
+     * back off. */
+    redisAsyncContext *ac = n->ac;
+    if (n->state != RL_NODE_DOWN)
         node_set_down(n, REDLOCK_ETIMEOUT, "no answer to connect within %u ms",
                       n->c->cfg.connect_timeout_ms);
-        n->ac = NULL;
-        n->inflight = 0;   /* all of them get their NULL reply right now */
-        redisAsyncFree(ac);
-        node_schedule_reconnect(n);
-    }
+    n->state = RL_NODE_DOWN;
+    n->ac = NULL;
+    n->inflight = 0;   /* all of them get their NULL reply right now */
+    redisAsyncFree(ac);
+    node_schedule_reconnect(n);
+}
+
+static void node_arm_deadline(rl_node *n)
+{
+    uint32_t ms = n->c->cfg.connect_timeout_ms;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(n->timer, &tv);
 }
 
 static void node_schedule_reconnect(rl_node *n)
@@ -133,8 +142,10 @@ static void node_on_auth(redisAsyncContext *ac, void *reply, void *privdata)
                   r->str, n->c->username ? " and user" : "");
     rl_log(n->c, REDLOCK_LOG_ERROR, "master %s: %s", n->addr, n->errstr);
     /* Commands queued behind AUTH get NOAUTH errors from the master and are
-     * classified as EAUTH; then the connection goes and we back off. */
+     * classified as EAUTH; then the connection goes and we back off. The
+     * deadline covers a master that stops answering in between. */
     redisAsyncDisconnect(ac);
+    node_arm_deadline(n);
 }
 
 static void node_on_ready(redisAsyncContext *ac, void *reply, void *privdata)
@@ -148,6 +159,7 @@ static void node_on_ready(redisAsyncContext *ac, void *reply, void *privdata)
         int code = rl_classify_error_reply(r->str, r->len);
         node_set_down(n, code, "handshake failed: %.60s", r->str);
         redisAsyncDisconnect(ac);
+        node_arm_deadline(n);
         return;
     }
     n->state = RL_NODE_UP;
@@ -315,9 +327,7 @@ static void node_connect(rl_node *n)
     if (redisAsyncCommandArgv(ac, node_on_ready, n, 1, ping, plen) == REDIS_OK)
         n->inflight++;
 
-    uint32_t ms = c->cfg.connect_timeout_ms;
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(n->timer, &tv);
+    node_arm_deadline(n);
 }
 
 void rl_node_reply_seen(rl_node *n, const redisAsyncContext *ac, const redisReply *r)

@@ -64,13 +64,14 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
 {
     const redlock_client *c = op->c;
     uint32_t n = c->n, q = c->quorum;
-    uint32_t ok = 0, gone = 0, held = 0, per_code[32] = {0};
+    uint32_t ok = 0, gone = 0, held = 0, pending = 0, per_code[32] = {0};
     for (uint32_t i = 0; i < n; i++) {
         const redlock_vote *v = &op->out.votes[i];
         switch (v->kind) {
         case REDLOCK_VOTE_OK: ok++; break;
         case REDLOCK_VOTE_GONE: gone++; break;
         case REDLOCK_VOTE_HELD: held++; break;
+        case REDLOCK_VOTE_PENDING: pending++; break;
         case REDLOCK_VOTE_ERROR:
             if (v->err < 0 && -v->err < 32)
                 per_code[-v->err]++;
@@ -82,8 +83,13 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
     bool extend = op->kind == RL_OP_EXTEND;
     uint32_t good = ok + (release ? gone : 0);
 
-    /* Somebody else has it (acquire), or we lost it (release/extend). */
-    if ((held > 0 || (extend && gone > 0)) && good + held + (extend ? gone : 0) >= q) {
+    /* Somebody else has it (acquire), or we lost it (release/extend): the
+     * masters not known to be broken (answered normally, or not answered
+     * yet when an early failure was decided) could have formed a majority.
+     * Counting the pending ones keeps the verdict independent of which
+     * replies happened to arrive first. */
+    if ((held > 0 || (extend && gone > 0)) &&
+        good + held + pending + (extend ? gone : 0) >= q) {
         if (op->kind == RL_OP_ACQUIRE) {
             rl_seterr(e, REDLOCK_ECONFLICT, -1,
                       "acquire: resource is held by another client on %u of %u masters "

@@ -150,6 +150,9 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
     op->op_cb = cb;
     op->arg = arg;
     snprintf(op->token, sizeof(op->token), "%s", lock->token);
+    /* Whatever the outcome, the caller stops holding the lock now: a
+     * release that fails may still run on some masters later. */
+    lock->valid_until_us = 1;
     op->start_us = rl_now_us();
     rel_send(op, (1u << c->n) - 1);   /* every master */
     return 0;

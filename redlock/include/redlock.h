@@ -308,12 +308,14 @@ int redlock_client_new(const redlock_config *cfg, struct event_base *base,
  * redlock_client_free() - Close all connections and free @c
  * @c: client, or NULL (no-op)
  *
- * Operations still in flight complete with REDLOCK_ESHUTDOWN: their
- * callbacks run (async: from inside this call, or after the current callback
- * returns when called from a callback). Locks held are not released; they
+ * Operations still in flight complete with REDLOCK_ESHUTDOWN (or their
+ * outcome, if already decided): async callbacks run before this call
+ * returns (nested inside yours when you free from a callback); blocking
+ * calls waiting in other threads return. Locks held are not released; they
  * expire after their ttl. redlock_lock objects stay valid (free them).
- * Thread-safety: blocking clients: no other thread may use @c during or
- * after this call.
+ * Thread-safety: blocking clients: calls already waiting in other threads
+ * return REDLOCK_ESHUTDOWN; starting a call during or after this one is
+ * undefined (join those threads first).
  */
 REDLOCK_API
 void redlock_client_free(redlock_client *c);

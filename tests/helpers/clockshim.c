@@ -12,7 +12,9 @@
  * "1 30000": 30 s ahead); it is re-read every 20 ms, and changes apply from
  * that moment, so a test can make a running master's clock jump or speed up.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
