@@ -533,9 +533,19 @@ void rl_op_complete(rl_op *op, int status)
     /* Deliver from the loop, never from here: we may be inside the _async
      * call that started the op, or inside a hiredis callback, where a user
      * callback that frees the client would pull the context out from under
-     * hiredis. */
+     * hiredis.
+     * Decided inside the _async call itself (every master down: no I/O was
+     * needed), delivery waits for the next loop iteration through a zero
+     * timer. event_active would run it in the same pass, and a caller that
+     * retries from its failure callback would then spin in that pass for
+     * ever: no socket or timer would run, and nodes would never reconnect. */
     evtimer_del(op->ev);
-    event_active(op->ev, EV_TIMEOUT, 1);
+    if (op->c->in_start) {
+        static const struct timeval zero = { 0, 0 };
+        evtimer_add(op->ev, &zero);
+    } else {
+        event_active(op->ev, EV_TIMEOUT, 1);
+    }
 }
 
 static void op_deliver(rl_op *op)

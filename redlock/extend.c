@@ -156,6 +156,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
         return 0;
     }
     op->start_us = rl_now_us();
+    c->in_start = true;
     for (uint32_t i = 0; i < c->n; i++) {
         rc = rl_fanout_send(op->f, i, true);
         if (rc == 0) {
@@ -167,6 +168,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
     }
     if (!ext_decide(op))
         rl_op_arm(op, c->cfg.node_timeout_ms);
+    c->in_start = false;
     return 0;
 }
 

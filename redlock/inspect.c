@@ -168,6 +168,7 @@ static int insp_start(redlock_client *c, int kind, const void *resource, size_t 
         return 0;
     }
     op->start_us = rl_now_us();
+    c->in_start = true;
     for (uint32_t i = 0; i < c->n; i++) {
         int rc = rl_fanout_send(op->f, i, false);
         if (rc == 0) {
@@ -181,6 +182,7 @@ static int insp_start(redlock_client *c, int kind, const void *resource, size_t 
         insp_finish(op);
     else
         rl_op_arm(op, c->cfg.node_timeout_ms);
+    c->in_start = false;
     return 0;
 }
 

@@ -264,6 +264,7 @@ struct redlock_client {
     struct event_base *base;
     bool owns_base;               /* blocking client: private base + I/O thread */
     bool freeing;
+    bool in_start;                /* inside an rl_*_start call (see rl_op_complete) */
     uint32_t n;                   /* masters */
     uint32_t quorum;              /* n/2 + 1 */
     rl_node nodes[REDLOCK_MAX_MASTERS];

@@ -154,7 +154,9 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
      * release that fails may still run on some masters later. */
     lock->valid_until_us = 1;
     op->start_us = rl_now_us();
+    c->in_start = true;
     rel_send(op, (1u << c->n) - 1);   /* every master */
+    c->in_start = false;
     return 0;
 }
 
