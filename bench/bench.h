@@ -87,7 +87,10 @@ struct result {
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
-    char extra[1024];                 /* more JSON members: ",\"k\":v..." */
+    double max_gap_ms;                /* contention: longest time nobody held the lock */
+    double max_gap_at_s;              /* ... from this long after the start */
+    uint64_t restarts_seen;           /* contention: master restarts the clients saw */
+    char extra[4096];                 /* more JSON members: ",\"k\":v..." */
 };
 
 /* The floor, measured first and used by every later row. */
@@ -100,6 +103,22 @@ struct floor_figures {
     double ceiling_cycles_per_s;      /* raw_ops_per_s / (2 N) */
     double script_ceiling_cycles_per_s; /* the same, released by script */
     uint64_t healthy_p99;             /* uncontended acquire p99, for pause */
+    /* per-master clock estimates, from a redlock_ping on a blocking client
+     * that probed TIME every 100 ms while the floor ran */
+    int n_clock;                      /* 0: not taken */
+    char clock_err[160];              /* why not, if it failed */
+    double clock_window_s;            /* how long the client sampled */
+    struct {
+        int reachable;
+        double rate_lo, rate_hi;      /* 0, 0: unknown */
+        uint64_t samples, jumps, rate_faults;
+        int trusted;
+        int64_t offset_us;
+        char run_id[41];
+        int64_t uptime_s;
+        int aof_always;
+        int excluded;
+    } clock[BENCH_MAX_MASTERS];
 };
 
 extern struct floor_figures floor_fig;
@@ -157,6 +176,7 @@ struct contend_opts {
     uint32_t ttl_ms;
     uint32_t hold_us;
     uint32_t reconnect_max_ms;        /* 0: the library's default */
+    int restart_guard_off;            /* cfg.restart_guard = 0 (it is on by default) */
     const char *label;
     /* runs in the parent while the children contend; @t0 is their start */
     void (*during)(void *arg, uint64_t t0);
@@ -174,6 +194,7 @@ void scenario_kill2(void);
 void scenario_kill3(void);
 void scenario_pause2(void);
 void scenario_restart(void);
+void scenario_restart_guard(void);
 void scenario_restart_delayed(void);
 void scenario_restart_aof(void);
 void scenario_timeline(void);

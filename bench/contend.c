@@ -27,6 +27,7 @@ struct window {
 struct child_out {
     volatile int ready;               /* connected; 1 ok, -1 failed */
     volatile uint64_t ok_now;         /* for the progress line */
+    uint64_t restarts_seen;           /* REDLOCK_EVENT_RESTART, from the I/O thread */
     char errmsg[200];
     uint64_t ops, ok, failed, rel_failed, cpu_us, n_win;
     uint64_t errs[BENCH_NERR];
@@ -48,6 +49,18 @@ static struct child_out *child_at(struct shared *sh, int i)
 static struct window *child_windows(struct child_out *co)
 {
     return (struct window *)((char *)co + ((sizeof(*co) + 63) & ~(size_t)63));
+}
+
+/* The library's event hook, on the client's I/O thread: count the master
+ * restarts this contender saw (what the restart guard acts on). */
+static void child_on_event(int master, int event, const char *msg, void *arg)
+{
+    struct child_out *co = arg;
+
+    (void)master;
+    (void)msg;
+    if (event == REDLOCK_EVENT_RESTART)
+        __atomic_add_fetch(&co->restarts_seen, 1, __ATOMIC_RELAXED);
 }
 
 static void child_main(struct shared *sh, int idx, const struct contend_opts *o, const char *res)
@@ -72,6 +85,10 @@ static void child_main(struct shared *sh, int idx, const struct contend_opts *o,
     cfg.retry_jitter_ms = config.retry_jitter_ms;
     if (o->reconnect_max_ms)
         cfg.reconnect_max_ms = o->reconnect_max_ms;
+    if (o->restart_guard_off)
+        cfg.restart_guard = 0;
+    cfg.event_fn = child_on_event;
+    cfg.event_arg = co;
     memset(&err, 0, sizeof(err));
     rc = redlock_client_new(&cfg, NULL, &c, &err);
     if (rc != 0) {
@@ -151,12 +168,19 @@ static int cmp_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
+struct gap {
+    uint64_t us;                      /* longest time with no window open */
+    uint64_t at_us;                   /* when it began, since the start */
+};
+
 /* Sweep the merged windows in start order: a window that starts before the
- * latest end seen so far, from another process, overlaps it. */
-static void count_overlaps(struct shared *sh, int k, struct result *r)
+ * latest end seen so far, from another process, overlaps it. A window that
+ * starts after it leaves a gap in which nobody held the lock: the longest
+ * one is the price of a fault (or of the guard against it). */
+static void count_overlaps(struct shared *sh, int k, struct result *r, struct gap *gap)
 {
     struct owned_window *all;
-    uint64_t total = 0, max_end = 0, j;
+    uint64_t total = 0, max_end = sh->t_start, j;
     int i, max_owner = -1;
     size_t n = 0;
 
@@ -183,6 +207,10 @@ static void count_overlaps(struct shared *sh, int k, struct result *r)
     }
     qsort(all, n, sizeof(*all), cmp_start);
     for (j = 0; j < n; j++) {
+        if (all[j].start > max_end && all[j].start - max_end > gap->us) {
+            gap->us = all[j].start - max_end;
+            gap->at_us = max_end - sh->t_start;
+        }
         if (all[j].start < max_end && all[j].owner != max_owner) {
             uint64_t until = all[j].end < max_end ? all[j].end : max_end;
             double ov = (double)(until - all[j].start);
@@ -224,6 +252,8 @@ int contend_run(const struct contend_opts *o, struct result *r)
     int have_thread = 0;
     double mcpu0;
     struct during_arg da;
+    struct gap gap = { 0, 0 };
+    uint64_t restarts = 0;
 
     /* bounded: at most 256k windows per child, whatever the duration */
     cap = (size_t)(o->duration_s * 40000.0) + 1024;
@@ -327,10 +357,11 @@ int contend_run(const struct contend_opts *o, struct result *r)
         hist_merge(&r->fail, &co->fail);
         for (j = 0; j < BENCH_NERR; j++)
             r->errs[j] += co->errs[j];
+        restarts += __atomic_load_n(&co->restarts_seen, __ATOMIC_RELAXED);
         if (co->ready == -1 && !r->note[0])
             result_note(r, "error: contender %d: %s", i, co->errmsg);
     }
-    count_overlaps(sh, k, r);
+    count_overlaps(sh, k, r, &gap);
     r->cycles_per_s = (double)r->ok / o->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;
@@ -341,6 +372,12 @@ int contend_run(const struct contend_opts *o, struct result *r)
                  config.retry_count, config.retry_delay_ms, config.retry_jitter_ms);
     if (o->reconnect_max_ms)
         result_extra(r, ",\"reconnect_max_ms\":%u", o->reconnect_max_ms);
+    result_extra(r, ",\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f,\"restart_guard\":%s,"
+                 "\"restarts_seen\":%llu", (double)gap.us / 1000.0, (double)gap.at_us / 1e6,
+                 o->restart_guard_off ? "false" : "true", (unsigned long long)restarts);
+    r->max_gap_ms = (double)gap.us / 1000.0;
+    r->max_gap_at_s = (double)gap.at_us / 1e6;
+    r->restarts_seen = restarts;
     if (failed_start && !r->note[0])
         result_note(r, "error: %d contenders could not start", failed_start);
     munmap(sh, total);

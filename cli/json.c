@@ -7,6 +7,7 @@
 #include "json.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 void json_init(struct json *j, FILE *f)
@@ -175,6 +176,17 @@ void json_u64(struct json *j, uint64_t v)
 {
     sep(j);
     fprintf(j->f, "%" PRIu64, v);
+}
+
+void json_double(struct json *j, double v, int digits)
+{
+    if (!isfinite(v)) {
+        json_null(j);
+        return;
+    }
+    sep(j);
+    /* %f never uses an exponent, and "-0.000" is still valid JSON. */
+    fprintf(j->f, "%.*f", digits, v);
 }
 
 void json_bool(struct json *j, int v)

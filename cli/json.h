@@ -32,6 +32,8 @@ void json_cstr(struct json *j, const char *s);   /* NULL: null */
 void json_hex(struct json *j, const void *s, size_t len);
 void json_i64(struct json *j, int64_t v);
 void json_u64(struct json *j, uint64_t v);
+/* A number with @digits decimals; null if not finite (JSON has no NaN). */
+void json_double(struct json *j, double v, int digits);
 void json_bool(struct json *j, int v);
 void json_null(struct json *j);
 

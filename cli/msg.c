@@ -91,6 +91,7 @@ int cli_exit_for(int rc)
     case REDLOCK_EPROTO:
     case REDLOCK_EREPLY:
     case REDLOCK_EBUSY:
+    case REDLOCK_EUNTRUSTED:   /* excluded masters (clock, restart guard) */
         return CLI_EXIT_UNAVAILABLE;
     default:   /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, unknown */
         return CLI_EXIT_SOFTWARE;

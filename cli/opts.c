@@ -40,6 +40,10 @@ enum opt_id {
     OPT_TTL,
     OPT_WAIT,
     OPT_KILL_AFTER,
+    OPT_CLOCK_POLICY,
+    OPT_RESTART_GUARD_MS,
+    OPT_NO_RESTART_GUARD,
+    OPT_SAMPLES,
     OPT_COUNT
 };
 
@@ -73,6 +77,10 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
                  "lock, extend and run"},
     [OPT_WAIT] = {"wait", 1, CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_RUN), "lock and run"},
     [OPT_KILL_AFTER] = {"kill-after", 1, CMD_BIT(CLI_CMD_RUN), "run"},
+    [OPT_CLOCK_POLICY] = {"clock-policy", 1, CMDS_ALL, NULL},
+    [OPT_RESTART_GUARD_MS] = {"restart-guard-ms", 1, CMDS_ALL, NULL},
+    [OPT_NO_RESTART_GUARD] = {"no-restart-guard", 0, CMDS_ALL, NULL},
+    [OPT_SAMPLES] = {"samples", 1, CMD_BIT(CLI_CMD_PING), "ping"},
 };
 
 static const struct {
@@ -138,6 +146,22 @@ bad:
     cli_usage_error("--drift-factor '%s': expected a fraction of the ttl, 0 <= F < 1 (e.g. 0.01)",
                     val);
     return -1;
+}
+
+static int parse_clock_policy(const char *val, int *ret)
+{
+    if (strcmp(val, "warn") == 0) {
+        *ret = REDLOCK_CLOCK_WARN;
+    } else if (strcmp(val, "exclude") == 0) {
+        *ret = REDLOCK_CLOCK_EXCLUDE;
+    } else if (strcmp(val, "off") == 0) {
+        *ret = REDLOCK_CLOCK_OFF;
+    } else {
+        cli_usage_error("--clock-policy '%s': expected warn (log it), exclude (do not count "
+                        "the master toward a quorum) or off (no clock probes)", val);
+        return -1;
+    }
+    return 0;
 }
 
 /* Append @len bytes of @s to the growing string *@buf. */
@@ -418,6 +442,8 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
 
     memset(o, 0, sizeof(*o));
     o->drift_factor = -1.0;
+    o->clock_policy = -1;
+    o->samples = CLI_DEFAULT_PING_SAMPLES;
     o->ttl_ms = CLI_DEFAULT_TTL_MS;
     o->kill_after_ms = CLI_DEFAULT_KILL_AFTER_MS;
     o->retry_delay_ms = CLI_DEFAULT_RETRY_DELAY_MS;
@@ -585,10 +611,33 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
             if (parse_u32_opt("--kill-after", val, 0, 3600000, "ms", &o->kill_after_ms) < 0)
                 return CLI_PARSE_USAGE;
             break;
+        case OPT_CLOCK_POLICY:
+            if (parse_clock_policy(val, &o->clock_policy) < 0)
+                return CLI_PARSE_USAGE;
+            break;
+        case OPT_RESTART_GUARD_MS:
+            if (parse_u32_opt("--restart-guard-ms", val, 0, REDLOCK_TTL_MAX_MS, "ms",
+                              &o->restart_guard_ms) < 0)
+                return CLI_PARSE_USAGE;
+            o->restart_guard_ms_set = 1;
+            break;
+        case OPT_NO_RESTART_GUARD:
+            o->no_restart_guard = 1;
+            break;
+        case OPT_SAMPLES:
+            if (parse_u32_opt("--samples", val, 1, 1000, "pings", &o->samples) < 0)
+                return CLI_PARSE_USAGE;
+            break;
         }
     }
     cli_quiet = o->quiet;
     cli_verbose = o->verbose;
+
+    if (o->no_restart_guard && o->restart_guard_ms_set) {
+        cli_usage_error("--restart-guard-ms and --no-restart-guard contradict each other: "
+                        "give one of them");
+        return CLI_PARSE_USAGE;
+    }
 
     /* The command and its positional arguments. */
     if (o->cmd == CLI_CMD_NONE) {

@@ -25,6 +25,8 @@ enum cli_cmd {
 #define CLI_DEFAULT_TTL_MS 30000u
 #define CLI_DEFAULT_KILL_AFTER_MS 2000u
 #define CLI_DEFAULT_RETRY_DELAY_MS 200u
+#define CLI_DEFAULT_PING_SAMPLES 5u
+#define CLI_PING_PROBE_MS 100u     /* ping: clock probe interval, and time between pings */
 
 struct cli_opts {
     /* command and its arguments (pointers into argv) */
@@ -48,11 +50,18 @@ struct cli_opts {
     uint32_t retry_delay_ms;     /* between acquire attempts, before jitter */
     double drift_factor;         /* < 0: library default */
 
+    /* clock monitor and restart guard */
+    int clock_policy;            /* enum redlock_clock_policy; < 0: library default */
+    uint32_t restart_guard_ms;   /* 0: library default (the longest ttl used) */
+    int restart_guard_ms_set;
+    int no_restart_guard;        /* --no-restart-guard */
+
     /* command options */
     uint32_t ttl_ms;             /* lock, extend, run */
     int ttl_set;
     uint64_t wait_ms;            /* lock, run: retry until this deadline; 0 = one attempt */
     uint32_t kill_after_ms;      /* run: SIGTERM -> SIGKILL grace */
+    uint32_t samples;            /* ping: pings, CLI_PING_PROBE_MS apart */
 
     /* output */
     int json;

@@ -6,10 +6,12 @@
  * stdout (the token, a table, or one JSON object with --json), messages on
  * stderr, and maps the library's error code to a sysexits(3) status.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <redlock.h>
 
@@ -31,23 +33,23 @@ static void help(void)
 "  run RESOURCE [--ttl MS] [--wait MS] [--kill-after MS] -- CMD [ARG...]\n"
 "                         hold the lock while CMD runs, extending it\n"
 "  status RESOURCE                          holder and PTTL on each master\n"
-"  ping                                     reachability, RTT, clock offset\n"
+"  ping [--samples N (5)]   RTT, clock offset and rate, run_id, exclusions\n"
 "Options (before or after COMMAND):\n"
 "  --masters H:P,...  else $REDLOCK_MASTERS, else 127.0.0.1:7000..7004\n"
 "  --ttl MS (30000)   --wait MS (0: one attempt)   --kill-after MS (2000)\n"
 "  --timeout-ms N     per-master timeout   --connect-timeout-ms N\n"
 "  --retry N (0)      --retry-delay MS (200)       --drift-factor F (0.01)\n"
+"  --clock-policy warn|exclude|off  --restart-guard-ms MS|--no-restart-guard\n"
 "  --prefix STR       --user U   --password-file F (else $REDLOCK_PASSWORD)\n"
 "  --json   one JSON object on stdout    -q quiet   -v verbose   -h   -V\n"
-"Exit status:\n"
+"Exit status (JSON fields and the rest: see redlock-cli(1)):\n"
 "  0 ok   64 bad usage or input   68 unknown master host   70 internal error\n"
-"  69 no quorum (too many masters down, slow or failing)\n"
+"  69 no quorum (too many masters down, slow, failing or excluded)\n"
 "  75 held by another client (after --wait); unlock/extend: not held by TOKEN\n"
 "  run: CMD's status; 124 lock lost while CMD ran (CMD got SIGTERM, then\n"
 "       SIGKILL after --kill-after); 126 CMD not executable; 127 not found\n"
 "Examples: redlock-cli run nightly --ttl 10000 --wait 60000 -- ./backup.sh\n"
-"  t=$(redlock-cli lock job) && do_work; redlock-cli unlock job \"$t\"\n"
-"See redlock-cli(1) for JSON fields, environment and details.\n",
+"  t=$(redlock-cli lock job) && do_work; redlock-cli unlock job \"$t\"\n",
           stdout);
 }
 
@@ -58,6 +60,16 @@ static void log_to_stderr(int level, const char *msg, void *arg)
     (void)arg;
     fprintf(stderr, "%s: [%s] %s\n", CLI_NAME,
             level >= 0 && level <= REDLOCK_LOG_ERROR ? names[level] : "log", msg);
+}
+
+/* Clock jumps, rate faults and restarts seen while we run (mostly `run`,
+ * which lives long enough to see them): one warning line each. */
+static void event_to_stderr(int master, int event, const char *msg, void *arg)
+{
+    (void)master;
+    (void)event;
+    (void)arg;
+    cli_warn("warning: %s", msg);
 }
 
 static int make_client(const struct cli_opts *o, redlock_client **ret)
@@ -83,10 +95,25 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
     cfg.retry_jitter_ms = o->retry_delay_ms / 2;
     if (o->drift_factor >= 0)
         cfg.drift_factor = o->drift_factor;
-    /* The library is silent unless asked; -v shows its log. */
+    if (o->clock_policy >= 0)
+        cfg.clock_policy = o->clock_policy;
+    if (o->no_restart_guard)
+        cfg.restart_guard = 0;
+    if (o->restart_guard_ms_set)
+        cfg.restart_guard_ms = o->restart_guard_ms;
+    /* ping reports clock rates: a rate needs two samples, and a process
+     * that lives for one ping would otherwise see none at the default
+     * interval (1 s). */
+    if (o->cmd == CLI_CMD_PING)
+        cfg.clock_probe_ms = CLI_PING_PROBE_MS;
+    /* The library is silent unless asked; -v shows its log, which has the
+     * clock and restart events as warnings; without -v the event hook
+     * prints just those. */
     if (o->verbose > 0 && !o->quiet) {
         cfg.log_fn = log_to_stderr;
         cfg.log_level = o->verbose > 1 ? REDLOCK_LOG_DEBUG : REDLOCK_LOG_INFO;
+    } else {
+        cfg.event_fn = event_to_stderr;
     }
 
     memset(&err, 0, sizeof(err));
@@ -233,10 +260,49 @@ static const char *addr_of(redlock_client *c, size_t i)
     return a != NULL ? a : "?";
 }
 
-/* status and ping: one query per master, shown as a table or JSON. */
-static int cmd_inspect(const struct cli_opts *o, redlock_client *c)
+/* status or ping failed before anything was filled in: there is no table
+ * to show, only the error (and its JSON object). */
+static int inspect_failed(const struct cli_opts *o, int rc, const redlock_error *err)
 {
-    const int is_status = (o->cmd == CLI_CMD_STATUS);
+    int code = cli_exit_for(rc);
+
+    if (code == CLI_EXIT_USAGE)
+        cli_usage_error("%s: %s", o->cmd_name, err->msg[0] ? err->msg : redlock_strerror(rc));
+    else
+        report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL,
+                     o->resource_len, rc, err, NULL);
+    if (o->json && code != CLI_EXIT_USAGE) {
+        struct json j;
+
+        json_init(&j, stdout);
+        json_obj_begin(&j);
+        report_json_head(&j, o->cmd_name, code, rc, err);
+        json_obj_end(&j);
+        json_end(&j);
+    }
+    return code;
+}
+
+/* After the table: the masters that did not answer, one error line each. */
+static void inspect_report_down(const struct cli_opts *o, redlock_client *c, int rc,
+                                const redlock_status *st, const redlock_error *err)
+{
+    size_t n = redlock_client_masters(c);
+
+    if (rc == 0)
+        return;
+    report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL, o->resource_len,
+                 rc, err, NULL);
+    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
+        if (st->masters[i].err != 0)
+            cli_error("%s: %s", addr_of(c, i),
+                      st->masters[i].detail[0] ? st->masters[i].detail
+                                               : redlock_strerror(st->masters[i].err));
+}
+
+/* status: who holds the resource on each master, as a table or JSON. */
+static int cmd_status(const struct cli_opts *o, redlock_client *c)
+{
     redlock_status st;
     redlock_error err;
     size_t n = redlock_client_masters(c), w = addr_width(c);
@@ -245,29 +311,10 @@ static int cmd_inspect(const struct cli_opts *o, redlock_client *c)
 
     memset(&st, 0, sizeof(st));
     memset(&err, 0, sizeof(err));
-    if (is_status)
-        rc = redlock_status_get(c, o->resource, o->resource_len, &st, &err);
-    else
-        rc = redlock_ping(c, &st, &err);
+    rc = redlock_status_get(c, o->resource, o->resource_len, &st, &err);
+    if (rc != 0 && rc != REDLOCK_ENOQUORUM)
+        return inspect_failed(o, rc, &err);
     code = cli_exit_for(rc);
-    if (rc != 0 && rc != REDLOCK_ENOQUORUM) {
-        /* Nothing was filled in: there is no table to show. */
-        if (code == CLI_EXIT_USAGE)
-            cli_usage_error("%s: %s", o->cmd_name, err.msg[0] ? err.msg : redlock_strerror(rc));
-        else
-            report_error(o->cmd_name, is_status ? o->resource : NULL, o->resource_len, rc, &err,
-                         NULL);
-        if (o->json && code != CLI_EXIT_USAGE) {
-            struct json j;
-
-            json_init(&j, stdout);
-            json_obj_begin(&j);
-            report_json_head(&j, o->cmd_name, code, rc, &err);
-            json_obj_end(&j);
-            json_end(&j);
-        }
-        return code;
-    }
     for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
         if (st.masters[i].err == 0)
             answered++;
@@ -278,22 +325,19 @@ static int cmd_inspect(const struct cli_opts *o, redlock_client *c)
         json_init(&j, stdout);
         json_obj_begin(&j);
         report_json_head(&j, o->cmd_name, code, rc, &err);
-        if (is_status)
-            report_json_resource(&j, o->resource, o->resource_len);
+        report_json_resource(&j, o->resource, o->resource_len);
         json_key(&j, "n_masters");
         json_u64(&j, n);
         json_key(&j, "quorum");
         json_u64(&j, redlock_client_quorum(c));
-        json_key(&j, is_status ? "answered" : "reachable");
+        json_key(&j, "answered");
         json_u64(&j, answered);
-        if (is_status) {
-            json_key(&j, "held_on");
-            json_u64(&j, st.n_held);
-            json_key(&j, "held");
-            json_bool(&j, st.majority_token[0] != '\0');
-            json_key(&j, "majority_token");
-            json_cstr(&j, st.majority_token[0] ? st.majority_token : NULL);
-        }
+        json_key(&j, "held_on");
+        json_u64(&j, st.n_held);
+        json_key(&j, "held");
+        json_bool(&j, st.majority_token[0] != '\0');
+        json_key(&j, "majority_token");
+        json_cstr(&j, st.majority_token[0] ? st.majority_token : NULL);
         json_key(&j, "masters");
         json_arr_begin(&j);
         for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
@@ -308,23 +352,15 @@ static int cmd_inspect(const struct cli_opts *o, redlock_client *c)
             json_cstr(&j, m->err ? redlock_err_name(m->err) : NULL);
             json_key(&j, "rtt_us");
             json_u64(&j, m->rtt_us);
-            if (is_status) {
-                json_key(&j, "held");
-                json_bool(&j, m->err == 0 && m->held);
-                json_key(&j, "pttl_ms");
-                if (m->err == 0 && m->held)
-                    json_i64(&j, m->pttl_ms);
-                else
-                    json_null(&j);
-                json_key(&j, "token");
-                json_cstr(&j, m->err == 0 && m->held ? m->token : NULL);
-            } else {
-                json_key(&j, "clock_offset_us");
-                if (m->err == 0)
-                    json_i64(&j, m->clock_offset_us);
-                else
-                    json_null(&j);
-            }
+            json_key(&j, "held");
+            json_bool(&j, m->err == 0 && m->held);
+            json_key(&j, "pttl_ms");
+            if (m->err == 0 && m->held)
+                json_i64(&j, m->pttl_ms);
+            else
+                json_null(&j);
+            json_key(&j, "token");
+            json_cstr(&j, m->err == 0 && m->held ? m->token : NULL);
             json_key(&j, "detail");
             json_str(&j, m->detail, strnlen(m->detail, sizeof(m->detail)));
             json_obj_end(&j);
@@ -333,30 +369,20 @@ static int cmd_inspect(const struct cli_opts *o, redlock_client *c)
         json_obj_end(&j);
         json_end(&j);
     } else {
-        if (is_status)
-            printf("%-*s  %-5s  %9s  %s\n", (int)w, "MASTER", "STATE", "PTTL_MS", "TOKEN");
-        else
-            printf("%-*s  %-5s  %9s  %10s\n", (int)w, "MASTER", "STATE", "RTT_US", "OFFSET_US");
+        printf("%-*s  %-5s  %9s  %s\n", (int)w, "MASTER", "STATE", "PTTL_MS", "TOKEN");
         for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
             const redlock_master_state *m = &st.masters[i];
 
             if (m->err != 0)
-                printf("%-*s  %-5s  %9s  %s%s\n", (int)w, addr_of(c, i),
-                       is_status ? "error" : "down", "-", is_status ? "" : "         -  ",
+                printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "error", "-",
                        m->detail[0] ? m->detail : redlock_strerror(m->err));
-            else if (is_status && m->held)
+            else if (m->held)
                 printf("%-*s  %-5s  %9lld  %s\n", (int)w, addr_of(c, i), "held",
                        (long long)m->pttl_ms, m->token);
-            else if (is_status)
-                printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "free", "-", "-");
             else
-                printf("%-*s  %-5s  %9u  %10lld\n", (int)w, addr_of(c, i), "up",
-                       (unsigned)m->rtt_us, (long long)m->clock_offset_us);
+                printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "free", "-", "-");
         }
-        if (!is_status)
-            printf("%u/%zu masters reachable (quorum %zu)\n", answered, n,
-                   redlock_client_quorum(c));
-        else if (st.majority_token[0] != '\0')
+        if (st.majority_token[0] != '\0')
             printf("held by %s on a majority (key on %u/%zu masters, quorum %zu)\n",
                    st.majority_token, (unsigned)st.n_held, n, redlock_client_quorum(c));
         else if (st.n_held == 0)
@@ -367,15 +393,238 @@ static int cmd_inspect(const struct cli_opts *o, redlock_client *c)
                    (unsigned)st.n_held, n, redlock_client_quorum(c));
         fflush(stdout);
     }
-    if (rc != 0) {
-        report_error(o->cmd_name, is_status ? o->resource : NULL, o->resource_len, rc, &err,
-                     NULL);
-        for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
-            if (st.masters[i].err != 0)
-                cli_error("%s: %s", addr_of(c, i),
-                          st.masters[i].detail[0] ? st.masters[i].detail
-                                                  : redlock_strerror(st.masters[i].err));
+    inspect_report_down(o, c, rc, &st, &err);
+    return code;
+}
+
+static const char *clock_policy_name(int policy)
+{
+    switch (policy) {
+    case REDLOCK_CLOCK_EXCLUDE: return "exclude";
+    case REDLOCK_CLOCK_OFF: return "off";
+    default: return "warn";
     }
+}
+
+/* The clock rate interval is known once the monitor has two samples. */
+static int rate_known(const redlock_master_state *m)
+{
+    return m->clock_rate_lo > 0.0 || m->clock_rate_hi > 0.0;
+}
+
+/* "45s", "12m03s", "3h04m", "5d02h". */
+static const char *fmt_uptime(char *buf, size_t len, int64_t s)
+{
+    if (s < 0)
+        snprintf(buf, len, "-");
+    else if (s < 60)
+        snprintf(buf, len, "%llds", (long long)s);
+    else if (s < 3600)
+        snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+    else if (s < 86400)
+        snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+    else
+        snprintf(buf, len, "%lldd%02lldh", (long long)(s / 86400), (long long)(s % 86400 / 3600));
+    return buf;
+}
+
+static void sleep_ms(uint64_t ms)
+{
+    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+/* Ping until the clock monitor has something to say: @want pings,
+ * CLI_PING_PROBE_MS apart (the client probes every master's TIME at that
+ * interval meanwhile), and up to @want more while a master that answers
+ * has fewer than the two samples a rate needs. The last ping's view is
+ * what is reported. */
+static int ping_sampled(const struct cli_opts *o, redlock_client *c, redlock_status *st,
+                        redlock_error *err, unsigned *pings)
+{
+    uint32_t want = o->clock_policy == REDLOCK_CLOCK_OFF ? 1 : o->samples;
+    uint64_t t0 = cli_now_us();
+    size_t n = redlock_client_masters(c);
+    int rc;
+
+    for (*pings = 0;;) {
+        int short_of_samples = 0;
+        uint64_t next, now;
+
+        memset(st, 0, sizeof(*st));
+        memset(err, 0, sizeof(*err));
+        rc = redlock_ping(c, st, err);
+        (*pings)++;
+        if (rc != 0 && rc != REDLOCK_ENOQUORUM)
+            break;
+        for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
+            if (st->masters[i].err == 0 && st->masters[i].clock_samples < 2)
+                short_of_samples = 1;
+        if (*pings >= 2 * want || (*pings >= want && (want < 2 || !short_of_samples)))
+            break;
+        next = t0 + (uint64_t)*pings * CLI_PING_PROBE_MS * 1000u;
+        now = cli_now_us();
+        if (next > now)
+            sleep_ms((next - now + 999) / 1000);
+    }
+    cli_note("ping: %u pings over %llu ms", *pings,
+             (unsigned long long)((cli_now_us() - t0) / 1000u));
+    return rc;
+}
+
+static void ping_json_master(struct json *j, redlock_client *c, size_t i,
+                             const redlock_master_state *m)
+{
+    json_obj_begin(j);
+    json_key(j, "addr");
+    json_cstr(j, addr_of(c, i));
+    json_key(j, "reachable");
+    json_bool(j, m->err == 0);
+    json_key(j, "error");
+    json_cstr(j, m->err ? redlock_err_name(m->err) : NULL);
+    json_key(j, "rtt_us");
+    json_u64(j, m->rtt_us);
+    json_key(j, "clock_offset_us");
+    if (m->err == 0)
+        json_i64(j, m->clock_offset_us);
+    else
+        json_null(j);
+    json_key(j, "clock_rate_lo");
+    if (rate_known(m))
+        json_double(j, m->clock_rate_lo, 6);
+    else
+        json_null(j);
+    json_key(j, "clock_rate_hi");
+    if (rate_known(m))
+        json_double(j, m->clock_rate_hi, 6);
+    else
+        json_null(j);
+    json_key(j, "clock_samples");
+    json_u64(j, m->clock_samples);
+    json_key(j, "clock_jumps");
+    json_u64(j, m->clock_jumps);
+    json_key(j, "clock_rate_faults");
+    json_u64(j, m->clock_rate_faults);
+    json_key(j, "clock_trusted");
+    json_bool(j, m->clock_trusted);
+    json_key(j, "run_id");
+    json_cstr(j, m->run_id[0] ? m->run_id : NULL);
+    json_key(j, "uptime_s");
+    if (m->run_id[0])
+        json_i64(j, m->uptime_s);
+    else
+        json_null(j);
+    json_key(j, "aof_always");
+    json_bool(j, m->aof_always);
+    json_key(j, "excluded");
+    json_bool(j, m->excluded);
+    json_key(j, "excluded_why");
+    if (m->excluded)
+        json_str(j, m->excluded_why, strnlen(m->excluded_why, sizeof(m->excluded_why)));
+    else
+        json_null(j);
+    json_key(j, "detail");
+    json_str(j, m->detail, strnlen(m->detail, sizeof(m->detail)));
+    json_obj_end(j);
+}
+
+/* ping: reachability, round trip and clock of every master, and whether
+ * its vote would count toward a quorum now (clock monitor, restart guard). */
+static int cmd_ping(const struct cli_opts *o, redlock_client *c)
+{
+    const int policy = o->clock_policy >= 0 ? o->clock_policy : REDLOCK_CLOCK_WARN;
+    redlock_status st;
+    redlock_error err;
+    size_t n = redlock_client_masters(c), w = addr_width(c), q = redlock_client_quorum(c);
+    unsigned answered = 0, counting = 0, excluded = 0, pings;
+    int rc, code;
+
+    rc = ping_sampled(o, c, &st, &err, &pings);
+    if (rc != 0 && rc != REDLOCK_ENOQUORUM)
+        return inspect_failed(o, rc, &err);
+    code = cli_exit_for(rc);
+    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
+        const redlock_master_state *m = &st.masters[i];
+
+        if (m->err == 0)
+            answered++;
+        if (m->excluded)
+            excluded++;
+        if (m->err == 0 && !m->excluded)
+            counting++;
+    }
+
+    if (o->json) {
+        struct json j;
+
+        json_init(&j, stdout);
+        json_obj_begin(&j);
+        report_json_head(&j, o->cmd_name, code, rc, &err);
+        json_key(&j, "n_masters");
+        json_u64(&j, n);
+        json_key(&j, "quorum");
+        json_u64(&j, q);
+        json_key(&j, "reachable");
+        json_u64(&j, answered);
+        json_key(&j, "counting");
+        json_u64(&j, counting);
+        json_key(&j, "excluded");
+        json_u64(&j, excluded);
+        json_key(&j, "pings");
+        json_u64(&j, pings);
+        json_key(&j, "clock_policy");
+        json_cstr(&j, clock_policy_name(policy));
+        json_key(&j, "restart_guard");
+        json_bool(&j, !o->no_restart_guard);
+        json_key(&j, "restart_guard_ms");
+        json_u64(&j, o->no_restart_guard ? 0 : o->restart_guard_ms);
+        json_key(&j, "masters");
+        json_arr_begin(&j);
+        for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
+            ping_json_master(&j, c, i, &st.masters[i]);
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end(&j);
+    } else {
+        printf("%-*s  %-5s  %7s  %10s  %-15s  %-9s  %5s  %11s  %-8s  %7s  %-6s  %s\n", (int)w,
+               "MASTER", "STATE", "RTT_US", "OFFSET_US", "CLOCK_RATE", "CLOCK", "JUMPS",
+               "RATE_FAULTS", "RUN_ID", "UPTIME", "AOF", "QUORUM");
+        for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
+            const redlock_master_state *m = &st.masters[i];
+            char rate[48], up[24], run_id[9];
+
+            if (m->err != 0) {
+                printf("%-*s  %-5s  %7s  %10s  %-15s  %-9s  %5s  %11s  %-8s  %7s  %-6s  %s\n",
+                       (int)w, addr_of(c, i), "down", "-", "-", "-", "-", "-", "-", "-", "-",
+                       "-", m->detail[0] ? m->detail : redlock_strerror(m->err));
+                continue;
+            }
+            if (rate_known(m))
+                snprintf(rate, sizeof(rate), "%.4f..%.4f", m->clock_rate_lo, m->clock_rate_hi);
+            else
+                snprintf(rate, sizeof(rate), "-");
+            snprintf(run_id, sizeof(run_id), "%.8s", m->run_id[0] ? m->run_id : "-");
+            printf("%-*s  %-5s  %7u  %10lld  %-15s  %-9s  %5llu  %11llu  %-8s  %7s  %-6s  %s\n",
+                   (int)w, addr_of(c, i), "up", (unsigned)m->rtt_us,
+                   (long long)m->clock_offset_us, rate,
+                   policy == REDLOCK_CLOCK_OFF ? "off" : m->clock_trusted ? "trusted" : "untrusted",
+                   (unsigned long long)m->clock_jumps, (unsigned long long)m->clock_rate_faults,
+                   run_id, fmt_uptime(up, sizeof(up), m->run_id[0] ? m->uptime_s : -1),
+                   m->aof_always ? "always" : "no",
+                   !m->excluded ? "counts"
+                   : m->excluded_why[0] ? m->excluded_why : "excluded");
+        }
+        printf("%u/%zu masters reachable, %u count toward a quorum of %zu (clock policy %s, "
+               "restart guard %s)\n", answered, n, counting, q, clock_policy_name(policy),
+               o->no_restart_guard ? "off" : "on");
+        fflush(stdout);
+    }
+    inspect_report_down(o, c, rc, &st, &err);
+    if (rc == 0 && counting < q)
+        cli_warn("warning: ping: only %u of %zu masters count toward a quorum (%zu needed): "
+                 "acquires fail until excluded masters count again", counting, n, q);
     return code;
 }
 
@@ -418,8 +667,10 @@ int main(int argc, char **argv)
         code = cli_run(&o, c);
         break;
     case CLI_CMD_STATUS:
+        code = cmd_status(&o, c);
+        break;
     case CLI_CMD_PING:
-        code = cmd_inspect(&o, c);
+        code = cmd_ping(&o, c);
         break;
     default:
         code = CLI_EXIT_SOFTWARE;

@@ -14,8 +14,10 @@
 
 static int vote_is_failure(int kind)
 {
+    /* An excluded master (clock untrusted, restart guard) answered, or
+     * would have, but its vote does not count: say so, with the why. */
     return kind == REDLOCK_VOTE_TIMEOUT || kind == REDLOCK_VOTE_DOWN ||
-           kind == REDLOCK_VOTE_ERROR;
+           kind == REDLOCK_VOTE_ERROR || kind == REDLOCK_VOTE_EXCLUDED;
 }
 
 static const char *vote_cause(const redlock_vote *v)
