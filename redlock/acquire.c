@@ -120,6 +120,12 @@ static void acq_after_cleanup(rl_op *op)
                      status == REDLOCK_EEXPIRED;
     if (retryable && op->attempt < op->max_attempts && !c->freeing) {
         op->phase = RL_PHASE_WAITING;
+        /* Held by someone: listen for its release instead of only polling.
+         * Subscribed from the first conflict on, for the op's lifetime. */
+        if (status == REDLOCK_ECONFLICT && c->cfg.pubsub_wait && !op->watching) {
+            rl_pubsub_watch(c, &op->keys);
+            op->watching = true;
+        }
         uint32_t delay = c->cfg.retry_delay_ms;
         if (c->cfg.retry_jitter_ms) {
             /* xorshift64: spreads contending clients apart */
@@ -351,6 +357,14 @@ static void acq_attempt_start(rl_op *op)
     }
     if (!acq_decide(op))
         rl_op_arm(op, c->cfg.node_timeout_ms);
+}
+
+void rl_acquire_wake(rl_op *op)
+{
+    if (op->phase != RL_PHASE_WAITING)
+        return;   /* voting or cleaning up: the next wait will listen again */
+    rl_op_disarm(op);
+    acq_attempt_start(op);
 }
 
 void rl_acquire_on_timer(rl_op *op)

@@ -43,6 +43,7 @@ void redlock_config_init(redlock_config *cfg)
     cfg->watchdog_divisor = 3;
     cfg->watchdog_max_extends = 1000;
     cfg->watchdog_max_lease_ms = 3600000;
+    cfg->pubsub_wait = 1;
 }
 
 const char *redlock_version(void)
@@ -336,6 +337,7 @@ void rl_client_cancel_ops(redlock_client *c)
 static void client_destroy(redlock_client *c)
 {
     rl_client_cancel_ops(c);
+    rl_pubsub_close(c);
     if (c->probe_ev)
         event_free(c->probe_ev);
     for (uint32_t i = 0; i < c->n; i++)
@@ -610,6 +612,11 @@ static void op_deliver(rl_op *op)
     op->cleanup = NULL;
     rl_fanout_detach(op->fencing);
     op->fencing = NULL;
+    /* Before the callback, which may free the client. */
+    if (op->watching) {
+        rl_pubsub_unwatch(c, &op->keys);
+        op->watching = false;
+    }
 
     const redlock_error *err = op->status ? &op->err : NULL;
     switch (op->kind) {

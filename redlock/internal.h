@@ -98,6 +98,8 @@ typedef struct rl_node {
     int err;                      /* why it is (or last was) down: REDLOCK_E* */
     char errstr[REDLOCK_VOTE_DETAIL_LEN];
     uint64_t connects;            /* successful handshakes, for logs and tests */
+    redisAsyncContext *sub;       /* pub/sub connection (waiting), or NULL */
+    bool sub_up;                  /* subscribed to every watched channel */
 
     /* clock monitor (drift/monitor.h) */
     drift_monitor clock;
@@ -225,6 +227,7 @@ typedef struct rl_op {
     unsigned flags;               /* REDLOCK_FENCE */
     uint64_t fence;               /* acquire: max counter seen this attempt */
     rl_fanout *fencing;           /* acquire: the fence write-back */
+    bool watching;                /* acquire: subscribed to its keys' channels */
     redlock_acquire_cb acq_cb;
     redlock_op_cb op_cb;
     rl_status_cb *st_cb;
@@ -307,6 +310,7 @@ struct redlock_client {
     struct event *probe_ev;       /* clock monitor: TIME to every master */
     uint32_t max_ttl_ms;          /* longest ttl requested so far (restart guard) */
     struct rl_watchdog *wds;      /* running watchdogs */
+    struct rl_chan *chans;        /* channels waiters listen on (pubsub.c) */
 };
 
 struct redlock_lock {
@@ -322,6 +326,14 @@ struct redlock_lock {
 };
 
 redlock_lock *rl_lock_new(const redlock_resource *set, size_t count, const char *token);
+
+/* ---- waiting without polling (pubsub.c) ----------------------------------- */
+
+void rl_pubsub_watch(redlock_client *c, const rl_keyset *keys);
+void rl_pubsub_unwatch(redlock_client *c, const rl_keyset *keys);
+void rl_pubsub_close(redlock_client *c);   /* client free */
+/* acquire.c: a release arrived for one of @op's keys: retry now. */
+void rl_acquire_wake(rl_op *op);
 
 /* ---- watchdog (watchdog.c) ----------------------------------------------- */
 

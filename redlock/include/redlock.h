@@ -256,6 +256,13 @@ typedef struct redlock_config {
     uint32_t watchdog_divisor;      /* default 3: extend with a third of the ttl left */
     uint32_t watchdog_max_extends;  /* default 1000 */
     uint32_t watchdog_max_lease_ms; /* default 3600000 (1 hour) */
+
+    /* Waiting without polling: a release publishes on the lock key's channel
+     * on every master; an acquire that found the resource held subscribes
+     * (one extra connection per master, opened when first needed) and
+     * retries the moment a release arrives. The retry timer stays as the
+     * fallback, since pub/sub can drop messages and expiry publishes nothing. */
+    int pubsub_wait;                /* default 1 (on) */
 } redlock_config;
 
 #define REDLOCK_RESOURCE_MAX 1024          /* bytes, without the prefix */
