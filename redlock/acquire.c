@@ -67,8 +67,7 @@ static void acq_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         op->n_fail++;
     } else if (r->type == REDIS_REPLY_ERROR) {
-        int code = rl_classify_error_reply(r->str, r->len);
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, code, r->str, sent);
+        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
         op->n_fail++;
     } else {
         char d[64];
@@ -174,18 +173,24 @@ static void acq_attempt_failed(rl_op *op, int status)
          * contention this saves a script per held master per attempt. */
         if (kind == REDLOCK_VOTE_HELD && !last)
             continue;
+        /* Wait for the release from masters that answered the SET, and from
+         * those still pending when an early failure was decided: they are
+         * not known to be silent, and their SET may land a moment later.
+         * Never from masters that timed out. */
         if (rl_fanout_send(op->cleanup, i, true) == 0 &&
-            (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR))
-            op->n_cleanup_wait |= 1u << i;   /* answered the SET: will answer this soon */
+            (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR ||
+             kind == REDLOCK_VOTE_PENDING))
+            op->n_cleanup_wait |= 1u << i;
     }
     if (!op->cleanup)
         rl_log(c, REDLOCK_LOG_WARN, "acquire: out of memory for cleanup; keys expire after %u ms",
                op->ttl_ms);
     rl_fanout_detach(set);
-    /* Waiting for the release from masters that just answered costs one
-     * round trip, and buys two things: the next attempt cannot race our own
-     * stale keys, and when acquire reports failure the keys are gone. We
-     * never wait for masters that did not answer the SET. */
+    /* Waiting for the release costs one round trip, and buys two things:
+     * the next attempt cannot race our own stale keys, and when acquire
+     * reports failure the keys are gone from every master that answers. We
+     * never wait for masters that already timed out, and the wait itself is
+     * bounded by one node timeout. */
     if (op->n_cleanup_wait > 0) {
         op->phase = RL_PHASE_CLEANUP;
         rl_op_arm(op, c->cfg.node_timeout_ms);

@@ -54,7 +54,7 @@ static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
         op->n_fail++;
     } else if (r->type == REDIS_REPLY_ERROR) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, rl_classify_error_reply(r->str, r->len), r->str, sent);
+        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
         op->n_fail++;
     } else {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,

@@ -285,6 +285,8 @@ int rl_ping_start(redlock_client *c, redlock_status *st, rl_status_cb *cb,
 int rl_classify_error_reply(const char *str, size_t len);
 /* Fill vote i from a failure; copies a one-line detail. */
 void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us);
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+                         rl_monotime sent_us);
 /* Decide the failure code of an attempt from its votes and write the one-line
  * message. @what is "acquire", "release" or "extend". */
 int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e);

@@ -38,7 +38,7 @@ static void rel_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
     } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, rl_classify_error_reply(r->str, r->len), r->str, sent);
+        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
     } else {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
                     "unexpected reply to the release script (is this Redis?)", sent);
