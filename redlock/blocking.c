@@ -18,7 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum rl_req_kind { REQ_ACQUIRE, REQ_RELEASE, REQ_EXTEND, REQ_STATUS, REQ_PING };
+enum rl_req_kind { REQ_ACQUIRE, REQ_RELEASE, REQ_EXTEND, REQ_STATUS, REQ_PING, REQ_WD_START,
+                   REQ_WD_STOP };
 
 typedef struct rl_req {
     int kind;
@@ -26,13 +27,18 @@ typedef struct rl_req {
     pthread_cond_t cond;          /* signalled under blk->mu when done */
     bool done;
     int status;
-    const void *resource;         /* acquire/status: borrowed from the caller */
+    const void *resource;         /* status: borrowed from the caller */
     size_t len;
+    const redlock_resource *set;  /* acquire: borrowed from the caller */
+    size_t count;
+    unsigned flags;
     uint32_t ttl_ms;
     redlock_lock *lock;           /* in: release/extend; out: acquire */
     redlock_outcome *out;         /* optional */
     redlock_error *err;           /* optional */
     redlock_status *st;           /* status/ping */
+    redlock_lost_cb lost_cb;      /* watchdog start */
+    void *lost_arg;
 } rl_req;
 
 struct rl_blocking {
@@ -97,7 +103,8 @@ static void req_start(redlock_client *c, rl_req *req)
     int rc;
     switch (req->kind) {
     case REQ_ACQUIRE:
-        rc = rl_acquire_start(c, req->resource, req->len, req->ttl_ms, on_acquired, req, &err);
+        rc = rl_acquire_start(c, req->set, req->count, req->ttl_ms, req->flags, on_acquired, req,
+                              &err);
         break;
     case REQ_RELEASE:
         rc = rl_release_start(c, req->lock, on_op_done, req, &err);
@@ -108,6 +115,15 @@ static void req_start(redlock_client *c, rl_req *req)
     case REQ_STATUS:
         rc = rl_status_start(c, req->resource, req->len, req->st, on_status_done, req, &err);
         break;
+    case REQ_WD_START:
+        /* Synchronous on this thread: finish the request either way. */
+        rc = rl_watchdog_start(c, req->lock, req->lost_cb, req->lost_arg, &err);
+        req_finish(c, req, rc, NULL, &err);
+        return;
+    case REQ_WD_STOP:
+        rl_watchdog_stop(c, req->lock);
+        req_finish(c, req, 0, NULL, NULL);
+        return;
     default:
         rc = rl_ping_start(c, req->st, on_status_done, req, &err);
         break;
@@ -291,6 +307,14 @@ static int submit_and_wait(redlock_client *c, rl_req *req)
 int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
                     redlock_lock **ret_lock, redlock_outcome *ret_outcome, redlock_error *reterr)
 {
+    redlock_resource one = { resource, len };
+    return redlock_acquire_set(c, &one, 1, ttl_ms, 0, ret_lock, ret_outcome, reterr);
+}
+
+int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t count,
+                        uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
+                        redlock_outcome *ret_outcome, redlock_error *reterr)
+{
     int rc = check_blocking(c, reterr);
     if (rc)
         return rc;
@@ -299,13 +323,13 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint32_
         return REDLOCK_EINVAL;
     }
     /* Reject bad input here, on the caller's thread, with no round trip. */
-    rc = rl_check_resource(resource, len, reterr);
+    rc = rl_check_set(set, count, reterr);
     if (!rc)
         rc = rl_check_ttl(c, ttl_ms, reterr);
     if (rc)
         return rc;
-    rl_req req = { .kind = REQ_ACQUIRE, .resource = resource, .len = len, .ttl_ms = ttl_ms,
-                   .out = ret_outcome, .err = reterr };
+    rl_req req = { .kind = REQ_ACQUIRE, .set = set, .count = count, .flags = flags,
+                   .ttl_ms = ttl_ms, .out = ret_outcome, .err = reterr };
     rc = submit_and_wait(c, &req);
     if (rc == 0)
         *ret_lock = req.lock;
@@ -372,5 +396,13 @@ int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr)
         return REDLOCK_EINVAL;
     }
     rl_req req = { .kind = REQ_PING, .st = ret, .err = reterr };
+    return submit_and_wait(c, &req);
+}
+
+int rl_blocking_watchdog(redlock_client *c, bool start, redlock_lock *lock, redlock_lost_cb cb,
+                         void *arg, redlock_error *reterr)
+{
+    rl_req req = { .kind = start ? REQ_WD_START : REQ_WD_STOP, .lock = lock, .lost_cb = cb,
+                   .lost_arg = arg, .err = reterr };
     return submit_and_wait(c, &req);
 }

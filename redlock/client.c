@@ -40,6 +40,10 @@ void redlock_config_init(redlock_config *cfg)
     cfg->clock_readmit_ms = 10000;
     cfg->restart_guard = 1;
     cfg->restart_guard_ms = 0;
+    cfg->watchdog_divisor = 3;
+    cfg->watchdog_max_extends = 1000;
+    cfg->watchdog_max_lease_ms = 3600000;
+    cfg->pubsub_wait = 1;
 }
 
 const char *redlock_version(void)
@@ -200,6 +204,8 @@ static int check_config(const redlock_config *cfg, redlock_error *e)
          cfg->clock_readmit_ms > 86400000 || cfg->clock_jump_ms > 3600000))
         BAD("config.clock_*: need 1 <= probe_ms <= window_ms <= 86400000, jump_ms and "
             "readmit_ms <= 86400000");
+    if (cfg->watchdog_divisor < 2 || cfg->watchdog_divisor > 100)
+        BAD("config.watchdog_divisor is %u (use 2..100; default 3)", cfg->watchdog_divisor);
     if (cfg->restart_guard_ms > REDLOCK_TTL_MAX_MS)
         BAD("config.restart_guard_ms is %u (max %u)", cfg->restart_guard_ms, REDLOCK_TTL_MAX_MS);
     return 0;
@@ -314,6 +320,7 @@ static void op_deliver(rl_op *op);
 void rl_client_cancel_ops(redlock_client *c)
 {
     c->freeing = true;
+    rl_watchdog_stop_all(c);
     while (c->ops) {
         rl_op *op = c->ops;
         if (op->phase != RL_PHASE_DONE) {
@@ -330,6 +337,7 @@ void rl_client_cancel_ops(redlock_client *c)
 static void client_destroy(redlock_client *c)
 {
     rl_client_cancel_ops(c);
+    rl_pubsub_close(c);
     if (c->probe_ev)
         event_free(c->probe_ev);
     for (uint32_t i = 0; i < c->n; i++)
@@ -448,23 +456,60 @@ static void op_on_event(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-rl_op *rl_op_new(redlock_client *c, int kind, const void *resource, size_t len,
-                 redlock_error *reterr)
+/* Keys of a set, in one allocation: the lock keys (prefix + resource) and,
+ * for fenced ops, each one's counter (the same key followed by "\0fence":
+ * resource names cannot contain NUL, so no resource's lock key can ever be
+ * another's counter). */
+static char *build_keys(const redlock_client *c, const redlock_resource *set, size_t count,
+                        bool fence, rl_keyset *keys, rl_keyset *fences)
+{
+    static const char suffix[] = "\0fence";   /* 6 bytes, NUL first */
+    size_t nk = fence ? 2 * count : count;
+    size_t bytes = nk * (sizeof(char *) + sizeof(size_t));
+    for (size_t i = 0; i < count; i++)
+        bytes += (c->prefix_len + set[i].len) * (fence ? 2 : 1) + (fence ? 6 : 0) + nk;
+    char *mem = malloc(bytes ? bytes : 1);
+    if (!mem)
+        return NULL;
+    const char **v = (const char **)(void *)mem;
+    size_t *len = (size_t *)(void *)(mem + nk * sizeof(char *));
+    char *p = mem + nk * (sizeof(char *) + sizeof(size_t));
+    for (size_t k = 0; k < nk; k++) {
+        size_t i = k % count;
+        bool counter = k >= count;
+        v[k] = p;
+        memcpy(p, c->prefix, c->prefix_len);
+        if (set[i].len)
+            memcpy(p + c->prefix_len, set[i].name, set[i].len);
+        len[k] = c->prefix_len + set[i].len;
+        if (counter) {
+            memcpy(p + len[k], suffix, 6);
+            len[k] += 6;
+        }
+        p += len[k] + 1;
+    }
+    keys->n = (uint32_t)count;
+    keys->v = v;
+    keys->len = len;
+    fences->n = fence ? (uint32_t)count : 0;
+    fences->v = fence ? v + count : NULL;
+    fences->len = fence ? len + count : NULL;
+    return mem;
+}
+
+rl_op *rl_op_new(redlock_client *c, int kind, const redlock_resource *set, size_t count,
+                 bool fence, redlock_error *reterr)
 {
     rl_op *op = calloc(1, sizeof(*op));
     if (!op)
         goto oom;
     op->kind = kind;
     op->c = c;
-    op->keylen = c->prefix_len + len;
-    op->key = malloc(op->keylen + 1);
+    op->nres = (uint32_t)count;
+    op->keymem = build_keys(c, set, count, fence, &op->keys, &op->fences);
     op->ev = event_new(c->base, -1, 0, op_on_event, op);
-    if (!op->key || !op->ev)
+    if (!op->keymem || !op->ev)
         goto oom;
-    memcpy(op->key, c->prefix, c->prefix_len);
-    if (len)
-        memcpy(op->key + c->prefix_len, resource, len);
-    op->key[op->keylen] = '\0';
     op->out.n_masters = c->n;
     op->out.quorum = c->quorum;
     op->next = c->ops;
@@ -474,7 +519,7 @@ rl_op *rl_op_new(redlock_client *c, int kind, const void *resource, size_t len,
     return op;
 oom:
     if (op) {
-        free(op->key);
+        free(op->keymem);
         if (op->ev)
             event_free(op->ev);
         free(op);
@@ -487,9 +532,10 @@ void rl_op_free(rl_op *op)
 {
     rl_fanout_detach(op->f);
     rl_fanout_detach(op->cleanup);
+    rl_fanout_detach(op->fencing);
     if (op->ev)
         event_free(op->ev);
-    free(op->key);
+    free(op->keymem);
     free(op);
 }
 
@@ -530,6 +576,8 @@ void rl_op_complete(rl_op *op, int status)
     op->f = NULL;
     rl_fanout_detach(op->cleanup);
     op->cleanup = NULL;
+    rl_fanout_detach(op->fencing);
+    op->fencing = NULL;
     /* Deliver from the loop, never from here: we may be inside the _async
      * call that started the op, or inside a hiredis callback, where a user
      * callback that frees the client would pull the context out from under
@@ -562,6 +610,13 @@ static void op_deliver(rl_op *op)
     op->f = NULL;
     rl_fanout_detach(op->cleanup);
     op->cleanup = NULL;
+    rl_fanout_detach(op->fencing);
+    op->fencing = NULL;
+    /* Before the callback, which may free the client. */
+    if (op->watching) {
+        rl_pubsub_unwatch(c, &op->keys);
+        op->watching = false;
+    }
 
     const redlock_error *err = op->status ? &op->err : NULL;
     switch (op->kind) {
@@ -600,33 +655,68 @@ void rl_op_vote_failed(rl_op *op, uint32_t idx, int err, const char *errstr)
 
 /* ---- locks --------------------------------------------------------------- */
 
-redlock_lock *rl_lock_new(const void *resource, size_t len, const char *token)
+redlock_lock *rl_lock_new(const redlock_resource *set, size_t count, const char *token)
 {
     redlock_lock *l = calloc(1, sizeof(*l));
     if (!l)
         return NULL;
-    l->resource = malloc(len + 1);
-    if (!l->resource) {
+    size_t bytes = count * (sizeof(char *) + sizeof(size_t));
+    for (size_t i = 0; i < count; i++)
+        bytes += set[i].len + 1;
+    l->mem = malloc(bytes);
+    if (!l->mem) {
         free(l);
         return NULL;
     }
-    memcpy(l->resource, resource, len);
-    l->resource[len] = '\0';
-    l->len = len;
+    l->n = (uint32_t)count;
+    l->res = (const char **)(void *)l->mem;
+    l->len = (size_t *)(void *)(l->mem + count * sizeof(char *));
+    char *p = l->mem + count * (sizeof(char *) + sizeof(size_t));
+    for (size_t i = 0; i < count; i++) {
+        memcpy(p, set[i].name, set[i].len);
+        p[set[i].len] = '\0';
+        l->res[i] = p;
+        l->len[i] = set[i].len;
+        p += set[i].len + 1;
+    }
     snprintf(l->token, sizeof(l->token), "%s", token);
     return l;
 }
 
-int redlock_lock_new(const void *resource, size_t len, const char *token,
-                     redlock_lock **ret, redlock_error *reterr)
+int rl_lock_resources(const redlock_lock *lock, redlock_resource *out)
 {
-    if (!ret) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "ret must not be NULL");
+    for (uint32_t i = 0; i < lock->n; i++) {
+        out[i].name = lock->res[i];
+        out[i].len = lock->len[i];
+    }
+    return (int)lock->n;
+}
+
+int rl_check_set(const redlock_resource *set, size_t count, redlock_error *reterr)
+{
+    if (!set || count == 0 || count > REDLOCK_SET_MAX) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "a lock covers 1..%d resources (got %zu)",
+                  REDLOCK_SET_MAX, set ? count : 0);
         return REDLOCK_EINVAL;
     }
-    int rc = rl_check_resource(resource, len, reterr);
-    if (rc)
-        return rc;
+    for (size_t i = 0; i < count; i++) {
+        int rc = rl_check_resource(set[i].name, set[i].len, reterr);
+        if (rc)
+            return rc;
+        for (size_t j = 0; j < i; j++) {
+            if (set[j].len == set[i].len && memcmp(set[j].name, set[i].name, set[i].len) == 0) {
+                rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                          "resource %zu repeats resource %zu: list each resource once", i + 1,
+                          j + 1);
+                return REDLOCK_EINVAL;
+            }
+        }
+    }
+    return 0;
+}
+
+static int check_token(const char *token, redlock_error *reterr)
+{
     size_t tlen = token ? strlen(token) : 0;
     if (tlen == 0 || tlen > REDLOCK_TOKEN_MAX) {
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "token must be 1..%d bytes (got %zu)",
@@ -642,7 +732,22 @@ int redlock_lock_new(const void *resource, size_t len, const char *token,
             return REDLOCK_EINVAL;
         }
     }
-    redlock_lock *l = rl_lock_new(resource, len, token);
+    return 0;
+}
+
+int redlock_lock_new_set(const redlock_resource *set, size_t count, const char *token,
+                         redlock_lock **ret, redlock_error *reterr)
+{
+    if (!ret) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "ret must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    int rc = rl_check_set(set, count, reterr);
+    if (!rc)
+        rc = check_token(token, reterr);
+    if (rc)
+        return rc;
+    redlock_lock *l = rl_lock_new(set, count, token);
     if (!l) {
         rl_seterr(reterr, REDLOCK_ENOMEM, -1, "out of memory");
         return REDLOCK_ENOMEM;
@@ -651,11 +756,18 @@ int redlock_lock_new(const void *resource, size_t len, const char *token,
     return 0;
 }
 
+int redlock_lock_new(const void *resource, size_t len, const char *token,
+                     redlock_lock **ret, redlock_error *reterr)
+{
+    redlock_resource one = { resource, len };
+    return redlock_lock_new_set(&one, 1, token, ret, reterr);
+}
+
 void redlock_lock_free(redlock_lock *lock)
 {
     if (!lock)
         return;
-    free(lock->resource);
+    free(lock->mem);
     free(lock);
 }
 
@@ -672,8 +784,30 @@ const void *redlock_lock_resource(const redlock_lock *lock, size_t *len)
         return NULL;
     }
     if (len)
-        *len = lock->len;
-    return lock->resource;
+        *len = lock->len[0];
+    return lock->res[0];
+}
+
+size_t redlock_lock_count(const redlock_lock *lock)
+{
+    return lock ? lock->n : 0;
+}
+
+const void *redlock_lock_resource_at(const redlock_lock *lock, size_t i, size_t *len)
+{
+    if (!lock || i >= lock->n) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = lock->len[i];
+    return lock->res[i];
+}
+
+uint64_t redlock_lock_fence(const redlock_lock *lock)
+{
+    return lock ? lock->fence : 0;
 }
 
 int64_t redlock_lock_validity_ms(const redlock_lock *lock)

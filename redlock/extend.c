@@ -54,7 +54,7 @@ static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
         op->n_fail++;
     } else if (r->type == REDIS_REPLY_ERROR) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, rl_classify_error_reply(r->str, r->len), r->str, sent);
+        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
         op->n_fail++;
     } else {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
@@ -70,8 +70,9 @@ static void ext_failed(rl_op *op, int status)
     redlock_client *c = op->c;
     int64_t cap_us = drift_validity_us(op->ttl_ms, 0, c->cfg.drift_factor);
     rl_monotime cap = cap_us > 0 ? op->start_us + (uint64_t)cap_us : op->start_us;
-    /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. */
-    if (op->lock->valid_until_us != 0 && cap < op->lock->valid_until_us)
+    /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. A
+     * NULL lock: a watchdog extend whose watchdog stopped meanwhile. */
+    if (op->lock && op->lock->valid_until_us != 0 && cap < op->lock->valid_until_us)
         op->lock->valid_until_us = cap > 0 ? cap : 1;
     rl_op_complete(op, status);
 }
@@ -93,8 +94,10 @@ static bool ext_decide(rl_op *op)
             ext_failed(op, REDLOCK_EEXPIRED);
             return true;
         }
-        op->lock->ttl_ms = op->ttl_ms;
-        op->lock->valid_until_us = op->start_us + (uint64_t)validity_ms * 1000;
+        if (op->lock) {
+            op->lock->ttl_ms = op->ttl_ms;
+            op->lock->valid_until_us = op->start_us + (uint64_t)validity_ms * 1000;
+        }
         rl_op_complete(op, 0);
         return true;
     }
@@ -125,6 +128,12 @@ void rl_extend_on_timer(rl_op *op)
 int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
                     redlock_op_cb cb, void *arg, redlock_error *reterr)
 {
+    return rl_extend_start_op(c, lock, ttl_ms, cb, arg, NULL, reterr);
+}
+
+int rl_extend_start_op(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
+                       redlock_op_cb cb, void *arg, rl_op **ret_op, redlock_error *reterr)
+{
     if (c->freeing) {
         rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
         return REDLOCK_ESHUTDOWN;
@@ -136,7 +145,9 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
     int rc = rl_check_ttl(c, ttl_ms, reterr);
     if (rc)
         return rc;
-    rl_op *op = rl_op_new(c, RL_OP_EXTEND, lock->resource, lock->len, reterr);
+    redlock_resource set[REDLOCK_SET_MAX];
+    rl_op *op = rl_op_new(c, RL_OP_EXTEND, set, (size_t)rl_lock_resources(lock, set), false,
+                          reterr);
     if (!op)
         return REDLOCK_ENOMEM;
     op->lock = lock;
@@ -148,7 +159,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
     op->attempt = 1;
     op->phase = RL_PHASE_VOTING;
     snprintf(op->token, sizeof(op->token), "%s", lock->token);
-    op->f = rl_fanout_new(c, RL_CMD_EXTEND, op->key, op->keylen, op->token, ttl_ms,
+    op->f = rl_fanout_new(c, RL_CMD_EXTEND, &op->keys, NULL, op->token, ttl_ms, 0,
                           ext_on_vote, op);
     if (!op->f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
@@ -156,6 +167,8 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
         return 0;
     }
     op->start_us = rl_now_us();
+    if (ret_op)
+        *ret_op = op;
     c->in_start = true;
     for (uint32_t i = 0; i < c->n; i++) {
         rc = rl_fanout_send(op->f, i, true);

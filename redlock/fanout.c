@@ -18,11 +18,81 @@
 #include <stdlib.h>
 #include <string.h>
 
-rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const char *key, size_t keylen,
-                         const char *token, uint32_t ttl_ms, rl_vote_fn *fn, void *owner)
+/* Argument layout per command (argv[0..1] are EVALSHA sha for scripts):
+ *   SET      SET key token NX PX ttl
+ *   ACQUIRE  EVALSHA sha n|2n  k1..kn [c1..cn]  token ttl fenced n
+ *   FENCE    EVALSHA sha n  c1..cn  value
+ *   RELEASE  EVALSHA sha n  k1..kn  token
+ *   EXTEND   EVALSHA sha n  k1..kn  token ttl
+ *   STATUS   EVALSHA sha 1  k
+ *   TIME     TIME
+ * Built once per fanout: every master gets the same bytes. */
+rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const rl_keyset *keys,
+                         const rl_keyset *fences, const char *token, uint32_t ttl_ms,
+                         uint64_t value, rl_vote_fn *fn, void *owner)
 {
+    char ttl[16], val[24], nstr[16], nkeys[16];
+    size_t ttllen = (size_t)snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
+    size_t vallen = (size_t)snprintf(val, sizeof(val), "%llu", (unsigned long long)value);
+    uint32_t nk = keys ? keys->n : 0;
+    uint32_t nf = fences ? fences->n : 0;
     size_t tokenlen = token ? strlen(token) : 0;
-    rl_fanout *f = calloc(1, sizeof(*f) + keylen + tokenlen + 2);
+    if (nk > REDLOCK_SET_MAX || nf > REDLOCK_SET_MAX)
+        return NULL;
+
+    /* Gather the arguments first (pointing at the caller's memory), then
+     * copy them all into one allocation. */
+    const char *a[8 + 2 * REDLOCK_SET_MAX];
+    size_t al[8 + 2 * REDLOCK_SET_MAX];
+    int argc = 0, script = -1;
+#define ARG(str, len) do { a[argc] = (str); al[argc] = (len); argc++; } while (0)
+#define KEYS(ks) do { for (uint32_t i_ = 0; i_ < (ks)->n; i_++) ARG((ks)->v[i_], (ks)->len[i_]); } while (0)
+    switch (cmd) {
+    case RL_CMD_SET:
+        /* The lock itself. NX: only if nobody holds it; PX: it expires on
+         * the master's own clock even if we vanish. */
+        ARG("SET", 3); KEYS(keys); ARG(token, tokenlen); ARG("NX", 2); ARG("PX", 2);
+        ARG(ttl, ttllen);
+        break;
+    case RL_CMD_TIME:
+        ARG("TIME", 4);
+        break;
+    default:
+        script = cmd == RL_CMD_ACQUIRE ? RL_SCRIPT_ACQUIRE
+               : cmd == RL_CMD_FENCE   ? RL_SCRIPT_FENCE
+               : cmd == RL_CMD_RELEASE ? RL_SCRIPT_RELEASE
+               : cmd == RL_CMD_EXTEND  ? RL_SCRIPT_EXTEND
+                                       : RL_SCRIPT_STATUS;
+        ARG("EVALSHA", 7);
+        ARG(rl_script_sha(script), 40);
+        {
+            uint32_t numkeys = cmd == RL_CMD_FENCE ? nf : nk + (cmd == RL_CMD_ACQUIRE ? nf : 0);
+            ARG(nkeys, (size_t)snprintf(nkeys, sizeof(nkeys), "%u", numkeys));
+        }
+        if (cmd != RL_CMD_FENCE)
+            KEYS(keys);
+        if (cmd == RL_CMD_FENCE || (cmd == RL_CMD_ACQUIRE && fences))
+            KEYS(fences);
+        if (cmd == RL_CMD_FENCE) {
+            ARG(val, vallen);
+        } else if (cmd != RL_CMD_STATUS) {
+            ARG(token, tokenlen);
+            if (cmd == RL_CMD_EXTEND || cmd == RL_CMD_ACQUIRE)
+                ARG(ttl, ttllen);
+            if (cmd == RL_CMD_ACQUIRE) {
+                ARG(fences ? "1" : "0", 1);
+                ARG(nstr, (size_t)snprintf(nstr, sizeof(nstr), "%u", nk));
+            }
+        }
+        break;
+    }
+#undef KEYS
+#undef ARG
+    size_t bytes = 0;
+    for (int i = 0; i < argc; i++)
+        bytes += al[i] + 1;
+    size_t arrays = (size_t)argc * (sizeof(char *) + sizeof(size_t));
+    rl_fanout *f = calloc(1, sizeof(*f) + arrays + bytes);
     if (!f)
         return NULL;
     f->c = c;
@@ -30,17 +100,19 @@ rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const char *key, size_t key
     f->owner = owner;
     f->refs = 1;
     f->cmd = cmd;
-    char *p = f->buf;
-    if (keylen)
-        memcpy(p, key, keylen);
-    f->key = p;
-    f->keylen = keylen;
-    p += keylen + 1;
-    if (tokenlen)
-        memcpy(p, token, tokenlen);
-    f->token = p;
-    f->tokenlen = tokenlen;
-    f->ttllen = (size_t)snprintf(f->ttl, sizeof(f->ttl), "%u", ttl_ms);
+    f->script = script;
+    f->argc = argc;
+    f->argv = (const char **)(void *)f->buf;
+    f->argvlen = (size_t *)(void *)(f->buf + (size_t)argc * sizeof(char *));
+    char *p = f->buf + arrays;
+    for (int i = 0; i < argc; i++) {
+        if (al[i])
+            memcpy(p, a[i], al[i]);
+        p[al[i]] = '\0';
+        f->argv[i] = p;
+        f->argvlen[i] = al[i];
+        p += al[i] + 1;
+    }
     return f;
 }
 
@@ -52,54 +124,26 @@ static void fanout_unref(rl_fanout *f)
 
 static void fanout_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 
-static bool cmd_is_script(int cmd)
-{
-    return cmd == RL_CMD_RELEASE || cmd == RL_CMD_EXTEND || cmd == RL_CMD_STATUS;
-}
-
-/* Build argv for @s's command and queue it on its master. */
+/* Queue @s's command on its master. For the EVAL fallback, argv[0..1] are
+ * swapped for EVAL and the script body for the duration of the call:
+ * hiredis formats the command into its own buffer before returning. */
 static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority)
 {
-    const char *argv[7];
-    size_t lens[7];
-    int argc = 0;
-#define ARG(str, len) do { argv[argc] = (str); lens[argc] = (len); argc++; } while (0)
-    switch (f->cmd) {
-    case RL_CMD_SET:
-        /* The lock itself. NX: only if nobody holds it; PX: it expires on
-         * the master's own clock even if we vanish. */
-        ARG("SET", 3);
-        ARG(f->key, f->keylen);
-        ARG(f->token, f->tokenlen);
-        ARG("NX", 2);
-        ARG("PX", 2);
-        ARG(f->ttl, f->ttllen);
-        break;
-    case RL_CMD_TIME:
-        ARG("TIME", 4);
-        break;
-    default: {
-        int id = f->cmd == RL_CMD_RELEASE ? RL_SCRIPT_RELEASE
-               : f->cmd == RL_CMD_EXTEND  ? RL_SCRIPT_EXTEND
-                                          : RL_SCRIPT_STATUS;
-        const char *body = eval ? rl_script_body(id) : rl_script_sha(id);
-        if (eval)
-            ARG("EVAL", 4);
-        else
-            ARG("EVALSHA", 7);
-        ARG(body, strlen(body));
-        ARG("1", 1);
-        ARG(f->key, f->keylen);
-        if (f->cmd != RL_CMD_STATUS)
-            ARG(f->token, f->tokenlen);
-        if (f->cmd == RL_CMD_EXTEND)
-            ARG(f->ttl, f->ttllen);
-        break;
-    }
-    }
-#undef ARG
     rl_node *n = &f->c->nodes[s->idx];
-    return rl_node_send(n, fanout_on_reply, s, argc, argv, lens, priority);
+    if (!eval)
+        return rl_node_send(n, fanout_on_reply, s, f->argc, f->argv, f->argvlen, priority);
+    const char *a0 = f->argv[0], *a1 = f->argv[1];
+    size_t l0 = f->argvlen[0], l1 = f->argvlen[1];
+    f->argv[0] = "EVAL";
+    f->argvlen[0] = 4;
+    f->argv[1] = rl_script_body(f->script);
+    f->argvlen[1] = strlen(f->argv[1]);
+    int rc = rl_node_send(n, fanout_on_reply, s, f->argc, f->argv, f->argvlen, priority);
+    f->argv[0] = a0;
+    f->argvlen[0] = l0;
+    f->argv[1] = a1;
+    f->argvlen[1] = l1;
+    return rc;
 }
 
 int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority)
@@ -134,7 +178,7 @@ static void fanout_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 
     rl_node_reply_seen(n, ac, r);
 
-    if (r && r->type == REDIS_REPLY_ERROR && cmd_is_script(f->cmd) && !s->evalled &&
+    if (r && r->type == REDIS_REPLY_ERROR && f->script >= 0 && !s->evalled &&
         r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0) {
         /* The master lost its script cache. Same slot, same reference:
          * send the body itself. A release re-sent this way can land after

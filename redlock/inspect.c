@@ -147,7 +147,8 @@ static int insp_start(redlock_client *c, int kind, const void *resource, size_t 
         rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
         return REDLOCK_ESHUTDOWN;
     }
-    rl_op *op = rl_op_new(c, kind, resource, len, reterr);
+    redlock_resource one = { resource, len };
+    rl_op *op = rl_op_new(c, kind, &one, resource ? 1 : 0, false, reterr);
     if (!op)
         return REDLOCK_ENOMEM;
     memset(st, 0, sizeof(*st));
@@ -160,8 +161,8 @@ static int insp_start(redlock_client *c, int kind, const void *resource, size_t 
     op->arg = arg;
     op->attempt = 1;
     op->phase = RL_PHASE_VOTING;
-    op->f = rl_fanout_new(c, kind == RL_OP_STATUS ? RL_CMD_STATUS : RL_CMD_TIME, op->key,
-                          op->keylen, NULL, 0, insp_on_vote, op);
+    op->f = rl_fanout_new(c, kind == RL_OP_STATUS ? RL_CMD_STATUS : RL_CMD_TIME, &op->keys,
+                          NULL, NULL, 0, 0, insp_on_vote, op);
     if (!op->f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory");
         rl_op_complete(op, REDLOCK_ENOMEM);
@@ -196,5 +197,5 @@ int rl_status_start(redlock_client *c, const void *resource, size_t len, redlock
 int rl_ping_start(redlock_client *c, redlock_status *st, rl_status_cb *cb, void *arg,
                   redlock_error *reterr)
 {
-    return insp_start(c, RL_OP_PING, "", 0, st, cb, arg, reterr);
+    return insp_start(c, RL_OP_PING, NULL, 0, st, cb, arg, reterr);
 }

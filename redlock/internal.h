@@ -65,9 +65,11 @@ uint64_t rl_random_u64(void);
 /* ---- scripts (script.c) -------------------------------------------------- */
 
 enum rl_script {
-    RL_SCRIPT_RELEASE,   /* 1 deleted, 0 absent, -1 held by another token */
-    RL_SCRIPT_EXTEND,    /* 1 extended, 0 absent, -1 held by another token */
+    RL_SCRIPT_RELEASE,   /* every key: 1 deleted (some ours), 0 all absent, -1 one held by another */
+    RL_SCRIPT_EXTEND,    /* all keys ours: pexpire all, 1; one absent: 0; one another's: -1 */
     RL_SCRIPT_STATUS,    /* {value or false, pttl} */
+    RL_SCRIPT_ACQUIRE,   /* sets: all keys or none; fenced: returns the max counter */
+    RL_SCRIPT_FENCE,     /* counter = max(counter, value) on every key */
     RL_SCRIPT_COUNT
 };
 const char *rl_script_body(int id);
@@ -96,6 +98,8 @@ typedef struct rl_node {
     int err;                      /* why it is (or last was) down: REDLOCK_E* */
     char errstr[REDLOCK_VOTE_DETAIL_LEN];
     uint64_t connects;            /* successful handshakes, for logs and tests */
+    redisAsyncContext *sub;       /* pub/sub connection (waiting), or NULL */
+    bool sub_up;                  /* subscribed to every watched channel */
 
     /* clock monitor (drift/monitor.h) */
     drift_monitor clock;
@@ -133,7 +137,19 @@ void rl_node_reply_seen(rl_node *n, const redisAsyncContext *ac, const redisRepl
 
 /* ---- fan-out (fanout.c) -------------------------------------------------- */
 
-enum rl_cmd { RL_CMD_SET, RL_CMD_RELEASE, RL_CMD_EXTEND, RL_CMD_STATUS, RL_CMD_TIME };
+enum rl_cmd {
+    RL_CMD_SET,          /* one key, no fence: plain SET NX PX */
+    RL_CMD_ACQUIRE,      /* several keys and/or fenced: the acquire script */
+    RL_CMD_FENCE,        /* fence write-back */
+    RL_CMD_RELEASE, RL_CMD_EXTEND, RL_CMD_STATUS, RL_CMD_TIME
+};
+
+/* A list of keys, as hiredis wants them. */
+typedef struct rl_keyset {
+    uint32_t n;
+    const char **v;
+    size_t *len;
+} rl_keyset;
 
 enum rl_slot_state { RL_SLOT_IDLE, RL_SLOT_SENT, RL_SLOT_DONE };
 
@@ -158,15 +174,19 @@ typedef struct rl_fanout {
     void *owner;
     int refs;                     /* 1 (owner) + 1 per SENT slot */
     int cmd;                      /* enum rl_cmd */
-    const char *key; size_t keylen;
-    const char *token; size_t tokenlen;
-    char ttl[16]; size_t ttllen;  /* decimal ms, for PX / PEXPIRE */
+    int script;                   /* enum rl_script, or -1 for plain commands */
+    int argc;
+    const char **argv;            /* built once; argv[0..1] are EVALSHA sha */
+    size_t *argvlen;
     rl_slot slots[REDLOCK_MAX_MASTERS];
-    char buf[];                   /* key and token copies live here */
+    char buf[];                   /* argv arrays and copies of every argument */
 } rl_fanout;
 
-rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const char *key, size_t keylen,
-                         const char *token, uint32_t ttl_ms, rl_vote_fn *fn, void *owner);
+/* @keys: the lock keys; @fences: their counter keys (fenced acquire, fence
+ * write-back), else NULL; @value: the fence to write back. */
+rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const rl_keyset *keys,
+                         const rl_keyset *fences, const char *token, uint32_t ttl_ms,
+                         uint64_t value, rl_vote_fn *fn, void *owner);
 /* 0, or REDLOCK_E* (the master failed at once: no vote will come). */
 int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority);
 /* The owner lets go: later replies are dropped, memory goes with the last. */
@@ -175,7 +195,8 @@ void rl_fanout_detach(rl_fanout *f);
 /* ---- operations (client.c, acquire.c, release.c, extend.c, inspect.c) --- */
 
 enum rl_op_kind { RL_OP_ACQUIRE, RL_OP_RELEASE, RL_OP_EXTEND, RL_OP_STATUS, RL_OP_PING };
-enum rl_phase { RL_PHASE_VOTING, RL_PHASE_CLEANUP, RL_PHASE_WAITING, RL_PHASE_DONE };
+enum rl_phase { RL_PHASE_VOTING, RL_PHASE_FENCING, RL_PHASE_CLEANUP, RL_PHASE_WAITING,
+                RL_PHASE_DONE };
 
 typedef void rl_status_cb(redlock_client *c, int status, redlock_status *st,
                           const redlock_error *err, void *arg);
@@ -199,7 +220,14 @@ typedef struct rl_op {
     int64_t validity_us;
     int status;
     char token[REDLOCK_TOKEN_MAX + 1];
-    char *key; size_t keylen;     /* prefix + resource, owned */
+    rl_keyset keys;               /* prefix + resource, per resource */
+    rl_keyset fences;             /* their fence counters: key + "\0fence" */
+    char *keymem;                 /* owns both keysets */
+    uint32_t nres;                /* resources */
+    unsigned flags;               /* REDLOCK_FENCE */
+    uint64_t fence;               /* acquire: max counter seen this attempt */
+    rl_fanout *fencing;           /* acquire: the fence write-back */
+    bool watching;                /* acquire: subscribed to its keys' channels */
     redlock_acquire_cb acq_cb;
     redlock_op_cb op_cb;
     rl_status_cb *st_cb;
@@ -209,8 +237,10 @@ typedef struct rl_op {
     redlock_error err;
 } rl_op;
 
-rl_op *rl_op_new(redlock_client *c, int kind, const void *resource, size_t len,
-                 redlock_error *reterr);
+rl_op *rl_op_new(redlock_client *c, int kind, const redlock_resource *set, size_t count,
+                 bool fence, redlock_error *reterr);
+/* The set a lock covers, as resources (for ops on an existing lock). */
+int rl_lock_resources(const redlock_lock *lock, redlock_resource *out);
 void rl_op_free(rl_op *op);
 /* Record the decision and deliver it from the loop (never inline). */
 void rl_op_complete(rl_op *op, int status);
@@ -222,6 +252,7 @@ void rl_op_fill_outcome(rl_op *op);
 void rl_client_cancel_ops(redlock_client *c);
 int rl_check_async(redlock_client *c, redlock_error *reterr);
 int rl_check_resource(const void *resource, size_t len, redlock_error *reterr);
+int rl_check_set(const redlock_resource *set, size_t count, redlock_error *reterr);
 int rl_check_ttl(const redlock_client *c, uint32_t ttl_ms, redlock_error *reterr);
 
 /* Per-kind event handlers, called from the op's event. */
@@ -231,12 +262,17 @@ void rl_extend_on_timer(rl_op *op);
 void rl_inspect_on_timer(rl_op *op);
 
 /* The operations' entry points, shared by the async and blocking APIs. */
-int rl_acquire_start(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
-                     redlock_acquire_cb cb, void *arg, redlock_error *reterr);
+int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
+                     uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
+                     redlock_error *reterr);
 int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
                      redlock_error *reterr);
 int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
                     redlock_op_cb cb, void *arg, redlock_error *reterr);
+/* The same, returning the op (the watchdog detaches it from the lock). */
+int rl_extend_start_op(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
+                       redlock_op_cb cb, void *arg, struct rl_op **ret_op,
+                       redlock_error *reterr);
 int rl_status_start(redlock_client *c, const void *resource, size_t len,
                     redlock_status *st, rl_status_cb *cb, void *arg,
                     redlock_error *reterr);
@@ -249,6 +285,8 @@ int rl_ping_start(redlock_client *c, redlock_status *st, rl_status_cb *cb,
 int rl_classify_error_reply(const char *str, size_t len);
 /* Fill vote i from a failure; copies a one-line detail. */
 void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us);
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+                         rl_monotime sent_us);
 /* Decide the failure code of an attempt from its votes and write the one-line
  * message. @what is "acquire", "release" or "extend". */
 int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e);
@@ -273,20 +311,45 @@ struct redlock_client {
     uint64_t rng;                 /* xorshift state for retry jitter */
     struct event *probe_ev;       /* clock monitor: TIME to every master */
     uint32_t max_ttl_ms;          /* longest ttl requested so far (restart guard) */
+    struct rl_watchdog *wds;      /* running watchdogs */
+    struct rl_chan *chans;        /* channels waiters listen on (pubsub.c) */
 };
 
 struct redlock_lock {
-    char *resource; size_t len;
+    uint32_t n;                   /* resources */
+    const char **res;             /* n names (point into mem) */
+    size_t *len;
+    char *mem;
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t ttl_ms;
+    uint64_t fence;               /* 0 unless fenced */
     rl_monotime valid_until_us;   /* monotonic; 0: no validity known */
+    struct rl_watchdog *wd;       /* running watchdog, or NULL */
 };
 
-redlock_lock *rl_lock_new(const void *resource, size_t len, const char *token);
+redlock_lock *rl_lock_new(const redlock_resource *set, size_t count, const char *token);
+
+/* ---- waiting without polling (pubsub.c) ----------------------------------- */
+
+void rl_pubsub_watch(redlock_client *c, const rl_keyset *keys);
+void rl_pubsub_unwatch(redlock_client *c, const rl_keyset *keys);
+void rl_pubsub_close(redlock_client *c);   /* client free */
+/* acquire.c: a release arrived for one of @op's keys: retry now. */
+void rl_acquire_wake(rl_op *op);
+
+/* ---- watchdog (watchdog.c) ----------------------------------------------- */
+
+int rl_watchdog_start(redlock_client *c, redlock_lock *lock, redlock_lost_cb cb, void *arg,
+                      redlock_error *reterr);
+void rl_watchdog_stop(redlock_client *c, redlock_lock *lock);
+void rl_watchdog_stop_all(redlock_client *c);   /* client free: lost_cb(ESHUTDOWN) */
 
 /* ---- blocking API (blocking.c) ------------------------------------------- */
 
 int rl_blocking_start(redlock_client *c, redlock_error *reterr);
+/* Watchdog start/stop run on the I/O thread, like every other request. */
+int rl_blocking_watchdog(redlock_client *c, bool start, redlock_lock *lock, redlock_lost_cb cb,
+                         void *arg, redlock_error *reterr);
 void rl_blocking_stop(redlock_client *c);
 
 #endif

@@ -35,6 +35,21 @@ int rl_classify_error_reply(const char *str, size_t len)
     return REDLOCK_EREPLY;
 }
 
+/* An error reply as a vote. A command queued behind a failed AUTH gets
+ * NOAUTH from the master; the real cause (AUTH failed: WRONGPASS ...) is on
+ * the node, and that is what the user needs to read. */
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+                         rl_monotime sent_us)
+{
+    int code = rl_classify_error_reply(r->str, r->len);
+    const char *detail = r->str;
+    if (code == REDLOCK_EAUTH && n->err == REDLOCK_EAUTH && n->errstr[0])
+        detail = n->errstr;
+    else if (code == REDLOCK_EAUTH && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0)
+        detail = "the master requires a password (none was given: set one)";
+    rl_vote_set(v, REDLOCK_VOTE_ERROR, code, detail, sent_us);
+}
+
 void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us)
 {
     rl_monotime now = rl_now_us();

@@ -38,7 +38,7 @@ static void rel_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
     } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, rl_classify_error_reply(r->str, r->len), r->str, sent);
+        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
     } else {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
                     "unexpected reply to the release script (is this Redis?)", sent);
@@ -57,7 +57,7 @@ static void rel_send(rl_op *op, uint32_t mask)
     op->attempt++;
     op->phase = RL_PHASE_VOTING;
     rl_fanout_detach(op->f);
-    op->f = rl_fanout_new(c, RL_CMD_RELEASE, op->key, op->keylen, op->token, 0, rel_on_vote, op);
+    op->f = rl_fanout_new(c, RL_CMD_RELEASE, &op->keys, NULL, op->token, 0, 0, rel_on_vote, op);
     if (!op->f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending release");
         rl_op_complete(op, REDLOCK_ENOMEM);
@@ -143,13 +143,16 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "release: lock and callback must not be NULL");
         return REDLOCK_EINVAL;
     }
-    rl_op *op = rl_op_new(c, RL_OP_RELEASE, lock->resource, lock->len, reterr);
+    redlock_resource set[REDLOCK_SET_MAX];
+    rl_op *op = rl_op_new(c, RL_OP_RELEASE, set, (size_t)rl_lock_resources(lock, set), false,
+                          reterr);
     if (!op)
         return REDLOCK_ENOMEM;
     op->lock = lock;
     op->op_cb = cb;
     op->arg = arg;
     snprintf(op->token, sizeof(op->token), "%s", lock->token);
+    rl_watchdog_stop(c, lock);
     /* Whatever the outcome, the caller stops holding the lock now: a
      * release that fails may still run on some masters later. */
     lock->valid_until_us = 1;

@@ -15,7 +15,13 @@ libdir=$(meson introspect "$build" --buildoptions | python3 -c \
 pcdir=$(find "$dest" -name redlock.pc -printf '%h\n' | head -1)
 [ -n "$pcdir" ] || { echo "not ok 1 - redlock.pc was not installed"; echo "1..1"; exit 1; }
 export PKG_CONFIG_PATH="$pcdir" PKG_CONFIG_SYSROOT_DIR="$dest"
-cc "$src/examples/hello.c" $(pkg-config --cflags --libs redlock) -o "$dest/hello"
+# A sanitized build installs a sanitized library: its users must link the
+# same runtime, or the loader refuses to start them.
+san=$(meson introspect "$build" --buildoptions | python3 -c \
+  'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="b_sanitize"))')
+sanflags=()
+[ "$san" != none ] && sanflags=(-fsanitize="$san")
+cc "${sanflags[@]}" "$src/examples/hello.c" $(pkg-config --cflags --libs redlock) -o "$dest/hello"
 echo "1..2"
 echo "ok 1 - hello.c builds with pkg-config --cflags --libs redlock"
 case "$libdir" in /*) ;; *) libdir="$prefix/$libdir" ;; esac

@@ -67,7 +67,8 @@ extern "C" {
     XX(ERESOLVE, -15, "cannot resolve master address")                          \
     XX(EASYNC, -16, "wrong API for this client (blocking vs async)")            \
     XX(ESYS, -17, "system call failed")                                         \
-    XX(EUNTRUSTED, -18, "master excluded from the quorum (clock or restart guard)")
+    XX(EUNTRUSTED, -18, "master excluded from the quorum (clock or restart guard)")     \
+    XX(ELIMIT, -19, "watchdog limit reached (max extensions or max lease time)")
 
 enum redlock_errno {
     REDLOCK_OK = 0,
@@ -247,6 +248,21 @@ typedef struct redlock_config {
                                    start (INFO uptime). */
     redlock_event_fn event_fn;  /* optional */
     void *event_arg;
+
+    /* Watchdog (redlock_watchdog_start): extend when the validity left falls
+     * to ttl / watchdog_divisor; stop after watchdog_max_extends extensions or
+     * watchdog_max_lease_ms since it started, whichever comes first (the
+     * Redlock spec asks for extensions to be limited). */
+    uint32_t watchdog_divisor;      /* default 3: extend with a third of the ttl left */
+    uint32_t watchdog_max_extends;  /* default 1000 */
+    uint32_t watchdog_max_lease_ms; /* default 3600000 (1 hour) */
+
+    /* Waiting without polling: a release publishes on the lock key's channel
+     * on every master; an acquire that found the resource held subscribes
+     * (one extra connection per master, opened when first needed) and
+     * retries the moment a release arrives. The retry timer stays as the
+     * fallback, since pub/sub can drop messages and expiry publishes nothing. */
+    int pubsub_wait;                /* default 1 (on) */
 } redlock_config;
 
 #define REDLOCK_RESOURCE_MAX 1024          /* bytes, without the prefix */
@@ -369,6 +385,42 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len,
                     uint32_t ttl_ms, redlock_lock **ret_lock,
                     redlock_outcome *ret_outcome, redlock_error *reterr);
 
+/* One resource of a set, for redlock_acquire_set(). */
+typedef struct redlock_resource {
+    const void *name;        /* any bytes but NUL */
+    size_t len;              /* 1..REDLOCK_RESOURCE_MAX */
+} redlock_resource;
+
+#define REDLOCK_SET_MAX 64   /* resources in one lock */
+
+/* Flags for redlock_acquire_set(). */
+#define REDLOCK_FENCE 0x1u   /* also return a fencing token (redlock_lock_fence) */
+
+/**
+ * redlock_acquire_set() - Take a lock on several resources at once, and/or fenced
+ * @set, @count: 1..REDLOCK_SET_MAX distinct resources; all or none
+ * @flags:       0 or REDLOCK_FENCE
+ *
+ * All-or-nothing on each master: one Lua script per master checks every key
+ * and sets all of them, or none; the same quorum and validity rules as
+ * redlock_acquire() apply to the set as a whole. Release and extend act on
+ * the whole set.
+ *
+ * With REDLOCK_FENCE each master also increments a per-resource counter in
+ * the same script; after a quorum the client takes the largest value and
+ * writes it back (counter = max(counter, value)) to a majority before it
+ * reports success, so any later grant, whose majority meets that one, sees
+ * a larger value. Give the token to the resource you protect and have it
+ * reject writes carrying a token older than the newest it has seen
+ * (NOTES.md states the exact claim). Costs one more round trip.
+ *
+ * Return, ownership, thread-safety: as for redlock_acquire().
+ */
+REDLOCK_API
+int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t count,
+                        uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
+                        redlock_outcome *ret_outcome, redlock_error *reterr);
+
 /**
  * redlock_release() - Release @lock on every master
  * @c, @lock:    the lock (not freed by this call)
@@ -441,6 +493,12 @@ int redlock_acquire_async(redlock_client *c, const void *resource, size_t len,
                           uint32_t ttl_ms, redlock_acquire_cb cb, void *arg,
                           redlock_error *reterr);
 
+/** redlock_acquire_set_async() - redlock_acquire_set() on the caller's event loop. */
+REDLOCK_API
+int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
+                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb,
+                              void *arg, redlock_error *reterr);
+
 /**
  * redlock_release_async() - redlock_release() on the caller's event loop
  * @lock: must stay valid until @cb runs (@cb gets it back; free it there
@@ -457,6 +515,44 @@ int redlock_release_async(redlock_client *c, redlock_lock *lock,
 REDLOCK_API
 int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
                          redlock_op_cb cb, void *arg, redlock_error *reterr);
+
+/* ------------------------------------------------------------------------ */
+/* Watchdog: keep a lock alive while work of unknown length runs            */
+/* ------------------------------------------------------------------------ */
+
+/* Called once when the watchdog stops on its own: an extension failed to
+ * reach a majority (status as redlock_extend()), validity ran out before an
+ * extension succeeded (REDLOCK_EEXPIRED), a limit was reached
+ * (REDLOCK_ELIMIT: the lock stays valid for what is left, then lapses), or
+ * the client is being freed (REDLOCK_ESHUTDOWN). Stop using the resource by
+ * redlock_lock_validity_ms(). Runs on the client's loop thread (blocking
+ * clients: the I/O thread); it must not block. Not called after
+ * redlock_watchdog_stop() or redlock_release(). */
+typedef void (*redlock_lost_cb)(redlock_client *c, redlock_lock *lock, int status,
+                                const redlock_error *err, void *arg);
+
+/**
+ * redlock_watchdog_start() - Extend @lock automatically until stopped
+ * @lock: a held lock; must stay valid until the watchdog stops (lost_cb ran,
+ *        or redlock_watchdog_stop()/redlock_release() returned)
+ * @lost_cb, @arg: see redlock_lost_cb
+ *
+ * Extends by the lock's ttl whenever the validity left falls to
+ * ttl / watchdog_divisor, on the client's event loop: no thread per lock.
+ * Return: 0, REDLOCK_EINVAL (no validity, or a watchdog already runs),
+ * REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN.
+ * Thread-safety: async clients: the loop's thread; blocking clients: any.
+ */
+REDLOCK_API
+int redlock_watchdog_start(redlock_client *c, redlock_lock *lock, redlock_lost_cb lost_cb,
+                           void *arg, redlock_error *reterr);
+
+/**
+ * redlock_watchdog_stop() - Stop extending @lock (the lock stays held for
+ * its remaining validity). No-op if none runs. redlock_release() stops it too.
+ */
+REDLOCK_API
+void redlock_watchdog_stop(redlock_client *c, redlock_lock *lock);
 
 /* ------------------------------------------------------------------------ */
 /* Locks                                                                    */
@@ -479,7 +575,16 @@ REDLOCK_API
 int redlock_lock_new(const void *resource, size_t len, const char *token,
                      redlock_lock **ret, redlock_error *reterr);
 
-/** redlock_lock_free() - Free @lock (NULL is a no-op). Does not release it. */
+/**
+ * redlock_lock_new_set() - redlock_lock_new() for a set of resources
+ * (to release or extend a set taken elsewhere, e.g. redlock-cli lock R1 R2).
+ */
+REDLOCK_API
+int redlock_lock_new_set(const redlock_resource *set, size_t count, const char *token,
+                         redlock_lock **ret, redlock_error *reterr);
+
+/** redlock_lock_free() - Free @lock (NULL is a no-op). Does not release it.
+ * A lock with a running watchdog must be stopped (or released) first. */
 REDLOCK_API
 void redlock_lock_free(redlock_lock *lock);
 
@@ -498,6 +603,22 @@ const char *redlock_lock_token(const redlock_lock *lock);
  */
 REDLOCK_API
 const void *redlock_lock_resource(const redlock_lock *lock, size_t *len);
+
+/** redlock_lock_count() - How many resources the lock covers (1 unless a set). */
+REDLOCK_API
+size_t redlock_lock_count(const redlock_lock *lock);
+
+/** redlock_lock_resource_at() - Resource @i of the set; NULL if @i >= count. */
+REDLOCK_API
+const void *redlock_lock_resource_at(const redlock_lock *lock, size_t i, size_t *len);
+
+/**
+ * redlock_lock_fence() - The fencing token of a REDLOCK_FENCE acquire
+ * Return: > 0 for fenced locks; 0 otherwise. Strictly increasing across
+ * successive holders of the same resource (NOTES.md: the exact claim).
+ */
+REDLOCK_API
+uint64_t redlock_lock_fence(const redlock_lock *lock);
 
 /** redlock_lock_validity_ms() - Validity remaining now (ms, monotonic); <= 0 once lapsed. */
 REDLOCK_API

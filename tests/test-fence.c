@@ -1,0 +1,229 @@
+/* test-fence.c - fencing tokens: strictly increasing across successive
+ * holders, through kills and restarts of masters with persistence, and a
+ * fenced store that rejects a paused holder's late write.
+ *
+ * Runs on a cluster started with --aof (appendfsync always): the claim in
+ * NOTES.md needs masters that keep their counters across restarts.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+
+TestSuite(fence, .fini = tc_heal, .timeout = 90);
+
+static redlock_client *client(void)
+{
+    redlock_config cfg;
+    redlock_config_init(&cfg);
+    cfg.masters = tc_masters();
+    cfg.retry_count = 0;
+    cfg.reconnect_max_ms = 50;
+    redlock_client *c;
+    redlock_error err;
+    cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0), "%s", err.msg);
+    return c;
+}
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+Test(fence, tokens_are_positive_and_grow_for_one_client)
+{
+    redlock_client *c = client();
+    char res[128];
+    tc_resource(res, sizeof(res), "grow");
+    redlock_resource r = { res, strlen(res) };
+    uint64_t last = 0;
+    for (int i = 0; i < 20; i++) {
+        redlock_lock *l;
+        redlock_error err;
+        int rc = redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &l, NULL, &err);
+        cr_assert(eq(int, rc, 0), "%s", err.msg);
+        uint64_t f = redlock_lock_fence(l);
+        cr_assert(gt(u64, f, last), "fence %llu after %llu", (unsigned long long)f,
+                  (unsigned long long)last);
+        last = f;
+        cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
+        redlock_lock_free(l);
+    }
+    /* an unfenced lock has no token */
+    redlock_lock *l;
+    cr_assert(eq(int, redlock_acquire(c, res, strlen(res), 5000, &l, NULL, NULL), 0));
+    cr_assert(eq(u64, redlock_lock_fence(l), 0));
+    redlock_release(c, l, NULL, NULL);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+/* ---- many contenders, kills and restarts -------------------------------- */
+
+#define MAXG 20000
+static struct grant { uint64_t at_us; uint64_t fence; } grants[MAXG];
+static int ngrants;
+static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
+static volatile int stop_flag;
+static char shared_res[128];
+
+static void *contender(void *arg)
+{
+    (void)arg;
+    redlock_client *c = client();
+    redlock_resource r = { shared_res, strlen(shared_res) };
+    while (!__atomic_load_n(&stop_flag, __ATOMIC_ACQUIRE)) {
+        redlock_lock *l;
+        if (redlock_acquire_set(c, &r, 1, 2000, REDLOCK_FENCE, &l, NULL, NULL) != 0)
+            continue;
+        /* Holders never overlap (the checker elsewhere proves it), so the
+         * order in which acquires return is the order of grants. */
+        uint64_t at = now_us();
+        pthread_mutex_lock(&gmu);
+        if (ngrants < MAXG)
+            grants[ngrants++] = (struct grant){ at, redlock_lock_fence(l) };
+        pthread_mutex_unlock(&gmu);
+        redlock_release(c, l, NULL, NULL);
+        redlock_lock_free(l);
+    }
+    redlock_client_free(c);
+    return NULL;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct grant *x = a, *y = b;
+    return x->at_us < y->at_us ? -1 : x->at_us > y->at_us;
+}
+
+Test(fence, strictly_increasing_across_holders_through_kills_and_restarts)
+{
+    cr_assert(tc_aof(), "this test needs a cluster started with --aof");
+    tc_resource(shared_res, sizeof(shared_res), "contended");
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, contender, NULL);
+    /* A schedule of faults: each kill, then a restart from the AOF. */
+    int victims[] = { 0, 3, 1, 4, 2 };
+    for (int k = 0; k < 5; k++) {
+        struct timespec ts = { 0, 300 * 1000000 };
+        nanosleep(&ts, NULL);   /* let contention run between faults */
+        tc_kill(victims[k]);
+        nanosleep(&ts, NULL);
+        tc_restart(victims[k]);
+    }
+    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    cr_assert(gt(int, ngrants, 50), "only %d grants: contention did not run", ngrants);
+    qsort(grants, (size_t)ngrants, sizeof(grants[0]), by_time);
+    for (int i = 1; i < ngrants; i++)
+        cr_assert(gt(u64, grants[i].fence, grants[i - 1].fence),
+                  "grant %d: fence %llu after %llu", i, (unsigned long long)grants[i].fence,
+                  (unsigned long long)grants[i - 1].fence);
+    cr_log_info("%d grants, fences %llu..%llu, strictly increasing through 5 kill/restarts",
+                ngrants, (unsigned long long)grants[0].fence,
+                (unsigned long long)grants[ngrants - 1].fence);
+}
+
+/* ---- a fenced store ------------------------------------------------------ */
+
+/* The protected resource: accepts a write only with a token at least as new
+ * as the newest it has seen. */
+static uint64_t store_last;
+static bool store_write(uint64_t fence)
+{
+    if (fence < store_last)
+        return false;
+    store_last = fence;
+    return true;
+}
+
+Test(fence, store_rejects_the_late_write_of_a_paused_holder)
+{
+    char res[128];
+    tc_resource(res, sizeof(res), "store");
+    int to_parent[2], go[2];
+    cr_assert(eq(int, pipe(to_parent), 0));
+    cr_assert(eq(int, pipe(go), 0));
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Holder A: takes the lock, reports its fence, then (after being
+         * stopped and resumed) tries to write with it. */
+        redlock_config cfg;
+        redlock_config_init(&cfg);
+        cfg.masters = tc_masters();
+        redlock_client *c;
+        if (redlock_client_new(&cfg, NULL, &c, NULL) != 0)
+            _exit(2);
+        redlock_resource r = { res, strlen(res) };
+        redlock_lock *l;
+        if (redlock_acquire_set(c, &r, 1, 500, REDLOCK_FENCE, &l, NULL, NULL) != 0)
+            _exit(3);
+        uint64_t f = redlock_lock_fence(l);
+        if (write(to_parent[1], &f, sizeof(f)) != sizeof(f))
+            _exit(4);
+        char b;
+        if (read(go[0], &b, 1) != 1)   /* resumed: the late write */
+            _exit(5);
+        int64_t left = redlock_lock_validity_ms(l);
+        if (write(to_parent[1], &left, sizeof(left)) != sizeof(left))
+            _exit(6);
+        if (write(to_parent[1], &f, sizeof(f)) != sizeof(f))
+            _exit(7);
+        _exit(0);
+    }
+    uint64_t fa = 0;
+    cr_assert(eq(long, (long)read(to_parent[0], &fa, sizeof(fa)), (long)sizeof(fa)));
+    cr_assert(store_write(fa), "A's first write is accepted");
+    kill(pid, SIGSTOP);   /* A pauses: GC, swap, ... */
+
+    /* B waits out A's ttl, takes the lock, writes. */
+    redlock_client *c = client();
+    redlock_resource r = { res, strlen(res) };
+    redlock_lock *lb = NULL;
+    redlock_error err;
+    int rc = REDLOCK_ECONFLICT;
+    for (int tries = 0; tries < 100 && rc != 0; tries++) {
+        rc = redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &lb, NULL, &err);
+        if (rc != 0) {
+            struct timespec ts = { 0, 20 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    cr_assert(eq(int, rc, 0), "B: %s", err.msg);
+    uint64_t fb = redlock_lock_fence(lb);
+    cr_assert(gt(u64, fb, fa), "B's token %llu is newer than A's %llu", (unsigned long long)fb,
+              (unsigned long long)fa);
+    cr_assert(store_write(fb));
+
+    kill(pid, SIGCONT);   /* A wakes up and writes with its old token */
+    cr_assert(eq(long, (long)write(go[1], "g", 1), 1L));
+    int64_t a_left = 0;
+    uint64_t late = 0;
+    cr_assert(eq(long, (long)read(to_parent[0], &a_left, sizeof(a_left)), (long)sizeof(a_left)));
+    cr_assert(eq(long, (long)read(to_parent[0], &late, sizeof(late)), (long)sizeof(late)));
+    cr_assert(le(i64, a_left, 0), "A's own validity tells it the lease is over");
+    cr_assert(not(store_write(late)), "the store rejects A's late write (token %llu < %llu)",
+              (unsigned long long)late, (unsigned long long)store_last);
+    int st;
+    waitpid(pid, &st, 0);
+    int clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    cr_assert(clean, "holder exited with status %d", st);
+    redlock_release(c, lb, NULL, NULL);
+    redlock_lock_free(lb);
+    redlock_client_free(c);
+}
