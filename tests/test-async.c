@@ -1,0 +1,457 @@
+/* test-async.c - the async API on the test's own event_base, and its callback contract.
+ *
+ * The contract (libuv's, stated in redlock.h): if an *_async call returns
+ * an error its callback never runs; otherwise it runs exactly once, from
+ * the event loop, never inside the *_async call. Freeing the client from a
+ * callback is safe; operations still in flight then complete, once each,
+ * with REDLOCK_ESHUTDOWN, before the free returns (nested inside the
+ * freeing callback when freed from one). Each
+ * test gets a fresh event_base and client; sanitizer builds check that no
+ * late reply touches freed memory.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+
+#define TTL_MS 10000u
+#define WAIT_MS 10000
+
+static struct event_base *base;
+static redlock_client *client;
+static int in_call;          /* set around every *_async call */
+
+static void setup(void)
+{
+    base = event_base_new();
+    cr_assert(not(zero(ptr, base)));
+    client = core_client_async(NULL, base);
+}
+
+static void teardown(void)
+{
+    redlock_client_free(client);
+    client = NULL;
+    event_base_free(base);
+    base = NULL;
+}
+
+TestSuite(async, .init = setup, .fini = teardown, .timeout = 60);
+
+/* What one operation's callback saw. */
+struct rec {
+    int runs;
+    int runs_inside_call;     /* ran while an *_async call was on the stack */
+    int runs_inside_other;    /* ran while another callback was on the stack */
+    int done;                 /* for tc_run_until */
+    int status;
+    redlock_lock *lock;
+    redlock_outcome out;
+    int has_err;
+    redlock_error err;
+    /* for callbacks that act */
+    int free_client;          /* free the client from this callback */
+    int async_rc_in_cb;       /* rc of an acquire_async tried from this callback */
+    struct rec *inner;        /* receives that acquire's callback, if any */
+};
+
+static int in_callback;       /* depth of our callbacks on the stack */
+
+static void record(struct rec *r, int status, redlock_lock *lock, const redlock_outcome *out,
+                   const redlock_error *err)
+{
+    r->runs++;
+    r->runs_inside_call += in_call;
+    r->runs_inside_other += in_callback > 0;
+    r->status = status;
+    r->lock = lock;
+    if (out)
+        r->out = *out;
+    r->has_err = err != NULL;
+    if (err)
+        r->err = *err;
+    r->done = 1;
+}
+
+static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
+                        const redlock_outcome *out, const redlock_error *err, void *arg)
+{
+    struct rec *r = arg;
+
+    record(r, status, lock, out, err);
+    in_callback++;
+    if (r->inner) {
+        /* The client is shutting down (or not): try to start another op. */
+        r->async_rc_in_cb = redlock_acquire_async(c, "late", 4, TTL_MS, on_acquired, r->inner,
+                                                  NULL);
+    }
+    if (r->free_client) {
+        redlock_client_free(c);
+        client = NULL;
+    }
+    in_callback--;
+}
+
+static void on_op(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                  const redlock_error *err, void *arg)
+{
+    (void)c;
+    record(arg, status, lock, out, err);
+}
+
+/* Run the loop for @ms whatever happens: to see that nothing more runs. */
+static void run_for(int ms)
+{
+    int never = 0;
+
+    tc_run_until(base, &never, ms);
+}
+
+static void start_acquire(redlock_client *c, const char *res, struct rec *r)
+{
+    redlock_error e;
+    int rc;
+
+    in_call = 1;
+    rc = redlock_acquire_async(c, res, strlen(res), TTL_MS, on_acquired, r, &e);
+    in_call = 0;
+    cr_assert(eq(int, rc, 0), "acquire_async: %s: %s", redlock_err_name(rc), e.msg);
+    cr_assert(eq(int, r->runs, 0), "callback ran inside acquire_async");
+}
+
+static void wait_done(struct rec *r, const char *what)
+{
+    cr_assert(tc_run_until(base, &r->done, WAIT_MS), "%s: callback never ran", what);
+}
+
+Test(async, acquire_extend_release_call_back_once_from_the_loop)
+{
+    struct rec acq = { 0 }, ext = { 0 }, rel = { 0 };
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    start_acquire(client, res, &acq);
+    wait_done(&acq, "acquire");
+    cr_assert(eq(int, acq.status, 0), "%s", acq.err.msg);
+    cr_assert(not(zero(ptr, acq.lock)));
+    cr_expect(zero(int, acq.has_err), "err is NULL on success");
+    cr_expect(eq(int, acq.out.status, 0));
+    cr_expect(ge(u32, acq.out.n_ok, acq.out.quorum));
+    cr_expect(core_is_hex32(redlock_lock_token(acq.lock)));
+    cr_expect(ge(int, core_count_token(res, strlen(res), redlock_lock_token(acq.lock), TTL_MS),
+                 (int)acq.out.quorum));
+
+    in_call = 1;
+    rc = redlock_extend_async(client, acq.lock, 2 * TTL_MS, on_op, &ext, &e);
+    in_call = 0;
+    cr_assert(eq(int, rc, 0), "%s", e.msg);
+    cr_assert(eq(int, ext.runs, 0), "callback ran inside extend_async");
+    wait_done(&ext, "extend");
+    cr_expect(eq(int, ext.status, 0), "%s", ext.err.msg);
+    cr_expect(eq(ptr, ext.lock, acq.lock), "extend hands the lock back");
+    cr_expect(gt(i64, redlock_lock_validity_ms(acq.lock), (int64_t)TTL_MS));
+
+    in_call = 1;
+    rc = redlock_release_async(client, acq.lock, on_op, &rel, &e);
+    in_call = 0;
+    cr_assert(eq(int, rc, 0), "%s", e.msg);
+    cr_assert(eq(int, rel.runs, 0), "callback ran inside release_async");
+    wait_done(&rel, "release");
+    cr_expect(eq(int, rel.status, 0), "%s", rel.err.msg);
+    cr_expect(eq(ptr, rel.lock, acq.lock));
+
+    /* Exactly once: nothing more arrives however long the loop runs. */
+    run_for(300);
+    cr_expect(eq(int, acq.runs, 1));
+    cr_expect(eq(int, ext.runs, 1));
+    cr_expect(eq(int, rel.runs, 1));
+    cr_expect(zero(int, acq.runs_inside_call + ext.runs_inside_call + rel.runs_inside_call));
+    redlock_lock_free(acq.lock);
+}
+
+Test(async, failure_calls_back_once_with_err_and_no_lock)
+{
+    struct rec r = { 0 };
+    redlock_config cfg;
+    char res[128];
+
+    /* Held by someone else everywhere, no retries: ECONFLICT. */
+    tc_resource(res, sizeof(res), NULL);
+    for (int i = 0; i < tc_n(); i++)
+        core_plant(i, res, strlen(res), "someone-else", TTL_MS);
+    redlock_client_free(client);
+    core_config(&cfg);
+    cfg.retry_count = 0;
+    client = core_client_async(&cfg, base);
+
+    start_acquire(client, res, &r);
+    wait_done(&r, "acquire");
+    cr_expect(eq(int, r.status, REDLOCK_ECONFLICT), "%s", redlock_err_name(r.status));
+    cr_expect(zero(ptr, r.lock));
+    cr_assert(eq(int, r.has_err, 1), "err is set on failure");
+    cr_expect(eq(int, r.err.code, REDLOCK_ECONFLICT));
+    core_expect_msg(&r.err, "acquire");
+    cr_expect(eq(int, r.out.status, REDLOCK_ECONFLICT));
+    run_for(200);
+    cr_expect(eq(int, r.runs, 1));
+    cr_expect(zero(int, r.runs_inside_call));
+}
+
+Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
+{
+    char masters[128];
+    redlock_config cfg;
+    struct rec acq = { 0 }, rel = { 0 };
+    redlock_lock *l = NULL;
+    char res[128];
+    int rc;
+
+    /* Every master refuses connections, so the outcome is known before
+     * acquire_async even returns. The callback must still wait for the
+     * loop. */
+    snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             core_dead_port(), core_dead_port(), core_dead_port());
+    redlock_client_free(client);
+    core_config(&cfg);
+    cfg.masters = masters;
+    cfg.retry_count = 0;
+    client = core_client_async(&cfg, base);
+    run_for(50);    /* let the refusals land */
+
+    tc_resource(res, sizeof(res), NULL);
+    start_acquire(client, res, &acq);
+    wait_done(&acq, "acquire");
+    cr_expect(eq(int, acq.status, REDLOCK_ENOQUORUM), "%s", redlock_err_name(acq.status));
+    cr_expect(zero(int, acq.runs_inside_call));
+
+    cr_assert(eq(int, redlock_lock_new(res, strlen(res), "tok", &l, NULL), 0));
+    in_call = 1;
+    rc = redlock_release_async(client, l, on_op, &rel, NULL);
+    in_call = 0;
+    cr_assert(eq(int, rc, 0));
+    cr_expect(eq(int, rel.runs, 0), "callback ran inside release_async");
+    wait_done(&rel, "release");
+    cr_expect(eq(int, rel.status, REDLOCK_ENOQUORUM), "%s", redlock_err_name(rel.status));
+    run_for(100);
+    cr_expect(eq(int, acq.runs, 1));
+    cr_expect(eq(int, rel.runs, 1));
+    redlock_lock_free(l);
+}
+
+Test(async, error_return_never_runs_the_callback)
+{
+    struct rec r[6];
+    redlock_lock *l = NULL;
+    redlock_error e;
+    int rc;
+
+    memset(r, 0, sizeof(r));
+    cr_assert(eq(int, redlock_lock_new("res", 3, "tok", &l, NULL), 0));
+    in_call = 1;
+    rc = redlock_acquire_async(client, "res", 3, 0, on_acquired, &r[0], &e);
+    cr_expect(eq(int, rc, REDLOCK_EINVAL));
+    core_expect_msg(&e, "ttl 0");
+    rc = redlock_acquire_async(client, "res", 0, TTL_MS, on_acquired, &r[1], &e);
+    cr_expect(eq(int, rc, REDLOCK_EINVAL));
+    core_expect_msg(&e, "empty resource");
+    rc = redlock_acquire_async(client, "r\0s", 3, TTL_MS, on_acquired, &r[2], &e);
+    cr_expect(eq(int, rc, REDLOCK_EINVAL));
+    core_expect_msg(&e, "NUL in resource");
+    rc = redlock_acquire_async(client, "res", 3, TTL_MS, NULL, &r[3], &e);
+    cr_expect(eq(int, rc, REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL callback");
+    rc = redlock_release_async(client, NULL, on_op, &r[4], &e);
+    cr_expect(eq(int, rc, REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL lock");
+    rc = redlock_extend_async(client, l, 2, on_op, &r[5], &e);
+    cr_expect(eq(int, rc, REDLOCK_EINVAL));
+    core_expect_msg(&e, "ttl 2");
+    in_call = 0;
+
+    run_for(300);
+    for (int i = 0; i < 6; i++)
+        cr_expect(eq(int, r[i].runs, 0), "call %d returned an error and still called back", i);
+    redlock_lock_free(l);
+}
+
+static int count_done(const struct rec *r, int n)
+{
+    int done = 0;
+
+    for (int i = 0; i < n; i++)
+        done += r[i].done;
+    return done;
+}
+
+/* Run the loop until @n records are done or WAIT_MS passes. */
+static void wait_all(const struct rec *r, int n)
+{
+    uint64_t deadline = core_now_us() + WAIT_MS * 1000ull;
+
+    while (count_done(r, n) < n && core_now_us() < deadline)
+        cr_assert(ge(int, event_base_loop(base, EVLOOP_ONCE), 0));
+}
+
+Test(async, many_operations_in_flight_each_call_back_once)
+{
+    enum { N = 64 };
+    static struct rec acq[N], rel[N];
+    static char res[N][128];
+
+    for (int i = 0; i < N; i++) {
+        tc_resource(res[i], sizeof(res[i]), NULL);
+        start_acquire(client, res[i], &acq[i]);
+    }
+    wait_all(acq, N);
+    for (int i = 0; i < N; i++) {
+        cr_assert(eq(int, acq[i].status, 0), "acquire %d: %s", i, acq[i].err.msg);
+        in_call = 1;
+        cr_assert(eq(int, redlock_release_async(client, acq[i].lock, on_op, &rel[i], NULL), 0));
+        in_call = 0;
+    }
+    wait_all(rel, N);
+    run_for(200);
+    for (int i = 0; i < N; i++) {
+        cr_expect(eq(int, acq[i].runs, 1), "acquire %d ran %d times", i, acq[i].runs);
+        cr_expect(eq(int, rel[i].runs, 1), "release %d ran %d times", i, rel[i].runs);
+        cr_expect(eq(int, rel[i].status, 0), "release %d: %s", i, rel[i].err.msg);
+        cr_expect(zero(int, acq[i].runs_inside_call + rel[i].runs_inside_call));
+        redlock_lock_free(acq[i].lock);
+    }
+}
+
+/* Resources held by "someone else" on every master, with retries far
+ * apart: acquires of them stay in flight for seconds. */
+static redlock_client *client_with_slow_acquires(void)
+{
+    redlock_config cfg;
+
+    core_config(&cfg);
+    cfg.retry_count = 10;
+    cfg.retry_delay_ms = 1000;
+    cfg.retry_jitter_ms = 0;
+    return core_client_async(&cfg, base);
+}
+
+static void plant_held(char *res, size_t size)
+{
+    tc_resource(res, size, NULL);
+    for (int i = 0; i < tc_n(); i++)
+        core_plant(i, res, strlen(res), "someone-else", 60000);
+}
+
+static void expect_shutdown(const struct rec *r, const char *what)
+{
+    cr_expect(eq(int, r->runs, 1), "%s: ran %d times", what, r->runs);
+    cr_expect(eq(int, r->status, REDLOCK_ESHUTDOWN), "%s: %s", what, redlock_err_name(r->status));
+    cr_expect(zero(ptr, r->lock), "%s: a lock from a shut-down acquire", what);
+    cr_expect(eq(int, r->has_err, 1), "%s", what);
+    if (r->has_err) {
+        cr_expect(eq(int, r->err.code, REDLOCK_ESHUTDOWN), "%s", what);
+        core_expect_msg(&r->err, what);
+    }
+    cr_expect(eq(int, r->out.status, REDLOCK_ESHUTDOWN), "%s", what);
+}
+
+Test(async, free_with_operations_in_flight_calls_each_back_once_with_eshutdown)
+{
+    struct rec b = { 0 }, c = { 0 }, late = { 0 };
+    char held1[128], held2[128];
+
+    redlock_client_free(client);
+    client = client_with_slow_acquires();
+    plant_held(held1, sizeof(held1));
+    plant_held(held2, sizeof(held2));
+    start_acquire(client, held1, &b);
+    b.inner = &late;    /* its callback tries to start another acquire */
+    start_acquire(client, held2, &c);
+    run_for(100);       /* first attempts answered: now waiting to retry */
+    cr_assert(eq(int, b.runs + c.runs, 0));
+
+    /* From outside any callback: they complete inside the free. */
+    redlock_client_free(client);
+    client = NULL;
+    expect_shutdown(&b, "acquire b");
+    expect_shutdown(&c, "acquire c");
+    cr_expect(eq(int, b.async_rc_in_cb, REDLOCK_ESHUTDOWN),
+              "acquire_async from a shutdown callback: %s", redlock_err_name(b.async_rc_in_cb));
+    run_for(300);
+    cr_expect(eq(int, b.runs, 1));
+    cr_expect(eq(int, c.runs, 1));
+    cr_expect(eq(int, late.runs, 0), "an acquire refused during shutdown called back");
+}
+
+Test(async, free_from_a_callback_is_safe_and_the_rest_get_eshutdown_once)
+{
+    struct rec a = { 0 }, b = { 0 }, c = { 0 }, late = { 0 };
+    char free_res[128], held1[128], held2[128];
+
+    redlock_client_free(client);
+    client = client_with_slow_acquires();
+    plant_held(held1, sizeof(held1));
+    plant_held(held2, sizeof(held2));
+    tc_resource(free_res, sizeof(free_res), NULL);
+    start_acquire(client, held1, &b);
+    b.inner = &late;
+    start_acquire(client, held2, &c);
+    a.free_client = 1;
+    start_acquire(client, free_res, &a);
+
+    /* a succeeds at its quorum (with SETs still unanswered) and frees the
+     * client from its callback. */
+    wait_done(&a, "acquire a");
+    cr_expect(eq(int, a.runs, 1));
+    cr_expect(eq(int, a.status, 0), "%s", a.err.msg);
+    cr_expect(zero(ptr, client), "callback did not free the client");
+    expect_shutdown(&b, "acquire b");
+    expect_shutdown(&c, "acquire c");
+    cr_expect(eq(int, b.async_rc_in_cb, REDLOCK_ESHUTDOWN));
+
+    /* Late replies and timers find nothing freed under them (ASan), and no
+     * callback runs again. */
+    run_for(500);
+    cr_expect(eq(int, a.runs, 1));
+    cr_expect(eq(int, b.runs, 1));
+    cr_expect(eq(int, c.runs, 1));
+    cr_expect(eq(int, late.runs, 0));
+    /* The lock outlives the client. */
+    cr_expect(core_is_hex32(redlock_lock_token(a.lock)));
+    redlock_lock_free(a.lock);
+    core_del_all(free_res, strlen(free_res));
+}
+
+Test(async, shutdown_callbacks_run_before_free_returns_even_inside_a_callback)
+{
+    struct rec a = { 0 }, b = { 0 };
+    char free_res[128], held[128];
+
+    /* redlock.h, redlock_client_free(): in-flight callbacks "run before this
+     * call returns (nested inside yours when you free from a callback)". So
+     * b's ESHUTDOWN has run by the time a's free returns: nothing of the
+     * client is left for a later loop iteration to touch. */
+    redlock_client_free(client);
+    client = client_with_slow_acquires();
+    plant_held(held, sizeof(held));
+    tc_resource(free_res, sizeof(free_res), NULL);
+    start_acquire(client, held, &b);
+    a.free_client = 1;
+    start_acquire(client, free_res, &a);
+    wait_done(&a, "acquire a");
+    cr_expect(eq(int, b.runs, 1), "b had not called back when a's free returned");
+    cr_expect(eq(int, b.status, REDLOCK_ESHUTDOWN));
+    cr_expect(eq(int, b.runs_inside_other, 1), "b's callback ran outside a's free");
+    cr_expect(zero(int, b.runs_inside_call));
+    redlock_lock_free(a.lock);
+    core_del_all(free_res, strlen(free_res));
+}

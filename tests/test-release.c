@@ -1,0 +1,321 @@
+/* test-release.c - giving a lock back, and what it must never delete.
+ *
+ * Release is a compare-token-then-DEL script on every master: it removes our
+ * key wherever it still is, counts a key that is already gone as released
+ * ("gone"), and never touches a key that holds another token. A failed
+ * acquire releases too, before it returns. Claims about every master come
+ * after core_barrier(): release returns at the quorum-th answer.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+
+#define TTL_MS 10000u
+
+static redlock_client *client;
+
+static void setup(void)
+{
+    client = core_client(NULL, -1);
+}
+
+static void teardown(void)
+{
+    redlock_client_free(client);
+    client = NULL;
+}
+
+TestSuite(release, .init = setup, .fini = teardown, .timeout = 60);
+
+static redlock_lock *must_acquire(const char *res)
+{
+    redlock_lock *lock = NULL;
+    redlock_error e;
+    int rc = redlock_acquire(client, res, strlen(res), TTL_MS, &lock, NULL, &e);
+
+    cr_assert(eq(int, rc, 0), "acquire %s: %s: %s", res, redlock_err_name(rc), e.msg);
+    return lock;
+}
+
+Test(release, deletes_the_key_on_every_master_it_was_on)
+{
+    char res[128];
+    redlock_outcome out;
+    redlock_error e;
+    redlock_lock *l;
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    core_barrier(client);
+    cr_assert(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
+
+    rc = redlock_release(client, l, &out, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, out.status, 0));
+    cr_expect(eq(u32, out.n_masters, (uint32_t)tc_n()));
+    cr_expect(eq(u32, out.quorum, (uint32_t)tc_n() / 2 + 1));
+    cr_expect(ge(u32, out.n_ok, out.quorum));
+    for (int i = 0; i < tc_n(); i++)
+        cr_expect(out.votes[i].kind == REDLOCK_VOTE_OK || out.votes[i].kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", i, redlock_vote_kind_name(out.votes[i].kind),
+                  out.votes[i].detail);
+
+    /* The quorum that answered has deleted it already... */
+    cr_expect(le(int, tc_key_count(res, strlen(res)), tc_n() - (int)out.n_ok));
+    /* ...and the rest once their queued script has run. */
+    core_barrier(client);
+    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
+    redlock_lock_free(l);
+}
+
+Test(release, lock_object_survives_release_and_can_be_freed_after)
+{
+    char res[128], token[64];
+    redlock_lock *l;
+    size_t len = 0;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    snprintf(token, sizeof(token), "%s", redlock_lock_token(l));
+    cr_assert(eq(int, redlock_release(client, l, NULL, NULL), 0));
+    /* Not freed by the release: still readable. */
+    cr_expect(eq(str, (char *)redlock_lock_token(l), token));
+    cr_expect(zero(int, memcmp(redlock_lock_resource(l, &len), res, strlen(res))));
+    cr_expect(eq(sz, len, strlen(res)));
+    /* But no longer held: its validity ended with the release. */
+    cr_expect(le(i64, redlock_lock_validity_ms(l), 0));
+    redlock_lock_free(l);
+}
+
+Test(release, failed_release_ends_the_validity_too)
+{
+    char res[128];
+    redlock_lock *l;
+    redlock_error e;
+
+    /* A release that fails may still run on some masters later: the
+     * caller holds nothing either way. */
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    cr_assert(gt(i64, redlock_lock_validity_ms(l), 0));
+    core_barrier(client);
+    for (int i = 0; i < 3; i++)
+        core_plant(i, res, strlen(res), "other-client", TTL_MS);
+    cr_expect(eq(int, redlock_release(client, l, NULL, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+    cr_expect(le(i64, redlock_lock_validity_ms(l), 0));
+    core_del_all(res, strlen(res));
+    redlock_lock_free(l);
+}
+
+Test(release, expired_lock_releases_with_votes_gone)
+{
+    char res[128];
+    redlock_outcome out;
+    redlock_error e;
+    redlock_lock *l;
+    uint32_t gone = 0;
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    core_barrier(client);
+    /* What expiry leaves behind, without waiting for it: no key anywhere. */
+    core_del_all(res, strlen(res));
+
+    rc = redlock_release(client, l, &out, &e);
+    cr_assert(eq(int, rc, 0), "releasing a lapsed lock is not an error: %s: %s",
+              redlock_err_name(rc), e.msg);
+    for (int i = 0; i < tc_n(); i++) {
+        const redlock_vote *v = &out.votes[i];
+
+        cr_expect(v->kind == REDLOCK_VOTE_GONE || v->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", i, redlock_vote_kind_name(v->kind), v->detail);
+        gone += v->kind == REDLOCK_VOTE_GONE;
+    }
+    cr_expect(ge(u32, gone, out.quorum));
+    cr_expect(eq(u32, out.n_ok, gone), "released count includes the already-gone masters");
+    redlock_lock_free(l);
+}
+
+Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
+{
+    char res[128];
+    redlock_outcome out;
+    redlock_error e;
+    redlock_lock *l = NULL;
+    uint32_t gone = 0;
+    int rc;
+
+    /* A real expiry on the masters' clocks: PEXPIRE 1 ms, then read the key
+     * until it is gone (a GET of an expired key deletes it on the spot). */
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    core_barrier(client);
+    for (int i = 0; i < tc_n(); i++)
+        freeReplyObject(tc_cmd(i, "PEXPIRE %b 1", res, strlen(res)));
+    uint64_t deadline = core_now_us() + 2000000;
+    while (tc_key_count(res, strlen(res)) > 0 && core_now_us() < deadline)
+        ;
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "keys did not expire");
+
+    rc = redlock_release(client, l, &out, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    for (int i = 0; i < tc_n(); i++)
+        gone += out.votes[i].kind == REDLOCK_VOTE_GONE;
+    cr_expect(ge(u32, gone, out.quorum));
+    cr_expect(zero(int, strcmp(redlock_vote_kind_name(REDLOCK_VOTE_GONE), "gone")));
+    redlock_lock_free(l);
+}
+
+Test(release, second_release_of_the_same_lock_finds_it_gone)
+{
+    char res[128];
+    redlock_outcome out;
+    redlock_lock *l;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    cr_assert(eq(int, redlock_release(client, l, NULL, NULL), 0));
+    core_barrier(client);
+    cr_assert(eq(int, redlock_release(client, l, &out, NULL), 0));
+    for (int i = 0; i < tc_n(); i++)
+        cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
+                  out.votes[i].kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s", i, redlock_vote_kind_name(out.votes[i].kind));
+    redlock_lock_free(l);
+}
+
+Test(release, wrong_token_is_enotheld_and_deletes_nothing)
+{
+    char res[128], real[64];
+    redlock_lock *l, *fake = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    snprintf(real, sizeof(real), "%s", redlock_lock_token(l));
+    core_barrier(client);
+
+    rc = redlock_lock_new(res, strlen(res), "0123456789abcdef0123456789abcdef", &fake, &e);
+    cr_assert(eq(int, rc, 0), "%s", e.msg);
+    cr_assert(eq(i64, redlock_lock_validity_ms(fake), 0), "a made-up lock has no validity");
+
+    memset(&e, 0, sizeof(e));
+    rc = redlock_release(client, fake, &out, &e);
+    cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, e.code, REDLOCK_ENOTHELD));
+    core_expect_msg(&e, "release");
+    cr_expect(eq(int, out.status, REDLOCK_ENOTHELD));
+    for (int i = 0; i < tc_n(); i++) {
+        const redlock_vote *v = &out.votes[i];
+
+        if (v->kind == REDLOCK_VOTE_PENDING)
+            continue;
+        cr_expect(eq(int, v->kind, REDLOCK_VOTE_HELD), "master %d voted %s (%s)", i,
+                  redlock_vote_kind_name(v->kind), v->detail);
+        cr_expect(eq(int, v->err, REDLOCK_ENOTHELD), "master %d", i);
+    }
+
+    /* Nothing deleted: the real token still holds every master. */
+    core_barrier(client);
+    cr_expect(eq(int, core_count_token(res, strlen(res), real, TTL_MS), tc_n()));
+
+    /* And the real lock still releases. */
+    cr_expect(eq(int, redlock_release(client, l, NULL, NULL), 0));
+    redlock_lock_free(fake);
+    redlock_lock_free(l);
+}
+
+Test(release, token_held_on_a_minority_only_is_still_a_release)
+{
+    char res[128];
+    redlock_lock *l;
+    redlock_outcome out;
+    redlock_error e;
+    int rc;
+
+    /* Our key survives on 3 masters; 2 have another client's key (ours
+     * expired there and someone took it). Release deletes ours on the
+     * three and leaves the other client's alone. */
+    tc_resource(res, sizeof(res), NULL);
+    l = must_acquire(res);
+    core_barrier(client);
+    core_plant(3, res, strlen(res), "other-client", TTL_MS);
+    core_plant(4, res, strlen(res), "other-client", TTL_MS);
+
+    rc = redlock_release(client, l, &out, &e);
+    cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    core_barrier(client);
+    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 2));
+    cr_expect(eq(int, tc_key_count(res, strlen(res)), 2));
+    core_del_all(res, strlen(res));
+    redlock_lock_free(l);
+}
+
+Test(release, releases_on_every_master_after_failed_quorum)
+{
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    /* Another client holds masters 0..2. Our SET wins on 3 and 4 only: a
+     * failed attempt, which must delete its own keys there before acquire
+     * returns, and leave the other client's keys alone. */
+    tc_resource(res, sizeof(res), NULL);
+    for (int i = 0; i < 3; i++)
+        core_plant(i, res, strlen(res), "other-client", TTL_MS);
+    core_config(&cfg);
+    cfg.retry_count = 0;
+    c = core_client(&cfg, -1);
+
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(zero(ptr, l));
+    /* No barrier here: "gone when acquire returns" is the claim. */
+    cr_expect(eq(int, core_get(3, res, strlen(res), NULL, 0, NULL), 0), "key left on master 3");
+    cr_expect(eq(int, core_get(4, res, strlen(res), NULL, 0, NULL), 0), "key left on master 4");
+    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 3));
+    for (int i = 0; i < 3; i++)
+        cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_HELD), "master %d voted %s", i,
+                  redlock_vote_kind_name(out.votes[i].kind));
+    core_del_all(res, strlen(res));
+    redlock_client_free(c);
+}
+
+Test(release, released_resource_can_be_acquired_at_once)
+{
+    char res[128];
+    redlock_lock *a, *b;
+
+    tc_resource(res, sizeof(res), NULL);
+    a = must_acquire(res);
+    cr_assert(eq(int, redlock_release(client, a, NULL, NULL), 0));
+    /* Another client, no retries: only free masters can grant it. */
+    redlock_config cfg;
+    core_config(&cfg);
+    cfg.retry_count = 0;
+    redlock_client *c = core_client(&cfg, -1);
+    redlock_error e;
+    b = NULL;
+    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &b, NULL, &e);
+    cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    if (b)
+        redlock_release(c, b, NULL, NULL);
+    redlock_lock_free(b);
+    redlock_lock_free(a);
+    redlock_client_free(c);
+}

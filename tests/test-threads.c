@@ -1,0 +1,383 @@
+/* test-threads.c - one blocking client shared by 16 threads.
+ *
+ * The blocking API promises that any number of threads may use one client
+ * at once, each call blocking for its own outcome only, and calls running
+ * side by side rather than one after another. Every thread runs cycles on
+ * a resource of its own (all must succeed: nobody else wants it) and on one
+ * resource they all share, recording when it held the shared lock:
+ * [acquire returned, release called) on CLOCK_MONOTONIC. Those intervals
+ * must never overlap. Freeing the client wakes the threads still waiting
+ * in it with ESHUTDOWN.
+ *
+ * A plain program with its own main() printing TAP, not a criterion one:
+ * suite "threads" also runs under ThreadSanitizer (tools/run-tests.sh), and
+ * criterion 2.4.1's runner cannot start under TSan (Snaipe/Criterion#274).
+ * The tc_ and core_ helpers abort on failure outside criterion.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+
+#define THREADS 16
+#define CYCLES 25
+#define TTL_MS 30000u       /* far longer than any holder keeps it: no expiry */
+
+/* ---- a minimal TAP harness ---------------------------------------------- */
+
+static int failures;         /* in the running test */
+
+__attribute__((format(printf, 3, 4)))
+static void check(int ok, int line, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (ok)
+        return;
+    failures++;
+    printf("# test-threads.c:%d: ", line);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+#define CHECK(cond, ...) check(!!(cond), __LINE__, __VA_ARGS__)
+
+/* ---- workers -------------------------------------------------------------- */
+
+struct interval {
+    uint64_t from_us, to_us;  /* acquire returned, release called */
+    int thread;
+};
+
+struct worker {
+    int id;
+    redlock_client *c;
+    pthread_barrier_t *start;
+    const char *shared;
+    char own[128];
+    /* results, read after join */
+    int own_failures;
+    char own_error[REDLOCK_ERRMSG_LEN + 32];
+    int shared_wins;
+    int shared_bad;            /* failures other than ECONFLICT */
+    char shared_error[REDLOCK_ERRMSG_LEN + 32];
+    int release_failures;
+    struct interval held[CYCLES];
+};
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+
+    pthread_barrier_wait(w->start);
+    for (int i = 0; i < CYCLES; i++) {
+        redlock_lock *l = NULL;
+        redlock_error e;
+        int rc;
+
+        /* Own resource: nobody else asks for it. */
+        rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
+        if (rc != 0) {
+            if (!w->own_failures++)
+                snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc),
+                         e.msg);
+        } else {
+            if (redlock_release(w->c, l, NULL, &e) != 0)
+                w->release_failures++;
+            redlock_lock_free(l);
+        }
+
+        /* Shared resource: hold it a moment, then let go. */
+        l = NULL;
+        rc = redlock_acquire(w->c, w->shared, strlen(w->shared), TTL_MS, &l, NULL, &e);
+        if (rc == 0) {
+            struct interval *iv = &w->held[w->shared_wins++];
+
+            iv->thread = w->id;
+            iv->from_us = core_now_us();
+            /* Hold it a little, as real work would: a longer interval gives
+             * an overlap, were there one, room to show. */
+            nanosleep(&(struct timespec){ 0, 300 * 1000 }, NULL);
+            iv->to_us = core_now_us();
+            if (redlock_release(w->c, l, NULL, &e) != 0)
+                w->release_failures++;
+            redlock_lock_free(l);
+        } else if (rc != REDLOCK_ECONFLICT) {
+            if (!w->shared_bad++)
+                snprintf(w->shared_error, sizeof(w->shared_error), "%s: %s",
+                         redlock_err_name(rc), e.msg);
+        }
+    }
+    return NULL;
+}
+
+static int by_start(const void *a, const void *b)
+{
+    const struct interval *x = a, *y = b;
+
+    return x->from_us < y->from_us ? -1 : x->from_us > y->from_us;
+}
+
+static struct worker workers[THREADS];
+
+static void sixteen_threads_share_one_client_and_never_overlap(void)
+{
+    static struct interval all[THREADS * CYCLES];
+    pthread_t th[THREADS];
+    pthread_barrier_t start;
+    redlock_config cfg;
+    redlock_client *c;
+    char shared[128];
+    size_t n = 0;
+
+    core_config(&cfg);
+    /* Contenders retry quickly and often: the holder keeps it for a
+     * moment. Timeouts are generous for sanitizer builds. */
+    cfg.node_timeout_ms = 2000;
+    cfg.retry_count = 20;
+    cfg.retry_delay_ms = 2;
+    cfg.retry_jitter_ms = 8;
+    c = core_client(&cfg, -1);
+    tc_resource(shared, sizeof(shared), "threads/shared");
+    pthread_barrier_init(&start, NULL, THREADS);
+    for (int i = 0; i < THREADS; i++) {
+        memset(&workers[i], 0, sizeof(workers[i]));
+        workers[i].id = i;
+        workers[i].c = c;
+        workers[i].start = &start;
+        workers[i].shared = shared;
+        tc_resource(workers[i].own, sizeof(workers[i].own), "threads/own");
+    }
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_create(&th[i], NULL, work, &workers[i]) != 0)
+            abort();
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
+
+    for (int i = 0; i < THREADS; i++) {
+        struct worker *w = &workers[i];
+
+        CHECK(w->own_failures == 0, "thread %d: %d of %d own cycles failed, first: %s", i,
+              w->own_failures, CYCLES, w->own_error);
+        CHECK(w->shared_bad == 0,
+              "thread %d: %d shared acquires failed other than by conflict, first: %s", i,
+              w->shared_bad, w->shared_error);
+        CHECK(w->release_failures == 0, "thread %d: %d releases failed", i, w->release_failures);
+        for (int k = 0; k < w->shared_wins; k++)
+            all[n++] = w->held[k];
+    }
+    printf("# %zu shared acquisitions in %d tries\n", n, THREADS * CYCLES);
+    CHECK(n > (size_t)CYCLES, "only %zu shared acquisitions in %d tries", n, THREADS * CYCLES);
+
+    /* No two holders at once: sorted by start, each ends before the next
+     * begins. */
+    qsort(all, n, sizeof(all[0]), by_start);
+    for (size_t k = 1; k < n; k++)
+        CHECK(all[k - 1].to_us <= all[k].from_us,
+              "thread %d held [%llu, %llu) while thread %d held from %llu", all[k - 1].thread,
+              (unsigned long long)all[k - 1].from_us, (unsigned long long)all[k - 1].to_us,
+              all[k].thread, (unsigned long long)all[k].from_us);
+
+    /* Nothing left on the masters. */
+    core_barrier(c);
+    CHECK(tc_key_count(shared, strlen(shared)) == 0, "the shared key is left");
+    for (int i = 0; i < THREADS; i++)
+        CHECK(tc_key_count(workers[i].own, strlen(workers[i].own)) == 0,
+              "thread %d's own key is left", i);
+    redlock_client_free(c);
+}
+
+/* One acquire of a resource held by someone else: ECONFLICT after its one
+ * retry delay. Anything else is a failure. */
+static void *one_conflict(void *arg)
+{
+    struct worker *w = arg;
+    redlock_lock *l = NULL;
+    redlock_error e;
+    int rc;
+
+    pthread_barrier_wait(w->start);
+    rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
+    if (rc != REDLOCK_ECONFLICT) {
+        w->own_failures++;
+        snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc),
+                 rc ? e.msg : "");
+        redlock_lock_free(l);
+    }
+    return NULL;
+}
+
+static void calls_from_many_threads_proceed_in_parallel(void)
+{
+    /* Each call below needs two attempts 200 ms apart (a held resource,
+     * one retry), so it blocks for at least 200 ms. Sixteen of them from
+     * sixteen threads on one client must overlap: serialised behind one
+     * caller they would take sixteen times as long. */
+    pthread_t th[THREADS];
+    pthread_barrier_t start;
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    char res[128];
+    uint64_t t0, took, one;
+    int rc;
+
+    core_config(&cfg);
+    cfg.retry_count = 1;
+    cfg.retry_delay_ms = 200;
+    cfg.retry_jitter_ms = 0;
+    c = core_client(&cfg, -1);
+
+    tc_resource(res, sizeof(res), "threads/parallel");
+    for (int m = 0; m < tc_n(); m++)
+        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+    t0 = core_now_us();
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, NULL);
+    one = core_now_us() - t0;
+    CHECK(rc == REDLOCK_ECONFLICT, "one call: %s", redlock_err_name(rc));
+    CHECK(one >= 190000, "one call took %llu us", (unsigned long long)one);
+
+    pthread_barrier_init(&start, NULL, THREADS + 1);
+    for (int i = 0; i < THREADS; i++) {
+        memset(&workers[i], 0, sizeof(workers[i]));
+        workers[i].c = c;
+        workers[i].start = &start;
+        tc_resource(workers[i].own, sizeof(workers[i].own), "threads/parallel");
+        for (int m = 0; m < tc_n(); m++)
+            core_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
+    }
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_create(&th[i], NULL, one_conflict, &workers[i]) != 0)
+            abort();
+    pthread_barrier_wait(&start);
+    t0 = core_now_us();
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    took = core_now_us() - t0;
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < THREADS; i++)
+        CHECK(workers[i].own_failures == 0, "thread %d: %s", i, workers[i].own_error);
+    CHECK(took < 4 * one, "16 calls took %llu us, one alone %llu us", (unsigned long long)took,
+          (unsigned long long)one);
+    redlock_client_free(c);
+}
+
+/* One acquire that would take seconds (held resource, retries 1 s apart):
+ * what it returns once the client is freed under it, and when. */
+static void *blocked_acquire(void *arg)
+{
+    struct worker *w = arg;
+    redlock_lock *l = NULL;
+    redlock_error e;
+    int rc;
+
+    rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
+    w->held[0].to_us = core_now_us();   /* when it returned */
+    if (rc != REDLOCK_ESHUTDOWN) {
+        w->own_failures++;
+        snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc),
+                 rc ? e.msg : "");
+        redlock_lock_free(l);
+    } else if (e.code != REDLOCK_ESHUTDOWN || !e.msg[0] || strchr(e.msg, '\n')) {
+        w->own_failures++;
+        snprintf(w->own_error, sizeof(w->own_error), "bad error detail: %d \"%s\"", e.code,
+                 e.msg);
+    }
+    return NULL;
+}
+
+static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
+{
+    pthread_t th[THREADS];
+    redlock_config cfg;
+    redlock_client *c;
+    long long sets_before, sets;
+    uint64_t t0;
+
+    /* redlock.h: "calls already waiting in other threads return
+     * REDLOCK_ESHUTDOWN". Sixteen threads sit in acquires that would
+     * retry for seconds; the free must wake them all, promptly. */
+    core_config(&cfg);
+    cfg.retry_count = 5;
+    cfg.retry_delay_ms = 1000;
+    cfg.retry_jitter_ms = 0;
+    c = core_client(&cfg, -1);
+    sets_before = core_info_num(0, "commandstats", "cmdstat_set");
+    if (sets_before < 0)
+        sets_before = 0;    /* no SET yet */
+    for (int i = 0; i < THREADS; i++) {
+        memset(&workers[i], 0, sizeof(workers[i]));
+        workers[i].c = c;
+        tc_resource(workers[i].own, sizeof(workers[i].own), "threads/blocked");
+        for (int m = 0; m < tc_n(); m++)
+            core_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
+    }
+    sets_before += THREADS;   /* core_plant's own SETs on master 0 */
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_create(&th[i], NULL, blocked_acquire, &workers[i]) != 0)
+            abort();
+    /* Every call is inside the client once its first SET reached a master:
+     * wait for master 0 to have seen all sixteen. */
+    t0 = core_now_us();
+    do {
+        sets = core_info_num(0, "commandstats", "cmdstat_set");
+    } while (sets < sets_before + THREADS && core_now_us() - t0 < 5000000);
+    CHECK(sets >= sets_before + THREADS, "only %lld of %d first attempts seen",
+          sets - sets_before, THREADS);
+
+    t0 = core_now_us();
+    /* Returns once every waiting call has left the client (a thread may
+     * still be on its way out of redlock_acquire's frame: no timestamp
+     * can tell, TSan and ASan can). */
+    redlock_client_free(c);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+        CHECK(workers[i].own_failures == 0, "thread %d: %s", i, workers[i].own_error);
+        CHECK(workers[i].held[0].to_us - t0 < 900000, "thread %d waited %llu us for its retry",
+              i, (unsigned long long)(workers[i].held[0].to_us - t0));
+    }
+    for (int i = 0; i < THREADS; i++)
+        core_del_all(workers[i].own, strlen(workers[i].own));
+}
+
+int main(void)
+{
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } tests[] = {
+        { "threads::sixteen_threads_share_one_client_and_never_overlap",
+          sixteen_threads_share_one_client_and_never_overlap },
+        { "threads::calls_from_many_threads_proceed_in_parallel",
+          calls_from_many_threads_proceed_in_parallel },
+        { "threads::freeing_the_client_returns_eshutdown_to_waiting_threads",
+          freeing_the_client_returns_eshutdown_to_waiting_threads },
+    };
+    const int n = (int)(sizeof(tests) / sizeof(tests[0]));
+    int failed = 0;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    printf("TAP version 13\n1..%d\n", n);
+    for (int i = 0; i < n; i++) {
+        uint64_t t0 = core_now_us();
+
+        failures = 0;
+        tests[i].run();
+        printf("%s %d - %s (%.2fs)\n", failures ? "not ok" : "ok", i + 1, tests[i].name,
+               (double)(core_now_us() - t0) / 1e6);
+        failed += failures != 0;
+    }
+    return failed ? 1 : 0;
+}
