@@ -40,10 +40,9 @@ static void acq_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
                         int err, const char *errstr)
 {
     rl_op *op = owner;
-    redlock_vote *v = &op->out.votes[idx];
-    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
+    redlock_vote *v = rl_op_take_vote(op, f, idx);
+    if (!v)
         return;   /* late: after a timeout or a decision */
-    op->n_pending--;
     rl_monotime sent = f->slots[idx].sent_us;
     if (!r) {
         rl_op_vote_failed(op, idx, err, errstr);
@@ -340,26 +339,21 @@ static void acq_attempt_start(rl_op *op)
         return;
     }
     op->start_us = rl_now_us();
+    /* An excluded master (clock untrusted, or inside its restart guard) is
+     * not asked: its OK could not count. N and the quorum stay the same, so
+     * exclusion can only make an acquire fail. */
+    uint32_t ask = 0;
     for (uint32_t i = 0; i < c->n; i++) {
-        /* An excluded master (clock untrusted, or inside its restart guard)
-         * is not asked: its OK could not count. N and the quorum stay the
-         * same, so exclusion can only make an acquire fail. */
         char why[REDLOCK_VOTE_DETAIL_LEN];
         if (rl_node_excluded(&c->nodes[i], op->ttl_ms, why, sizeof(why))) {
             rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why,
                         rl_now_us());
             op->n_fail++;
-            continue;
-        }
-        int rc = rl_fanout_send(op->f, i, false);
-        if (rc == 0) {
-            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
-            op->n_pending++;
         } else {
-            /* Down or saturated: fails now, costs nothing. */
-            rl_op_vote_failed(op, i, rc, c->nodes[i].errstr);
+            ask |= 1u << i;
         }
     }
+    rl_op_send(op, ask, false, NULL);
     if (!acq_decide(op))
         rl_op_arm(op, c->cfg.node_timeout_ms);
 }
@@ -376,15 +370,7 @@ void rl_acquire_on_timer(rl_op *op)
 {
     switch (op->phase) {
     case RL_PHASE_VOTING: {
-        /* Node timeout: every master that has not answered fails now. */
-        char d[64];
-        snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
-        for (uint32_t i = 0; i < op->c->n; i++) {
-            if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
-                op->n_pending--;
-                rl_op_vote_failed(op, i, REDLOCK_ETIMEOUT, d);
-            }
-        }
+        rl_op_timeout_pending(op, NULL);
         acq_decide(op);
         break;
     }

@@ -653,6 +653,51 @@ void rl_op_vote_failed(rl_op *op, uint32_t idx, int err, const char *errstr)
     op->n_fail++;
 }
 
+/* The vote slot for a reply to @f from master @idx, or NULL when the reply
+ * is late (after the node timeout, or after the op decided) and must not be
+ * counted: every operation's reply handler starts here. */
+redlock_vote *rl_op_take_vote(rl_op *op, const rl_fanout *f, uint32_t idx)
+{
+    redlock_vote *v = &op->out.votes[idx];
+    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
+        return NULL;
+    op->n_pending--;
+    return v;
+}
+
+/* Send op->f to every master in @mask. Each becomes a pending vote, or fails
+ * at once (down, saturated) through @fail (default rl_op_vote_failed): a
+ * master that cannot be asked costs the operation nothing. */
+void rl_op_send(rl_op *op, uint32_t mask, bool priority, rl_fail_fn *fail)
+{
+    redlock_client *c = op->c;
+    for (uint32_t i = 0; i < c->n; i++) {
+        if (!(mask & (1u << i)))
+            continue;
+        int rc = rl_fanout_send(op->f, i, priority);
+        if (rc == 0) {
+            memset(&op->out.votes[i], 0, sizeof(op->out.votes[i]));
+            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
+            op->n_pending++;
+        } else {
+            (fail ? fail : rl_op_vote_failed)(op, i, rc, c->nodes[i].errstr);
+        }
+    }
+}
+
+/* The node timeout: every master still pending fails now. */
+void rl_op_timeout_pending(rl_op *op, rl_fail_fn *fail)
+{
+    char d[64];
+    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
+    for (uint32_t i = 0; i < op->c->n; i++) {
+        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
+            op->n_pending--;
+            (fail ? fail : rl_op_vote_failed)(op, i, REDLOCK_ETIMEOUT, d);
+        }
+    }
+}
+
 /* ---- locks --------------------------------------------------------------- */
 
 redlock_lock *rl_lock_new(const redlock_resource *set, size_t count, const char *token)

@@ -28,10 +28,9 @@ static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
                         int err, const char *errstr)
 {
     rl_op *op = owner;
-    redlock_vote *v = &op->out.votes[idx];
-    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
-        return;
-    op->n_pending--;
+    redlock_vote *v = rl_op_take_vote(op, f, idx);
+    if (!v)
+        return;   /* late: after a timeout or a decision */
     rl_monotime sent = f->slots[idx].sent_us;
     if (!r) {
         rl_op_vote_failed(op, idx, err, errstr);
@@ -114,14 +113,7 @@ void rl_extend_on_timer(rl_op *op)
 {
     if (op->phase != RL_PHASE_VOTING)
         return;
-    char d[64];
-    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
-    for (uint32_t i = 0; i < op->c->n; i++) {
-        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
-            op->n_pending--;
-            rl_op_vote_failed(op, i, REDLOCK_ETIMEOUT, d);
-        }
-    }
+    rl_op_timeout_pending(op, NULL);
     ext_decide(op);
 }
 
@@ -170,15 +162,7 @@ int rl_extend_start_op(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
     if (ret_op)
         *ret_op = op;
     c->in_start = true;
-    for (uint32_t i = 0; i < c->n; i++) {
-        rc = rl_fanout_send(op->f, i, true);
-        if (rc == 0) {
-            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
-            op->n_pending++;
-        } else {
-            rl_op_vote_failed(op, i, rc, c->nodes[i].errstr);
-        }
-    }
+    rl_op_send(op, (1u << c->n) - 1, true, NULL);
     if (!ext_decide(op))
         rl_op_arm(op, c->cfg.node_timeout_ms);
     c->in_start = false;

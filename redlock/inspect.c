@@ -87,10 +87,9 @@ static void insp_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRep
                          int err, const char *errstr)
 {
     rl_op *op = owner;
-    redlock_vote *v = &op->out.votes[idx];
-    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
-        return;
-    op->n_pending--;
+    redlock_vote *v = rl_op_take_vote(op, f, idx);
+    if (!v)
+        return;   /* late: after a timeout or a decision */
     redlock_master_state *m = &op->st->masters[idx];
     rl_monotime now = rl_now_us();
     uint64_t rtt = now - f->slots[idx].sent_us;
@@ -129,14 +128,7 @@ void rl_inspect_on_timer(rl_op *op)
 {
     if (op->phase != RL_PHASE_VOTING)
         return;
-    char d[64];
-    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
-    for (uint32_t i = 0; i < op->c->n; i++) {
-        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
-            op->n_pending--;
-            master_failed(op, i, REDLOCK_ETIMEOUT, d);
-        }
-    }
+    rl_op_timeout_pending(op, master_failed);
     insp_finish(op);
 }
 
@@ -170,15 +162,7 @@ static int insp_start(redlock_client *c, int kind, const void *resource, size_t 
     }
     op->start_us = rl_now_us();
     c->in_start = true;
-    for (uint32_t i = 0; i < c->n; i++) {
-        int rc = rl_fanout_send(op->f, i, false);
-        if (rc == 0) {
-            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
-            op->n_pending++;
-        } else {
-            master_failed(op, i, rc, c->nodes[i].errstr);
-        }
-    }
+    rl_op_send(op, (1u << c->n) - 1, false, master_failed);
     if (op->n_pending == 0)
         insp_finish(op);
     else

@@ -247,6 +247,10 @@ void rl_op_complete(rl_op *op, int status);
 void rl_op_arm(rl_op *op, uint32_t ms);
 void rl_op_disarm(rl_op *op);
 void rl_op_vote_failed(rl_op *op, uint32_t idx, int err, const char *errstr);
+typedef void rl_fail_fn(rl_op *op, uint32_t idx, int err, const char *errstr);
+redlock_vote *rl_op_take_vote(rl_op *op, const rl_fanout *f, uint32_t idx);
+void rl_op_send(rl_op *op, uint32_t mask, bool priority, rl_fail_fn *fail);
+void rl_op_timeout_pending(rl_op *op, rl_fail_fn *fail);
 void rl_op_fill_outcome(rl_op *op);
 
 void rl_client_cancel_ops(redlock_client *c);

@@ -24,10 +24,9 @@ static void rel_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
                         int err, const char *errstr)
 {
     rl_op *op = owner;
-    redlock_vote *v = &op->out.votes[idx];
-    if (op->phase != RL_PHASE_VOTING || f != op->f || v->kind != REDLOCK_VOTE_PENDING)
-        return;
-    op->n_pending--;
+    redlock_vote *v = rl_op_take_vote(op, f, idx);
+    if (!v)
+        return;   /* late: after a timeout or a decision */
     rl_monotime sent = f->slots[idx].sent_us;
     if (!r) {
         rl_op_vote_failed(op, idx, err, errstr);
@@ -63,20 +62,9 @@ static void rel_send(rl_op *op, uint32_t mask)
         rl_op_complete(op, REDLOCK_ENOMEM);
         return;
     }
-    for (uint32_t i = 0; i < c->n; i++) {
-        if (!(mask & (1u << i)))
-            continue;
-        /* Priority: a release pairs with a SET that was admitted, so it may
-         * use the headroom above max_inflight. */
-        int rc = rl_fanout_send(op->f, i, true);
-        if (rc == 0) {
-            memset(&op->out.votes[i], 0, sizeof(op->out.votes[i]));
-            op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
-            op->n_pending++;
-        } else {
-            rl_op_vote_failed(op, i, rc, c->nodes[i].errstr);
-        }
-    }
+    /* Priority: a release pairs with a SET that was admitted, so it may
+     * use the headroom above max_inflight. */
+    rl_op_send(op, mask, true, NULL);
     if (!rel_decide(op))
         rl_op_arm(op, c->cfg.node_timeout_ms);
 }
@@ -121,14 +109,7 @@ void rl_release_on_timer(rl_op *op)
     }
     if (op->phase != RL_PHASE_VOTING)
         return;
-    char d[64];
-    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
-    for (uint32_t i = 0; i < op->c->n; i++) {
-        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING) {
-            op->n_pending--;
-            rl_op_vote_failed(op, i, REDLOCK_ETIMEOUT, d);
-        }
-    }
+    rl_op_timeout_pending(op, NULL);
     rel_decide(op);
 }
 
