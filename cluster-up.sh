@@ -269,6 +269,9 @@ write_conf() {
         echo "logfile $(conf_quote "$mdir/redis.log")"
         echo "dir $(conf_quote "$mdir")"
         echo 'save ""'
+        # Fault tests stall a master with DEBUG SLEEP; redis 7 refuses DEBUG
+        # unless enabled, and "local" keeps it to loopback connections.
+        echo "enable-debug-command local"
         if ((AOF)); then
             echo "appendonly yes"
             echo "appendfsync always"

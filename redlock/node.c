@@ -229,10 +229,13 @@ static void node_on_info(redisAsyncContext *ac, void *reply, void *privdata)
     info_field(r->str, "uptime_in_seconds", up, sizeof(up));
     info_field(r->str, "aof_enabled", aof, sizeof(aof));
     n->uptime_s = strtoll(up, NULL, 10);
-    /* uptime has 1 s resolution: the real start lies in (now - up - 1,
-     * now - up]; the guard takes the latest, which protects longest. */
+    /* uptime_in_seconds is the difference of two whole-second clock
+     * readings, so it may exceed the real uptime by up to a second (seen:
+     * "1" at 0.23 s). The latest possible start is therefore
+     * now - (uptime - 1 s); the guard measures from it, which protects
+     * longest. */
     rl_monotime now = rl_now_us();
-    uint64_t up_us = (uint64_t)(n->uptime_s > 0 ? n->uptime_s : 0) * 1000000u;
+    uint64_t up_us = (uint64_t)(n->uptime_s > 1 ? n->uptime_s - 1 : 0) * 1000000u;
     n->started_us = now > up_us ? now - up_us : 1;
     if (n->run_id[0] && run_id[0] && strcmp(n->run_id, run_id) != 0) {
         n->restart_seen = true;

@@ -175,3 +175,12 @@ Test(symbols, internals_are_not_visible)
         cr_expect(zero(ptr, dlsym(RTLD_DEFAULT, hidden[i])), "%s is exported", hidden[i]);
     cr_expect(not(zero(ptr, dlsym(RTLD_DEFAULT, "redlock_acquire"))));
 }
+
+/* The test suite's own tool: criterion 2.4.1's gt() accepted equal values;
+ * tests/helpers/crfix.h fixes it, and this proves the fix is in force. */
+Test(api, the_suites_gt_is_strict)
+{
+    cr_assert(not(gt(int, 5, 5)), "gt(5, 5) must be false");
+    cr_assert(not(gt(u64, 4, 5)));
+    cr_assert(gt(u64, 6, 5));
+}

@@ -7,6 +7,7 @@
 #include <criterion/new/assert.h>
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -58,6 +59,25 @@ static void *wait_for_it(void *arg)
     return NULL;
 }
 
+/* Calls of SET so far on master @m (INFO commandstats). */
+static long set_calls(int m)
+{
+    redisReply *r = tc_cmd(m, "INFO commandstats");
+    const char *p = r->str ? strstr(r->str, "cmdstat_set:calls=") : NULL;
+    long n = p ? strtol(p + strlen("cmdstat_set:calls="), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* Subscribers of @res's channel on master @m (PUBSUB NUMSUB). */
+static long subscribers(int m, const char *res)
+{
+    redisReply *r = tc_cmd(m, "PUBSUB NUMSUB %b", res, strlen(res));
+    long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? (long)r->element[1]->integer : 0;
+    freeReplyObject(r);
+    return n;
+}
+
 /* Holder takes the lock; a waiter starts; the holder releases after
  * @hold_ms. Returns ms from the release to the waiter's success. */
 static long handoff(int pubsub, uint32_t retry_delay_ms, bool kill_subscribers)
@@ -69,12 +89,30 @@ static long handoff(int pubsub, uint32_t retry_delay_ms, bool kill_subscribers)
     redlock_error err;
     cr_assert(eq(int, redlock_acquire(holder, res, strlen(res), 10000, &l, NULL, &err), 0),
               "%s", err.msg);
+    long sets_before = set_calls(0);
     waiter w = { client(pubsub, retry_delay_ms), res, -100, 0 };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_it, &w);
-    /* let the waiter fail once and start waiting (and subscribing) */
-    struct timespec ts = { 0, 300 * 1000000 };
-    nanosleep(&ts, NULL);
+    /* Wait until the waiter is really waiting: its SET reached the masters
+     * (and was refused), and with pub/sub, it is subscribed on every master.
+     * Observable conditions, polled with a bound, rather than a guess. */
+    bool ready = false;
+    for (int tries = 0; tries < 500 && !ready; tries++) {
+        ready = set_calls(0) > sets_before;
+        for (int i = 0; ready && pubsub && !kill_subscribers && i < tc_n(); i++)
+            ready = subscribers(i, res) >= 1;
+        if (!ready) {
+            struct timespec ts = { 0, 10 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
+    cr_assert(ready, "the waiter never started waiting");
+    if (kill_subscribers) {   /* give its subscriptions the chance to exist first */
+        for (int tries = 0; tries < 500 && subscribers(0, res) < 1; tries++) {
+            struct timespec ts = { 0, 10 * 1000000 };
+            nanosleep(&ts, NULL);
+        }
+    }
     if (kill_subscribers)
         for (int i = 0; i < tc_n(); i++)
             freeReplyObject(tc_cmd(i, "CLIENT KILL TYPE pubsub"));

@@ -1,0 +1,494 @@
+/* net.c - the criterion tests' side of tests/netns.sh (see net.h).
+ *
+ * Runs the script for setup and faults, and reaches each master through a
+ * socket made inside its namespace (tc_socket_in_netns), so what a test
+ * reads from a master never depends on the link under test nor on the
+ * library under test.
+ */
+#include "net.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/new/assert.h>
+
+extern char **environ;
+
+#ifndef NETNS_SH
+#define NETNS_SH "tests/netns.sh"
+#endif
+
+#define NET_MAX 16
+#define NET_MAX_RELAYS 32
+#define NET_MAX_CLIENTS 8
+#define NET_CMD_TIMEOUT_S 2
+
+static struct {
+    int n;                                  /* 0 until net_up() succeeded */
+    int started;                            /* net_up() ran netns.sh up */
+    char prefix[32];
+    char masters[NET_MAX * 24];
+    char addr[NET_MAX][24];
+    char ns[NET_MAX][48];
+    tc_relay *relays[NET_MAX_RELAYS];
+    redlock_client *clients[NET_MAX_CLIENTS];
+} net;
+
+static const char *script(void)
+{
+    const char *s = getenv("REDLOCK_NETNS_SH");
+    return s && *s ? s : NETNS_SH;
+}
+
+/* bash netns.sh ARGS...; stdout and stderr together into @out. Return:
+ * the exit status (128+signal if killed). */
+static int netns_sh(char *out, size_t size, const char *const *args)
+{
+    const char *argv[12];
+    posix_spawn_file_actions_t fa;
+    size_t used = 0;
+    int k = 0, rc, status, pipefd[2];
+    pid_t pid;
+
+    argv[k++] = "bash";
+    argv[k++] = script();
+    for (; *args && k < 11; args++)
+        argv[k++] = *args;
+    argv[k] = NULL;
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        cr_fatal("netns.sh %s: pipe: %s", argv[2], strerror(errno));
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        cr_fatal("netns.sh %s: posix_spawn_file_actions_init failed", argv[2]);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
+    rc = posix_spawnp(&pid, "bash", &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(pipefd[1]);
+    if (rc != 0) {
+        close(pipefd[0]);
+        cr_fatal("netns.sh %s: cannot run bash: %s", argv[2], strerror(rc));
+    }
+    /* Until EOF (the masters' stdio goes to their logs, not this pipe). */
+    for (;;) {
+        char sink[512];
+        char *dst = used + 1 < size ? out + used : sink;
+        size_t room = used + 1 < size ? size - 1 - used : sizeof(sink);
+        ssize_t r = read(pipefd[0], dst, room);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (dst != sink)
+            used += (size_t)r;
+    }
+    out[used] = '\0';
+    close(pipefd[0]);
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR)
+            cr_fatal("netns.sh %s: waitpid: %s", argv[2], strerror(errno));
+    }
+    /* One line is what callers quote: trim the trailing newline. */
+    while (used && (out[used - 1] == '\n' || out[used - 1] == '\r'))
+        out[--used] = '\0';
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void netns_do(const char *cmd, int i)
+{
+    char ibuf[16], out[2048];
+    const char *args[] = { cmd, ibuf, NULL };
+    int rc;
+
+    if (i < 0)
+        args[1] = NULL;
+    else
+        snprintf(ibuf, sizeof(ibuf), "%d", i);
+    rc = netns_sh(out, sizeof(out), args);
+    if (rc != 0)
+        cr_fatal("netns.sh %s %s failed (status %d): %s", cmd, i >= 0 ? ibuf : "", rc,
+                 out[0] ? out : "(no output)");
+}
+
+void net_require(void)
+{
+    char out[512];
+    const char *args[] = { "probe", NULL };
+    int rc = netns_sh(out, sizeof(out), args);
+
+    if (rc == 0)
+        return;
+    if (rc == 4) {
+        /* "network namespaces not permitted here: <why>" */
+        cr_skip_test("%s", out);
+    }
+    cr_fatal("netns.sh probe failed (status %d): %s", rc, out[0] ? out : "(no output)");
+}
+
+void net_up(int n)
+{
+    char nbuf[16], out[2048];
+    const char *reap[] = { "reap", NULL };
+    const char *up[] = { "up", nbuf, NULL };
+    char *line, *save = NULL, *last = NULL;
+    int rc;
+
+    if (n < 1 || n > NET_MAX)
+        cr_fatal("net_up: %d masters (1..%d)", n, NET_MAX);
+    snprintf(net.prefix, sizeof(net.prefix), "rlt%dm", (int)getpid());
+    setenv("NETNS_PREFIX", net.prefix, 1);
+    netns_sh(out, sizeof(out), reap);   /* leftovers of runs that died: best effort */
+    snprintf(nbuf, sizeof(nbuf), "%d", n);
+    net.started = 1;
+    rc = netns_sh(out, sizeof(out), up);
+    if (rc != 0)
+        cr_fatal("netns.sh up %d failed (status %d): %s", n, rc, out[0] ? out : "(no output)");
+    /* The masters list is the last line (stderr may have said more before). */
+    for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        last = line;
+    if (!last || strlen(last) >= sizeof(net.masters))
+        cr_fatal("netns.sh up %d: no masters list in its output", n);
+    snprintf(net.masters, sizeof(net.masters), "%s", last);
+
+    char tmp[sizeof(net.masters)], *tok, *tsave = NULL;
+    int k = 0;
+    snprintf(tmp, sizeof(tmp), "%s", net.masters);
+    for (tok = strtok_r(tmp, ",", &tsave); tok && k < NET_MAX; tok = strtok_r(NULL, ",", &tsave), k++) {
+        snprintf(net.addr[k], sizeof(net.addr[k]), "%s", tok);
+        snprintf(net.ns[k], sizeof(net.ns[k]), "%s%d", net.prefix, k);
+    }
+    if (k != n)
+        cr_fatal("netns.sh up %d: masters list has %d entries: %s", n, k, net.masters);
+    net.n = n;
+}
+
+void net_down(void)
+{
+    char out[2048];
+    const char *down[] = { "down", NULL };
+
+    for (int k = 0; k < NET_MAX_CLIENTS; k++) {
+        redlock_client_free(net.clients[k]);
+        net.clients[k] = NULL;
+    }
+    for (int k = 0; k < NET_MAX_RELAYS; k++) {
+        tc_relay_stop(net.relays[k]);
+        net.relays[k] = NULL;
+    }
+    if (!net.started)
+        return;
+    net.started = 0;
+    net.n = 0;
+    if (netns_sh(out, sizeof(out), down) != 0)
+        cr_log_error("netns.sh down: %s", out);
+}
+
+const char *net_masters(void)
+{
+    return net.masters;
+}
+
+int net_n(void)
+{
+    return net.n;
+}
+
+static void check_index(const char *what, int i)
+{
+    if (i < 0 || i >= net.n)
+        cr_fatal("%s: master %d out of range 0..%d", what, i, net.n - 1);
+}
+
+const char *net_addr(int i)
+{
+    check_index("net_addr", i);
+    return net.addr[i];
+}
+
+const char *net_ns(int i)
+{
+    check_index("net_ns", i);
+    return net.ns[i];
+}
+
+void net_cut(int i)
+{
+    check_index("net_cut", i);
+    netns_do("cut", i);
+}
+
+void net_cut_in(int i)
+{
+    check_index("net_cut_in", i);
+    netns_do("cut-in", i);
+}
+
+void net_cut_out(int i)
+{
+    check_index("net_cut_out", i);
+    netns_do("cut-out", i);
+}
+
+void net_heal(int i)
+{
+    if (i >= 0)
+        check_index("net_heal", i);
+    netns_do("heal", i);
+}
+
+static int netem(const char *cmd, int i, unsigned a, unsigned b, int with_b, char *why, size_t size)
+{
+    char ibuf[16], abuf[16], bbuf[16], out[1024];
+    const char *args[] = { cmd, ibuf, abuf, with_b ? bbuf : NULL, NULL };
+    int rc;
+
+    check_index(cmd, i);
+    snprintf(ibuf, sizeof(ibuf), "%d", i);
+    snprintf(abuf, sizeof(abuf), "%u", a);
+    snprintf(bbuf, sizeof(bbuf), "%u", b);
+    rc = netns_sh(out, sizeof(out), args);
+    if (rc == 3) {
+        if (why && size)
+            snprintf(why, size, "%s", out);
+        return 3;
+    }
+    if (rc != 0)
+        cr_fatal("netns.sh %s %d failed (status %d): %s", cmd, i, rc, out[0] ? out : "(no output)");
+    return 0;
+}
+
+int net_delay(int i, unsigned ms, unsigned jitter_ms, char *why, size_t size)
+{
+    return netem("delay", i, ms, jitter_ms, 1, why, size);
+}
+
+int net_loss(int i, unsigned pct, char *why, size_t size)
+{
+    return netem("loss", i, pct, 0, 0, why, size);
+}
+
+tc_relay *net_relay(int i, int port, int side)
+{
+    char err[256];
+    tc_relay *r;
+    int k;
+
+    check_index("net_relay", i);
+    for (k = 0; k < NET_MAX_RELAYS && net.relays[k]; k++)
+        ;
+    if (k == NET_MAX_RELAYS)
+        cr_fatal("net_relay: more than %d relays", NET_MAX_RELAYS);
+    r = side ? tc_relay_start("127.0.0.1:6379", port, net.ns[i], err, sizeof(err))
+             : tc_relay_start(net.addr[i], port, NULL, err, sizeof(err));
+    if (!r)
+        cr_fatal("%s", err);
+    net.relays[k] = r;
+    return r;
+}
+
+void net_config(redlock_config *cfg, const char *masters, unsigned node_timeout_ms)
+{
+    redlock_config_init(cfg);
+    cfg->masters = masters ? masters : net.masters;
+    cfg->node_timeout_ms = node_timeout_ms;
+    cfg->retry_count = 0;
+}
+
+redlock_client *net_client(const redlock_config *cfg)
+{
+    redlock_client *c = NULL;
+    redlock_error e;
+    unsigned long long deadline;
+    int rc, k;
+
+    for (k = 0; k < NET_MAX_CLIENTS && net.clients[k]; k++)
+        ;
+    if (k == NET_MAX_CLIENTS)
+        cr_fatal("net_client: more than %d clients", NET_MAX_CLIENTS);
+    rc = redlock_client_new(cfg, NULL, &c, &e);
+    if (rc != 0)
+        cr_fatal("redlock_client_new(%s): %s: %s", cfg->masters, redlock_err_name(rc), e.msg);
+    net.clients[k] = c;
+    deadline = net_now_us() + 10000000ull;
+    for (int slow_rounds = 0;;) {
+        redlock_status st;
+        int connected = 1;
+
+        memset(&st, 0, sizeof(st));
+        redlock_ping(c, &st, &e);
+        if (st.n_answered == redlock_client_masters(c))
+            return c;
+        /* A link slower than the node timeout never answers in time; a
+         * timeout (rather than "down") says the ping went out on a
+         * connection. Two such rounds in a row are as good as it gets. */
+        for (uint32_t i = 0; i < st.n_masters; i++)
+            connected &= st.masters[i].err == 0 || st.masters[i].err == REDLOCK_ETIMEOUT;
+        slow_rounds = connected ? slow_rounds + 1 : 0;
+        if (slow_rounds == 2)
+            return c;
+        if (net_now_us() >= deadline)
+            cr_fatal("net_client: only %u of %zu masters answered within 10 s",
+                     st.n_answered, redlock_client_masters(c));
+        /* Down masters fail a ping at once and come back on the library's
+         * reconnect timer, which nothing public lets us wait for. */
+        net_pause_ms(5);
+    }
+}
+
+void net_client_free(redlock_client *c)
+{
+    for (int k = 0; k < NET_MAX_CLIENTS; k++) {
+        if (net.clients[k] == c)
+            net.clients[k] = NULL;
+    }
+    redlock_client_free(c);
+}
+
+/* ---- the side door ------------------------------------------------------- */
+
+static redisContext *side_connect(int i)
+{
+    struct sockaddr_in sin;
+    struct timeval tv = { NET_CMD_TIMEOUT_S, 0 };
+    redisContext *ctx;
+    int fd;
+
+    check_index("side door", i);
+    fd = tc_socket_in_netns(net.ns[i]);
+    if (fd < 0) {
+        cr_log_warn("side door to master %d: socket in %s: %s", i, net.ns[i], strerror(errno));
+        return NULL;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(6379);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+        cr_log_warn("side door to master %d: connect: %s", i, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    ctx = redisConnectFd(fd);   /* owns fd from here on */
+    if (!ctx || ctx->err) {
+        cr_log_warn("side door to master %d: %s", i, ctx ? ctx->errstr : "out of memory");
+        redisFree(ctx);
+        return NULL;
+    }
+    redisSetTimeout(ctx, tv);
+    return ctx;
+}
+
+static redisReply *side_vcmd(int i, const char *fmt, va_list ap)
+{
+    redisContext *ctx = side_connect(i);
+    redisReply *r;
+
+    if (!ctx)
+        return NULL;
+    r = redisvCommand(ctx, fmt, ap);
+    if (!r)
+        cr_log_warn("side door to master %d: %s", i, ctx->errstr);
+    redisFree(ctx);
+    return r;
+}
+
+redisReply *net_cmd(int i, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *r;
+
+    va_start(ap, fmt);
+    r = side_vcmd(i, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int net_get(int i, const void *key, size_t len, char *val, size_t size)
+{
+    redisReply *r = net_cmd(i, "GET %b", key, len);
+    int ret = -1;
+
+    if (!r)
+        cr_fatal("master %d (%s) did not answer GET through the side door", i, net.ns[i]);
+    if (r->type == REDIS_REPLY_NIL) {
+        ret = 0;
+        if (val && size)
+            val[0] = '\0';
+    } else if (r->type == REDIS_REPLY_STRING) {
+        ret = 1;
+        if (val && size)
+            snprintf(val, size, "%.*s", (int)r->len, r->str);
+    } else {
+        int type = r->type;
+        freeReplyObject(r);
+        cr_fatal("master %d: GET answered reply type %d", i, type);
+    }
+    freeReplyObject(r);
+    return ret;
+}
+
+int net_key_count(const void *key, size_t len)
+{
+    int count = 0;
+    for (int i = 0; i < net.n; i++)
+        count += net_get(i, key, len, NULL, 0);
+    return count;
+}
+
+int net_token_count(const void *key, size_t len, const char *token)
+{
+    char val[256];
+    int count = 0;
+    for (int i = 0; i < net.n; i++) {
+        if (net_get(i, key, len, val, sizeof(val)) && !strcmp(val, token))
+            count++;
+    }
+    return count;
+}
+
+long long net_cmdstat(int i, const char *cmd)
+{
+    redisReply *r = net_cmd(i, "INFO commandstats");
+    char needle[64];
+    const char *p;
+    long long calls = 0;
+
+    if (!r || r->type != REDIS_REPLY_STRING) {
+        freeReplyObject(r);
+        cr_fatal("master %d: INFO commandstats failed", i);
+    }
+    snprintf(needle, sizeof(needle), "cmdstat_%s:calls=", cmd);
+    p = strstr(r->str, needle);
+    if (p)
+        calls = strtoll(p + strlen(needle), NULL, 10);
+    freeReplyObject(r);
+    return calls;
+}
+
+unsigned long long net_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000ull;
+}
+
+void net_pause_ms(unsigned ms)
+{
+    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}

@@ -1,0 +1,100 @@
+/* net.h - what a criterion test needs from tests/netns.sh.
+ *
+ * Masters in network namespaces of the test's own (one veth each), faults
+ * on their links (cut, cut-in, cut-out, heal, netem delay and loss), and a
+ * side door to each master through its namespace's loopback, which no fault
+ * on the link can touch: tests read what a master holds through it, and put
+ * a second client on the far side of a partition by relaying to it.
+ *
+ * Namespaces are named rlt<pid>m<i>, so parallel runs (and criterion
+ * workers) never share them; net_up() first reaps those of runs that died.
+ * Helpers that cannot do their job fail the running test (cr_fatal).
+ */
+#ifndef TC_NET_H
+#define TC_NET_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+#include <redlock.h>
+
+#include "relay.h"
+
+/* Skip the running test with one line (criterion's cr_skip_test) unless
+ * network namespaces can be made here. */
+void net_require(void);
+
+/* Start @n masters in namespaces (netns.sh up). Fails the test on error. */
+void net_up(int n);
+
+/* Free what net_client()/net_relay_*() made, then netns.sh down. Safe to
+ * call when net_up() never ran or failed; meant for .fini. */
+void net_down(void);
+
+const char *net_masters(void);   /* "10.231.X.2:6379,...": through the veths */
+int net_n(void);
+const char *net_addr(int i);     /* "10.231.X.Y:6379" of master @i */
+const char *net_ns(int i);       /* namespace of master @i */
+
+/* Faults on master @i's link (netns.sh cut / cut-in / cut-out / heal);
+ * net_heal(-1) heals every link. */
+void net_cut(int i);
+void net_cut_in(int i);          /* client -> master lost: requests */
+void net_cut_out(int i);         /* master -> client lost: replies */
+void net_heal(int i);
+
+/* netem on master @i's link, each direction. Return: 0, or 3 if netem is
+ * not available (@why gets netns.sh's one line; may be NULL). */
+int net_delay(int i, unsigned ms, unsigned jitter_ms, char *why, size_t size);
+int net_loss(int i, unsigned pct, char *why, size_t size);
+
+/*
+ * net_relay() - A tc_relay on 127.0.0.1:@port
+ * @i:        master to forward to
+ * @side:     1: through master @i's namespace loopback (the side door: no
+ *            link fault reaches it); 0: through its veth (delay goes on top
+ *            of whatever the link does)
+ * Stopped by net_down(). Fails the test if it cannot start.
+ */
+tc_relay *net_relay(int i, int port, int side);
+
+/*
+ * net_client() - A blocking client on @masters (NULL: net_masters())
+ *
+ * Waits until all N masters answered a ping through it (10 s at most), so
+ * a test starts from connected masters. Freed by net_down() unless freed
+ * first with net_client_free().
+ */
+redlock_client *net_client(const redlock_config *cfg);
+void net_client_free(redlock_client *c);
+
+/* redlock_config_init() with @masters (NULL: net_masters()), the node
+ * timeout given, no retries. */
+void net_config(redlock_config *cfg, const char *masters, unsigned node_timeout_ms);
+
+/* One command on master @i through the side door, with a 2 s timeout.
+ * Return: the reply, or NULL if the master did not answer. */
+redisReply *net_cmd(int i, const char *fmt, ...);
+
+/* GET @key on master @i through the side door: 1 and the value in @val
+ * (cut to @size), 0 if absent. Fails the test if the master does not
+ * answer or the key holds another type. */
+int net_get(int i, const void *key, size_t len, char *val, size_t size);
+
+/* Masters (all N, through the side door) where @key exists. */
+int net_key_count(const void *key, size_t len);
+
+/* Masters where @key holds exactly @token. */
+int net_token_count(const void *key, size_t len, const char *token);
+
+/* calls= of INFO commandstats' cmdstat_@cmd on master @i (0 if never run). */
+long long net_cmdstat(int i, const char *cmd);
+
+/* CLOCK_MONOTONIC in µs. */
+unsigned long long net_now_us(void);
+
+/* Sleep @ms (only to pace polls of state the client cannot report). */
+void net_pause_ms(unsigned ms);
+
+#endif
