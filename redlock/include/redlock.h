@@ -125,7 +125,8 @@ enum redlock_vote_kind {
     REDLOCK_VOTE_HELD,       /* key holds another client's token */
     REDLOCK_VOTE_GONE,       /* release/extend: key already expired or absent */
     REDLOCK_VOTE_TIMEOUT,    /* no answer within the node timeout */
-    REDLOCK_VOTE_DOWN,       /* connection refused, lost, or not connected */
+    REDLOCK_VOTE_DOWN,       /* connection refused, lost, not connected, or too many
+                                commands already waiting there (err EBUSY) */
     REDLOCK_VOTE_ERROR,      /* error reply or unusable reply; see err/detail */
     REDLOCK_VOTE_EXCLUDED,   /* not counted: clock untrusted or restart guard (detail says) */
 };
