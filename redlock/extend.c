@@ -38,27 +38,15 @@ static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
         return;
     }
     char why[REDLOCK_VOTE_DETAIL_LEN];
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1 &&
-        rl_node_excluded(&op->c->nodes[idx], op->ttl_ms, why, sizeof(why))) {
+    if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend", REDLOCK_ENOTHELD) !=
+        REDLOCK_VOTE_OK) {
+        op->n_fail++;
+    } else if (rl_node_excluded(&op->c->nodes[idx], op->ttl_ms, why, sizeof(why))) {
         /* Extended there, but that master's word does not count now. */
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why, sent);
         op->n_fail++;
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
-        op->n_ok++;
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
-        rl_vote_set(v, REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD, "key expired or deleted", sent);
-        op->n_fail++;
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
-        op->n_fail++;
-    } else if (r->type == REDIS_REPLY_ERROR) {
-        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
-        op->n_fail++;
     } else {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
-                    "unexpected reply to the extend script (is this Redis?)", sent);
-        op->n_fail++;
+        op->n_ok++;
     }
     ext_decide(op);
 }

@@ -291,6 +291,8 @@ int rl_classify_error_reply(const char *str, size_t len);
 void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us);
 void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
                          rl_monotime sent_us);
+int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+                         rl_monotime sent_us, const char *what, int gone_err);
 /* Decide the failure code of an attempt from its votes and write the one-line
  * message. @what is "acquire", "release" or "extend". */
 int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e);

@@ -50,6 +50,29 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
     rl_vote_set(v, REDLOCK_VOTE_ERROR, code, detail, sent_us);
 }
 
+/* The release and extend scripts answer 1 (done), 0 (key gone), -1 (held by
+ * another token). @gone_err is what "gone" means to the caller: nothing
+ * for a release (already expired counts as released), ENOTHELD for extend. */
+int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+                         rl_monotime sent_us, const char *what, int gone_err)
+{
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent_us);
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_GONE, gone_err,
+                    gone_err ? "key expired or deleted" : "already expired", sent_us);
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        rl_vote_error_reply(v, n, r, sent_us);
+    } else {
+        char d[80];
+        snprintf(d, sizeof(d), "unexpected reply to the %s script (is this Redis?)", what);
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent_us);
+    }
+    return v->kind;
+}
+
 void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us)
 {
     rl_monotime now = rl_now_us();

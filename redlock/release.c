@@ -28,20 +28,10 @@ static void rel_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
     if (!v)
         return;   /* late: after a timeout or a decision */
     rl_monotime sent = f->slots[idx].sent_us;
-    if (!r) {
+    if (!r)
         rl_op_vote_failed(op, idx, err, errstr);
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
-        rl_vote_set(v, REDLOCK_VOTE_GONE, 0, "already expired", sent);
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent);
-    } else if (r->type == REDIS_REPLY_ERROR) {
-        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
-    } else {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
-                    "unexpected reply to the release script (is this Redis?)", sent);
-    }
+    else
+        rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "release", 0);
     rel_decide(op);
 }
 
