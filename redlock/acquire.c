@@ -70,7 +70,7 @@ static void acq_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRepl
         op->n_fail++;
     } else {
         char d[64];
-        snprintf(d, sizeof(d), "unexpected reply type %d to the acquire (is this Redis?)", r->type);
+        snprintf(d, sizeof(d), "unexpected %s reply to the acquire", rl_reply_type_name(r->type));
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent);
         op->n_fail++;
     }

@@ -133,10 +133,16 @@ static int parse_masters(redlock_client *c, const char *list, redlock_error *e)
         struct addrinfo *pick = res;
         for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
             if (ai->ai_family == AF_INET) { pick = ai; break; }
-        const void *sa = pick->ai_family == AF_INET
-            ? (const void *)&((struct sockaddr_in *)pick->ai_addr)->sin_addr
-            : (const void *)&((struct sockaddr_in6 *)pick->ai_addr)->sin6_addr;
-        inet_ntop(pick->ai_family, sa, n->ip, sizeof(n->ip));
+        const struct in6_addr *a6 = &((struct sockaddr_in6 *)pick->ai_addr)->sin6_addr;
+        if (pick->ai_family == AF_INET)
+            inet_ntop(AF_INET, &((struct sockaddr_in *)pick->ai_addr)->sin_addr, n->ip,
+                      sizeof(n->ip));
+        else if (IN6_IS_ADDR_V4MAPPED(a6))
+            /* ::ffff:a.b.c.d is the IPv4 master a.b.c.d: name it so, or the
+             * duplicate check below would count one master twice. */
+            inet_ntop(AF_INET, &a6->s6_addr[12], n->ip, sizeof(n->ip));
+        else
+            inet_ntop(AF_INET6, a6, n->ip, sizeof(n->ip));
         freeaddrinfo(res);
         n->port = (int)port;
 
@@ -772,7 +778,7 @@ static int check_token(const char *token, redlock_error *reterr)
         unsigned char ch = (unsigned char)token[i];
         if (ch <= ' ' || ch >= 127) {
             rl_seterr(reterr, REDLOCK_EINVAL, -1,
-                      "token has a non-printable byte 0x%02x at offset %zu "
+                      "token has a space or non-printable byte 0x%02x at offset %zu "
                       "(tokens are printed by redlock-cli lock)", ch, i);
             return REDLOCK_EINVAL;
         }

@@ -91,13 +91,18 @@ static void insp_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRep
     if (!v)
         return;   /* late: after a timeout or a decision */
     redlock_master_state *m = &op->st->masters[idx];
+    int64_t server;
     rl_monotime now = rl_now_us();
     uint64_t rtt = now - f->slots[idx].sent_us;
     m->rtt_us = rtt > UINT32_MAX ? UINT32_MAX : (uint32_t)rtt;
     if (!r) {
         master_failed(op, idx, err, errstr);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        master_failed(op, idx, rl_classify_error_reply(r->str, r->len), r->str);
+        /* The same wording as votes: a command queued behind a failed AUTH
+         * says NOAUTH, but the cause is the node's "AUTH failed: ...". */
+        redlock_vote tmp;
+        rl_vote_error_reply(&tmp, &op->c->nodes[idx], r, f->slots[idx].sent_us);
+        master_failed(op, idx, tmp.err, tmp.detail);
     } else if (op->kind == RL_OP_STATUS && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                r->element[1]->type == REDIS_REPLY_INTEGER) {
         const redisReply *val = r->element[0];
@@ -109,11 +114,7 @@ static void insp_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisRep
             m->token[n] = '\0';
         }
         rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", f->slots[idx].sent_us);
-    } else if (op->kind == RL_OP_PING && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-               r->element[0]->type == REDIS_REPLY_STRING &&
-               r->element[1]->type == REDIS_REPLY_STRING) {
-        int64_t server = strtoll(r->element[0]->str, NULL, 10) * 1000000 +
-                         strtoll(r->element[1]->str, NULL, 10);
+    } else if (op->kind == RL_OP_PING && rl_time_reply(r, &server)) {
         int64_t mid = realtime_us() - (int64_t)(rtt / 2);
         m->clock_offset_us = server - mid;
         rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", f->slots[idx].sent_us);

@@ -113,6 +113,8 @@ typedef struct rl_node {
                                      (now - uptime at the INFO reply); 0 unknown */
     bool restart_seen;            /* run_id changed while we knew the master */
     bool aof_always;              /* appendonly yes and appendfsync always */
+
+    const char *refused;          /* what the reply guard refused last, or NULL */
 } rl_node;
 
 /* Should @n's vote not count now, for an op with @ttl_ms? Writes why. */
@@ -134,6 +136,16 @@ int rl_node_send(rl_node *n, redisCallbackFn *fn, void *privdata, int argc,
 /* Called by reply callbacks for every reply: keeps inflight exact and, on a
  * NULL reply, records why the connection failed. */
 void rl_node_reply_seen(rl_node *n, const redisAsyncContext *ac, const redisReply *r);
+
+/* Build @ac's replies through checks that refuse what hiredis 0.14.1 would
+ * crash on (an unsolicited reply, a malformed pub/sub reply) or allocate
+ * blindly (a huge array): the connection fails instead, as EPROTO. @ac->data
+ * must be its rl_node (the pub/sub connection: the node's ->sub). */
+void rl_node_guard_replies(redisAsyncContext *ac);
+
+/* A TIME reply as µs: false unless two bulk strings of digits, seconds up
+ * to 2^40 and microseconds below 10^6, so no arithmetic on it overflows. */
+bool rl_time_reply(const redisReply *r, int64_t *ret_us);
 
 /* ---- fan-out (fanout.c) -------------------------------------------------- */
 
@@ -287,6 +299,7 @@ int rl_ping_start(redlock_client *c, redlock_status *st, rl_status_cb *cb,
 
 /* Classify a reply error string into REDLOCK_E*. */
 int rl_classify_error_reply(const char *str, size_t len);
+const char *rl_reply_type_name(int type);
 /* Fill vote i from a failure; copies a one-line detail. */
 void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us);
 void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,

@@ -18,9 +18,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 static void node_schedule_reconnect(rl_node *n);
@@ -44,8 +46,13 @@ static void node_record_ctx_error(rl_node *n, const redisAsyncContext *ac)
 {
     int code = REDLOCK_ECONNECT;
     const char *what = ac->errstr[0] ? ac->errstr : "connection lost";
+    if (ac->err == REDIS_ERR_OOM && n->refused) {
+        /* Our reply guard said no; hiredis can only call that OOM. */
+        node_set_down(n, REDLOCK_EPROTO, "master sent %s (is this a Redis server?)", n->refused);
+        return;
+    }
     if (ac->err == REDIS_ERR_PROTOCOL) {
-        node_set_down(n, REDLOCK_EPROTO, "protocol error: %.60s (is this a Redis server?)", what);
+        node_set_down(n, REDLOCK_EPROTO, "%.80s", what);   /* hiredis says "Protocol error, ..." */
         return;
     }
     if (ac->err == REDIS_ERR_EOF) {
@@ -138,8 +145,8 @@ static void node_on_auth(redisAsyncContext *ac, void *reply, void *privdata)
     rl_node_reply_seen(n, ac, r);
     if (!r || r->type != REDIS_REPLY_ERROR || n->ac != ac)
         return;
-    node_set_down(n, REDLOCK_EAUTH, "AUTH failed: %.40s (check the password%s)",
-                  r->str, n->c->username ? " and user" : "");
+    /* No advice here: outcome.c adds it once, to the whole message. */
+    node_set_down(n, REDLOCK_EAUTH, "AUTH failed: %.60s", r->str);
     rl_log(n->c, REDLOCK_LOG_ERROR, "master %s: %s", n->addr, n->errstr);
     /* Commands queued behind AUTH get NOAUTH errors from the master and are
      * classified as EAUTH; then the connection goes and we back off. The
@@ -296,6 +303,8 @@ static void node_connect(rl_node *n)
         return;
     }
     ac->data = n;
+    n->refused = NULL;
+    rl_node_guard_replies(ac);
     redisAsyncSetConnectCallback(ac, node_on_connect);
     redisAsyncSetDisconnectCallback(ac, node_on_disconnect);
     n->ac = ac;
@@ -422,14 +431,11 @@ static void node_on_time(redisAsyncContext *ac, void *reply, void *privdata)
     const redisReply *r = reply;
     rl_node_reply_seen(n, ac, r);
     n->probe_out = false;
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_STRING)
-        return;
     drift_sample s;
+    if (!rl_time_reply(r, &s.server_us))
+        return;
     s.recv_us = rl_now_us();
     s.send_us = n->probe_send_us;
-    s.server_us = strtoll(r->element[0]->str, NULL, 10) * 1000000 +
-                  strtoll(r->element[1]->str, NULL, 10);
     s.real_mid_us = realtime_us() - (int64_t)(s.recv_us - s.send_us) / 2;
     int ev = drift_monitor_add(&n->clock, &s);
     if (ev == DRIFT_EV_JUMP)
@@ -474,10 +480,150 @@ bool rl_node_excluded(const rl_node *n, uint32_t ttl_ms, char *why, size_t len)
     }
     uint64_t until = n->started_us + window_ms * 1000;
     if (now < until) {
-        snprintf(why, len, "excluded: restarted %.1f s ago without AOF always; counts again in "
-                 "%.1f s (restart guard)", (double)(now - n->started_us) / 1e6,
-                 (double)(until - now) / 1e6);
+        snprintf(why, len, "excluded: %s %.1f s ago without AOF always; counts again in "
+                 "%.1f s (restart guard)", n->restart_seen ? "restarted" : "started",
+                 (double)(now - n->started_us) / 1e6, (double)(until - now) / 1e6);
         return true;
     }
     return false;
+}
+
+bool rl_time_reply(const redisReply *r, int64_t *ret_us)
+{
+    int64_t part[2];
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return false;
+    for (int i = 0; i < 2; i++) {
+        const redisReply *e = r->element[i];
+        int64_t v = 0;
+        if (e->type != REDIS_REPLY_STRING || e->len == 0 || e->len > 13)
+            return false;
+        for (size_t k = 0; k < e->len; k++) {
+            if (e->str[k] < '0' || e->str[k] > '9')
+                return false;
+            v = v * 10 + (e->str[k] - '0');
+        }
+        part[i] = v;
+    }
+    if (part[0] > ((int64_t)1 << 40) || part[1] > 999999)
+        return false;
+    *ret_us = part[0] * 1000000 + part[1];
+    return true;
+}
+
+/* ---- reply guard ------------------------------------------------------------ */
+
+/* hiredis 0.14.1 trusts the server in three places where a master that is
+ * not a well-behaved Redis (another service on the port, a proxy gone
+ * wrong, anyone on the path) can take the whole process down: a reply no
+ * command asked for fails an assert() (async.c, redisProcessCallbacks); on
+ * a subscribed connection an array without two strings fails another, and
+ * an "unsubscribe" of two elements is read past its end
+ * (__redisGetSubscribeCallback); and "*N" makes the reader calloc N
+ * pointers before one element arrived. The reader builds replies through a
+ * table of functions, one object at a time, before hiredis looks at them:
+ * ours refuses those replies there. A refusal (NULL) fails the reader,
+ * which hiredis reports as out of memory and answers by dropping the
+ * connection: the node goes down with EPROTO (node_record_ctx_error). */
+
+#define RL_REPLY_ARRAY_MAX 1024     /* we never ask for more than 2 */
+
+static redisReplyObjectFunctions *hiredis_fns;   /* the reader's own */
+static redisReplyObjectFunctions guard_fns;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static bool guard_refuse(const redisReadTask *t, const char *what)
+{
+    const redisAsyncContext *ac = t->privdata;
+    rl_node *n = ac->data;
+    n->refused = what;
+    return true;
+}
+
+/* Does the top-level reply that @t belongs to go to pub/sub handling? */
+static bool guard_is_pubsub(const redisReadTask *t)
+{
+    const redisAsyncContext *ac = t->privdata;
+    const rl_node *n = ac->data;
+    return ac == n->sub && ac->replies.head == NULL;
+}
+
+/* Checks common to every object; @type is what it will be. */
+static bool guard_check(const redisReadTask *t, int type, long long elements)
+{
+    const redisAsyncContext *ac = t->privdata;
+    const rl_node *n = ac->data;
+    if (type == REDIS_REPLY_ARRAY && (elements < 0 || elements > RL_REPLY_ARRAY_MAX))
+        return !guard_refuse(t, "an array too large to be ours");
+    if (!t->parent) {
+        /* Errors are hiredis' business: it drops the connection, keeping
+         * their text (a full server says so this way). */
+        if (type != REDIS_REPLY_ERROR && ac->replies.head == NULL && ac != n->sub)
+            return !guard_refuse(t, "a reply nothing asked for");
+        if (guard_is_pubsub(t) && type == REDIS_REPLY_ARRAY && elements < 3)
+            return !guard_refuse(t, "a malformed pub/sub message");
+        return true;
+    }
+    if (t->parent->parent || !guard_is_pubsub(t))
+        return true;
+    /* Elements of a pub/sub message: kind and channel are strings; the
+     * count that ends an (p)unsubscribe is an integer. */
+    if (t->idx < 2)
+        return type == REDIS_REPLY_STRING || !guard_refuse(t, "a malformed pub/sub message");
+    if (t->idx == 2) {
+        const redisReply *msg = t->parent->obj;
+        const char *kind = msg->element[0]->str;
+        if (kind[0] == 'p' || kind[0] == 'P')
+            kind++;
+        if (strcasecmp(kind, "unsubscribe") == 0 && type != REDIS_REPLY_INTEGER)
+            return !guard_refuse(t, "a malformed pub/sub message");
+    }
+    return true;
+}
+
+static void *guard_string(const redisReadTask *t, char *s, size_t len)
+{
+    return guard_check(t, t->type, 0) ? hiredis_fns->createString(t, s, len) : NULL;
+}
+
+static void *guard_array(const redisReadTask *t, int elements)
+{
+    return guard_check(t, REDIS_REPLY_ARRAY, elements) ? hiredis_fns->createArray(t, elements)
+                                                       : NULL;
+}
+
+static void *guard_integer(const redisReadTask *t, long long v)
+{
+    return guard_check(t, REDIS_REPLY_INTEGER, 0) ? hiredis_fns->createInteger(t, v) : NULL;
+}
+
+static void *guard_nil(const redisReadTask *t)
+{
+    return guard_check(t, REDIS_REPLY_NIL, 0) ? hiredis_fns->createNil(t) : NULL;
+}
+
+static void guard_free(void *obj)
+{
+    hiredis_fns->freeObject(obj);
+}
+
+static void guard_init(void)
+{
+    /* hiredis keeps its functions static: take them from a reader. */
+    redisReader *r = redisReaderCreate();
+    if (!r)
+        return;
+    hiredis_fns = r->fn;
+    redisReaderFree(r);
+    guard_fns = (redisReplyObjectFunctions){ guard_string, guard_array, guard_integer,
+                                             guard_nil, guard_free };
+}
+
+void rl_node_guard_replies(redisAsyncContext *ac)
+{
+    pthread_once(&guard_once, guard_init);
+    if (!hiredis_fns || ac->c.reader->fn != hiredis_fns)
+        return;     /* out of memory at init, or not hiredis' default table */
+    ac->c.reader->fn = &guard_fns;
+    ac->c.reader->privdata = ac;
 }

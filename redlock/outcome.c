@@ -50,6 +50,21 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
     rl_vote_set(v, REDLOCK_VOTE_ERROR, code, detail, sent_us);
 }
 
+/* hiredis' reply type as a word, for messages (its numbers mean nothing to
+ * a reader). */
+const char *rl_reply_type_name(int type)
+{
+    switch (type) {
+    case REDIS_REPLY_STRING: return "string";
+    case REDIS_REPLY_ARRAY: return "array";
+    case REDIS_REPLY_INTEGER: return "integer";
+    case REDIS_REPLY_NIL: return "nil";
+    case REDIS_REPLY_STATUS: return "status";
+    case REDIS_REPLY_ERROR: return "error";
+    }
+    return "unknown";
+}
+
 /* The release and extend scripts answer 1 (done), 0 (key gone), -1 (held by
  * another token). @gone_err is what "gone" means to the caller: nothing
  * for a release (already expired counts as released), ENOTHELD for extend. */
@@ -67,7 +82,8 @@ int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
         rl_vote_error_reply(v, n, r, sent_us);
     } else {
         char d[80];
-        snprintf(d, sizeof(d), "unexpected reply to the %s script (is this Redis?)", what);
+        snprintf(d, sizeof(d), "unexpected %s reply to the %s script",
+                 rl_reply_type_name(r->type), what);
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent_us);
     }
     return v->kind;
@@ -89,7 +105,7 @@ void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_mono
 static const char *hint(int code)
 {
     switch (code) {
-    case REDLOCK_EAUTH: return "check the password and user";
+    case REDLOCK_EAUTH: return "check the password (and the ACL user, if any)";
     case REDLOCK_EWRONGTYPE:
         return "another program stores a non-string under this key: use a key prefix "
                "or another resource name";
@@ -131,12 +147,13 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
         if (op->kind == RL_OP_ACQUIRE) {
             rl_seterr(e, REDLOCK_ECONFLICT, -1,
                       "acquire: resource is held by another client on %u of %u masters "
-                      "(retry later, or raise retry_count)", held, n);
+                      "(retry later, or wait longer before giving up)", held, n);
             return REDLOCK_ECONFLICT;
         }
         rl_seterr(e, REDLOCK_ENOTHELD, -1,
-                  "%s: this token no longer holds the lock (another token on %u, expired on %u "
-                  "of %u masters): it expired; acquire again", what, held, gone, n);
+                  "%s: this token no longer holds the lock: another token holds it on %u and it "
+                  "is gone from %u of %u masters (it expired, and may have been taken); acquire "
+                  "again", what, held, gone, n);
         return REDLOCK_ENOTHELD;
     }
 

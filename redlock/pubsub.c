@@ -108,6 +108,7 @@ static void sub_open(rl_node *n)
         return;
     }
     ac->data = n;
+    rl_node_guard_replies(ac);
     redisAsyncSetConnectCallback(ac, sub_on_connect);
     redisAsyncSetDisconnectCallback(ac, sub_on_disconnect);
     n->sub = ac;

@@ -75,6 +75,7 @@ static const struct masters_case masters_cases[] = {
     { "127.0.0.1:7000,127.0.0.1:7000", REDLOCK_EINVAL },
     { "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7000", REDLOCK_EINVAL },
     { "127.0.0.1:7000,localhost:7000", REDLOCK_EINVAL },   /* same master, two names */
+    { "127.0.0.1:7000,[::ffff:127.0.0.1]:7000", REDLOCK_EINVAL },   /* IPv4-mapped: same master */
     { "[::1", REDLOCK_EINVAL },
     { "[::1]", REDLOCK_EINVAL },
     { "[::1]7000", REDLOCK_EINVAL },

@@ -12,6 +12,7 @@ PACKAGES=(
     build-essential pkg-config meson ninja-build
     libhiredis-dev libevent-dev libssl-dev libcriterion-dev
     redis-server faketime iproute2 gnuplot-nox
+    clang libclang-rt-14-dev python3
 )
 
 installed() {

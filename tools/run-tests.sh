@@ -274,6 +274,18 @@ if ((!quick)); then
     fi
 fi
 
+# Fuzzing: a short bounded run of each libFuzzer harness over its corpus
+# (tools/fuzz.sh; longer campaigns: tools/fuzz.sh 600).
+if ((!quick)); then
+    say "fuzz: tools/fuzz.sh ${REDLOCK_FUZZ_SECONDS:-20}"
+    if tools/fuzz.sh "${REDLOCK_FUZZ_SECONDS:-20}"; then
+        passed=$((passed + 1))
+    else
+        say "fuzz: failed (counted as one failure; the input is printed above)"
+        failed=$((failed + 1))
+    fi
+fi
+
 reap_leftovers
 say "done in $((SECONDS - started)) s"
 echo "$passed passed, $failed failed"

@@ -242,11 +242,11 @@ typedef struct redlock_config {
      * has forgotten the locks it granted; it does not count toward a quorum
      * until the guard window after its restart has passed. */
     int restart_guard;          /* default 1 (on) */
-    uint32_t restart_guard_ms;  /* window. 0 (default): for a restart this client
-                                   saw (run_id changed), the longest ttl it has
-                                   used; at first contact no guard. Non-zero: that
-                                   window for both, measured from the master's
-                                   start (INFO uptime). */
+    uint32_t restart_guard_ms;  /* window, measured from the master's start (INFO
+                                   uptime). For a restart this client saw (run_id
+                                   changed): max(this, the longest ttl the client
+                                   has used). At first contact: this alone, so 0
+                                   (the default) does not guard there. */
     redlock_event_fn event_fn;  /* optional */
     void *event_arg;
 
