@@ -164,7 +164,10 @@ static void node_on_ready(redisAsyncContext *ac, void *reply, void *privdata)
         return;
     if (r->type == REDIS_REPLY_ERROR) {
         int code = rl_classify_error_reply(r->str, r->len);
-        node_set_down(n, code, "handshake failed: %.60s", r->str);
+        if (code == REDLOCK_EAUTH && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0)
+            node_set_down(n, code, "the master requires a password (none was given: set one)");
+        else
+            node_set_down(n, code, "handshake failed: %.60s", r->str);
         redisAsyncDisconnect(ac);
         node_arm_deadline(n);
         return;
