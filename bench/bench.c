@@ -92,6 +92,7 @@ struct result *result_new(const char *scenario)
     hist_init(&r->acq);
     hist_init(&r->rel);
     hist_init(&r->fail);
+    hist_init(&r->handoff);
     r->cycles_per_s = -1;
     r->cpu_us_per_cycle = -1;
     r->masters_cpu_us_per_cycle = -1;
@@ -310,7 +311,8 @@ static void usage(FILE *f)
 "\n"
 "What to run:\n"
 "  --scenarios LIST      comma list or 'all' (default): floor,uncontended,\n"
-"                        throughput,blocking,contention,kill1,kill2,kill3,\n"
+"                        throughput,blocking,contention,contention-poll,\n"
+"                        kill1,kill2,kill3,\n"
 "                        pause2,restart,restart-guard,restart-delayed,\n"
 "                        restart-aof,timeline\n"
 "                        (floor always runs: every ratio is taken against it)\n"
@@ -322,9 +324,11 @@ static void usage(FILE *f)
 "  --ttl MS              lock ttl (default 1000)\n"
 "  --node-timeout MS     per-master timeout given to the library (default 50)\n"
 "  --hold-us US          contention: hold time before release (default 0)\n"
-"  --retries N           contention: library retry_count (default 2000)\n"
-"  --retry-delay MS      contention: library retry_delay_ms (default 0)\n"
-"  --retry-jitter MS     contention: library retry_jitter_ms (default 1)\n"
+"  --retries N           contention*: library retry_count (default 1000000)\n"
+"  --retry-delay MS      contention*: library retry_delay_ms (default 50)\n"
+"  --retry-jitter MS     contention*: library retry_jitter_ms (default 50)\n"
+"                        (contention: pub/sub on; contention-poll: off; the\n"
+"                        restart* scenarios always retry at once: 2000, 0, 1)\n"
 "  --seed N              picks fault targets and key names (default 1)\n"
 "  --max-ops N           per scenario, acquires attempted (default 2000000)\n"
 "  --fail-backoff-us US  timeline: a load slot waits this long after a failed\n"
@@ -463,9 +467,9 @@ static void parseOptions(int argc, char **argv)
     config.ttl_ms = 1000;
     config.node_timeout_ms = 50;
     config.hold_us = 0;
-    config.retry_count = 2000;
-    config.retry_delay_ms = 0;
-    config.retry_jitter_ms = 1;
+    config.retry_count = 1000000;
+    config.retry_delay_ms = 50;
+    config.retry_jitter_ms = 50;
     config.seed = 1;
     config.max_ops = 2000000;
     config.fail_backoff_us = 1000;
@@ -560,6 +564,7 @@ static const struct scenario scenarios[] = {
     { "throughput", scenario_throughput, 0 },
     { "blocking", scenario_blocking, 0 },
     { "contention", scenario_contention, 0 },
+    { "contention-poll", scenario_contention_poll, 0 },
     { "kill1", scenario_kill1, 1 },
     { "kill2", scenario_kill2, 1 },
     { "kill3", scenario_kill3, 1 },

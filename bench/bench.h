@@ -44,9 +44,9 @@ struct config {
     uint32_t ttl_ms;                  /* lock ttl for every scenario */
     uint32_t node_timeout_ms;         /* redlock_config.node_timeout_ms */
     uint32_t hold_us;                 /* contention: time held before release */
-    uint32_t retry_delay_ms;          /* contention: library retry base delay */
-    uint32_t retry_jitter_ms;         /* contention: library retry jitter */
-    uint32_t retry_count;             /* contention: library retries */
+    uint32_t retry_delay_ms;          /* contention*: library retry base delay */
+    uint32_t retry_jitter_ms;         /* contention*: library retry jitter */
+    uint32_t retry_count;             /* contention*: library retries */
     uint32_t fail_backoff_us;         /* timeline: a slot's pause after a failure */
     uint64_t seed;
     uint64_t max_ops;                 /* per scenario: acquires attempted */
@@ -87,6 +87,10 @@ struct result {
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
+    struct hist handoff;              /* contention: release returned -> next holder's
+                                         acquire returned, other process, µs */
+    uint64_t owner_changes;           /* contention: grants to another process than the last */
+    uint64_t early_handoffs;          /* ... whose acquire returned before that release did */
     double max_gap_ms;                /* contention: longest time nobody held the lock */
     double max_gap_at_s;              /* ... from this long after the start */
     uint64_t restarts_seen;           /* contention: master restarts the clients saw */
@@ -177,6 +181,10 @@ struct contend_opts {
     uint32_t hold_us;
     uint32_t reconnect_max_ms;        /* 0: the library's default */
     int restart_guard_off;            /* cfg.restart_guard = 0 (it is on by default) */
+    uint32_t retry_count;             /* the library's retry settings */
+    uint32_t retry_delay_ms;
+    uint32_t retry_jitter_ms;
+    int pubsub_off;                   /* cfg.pubsub_wait = 0 (it is on by default) */
     const char *label;
     /* runs in the parent while the children contend; @t0 is their start */
     void (*during)(void *arg, uint64_t t0);
@@ -184,6 +192,12 @@ struct contend_opts {
 };
 int contend_run(const struct contend_opts *o, struct result *r);
 void scenario_contention(void);
+void scenario_contention_poll(void);
+/* The retry settings the restart scenarios use: retry at once, so that
+ * contenders are always trying (a restart must land inside a hold). */
+#define BENCH_BUSY_RETRY_COUNT 2000u
+#define BENCH_BUSY_RETRY_DELAY_MS 0u
+#define BENCH_BUSY_RETRY_JITTER_MS 1u
 
 /* faults.c */
 int cluster_available(void);

@@ -2,11 +2,14 @@
  *
  * Each child runs its own blocking client and logs, for every lock it gets,
  * the window [acquire returned, min(release called, validity end)) on
- * CLOCK_MONOTONIC. That clock is system-wide on Linux, so windows from
- * different processes are comparable: the parent merges them and counts
- * every window that starts before another process's window has ended. That
- * count is the safety check; the rest (handoffs/s, wait percentiles) is
- * speed. Children write into one MAP_SHARED region, one slice each.
+ * CLOCK_MONOTONIC, and when its release returned. That clock is system-wide
+ * on Linux, so windows from different processes are comparable: the parent
+ * merges them and counts every window that starts before another process's
+ * window has ended. That count is the safety check; the rest is speed:
+ * handoffs/s, wait percentiles, and the handoff latency - from a holder's
+ * release returning to the next holder's acquire returning, in another
+ * process - which is what waiting without polling (pub/sub) is for.
+ * Children write into one MAP_SHARED region, one slice each.
  */
 #include "bench.h"
 
@@ -22,6 +25,7 @@
 struct window {
     uint64_t start;                   /* µs, monotonic: acquire returned */
     uint64_t end;                     /* µs: release called, or validity end */
+    uint64_t rel_done;                /* µs: release returned */
 };
 
 struct child_out {
@@ -80,9 +84,11 @@ static void child_main(struct shared *sh, int idx, const struct contend_opts *o,
     hist_init(&co->acq);
     hist_init(&co->rel);
     hist_init(&co->fail);
-    bench_config_fill(&cfg, config.retry_count);
-    cfg.retry_delay_ms = config.retry_delay_ms;
-    cfg.retry_jitter_ms = config.retry_jitter_ms;
+    bench_config_fill(&cfg, o->retry_count);
+    cfg.retry_delay_ms = o->retry_delay_ms;
+    cfg.retry_jitter_ms = o->retry_jitter_ms;
+    if (o->pubsub_off)
+        cfg.pubsub_wait = 0;
     if (o->reconnect_max_ms)
         cfg.reconnect_max_ms = o->reconnect_max_ms;
     if (o->restart_guard_off)
@@ -146,7 +152,8 @@ static void child_main(struct shared *sh, int idx, const struct contend_opts *o,
         co->ok_now = co->ok;
         hist_add(&co->acq, t1 - t0);
         rc = redlock_release(c, lock, NULL, NULL);
-        hist_add(&co->rel, now_us() - t2);
+        w[co->n_win - 1].rel_done = now_us();
+        hist_add(&co->rel, w[co->n_win - 1].rel_done - t2);
         if (rc != 0)
             co->rel_failed++;
         redlock_lock_free(lock);
@@ -157,7 +164,7 @@ static void child_main(struct shared *sh, int idx, const struct contend_opts *o,
 }
 
 struct owned_window {
-    uint64_t start, end;
+    uint64_t start, end, rel_done;
     int owner;
 };
 
@@ -201,12 +208,26 @@ static void count_overlaps(struct shared *sh, int k, struct result *r, struct ga
         for (j = 0; j < co->n_win; j++) {
             all[n].start = w[j].start;
             all[n].end = w[j].end;
+            all[n].rel_done = w[j].rel_done;
             all[n].owner = i;
             n++;
         }
     }
     qsort(all, n, sizeof(*all), cmp_start);
     for (j = 0; j < n; j++) {
+        /* A handoff: the grant after another process's. Its latency runs
+         * from that release returning to this acquire returning; an
+         * acquire can return first (the releaser's reply, or its thread,
+         * was late), which counts as 0. */
+        if (j > 0 && all[j].owner != all[j - 1].owner && all[j - 1].rel_done) {
+            r->owner_changes++;
+            if (all[j].start >= all[j - 1].rel_done) {
+                hist_add(&r->handoff, all[j].start - all[j - 1].rel_done);
+            } else {
+                r->early_handoffs++;
+                hist_add(&r->handoff, 0);
+            }
+        }
         if (all[j].start > max_end && all[j].start - max_end > gap->us) {
             gap->us = all[j].start - max_end;
             gap->at_us = max_end - sh->t_start;
@@ -368,8 +389,21 @@ int contend_run(const struct contend_opts *o, struct result *r)
     masters_cpu_delta(r, mcpu0, r->ok);
     result_extra(r, ",\"clients\":%d,\"handoffs_per_s\":%.0f,\"hold_us\":%u,"
                  "\"max_overlap_us\":%.0f,\"retry_count\":%u,\"retry_delay_ms\":%u,"
-                 "\"retry_jitter_ms\":%u", k, r->cycles_per_s, o->hold_us, r->max_overlap_us,
-                 config.retry_count, config.retry_delay_ms, config.retry_jitter_ms);
+                 "\"retry_jitter_ms\":%u,\"pubsub_wait\":%s", k, r->cycles_per_s, o->hold_us,
+                 r->max_overlap_us, o->retry_count, o->retry_delay_ms, o->retry_jitter_ms,
+                 o->pubsub_off ? "false" : "true");
+    result_extra(r, ",\"owner_changes\":%llu,\"owner_changes_per_s\":%.0f,"
+                 "\"early_handoffs\":%llu,\"handoff_us\":", (unsigned long long)r->owner_changes,
+                 (double)r->owner_changes / o->duration_s, (unsigned long long)r->early_handoffs);
+    if (r->handoff.count)
+        result_extra(r, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu}",
+                     (unsigned long long)hist_pct(&r->handoff, 0.5),
+                     (unsigned long long)hist_pct(&r->handoff, 0.9),
+                     (unsigned long long)hist_pct(&r->handoff, 0.99),
+                     (unsigned long long)hist_pct(&r->handoff, 0.999),
+                     (unsigned long long)r->handoff.max);
+    else
+        result_extra(r, "null");
     if (o->reconnect_max_ms)
         result_extra(r, ",\"reconnect_max_ms\":%u", o->reconnect_max_ms);
     result_extra(r, ",\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f,\"restart_guard\":%s,"
@@ -384,12 +418,32 @@ int contend_run(const struct contend_opts *o, struct result *r)
     return 0;
 }
 
-void scenario_contention(void)
+/* The two contention rows differ in one setting only: whether waiters
+ * listen for releases (pub/sub, the library's default) or only poll on
+ * their retry timer. Both use the same realistic retry settings (--retry-
+ * delay, --retry-jitter: 50 ms each by default) and enough retries never to
+ * give up within the scenario (each pub/sub wake-up costs one). The old
+ * busy configuration (retry at once, no pub/sub) is
+ * --scenarios contention-poll --retry-delay 0 --retry-jitter 1. */
+static void contention_scenario(const char *name, int pubsub_off)
 {
-    struct result *r = result_new("contention");
+    struct result *r = result_new(name);
     struct contend_opts o = { .clients = config.clients, .duration_s = config.duration_s,
                               .ttl_ms = config.ttl_ms, .hold_us = config.hold_us,
-                              .label = "contention" };
+                              .retry_count = config.retry_count,
+                              .retry_delay_ms = config.retry_delay_ms,
+                              .retry_jitter_ms = config.retry_jitter_ms,
+                              .pubsub_off = pubsub_off, .label = name };
 
     contend_run(&o, r);
+}
+
+void scenario_contention(void)
+{
+    contention_scenario("contention", 0);
+}
+
+void scenario_contention_poll(void)
+{
+    contention_scenario("contention-poll", 1);
 }

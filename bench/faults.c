@@ -331,6 +331,10 @@ static void restart_scenario(const char *name, enum restart_kind kind)
                               .reconnect_max_ms = 20,
                               .restart_guard_off = kind == RESTART_EMPTY ||
                                                    kind == RESTART_DELAYED,
+                              /* always trying: a restart must land inside a hold */
+                              .retry_count = BENCH_BUSY_RETRY_COUNT,
+                              .retry_delay_ms = BENCH_BUSY_RETRY_DELAY_MS,
+                              .retry_jitter_ms = BENCH_BUSY_RETRY_JITTER_MS,
                               .during = sched_during, .arg = &s };
 
     if (config.n_masters < 3) {
@@ -493,7 +497,7 @@ void scenario_timeline(void)
     struct schedule s;
     struct tl_arg a;
     double T = config.duration_s * 6.0;
-    int idx[BENCH_MAX_MASTERS], q = config.n_masters / 2 + 1, i;
+    int idx[BENCH_MAX_MASTERS] = {0}, q = config.n_masters / 2 + 1, i;
     struct load_opts o = { .inflight = 4, .max_ops = config.max_ops, .retries = 0,
                            .fail_backoff_us = config.fail_backoff_us, .label = "timeline", .before = tl_start, .before_arg = &a };
 

@@ -1,10 +1,17 @@
-/* acquire.c - acquire with --wait: one library attempt at a time, our own
- * deadline and jittered sleep between attempts.
+/* acquire.c - acquire with --wait: a deadline on top of the library's own
+ * retries.
  *
- * The library's own retries (--retry) happen inside each attempt; --wait is
- * a deadline on top, so a script can say "wait up to 10 minutes" without
- * computing retry counts. Jitter spreads racing waiters so they do not keep
- * splitting the votes between them.
+ * The waiting itself happens inside the library: with --wait, every call
+ * makes at least one retry (retry_count >= 1, retry_delay = --retry-delay),
+ * and while it waits between attempts it listens for the holder's release
+ * on pub/sub (config.pubsub_wait, on unless --no-pubsub), so a waiter gets
+ * the lock about one round trip after the release instead of up to one
+ * retry delay later. Sleeping here instead would defeat that: nobody would
+ * be listening. This loop only keeps calling until the deadline, so a
+ * script can say "wait up to 10 minutes" without computing retry counts;
+ * each call lasts at most one retry delay plus jitter (plus the attempts),
+ * which bounds how late past the deadline we give up, and how long a signal
+ * waits (`run`) before it ends the wait.
  */
 #include "acquire.h"
 
@@ -33,6 +40,13 @@ static int retryable(int rc)
     }
 }
 
+/* Failures the library itself retried, having waited between attempts
+ * (acquire.c in the library): calling again at once is not a busy loop. */
+static int waited_in_library(int rc)
+{
+    return rc == REDLOCK_ECONFLICT || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EEXPIRED;
+}
+
 /* Sleep @us, or less if @fd becomes readable. Return: 1 if it did. */
 static int sleep_or_fd(int fd, uint64_t us)
 {
@@ -54,12 +68,37 @@ static int sleep_or_fd(int fd, uint64_t us)
     }
 }
 
+static int acquire_once(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_lock,
+                        redlock_outcome *out, redlock_error *err)
+{
+    if (o->n_resources == 1 && !o->fence)
+        return redlock_acquire(c, o->set[0].name, o->set[0].len, o->ttl_ms, ret_lock, out, err);
+    return redlock_acquire_set(c, o->set, o->n_resources, o->ttl_ms,
+                               o->fence ? REDLOCK_FENCE : 0, ret_lock, out, err);
+}
+
+uint32_t cli_acquire_retry_count(const struct cli_opts *o)
+{
+    if (o->wait_ms == 0)
+        return o->retry;
+    return o->retry > 0 ? o->retry : 1;
+}
+
+uint32_t cli_acquire_retry_delay(const struct cli_opts *o)
+{
+    /* A wait shorter than the delay: do not overshoot it by a whole delay. */
+    if (o->wait_ms > 0 && o->wait_ms < o->retry_delay_ms)
+        return (uint32_t)o->wait_ms;
+    return o->retry_delay_ms;
+}
+
 int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
                 redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
                 struct cli_acquire_stats *st)
 {
     uint64_t start = cli_now_us();
     uint64_t deadline = start + o->wait_ms * 1000u;
+    uint32_t delay_ms = cli_acquire_retry_delay(o);
     int rc;
 
     memset(st, 0, sizeof(*st));
@@ -68,13 +107,21 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
 
         memset(out, 0, sizeof(*out));
         memset(err, 0, sizeof(*err));
-        rc = redlock_acquire(c, o->resource, o->resource_len, o->ttl_ms, ret_lock, out, err);
+        rc = acquire_once(o, c, ret_lock, out, err);
         st->attempts += out->attempts > 0 ? out->attempts : 1;
         now = cli_now_us();
         if (rc == 0 || o->wait_ms == 0 || !retryable(rc) || now >= deadline)
             break;
-        delay = (uint64_t)o->retry_delay_ms * 1000u +
-                (uint64_t)cli_jitter(o->retry_delay_ms / 2) * 1000u;
+        if (abort_fd >= 0 && sleep_or_fd(abort_fd, 0)) {
+            st->waited_us = cli_now_us() - start;
+            return CLI_ACQUIRE_INTERRUPTED;
+        }
+        if (waited_in_library(rc)) {
+            cli_note("attempt %u: %s; still waiting, %llu ms left", st->attempts,
+                     redlock_strerror(rc), (unsigned long long)((deadline - now) / 1000u));
+            continue;
+        }
+        delay = (uint64_t)delay_ms * 1000u + (uint64_t)cli_jitter(delay_ms / 2) * 1000u;
         if (delay > deadline - now)
             delay = deadline - now;
         cli_note("attempt %u: %s; retrying in %llu ms", st->attempts, redlock_strerror(rc),

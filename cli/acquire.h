@@ -15,13 +15,20 @@ struct cli_acquire_stats {
     uint64_t waited_us;    /* from the first attempt to the outcome */
 };
 
-/* Acquire o->resource for o->ttl_ms. With o->wait_ms > 0, retry while the
- * failure is one that can pass (held elsewhere, no quorum, too slow), until
- * the deadline, sleeping retry_delay plus jitter between attempts; the last
- * attempt's outcome is what is reported. @abort_fd (or -1) is polled while
- * sleeping. Return: 0, a REDLOCK_E* code, or CLI_ACQUIRE_INTERRUPTED. */
+/* Acquire o->set (all or none; fenced with o->fence) for o->ttl_ms. With
+ * o->wait_ms > 0, call again while the failure is one that can pass (held
+ * elsewhere, no quorum, too slow), until the deadline; the library waits
+ * between attempts inside each call (see acquire.c), woken by releases. The
+ * last attempt's outcome is what is reported. @abort_fd (or -1) is checked
+ * between calls. Return: 0, a REDLOCK_E* code, or CLI_ACQUIRE_INTERRUPTED. */
 int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
                 redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
                 struct cli_acquire_stats *st);
+
+/* The client's retry_count and retry_delay_ms for these options: --retry and
+ * --retry-delay, but with --wait at least one retry per call, and a delay no
+ * longer than the wait. */
+uint32_t cli_acquire_retry_count(const struct cli_opts *o);
+uint32_t cli_acquire_retry_delay(const struct cli_opts *o);
 
 #endif

@@ -44,6 +44,10 @@ enum opt_id {
     OPT_RESTART_GUARD_MS,
     OPT_NO_RESTART_GUARD,
     OPT_SAMPLES,
+    OPT_FENCE,
+    OPT_NO_PUBSUB,
+    OPT_MAX_EXTENDS,
+    OPT_MAX_LEASE,
     OPT_COUNT
 };
 
@@ -81,19 +85,32 @@ static const struct opt_def opt_defs[OPT_COUNT] = {
     [OPT_RESTART_GUARD_MS] = {"restart-guard-ms", 1, CMDS_ALL, NULL},
     [OPT_NO_RESTART_GUARD] = {"no-restart-guard", 0, CMDS_ALL, NULL},
     [OPT_SAMPLES] = {"samples", 1, CMD_BIT(CLI_CMD_PING), "ping"},
+    [OPT_FENCE] = {"fence", 0, CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_RUN), "lock and run"},
+    [OPT_NO_PUBSUB] = {"no-pubsub", 0, CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_RUN),
+                       "lock and run"},
+    [OPT_MAX_EXTENDS] = {"max-extends", 1, CMD_BIT(CLI_CMD_RUN), "run"},
+    [OPT_MAX_LEASE] = {"max-lease", 1, CMD_BIT(CLI_CMD_RUN), "run"},
 };
 
 static const struct {
     const char *name;
     int cmd;
-    int n_pos;              /* positional arguments after the command name */
+    int max_pos;            /* positional arguments after the command name, at most */
 } cmd_defs[] = {
-    {"lock", CLI_CMD_LOCK, 1},
-    {"unlock", CLI_CMD_UNLOCK, 2},
-    {"extend", CLI_CMD_EXTEND, 2},
-    {"run", CLI_CMD_RUN, 1},
-    {"status", CLI_CMD_STATUS, 1},
+    {"lock", CLI_CMD_LOCK, REDLOCK_SET_MAX},            /* RESOURCE... */
+    {"unlock", CLI_CMD_UNLOCK, REDLOCK_SET_MAX + 1},    /* RESOURCE... TOKEN */
+    {"extend", CLI_CMD_EXTEND, REDLOCK_SET_MAX + 1},    /* RESOURCE... TOKEN */
+    {"run", CLI_CMD_RUN, REDLOCK_SET_MAX},              /* RESOURCE... -- CMD */
+    {"status", CLI_CMD_STATUS, 1},                      /* RESOURCE */
     {"ping", CLI_CMD_PING, 0},
+};
+
+/* The positional words after the command name, sorted out once all are in:
+ * unlock and extend take the last one as TOKEN, as cp(1) takes its last
+ * word as the destination, so `unlock R TOKEN` reads as it always did. */
+struct positionals {
+    const char *w[REDLOCK_SET_MAX + 1];
+    int n;
 };
 
 #define CMD_LIST "lock, unlock, extend, run, status, ping"
@@ -393,9 +410,9 @@ static int lookup_cmd(const char *name)
 }
 
 /* Accept the next positional word @a for the command being parsed. */
-static int take_positional(struct cli_opts *o, int *n_pos, const char *a)
+static int take_positional(struct cli_opts *o, struct positionals *pos, const char *a)
 {
-    int need;
+    int max;
 
     if (o->cmd == CLI_CMD_NONE) {
         int k = lookup_cmd(a);
@@ -408,22 +425,112 @@ static int take_positional(struct cli_opts *o, int *n_pos, const char *a)
         o->cmd_name = cmd_defs[k].name;
         return 0;
     }
-    need = cmd_defs[lookup_cmd(o->cmd_name)].n_pos;
-    if (*n_pos >= need) {
-        if (o->cmd == CLI_CMD_RUN)
-            cli_usage_error("run: unexpected argument '%s': put the command after '--' "
-                            "(run RESOURCE -- CMD [ARG...])", a);
-        else
+    max = cmd_defs[lookup_cmd(o->cmd_name)].max_pos;
+    if (pos->n >= max) {
+        switch (o->cmd) {
+        case CLI_CMD_RUN:
+            cli_usage_error("run: more than %d resources (a set holds at most %d): put the "
+                            "command after '--' (run RESOURCE... -- CMD [ARG...])",
+                            REDLOCK_SET_MAX, REDLOCK_SET_MAX);
+            break;
+        case CLI_CMD_LOCK:
+            cli_usage_error("lock: more than %d resources: a set holds at most %d",
+                            REDLOCK_SET_MAX, REDLOCK_SET_MAX);
+            break;
+        case CLI_CMD_UNLOCK:
+        case CLI_CMD_EXTEND:
+            cli_usage_error("%s: more than %d resources before TOKEN: a set holds at most %d",
+                            o->cmd_name, REDLOCK_SET_MAX, REDLOCK_SET_MAX);
+            break;
+        default:
             cli_usage_error("%s: unexpected argument '%s' (see --help)", o->cmd_name, a);
+            break;
+        }
         return -1;
     }
-    if (*n_pos == 0) {
-        o->resource = a;
-        o->resource_len = strlen(a);
-    } else {
-        o->token = a;
+    pos->w[pos->n++] = a;
+    return 0;
+}
+
+/* Move the positional words into @o: resources, and for unlock/extend the
+ * last word as TOKEN. Return: 0, or -1 after a usage message. */
+static int assign_positionals(struct cli_opts *o, const struct positionals *pos)
+{
+    const char *syn;
+    int n_res = pos->n;
+
+    switch (o->cmd) {
+    case CLI_CMD_LOCK:
+        syn = "lock RESOURCE...";
+        break;
+    case CLI_CMD_STATUS:
+        syn = "status RESOURCE";
+        break;
+    case CLI_CMD_UNLOCK:
+    case CLI_CMD_EXTEND:
+        if (pos->n < 2) {
+            cli_usage_error("%s: missing %s (%s RESOURCE... TOKEN%s: the token is the last "
+                            "word)", o->cmd_name, pos->n == 0 ? "RESOURCE and TOKEN" : "TOKEN",
+                            o->cmd_name, o->cmd == CLI_CMD_EXTEND ? " --ttl MS" : "");
+            return -1;
+        }
+        o->token = pos->w[pos->n - 1];
+        n_res = pos->n - 1;
+        syn = NULL;
+        break;
+    case CLI_CMD_RUN:
+        syn = "run RESOURCE... -- CMD [ARG...]";
+        break;
+    default:
+        return 0;
     }
-    (*n_pos)++;
+    if (n_res == 0) {
+        cli_usage_error("%s: missing RESOURCE (%s)", o->cmd_name, syn);
+        return -1;
+    }
+    for (int i = 0; i < n_res; i++) {
+        size_t len = strlen(pos->w[i]);
+        char b[64];
+
+        if (len == 0) {
+            if (n_res == 1)
+                cli_usage_error("%s: RESOURCE is empty: give a name, e.g. 'nightly-backup'",
+                                o->cmd_name);
+            else
+                cli_usage_error("%s: resource %d of %d is empty: give a name, e.g. "
+                                "'nightly-backup'", o->cmd_name, i + 1, n_res);
+            return -1;
+        }
+        if (len > REDLOCK_RESOURCE_MAX) {
+            if (n_res == 1)
+                cli_usage_error("%s: RESOURCE is %zu bytes: keep it to %d", o->cmd_name, len,
+                                REDLOCK_RESOURCE_MAX);
+            else
+                cli_usage_error("%s: resource %d of %d is %zu bytes: keep it to %d",
+                                o->cmd_name, i + 1, n_res, len, REDLOCK_RESOURCE_MAX);
+            return -1;
+        }
+        for (int k = 0; k < i; k++) {
+            if (strcmp(pos->w[k], pos->w[i]) == 0) {
+                cli_usage_error("%s: resource '%s' is given twice: name each member of a set "
+                                "once", o->cmd_name, cli_printable(pos->w[i], len, b, sizeof(b)));
+                return -1;
+            }
+        }
+        /* CMD gets the set as one name per line: a name with a newline
+         * in it could not be told apart there. */
+        if (o->cmd == CLI_CMD_RUN && n_res > 1 && strchr(pos->w[i], '\n') != NULL) {
+            cli_usage_error("run: resource '%s' contains a newline, which $REDLOCK_RESOURCES "
+                            "(one name per line) cannot carry: rename it, or run it alone",
+                            cli_printable(pos->w[i], len, b, sizeof(b)));
+            return -1;
+        }
+        o->set[i].name = pos->w[i];
+        o->set[i].len = len;
+    }
+    o->n_resources = (size_t)n_res;
+    o->resource = pos->w[0];
+    o->resource_len = o->set[0].len;
     return 0;
 }
 
@@ -438,7 +545,8 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
     const char *given[OPT_COUNT] = {0};   /* spelling used, for messages */
     const char *password_file = NULL;
     const char *masters_arg = NULL;
-    int n_pos = 0, end_of_opts = 0;
+    struct positionals pos = {.n = 0};
+    int end_of_opts = 0;
 
     memset(o, 0, sizeof(*o));
     o->drift_factor = -1.0;
@@ -455,29 +563,25 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
         int id;
 
         if (end_of_opts || a[0] != '-' || a[1] == '\0') {
-            if (take_positional(o, &n_pos, a) < 0)
+            if (take_positional(o, &pos, a) < 0)
                 return CLI_PARSE_USAGE;
             continue;
         }
         if (strcmp(a, "--") == 0) {
-            if (o->cmd == CLI_CMD_RUN && n_pos == 1) {
+            if (o->cmd == CLI_CMD_RUN && pos.n >= 1) {
                 o->run_argv = &argv[i + 1];
                 break;
             }
             /* Ends the options: what follows are positional words, so a
-             * RESOURCE may begin with '-'. For run, a second '--' after the
-             * resource still introduces CMD (handled above). */
+             * RESOURCE may begin with '-'. For run, the next '--' after at
+             * least one resource still introduces CMD. */
             end_of_opts = 1;
             for (i++; i < argc; i++) {
-                if (o->cmd == CLI_CMD_RUN && n_pos == 1) {
-                    if (strcmp(argv[i], "--") != 0) {
-                        cli_usage_error("run: expected '--' before CMD, got '%s'", argv[i]);
-                        return CLI_PARSE_USAGE;
-                    }
+                if (o->cmd == CLI_CMD_RUN && pos.n >= 1 && strcmp(argv[i], "--") == 0) {
                     o->run_argv = &argv[i + 1];
                     break;
                 }
-                if (take_positional(o, &n_pos, argv[i]) < 0)
+                if (take_positional(o, &pos, argv[i]) < 0)
                     return CLI_PARSE_USAGE;
             }
             break;
@@ -628,6 +732,21 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
             if (parse_u32_opt("--samples", val, 1, 1000, "pings", &o->samples) < 0)
                 return CLI_PARSE_USAGE;
             break;
+        case OPT_FENCE:
+            o->fence = 1;
+            break;
+        case OPT_NO_PUBSUB:
+            o->no_pubsub = 1;
+            break;
+        case OPT_MAX_EXTENDS:
+            if (parse_u32_opt("--max-extends", val, 1, UINT32_MAX, "extensions",
+                              &o->max_extends) < 0)
+                return CLI_PARSE_USAGE;
+            break;
+        case OPT_MAX_LEASE:
+            if (parse_u32_opt("--max-lease", val, 1, UINT32_MAX, "ms", &o->max_lease_ms) < 0)
+                return CLI_PARSE_USAGE;
+            break;
         }
     }
     cli_quiet = o->quiet;
@@ -652,34 +771,23 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
             return CLI_PARSE_USAGE;
         }
     }
+    if (assign_positionals(o, &pos) < 0)
+        return CLI_PARSE_USAGE;
     switch (o->cmd) {
-    case CLI_CMD_LOCK:
-    case CLI_CMD_STATUS:
-        if (n_pos < 1) {
-            cli_usage_error("%s: missing RESOURCE (%s RESOURCE)", o->cmd_name, o->cmd_name);
-            return CLI_PARSE_USAGE;
-        }
-        break;
-    case CLI_CMD_UNLOCK:
     case CLI_CMD_EXTEND:
-        if (n_pos < 2) {
-            cli_usage_error("%s: missing %s (%s RESOURCE TOKEN%s)", o->cmd_name,
-                            n_pos == 0 ? "RESOURCE and TOKEN" : "TOKEN", o->cmd_name,
-                            o->cmd == CLI_CMD_EXTEND ? " --ttl MS" : "");
-            return CLI_PARSE_USAGE;
-        }
-        if (o->cmd == CLI_CMD_EXTEND && !o->ttl_set) {
+        if (!o->ttl_set) {
             cli_usage_error("extend: missing --ttl MS (the new time to live, from now)");
             return CLI_PARSE_USAGE;
         }
         break;
     case CLI_CMD_RUN:
-        if (n_pos < 1) {
-            cli_usage_error("run: missing RESOURCE (run RESOURCE -- CMD [ARG...])");
+        if (o->run_argv == NULL) {
+            cli_usage_error("run: missing '--' before CMD: every word before it names a "
+                            "resource (run RESOURCE... -- CMD [ARG...])");
             return CLI_PARSE_USAGE;
         }
-        if (o->run_argv == NULL || o->run_argv[0] == NULL) {
-            cli_usage_error("run: missing CMD after '--' (run RESOURCE -- CMD [ARG...])");
+        if (o->run_argv[0] == NULL) {
+            cli_usage_error("run: missing CMD after '--' (run RESOURCE... -- CMD [ARG...])");
             return CLI_PARSE_USAGE;
         }
         if (o->run_argv[0][0] == '\0') {
@@ -689,18 +797,6 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
         break;
     default:
         break;
-    }
-    if (o->resource != NULL) {
-        if (o->resource_len == 0) {
-            cli_usage_error("%s: RESOURCE is empty: give a name, e.g. 'nightly-backup'",
-                            o->cmd_name);
-            return CLI_PARSE_USAGE;
-        }
-        if (o->resource_len > REDLOCK_RESOURCE_MAX) {
-            cli_usage_error("%s: RESOURCE is %zu bytes: keep it to %d", o->cmd_name,
-                            o->resource_len, REDLOCK_RESOURCE_MAX);
-            return CLI_PARSE_USAGE;
-        }
     }
     if (o->token != NULL) {
         size_t tl = strlen(o->token);

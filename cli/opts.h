@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <redlock.h>
+
 enum cli_cmd {
     CLI_CMD_NONE = 0,
     CLI_CMD_LOCK,
@@ -27,14 +29,19 @@ enum cli_cmd {
 #define CLI_DEFAULT_RETRY_DELAY_MS 200u
 #define CLI_DEFAULT_PING_SAMPLES 5u
 #define CLI_PING_PROBE_MS 100u     /* ping: clock probe interval, and time between pings */
+#define CLI_RUN_WATCHDOG_DIVISOR 2u /* run: extend when half the ttl is left (run.c) */
 
 struct cli_opts {
     /* command and its arguments (pointers into argv) */
     int cmd;                     /* enum cli_cmd */
     const char *cmd_name;        /* as typed */
-    const char *resource;        /* NUL-free by construction (argv) */
+    /* lock, unlock, extend, run: 1..REDLOCK_SET_MAX distinct resources, taken
+     * all or none; status: exactly one. Names point into argv (NUL-free). */
+    redlock_resource set[REDLOCK_SET_MAX];
+    size_t n_resources;
+    const char *resource;        /* set[0], for messages about one resource */
     size_t resource_len;         /* bytes */
-    const char *token;           /* unlock, extend */
+    const char *token;           /* unlock, extend: the last positional word */
     char **run_argv;             /* run: CMD [ARG...], NULL-terminated */
 
     /* connection */
@@ -60,6 +67,10 @@ struct cli_opts {
     uint32_t ttl_ms;             /* lock, extend, run */
     int ttl_set;
     uint64_t wait_ms;            /* lock, run: retry until this deadline; 0 = one attempt */
+    int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
+    int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
+    uint32_t max_extends;        /* run: --max-extends (watchdog); 0 = library default */
+    uint32_t max_lease_ms;       /* run: --max-lease (watchdog); 0 = library default */
     uint32_t kill_after_ms;      /* run: SIGTERM -> SIGKILL grace */
     uint32_t samples;            /* ping: pings, CLI_PING_PROBE_MS apart */
 

@@ -27,18 +27,18 @@ static void help(void)
 {
     fputs(
 "Usage: redlock-cli [OPTIONS] COMMAND ARGS  (Redlock over N Redis masters)\n"
-"  lock RESOURCE [--ttl MS] [--wait MS]     take the lock, print its token\n"
-"  unlock RESOURCE TOKEN                    release it (on a majority)\n"
-"  extend RESOURCE TOKEN --ttl MS           extend it (on a majority)\n"
-"  run RESOURCE [--ttl MS] [--wait MS] [--kill-after MS] -- CMD [ARG...]\n"
-"                         hold the lock while CMD runs, extending it\n"
-"  status RESOURCE                          holder and PTTL on each master\n"
-"  ping [--samples N (5)]   RTT, clock offset and rate, run_id, exclusions\n"
+"  lock RES... [--fence]   take every RES or none; print the token (and fence)\n"
+"  unlock RES... TOKEN     release them on a majority (TOKEN is the last word)\n"
+"  extend RES... TOKEN --ttl MS             extend them on a majority\n"
+"  run RES... [--fence] [--kill-after MS] [--max-extends N] [--max-lease MS]\n"
+"      -- CMD [ARG...]     hold the lock while CMD runs, extending it\n"
+"  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
 "Options (before or after COMMAND):\n"
 "  --masters H:P,...  else $REDLOCK_MASTERS, else 127.0.0.1:7000..7004\n"
 "  --ttl MS (30000)   --wait MS (0: one attempt)   --kill-after MS (2000)\n"
 "  --timeout-ms N     per-master timeout   --connect-timeout-ms N\n"
 "  --retry N (0)      --retry-delay MS (200)       --drift-factor F (0.01)\n"
+"  --no-pubsub (poll)  --max-extends N (1e6)   --max-lease MS (7 days)\n"
 "  --clock-policy warn|exclude|off  --restart-guard-ms MS|--no-restart-guard\n"
 "  --prefix STR       --user U   --password-file F (else $REDLOCK_PASSWORD)\n"
 "  --json   one JSON object on stdout    -q quiet   -v verbose   -h   -V\n"
@@ -46,10 +46,10 @@ static void help(void)
 "  0 ok   64 bad usage or input   68 unknown master host   70 internal error\n"
 "  69 no quorum (too many masters down, slow, failing or excluded)\n"
 "  75 held by another client (after --wait); unlock/extend: not held by TOKEN\n"
-"  run: CMD's status; 124 lock lost while CMD ran (CMD got SIGTERM, then\n"
-"       SIGKILL after --kill-after); 126 CMD not executable; 127 not found\n"
+"  run: CMD's status; 124 lock lost or --max-* reached while CMD ran (CMD got\n"
+"       SIGTERM, SIGKILL after --kill-after); 126 not executable; 127 not found\n"
 "Examples: redlock-cli run nightly --ttl 10000 --wait 60000 -- ./backup.sh\n"
-"  t=$(redlock-cli lock job) && do_work; redlock-cli unlock job \"$t\"\n",
+"  t=$(redlock-cli lock a b) && do_work; redlock-cli unlock a b \"$t\"\n",
           stdout);
 }
 
@@ -88,11 +88,21 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
         cfg.node_timeout_ms = o->timeout_ms;
     if (o->connect_timeout_ms > 0)
         cfg.connect_timeout_ms = o->connect_timeout_ms;
-    /* One attempt per call unless --retry: --wait does its own retrying,
-     * with its own deadline (acquire.c). */
-    cfg.retry_count = o->retry;
-    cfg.retry_delay_ms = o->retry_delay_ms;
-    cfg.retry_jitter_ms = o->retry_delay_ms / 2;
+    /* One attempt per call unless --retry or --wait: with --wait the
+     * library waits between attempts, listening for the release on pub/sub
+     * unless --no-pubsub, and acquire.c keeps calling until the deadline. */
+    cfg.retry_count = cli_acquire_retry_count(o);
+    cfg.retry_delay_ms = cli_acquire_retry_delay(o);
+    cfg.retry_jitter_ms = cfg.retry_delay_ms / 2;
+    cfg.pubsub_wait = !o->no_pubsub;
+    /* run: the library's watchdog keeps the lock (run.c). */
+    if (o->cmd == CLI_CMD_RUN) {
+        cfg.watchdog_divisor = CLI_RUN_WATCHDOG_DIVISOR;
+        if (o->max_extends > 0)
+            cfg.watchdog_max_extends = o->max_extends;
+        if (o->max_lease_ms > 0)
+            cfg.watchdog_max_lease_ms = o->max_lease_ms;
+    }
     if (o->drift_factor >= 0)
         cfg.drift_factor = o->drift_factor;
     if (o->clock_policy >= 0)
@@ -141,7 +151,12 @@ static int cmd_lock(const struct cli_opts *o, redlock_client *c)
     rc = cli_acquire(o, c, -1, &lock, &out, &err, &st);
     code = cli_exit_for(rc);
     if (rc == 0) {
-        if (!o->json)
+        /* The token on the first line; with --fence the fencing token on
+         * the second, so `read -r t; read -r f` takes both. */
+        if (!o->json && o->fence)
+            printf("%s\n%llu\n", redlock_lock_token(lock),
+                   (unsigned long long)redlock_lock_fence(lock));
+        else if (!o->json)
             printf("%s\n", redlock_lock_token(lock));
         report_votes(c, &out, 0);
         cli_note("acquired on %u/%u masters (quorum %u) in %llu us, validity %lld ms",
@@ -150,7 +165,7 @@ static int cmd_lock(const struct cli_opts *o, redlock_client *c)
     } else if (code == CLI_EXIT_USAGE) {
         cli_usage_error("lock: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
     } else {
-        report_error("lock", o->resource, o->resource_len, rc, &err, &out);
+        report_error_set("lock", o->set, o->n_resources, rc, &err, &out);
         report_votes(c, &out, 1);
     }
     if (o->json && code != CLI_EXIT_USAGE) {
@@ -159,9 +174,14 @@ static int cmd_lock(const struct cli_opts *o, redlock_client *c)
         json_init(&j, stdout);
         json_obj_begin(&j);
         report_json_head(&j, "lock", code, rc, &err);
-        report_json_resource(&j, o->resource, o->resource_len);
+        report_json_set(&j, o->set, o->n_resources);
         json_key(&j, "token");
         json_cstr(&j, lock ? redlock_lock_token(lock) : NULL);
+        json_key(&j, "fence");
+        if (lock != NULL && o->fence)
+            json_u64(&j, redlock_lock_fence(lock));
+        else
+            json_null(&j);
         json_key(&j, "ttl_ms");
         json_u64(&j, o->ttl_ms);
         json_key(&j, "validity_ms");
@@ -181,6 +201,17 @@ static int cmd_lock(const struct cli_opts *o, redlock_client *c)
     return code;
 }
 
+/* Tokens the library makes are 32 lowercase hex digits. */
+static int looks_like_token(const char *t)
+{
+    if (strlen(t) != 32)
+        return 0;
+    for (size_t i = 0; i < 32; i++)
+        if (!((t[i] >= '0' && t[i] <= '9') || (t[i] >= 'a' && t[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
 /* unlock and extend: act on a token that another process obtained. */
 static int cmd_token_op(const struct cli_opts *o, redlock_client *c)
 {
@@ -192,7 +223,12 @@ static int cmd_token_op(const struct cli_opts *o, redlock_client *c)
 
     memset(&out, 0, sizeof(out));
     memset(&err, 0, sizeof(err));
-    rc = redlock_lock_new(o->resource, o->resource_len, o->token, &lock, &err);
+    /* The same list as given to lock, in any order: release and extend act
+     * on every member still holding TOKEN. */
+    if (o->n_resources == 1)
+        rc = redlock_lock_new(o->resource, o->resource_len, o->token, &lock, &err);
+    else
+        rc = redlock_lock_new_set(o->set, o->n_resources, o->token, &lock, &err);
     if (rc == 0) {
         if (is_extend)
             rc = redlock_extend(c, lock, o->ttl_ms, &out, &err);
@@ -210,8 +246,13 @@ static int cmd_token_op(const struct cli_opts *o, redlock_client *c)
     } else if (code == CLI_EXIT_USAGE) {
         cli_usage_error("%s: %s", o->cmd_name, err.msg[0] ? err.msg : redlock_strerror(rc));
     } else {
-        report_error(o->cmd_name, o->resource, o->resource_len, rc, &err, &out);
+        report_error_set(o->cmd_name, o->set, o->n_resources, rc, &err, &out);
         report_votes(c, &out, 1);
+        /* `unlock a b` without the token reads b as the token: say so. */
+        if (rc == REDLOCK_ENOTHELD && !looks_like_token(o->token))
+            cli_error("%s: TOKEN '%s' is not the 32 hex digits that lock prints: the token "
+                      "is the last word (%s RESOURCE... TOKEN)", o->cmd_name, o->token,
+                      o->cmd_name);
     }
     if (o->json && code != CLI_EXIT_USAGE) {
         struct json j;
@@ -219,7 +260,7 @@ static int cmd_token_op(const struct cli_opts *o, redlock_client *c)
         json_init(&j, stdout);
         json_obj_begin(&j);
         report_json_head(&j, o->cmd_name, code, rc, &err);
-        report_json_resource(&j, o->resource, o->resource_len);
+        report_json_set(&j, o->set, o->n_resources);
         json_key(&j, "token");
         json_cstr(&j, o->token);
         if (is_extend) {

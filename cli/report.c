@@ -59,10 +59,11 @@ void report_votes(const redlock_client *c, const redlock_outcome *out, int faile
     }
 }
 
-void report_error(const char *op, const void *resource, size_t len, int rc,
-                  const redlock_error *err, const redlock_outcome *out)
+/* @op and what it was about, then the cause. @label: "'name'", or NULL. */
+static void report_error_label(const char *op, const char *label, int rc,
+                               const redlock_error *err, const redlock_outcome *out)
 {
-    char res[128], why[REDLOCK_ERRMSG_LEN + 96];
+    char why[REDLOCK_ERRMSG_LEN + 96];
 
     /* The library's message names the cause and the counts; without one,
      * say how the votes fell ourselves. */
@@ -82,10 +83,42 @@ void report_error(const char *op, const void *resource, size_t len, int rc,
                  (unsigned)out->n_ok, (unsigned)out->n_masters, (unsigned)out->quorum);
     else
         snprintf(why, sizeof(why), "%s", redlock_strerror(rc));
-    if (resource != NULL)
-        cli_error("%s '%s': %s", op, cli_printable(resource, len, res, sizeof(res)), why);
+    if (label != NULL)
+        cli_error("%s %s: %s", op, label, why);
     else
         cli_error("%s: %s", op, why);
+}
+
+void report_error(const char *op, const void *resource, size_t len, int rc,
+                  const redlock_error *err, const redlock_outcome *out)
+{
+    redlock_resource one = {resource, len};
+
+    report_error_set(op, resource != NULL ? &one : NULL, resource != NULL ? 1 : 0, rc, err,
+                     out);
+}
+
+void report_error_set(const char *op, const redlock_resource *set, size_t n, int rc,
+                      const redlock_error *err, const redlock_outcome *out)
+{
+    /* Up to three names, then a count: a 64-member set must still fit on
+     * one readable line. */
+    char label[4 * 132 + 32], res[128];
+    size_t used = 0, shown = n < 3 ? n : 3;
+
+    if (set == NULL || n == 0) {
+        report_error_label(op, NULL, rc, err, out);
+        return;
+    }
+    if (n == 4)
+        shown = 4;   /* "and 1 more" is no shorter than the name */
+    label[0] = '\0';
+    for (size_t i = 0; i < shown; i++)
+        used += (size_t)snprintf(label + used, sizeof(label) - used, "%s'%s'", i ? ", " : "",
+                                 cli_printable(set[i].name, set[i].len, res, sizeof(res)));
+    if (shown < n)
+        snprintf(label + used, sizeof(label) - used, " and %zu more", n - shown);
+    report_error_label(op, label, rc, err, out);
 }
 
 void report_json_head(struct json *j, const char *command, int exit_code, int rc,
@@ -121,6 +154,26 @@ void report_json_resource(struct json *j, const void *resource, size_t len)
         json_hex(j, resource, len);
     } else {
         json_str(j, resource, len);
+    }
+}
+
+void report_json_set(struct json *j, const redlock_resource *set, size_t n)
+{
+    int all_utf8 = 1;
+
+    report_json_resource(j, set[0].name, set[0].len);
+    json_key(j, "resources");
+    json_arr_begin(j);
+    for (size_t i = 0; i < n; i++)
+        if (!json_str(j, set[i].name, set[i].len))
+            all_utf8 = 0;
+    json_arr_end(j);
+    if (!all_utf8) {
+        json_key(j, "resources_hex");
+        json_arr_begin(j);
+        for (size_t i = 0; i < n; i++)
+            json_hex(j, set[i].name, set[i].len);
+        json_arr_end(j);
     }
 }
 

@@ -18,10 +18,17 @@ void report_votes(const redlock_client *c, const redlock_outcome *out, int faile
 void report_error(const char *op, const void *resource, size_t len, int rc,
                   const redlock_error *err, const redlock_outcome *out);
 
+/* The same for a set of @n resources ("lock 'a', 'b' and 3 more: ..."). */
+void report_error_set(const char *op, const redlock_resource *set, size_t n, int rc,
+                      const redlock_error *err, const redlock_outcome *out);
+
 /* JSON members shared by every command. */
 void report_json_head(struct json *j, const char *command, int exit_code, int rc,
                       const redlock_error *err);
 void report_json_resource(struct json *j, const void *resource, size_t len);
+/* "resource" (the first, as for one) and "resources": [every name], each
+ * with its "_hex" twin when a name is not valid UTF-8. */
+void report_json_set(struct json *j, const redlock_resource *set, size_t n);
 /* "quorum", "n_masters", "elapsed_us" and "masters": [{addr, vote, error,
  * latency_us, detail}] from @out. */
 void report_json_votes(struct json *j, const redlock_client *c, const redlock_outcome *out);

@@ -227,7 +227,7 @@ static void acq_succeed(rl_op *op)
     lock->fence = (op->flags & REDLOCK_FENCE) ? op->fence : 0;
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
-    lock->valid_until_us = op->start_us + (uint64_t)validity_ms * 1000;
+    rl_lock_set_valid_until(lock, op->start_us + (uint64_t)validity_ms * 1000);
     op->lock = lock;
     rl_op_disarm(op);
     rl_op_complete(op, 0);

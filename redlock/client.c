@@ -863,15 +863,16 @@ uint64_t redlock_lock_fence(const redlock_lock *lock)
 
 int64_t redlock_lock_validity_ms(const redlock_lock *lock)
 {
-    if (!lock || lock->valid_until_us == 0)
+    rl_monotime until = lock ? rl_lock_valid_until(lock) : 0;
+    if (until == 0)
         return 0;
     rl_monotime now = rl_now_us();
-    if (now >= lock->valid_until_us)
-        return -(int64_t)((now - lock->valid_until_us + 999) / 1000);
-    return (int64_t)((lock->valid_until_us - now) / 1000);
+    if (now >= until)
+        return -(int64_t)((now - until + 999) / 1000);
+    return (int64_t)((until - now) / 1000);
 }
 
 uint32_t redlock_lock_ttl_ms(const redlock_lock *lock)
 {
-    return lock ? lock->ttl_ms : 0;
+    return lock ? __atomic_load_n(&lock->ttl_ms, __ATOMIC_RELAXED) : 0;
 }

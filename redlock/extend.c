@@ -59,8 +59,9 @@ static void ext_failed(rl_op *op, int status)
     rl_monotime cap = cap_us > 0 ? op->start_us + (uint64_t)cap_us : op->start_us;
     /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. A
      * NULL lock: a watchdog extend whose watchdog stopped meanwhile. */
-    if (op->lock && op->lock->valid_until_us != 0 && cap < op->lock->valid_until_us)
-        op->lock->valid_until_us = cap > 0 ? cap : 1;
+    rl_monotime until = op->lock ? rl_lock_valid_until(op->lock) : 0;
+    if (until != 0 && cap < until)
+        rl_lock_set_valid_until(op->lock, cap > 0 ? cap : 1);
     rl_op_complete(op, status);
 }
 
@@ -82,8 +83,8 @@ static bool ext_decide(rl_op *op)
             return true;
         }
         if (op->lock) {
-            op->lock->ttl_ms = op->ttl_ms;
-            op->lock->valid_until_us = op->start_us + (uint64_t)validity_ms * 1000;
+            __atomic_store_n(&op->lock->ttl_ms, op->ttl_ms, __ATOMIC_RELAXED);
+            rl_lock_set_valid_until(op->lock, op->start_us + (uint64_t)validity_ms * 1000);
         }
         rl_op_complete(op, 0);
         return true;

@@ -342,11 +342,24 @@ struct redlock_lock {
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t ttl_ms;
     uint64_t fence;               /* 0 unless fenced */
-    rl_monotime valid_until_us;   /* monotonic; 0: no validity known */
+    rl_monotime valid_until_us;   /* monotonic; 0: no validity known. Read and written
+                                     only through rl_lock_valid_until/_set: with a
+                                     blocking client the watchdog's I/O thread
+                                     writes it while the holder's thread reads */
     struct rl_watchdog *wd;       /* running watchdog, or NULL */
 };
 
 redlock_lock *rl_lock_new(const redlock_resource *set, size_t count, const char *token);
+
+static inline rl_monotime rl_lock_valid_until(const redlock_lock *l)
+{
+    return __atomic_load_n(&l->valid_until_us, __ATOMIC_RELAXED);
+}
+
+static inline void rl_lock_set_valid_until(redlock_lock *l, rl_monotime t)
+{
+    __atomic_store_n(&l->valid_until_us, t, __ATOMIC_RELAXED);
+}
 
 /* ---- waiting without polling (pubsub.c) ----------------------------------- */
 

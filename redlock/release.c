@@ -126,7 +126,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
     rl_watchdog_stop(c, lock);
     /* Whatever the outcome, the caller stops holding the lock now: a
      * release that fails may still run on some masters later. */
-    lock->valid_until_us = 1;
+    rl_lock_set_valid_until(lock, 1);
     op->start_us = rl_now_us();
     c->in_start = true;
     rel_send(op, (1u << c->n) - 1);   /* every master */

@@ -31,7 +31,7 @@
 
 #include "cluster.h"
 
-#define MAX_ARGS 48
+#define MAX_ARGS 80   /* a set of 64 resources, and the rest */
 
 /* criterion's new cr_assert() pastes the first token of its (expanded)
  * argument: a plain condition must start with a function name. */
@@ -1269,16 +1269,18 @@ Test(cli, run_keeps_the_lock_across_many_ttls, .timeout = 60)
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
-    /* ttl 1 s, CMD 4 s: after 4 ttls CMD checks, through the CLI itself,
-     * that its token still holds a majority. */
+    /* ttl 1 s, CMD 4.5 s: after 4.5 ttls CMD checks, through the CLI
+     * itself, that its token still holds a majority. The watchdog extends
+     * whenever half the ttl is left, about every 0.49 s: 9 extensions. */
     cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--json", "--", "sh", "-c",
-                          "sleep 4; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
+                          "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
                           " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
                           " esac; echo \"$s\" >&2; exit 9"),
                  0), "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extends") >= 8, "extends: %lld", jint(p.out, "extends"));
     cr_assert(eq(int, jint(p.out, "extend_failures"), 0));
+    cr_assert(eq(int, jint(p.out, "watchdog_restarts"), 0));
     cli_free(&p);
 }
 
@@ -1396,11 +1398,12 @@ Test(cli, run_exits_124_when_a_majority_of_masters_dies, .timeout = 60)
     args[3] = masters;
     args[4] = "--ttl";
     args[5] = "1500";
-    args[6] = "--";
-    args[7] = "sh";
-    args[8] = "-c";
-    args[9] = script;
-    args[10] = NULL;
+    args[6] = "--json";
+    args[7] = "--";
+    args[8] = "sh";
+    args[9] = "-c";
+    args[10] = script;
+    args[11] = NULL;
     cli_start(&p, args, NULL);
     {
         char buf[64] = {0};
@@ -1417,13 +1420,25 @@ Test(cli, run_exits_124_when_a_majority_of_masters_dies, .timeout = 60)
     t0 = now_ms();
     for (int i = 0; i < 3; i++)
         private_kill(i);
-    /* Extends now fail (no quorum); once a third of the ttl is left, CMD
+    /* The watchdog's extensions now fail (no quorum), and run starts it
+     * again while validity remains; once a third of the ttl is left, CMD
      * gets SIGTERM, its whole process group with it. */
     cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
     cr_assert(now_ms() - t0 < 1500 + 2000 + 1000, "took %llu ms",
               (unsigned long long)(now_ms() - t0));
     cr_assert(process_gone(child), "CMD (pid %ld) still runs", (long)child);
     cr_assert(process_gone(grandchild), "CMD's child (pid %ld) still runs", (long)grandchild);
+    cr_assert(strstr(p.err, "lock lost") != NULL, "%s", p.err);
+    assert_one_json_object(p.out);
+    {
+        char code[32];
+
+        cr_assert(jbool(p.out, "lock_lost"));
+        cr_assert(yes(!jbool(p.out, "limit_reached")));
+        cr_assert(jint(p.out, "extend_failures") >= 1, "%s", p.out);
+        cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", code, sizeof(code)), "ENOQUORUM"),
+                  "%s", p.out);
+    }
     cli_free(&p);
 }
 
@@ -1561,6 +1576,450 @@ Test(cli, run_exits_126_and_127_when_cmd_cannot_start)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Sets, fencing tokens, the watchdog, waiting without polling              */
+/* ------------------------------------------------------------------------ */
+
+/* The token on the first line of @out into @token (33 bytes). */
+static void take_token(const char *out, char *token)
+{
+    cr_assert(strlen(out) >= 33 && out[32] == '\n', "stdout: '%s'", out);
+    memcpy(token, out, 32);
+    token[32] = '\0';
+}
+
+/* `lock --fence` prints "TOKEN\nFENCE\n": the token into @token, the fence
+ * returned. */
+static unsigned long long take_token_and_fence(const char *out, char *token)
+{
+    const char *f = out + 33;
+    char *end;
+    unsigned long long v;
+
+    take_token(out, token);
+    cr_assert(yes(*f >= '0' && *f <= '9'), "no fence on the second line: '%s'", out);
+    v = strtoull(f, &end, 10);
+    cr_assert(eq(str, end, "\n"), "stdout is not token and fence: '%s'", out);
+    return v;
+}
+
+/* Array element @i, a string without escapes, into @buf. */
+static char *jelem_str(const char *arr, int i, char *buf, size_t size)
+{
+    const char *v = jindex(arr, i), *e;
+
+    cr_assert(v != NULL && *v == '"', "element %d is not a string", i);
+    e = strchr(v + 1, '"');
+    cr_assert(e != NULL && (size_t)(e - v - 1) < size);
+    memcpy(buf, v + 1, (size_t)(e - v - 1));
+    buf[e - v - 1] = '\0';
+    return buf;
+}
+
+static long long master_pttl(int i, const char *key)
+{
+    redisReply *r = tc_cmd(i, "PTTL %s", key);
+    long long v;
+
+    cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+Test(cli, lock_of_a_set_is_all_or_none)
+{
+    struct cli_proc p;
+    char a[128], b[128], c[128], x[128], tb[40], t[40], buf[160];
+
+    tc_resource(a, sizeof(a), NULL);
+    tc_resource(b, sizeof(b), NULL);
+    tc_resource(c, sizeof(c), NULL);
+    tc_resource(x, sizeof(x), NULL);
+    cr_assert(eq(int, cli(&p, "lock", b, "--ttl", "30000"), 0), "stderr: %s", p.err);
+    take_token(p.out, tb);
+    cli_free(&p);
+
+    /* One member is held elsewhere: the set is refused as a whole (75),
+     * and no other member is taken, on any master. */
+    cr_assert(eq(int, cli(&p, "lock", a, b, c), 75), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
+    cr_assert(strstr(p.err, a) != NULL, "the message names the set: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "a member was taken");
+    cr_assert(eq(int, tc_key_count(c, strlen(c)), 0), "a member was taken");
+    cr_assert(eq(int, holders(b, tb), tc_n()));
+
+    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--json"), 75));
+    assert_one_json_object(p.out);
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
+    cr_assert(eq(str, jstr(p.out, "resource", buf, sizeof(buf)), a));
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), a));
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 1, buf, sizeof(buf)), b));
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 2, buf, sizeof(buf)), c));
+    cr_assert(jindex(jreq(p.out, "resources"), 3) == NULL);
+    cr_assert(jnull(p.out, "token"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0));
+    cr_assert(eq(int, tc_key_count(c, strlen(c)), 0));
+
+    /* Once b is free, the set is taken: every member, one token. */
+    cr_assert(eq(int, cli(&p, "unlock", b, tb), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--ttl", "5000"), 0), "stderr: %s", p.err);
+    cr_assert(is_token(p.out), "stdout: '%s'", p.out);
+    take_token(p.out, t);
+    cli_free(&p);
+    cr_assert(eq(int, holders(a, t), tc_n()));
+    cr_assert(eq(int, holders(b, t), tc_n()));
+    cr_assert(eq(int, holders(c, t), tc_n()));
+
+    /* An overlapping set is refused, and takes nothing either. */
+    cr_assert(eq(int, cli(&p, "lock", x, c), 75), "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(x, strlen(x)), 0));
+
+    /* extend and unlock take the same list, in any order, the token last. */
+    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000", "--json"), 0),
+              "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extended_on") >= 3);
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), c));
+    cli_free(&p);
+    cr_assert(master_pttl(0, a) > 50000, "PTTL %lld", master_pttl(0, a));
+    cr_assert(master_pttl(0, c) > 50000, "PTTL %lld", master_pttl(0, c));
+    cr_assert(eq(int, cli(&p, "unlock", a, b, c, "0123456789abcdef0123456789abcdef"), 75),
+              "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", a, b, c, "not-the-token", "--ttl", "1000"), 75));
+    cli_free(&p);
+    /* The token forgotten: the last resource is taken for it, and the
+     * failure says where the token goes. */
+    cr_assert(eq(int, cli(&p, "unlock", a, b, c), 75), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "the token is the last word") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, holders(a, t), tc_n()));
+    cr_assert(eq(int, holders(c, t), tc_n()));
+    cr_assert(eq(int, cli(&p, "unlock", b, c, a, t), 0), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0));
+    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0));
+    cr_assert(eq(int, tc_key_count(c, strlen(c)), 0));
+}
+
+Test(cli_usage, a_set_holds_at_most_64_resources)
+{
+    static char names[66][8];
+    const char *args[MAX_ARGS + 1];
+    struct cli_proc p;
+    size_t k = 0;
+
+    args[k++] = "lock";
+    for (int i = 0; i < 65; i++) {
+        snprintf(names[i], sizeof(names[i]), "r%d", i);
+        args[k++] = names[i];
+    }
+    args[k] = NULL;
+    cli_start(&p, args, NULL);
+    cr_assert(eq(int, cli_wait(&p), 64), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "64") != NULL, "%s", p.err);
+    cli_free(&p);
+    /* unlock: 64 resources and the token are fine as far as parsing goes;
+     * 65 and the token are not. */
+    args[0] = "unlock";
+    args[k++] = "tok";
+    args[k] = NULL;
+    cli_start(&p, args, NULL);
+    cr_assert(eq(int, cli_wait(&p), 64), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "before TOKEN") != NULL, "%s", p.err);
+    cli_free(&p);
+}
+
+Test(cli, fence_increases_between_successive_locks)
+{
+    struct cli_proc p;
+    char res[128], t[40];
+    unsigned long long f1, f2, f3;
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000"), 0), "stderr: %s",
+              p.err);
+    f1 = take_token_and_fence(p.out, t);
+    cr_assert(f1 > 0);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--json"), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    f2 = (unsigned long long)jint(p.out, "fence");
+    jstr(p.out, "token", t, sizeof(t));
+    cr_assert(f2 > f1, "fence %llu after %llu", f2, f1);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
+    cli_free(&p);
+
+    /* A holder that never released: the next one, after expiry, is later
+     * still. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "300"), 0));
+    f3 = take_token_and_fence(p.out, t);
+    cr_assert(f3 > f2, "fence %llu after %llu", f3, f2);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--wait", "5000", "--retry-delay", "50"),
+                 0), "stderr: %s", p.err);
+    cr_assert(take_token_and_fence(p.out, t) > f3);
+    cli_free(&p);
+
+    /* Without --fence: one line, and "fence": null. */
+    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "--json"), 0));
+    assert_one_json_object(p.out);
+    cr_assert(jnull(p.out, "fence"));
+    cli_free(&p);
+}
+
+Test(cli, run_exports_the_fence_and_every_resource)
+{
+    struct cli_proc p;
+    char a[128], b[128], want[400];
+    const char *env[] = {"REDLOCK_FENCE=stale", "REDLOCK_RESOURCES=stale", NULL};
+    const char *nl;
+    unsigned long long fence;
+
+    tc_resource(a, sizeof(a), NULL);
+    tc_resource(b, sizeof(b), NULL);
+    cr_assert(eq(int, cli_env(&p, env, "run", a, b, "--fence", "--", "sh", "-c",
+                              "printf '%s\\n%s\\n%s\\n' \"$REDLOCK_FENCE\" \"$REDLOCK_RESOURCE\" "
+                              "\"$REDLOCK_RESOURCES\"", (const char *)NULL), 0),
+              "stderr: %s", p.err);
+    /* REDLOCK_FENCE, then REDLOCK_RESOURCE (the first), then
+     * REDLOCK_RESOURCES: one name per line, in the order given. */
+    fence = strtoull(p.out, NULL, 10);
+    cr_assert(fence > 0, "stdout: %s", p.out);
+    nl = strchr(p.out, '\n');
+    cr_assert(nl != NULL);
+    snprintf(want, sizeof(want), "%s\n%s\n%s\n", a, a, b);
+    cr_assert(eq(str, (char *)nl + 1, want));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "not released");
+    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0), "not released");
+
+    /* The fence is in the JSON too, and grows. */
+    cr_assert(eq(int, cli(&p, "run", a, "--fence", "--json", "--", "true"), 0), "%s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(yes((unsigned long long)jint(p.out, "fence") > fence), "%s", p.out);
+    cli_free(&p);
+
+    /* Without --fence there is no REDLOCK_FENCE, not even the caller's. */
+    cr_assert(eq(int, cli_env(&p, env, "run", a, "--", "sh", "-c",
+                              "printf '%s|%s\\n' \"${REDLOCK_FENCE-unset}\" \"$REDLOCK_RESOURCES\"",
+                              (const char *)NULL), 0), "stderr: %s", p.err);
+    snprintf(want, sizeof(want), "unset|%s\n", a);
+    cr_assert(eq(str, p.out, want));
+    cli_free(&p);
+}
+
+Test(cli, run_with_a_set_holds_every_member_until_cmd_exits, .timeout = 60)
+{
+    struct cli_proc p;
+    char a[128], b[128];
+
+    tc_resource(a, sizeof(a), NULL);
+    tc_resource(b, sizeof(b), NULL);
+    /* ttl 1 s, CMD 1.5 s: then every member is still held by CMD's token
+     * on a majority, and a lock on one member alone is refused. */
+    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000", "--json", "--", "sh", "-c",
+                          "sleep 1.5; printf '%s\\n' \"$REDLOCK_RESOURCES\" | "
+                          "while IFS= read -r r; do s=$(\"$REDLOCK_CLI\" status \"$r\") || exit 8;"
+                          " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) ;;"
+                          " *) echo \"$s\" >&2; exit 9;; esac; done || exit $?;"
+                          " \"$REDLOCK_CLI\" -q lock \"$1\"; test $? = 75 || exit 10", "sh", b),
+                 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extends") >= 2, "extends: %lld", jint(p.out, "extends"));
+    cr_assert(jbool(p.out, "released"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "not released");
+    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0), "not released");
+}
+
+Test(cli, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
+{
+    struct cli_proc holder, p;
+    char res[128], t[40];
+    const char *waiter[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "5000", "--json",
+                            NULL};
+    const char *poller[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "1000",
+                            "--no-pubsub", "--json", NULL};
+    uint64_t t0, t_rel;
+
+    tc_resource(res, sizeof(res), NULL);
+    waiter[1] = poller[1] = res;
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30000"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+
+    /* The waiter finds it held and waits; the holder unlocks after 300 ms.
+     * With a 5 s retry delay, only the release's message can wake it. */
+    t0 = now_ms();
+    cli_start(&p, waiter, NULL);
+    usleep(300000);
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    t_rel = now_ms();
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    cr_assert(now_ms() - t_rel < 1500, "got the lock %llu ms after the release",
+              (unsigned long long)(now_ms() - t_rel));
+    cr_assert(now_ms() - t0 < 2500, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "attempts") >= 2, "the waiter never waited: %s", p.out);
+    cr_assert(jint(p.out, "waited_ms") >= 200, "%s", p.out);
+    jstr(p.out, "token", t, sizeof(t));
+    cli_free(&p);
+
+    /* With --no-pubsub the same waiter sleeps out its retry delay. */
+    t0 = now_ms();
+    cli_start(&p, poller, NULL);
+    usleep(300000);
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 >= 950, "a poller got the lock after %llu ms",
+              (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "attempts") >= 2, "the waiter never waited: %s", p.out);
+    cli_free(&p);
+}
+
+Test(cli, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
+{
+    struct cli_proc p;
+    char res[128], buf[64];
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    /* Two extensions (at about 0.49 s and 0.98 s), then the cap: CMD is
+     * stopped as for a lost lock, while the lock is still valid. */
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--max-extends", "2", "--kill-after",
+                          "500", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jbool(p.out, "limit_reached"));
+    cr_assert(jbool(p.out, "lock_lost"));
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ELIMIT"));
+    cr_assert(eq(int, jint(p.out, "extends"), 2), "%s", p.out);
+    cr_assert(eq(int, jint(p.out, "max_extends"), 2));
+    cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGTERM));
+    cr_assert(jbool(p.out, "released"), "the lock was still ours to release");
+    cr_assert(strstr(p.err, "limit reached") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
+
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--max-lease", "700", "--kill-after",
+                          "500", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jbool(p.out, "limit_reached"));
+    cr_assert(eq(int, jint(p.out, "max_lease_ms"), 700));
+    cr_assert(jint(p.out, "extends") <= 2, "%s", p.out);
+    cli_free(&p);
+
+    /* run's own defaults otherwise, for batch jobs: 1e6 extensions, 7 days. */
+    cr_assert(eq(int, cli(&p, "run", res, "--json", "--", "true"), 0));
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "max_extends"), 1000000));
+    cr_assert(eq(int, jint(p.out, "max_lease_ms"), 604800000));
+    cr_assert(yes(!jbool(p.out, "limit_reached")));
+    cli_free(&p);
+}
+
+/* A line CMD (started by `run`) writes into the FIFO. */
+static void read_line_from_fifo(const char *fifo, char *buf, size_t size)
+{
+    int fd = open(fifo, O_RDONLY);
+    ssize_t n;
+
+    cr_assert(fd >= 0, "open %s: %s", fifo, strerror(errno));
+    n = read(fd, buf, size - 1);
+    close(fd);
+    cr_assert(n > 0, "nothing read from the FIFO");
+    buf[n] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+Test(cli, run_retries_a_failed_extend_while_validity_remains, .timeout = 60)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128], token[64];
+    const char *args[16];
+    char *err = NULL;
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", tmpdir);
+    cr_assert(mkfifo(fifo, 0600) == 0);
+    snprintf(script, sizeof(script), "echo \"$REDLOCK_TOKEN\" > '%s'; sleep 4", fifo);
+    args[0] = "run";
+    args[1] = res;
+    args[2] = "--ttl";
+    args[3] = "3000";
+    args[4] = "--json";
+    args[5] = "--";
+    args[6] = "sh";
+    args[7] = "-c";
+    args[8] = script;
+    args[9] = NULL;
+    cli_start(&p, args, NULL);
+    read_line_from_fifo(fifo, token, sizeof(token));
+    cr_assert(eq(sz, strlen(token), 32), "'%s'", token);
+
+    /* A majority of the keys turns into lists: the watchdog's extension
+     * (due when 1.5 s are left) fails with WRONGTYPE, which is not "held by
+     * someone else": run warns and tries again every 300 ms while more than
+     * a third of the ttl is left. Repaired in time, it carries on. */
+    for (int i = 0; i < tc_n() / 2 + 1; i++) {
+        redisReply *r = tc_cmd(i, "DEL %s", res);
+
+        freeReplyObject(r);
+        r = tc_cmd(i, "RPUSH %s x", res);
+        cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
+        freeReplyObject(r);
+    }
+    t0 = now_ms();
+    while (now_ms() - t0 < 3000) {
+        free(err);
+        err = slurp(p.err_path);
+        if (strstr(err, "extend failed") != NULL)
+            break;
+        usleep(10000);
+    }
+    cr_assert(strstr(err, "warning: run: extend failed") != NULL, "stderr: %s", err);
+    free(err);
+    for (int i = 0; i < tc_n() / 2 + 1; i++) {
+        redisReply *r = tc_cmd(i, "DEL %s", res);
+
+        freeReplyObject(r);
+        r = tc_cmd(i, "SET %s %s PX 3000", res, token);
+        cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extend_failures") >= 1, "%s", p.out);
+    cr_assert(jint(p.out, "watchdog_restarts") >= 1, "%s", p.out);
+    cr_assert(jint(p.out, "extends") >= 2, "%s", p.out);
+    cr_assert(yes(!jbool(p.out, "lock_lost")));
+    cr_assert(jbool(p.out, "released"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+}
+
+/* ------------------------------------------------------------------------ */
 /* Passwords                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -1637,7 +2096,22 @@ static struct bad_input bad_inputs[] = {
     {"missing resource", {"lock", NULL}, NULL},
     {"empty resource", {"lock", "", NULL}, NULL},
     {"resource too long", {"lock", resource_1025, NULL}, NULL},
-    {"extra argument", {"lock", "r", "s", NULL}, NULL},
+    {"extra argument", {"status", "r", "s", NULL}, NULL},
+    {"a resource twice in a set", {"lock", "a", "b", "a", NULL}, NULL},
+    {"a resource twice in an unlock", {"unlock", "a", "a", "tok", NULL}, NULL},
+    {"an empty member of a set", {"lock", "a", "", NULL}, NULL},
+    {"run: a set member with a newline", {"run", "a", "b\nc", "--", "true", NULL}, NULL},
+    {"run: a set without --", {"run", "a", "b", "true", NULL}, NULL},
+    {"fence on unlock", {"unlock", "r", "tok", "--fence", NULL}, NULL},
+    {"fence with a value", {"lock", "r", "--fence=1", NULL}, NULL},
+    {"no-pubsub on status", {"status", "r", "--no-pubsub", NULL}, NULL},
+    {"max-extends zero", {"run", "r", "--max-extends", "0", "--", "true", NULL}, NULL},
+    {"max-extends beyond 32 bits", {"run", "r", "--max-extends", "4294967296", "--", "true",
+                                    NULL}, NULL},
+    {"max-lease garbage", {"run", "r", "--max-lease", "1h", "--", "true", NULL}, NULL},
+    {"max-lease on lock", {"lock", "r", "--max-lease", "1000", NULL}, NULL},
+    {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100", "--max-extends", "3", NULL},
+     NULL},
     {"ping takes no argument", {"ping", "r", NULL}, NULL},
     {"ttl zero", {"lock", "r", "--ttl", "0", NULL}, NULL},
     {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
