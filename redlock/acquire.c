@@ -7,9 +7,11 @@
  *      failure the moment fewer than a quorum of masters can still say OK,
  *      or at the node timeout for masters that have not answered;
  *   4. success needs validity = ttl - elapsed - margin > 0 (drift/);
- *   5. on failure, release on every master the SET went to (including the
- *      silent ones), wait for that release from the masters that answered
- *      the SET, then retry after retry_delay + jitter.
+ *   5. on failure, release on every master the SET may have written to
+ *      (including the silent ones), wait for that release from the masters
+ *      that answered or were still pending (never from timed-out ones,
+ *      and at most one node timeout), then retry after retry_delay +
+ *      jitter.
  *
  * Sets of resources and fencing use one Lua script per master instead of
  * SET (all keys or none; fenced: also INCR each resource's counter and
@@ -110,9 +112,12 @@ static void acq_after_cleanup(rl_op *op)
     rl_op_disarm(op);
     rl_fanout_detach(op->cleanup);
     op->cleanup = NULL;
-    /* Classify from the votes now that cleanup had its say (WRONGTYPE). */
-    int status = op->status == REDLOCK_ENOQUORUM ? rl_outcome_failure(op, "acquire", &op->err)
-                                                 : op->status;
+    /* Classify from the votes now that cleanup had its say (WRONGTYPE),
+     * unless the votes were fine and the fence write-back failed: that
+     * message (acq_fence_decide) says what happened. */
+    int status = op->status == REDLOCK_ENOQUORUM && !op->fence_failed
+                     ? rl_outcome_failure(op, "acquire", &op->err)
+                     : op->status;
     op->status = status;
     bool retryable = status == REDLOCK_ECONFLICT || status == REDLOCK_ENOQUORUM ||
                      status == REDLOCK_EEXPIRED;
@@ -244,6 +249,7 @@ static void acq_fence_decide(rl_op *op)
         op->fencing = NULL;
         acq_succeed(op);
     } else if (op->n_fail > c->n - c->quorum) {
+        op->fence_failed = true;
         rl_seterr(&op->err, REDLOCK_ENOQUORUM, -1,
                   "acquire: fencing token %llu reached only %u of %u masters, %u needed",
                   (unsigned long long)op->fence, op->n_ok, c->n, c->quorum);
@@ -329,6 +335,7 @@ static void acq_attempt_start(rl_op *op)
         return;
     }
     op->fence = 0;
+    op->fence_failed = false;
     bool script = op->nres > 1 || (op->flags & REDLOCK_FENCE);
     op->f = rl_fanout_new(c, script ? RL_CMD_ACQUIRE : RL_CMD_SET, &op->keys,
                           (op->flags & REDLOCK_FENCE) ? &op->fences : NULL, op->token,

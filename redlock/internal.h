@@ -240,6 +240,7 @@ typedef struct rl_op {
     uint64_t fence;               /* acquire: max counter seen this attempt */
     rl_fanout *fencing;           /* acquire: the fence write-back */
     bool watching;                /* acquire: subscribed to its keys' channels */
+    bool fence_failed;            /* acquire: this attempt's fence write-back failed */
     redlock_acquire_cb acq_cb;
     redlock_op_cb op_cb;
     rl_status_cb *st_cb;
