@@ -454,7 +454,7 @@ static void fake_close(struct fake_conn *c)
     c->reader = NULL;
 }
 
-static int send_all(int fd, const char *p, size_t len)
+int tc_send_all(int fd, const char *p, size_t len)
 {
     while (len) {
         ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
@@ -519,7 +519,7 @@ static void fake_serve(tc_fake *f, struct fake_conn *c)
                     fake_close(c);
                 return;
             }
-            send_all(c->fd, f->reply, f->reply_len);
+            tc_send_all(c->fd, f->reply, f->reply_len);
             fake_close(c);
             return;
         }
@@ -527,7 +527,7 @@ static void fake_serve(tc_fake *f, struct fake_conn *c)
             return;
         freeReplyObject(cmd);
         atomic_fetch_add(&f->commands, 1);
-        if (f->reply && send_all(c->fd, f->reply, f->reply_len) < 0) {
+        if (f->reply && tc_send_all(c->fd, f->reply, f->reply_len) < 0) {
             fake_close(c);
             return;
         }

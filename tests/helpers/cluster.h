@@ -140,4 +140,7 @@ unsigned tc_fake_commands(const tc_fake *f);     /* received so far; thread-safe
  * NULL is a no-op. */
 void tc_fake_stop(tc_fake *f);
 
+/* Write all of @p to socket @fd (no SIGPIPE; retries on EINTR): 0 or -1. */
+int tc_send_all(int fd, const char *p, size_t len);
+
 #endif

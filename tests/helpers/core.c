@@ -331,22 +331,6 @@ static void proxy_close(struct proxy_conn *c)
     c->down = c->up = -1;
 }
 
-static int proxy_send_all(int fd, const char *p, size_t len)
-{
-    while (len) {
-        ssize_t w = send(fd, p, len, MSG_NOSIGNAL);
-
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
-}
-
 /* Re-encode one parsed command (an array of bulk strings) as RESP. */
 static struct held *proxy_encode(const redisReply *cmd)
 {
@@ -385,7 +369,7 @@ static void proxy_flush(struct proxy_conn *c)
         c->head = h->next;
         if (!c->head)
             c->tail = NULL;
-        if (proxy_send_all(c->up, h->data, h->len) < 0) {
+        if (tc_send_all(c->up, h->data, h->len) < 0) {
             free(h);
             proxy_close(c);
             return;
@@ -450,7 +434,7 @@ static void proxy_from_master(struct proxy_conn *c)
 
     if (r < 0 && errno == EINTR)
         return;
-    if (r <= 0 || proxy_send_all(c->down, buf, (size_t)r) < 0)
+    if (r <= 0 || tc_send_all(c->down, buf, (size_t)r) < 0)
         proxy_close(c);
 }
 
