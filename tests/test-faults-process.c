@@ -313,6 +313,15 @@ static void fault(run *r, const char *what, int master, int lost, uint64_t t0)
     cr_assert(eq(int, hist_fault(r->h, what, master, lost, t0), 0));
 }
 
+/* One fault, timed and recorded in the history: the time is taken before
+ * the action, so the checker sees the fault no later than it happened. */
+static void inject(run *r, void (*act)(int), const char *what, int master, int lost)
+{
+    uint64_t t0 = hist_now_us();
+    act(master);
+    fault(r, what, master, lost, t0);
+}
+
 /* ---- the end of a run: quiet masters, snapshot, checker ------------------------ */
 
 static long long info_field(int m, const char *section, const char *field)
@@ -450,15 +459,11 @@ static void run_free(run *r)
 Test(process, sigkill_two_masters_acquires_go_on)
 {
     run *r = run_start(1);
-    uint64_t t0, t1, t2;
+    uint64_t t1, t2;
 
     sleep_ms(300);
-    t0 = hist_now_us();
-    tc_kill(1);
-    fault(r, "sigkill", 1, 0, t0);
-    t0 = hist_now_us();
-    tc_kill(3);
-    fault(r, "sigkill", 3, 0, t0);
+    inject(r, tc_kill, "sigkill", 1, 0);
+    inject(r, tc_kill, "sigkill", 3, 0);
     t1 = hist_now_us();
     sleep_ms(1500);
     t2 = hist_now_us();
@@ -480,23 +485,17 @@ Test(process, sigkill_two_masters_acquires_go_on)
 Test(process, sigstop_two_masters_acquires_go_on_and_backlogs_are_harmless)
 {
     run *r = run_start(1);
-    uint64_t t0, t1, t2;
+    uint64_t t1, t2;
 
     sleep_ms(300);
-    t0 = hist_now_us();
-    tc_pause(0);
-    fault(r, "sigstop", 0, 0, t0);
-    t0 = hist_now_us();
-    tc_pause(2);
-    fault(r, "sigstop", 2, 0, t0);
+    inject(r, tc_pause, "sigstop", 0, 0);
+    inject(r, tc_pause, "sigstop", 2, 0);
     t1 = hist_now_us();
     sleep_ms(1200);
     t2 = hist_now_us();
     tc_resume(0);
     fault(r, "sigcont", 0, 0, t2);
-    t0 = hist_now_us();
-    tc_resume(2);
-    fault(r, "sigcont", 2, 0, t0);
+    inject(r, tc_resume, "sigcont", 2, 0);
     sleep_ms(500);
 
     int during = grants_between(r, t1, t2, 0);
@@ -541,12 +540,8 @@ static void restart_scenario(int mode)
 
     cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof", aof ? "with" : "without");
     sleep_ms(300);
-    t0 = hist_now_us();
-    tc_kill(3);
-    fault(r, "sigkill", 3, 0, t0);
-    t0 = hist_now_us();
-    tc_kill(4);
-    fault(r, "sigkill", 4, 0, t0);
+    inject(r, tc_kill, "sigkill", 3, 0);
+    inject(r, tc_kill, "sigkill", 4, 0);
 
     /* H takes the lock from 0,1,2 (it may have to wait for a worker's turn) */
     for (int tries = 0; tries < 100 && rc != 0; tries++) {
@@ -562,9 +557,7 @@ static void restart_scenario(int mode)
     restart34 = hist_now_us();
     tc_restart(3);
     fault(r, "restart", 3, !aof, restart34);
-    t0 = hist_now_us();
-    tc_restart(4);
-    fault(r, "restart", 4, !aof, t0);
+    inject(r, tc_restart, "restart", 4, !aof);
     restart2 = hist_now_us();
     tc_kill(2);
     tc_restart(2);
@@ -697,12 +690,8 @@ static void fence_scenario(int aof)
         redlock_error e;
 
         if (k == 10) {
-            t0 = hist_now_us();
-            tc_kill(3);
-            fault(r, "sigkill", 3, 0, t0);
-            t0 = hist_now_us();
-            tc_kill(4);
-            fault(r, "sigkill", 4, 0, t0);
+            inject(r, tc_kill, "sigkill", 3, 0);
+            inject(r, tc_kill, "sigkill", 4, 0);
         }
         t0 = hist_now_us();
         rc = redlock_acquire_set(c, &res, 1, ttl, REDLOCK_FENCE, &l, &o, &e);
@@ -722,9 +711,7 @@ static void fence_scenario(int aof)
         fault(r, "restart", m, !aof, t0);
     }
     for (int m = 0; m <= 1; m++) {
-        t0 = hist_now_us();
-        tc_kill(m);
-        fault(r, "sigkill", m, 0, t0);
+        inject(r, tc_kill, "sigkill", m, 0);
     }
 
     /* the next grant, from 2,3,4 once the guard lets them vote */
