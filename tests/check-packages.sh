@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# check-packages.sh - check the Debian packages tools/package.sh built.
+#
+#   tests/check-packages.sh [DEBDIR]          (default: out/deb)
+#
+# Nothing is installed: each package is unpacked (dpkg -x) into a temp dir.
+#   - contents: each package holds what it should and nothing from another;
+#     the symbols file lists exactly what the library exports;
+#   - redlock-cli runs from its unpacked package, with LD_LIBRARY_PATH at the
+#     unpacked libredlock0 alone, and takes and releases a lock;
+#   - examples/hello.c as libredlock-dev ships it builds with pkg-config alone
+#     (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR at the unpacked package),
+#     shared and static, and runs;
+#   - redlock-bench runs from its unpacked package.
+# Needs masters: without $REDLOCK_TEST_MASTERS it runs itself under
+# tests/with-cluster.sh (base port 7040 + $REDLOCK_TEST_PORT_OFFSET). TAP on
+# stdout; the last line is "check-packages.sh: N passed, N failed".
+# shellcheck disable=SC2317  # the checks are functions that check() calls
+set -euo pipefail
+
+PROG="check-packages.sh"
+here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+debdir=${1:-$here/../out/deb}
+[[ -d $debdir ]] || { echo "$PROG: no directory $debdir (run tools/package.sh first)" >&2; exit 2; }
+debdir=$(cd -- "$debdir" && pwd -P)
+if [[ -z ${REDLOCK_TEST_MASTERS:-} ]]; then
+    exec "$here/with-cluster.sh" -p 7040 -- "$here/check-packages.sh" "$debdir"
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/redlock-check-packages.XXXXXX")
+trap 'rm -rf -- "$tmp"' EXIT
+n=0 failed=0
+
+# check DESCRIPTION CMD...: one TAP line; CMD's output becomes # comments.
+check() {
+    local what=$1 out rc=0
+    shift
+    n=$((n + 1))
+    out=$("$@" 2>&1) || rc=$?
+    [[ -z $out ]] || printf '%s\n' "$out" | sed 's/^/# /'
+    if ((rc == 0)); then
+        echo "ok $n - $what"
+    else
+        echo "not ok $n - $what"
+        failed=$((failed + 1))
+    fi
+}
+
+finish() {
+    echo "1..$n"
+    echo "$PROG: $((n - failed)) passed, $failed failed"
+    exit $((failed > 0))
+}
+
+# --- which packages --------------------------------------------------------------
+
+packages=(libredlock0 libredlock-dev redlock-cli redlock-bench)
+declare -A deb
+# Set outside check(), which runs its command in a subshell.
+for p in "${packages[@]}"; do
+    found=("$debdir/${p}_"*.deb)
+    [[ -f ${found[0]} ]] && deb[$p]=${found[*]}
+done
+one_deb() {
+    local p=$1 found
+    read -r -a found <<<"${deb[$p]:-}"
+    ((${#found[@]} == 1)) || { echo "want one ${p}_*.deb in $debdir, found ${#found[@]}"; return 1; }
+}
+for p in "${packages[@]}"; do
+    check "one $p package in $debdir" one_deb "$p"
+done
+((failed == 0)) || finish
+version=$(dpkg-deb -f "${deb[libredlock0]}" Version)
+upstream=${version%-*}
+arch=$(dpkg-deb -f "${deb[libredlock0]}" Architecture)
+multiarch=$(dpkg-architecture -a "$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
+lib=usr/lib/$multiarch
+
+same_version() {
+    local p v
+    for p in "${packages[@]}"; do
+        v=$(dpkg-deb -f "${deb[$p]}" Version)
+        [[ $v == "$version" ]] || { echo "$p is $v, libredlock0 is $version"; return 1; }
+    done
+}
+check "all four packages are version $version" same_version
+
+# --- contents ----------------------------------------------------------------------
+
+# Allowed paths, one ERE per line, anchored; each package's own doc dir and
+# lintian overrides are allowed too. A file that matches none is in the
+# wrong package (or should not be packaged at all).
+declare -A allowed required
+allowed[libredlock0]="$lib/libredlock\\.so\\.0(\\.[0-9]+\\.[0-9]+)?"
+required[libredlock0]="$lib/libredlock.so.0 $lib/libredlock.so.$upstream"
+allowed[libredlock-dev]="usr/include/redlock\\.h
+usr/include/redlock/version\\.h
+$lib/libredlock\\.(a|so)
+$lib/pkgconfig/redlock\\.pc
+usr/share/doc/libredlock-dev/(README|NOTES)\\.md(\\.gz)?
+usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh)"
+required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
+$lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c"
+allowed[redlock-cli]="usr/bin/redlock-cli
+usr/share/man/man1/redlock-cli\\.1\\.gz"
+required[redlock-cli]="usr/bin/redlock-cli usr/share/man/man1/redlock-cli.1.gz"
+allowed[redlock-bench]="usr/bin/redlock-bench
+usr/share/man/man1/redlock-bench\\.1\\.gz"
+required[redlock-bench]="usr/bin/redlock-bench usr/share/man/man1/redlock-bench.1.gz"
+
+# Paths of the files and links in a package, without the leading "./".
+paths() {
+    dpkg-deb --fsys-tarfile "$1" | tar -t | sed -n 's|^\./||; /[^/]$/p'
+}
+
+contents() {
+    local p=$1 f re ok=0
+    local own="usr/share/doc/$p/(copyright|changelog\\.Debian\\.gz)
+usr/share/lintian/overrides/$p"
+    paths "${deb[$p]}" >"$tmp/$p.paths"
+    while IFS= read -r f; do
+        while IFS= read -r re; do
+            [[ $f =~ ^($re)$ ]] && continue 2
+        done <<<"${allowed[$p]}
+$own"
+        echo "$p has $f, which is not its to have"
+        ok=1
+    done <"$tmp/$p.paths"
+    for f in ${required[$p]} "usr/share/doc/$p/copyright"; do
+        grep -qxF -- "$f" "$tmp/$p.paths" || { echo "$p lacks $f"; ok=1; }
+    done
+    return "$ok"
+}
+for p in "${packages[@]}"; do
+    check "$p holds what it should and nothing else" contents "$p"
+done
+
+depends_on() {
+    local p=$1 want=$2 deps
+    deps=$(dpkg-deb -f "${deb[$p]}" Depends)
+    grep -qE -- "(^|, )$want(,|$)" <<<"$deps" || { echo "$p Depends: $deps"; return 1; }
+}
+check "libredlock-dev depends on libredlock0 (= $version)" \
+    depends_on libredlock-dev "libredlock0 \\(= $version\\)"
+dev_depends() {
+    local d
+    for d in libhiredis-dev libevent-dev libssl-dev; do
+        depends_on libredlock-dev "$d( \\([^)]*\\))?" || return 1
+    done
+}
+check "libredlock-dev depends on the -dev packages redlock.pc requires" dev_depends
+check "redlock-cli depends on libredlock0" depends_on redlock-cli "libredlock0 \\(>= [^)]*\\)"
+check "redlock-bench depends on libredlock0" depends_on redlock-bench "libredlock0 \\(>= [^)]*\\)"
+
+# Everything goes into $tmp/all (for the symbols check and the dev build);
+# $tmp/lib holds libredlock0 alone, $tmp/cli and $tmp/bench their package.
+for p in "${packages[@]}"; do
+    dpkg -x "${deb[$p]}" "$tmp/all"
+done
+dpkg -x "${deb[libredlock0]}" "$tmp/lib"
+dpkg -x "${deb[redlock-cli]}" "$tmp/cli"
+dpkg -x "${deb[redlock-bench]}" "$tmp/bench"
+dpkg-deb -e "${deb[libredlock0]}" "$tmp/control"
+
+symbols_match() {
+    local exported listed
+    # Names without their version: every one is in LIBREDLOCK_0 (libredlock.sym).
+    exported=$(nm -D --defined-only "$tmp/lib/$lib/libredlock.so.0" | awk '{sub(/@.*/, "", $3); print $3}' | sort -u)
+    listed=$(sed -n 's/^ \([^@ ]*\)@LIBREDLOCK_0 .*/\1/p' "$tmp/control/symbols" | sort -u)
+    diff <(echo "$exported") <(echo "$listed") ||
+        { echo "(<: exported but not in debian/libredlock0.symbols; >: listed but gone)"; return 1; }
+    if grep -vx 'LIBREDLOCK_0' <<<"$exported" | grep -qv '^redlock_'; then
+        echo "exports something not named redlock_*"
+        return 1
+    fi
+}
+check "the symbols file lists exactly what libredlock.so.0 exports" symbols_match
+
+# --- redlock-cli from its package -------------------------------------------------------
+
+cli() {
+    LD_LIBRARY_PATH=$tmp/lib/$lib "$tmp/cli/usr/bin/redlock-cli" --masters "$REDLOCK_TEST_MASTERS" "$@"
+}
+loads_from() {
+    local bin=$1 want=$2 got
+    got=$(LD_LIBRARY_PATH=$tmp/lib/$lib ldd "$bin" | awk '$1 == "libredlock.so.0" {print $3}')
+    [[ $got == "$want" ]] || { echo "libredlock.so.0 resolves to '$got', not $want"; return 1; }
+}
+check "redlock-cli loads the unpacked libredlock0" \
+    loads_from "$tmp/cli/usr/bin/redlock-cli" "$tmp/lib/$lib/libredlock.so.0"
+cli_version() {
+    cli -V | grep -F "redlock-cli $upstream (library $upstream"
+}
+check "redlock-cli -V names version $upstream" cli_version
+cli_lock_unlock() {
+    local res="check-packages-$$" token
+    token=$(cli lock "$res" --ttl 10000) || return 1
+    [[ $token =~ ^[0-9a-f]{32}$ ]] || { echo "lock printed '$token'"; return 1; }
+    cli status "$res" | grep -F "$token" >/dev/null || { echo "status does not show $token"; return 1; }
+    cli unlock "$res" "$token"
+}
+check "redlock-cli takes, shows and releases a lock" cli_lock_unlock
+cli_man() {
+    zcat "$tmp/cli/usr/share/man/man1/redlock-cli.1.gz" | grep -q '^\.TH REDLOCK-CLI 1 '
+}
+check "the redlock-cli man page is a man page" cli_man
+
+# --- a program against libredlock-dev, with pkg-config alone ------------------------------
+
+pc() {
+    PKG_CONFIG_PATH=$tmp/all/$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$tmp/all pkg-config "$@"
+}
+hello=$tmp/all/usr/share/doc/libredlock-dev/examples/hello.c
+build_shared() {
+    # shellcheck disable=SC2046  # pkg-config's output is a list of words
+    cc -Wall -Wextra -Werror "$hello" $(pc --cflags --libs redlock) -o "$tmp/hello"
+}
+check "hello.c builds against libredlock-dev: cc hello.c \$(pkg-config --cflags --libs redlock)" build_shared
+check "hello links the unpacked libredlock0" loads_from "$tmp/hello" "$tmp/lib/$lib/libredlock.so.0"
+runs_hello() {
+    local out
+    out=$("$@" "$REDLOCK_TEST_MASTERS") || { echo "$out"; return 1; }
+    grep -qx released <<<"$out" || { echo "$out"; return 1; }
+}
+check "hello takes and releases a lock" runs_hello env LD_LIBRARY_PATH="$tmp/lib/$lib" "$tmp/hello"
+build_static() {
+    # shellcheck disable=SC2046
+    cc -Wall -Wextra -Werror "$hello" $(pc --cflags redlock) -Wl,--as-needed \
+        "$tmp/all/$lib/libredlock.a" $(pc --static --libs redlock) -o "$tmp/hello-static" &&
+        ! readelf -d "$tmp/hello-static" | grep -F libredlock
+}
+check "hello builds against libredlock.a with pkg-config --static" build_static
+check "static hello takes and releases a lock, without LD_LIBRARY_PATH" runs_hello "$tmp/hello-static"
+
+# --- redlock-bench from its package --------------------------------------------------------
+
+bench() {
+    LD_LIBRARY_PATH=$tmp/lib/$lib "$tmp/bench/usr/bin/redlock-bench" "$@"
+}
+check "redlock-bench loads the unpacked libredlock0" \
+    loads_from "$tmp/bench/usr/bin/redlock-bench" "$tmp/lib/$lib/libredlock.so.0"
+check "redlock-bench measures the masters" bench --masters "$REDLOCK_TEST_MASTERS" \
+    --scenarios uncontended --duration 1 --no-progress --no-json --out "$tmp/bench-out"
+
+finish
