@@ -42,15 +42,23 @@ static const struct scenario scenarios[] = {
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
 
+/* The names for --help, wrapped to fit 80 columns under the option. */
 static const char *scenario_names(void)
 {
-    static char names[512];
-    size_t i, used = 0;
+    static char names[1024];
+    size_t i, used = 0, col = 80;
 
-    for (i = 0; i < N_SCENARIOS && used < sizeof(names); i++)
-        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s%s", i ? "," : "",
-                                 i && i % 4 == 0 ? "\n                        " : "",
-                                 scenarios[i].name);
+    for (i = 0; i < N_SCENARIOS && used < sizeof(names); i++) {
+        size_t len = strlen(scenarios[i].name) + 1;
+
+        if (col + len > 78) {
+            used += (size_t)snprintf(names + used, sizeof(names) - used, "\n%24s", "");
+            col = 24;
+        }
+        used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", scenarios[i].name,
+                                 i + 1 < N_SCENARIOS ? "," : "");
+        col += len;
+    }
     return names;
 }
 
