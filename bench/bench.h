@@ -192,6 +192,7 @@ void parseOptions(int argc, char **argv, const char *scenario_list); /* list: fo
 
 /* masters.c */
 void bench_config_fill(redlock_config *cfg, uint32_t retries);
+const char *bench_hiredis_version(void); /* the hiredis headers built against */
 int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms); /* all N answer PING: 0, else -1 */
 double masters_cpu_s(void);           /* INFO cpu summed over N, or -1 */

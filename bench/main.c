@@ -133,9 +133,9 @@ int main(int argc, char **argv)
     bench_signals_install((unsigned)config.max_time_s);
 
     setvbuf(stdout, NULL, _IOLBF, 0);
-    printf("redlock-bench: libredlock %s, %d masters (%s), ttl %u ms, node timeout %u ms, "
-           "%.1f s per scenario, seed %llu\n",
-           redlock_version(), config.n_masters, config.masters, config.ttl_ms,
+    printf("redlock-bench: libredlock %s (hiredis %s), %d masters (%s), ttl %u ms, node "
+           "timeout %u ms, %.1f s per scenario, seed %llu\n",
+           redlock_version(), bench_hiredis_version(), config.n_masters, config.masters, config.ttl_ms,
            config.node_timeout_ms, config.duration_s, (unsigned long long)config.seed);
     if (wait_masters_up(5000) < 0) {
         fprintf(stderr, "redlock-bench: not every master answers PING at %s "

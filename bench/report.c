@@ -86,8 +86,8 @@ void report_json_line(FILE *f, const struct result *r)
         json_num(f, "ratio_script_ceiling", r->cycles_per_s / floor_fig.script_ceiling_cycles_per_s,
                  floor_fig.script_ceiling_cycles_per_s > 0);
     }
-    fprintf(f, ",\"duration_s\":%.2f,\"ttl_ms\":%u,\"node_timeout_ms\":%u,\"errors\":{",
-            r->duration_s, config.ttl_ms, config.node_timeout_ms);
+    fprintf(f, ",\"hiredis\":\"%s\",\"duration_s\":%.2f,\"ttl_ms\":%u,\"node_timeout_ms\":%u,\"errors\":{",
+            bench_hiredis_version(), r->duration_s, config.ttl_ms, config.node_timeout_ms);
     for (i = 1; i < BENCH_NERR; i++) {
         if (!r->errs[i])
             continue;
