@@ -1,10 +1,18 @@
 /* bench.h - shared declarations of redlock-bench.
  *
- * The benchmark is one program split by concern: bench.c (options, scenario
- * table, main), floor.c (raw hiredis floor and capacity), load.c (acquire +
- * release load through the async and blocking APIs), contend.c (forked
- * contenders on one resource, overlap check), faults.c (cluster-up.sh,
- * fault scenarios, timeline), report.c (table, JSON lines, plot).
+ * One program split by concern, in layers; a file calls only files below it:
+ *   main.c                       scenario table, main()
+ *   report.c targets.c           table, notes, JSON lines; MET/MISSED
+ *   floor.c latency.c contention.c faults.c restart.c   the scenarios
+ *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
+ *                                key; K waiters on one client
+ *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
+ *                                clock estimates, cluster-up.sh and fault
+ *                                schedules, timeline data and plot, lock
+ *                                windows (overlap, fairness), syscall counts,
+ *                                how a contender waits, reaching the masters
+ *   options.c util.c             command line; clocks, signals, progress
+ *   state.c hist.c               the shared config and results; histograms
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -16,7 +24,8 @@
 #include <redlock.h>
 
 #define BENCH_MAX_MASTERS REDLOCK_MAX_MASTERS
-#define BENCH_MAX_RESULTS 32
+#define BENCH_MAX_RESULTS 40
+#define BENCH_MAX_CLIENTS 64          /* contenders: processes or waiters */
 #define BENCH_NERR 32                 /* errs[] slots, indexed by -code */
 
 /* Settings, filled by parseOptions(). One instance, shared by all files. */
@@ -37,16 +46,17 @@ struct config {
     /* what to run */
     char scenarios[512];              /* comma list, or "all" */
     double duration_s;                /* per timed scenario */
-    int clients;                      /* contention: K processes */
+    int clients;                      /* contention: K processes (inproc: K waiters) */
     int threads;                      /* blocking throughput: T threads */
     int inflight;                     /* async throughput: cycles in flight */
     int pipeline;                     /* raw capacity: commands in flight per master */
     uint32_t ttl_ms;                  /* lock ttl for every scenario */
     uint32_t node_timeout_ms;         /* redlock_config.node_timeout_ms */
-    uint32_t hold_us;                 /* contention: time held before release */
+    uint32_t hold_us;                 /* contention-hold*, inproc: time held */
     uint32_t retry_delay_ms;          /* contention*: library retry base delay */
     uint32_t retry_jitter_ms;         /* contention*: library retry jitter */
-    uint32_t retry_count;             /* contention*: library retries */
+    uint32_t wait_ms;                 /* contention*: a contender gives up after this */
+    uint32_t syscall_cycles;          /* uncontended*: cycles counted for syscalls */
     uint32_t fail_backoff_us;         /* timeline: a slot's pause after a failure */
     uint64_t seed;
     uint64_t max_ops;                 /* per scenario: acquires attempted */
@@ -87,14 +97,32 @@ struct result {
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
-    struct hist handoff;              /* contention: release returned -> next holder's
-                                         acquire returned, other process, µs */
-    uint64_t owner_changes;           /* contention: grants to another process than the last */
+    /* contention rows */
+    struct hist handoff;              /* release returned -> next holder's acquire
+                                         returned, other owner, µs */
+    uint64_t owner_changes;           /* grants to another owner than the last */
     uint64_t early_handoffs;          /* ... whose acquire returned before that release did */
-    double max_gap_ms;                /* contention: longest time nobody held the lock */
+    double max_gap_ms;                /* longest time nobody held the lock */
     double max_gap_at_s;              /* ... from this long after the start */
-    uint64_t restarts_seen;           /* contention: master restarts the clients saw */
+    uint64_t restarts_seen;           /* master restarts the clients saw */
+    int n_owners;                     /* processes or waiters */
+    uint64_t grants_by[BENCH_MAX_CLIENTS]; /* per owner */
+    double fairness_jain;             /* over grants_by; < 0: n/a */
+    uint64_t attempts;                /* acquire attempts, all calls (outcome.attempts) */
+    int64_t inversions;               /* inproc: grants that overtook an older waiter;
+                                         < 0: not measured */
+    double syscalls_per_cycle;        /* uncontended*: < 0: not counted */
+    double epoll_ctl_per_cycle;
+    double first_grant_ms;            /* timeline: quorum back -> first grant; < 0: n/a */
     char extra[4096];                 /* more JSON members: ",\"k\":v..." */
+};
+
+/* What one worker (thread, process) counted; added into a result at the end.
+ * Plain data: it can live in a MAP_SHARED page written by a forked child. */
+struct tally {
+    uint64_t ops, ok, failed, rel_failed;
+    uint64_t errs[BENCH_NERR];
+    struct hist acq, rel, fail;
 };
 
 /* The floor, measured first and used by every later row. */
@@ -127,93 +155,90 @@ struct floor_figures {
 
 extern struct floor_figures floor_fig;
 
-/* bench.c */
+/* state.c */
+struct result *result_new(const char *scenario);
+void result_clear(struct result *r);  /* back to empty, name kept */
+struct result *result_last(void);     /* the latest result_new(), or NULL */
+struct result *result_find(const char *scenario); /* not skipped, or NULL */
+struct result **results_all(int *n);
+void results_free(void);
+int err_slot(int code);               /* errs[] index of a REDLOCK_E* code */
+void result_err(struct result *r, int code);
+void tally_init(struct tally *t);
+void tally_fail(struct tally *t, int code, uint64_t waited_us);
+void result_add_tally(struct result *r, const struct tally *t);
+void result_extra(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void result_extra_pcts(struct result *r, const char *name, const struct hist *h);
+void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* util.c */
 uint64_t now_us(void);                /* CLOCK_MONOTONIC, µs */
 uint64_t cpu_us(void);                /* getrusage(RUSAGE_SELF) user+sys, µs */
 int stop_requested(void);             /* SIGINT/SIGTERM seen */
 void sleep_us(uint64_t us);
-struct result *result_new(const char *scenario);
-struct result *result_last(void);     /* the latest result_new(), or NULL */
-void result_err(struct result *r, int code);
-void result_extra(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bench_seed(uint64_t seed);
+uint64_t bench_rand(void);            /* seeded xorshift, main thread only */
+int mkdir_p(const char *dir);
+void register_child(int pid);
+void unregister_child(int pid);
+void bench_in_child(void);            /* a forked child: drop the parent's duties */
+void bench_signals_install(unsigned max_time_s);
+void progress(const char *label, double elapsed_s, double total_s,
+              uint64_t ok, uint64_t failed);
+void progress_clear(void);
+
+/* options.c */
+void parseOptions(int argc, char **argv, const char *scenario_list); /* list: for --help */
+
+/* masters.c */
 void bench_config_fill(redlock_config *cfg, uint32_t retries);
+const char *bench_hiredis_version(void); /* the hiredis headers built against */
+int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms); /* all N answer PING: 0, else -1 */
 double masters_cpu_s(void);           /* INFO cpu summed over N, or -1 */
 void masters_cpu_delta(struct result *r, double before, uint64_t cycles);
-void register_child(int pid);
-void bench_in_child(void);             /* a forked child: drop the parent's duties */
-void unregister_child(int pid);
-uint64_t bench_rand(void);            /* seeded xorshift, main thread only */
-
-/* floor.c */
-void scenario_floor(void);
-
-/* load.c */
-struct timeline;
-struct load_opts {
-    int inflight;                     /* cycles in flight on one loop */
-    double duration_s;
-    uint64_t max_ops;
-    uint32_t retries;                 /* redlock_config.retry_count */
-    uint32_t fail_backoff_us;         /* pause a slot after a failed acquire */
-    uint32_t settle_ms;               /* no warm-up: run the loop this long first */
-    struct timeline *tl;              /* optional: per-bucket figures */
-    const char *label;                /* progress label and key prefix */
-    /* called once the client is warm, just before the clock starts (the
-     * fault scenarios break masters here) */
-    void (*before)(void *arg);
-    void *before_arg;
-};
-int load_async(const struct load_opts *o, struct result *r);
-int bench_async_client(struct event_base *base, uint32_t retries, redlock_client **ret,
+struct event_base;
+int bench_async_client(struct event_base *base, const redlock_config *cfg, redlock_client **ret,
                        char *why, size_t whylen);
-int load_blocking(int threads, double duration_s, struct result *r);
-void scenario_uncontended(void);
-void scenario_throughput(void);
-void scenario_blocking(void);
+int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why,
+                          size_t whylen);
 
-/* contend.c */
-struct contend_opts {
-    int clients;
-    double duration_s;
-    uint32_t ttl_ms;
-    uint32_t hold_us;
-    uint32_t reconnect_max_ms;        /* 0: the library's default */
-    int restart_guard_off;            /* cfg.restart_guard = 0 (it is on by default) */
-    uint32_t retry_count;             /* the library's retry settings */
-    uint32_t retry_delay_ms;
-    uint32_t retry_jitter_ms;
-    int pubsub_off;                   /* cfg.pubsub_wait = 0 (it is on by default) */
-    const char *label;
-    /* runs in the parent while the children contend; @t0 is their start */
-    void (*during)(void *arg, uint64_t t0);
-    void *arg;
+/* waiting.c: how a contender waits for a busy lock. Today the library
+ * takes the wait as per-client retry settings; when it takes them per call
+ * (a deadline, cancel), only waiting.c changes. */
+struct wait_policy {
+    uint32_t wait_ms;                 /* give up after about this long */
+    uint32_t retry_delay_ms;          /* polling fallback: delay ... */
+    uint32_t retry_jitter_ms;         /* ... plus 0..jitter */
+    int pubsub;                       /* wake on a release (pub/sub), or poll only */
 };
-int contend_run(const struct contend_opts *o, struct result *r);
-void scenario_contention(void);
-void scenario_contention_poll(void);
-/* The retry settings the restart scenarios use: retry at once, so that
- * contenders are always trying (a restart must land inside a hold). */
-#define BENCH_BUSY_RETRY_COUNT 2000u
-#define BENCH_BUSY_RETRY_DELAY_MS 0u
-#define BENCH_BUSY_RETRY_JITTER_MS 1u
+struct wait_policy wait_policy_default(int pubsub); /* --wait-ms, --retry-* */
+uint32_t wait_retry_count(const struct wait_policy *w);
+void wait_config(const struct wait_policy *w, redlock_config *cfg);
+int wait_acquire(redlock_client *c, const struct wait_policy *w, const char *res, uint32_t ttl_ms,
+                 redlock_lock **lock, uint32_t *attempts);
+int wait_acquire_async(redlock_client *c, const struct wait_policy *w, const char *res,
+                       uint32_t ttl_ms, redlock_acquire_cb cb, void *arg);
+void wait_json(struct result *r, const struct wait_policy *w);
 
-/* faults.c */
-int cluster_available(void);
-int cluster_run(const char *action, int index);  /* 0 on success */
-int cluster_heal(void);
-void scenario_kill1(void);
-void scenario_kill2(void);
-void scenario_kill3(void);
-void scenario_pause2(void);
-void scenario_restart(void);
-void scenario_restart_guard(void);
-void scenario_restart_delayed(void);
-void scenario_restart_aof(void);
-void scenario_timeline(void);
+/* sysc.c: system calls made by this process's threads, from the kernel's
+ * syscall tracepoints (perf_event_open), while counting runs. */
+enum { SYSC_TOTAL, SYSC_EPOLL_CTL, SYSC_WRITE, SYSC_READ, SYSC_EPOLL_WAIT, SYSC_FUTEX,
+       SYSC_KINDS };
+struct sysc {
+    int ok;                           /* counted; else why says why not */
+    char why[160];
+    int n_fd;
+    int fd[8 * SYSC_KINDS];           /* per thread and kind */
+    uint64_t count[SYSC_KINDS];
+    uint64_t cycles;                  /* what the counts are divided by */
+};
+void sysc_start(struct sysc *s);      /* every thread that exists now */
+void sysc_stop(struct sysc *s, uint64_t cycles);
+void sysc_json(struct result *r, const struct sysc *s);
+void sysc_note(char *buf, size_t len, const struct sysc *s);
 
-/* Timeline: figures per 100 ms bucket, plus the fault events. */
+/* timeline.c: figures per 100 ms bucket, plus the fault events. */
 #define TL_BUCKET_US 100000u
 #define TL_MAX_BUCKETS 1200
 #define TL_MAX_EVENTS 32
@@ -224,19 +249,117 @@ struct timeline {
     uint64_t failed[TL_MAX_BUCKETS];
     struct hist *acq;                 /* n_buckets histograms */
     volatile uint64_t heal_us;        /* set by the fault thread when heal starts */
+    volatile uint64_t quorum_us;      /* a quorum of masters answers PING again */
     uint64_t recovered_us;            /* first success after heal_us */
     int n_events;
     double ev_t[TL_MAX_EVENTS];       /* s since t0 */
     char ev_label[TL_MAX_EVENTS][48];
 };
 void timeline_record(struct timeline *tl, uint64_t t_us, uint64_t lat_us, int ok);
+void timeline_event(struct timeline *tl, uint64_t t_us, const char *label);
+void report_timeline(const struct timeline *tl);
+const char *timeline_plot_msg(void);  /* "" until report_timeline() ran */
 
-/* report.c */
-void progress(const char *label, double elapsed_s, double total_s,
-              uint64_t ok, uint64_t failed);
-void progress_clear(void);
+/* cluster.c */
+int cluster_available(void);
+int cluster_script_run(const char *const *args, char *out, size_t outlen);
+int cluster_run(const char *action, int index);  /* 0 on success */
+int cluster_heal(void);
+void pick_masters(int k, int *out);   /* k distinct indices, by --seed */
+void describe_masters(char *buf, size_t len, const char *what, const int *idx, int k);
+struct fault_step {
+    double at_s;                      /* since the schedule's t0 */
+    const char *action;               /* cluster-up.sh command */
+    int idx;                          /* master index, -1 for heal */
+};
+struct schedule {
+    struct fault_step steps[24];
+    int n;
+    uint64_t t0;
+    struct timeline *tl;              /* optional: events are marked there */
+    int errors;
+};
+void sched_add(struct schedule *s, double at, const char *action, int idx);
+void sched_run(struct schedule *s);
+void sched_during(void *arg, uint64_t t0);  /* contend_opts.during for a schedule */
+
+/* windows.c: lock windows on one resource, from any number of owners */
+struct owned_window {
+    uint64_t start;                   /* µs, monotonic: acquire returned */
+    uint64_t end;                     /* µs: release called, or validity end */
+    uint64_t rel_done;                /* µs: release returned */
+    int owner;
+};
+void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct result *r);
+void result_fairness(struct result *r, const uint64_t *grants, int n);
+void contention_json(struct result *r, int clients, uint32_t hold_us);
+
+/* load.c */
+struct load_opts {
+    int inflight;                     /* cycles in flight on one loop */
+    double duration_s;
+    uint64_t max_ops;
+    uint32_t retries;                 /* redlock_config.retry_count */
+    uint32_t fail_backoff_us;         /* pause a slot after a failed acquire */
+    uint32_t settle_ms;               /* no warm-up: run the loop this long first */
+    struct timeline *tl;              /* optional: per-bucket figures */
+    struct sysc *sys;                 /* optional: count syscalls over the run */
+    const char *label;                /* progress label and key prefix */
+    /* called once the client is warm, just before the clock starts (the
+     * fault scenarios break masters here) */
+    void (*before)(void *arg);
+    void *before_arg;
+};
+int load_async(const struct load_opts *o, struct result *r);
+int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc *sys,
+                  struct result *r);
+
+/* contend.c */
+struct contend_opts {
+    int clients;
+    double duration_s;
+    uint32_t ttl_ms;
+    uint32_t hold_us;
+    struct wait_policy wait;
+    uint32_t reconnect_max_ms;        /* 0: the library's default */
+    int restart_guard_off;            /* cfg.restart_guard = 0 (it is on by default) */
+    const char *label;
+    /* runs in the parent while the children contend; @t0 is their start */
+    void (*during)(void *arg, uint64_t t0);
+    void *arg;
+};
+int contend_run(const struct contend_opts *o, struct result *r);
+
+/* inproc.c */
+int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
+               struct result *r);
+
+/* scenarios: floor.c, clock.c, latency.c, contention.c, faults.c, restart.c */
+void scenario_floor(void);
+redlock_client *clock_client_start(uint64_t *t0);
+void clock_client_report(redlock_client *c, uint64_t t0, struct result *r);
+void scenario_uncontended(void);
+void scenario_uncontended_blocking(void);
+void scenario_throughput(void);
+void scenario_blocking(void);
+void scenario_contention(void);
+void scenario_contention_poll(void);
+void scenario_contention_hold(void);
+void scenario_contention_hold_poll(void);
+void scenario_contention_inproc(void);
+void scenario_kill1(void);
+void scenario_kill2(void);
+void scenario_kill3(void);
+void scenario_pause2(void);
+void scenario_timeline(void);
+void scenario_restart(void);
+void scenario_restart_guard(void);
+void scenario_restart_delayed(void);
+void scenario_restart_aof(void);
+
+/* report.c, targets.c */
 void report_json_line(FILE *f, const struct result *r);
 void report_all(struct result **res, int n);
-void report_timeline(const struct timeline *tl);
+void report_targets(void);
 
 #endif

@@ -1,15 +1,9 @@
 /* contend.c - K separate client processes fighting over one resource.
  *
  * Each child runs its own blocking client and logs, for every lock it gets,
- * the window [acquire returned, min(release called, validity end)) on
- * CLOCK_MONOTONIC, and when its release returned. That clock is system-wide
- * on Linux, so windows from different processes are comparable: the parent
- * merges them and counts every window that starts before another process's
- * window has ended. That count is the safety check; the rest is speed:
- * handoffs/s, wait percentiles, and the handoff latency - from a holder's
- * release returning to the next holder's acquire returning, in another
- * process - which is what waiting without polling (pub/sub) is for.
- * Children write into one MAP_SHARED region, one slice each.
+ * its window (windows.c) and when its release returned. Children write into
+ * one MAP_SHARED region, one slice each; the parent merges the windows and
+ * checks them. The wait (pub/sub or polling, how long) is waiting.c's.
  */
 #include "bench.h"
 
@@ -23,9 +17,7 @@
 #include <unistd.h>
 
 struct window {
-    uint64_t start;                   /* µs, monotonic: acquire returned */
-    uint64_t end;                     /* µs: release called, or validity end */
-    uint64_t rel_done;                /* µs: release returned */
+    uint64_t start, end, rel_done;    /* as in struct owned_window */
 };
 
 struct child_out {
@@ -33,9 +25,8 @@ struct child_out {
     volatile uint64_t ok_now;         /* for the progress line */
     uint64_t restarts_seen;           /* REDLOCK_EVENT_RESTART, from the I/O thread */
     char errmsg[200];
-    uint64_t ops, ok, failed, rel_failed, cpu_us, n_win;
-    uint64_t errs[BENCH_NERR];
-    struct hist acq, rel, fail;
+    uint64_t cpu_us, n_win, attempts;
+    struct tally t;
 };
 
 struct shared {
@@ -43,6 +34,7 @@ struct shared {
     volatile uint64_t t_end;
     size_t slice;                     /* bytes per child */
     size_t cap;                       /* windows per child */
+    size_t total;                     /* bytes mapped */
 };
 
 static struct child_out *child_at(struct shared *sh, int i)
@@ -67,184 +59,199 @@ static void child_on_event(int master, int event, const char *msg, void *arg)
         __atomic_add_fetch(&co->restarts_seen, 1, __ATOMIC_RELAXED);
 }
 
-static void child_main(struct shared *sh, int idx, const struct contend_opts *o, const char *res)
+static redlock_client *child_client(struct child_out *co, const struct contend_opts *o)
 {
-    struct child_out *co = child_at(sh, idx);
-    struct window *w = child_windows(co);
     redlock_config cfg;
     redlock_client *c = NULL;
-    redlock_error err;
-    redlock_status st;
-    uint64_t deadline, cpu0, t_end;
-    size_t reslen = strlen(res);
-    int rc;
 
-    bench_in_child();
-    alarm((unsigned)(o->duration_s + 60));
-    hist_init(&co->acq);
-    hist_init(&co->rel);
-    hist_init(&co->fail);
-    bench_config_fill(&cfg, o->retry_count);
-    cfg.retry_delay_ms = o->retry_delay_ms;
-    cfg.retry_jitter_ms = o->retry_jitter_ms;
-    if (o->pubsub_off)
-        cfg.pubsub_wait = 0;
+    bench_config_fill(&cfg, 0);
+    wait_config(&o->wait, &cfg);
     if (o->reconnect_max_ms)
         cfg.reconnect_max_ms = o->reconnect_max_ms;
     if (o->restart_guard_off)
         cfg.restart_guard = 0;
     cfg.event_fn = child_on_event;
     cfg.event_arg = co;
-    memset(&err, 0, sizeof(err));
-    rc = redlock_client_new(&cfg, NULL, &c, &err);
+    if (bench_blocking_client(&cfg, &c, co->errmsg, sizeof(co->errmsg)) < 0)
+        return NULL;
+    return c;
+}
+
+/* One acquire, hold, release; the window goes to @w when granted. */
+static void child_cycle(redlock_client *c, struct child_out *co, struct window *w,
+                        const struct contend_opts *o, const char *res)
+{
+    redlock_lock *lock = NULL;
+    uint64_t t0 = now_us(), t1, t2, vend;
+    uint32_t attempts = 0;
+    int64_t v;
+    int rc;
+
+    rc = wait_acquire(c, &o->wait, res, o->ttl_ms, &lock, &attempts);
+    t1 = now_us();
+    co->t.ops++;
+    co->attempts += attempts;
     if (rc != 0) {
-        snprintf(co->errmsg, sizeof(co->errmsg), "redlock_client_new: %s: %.150s",
-                 redlock_err_name(rc), err.msg);
+        tally_fail(&co->t, rc, t1 - t0);
+        return;
+    }
+    /* The application may use the lock from now until the validity the
+     * library granted runs out, or until it releases: that is the window
+     * no other process may overlap. */
+    v = redlock_lock_validity_ms(lock);
+    vend = t1 + (v > 0 ? (uint64_t)v * 1000u : 0);
+    if (o->hold_us)
+        sleep_us(o->hold_us);
+    t2 = now_us();
+    w->start = t1;
+    w->end = t2 < vend ? t2 : vend;
+    co->n_win++;
+    co->t.ok++;
+    co->ok_now = co->t.ok;
+    hist_add(&co->t.acq, t1 - t0);
+    rc = redlock_release(c, lock, NULL, NULL);
+    w->rel_done = now_us();
+    hist_add(&co->t.rel, w->rel_done - t2);
+    if (rc != 0)
+        co->t.rel_failed++;
+    redlock_lock_free(lock);
+}
+
+static void child_main(struct shared *sh, int idx, const struct contend_opts *o, const char *res)
+{
+    struct child_out *co = child_at(sh, idx);
+    struct window *w = child_windows(co);
+    redlock_client *c;
+    uint64_t cpu0;
+
+    bench_in_child();
+    alarm((unsigned)(o->duration_s + 60));
+    tally_init(&co->t);
+    if (!(c = child_client(co, o))) {
         co->ready = -1;
         _exit(1);
-    }
-    deadline = now_us() + 5000000u;
-    for (;;) {
-        memset(&st, 0, sizeof(st));
-        if (redlock_ping(c, &st, NULL) == 0 && st.n_answered == (uint32_t)config.n_masters)
-            break;
-        if (now_us() > deadline || stop_requested()) {
-            snprintf(co->errmsg, sizeof(co->errmsg), "not every master answered PING in 5 s");
-            co->ready = -1;
-            _exit(1);
-        }
-        sleep_us(20000);
     }
     co->ready = 1;
     while (sh->t_start == 0 && !stop_requested())
         sleep_us(1000);
     if (now_us() < sh->t_start)
         sleep_us(sh->t_start - now_us());
-    t_end = sh->t_end;
     cpu0 = cpu_us();
-
-    while (now_us() < t_end && co->n_win < sh->cap && !stop_requested()) {
-        redlock_lock *lock = NULL;
-        uint64_t t0 = now_us(), t1, t2, vend;
-        int64_t v;
-
-        rc = redlock_acquire(c, res, reslen, o->ttl_ms, &lock, NULL, NULL);
-        t1 = now_us();
-        co->ops++;
-        if (rc != 0) {
-            co->failed++;
-            hist_add(&co->fail, t1 - t0);
-            co->errs[-rc > 0 && -rc < BENCH_NERR ? -rc : BENCH_NERR - 1]++;
-            continue;
-        }
-        /* The application may use the lock from now until the validity the
-         * library granted runs out, or until it releases: that is the window
-         * no other process may overlap. */
-        v = redlock_lock_validity_ms(lock);
-        vend = t1 + (v > 0 ? (uint64_t)v * 1000u : 0);
-        if (o->hold_us)
-            sleep_us(o->hold_us);
-        t2 = now_us();
-        w[co->n_win].start = t1;
-        w[co->n_win].end = t2 < vend ? t2 : vend;
-        co->n_win++;
-        co->ok++;
-        co->ok_now = co->ok;
-        hist_add(&co->acq, t1 - t0);
-        rc = redlock_release(c, lock, NULL, NULL);
-        w[co->n_win - 1].rel_done = now_us();
-        hist_add(&co->rel, w[co->n_win - 1].rel_done - t2);
-        if (rc != 0)
-            co->rel_failed++;
-        redlock_lock_free(lock);
-    }
+    while (now_us() < sh->t_end && co->n_win < sh->cap && !stop_requested())
+        child_cycle(c, co, &w[co->n_win], o, res);
     co->cpu_us = cpu_us() - cpu0;
     redlock_client_free(c);
     _exit(0);
 }
 
-struct owned_window {
-    uint64_t start, end, rel_done;
-    int owner;
-};
-
-static int cmp_start(const void *a, const void *b)
+static struct shared *shared_map(int k, double duration_s)
 {
-    const struct owned_window *x = a, *y = b;
+    struct shared *sh;
+    /* bounded: at most 256k windows per child, whatever the duration */
+    size_t cap = (size_t)(duration_s * 40000.0) + 1024, slice, total;
 
-    return x->start < y->start ? -1 : x->start > y->start;
+    if (cap > (1u << 18))
+        cap = 1u << 18;
+    slice = ((sizeof(struct child_out) + 63) & ~(size_t)63) + cap * sizeof(struct window);
+    slice = (slice + 4095) & ~(size_t)4095;
+    total = 4096 + (size_t)k * slice;
+    sh = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
+              -1, 0);
+    if (sh == MAP_FAILED)
+        return NULL;
+    sh->slice = slice;
+    sh->cap = cap;
+    sh->total = total;
+    return sh;
 }
 
-struct gap {
-    uint64_t us;                      /* longest time with no window open */
-    uint64_t at_us;                   /* when it began, since the start */
-};
+/* Start together, once every child is connected; returns how many could
+ * not start. */
+static int await_ready(struct shared *sh, int k)
+{
+    uint64_t t_hard = now_us() + 10000000u;
+    int i;
 
-/* Sweep the merged windows in start order: a window that starts before the
- * latest end seen so far, from another process, overlaps it. A window that
- * starts after it leaves a gap in which nobody held the lock: the longest
- * one is the price of a fault (or of the guard against it). */
-static void count_overlaps(struct shared *sh, int k, struct result *r, struct gap *gap)
+    for (;;) {
+        int ready = 0, bad = 0;
+
+        for (i = 0; i < k; i++) {
+            ready += child_at(sh, i)->ready == 1;
+            bad += child_at(sh, i)->ready == -1;
+        }
+        if (ready + bad == k || now_us() > t_hard || stop_requested())
+            return k - ready;
+        sleep_us(5000);
+    }
+}
+
+/* Reap the children by pid, never waitpid(-1): the fault thread's
+ * cluster-up.sh runs are our children too, and it reaps them itself. */
+static void reap(struct shared *sh, pid_t *pids, int k, const char *label, struct result *r)
+{
+    uint64_t t_hard = sh->t_end + 30000000u;
+    int alive = k, i, status;
+
+    while (alive > 0) {
+        uint64_t ok = 0, t = now_us();
+
+        for (i = 0; i < k; i++) {
+            if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+                unregister_child(pids[i]);
+                pids[i] = -1;
+                alive--;
+            }
+        }
+        if (alive == 0)
+            break;
+        for (i = 0; i < k; i++)
+            ok += child_at(sh, i)->ok_now;
+        if (t > sh->t_start)
+            progress(label, (double)(t - sh->t_start) / 1e6,
+                     (double)(sh->t_end - sh->t_start) / 1e6, ok, 0);
+        if (t > t_hard) {
+            for (i = 0; i < k; i++)
+                if (pids[i] > 0)
+                    kill(pids[i], SIGKILL);
+            result_note(r, "error: contenders did not finish; killed");
+        }
+        sleep_us(50000);
+    }
+}
+
+/* Merge what the children wrote into @r; the windows are checked. */
+static void collect(struct shared *sh, int k, struct result *r, uint64_t *cpu)
 {
     struct owned_window *all;
-    uint64_t total = 0, max_end = sh->t_start, j;
-    int i, max_owner = -1;
+    uint64_t grants[BENCH_MAX_CLIENTS] = { 0 }, total = 0, j;
     size_t n = 0;
+    int i;
 
-    for (i = 0; i < k; i++)
-        total += child_at(sh, i)->n_win;
-    r->checked = total;
-    if (total == 0)
-        return;
-    all = malloc(total * sizeof(*all));
-    if (!all) {
-        result_note(r, "error: out of memory for the overlap check");
+    for (i = 0; i < k; i++) {
+        struct child_out *co = child_at(sh, i);
+
+        result_add_tally(r, &co->t);
+        r->attempts += co->attempts;
+        *cpu += co->cpu_us;
+        r->restarts_seen += __atomic_load_n(&co->restarts_seen, __ATOMIC_RELAXED);
+        if (co->ready == -1 && !r->note[0])
+            result_note(r, "error: contender %d: %s", i, co->errmsg);
+        grants[i] = co->n_win;
+        total += co->n_win;
+    }
+    result_fairness(r, grants, k);
+    if (!total || !(all = malloc(total * sizeof(*all)))) {
+        if (total)
+            result_note(r, "error: out of memory for the overlap check");
         return;
     }
     for (i = 0; i < k; i++) {
-        struct child_out *co = child_at(sh, i);
-        struct window *w = child_windows(co);
+        struct window *w = child_windows(child_at(sh, i));
 
-        for (j = 0; j < co->n_win; j++) {
-            all[n].start = w[j].start;
-            all[n].end = w[j].end;
-            all[n].rel_done = w[j].rel_done;
-            all[n].owner = i;
-            n++;
-        }
+        for (j = 0; j < child_at(sh, i)->n_win; j++)
+            all[n++] = (struct owned_window){ w[j].start, w[j].end, w[j].rel_done, i };
     }
-    qsort(all, n, sizeof(*all), cmp_start);
-    for (j = 0; j < n; j++) {
-        /* A handoff: the grant after another process's. Its latency runs
-         * from that release returning to this acquire returning; an
-         * acquire can return first (the releaser's reply, or its thread,
-         * was late), which counts as 0. */
-        if (j > 0 && all[j].owner != all[j - 1].owner && all[j - 1].rel_done) {
-            r->owner_changes++;
-            if (all[j].start >= all[j - 1].rel_done) {
-                hist_add(&r->handoff, all[j].start - all[j - 1].rel_done);
-            } else {
-                r->early_handoffs++;
-                hist_add(&r->handoff, 0);
-            }
-        }
-        if (all[j].start > max_end && all[j].start - max_end > gap->us) {
-            gap->us = all[j].start - max_end;
-            gap->at_us = max_end - sh->t_start;
-        }
-        if (all[j].start < max_end && all[j].owner != max_owner) {
-            uint64_t until = all[j].end < max_end ? all[j].end : max_end;
-            double ov = (double)(until - all[j].start);
-
-            r->violations++;
-            if (ov > r->max_overlap_us)
-                r->max_overlap_us = ov;
-        }
-        if (all[j].end > max_end) {
-            max_end = all[j].end;
-            max_owner = all[j].owner;
-        }
-    }
+    windows_check(all, n, sh->t_start, r);
     free(all);
 }
 
@@ -263,187 +270,59 @@ static void *during_main(void *arg)
 
 int contend_run(const struct contend_opts *o, struct result *r)
 {
-    struct shared *sh;
-    size_t slice, cap, total;
-    pid_t pids[64];
+    struct shared *sh = shared_map(o->clients, o->duration_s);
+    struct during_arg da = { o, 0 };
+    pid_t pids[BENCH_MAX_CLIENTS];
     char res[96];
-    int k = o->clients, i, j, alive, failed_start = 0;
-    uint64_t t_hard, cpu = 0;
+    int k, failed_start, have_thread = 0;
+    uint64_t cpu = 0;
     pthread_t th;
-    int have_thread = 0;
     double mcpu0;
-    struct during_arg da;
-    struct gap gap = { 0, 0 };
-    uint64_t restarts = 0;
 
-    /* bounded: at most 256k windows per child, whatever the duration */
-    cap = (size_t)(o->duration_s * 40000.0) + 1024;
-    if (cap > (1u << 18))
-        cap = 1u << 18;
-    slice = ((sizeof(struct child_out) + 63) & ~(size_t)63) + cap * sizeof(struct window);
-    slice = (slice + 4095) & ~(size_t)4095;
-    total = 4096 + (size_t)k * slice;
-    sh = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (sh == MAP_FAILED) {
+    if (!sh) {
         result_note(r, "error: mmap: %s", strerror(errno));
         return -1;
     }
-    sh->slice = slice;
-    sh->cap = cap;
     snprintf(res, sizeof(res), "%s:%llu", o->label, (unsigned long long)bench_rand() % 1000000u);
-
     fflush(NULL);
-    for (i = 0; i < k; i++) {
+    for (k = 0; k < o->clients && k < BENCH_MAX_CLIENTS; k++) {
         pid_t pid = fork();
 
         if (pid == 0)
-            child_main(sh, i, o, res);
+            child_main(sh, k, o, res);
         if (pid < 0) {
             result_note(r, "error: fork: %s", strerror(errno));
             break;
         }
-        pids[i] = pid;
+        pids[k] = pid;
         register_child(pid);
     }
-    k = i;
-
-    /* start together, once every child is connected */
-    t_hard = now_us() + 10000000u;
-    for (;;) {
-        int ready = 0, bad = 0;
-
-        for (i = 0; i < k; i++) {
-            ready += child_at(sh, i)->ready == 1;
-            bad += child_at(sh, i)->ready == -1;
-        }
-        if (ready + bad == k || now_us() > t_hard || stop_requested()) {
-            failed_start = k - ready;
-            break;
-        }
-        sleep_us(5000);
-    }
+    failed_start = await_ready(sh, k);
     mcpu0 = o->during ? -1 : masters_cpu_s();
     sh->t_end = now_us() + 50000u + (uint64_t)(o->duration_s * 1e6);
     sh->t_start = now_us() + 50000u;
     if (o->during) {
-        da.o = o;
         da.t0 = sh->t_start;
         have_thread = pthread_create(&th, NULL, during_main, &da) == 0;
     }
-
-    t_hard = sh->t_end + 30000000u;
-    alive = k;
-    while (alive > 0) {
-        uint64_t ok = 0, t = now_us();
-        int status;
-        pid_t p;
-
-        /* by pid, never waitpid(-1): the fault thread's cluster-up.sh runs
-         * are our children too, and it reaps them itself */
-        for (i = 0; i < k; i++) {
-            if (pids[i] > 0 && (p = waitpid(pids[i], &status, WNOHANG)) == pids[i]) {
-                unregister_child(p);
-                pids[i] = -1;
-                alive--;
-            }
-        }
-        if (alive == 0)
-            break;
-        for (i = 0; i < k; i++)
-            ok += child_at(sh, i)->ok_now;
-        if (t > sh->t_start)
-            progress(o->label, (double)(t - sh->t_start) / 1e6, o->duration_s, ok, 0);
-        if (t > t_hard) {
-            for (i = 0; i < k; i++)
-                if (pids[i] > 0)
-                    kill(pids[i], SIGKILL);
-            result_note(r, "error: contenders did not finish; killed");
-        }
-        sleep_us(50000);
-    }
+    reap(sh, pids, k, o->label, r);
     if (have_thread)
         pthread_join(th, NULL);
 
     r->duration_s = o->duration_s;
-    for (i = 0; i < k; i++) {
-        struct child_out *co = child_at(sh, i);
-
-        r->ops += co->ops;
-        r->ok += co->ok;
-        r->failed += co->failed;
-        r->release_failed += co->rel_failed;
-        cpu += co->cpu_us;
-        hist_merge(&r->acq, &co->acq);
-        hist_merge(&r->rel, &co->rel);
-        hist_merge(&r->fail, &co->fail);
-        for (j = 0; j < BENCH_NERR; j++)
-            r->errs[j] += co->errs[j];
-        restarts += __atomic_load_n(&co->restarts_seen, __ATOMIC_RELAXED);
-        if (co->ready == -1 && !r->note[0])
-            result_note(r, "error: contender %d: %s", i, co->errmsg);
-    }
-    count_overlaps(sh, k, r, &gap);
+    collect(sh, k, r, &cpu);
     r->cycles_per_s = (double)r->ok / o->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;
     masters_cpu_delta(r, mcpu0, r->ok);
-    result_extra(r, ",\"clients\":%d,\"handoffs_per_s\":%.0f,\"hold_us\":%u,"
-                 "\"max_overlap_us\":%.0f,\"retry_count\":%u,\"retry_delay_ms\":%u,"
-                 "\"retry_jitter_ms\":%u,\"pubsub_wait\":%s", k, r->cycles_per_s, o->hold_us,
-                 r->max_overlap_us, o->retry_count, o->retry_delay_ms, o->retry_jitter_ms,
-                 o->pubsub_off ? "false" : "true");
-    result_extra(r, ",\"owner_changes\":%llu,\"owner_changes_per_s\":%.0f,"
-                 "\"early_handoffs\":%llu,\"handoff_us\":", (unsigned long long)r->owner_changes,
-                 (double)r->owner_changes / o->duration_s, (unsigned long long)r->early_handoffs);
-    if (r->handoff.count)
-        result_extra(r, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu}",
-                     (unsigned long long)hist_pct(&r->handoff, 0.5),
-                     (unsigned long long)hist_pct(&r->handoff, 0.9),
-                     (unsigned long long)hist_pct(&r->handoff, 0.99),
-                     (unsigned long long)hist_pct(&r->handoff, 0.999),
-                     (unsigned long long)r->handoff.max);
-    else
-        result_extra(r, "null");
+    contention_json(r, k, o->hold_us);
+    wait_json(r, &o->wait);
     if (o->reconnect_max_ms)
         result_extra(r, ",\"reconnect_max_ms\":%u", o->reconnect_max_ms);
-    result_extra(r, ",\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f,\"restart_guard\":%s,"
-                 "\"restarts_seen\":%llu", (double)gap.us / 1000.0, (double)gap.at_us / 1e6,
-                 o->restart_guard_off ? "false" : "true", (unsigned long long)restarts);
-    r->max_gap_ms = (double)gap.us / 1000.0;
-    r->max_gap_at_s = (double)gap.at_us / 1e6;
-    r->restarts_seen = restarts;
+    result_extra(r, ",\"restart_guard\":%s,\"restarts_seen\":%llu",
+                 o->restart_guard_off ? "false" : "true", (unsigned long long)r->restarts_seen);
     if (failed_start && !r->note[0])
         result_note(r, "error: %d contenders could not start", failed_start);
-    munmap(sh, total);
+    munmap(sh, sh->total);
     return 0;
-}
-
-/* The two contention rows differ in one setting only: whether waiters
- * listen for releases (pub/sub, the library's default) or only poll on
- * their retry timer. Both use the same realistic retry settings (--retry-
- * delay, --retry-jitter: 50 ms each by default) and enough retries never to
- * give up within the scenario (each pub/sub wake-up costs one). The old
- * busy configuration (retry at once, no pub/sub) is
- * --scenarios contention-poll --retry-delay 0 --retry-jitter 1. */
-static void contention_scenario(const char *name, int pubsub_off)
-{
-    struct result *r = result_new(name);
-    struct contend_opts o = { .clients = config.clients, .duration_s = config.duration_s,
-                              .ttl_ms = config.ttl_ms, .hold_us = config.hold_us,
-                              .retry_count = config.retry_count,
-                              .retry_delay_ms = config.retry_delay_ms,
-                              .retry_jitter_ms = config.retry_jitter_ms,
-                              .pubsub_off = pubsub_off, .label = name };
-
-    contend_run(&o, r);
-}
-
-void scenario_contention(void)
-{
-    contention_scenario("contention", 0);
-}
-
-void scenario_contention_poll(void)
-{
-    contention_scenario("contention-poll", 1);
 }

@@ -341,101 +341,139 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-/* ------------------------------------------------------------------------ */
-/* Clock estimates: a blocking client of the library under test probes every  */
-/* master's TIME every 100 ms while the floor runs (50 tiny commands a       */
-/* second in all, next to tens of thousands), and one redlock_ping at the    */
-/* end reads what its clock monitor and restart guard concluded.            */
-/* ------------------------------------------------------------------------ */
-
-#define CLOCK_PROBE_MS 100u
-
-static redlock_client *clock_client_start(uint64_t *t0)
-{
-    redlock_config cfg;
-    redlock_client *c = NULL;
-    redlock_error err;
-    int rc;
-
-    bench_config_fill(&cfg, 0);
-    cfg.clock_probe_ms = CLOCK_PROBE_MS;
-    memset(&err, 0, sizeof(err));
-    rc = redlock_client_new(&cfg, NULL, &c, &err);
-    if (rc != 0) {
-        snprintf(floor_fig.clock_err, sizeof(floor_fig.clock_err), "redlock_client_new: %s: %.100s",
-                 redlock_err_name(rc), err.msg);
-        return NULL;
-    }
-    *t0 = now_us();
-    return c;
-}
-
-static void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
-{
-    redlock_status st;
-    redlock_error err;
-    int rc, m;
-
-    if (!c)
-        return;
-    /* at least two samples per master, for a rate: wait for them if the
-     * floor was very short */
-    while (now_us() - t0 < 3u * CLOCK_PROBE_MS * 1000u && !stop_requested())
-        sleep_us(CLOCK_PROBE_MS * 1000u);
-    memset(&st, 0, sizeof(st));
-    memset(&err, 0, sizeof(err));
-    rc = redlock_ping(c, &st, &err);
-    floor_fig.clock_window_s = (double)(now_us() - t0) / 1e6;
-    if (rc != 0 && rc != REDLOCK_ENOQUORUM) {
-        snprintf(floor_fig.clock_err, sizeof(floor_fig.clock_err), "redlock_ping: %s: %.100s",
-                 redlock_err_name(rc), err.msg);
-        redlock_client_free(c);
-        return;
-    }
-    floor_fig.n_clock = config.n_masters;
-    result_extra(r, ",\"clock_probe_ms\":%u,\"clock_sampled_s\":%.2f,\"clock\":[",
-                 CLOCK_PROBE_MS, floor_fig.clock_window_s);
-    for (m = 0; m < config.n_masters; m++) {
-        const redlock_master_state *ms = &st.masters[m];
-        int known = ms->clock_rate_lo > 0 || ms->clock_rate_hi > 0;
-
-        floor_fig.clock[m].reachable = ms->err == 0;
-        floor_fig.clock[m].rate_lo = ms->clock_rate_lo;
-        floor_fig.clock[m].rate_hi = ms->clock_rate_hi;
-        floor_fig.clock[m].samples = ms->clock_samples;
-        floor_fig.clock[m].jumps = ms->clock_jumps;
-        floor_fig.clock[m].rate_faults = ms->clock_rate_faults;
-        floor_fig.clock[m].trusted = ms->clock_trusted;
-        floor_fig.clock[m].offset_us = ms->clock_offset_us;
-        memcpy(floor_fig.clock[m].run_id, ms->run_id, sizeof(floor_fig.clock[m].run_id));
-        floor_fig.clock[m].run_id[sizeof(floor_fig.clock[m].run_id) - 1] = '\0';
-        floor_fig.clock[m].uptime_s = ms->uptime_s;
-        floor_fig.clock[m].aof_always = ms->aof_always;
-        floor_fig.clock[m].excluded = ms->excluded;
-        result_extra(r, "%s{\"addr\":\"%s:%d\",\"reachable\":%s", m ? "," : "",
-                     config.host[m], config.port[m], ms->err == 0 ? "true" : "false");
-        if (known)
-            result_extra(r, ",\"rate_lo\":%.6f,\"rate_hi\":%.6f", ms->clock_rate_lo,
-                         ms->clock_rate_hi);
-        else
-            result_extra(r, ",\"rate_lo\":null,\"rate_hi\":null");
-        result_extra(r, ",\"samples\":%llu,\"trusted\":%s,\"jumps\":%llu,\"rate_faults\":%llu,"
-                     "\"offset_us\":%lld,\"uptime_s\":%lld,\"aof_always\":%s,\"excluded\":%s}",
-                     (unsigned long long)ms->clock_samples, ms->clock_trusted ? "true" : "false",
-                     (unsigned long long)ms->clock_jumps,
-                     (unsigned long long)ms->clock_rate_faults, (long long)ms->clock_offset_us,
-                     (long long)ms->uptime_s, ms->aof_always ? "true" : "false",
-                     ms->excluded ? "true" : "false");
-    }
-    result_extra(r, "]");
-    redlock_client_free(c);
-}
-
 static void set_phase(struct floor_state *fs, enum floor_phase ph, double seconds)
 {
     fs->phase = ph;
     fs->phase_start = now_us();
     fs->deadline = fs->phase_start + (uint64_t)(seconds * 1e6);
+}
+
+/* Connect to every master; 0, or -1 with the row's note set. */
+static int floor_connect(struct floor_state *fs, struct result *r)
+{
+    int m;
+
+    set_phase(fs, PH_CONNECT, 3.0);
+    for (m = 0; m < fs->n; m++) {
+        fs->ac[m] = redisAsyncConnect(config.host[m], config.port[m]);
+        if (!fs->ac[m] || fs->ac[m]->err) {
+            result_note(r, "error: connect %s:%d: %s", config.host[m],
+                        config.port[m], fs->ac[m] ? fs->ac[m]->errstr : "out of memory");
+            return -1;
+        }
+        fs->ac[m]->data = fs;
+        redisLibeventAttach(fs->ac[m], fs->base);
+        redisAsyncSetConnectCallback(fs->ac[m], on_connect);
+        redisAsyncSetDisconnectCallback(fs->ac[m], on_disconnect);
+    }
+    event_base_dispatch(fs->base);
+    if (fs->connected != fs->n) {
+        result_note(r, "error: %d of %d masters did not connect", fs->n - fs->connected, fs->n);
+        return -1;
+    }
+    return 0;
+}
+
+/* (1) one master, one command at a time; (2) all masters, majority-th
+ * reply. 0, or -1 when a master failed. */
+static int floor_latency(struct floor_state *fs, struct result *r, double d, double *quorum_cpu)
+{
+    uint64_t c0 = cpu_us(), t0 = now_us();
+
+    set_phase(fs, PH_SINGLE, 0.75 * d);
+    single_next(fs);
+    event_base_dispatch(fs->base);
+    r->cpu_us_per_cycle = fs->del.count ? (double)(cpu_us() - c0) / (double)fs->del.count : -1;
+    r->cycles_per_s = (double)fs->del.count / ((double)(now_us() - t0) / 1e6);
+    if (fs->broken)
+        return -1;
+
+    set_phase(fs, PH_QUORUM, 0.5 * d);
+    c0 = cpu_us();
+    quorum_next(fs);
+    event_base_dispatch(fs->base);
+    if (fs->quorum.count)
+        *quorum_cpu = (double)(cpu_us() - c0) / (double)fs->quorum.count;
+    return fs->broken ? -1 : 0;
+}
+
+struct capacity {
+    double ops, cpu, mcores;          /* replies/s, client cores, masters' cores */
+};
+
+/* (3) capacity: every master saturated at once from this one loop, as the
+ * library's own client would be; (4) the same with the release as a
+ * compare-then-DEL script, which is what a Redlock cycle really costs the
+ * masters. Capacity is the best of two rounds each, interleaved: this
+ * machine is shared, and a ceiling taken in a bad moment would flatter
+ * every ratio against it. */
+static int floor_capacity(struct floor_state *fs, struct result *r, double d,
+                          struct capacity *raw, struct capacity *script)
+{
+    int m, round;
+
+    fs->n_chains = fs->n * config.pipeline;
+    fs->chains = calloc((size_t)fs->n_chains, sizeof(*fs->chains));
+    if (!fs->chains) {
+        result_note(r, "error: out of memory");
+        return -1;
+    }
+    for (m = 0; m < fs->n; m++) {
+        const char *argv[3] = { "SCRIPT", "LOAD", release_lua };
+        size_t len[3] = { 6, 4, sizeof(release_lua) - 1 };
+
+        redisAsyncCommandArgv(fs->ac[m], on_script_loaded, fs, 3, argv, len);
+    }
+    event_base_dispatch(fs->base);
+    for (round = 0; round < 4 && !fs->broken; round++) {
+        struct capacity c, *best = (round & 1) ? script : raw;
+
+        fs->use_script = round & 1;
+        set_phase(fs, PH_CAPACITY, 0.25 * d);
+        c.ops = run_capacity(fs, &c.cpu, &c.mcores);
+        if (!fs->broken && c.ops > best->ops)
+            *best = c;
+    }
+    return fs->broken ? -1 : 0;
+}
+
+static void floor_record(struct floor_state *fs, struct result *r, double d, double quorum_cpu,
+                         const struct capacity *raw, const struct capacity *script)
+{
+    r->ops = r->ok = fs->set.count;
+    hist_merge(&r->acq, &fs->set);
+    hist_merge(&r->rel, &fs->del);
+    r->duration_s = 2.0 * d;
+    floor_fig.valid = 1;
+    floor_fig.set_p50 = hist_pct(&fs->set, 0.5);
+    floor_fig.set_p99 = hist_pct(&fs->set, 0.99);
+    floor_fig.del_p50 = hist_pct(&fs->del, 0.5);
+    floor_fig.del_p99 = hist_pct(&fs->del, 0.99);
+    floor_fig.quorum_p50 = hist_pct(&fs->quorum, 0.5);
+    floor_fig.quorum_p99 = hist_pct(&fs->quorum, 0.99);
+    floor_fig.raw_ops_per_s = raw->ops;
+    floor_fig.ceiling_cycles_per_s = raw->ops / (2.0 * fs->n);
+    floor_fig.script_ceiling_cycles_per_s = script->ops / (2.0 * fs->n);
+    result_extra_pcts(r, "quorum_us", &fs->quorum);
+    result_extra(r, ",\"quorum_cpu_us_per_cycle\":%.1f,\"raw_ops_per_s\":%.0f,"
+                 "\"ceiling_cycles_per_s\":%.0f,\"pipeline\":%d,\"capacity_client_cpu\":%.2f,"
+                 "\"raw_script_ops_per_s\":%.0f,\"script_ceiling_cycles_per_s\":%.0f,"
+                 "\"script_capacity_client_cpu\":%.2f,\"capacity_masters_cores\":%.2f,"
+                 "\"script_capacity_masters_cores\":%.2f",
+                 quorum_cpu, raw->ops, floor_fig.ceiling_cycles_per_s, config.pipeline, raw->cpu,
+                 script->ops, floor_fig.script_ceiling_cycles_per_s, script->cpu, raw->mcores,
+                 script->mcores);
+    result_note(r,
+                "one master: SET p50 %llu us, DEL p50 %llu us. SET to all %d, majority-th reply: "
+                "p50 %llu us, p99 %llu us; client CPU %.1f us per SET+DEL cycle on all %d. "
+                "Capacity, %d in flight per master: SET+DEL %.0f ops/s (client %.2f cores, masters "
+                "%.2f) -> ceiling %.0f cycles/s; SET + release script %.0f ops/s (client %.2f, "
+                "masters %.2f) -> %.0f cycles/s",
+                (unsigned long long)floor_fig.set_p50, (unsigned long long)floor_fig.del_p50,
+                fs->n, (unsigned long long)floor_fig.quorum_p50,
+                (unsigned long long)floor_fig.quorum_p99, quorum_cpu, fs->n, config.pipeline,
+                raw->ops, raw->cpu, raw->mcores, floor_fig.ceiling_cycles_per_s,
+                script->ops, script->cpu, script->mcores, floor_fig.script_ceiling_cycles_per_s);
 }
 
 void scenario_floor(void)
@@ -444,11 +482,11 @@ void scenario_floor(void)
     struct floor_state *fs = calloc(1, sizeof(*fs));
     struct timeval tv = { 0, 200000 };
     /* a few seconds pin the floor down; longer runs only wait longer */
-    double d = config.duration_s < 4.0 ? config.duration_s : 4.0, cap_cpu = 0, script_cpu = 0, script_ops = 0;
-    double quorum_cpu = -1, cap_mcores = -1, script_mcores = -1;
-    int m, round;
+    double d = config.duration_s < 4.0 ? config.duration_s : 4.0, quorum_cpu = -1;
+    struct capacity raw = { 0, 0, -1 }, script = { 0, 0, -1 };
     uint64_t clock_t0 = 0;
     redlock_client *clock_c = clock_client_start(&clock_t0);
+    int m;
 
     if (!fs || !(fs->base = event_base_new())) {
         result_note(r, "error: cannot create an event loop");
@@ -463,135 +501,13 @@ void scenario_floor(void)
     fs->tick = event_new(fs->base, -1, EV_PERSIST, on_tick, fs);
     event_add(fs->tick, &tv);
 
-    set_phase(fs, PH_CONNECT, 3.0);
-    for (m = 0; m < fs->n; m++) {
-        fs->ac[m] = redisAsyncConnect(config.host[m], config.port[m]);
-        if (!fs->ac[m] || fs->ac[m]->err) {
-            result_note(r, "error: connect %s:%d: %s", config.host[m],
-                     config.port[m], fs->ac[m] ? fs->ac[m]->errstr : "out of memory");
-            goto out;
-        }
-        fs->ac[m]->data = fs;
-        redisLibeventAttach(fs->ac[m], fs->base);
-        redisAsyncSetConnectCallback(fs->ac[m], on_connect);
-        redisAsyncSetDisconnectCallback(fs->ac[m], on_disconnect);
+    if (floor_connect(fs, r) == 0) {
+        if (floor_latency(fs, r, d, &quorum_cpu) == 0 &&
+            floor_capacity(fs, r, d, &raw, &script) == 0)
+            floor_record(fs, r, d, quorum_cpu, &raw, &script);
+        else if (!r->note[0])
+            result_note(r, "error: a master failed or answered oddly during the floor");
     }
-    event_base_dispatch(fs->base);
-    if (fs->connected != fs->n) {
-        result_note(r, "error: %d of %d masters did not connect",
-                 fs->n - fs->connected, fs->n);
-        goto out;
-    }
-
-    /* (1) one master, one command at a time */
-    set_phase(fs, PH_SINGLE, 0.75 * d);
-    {
-        uint64_t c0 = cpu_us(), t0 = now_us();
-
-        single_next(fs);
-        event_base_dispatch(fs->base);
-        r->cpu_us_per_cycle = fs->del.count ? (double)(cpu_us() - c0) / (double)fs->del.count : -1;
-        r->cycles_per_s = (double)fs->del.count / ((double)(now_us() - t0) / 1e6);
-    }
-    if (fs->broken)
-        goto broken;
-
-    /* (2) all masters, majority-th reply */
-    set_phase(fs, PH_QUORUM, 0.5 * d);
-    {
-        uint64_t c0 = cpu_us();
-
-        quorum_next(fs);
-        event_base_dispatch(fs->base);
-        if (fs->quorum.count)
-            quorum_cpu = (double)(cpu_us() - c0) / (double)fs->quorum.count;
-    }
-    if (fs->broken)
-        goto broken;
-
-    /* (3) capacity: every master saturated at once from this one loop, as the
-     * library's own client would be. */
-    fs->n_chains = fs->n * config.pipeline;
-    fs->chains = calloc((size_t)fs->n_chains, sizeof(*fs->chains));
-    if (!fs->chains) {
-        result_note(r, "error: out of memory");
-        goto out;
-    }
-    for (m = 0; m < fs->n; m++) {
-        const char *argv[3] = { "SCRIPT", "LOAD", release_lua };
-        size_t len[3] = { 6, 4, sizeof(release_lua) - 1 };
-
-        redisAsyncCommandArgv(fs->ac[m], on_script_loaded, fs, 3, argv, len);
-    }
-    event_base_dispatch(fs->base);
-    if (fs->broken)
-        goto broken;
-    /* (4) the same with the release as a compare-then-DEL script, which is
-     * what a Redlock cycle really costs the masters. Capacity is the best
-     * of two rounds each, interleaved: this machine is shared, and a
-     * ceiling taken in a bad moment would flatter every ratio against it. */
-    for (round = 0; round < 4; round++) {
-        double ops, cpu, mcores;
-
-        fs->use_script = round & 1;
-        set_phase(fs, PH_CAPACITY, 0.25 * d);
-        ops = run_capacity(fs, &cpu, &mcores);
-        if (fs->broken)
-            goto broken;
-        if (!fs->use_script && ops > floor_fig.raw_ops_per_s) {
-            floor_fig.raw_ops_per_s = ops;
-            cap_cpu = cpu;
-            cap_mcores = mcores;
-        } else if (fs->use_script && ops > script_ops) {
-            script_ops = ops;
-            script_cpu = cpu;
-            script_mcores = mcores;
-        }
-    }
-
-    r->ops = r->ok = fs->set.count;
-    hist_merge(&r->acq, &fs->set);
-    hist_merge(&r->rel, &fs->del);
-    r->duration_s = 2.0 * d;
-    floor_fig.valid = 1;
-    floor_fig.set_p50 = hist_pct(&fs->set, 0.5);
-    floor_fig.set_p99 = hist_pct(&fs->set, 0.99);
-    floor_fig.del_p50 = hist_pct(&fs->del, 0.5);
-    floor_fig.del_p99 = hist_pct(&fs->del, 0.99);
-    floor_fig.quorum_p50 = hist_pct(&fs->quorum, 0.5);
-    floor_fig.quorum_p99 = hist_pct(&fs->quorum, 0.99);
-    floor_fig.ceiling_cycles_per_s = floor_fig.raw_ops_per_s / (2.0 * fs->n);
-    result_extra(r, ",\"quorum_us\":{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu}",
-                 (unsigned long long)floor_fig.quorum_p50,
-                 (unsigned long long)hist_pct(&fs->quorum, 0.9),
-                 (unsigned long long)floor_fig.quorum_p99,
-                 (unsigned long long)hist_pct(&fs->quorum, 0.999),
-                 (unsigned long long)fs->quorum.max);
-    floor_fig.script_ceiling_cycles_per_s = script_ops / (2.0 * fs->n);
-    result_extra(r, ",\"quorum_cpu_us_per_cycle\":%.1f,\"raw_ops_per_s\":%.0f,"
-                 "\"ceiling_cycles_per_s\":%.0f,\"pipeline\":%d,\"capacity_client_cpu\":%.2f,"
-                 "\"raw_script_ops_per_s\":%.0f,\"script_ceiling_cycles_per_s\":%.0f,"
-                 "\"script_capacity_client_cpu\":%.2f,\"capacity_masters_cores\":%.2f,"
-                 "\"script_capacity_masters_cores\":%.2f",
-                 quorum_cpu, floor_fig.raw_ops_per_s, floor_fig.ceiling_cycles_per_s,
-                 config.pipeline, cap_cpu, script_ops, floor_fig.script_ceiling_cycles_per_s,
-                 script_cpu, cap_mcores, script_mcores);
-    result_note(r,
-                "one master: SET p50 %llu us, DEL p50 %llu us. SET to all %d, majority-th reply: "
-                "p50 %llu us, p99 %llu us; client CPU %.1f us per SET+DEL cycle on all %d. "
-                "Capacity, %d in flight per master: SET+DEL %.0f ops/s (client %.2f cores, masters "
-                "%.2f) -> ceiling %.0f cycles/s; SET + release script %.0f ops/s (client %.2f, "
-                "masters %.2f) -> %.0f cycles/s",
-                (unsigned long long)floor_fig.set_p50, (unsigned long long)floor_fig.del_p50,
-                fs->n, (unsigned long long)floor_fig.quorum_p50,
-                (unsigned long long)floor_fig.quorum_p99, quorum_cpu, fs->n, config.pipeline,
-                floor_fig.raw_ops_per_s, cap_cpu, cap_mcores, floor_fig.ceiling_cycles_per_s,
-                script_ops, script_cpu, script_mcores, floor_fig.script_ceiling_cycles_per_s);
-    goto out;
-
-broken:
-    result_note(r, "error: a master failed or answered oddly during the floor");
-out:
     for (m = 0; m < fs->n; m++)
         if (fs->ac[m])
             redisAsyncFree(fs->ac[m]);

@@ -41,126 +41,6 @@ struct load {
 };
 
 /* ------------------------------------------------------------------------ */
-/* Warm-up: a fresh client's connections are made in the background, and    */
-/* the header offers no "connected" query, so cycle until every master took  */
-/* part (no vote DOWN/TIMEOUT/ERROR) three times in a row.                  */
-/* ------------------------------------------------------------------------ */
-
-struct warm {
-    struct event_base *base;
-    redlock_client *c;
-    uint64_t deadline;
-    int good;                         /* consecutive all-healthy cycles */
-    int done;                         /* 1 ok, -1 gave up */
-    unsigned seq;
-    struct event *retry;
-};
-
-static void warm_try(struct warm *w);
-
-static void warm_retry_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    warm_try(arg);
-}
-
-static void warm_later(struct warm *w, unsigned ms)
-{
-    struct timeval tv = { 0, (suseconds_t)ms * 1000 };
-
-    if (now_us() > w->deadline || stop_requested()) {
-        w->done = -1;
-        event_base_loopbreak(w->base);
-        return;
-    }
-    evtimer_add(w->retry, &tv);
-}
-
-static void warm_on_release(redlock_client *c, int status, redlock_lock *lock,
-                            const redlock_outcome *out, const redlock_error *err, void *arg)
-{
-    struct warm *w = arg;
-
-    (void)c;
-    (void)status;
-    (void)out;
-    (void)err;
-    redlock_lock_free(lock);
-    if (w->good >= 3) {
-        w->done = 1;
-        event_base_loopbreak(w->base);
-        return;
-    }
-    warm_later(w, w->good ? 0 : 20);
-}
-
-static void warm_on_acquire(redlock_client *c, int status, redlock_lock *lock,
-                            const redlock_outcome *out, const redlock_error *err, void *arg)
-{
-    struct warm *w = arg;
-    uint32_t i;
-    int healthy = status == 0;
-
-    (void)err;
-    for (i = 0; healthy && out && i < out->n_masters; i++)
-        if (out->votes[i].kind != REDLOCK_VOTE_OK && out->votes[i].kind != REDLOCK_VOTE_PENDING)
-            healthy = 0;
-    w->good = healthy ? w->good + 1 : 0;
-    if (status != 0) {
-        warm_later(w, 20);
-        return;
-    }
-    if (redlock_release_async(c, lock, warm_on_release, w, NULL) != 0) {
-        redlock_lock_free(lock);
-        warm_later(w, 20);
-    }
-}
-
-static void warm_try(struct warm *w)
-{
-    char key[64];
-    int n;
-
-    n = snprintf(key, sizeof(key), "warmup:%u", w->seq++);
-    if (redlock_acquire_async(w->c, key, (size_t)n, config.ttl_ms, warm_on_acquire, w, NULL) != 0)
-        warm_later(w, 20);
-}
-
-/* Create an async client on @base and wait until every master answers. */
-int bench_async_client(struct event_base *base, uint32_t retries, redlock_client **ret,
-                       char *why, size_t whylen)
-{
-    redlock_config cfg;
-    redlock_error err;
-    struct warm w;
-    int rc;
-
-    bench_config_fill(&cfg, retries);
-    memset(&err, 0, sizeof(err));
-    rc = redlock_client_new(&cfg, base, ret, &err);
-    if (rc != 0) {
-        snprintf(why, whylen, "redlock_client_new: %s: %s", redlock_err_name(rc), err.msg);
-        return -1;
-    }
-    memset(&w, 0, sizeof(w));
-    w.base = base;
-    w.c = *ret;
-    w.deadline = now_us() + 5000000u;
-    w.retry = evtimer_new(base, warm_retry_cb, &w);
-    warm_try(&w);
-    event_base_dispatch(base);
-    event_free(w.retry);
-    if (w.done != 1) {
-        snprintf(why, whylen, "warm-up: not every master took part in an acquire within 5 s");
-        redlock_client_free(*ret);
-        *ret = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Async load                                                               */
 /* ------------------------------------------------------------------------ */
 
@@ -269,8 +149,9 @@ static void load_tick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    progress(L->o->label, (double)(t - L->t_start) / 1e6, L->o->duration_s,
-             L->r->ok, L->r->failed);
+    if (!L->o->sys)                   /* a progress line's write would be counted */
+        progress(L->o->label, (double)(t - L->t_start) / 1e6, L->o->duration_s,
+                 L->r->ok, L->r->failed);
     if (stop_requested())
         L->stopped = 1;
     /* Every call is bounded by node timeouts and retries; past the deadline
@@ -282,86 +163,105 @@ static void load_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* A client on @L's loop: warmed up, or (masters known to be broken) just
+ * given o->settle_ms to connect to whatever answers. */
+static int load_client(struct load *L, struct result *r)
+{
+    const struct load_opts *o = L->o;
+    redlock_config cfg;
+    redlock_error err;
+    char why[300];
+    int rc;
+
+    bench_config_fill(&cfg, o->retries);
+    if (!o->settle_ms) {
+        if (bench_async_client(L->base, &cfg, &L->c, why, sizeof(why)) == 0)
+            return 0;
+        result_note(r, "error: %s", why);
+        return -1;
+    }
+    rc = redlock_client_new(&cfg, L->base, &L->c, &err);
+    if (rc != 0) {
+        result_note(r, "error: redlock_client_new: %s", redlock_err_name(rc));
+        return -1;
+    }
+    {
+        struct timeval st = { (time_t)(o->settle_ms / 1000),
+                              (suseconds_t)(o->settle_ms % 1000) * 1000 };
+
+        event_base_loopexit(L->base, &st);
+        event_base_dispatch(L->base);
+    }
+    return 0;
+}
+
+/* Start every slot and run the loop until they are all done. */
+static void load_loop(struct load *L)
+{
+    const struct load_opts *o = L->o;
+    int i;
+
+    L->t_start = now_us();
+    if (o->tl && o->tl->t0 == 0)
+        o->tl->t0 = L->t_start;
+    L->deadline = L->t_start + (uint64_t)(o->duration_s * 1e6);
+    L->active = o->inflight;
+    if (o->sys)
+        sysc_start(o->sys);
+    for (i = 0; i < o->inflight; i++) {
+        L->slots[i].L = L;
+        L->slots[i].id = (unsigned)i;
+        slot_next(&L->slots[i]);
+    }
+    event_base_dispatch(L->base);
+    if (o->sys)
+        sysc_stop(o->sys, L->cycles);
+}
+
 int load_async(const struct load_opts *o, struct result *r)
 {
     struct load L;
     struct timeval tv = { 0, 200000 };
     struct event *tick;
-    uint64_t cpu0, elapsed;
+    uint64_t cpu0;
     double mcpu0;
-    char why[300];
-    int i;
 
     memset(&L, 0, sizeof(L));
     L.o = o;
     L.r = r;
     L.base = event_base_new();
     L.slots = calloc((size_t)o->inflight, sizeof(*L.slots));
-    if (!L.base || !L.slots) {
+    if (!L.base || !L.slots)
         result_note(r, "error: out of memory");
-        goto fail;
-    }
-    if (o->settle_ms) {
-        /* masters are known to be broken: no warm-up, just let the client
-         * connect to whatever answers */
-        redlock_config cfg;
-        redlock_error err;
-        struct timeval st = { (time_t)(o->settle_ms / 1000), (suseconds_t)(o->settle_ms % 1000) * 1000 };
-        int rc;
-
-        bench_config_fill(&cfg, o->retries);
-        rc = redlock_client_new(&cfg, L.base, &L.c, &err);
-        if (rc != 0) {
-            result_note(r, "error: redlock_client_new: %s", redlock_err_name(rc));
-            goto fail;
-        }
-        event_base_loopexit(L.base, &st);
-        event_base_dispatch(L.base);
-    } else if (bench_async_client(L.base, o->retries, &L.c, why, sizeof(why)) < 0) {
-        result_note(r, "error: %s", why);
-        goto fail;
+    if (!L.base || !L.slots || load_client(&L, r) < 0) {
+        if (L.base)
+            event_base_free(L.base);
+        free(L.slots);
+        return -1;
     }
     tick = event_new(L.base, -1, EV_PERSIST, load_tick, &L);
     event_add(tick, &tv);
 
-    mcpu0 = o->before ? -1 : masters_cpu_s();   /* broken masters do not answer */
+    mcpu0 = o->before || o->sys ? -1 : masters_cpu_s();   /* broken masters do not answer */
     if (o->before)
         o->before(o->before_arg);
     cpu0 = cpu_us();
-    L.t_start = now_us();
-    if (o->tl && o->tl->t0 == 0)
-        o->tl->t0 = L.t_start;
-    L.deadline = L.t_start + (uint64_t)(o->duration_s * 1e6);
-    L.active = o->inflight;
-    for (i = 0; i < o->inflight; i++) {
-        L.slots[i].L = &L;
-        L.slots[i].id = (unsigned)i;
-        slot_next(&L.slots[i]);
-    }
-    event_base_dispatch(L.base);
-    elapsed = now_us() - L.t_start;
+    load_loop(&L);
     L.stopped = 1;
 
-    r->duration_s = (double)elapsed / 1e6;
+    r->duration_s = (double)(now_us() - L.t_start) / 1e6;
     r->cycles_per_s = (double)L.cycles / r->duration_s;
     if (L.cycles)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)L.cycles;
     masters_cpu_delta(r, mcpu0, L.cycles);
     if (L.stuck)
-        result_note(r, "error: %d operations never completed "
-                 "(callback missing?)", L.stuck);
+        result_note(r, "error: %d operations never completed (callback missing?)", L.stuck);
     event_free(tick);
     /* in-flight calls (only when stuck) complete with ESHUTDOWN in here */
     redlock_client_free(L.c);
     event_base_free(L.base);
     free(L.slots);
     return L.stuck ? -1 : 0;
-
-fail:
-    if (L.base)
-        event_base_free(L.base);
-    free(L.slots);
-    return -1;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -374,10 +274,8 @@ struct bthread {
     int id;
     uint64_t deadline;
     uint64_t max_ops;
-    uint64_t ops, ok, failed, rel_failed;
+    struct tally t;
     _Atomic uint64_t done;            /* read by the progress line */
-    uint64_t errs[BENCH_NERR];
-    struct hist acq, rel, fail;
 };
 
 static void *bthread_main(void *arg)
@@ -386,88 +284,39 @@ static void *bthread_main(void *arg)
     char key[96];
     uint64_t n = 0;
 
-    while (now_us() < b->deadline && b->ops < b->max_ops && !stop_requested()) {
+    while (now_us() < b->deadline && b->t.ops < b->max_ops && !stop_requested()) {
         redlock_lock *lock = NULL;
         uint64_t t0 = now_us(), t1;
         int len = snprintf(key, sizeof(key), "blocking:%d:%llu", b->id, (unsigned long long)n++);
         int rc = redlock_acquire(b->c, key, (size_t)len, config.ttl_ms, &lock, NULL, NULL);
 
         t1 = now_us();
-        b->ops++;
+        b->t.ops++;
         if (rc != 0) {
-            b->failed++;
-            hist_add(&b->fail, t1 - t0);
-            b->errs[-rc > 0 && -rc < BENCH_NERR ? -rc : BENCH_NERR - 1]++;
+            tally_fail(&b->t, rc, t1 - t0);
             continue;
         }
-        b->ok++;
-        hist_add(&b->acq, t1 - t0);
+        b->t.ok++;
+        hist_add(&b->t.acq, t1 - t0);
         rc = redlock_release(b->c, lock, NULL, NULL);
-        hist_add(&b->rel, now_us() - t1);
+        hist_add(&b->t.rel, now_us() - t1);
         if (rc != 0)
-            b->rel_failed++;
+            b->t.rel_failed++;
         redlock_lock_free(lock);
         atomic_fetch_add(&b->done, 1);
     }
     return NULL;
 }
 
-int load_blocking(int threads, double duration_s, struct result *r)
+/* Start @threads threads, show progress until the deadline, join them;
+ * returns how many started. */
+static int bthreads_run(struct bthread *b, int threads, uint64_t t0, double duration_s)
 {
-    redlock_config cfg;
-    redlock_error err;
-    redlock_status st;
-    redlock_client *c = NULL;
-    struct bthread *b;
-    uint64_t t0, cpu0, deadline, cycles = 0;
-    double mcpu0;
-    int i, j, started = 0, rc;
+    int i, started;
 
-    b = calloc((size_t)threads, sizeof(*b));
-    if (!b) {
-        result_note(r, "error: out of memory");
-        return -1;
-    }
-    bench_config_fill(&cfg, 0);
-    memset(&err, 0, sizeof(err));
-    rc = redlock_client_new(&cfg, NULL, &c, &err);
-    if (rc != 0) {
-        result_note(r, "error: redlock_client_new: %s: %s",
-                 redlock_err_name(rc), err.msg);
-        free(b);
-        return -1;
-    }
-    /* wait until every master answers (connections open in the background) */
-    deadline = now_us() + 5000000u;
-    for (;;) {
-        memset(&st, 0, sizeof(st));
-        if (redlock_ping(c, &st, NULL) == 0 && st.n_answered == (uint32_t)config.n_masters)
+    for (started = 0; started < threads; started++)
+        if (pthread_create(&b[started].th, NULL, bthread_main, &b[started]) != 0)
             break;
-        if (now_us() > deadline || stop_requested()) {
-            result_note(r, "error: blocking client: not every master "
-                     "answered PING within 5 s");
-            redlock_client_free(c);
-            free(b);
-            return -1;
-        }
-        sleep_us(20000);
-    }
-
-    mcpu0 = masters_cpu_s();
-    cpu0 = cpu_us();
-    t0 = now_us();
-    for (i = 0; i < threads; i++) {
-        b[i].c = c;
-        b[i].id = i;
-        b[i].deadline = t0 + (uint64_t)(duration_s * 1e6);
-        b[i].max_ops = config.max_ops / (uint64_t)threads + 1;
-        hist_init(&b[i].acq);
-        hist_init(&b[i].rel);
-        hist_init(&b[i].fail);
-        if (pthread_create(&b[i].th, NULL, bthread_main, &b[i]) != 0)
-            break;
-        started++;
-    }
     for (;;) {
         uint64_t done = 0, t = now_us();
 
@@ -480,19 +329,53 @@ int load_blocking(int threads, double duration_s, struct result *r)
     }
     for (i = 0; i < started; i++)
         pthread_join(b[i].th, NULL);
-    r->duration_s = (double)(now_us() - t0) / 1e6;
-    for (i = 0; i < started; i++) {
-        r->ops += b[i].ops;
-        r->ok += b[i].ok;
-        r->failed += b[i].failed;
-        r->release_failed += b[i].rel_failed;
-        cycles += atomic_load(&b[i].done);
-        hist_merge(&r->acq, &b[i].acq);
-        hist_merge(&r->rel, &b[i].rel);
-        hist_merge(&r->fail, &b[i].fail);
-        for (j = 0; j < BENCH_NERR; j++)
-            r->errs[j] += b[i].errs[j];
+    return started;
+}
+
+/* T threads on one blocking client, each cycling on keys of its own, for
+ * @duration_s or @max_ops cycles in all. One thread runs on the caller's,
+ * so that @sys (optional) counts the syscalls of exactly the caller and
+ * the client's I/O thread, and no progress line is written meanwhile. */
+int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc *sys,
+                  struct result *r)
+{
+    redlock_config cfg;
+    redlock_client *c = NULL;
+    struct bthread *b = calloc((size_t)threads, sizeof(*b));
+    uint64_t t0, cpu0, cycles = 0;
+    double mcpu0;
+    char why[300];
+    int i, started = threads;
+
+    bench_config_fill(&cfg, 0);
+    if (!b || bench_blocking_client(&cfg, &c, why, sizeof(why)) < 0) {
+        result_note(r, "error: %s", b ? why : "out of memory");
+        free(b);
+        return -1;
     }
+    mcpu0 = sys ? -1 : masters_cpu_s();
+    cpu0 = cpu_us();
+    t0 = now_us();
+    for (i = 0; i < threads; i++) {
+        b[i].c = c;
+        b[i].id = i;
+        b[i].deadline = t0 + (uint64_t)(duration_s * 1e6);
+        b[i].max_ops = max_ops / (uint64_t)threads + (threads > 1);
+        tally_init(&b[i].t);
+    }
+    if (sys)
+        sysc_start(sys);
+    if (threads == 1)
+        bthread_main(&b[0]);
+    else
+        started = bthreads_run(b, threads, t0, duration_s);
+    for (i = 0; i < started; i++) {
+        result_add_tally(r, &b[i].t);
+        cycles += atomic_load(&b[i].done);
+    }
+    if (sys)
+        sysc_stop(sys, cycles);
+    r->duration_s = (double)(now_us() - t0) / 1e6;
     r->cycles_per_s = (double)cycles / r->duration_s;
     if (cycles)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)cycles;
@@ -502,37 +385,4 @@ int load_blocking(int threads, double duration_s, struct result *r)
     redlock_client_free(c);
     free(b);
     return 0;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Scenarios                                                                */
-/* ------------------------------------------------------------------------ */
-
-void scenario_uncontended(void)
-{
-    struct result *r = result_new("uncontended");
-    struct load_opts o = { .inflight = 1, .duration_s = config.duration_s,
-                           .max_ops = config.max_ops, .retries = 0, .label = "uncontended" };
-
-    if (load_async(&o, r) == 0)
-        floor_fig.healthy_p99 = hist_pct(&r->acq, 0.99);
-    result_extra(r, ",\"inflight\":1");
-}
-
-void scenario_throughput(void)
-{
-    struct result *r = result_new("throughput");
-    struct load_opts o = { .inflight = config.inflight, .duration_s = config.duration_s,
-                           .max_ops = config.max_ops, .retries = 0, .label = "throughput" };
-
-    load_async(&o, r);
-    result_extra(r, ",\"inflight\":%d", config.inflight);
-}
-
-void scenario_blocking(void)
-{
-    struct result *r = result_new("blocking");
-
-    load_blocking(config.threads, config.duration_s, r);
-    result_extra(r, ",\"threads\":%d", config.threads);
 }

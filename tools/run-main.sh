@@ -5,12 +5,17 @@
 #   (floor, latency, throughput, contention, kill/pause/restart faults and a
 #   timeline), and stop the masters again, whatever happens.
 #
+# It prints one line per step; what the tools say (apt, meson, ninja,
+# cluster-up.sh) goes to $BENCH_OUT/run-main.log, and the end of that log
+# is shown only when a step fails. The benchmark's own report follows.
+#
 # usage: tools/run-main.sh [redlock-bench options...]
 #   e.g. tools/run-main.sh --duration 5 --scenarios floor,uncontended,pause2
 # environment:
 #   BENCH_BASE_PORT  first master's port (default 7000; the restart-aof
 #                    scenario runs its own --aof masters at BASE+10..)
-#   BENCH_OUT        where results.jsonl and the timeline plot go (default out)
+#   BENCH_OUT        where results.jsonl, the timeline plot and the log go
+#                    (default out)
 #   BUILD_DIR        meson build dir (default build)
 set -euo pipefail
 
@@ -24,51 +29,90 @@ N=5
 DIR=$ROOT/.cluster-bench-$BASE_PORT
 AOF_DIR=$DIR-aof
 CLUSTER=$ROOT/cluster-up.sh
+STEPS=5
+
+mkdir -p -- "$OUT"
+LOG=$OUT/run-main.log
+: >"$LOG"
 
 say() { printf 'run-main: %s\n' "$*" >&2; }
 
-# 1. dependencies (Debian packages), when the project ships the script
-if [[ -f tools/deps.sh ]]; then
-    say "checking dependencies (tools/deps.sh)"
-    bash tools/deps.sh
-fi
-for tool in meson ninja redis-server redis-cli; do
-    command -v "$tool" >/dev/null || { say "$tool not found (run tools/deps.sh)"; exit 2; }
-done
-
-# 2. build: only what the job needs
-if [[ ! -f $BUILD/build.ninja ]]; then
-    say "configuring $BUILD"
-    if ! meson setup "$BUILD" >/dev/null; then
-        say "meson setup failed with the test suite; retrying with -Dtests=false"
-        rm -rf -- "$BUILD"
-        meson setup "$BUILD" -Dtests=false >/dev/null
+# step N "what" CMD...: one line for the step, the command's output to the
+# log; on failure the log's last lines and exit 2.
+step() {
+    local n=$1 what=$2 rc=0
+    shift 2
+    printf 'run-main: [%d/%d] %s ... ' "$n" "$STEPS" "$what" >&2
+    printf '\n== [%d/%d] %s: %s\n' "$n" "$STEPS" "$what" "$*" >>"$LOG"
+    "$@" >>"$LOG" 2>&1 || rc=$?
+    if ((rc != 0)); then
+        printf 'FAILED (exit %d)\n' "$rc" >&2
+        say "last lines of $LOG:"
+        tail -n 20 -- "$LOG" | sed 's/^/    /' >&2
+        exit 2
     fi
-fi
-say "building redlock-bench"
-ninja -C "$BUILD" bench/redlock-bench >/dev/null
-BENCH=$BUILD/bench/redlock-bench
+    printf 'ok\n' >&2
+}
+
+# 1. dependencies (Debian packages), when the project ships the script
+deps() {
+    if [[ -f tools/deps.sh ]]; then
+        bash tools/deps.sh || return
+    fi
+    local tool
+    for tool in meson ninja redis-server redis-cli; do
+        command -v "$tool" >/dev/null || { echo "$tool not found (run tools/deps.sh)"; return 1; }
+    done
+}
+
+# 2. build: only what the job needs; without the test suite's dependencies
+#    if they are what fails
+build() {
+    if [[ ! -f $BUILD/build.ninja ]]; then
+        if ! meson setup "$BUILD"; then
+            echo "meson setup failed with the test suite; retrying with -Dtests=false"
+            rm -rf -- "$BUILD"
+            meson setup "$BUILD" -Dtests=false || return
+        fi
+    fi
+    ninja -C "$BUILD" bench/redlock-bench
+}
 
 # 3. masters: ours only, on our ports, in our dirs; stopped on any exit
 stop_masters() {
     local d
     for d in "$DIR" "$AOF_DIR"; do
         if [[ -f $d/cluster.env ]]; then
-            "$CLUSTER" -d "$d" stop >/dev/null 2>&1 || say "could not stop the masters in $d"
+            "$CLUSTER" -d "$d" stop || echo "could not stop the masters in $d"
         fi
     done
 }
-trap stop_masters EXIT
+MASTERS=
+start_masters() {
+    stop_masters   # left over from a run that was killed
+    MASTERS=$("$CLUSTER" -n "$N" -p "$BASE_PORT" -d "$DIR" start)
+}
+on_exit() {
+    local rc=$?
+    if [[ -f $DIR/cluster.env || -f $AOF_DIR/cluster.env ]]; then
+        printf 'run-main: [%d/%d] stopping the masters ... ' "$STEPS" "$STEPS" >&2
+        if stop_masters >>"$LOG" 2>&1; then printf 'ok\n' >&2; else printf 'FAILED\n' >&2; fi
+    fi
+    exit "$rc"
+}
+trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-stop_masters   # left over from a run that was killed
-say "starting $N masters on 127.0.0.1:$BASE_PORT.. in $DIR"
-masters=$("$CLUSTER" -n "$N" -p "$BASE_PORT" -d "$DIR" start)
 
-# 4. the benchmark
-say "running redlock-bench (about 1-2 minutes)"
+say "log of every step: $LOG"
+step 1 "dependencies (tools/deps.sh)" deps
+step 2 "building redlock-bench in $BUILD" build
+step 3 "starting $N masters on 127.0.0.1:$BASE_PORT.. ($DIR)" start_masters
+
+# 4. the benchmark: its report is the output of this job
+printf 'run-main: [4/%d] redlock-bench (about 2 minutes; report below)\n' "$STEPS" >&2
 rc=0
-"$BENCH" --masters "$masters" \
+"$BUILD/bench/redlock-bench" --masters "$MASTERS" \
     --cluster-script "$CLUSTER" --cluster-dir "$DIR" \
     --base-port "$BASE_PORT" --aof-base-port "$((BASE_PORT + 10))" \
     --duration 3 --out "$OUT" "$@" || rc=$?

@@ -1,0 +1,83 @@
+/* latency.c - the rows on distinct keys, where nothing contends: the
+ * uncontended latency through the async API and through the blocking API
+ * from one thread (with the system calls each cycle costs), and the
+ * throughput of both APIs.
+ */
+#include "bench.h"
+
+/* A second pass over a fixed number of cycles, with the kernel counting
+ * system calls: the figures per cycle do not depend on how fast this run
+ * was, and the timed pass above is not slowed by the counters. */
+static void count_syscalls(struct result *r, int blocking)
+{
+    struct result scratch;
+    struct sysc sys;
+    char note[300];
+    struct load_opts o = { .inflight = 1, .duration_s = 600, .max_ops = config.syscall_cycles,
+                           .retries = 0, .sys = &sys, .label = "syscalls" };
+
+    if (!config.syscall_cycles)
+        return;
+    snprintf(scratch.scenario, sizeof(scratch.scenario), "%s", r->scenario);
+    result_clear(&scratch);
+    if (blocking)
+        load_blocking(1, 600, config.syscall_cycles, &sys, &scratch);
+    else
+        load_async(&o, &scratch);
+    sysc_json(r, &sys);
+    if (sys.ok) {
+        r->syscalls_per_cycle = (double)sys.count[SYSC_TOTAL] / (double)sys.cycles;
+        r->epoll_ctl_per_cycle = (double)sys.count[SYSC_EPOLL_CTL] / (double)sys.cycles;
+    }
+    if (sys.ok)
+        result_extra(r, ",\"syscall_pass_cpu_us_per_cycle\":%.1f", scratch.cpu_us_per_cycle);
+    sysc_note(note, sizeof(note), &sys);
+    result_note(r, "%s", note);
+}
+
+void scenario_uncontended(void)
+{
+    struct result *r = result_new("uncontended");
+    struct load_opts o = { .inflight = 1, .duration_s = config.duration_s,
+                           .max_ops = config.max_ops, .retries = 0, .label = "uncontended" };
+
+    if (load_async(&o, r) == 0)
+        floor_fig.healthy_p99 = hist_pct(&r->acq, 0.99);
+    result_extra(r, ",\"inflight\":1");
+    if (!r->note[0])
+        count_syscalls(r, 0);
+}
+
+/* Sequential acquire + release through the blocking API from one thread:
+ * what the blocking API's thread hand-off costs over the async one. */
+void scenario_uncontended_blocking(void)
+{
+    struct result *r = result_new("uncontended-blocking");
+    const struct result *u = result_find("uncontended");
+
+    load_blocking(1, config.duration_s, config.max_ops, NULL, r);
+    result_extra(r, ",\"threads\":1");
+    if (u && u->acq.count && r->acq.count)
+        result_extra(r, ",\"ratio_async_p50\":%.2f", (double)hist_pct(&r->acq, 0.5) /
+                     (double)hist_pct(&u->acq, 0.5));
+    if (!r->note[0])
+        count_syscalls(r, 1);
+}
+
+void scenario_throughput(void)
+{
+    struct result *r = result_new("throughput");
+    struct load_opts o = { .inflight = config.inflight, .duration_s = config.duration_s,
+                           .max_ops = config.max_ops, .retries = 0, .label = "throughput" };
+
+    load_async(&o, r);
+    result_extra(r, ",\"inflight\":%d", config.inflight);
+}
+
+void scenario_blocking(void)
+{
+    struct result *r = result_new("blocking");
+
+    load_blocking(config.threads, config.duration_s, config.max_ops, NULL, r);
+    result_extra(r, ",\"threads\":%d", config.threads);
+}

@@ -1,0 +1,282 @@
+/* masters.c - reaching the masters: the redlock_config every scenario
+ * starts from, clients that are known to be connected before a clock
+ * starts, and plain-hiredis probes (PING, INFO cpu) that do not go through
+ * the library under test.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+/* The redlock_config every scenario starts from. Keys carry the run id, so
+ * two runs on the same masters never see each other's locks. */
+void bench_config_fill(redlock_config *cfg, uint32_t retries)
+{
+    static char prefix[64];
+
+    snprintf(prefix, sizeof(prefix), "rlbench:%s:", config.run_id);
+    redlock_config_init(cfg);
+    cfg->masters = config.masters;
+    cfg->key_prefix = prefix;
+    cfg->node_timeout_ms = config.node_timeout_ms;
+    cfg->retry_count = retries;
+}
+
+/* The hiredis the bench (its floor, its probes) and so the library were
+ * built against: transport figures differ between 0.14 and 1.x. */
+const char *bench_hiredis_version(void)
+{
+    static char v[32];
+
+    snprintf(v, sizeof(v), "%d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+    return v;
+}
+
+/* Master @i answers PING within @timeout_us, over plain hiredis. */
+int master_answers(int i, uint64_t timeout_us)
+{
+    struct timeval tv = { (time_t)(timeout_us / 1000000u), (suseconds_t)(timeout_us % 1000000u) };
+    redisContext *rc = redisConnectWithTimeout(config.host[i], config.port[i], tv);
+    redisReply *rep;
+    int up = 0;
+
+    if (!rc || rc->err) {
+        redisFree(rc);
+        return 0;
+    }
+    redisSetTimeout(rc, tv);
+    rep = redisCommand(rc, "PING");
+    if (rep && rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "PONG") == 0)
+        up = 1;
+    if (rep)
+        freeReplyObject(rep);
+    redisFree(rc);
+    return up;
+}
+
+/* All N masters answer PING: used after every heal, before the next
+ * scenario starts. */
+int wait_masters_up(unsigned timeout_ms)
+{
+    uint64_t deadline = now_us() + (uint64_t)timeout_ms * 1000u;
+    int i, up;
+
+    for (;;) {
+        for (i = 0, up = 0; i < config.n_masters; i++)
+            up += master_answers(i, 300000);
+        if (up == config.n_masters)
+            return 0;
+        if (now_us() > deadline || stop_requested())
+            return -1;
+        sleep_us(50000);
+    }
+}
+
+/* CPU seconds used so far by all N masters (INFO cpu, user + sys), or -1
+ * if one does not answer. Read before and after a scenario, it says how
+ * busy the masters were: on a 2-core box they share the cores with us. */
+double masters_cpu_s(void)
+{
+    struct timeval tv = { 0, 300000 };
+    double total = 0;
+    int i;
+
+    for (i = 0; i < config.n_masters; i++) {
+        redisContext *rc = redisConnectWithTimeout(config.host[i], config.port[i], tv);
+        redisReply *rep;
+        const char *p;
+        double v = -1;
+
+        if (!rc || rc->err) {
+            redisFree(rc);
+            return -1;
+        }
+        redisSetTimeout(rc, tv);
+        rep = redisCommand(rc, "INFO cpu");
+        if (rep && rep->type == REDIS_REPLY_STRING) {
+            double sys = -1, user = -1;
+
+            if ((p = strstr(rep->str, "used_cpu_sys:")) != NULL)
+                sys = strtod(p + 13, NULL);
+            if ((p = strstr(rep->str, "used_cpu_user:")) != NULL)
+                user = strtod(p + 14, NULL);
+            if (sys >= 0 && user >= 0)
+                v = sys + user;
+        }
+        if (rep)
+            freeReplyObject(rep);
+        redisFree(rc);
+        if (v < 0)
+            return -1;
+        total += v;
+    }
+    return total;
+}
+
+/* Fill @r's masters' CPU figures from a masters_cpu_s() taken at the start
+ * (@before) and one taken now, over r->duration_s. */
+void masters_cpu_delta(struct result *r, double before, uint64_t cycles)
+{
+    double after;
+
+    if (before < 0 || r->duration_s <= 0 || (after = masters_cpu_s()) < 0)
+        return;
+    r->masters_cores = (after - before) / r->duration_s;
+    if (cycles)
+        r->masters_cpu_us_per_cycle = (after - before) * 1e6 / (double)cycles;
+}
+
+/* redlock_client_new(); 0, or -1 with @why filled. */
+static int client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
+                      char *why, size_t whylen)
+{
+    redlock_error err;
+    int rc;
+
+    memset(&err, 0, sizeof(err));
+    rc = redlock_client_new(cfg, base, ret, &err);
+    if (rc == 0)
+        return 0;
+    snprintf(why, whylen, "redlock_client_new: %s: %.150s", redlock_err_name(rc), err.msg);
+    return -1;
+}
+
+/* A blocking client whose every master answered redlock_ping (connections
+ * open in the background). 0, or -1 with @why filled. */
+int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why, size_t whylen)
+{
+    redlock_status st;
+    uint64_t deadline;
+
+    if (client_new(cfg, NULL, ret, why, whylen) < 0)
+        return -1;
+    deadline = now_us() + 5000000u;
+    for (;;) {
+        memset(&st, 0, sizeof(st));
+        if (redlock_ping(*ret, &st, NULL) == 0 && st.n_answered == (uint32_t)config.n_masters)
+            return 0;
+        if (now_us() > deadline || stop_requested()) {
+            snprintf(why, whylen, "not every master answered PING within 5 s");
+            redlock_client_free(*ret);
+            *ret = NULL;
+            return -1;
+        }
+        sleep_us(20000);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Warm-up: a fresh client's connections are made in the background, and    */
+/* the header offers no "connected" query, so cycle until every master took  */
+/* part (no vote DOWN/TIMEOUT/ERROR) three times in a row.                  */
+/* ------------------------------------------------------------------------ */
+
+struct warm {
+    struct event_base *base;
+    redlock_client *c;
+    uint64_t deadline;
+    int good;                         /* consecutive all-healthy cycles */
+    int done;                         /* 1 ok, -1 gave up */
+    unsigned seq;
+    struct event *retry;
+};
+
+static void warm_try(struct warm *w);
+
+static void warm_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    warm_try(arg);
+}
+
+static void warm_later(struct warm *w, unsigned ms)
+{
+    struct timeval tv = { 0, (suseconds_t)ms * 1000 };
+
+    if (now_us() > w->deadline || stop_requested()) {
+        w->done = -1;
+        event_base_loopbreak(w->base);
+        return;
+    }
+    evtimer_add(w->retry, &tv);
+}
+
+static void warm_on_release(redlock_client *c, int status, redlock_lock *lock,
+                            const redlock_outcome *out, const redlock_error *err, void *arg)
+{
+    struct warm *w = arg;
+
+    (void)c;
+    (void)status;
+    (void)out;
+    (void)err;
+    redlock_lock_free(lock);
+    if (w->good >= 3) {
+        w->done = 1;
+        event_base_loopbreak(w->base);
+        return;
+    }
+    warm_later(w, w->good ? 0 : 20);
+}
+
+static void warm_on_acquire(redlock_client *c, int status, redlock_lock *lock,
+                            const redlock_outcome *out, const redlock_error *err, void *arg)
+{
+    struct warm *w = arg;
+    uint32_t i;
+    int healthy = status == 0;
+
+    (void)err;
+    for (i = 0; healthy && out && i < out->n_masters; i++)
+        if (out->votes[i].kind != REDLOCK_VOTE_OK && out->votes[i].kind != REDLOCK_VOTE_PENDING)
+            healthy = 0;
+    w->good = healthy ? w->good + 1 : 0;
+    if (status != 0) {
+        warm_later(w, 20);
+        return;
+    }
+    if (redlock_release_async(c, lock, warm_on_release, w, NULL) != 0) {
+        redlock_lock_free(lock);
+        warm_later(w, 20);
+    }
+}
+
+static void warm_try(struct warm *w)
+{
+    char key[64];
+    int n;
+
+    n = snprintf(key, sizeof(key), "warmup:%u", w->seq++);
+    if (redlock_acquire_async(w->c, key, (size_t)n, config.ttl_ms, warm_on_acquire, w, NULL) != 0)
+        warm_later(w, 20);
+}
+
+/* Create an async client on @base and wait until every master answers. */
+int bench_async_client(struct event_base *base, const redlock_config *cfg, redlock_client **ret,
+                       char *why, size_t whylen)
+{
+    struct warm w;
+
+    if (client_new(cfg, base, ret, why, whylen) < 0)
+        return -1;
+    memset(&w, 0, sizeof(w));
+    w.base = base;
+    w.c = *ret;
+    w.deadline = now_us() + 5000000u;
+    w.retry = evtimer_new(base, warm_retry_cb, &w);
+    warm_try(&w);
+    event_base_dispatch(base);
+    event_free(w.retry);
+    if (w.done != 1) {
+        snprintf(why, whylen, "warm-up: not every master took part in an acquire within 5 s");
+        redlock_client_free(*ret);
+        *ret = NULL;
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,118 @@
+/* windows.c - what the lock windows on one resource say, whoever held them
+ * (forked processes or waiters inside one process).
+ *
+ * A window is [acquire returned, min(release called, validity end)) on
+ * CLOCK_MONOTONIC, which is system-wide on Linux, so windows from different
+ * processes are comparable. Sorted by start, a window that starts before
+ * the latest end seen so far, from another owner, overlaps it: that count
+ * is the safety check. The rest is speed and fairness: grants that went to
+ * another owner, the hand-off latency from a release returning to the next
+ * owner's acquire returning, the longest time nobody held the lock, and
+ * Jain's index over the grants per owner.
+ */
+#include "bench.h"
+
+#include <stdlib.h>
+
+static int cmp_start(const void *a, const void *b)
+{
+    const struct owned_window *x = a, *y = b;
+
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* A hand-off: the grant after another owner's. Its latency runs from that
+ * release returning to this acquire returning; an acquire can return first
+ * (the releaser's reply, or its thread, was late), which counts as 0. */
+static void count_handoff(const struct owned_window *prev, const struct owned_window *w,
+                          struct result *r)
+{
+    if (w->owner == prev->owner || !prev->rel_done)
+        return;
+    r->owner_changes++;
+    if (w->start >= prev->rel_done) {
+        hist_add(&r->handoff, w->start - prev->rel_done);
+    } else {
+        r->early_handoffs++;
+        hist_add(&r->handoff, 0);
+    }
+}
+
+/* Sorts @w in place and fills @r's checked, violations, max_overlap_us,
+ * owner_changes, early_handoffs, handoff and the longest gap after
+ * @t_start in which nobody held the lock (the price of a fault, or of the
+ * guard against it). */
+void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct result *r)
+{
+    uint64_t max_end = t_start, gap = 0, gap_at = 0;
+    int max_owner = -1;
+    size_t j;
+
+    r->checked = n;
+    qsort(w, n, sizeof(*w), cmp_start);
+    for (j = 0; j < n; j++) {
+        if (j > 0)
+            count_handoff(&w[j - 1], &w[j], r);
+        if (w[j].start > max_end && w[j].start - max_end > gap) {
+            gap = w[j].start - max_end;
+            gap_at = max_end - t_start;
+        }
+        if (w[j].start < max_end && w[j].owner != max_owner) {
+            uint64_t until = w[j].end < max_end ? w[j].end : max_end;
+            double ov = (double)(until - w[j].start);
+
+            r->violations++;
+            if (ov > r->max_overlap_us)
+                r->max_overlap_us = ov;
+        }
+        if (w[j].end > max_end) {
+            max_end = w[j].end;
+            max_owner = w[j].owner;
+        }
+    }
+    r->max_gap_ms = (double)gap / 1000.0;
+    r->max_gap_at_s = (double)gap_at / 1e6;
+}
+
+/* Jain's fairness index (sum x)^2 / (n sum x^2): 1 when every owner got
+ * as many grants, 1/n when one got them all. */
+void result_fairness(struct result *r, const uint64_t *grants, int n)
+{
+    double sum = 0, sq = 0;
+    int i;
+
+    r->n_owners = n < BENCH_MAX_CLIENTS ? n : BENCH_MAX_CLIENTS;
+    for (i = 0; i < r->n_owners; i++) {
+        r->grants_by[i] = grants[i];
+        sum += (double)grants[i];
+        sq += (double)grants[i] * (double)grants[i];
+    }
+    r->fairness_jain = sq > 0 ? sum * sum / ((double)r->n_owners * sq) : -1;
+}
+
+/* The JSON members every contention row has. */
+void contention_json(struct result *r, int clients, uint32_t hold_us)
+{
+    double d = r->duration_s > 0 ? r->duration_s : 1;
+    int i;
+
+    result_extra(r, ",\"clients\":%d,\"hold_us\":%u,\"grants_per_s\":%.0f,"
+                 "\"handoffs_per_s\":%.0f,\"owner_changes\":%llu,\"owner_changes_per_s\":%.0f,"
+                 "\"owner_change_share\":%.3f,\"early_handoffs\":%llu,\"max_overlap_us\":%.0f",
+                 clients, hold_us, (double)r->ok / d, (double)r->ok / d,
+                 (unsigned long long)r->owner_changes, (double)r->owner_changes / d,
+                 r->ok ? (double)r->owner_changes / (double)r->ok : 0.0,
+                 (unsigned long long)r->early_handoffs, r->max_overlap_us);
+    result_extra_pcts(r, "handoff_us", &r->handoff);
+    result_extra(r, ",\"grants_per_process\":[");
+    for (i = 0; i < r->n_owners; i++)
+        result_extra(r, "%s%llu", i ? "," : "", (unsigned long long)r->grants_by[i]);
+    result_extra(r, "],\"fairness_jain\":");
+    if (r->fairness_jain >= 0)
+        result_extra(r, "%.3f", r->fairness_jain);
+    else
+        result_extra(r, "null");
+    result_extra(r, ",\"attempts_per_acquire\":%.2f,\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f",
+                 r->ops ? (double)r->attempts / (double)r->ops : 0.0, r->max_gap_ms,
+                 r->max_gap_at_s);
+}
