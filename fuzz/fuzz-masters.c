@@ -29,7 +29,7 @@
 
 #include <event2/event.h>
 
-#include "internal.h"
+#include "types.h"
 
 static struct event_base *base;
 static int strict;
@@ -69,16 +69,16 @@ static void fail(const char *what, const char *detail)
 /* "::ffff:a.b.c.d" is a.b.c.d: an IPv6 socket connects to the IPv4 master. */
 static void endpoint(const rl_node *n, char *out, size_t len)
 {
-    const char *ip = n->ip;
+    const char *ip = n->addr.kind == RL_ADDR_UNIX ? n->addr.host : n->addr.ip;
     struct in6_addr a6;
 
     if (inet_pton(AF_INET6, ip, &a6) == 1 && IN6_IS_ADDR_V4MAPPED(&a6)) {
         char v4[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &a6.s6_addr[12], v4, sizeof(v4));
-        snprintf(out, len, "%s:%d", v4, n->port);
+        snprintf(out, len, "%s:%d", v4, n->addr.port);
         return;
     }
-    snprintf(out, len, "%s:%d", ip, n->port);
+    snprintf(out, len, "%s:%d", ip, n->addr.port);
 }
 
 static void check_success(redlock_client *c, const char *list)

@@ -80,7 +80,9 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
-#include "internal.h"
+#include "redlock.h"
+
+#include <time.h>
 
 #define N_FAKES 3
 #define MAX_PIECES 64
@@ -133,11 +135,15 @@ static void *cnt_string(const redisReadTask *t, char *s, size_t n)
     return &reply_token;
 }
 static int largest_array;   /* the largest array header read since reset */
+#if HIREDIS_MAJOR >= 1
+static void *cnt_array(const redisReadTask *t, size_t n)
+#else
 static void *cnt_array(const redisReadTask *t, int n)
+#endif
 {
     (void)t;
-    if (n > largest_array)
-        largest_array = n;
+    if ((long long)n > largest_array)
+        largest_array = n > INT32_MAX ? INT32_MAX : (int)n;
     return &reply_token;
 }
 static void *cnt_integer(const redisReadTask *t, long long v)
@@ -154,9 +160,25 @@ static void cnt_free(void *p)
 {
     (void)p;
 }
+#if HIREDIS_MAJOR >= 1
+static void *cnt_double(const redisReadTask *t, double d, char *s, size_t n)
+{
+    (void)t; (void)d; (void)s; (void)n;
+    return &reply_token;
+}
+static void *cnt_bool(const redisReadTask *t, int b)
+{
+    (void)t; (void)b;
+    return &reply_token;
+}
+static redisReplyObjectFunctions cnt_fns = {
+    cnt_string, cnt_array, cnt_integer, cnt_double, cnt_nil, cnt_bool, cnt_free,
+};
+#else
 static redisReplyObjectFunctions cnt_fns = {
     cnt_string, cnt_array, cnt_integer, cnt_nil, cnt_free,
 };
+#endif
 
 static redisReader *counting_reader(void)
 {
@@ -524,7 +546,6 @@ struct run {
     redlock_client *c;
     bool fenced;                  /* flag 0x80: a fenced set of two */
     redlock_lock *lock;
-    redlock_status st;
     bool in_call;                 /* inside an _async / _start call */
     bool done, timed_out;
     int calls[5];                 /* acquire, extend, release, status, ping */
@@ -598,8 +619,8 @@ static void check_state(const char *op, int status, const redlock_status *st,
     }
 }
 
-static void on_ping(redlock_client *c, int status, redlock_status *st, const redlock_error *err,
-                    void *arg)
+static void on_ping(redlock_client *c, int status, const redlock_status *st,
+                    const redlock_error *err, void *arg)
 {
     (void)c;
     struct run *r = arg;
@@ -608,7 +629,7 @@ static void on_ping(redlock_client *c, int status, redlock_status *st, const red
     r->done = true;
 }
 
-static void on_status(redlock_client *c, int status, redlock_status *st,
+static void on_status(redlock_client *c, int status, const redlock_status *st,
                       const redlock_error *err, void *arg)
 {
     struct run *r = arg;
@@ -616,7 +637,7 @@ static void on_status(redlock_client *c, int status, redlock_status *st,
     once(r, 3);
     check_state("status", status, st, err);
     r->in_call = true;
-    int rc = rl_ping_start(c, &r->st, on_ping, r, &e);
+    int rc = redlock_ping_async(c, on_ping, r, &e);
     r->in_call = false;
     if (rc != 0)
         fail("ping refused to start", e.msg);
@@ -632,7 +653,7 @@ static void on_release(redlock_client *c, int status, redlock_lock *lock,
     if (lock != r->lock)
         fail("release called back with another lock", NULL);
     r->in_call = true;
-    int rc = rl_status_start(c, RESOURCE, strlen(RESOURCE), &r->st, on_status, r, &e);
+    int rc = redlock_status_get_async(c, RESOURCE, strlen(RESOURCE), on_status, r, &e);
     r->in_call = false;
     if (rc != 0)
         fail("status refused to start", e.msg);
@@ -675,6 +696,13 @@ static void on_acquire(redlock_client *c, int status, redlock_lock *lock,
         fail("extend refused to start", e.msg);
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 static void on_log(int level, const char *msg, void *arg)
 {
     (void)arg;
@@ -682,7 +710,7 @@ static void on_log(int level, const char *msg, void *arg)
         fail("log hook called with a bad level or no message", NULL);
     size_t n = strlen(msg);   /* ASan: the message is a valid string */
     if (verbose)
-        fprintf(stderr, "%llu [%d] %.*s\n", (unsigned long long)rl_now_us() / 1000, level,
+        fprintf(stderr, "%llu [%d] %.*s\n", (unsigned long long)now_ms(), level,
                 (int)n, msg);
 }
 

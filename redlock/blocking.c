@@ -1,78 +1,35 @@
-/* blocking.c - the blocking, thread-safe API over the async core.
+/* blocking.c - the blocking, thread-safe API: every call an async op on the I/O thread.
  *
- * One private event_base and one I/O thread per blocking client. Callers on
- * any thread put a request on a mutex-protected queue, wake the I/O thread
- * through a pipe, and sleep on their own condition variable. The I/O thread
- * starts each request as an ordinary async op, so requests from many threads
- * are in flight together and share the N connections as pipelines: nothing
- * is serialised behind one caller. Only this thread ever touches hiredis or
- * the base, so they need no locks of their own.
+ * Each function checks its arguments on the caller's thread (bad input
+ * costs no round trip), then hands one call to the client's I/O thread
+ * (loop.c) and sleeps until the op's callback ends it. Calls from many
+ * threads are in flight together and pipelined over the N connections.
  */
-#include "internal.h"
+#include "kinds.h"
+#include "loop.h"
+#include "ready.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-enum rl_req_kind { REQ_ACQUIRE, REQ_RELEASE, REQ_EXTEND, REQ_STATUS, REQ_PING, REQ_WD_START,
-                   REQ_WD_STOP };
-
+/* A call and what its operation needs. */
 typedef struct rl_req {
-    int kind;
-    struct rl_req *next;
-    pthread_cond_t cond;          /* signalled under blk->mu when done */
-    bool done;
-    int status;
-    const void *resource;         /* status: borrowed from the caller */
-    size_t len;
+    rl_call call;                 /* first: the loop sees only this */
     const redlock_resource *set;  /* acquire: borrowed from the caller */
     size_t count;
-    unsigned flags;
+    rl_wait_spec w;
+    const void *resource;         /* status: borrowed from the caller */
+    size_t len;
     uint32_t ttl_ms;
     redlock_lock *lock;           /* in: release/extend; out: acquire */
-    redlock_outcome *out;         /* optional */
-    redlock_error *err;           /* optional */
     redlock_status *st;           /* status/ping */
-    redlock_lost_cb lost_cb;      /* watchdog start */
-    void *lost_arg;
+    size_t min_masters;           /* ready */
+    uint32_t timeout_ms;
+    size_t n_up;
 } rl_req;
 
-struct rl_blocking {
-    pthread_t thread;
-    pthread_mutex_t mu;           /* guards head/tail, stop, waiters and every req->done */
-    pthread_cond_t idle;          /* signalled when the last waiter leaves after stop */
-    rl_req *head, *tail;
-    bool stop;
-    int waiters;                  /* callers inside submit_and_wait */
-    int pipefd[2];                /* wake-up: [0] read by the I/O thread */
-    struct event *wake_ev;
-};
-
-/* ---- I/O thread side ------------------------------------------------------ */
-
-static void req_finish(redlock_client *c, rl_req *req, int status,
-                       const redlock_outcome *out, const redlock_error *err)
+static rl_req *REQ(rl_call *call)
 {
-    struct rl_blocking *b = c->blk;
-    pthread_mutex_lock(&b->mu);
-    req->status = status;
-    if (req->out && out)
-        *req->out = *out;
-    if (req->err) {
-        if (status && err)
-            *req->err = *err;
-        else if (status)
-            rl_seterr(req->err, status, -1, "%s", redlock_strerror(status));
-    }
-    req->done = true;
-    /* Signal while holding the mutex: the caller cannot wake, return and
-     * destroy req->cond before we have let go of it. */
-    pthread_cond_signal(&req->cond);
-    pthread_mutex_unlock(&b->mu);
+    return (rl_req *)(void *)call;
 }
 
 static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
@@ -80,189 +37,78 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
 {
     rl_req *req = arg;
     req->lock = lock;
-    req_finish(c, req, status, out, err);
+    rl_call_done(c, &req->call, status, out, err);
 }
 
 static void on_op_done(redlock_client *c, int status, redlock_lock *lock,
                        const redlock_outcome *out, const redlock_error *err, void *arg)
 {
     (void)lock;
-    req_finish(c, arg, status, out, err);
+    rl_call_done(c, &((rl_req *)arg)->call, status, out, err);
 }
 
-static void on_status_done(redlock_client *c, int status, redlock_status *st,
+static void on_status_done(redlock_client *c, int status, const redlock_status *st,
                            const redlock_error *err, void *arg)
 {
-    (void)st;
-    req_finish(c, arg, status, NULL, err);
+    rl_req *req = arg;
+    *req->st = *st;
+    rl_call_done(c, &req->call, status, NULL, err);
 }
 
-static void req_start(redlock_client *c, rl_req *req)
+static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
 {
-    redlock_error err = { 0, -1, "" };
-    int rc;
-    switch (req->kind) {
-    case REQ_ACQUIRE:
-        rc = rl_acquire_start(c, req->set, req->count, req->ttl_ms, req->flags, on_acquired, req,
-                              &err);
-        break;
-    case REQ_RELEASE:
-        rc = rl_release_start(c, req->lock, on_op_done, req, &err);
-        break;
-    case REQ_EXTEND:
-        rc = rl_extend_start(c, req->lock, req->ttl_ms, on_op_done, req, &err);
-        break;
-    case REQ_STATUS:
-        rc = rl_status_start(c, req->resource, req->len, req->st, on_status_done, req, &err);
-        break;
-    case REQ_WD_START:
-        /* Synchronous on this thread: finish the request either way. */
-        rc = rl_watchdog_start(c, req->lock, req->lost_cb, req->lost_arg, &err);
-        req_finish(c, req, rc, NULL, &err);
-        return;
-    case REQ_WD_STOP:
-        rl_watchdog_stop(c, req->lock);
-        req_finish(c, req, 0, NULL, NULL);
-        return;
-    default:
-        rc = rl_ping_start(c, req->st, on_status_done, req, &err);
-        break;
-    }
-    if (rc != 0)
-        req_finish(c, req, rc, NULL, &err);
+    rl_req *req = arg;
+    req->n_up = n_up;
+    redlock_error e;
+    rl_seterr(&e, status, -1, "%zu of %u masters connected, %zu wanted", n_up, c->n,
+              req->min_masters);
+    rl_call_done(c, &req->call, status, NULL, &e);
 }
 
-static void on_wake(evutil_socket_t fd, short what, void *arg)
+static int start_acquire(redlock_client *c, rl_call *call, redlock_error *e)
 {
-    (void)what;
-    redlock_client *c = arg;
-    struct rl_blocking *b = c->blk;
-    char buf[64];
-    /* Drain first, then take the queue: a request queued after the take
-     * finds the queue empty and writes a new wake-up byte. */
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
-    pthread_mutex_lock(&b->mu);
-    rl_req *list = b->head;
-    b->head = b->tail = NULL;
-    bool stop = b->stop;
-    pthread_mutex_unlock(&b->mu);
-    while (list) {
-        rl_req *next = list->next;
-        if (stop) {
-            redlock_error e;
-            rl_seterr(&e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-            req_finish(c, list, REDLOCK_ESHUTDOWN, NULL, &e);
-        } else {
-            req_start(c, list);
-        }
-        list = next;
-    }
-    if (stop) {
-        /* Calls still in flight in other threads complete now, with
-         * ESHUTDOWN (or their real outcome if already decided), so no
-         * caller is left waiting on a client that is going away. */
-        rl_client_cancel_ops(c);
-        event_base_loopbreak(c->base);
-    }
+    rl_req *req = REQ(call);
+    return rl_acquire_start(c, req->set, req->count, &req->w, on_acquired, req, e);
 }
 
-static void *io_main(void *arg)
+static int start_release(redlock_client *c, rl_call *call, redlock_error *e)
 {
-    redlock_client *c = arg;
-    event_base_dispatch(c->base);
-    return NULL;
+    rl_req *req = REQ(call);
+    return rl_release_start(c, req->lock, on_op_done, req, e);
 }
 
-int rl_blocking_start(redlock_client *c, redlock_error *reterr)
+static int start_extend(redlock_client *c, rl_call *call, redlock_error *e)
 {
-    struct rl_blocking *b = calloc(1, sizeof(*b));
-    if (!b) {
-        rl_seterr(reterr, REDLOCK_ENOMEM, -1, "out of memory");
-        return REDLOCK_ENOMEM;
-    }
-    b->pipefd[0] = b->pipefd[1] = -1;
-    if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->idle, NULL) != 0) {
-        free(b);
-        rl_seterr(reterr, REDLOCK_ESYS, -1, "pthread_mutex_init failed");
-        return REDLOCK_ESYS;
-    }
-    if (pipe2(b->pipefd, O_NONBLOCK | O_CLOEXEC) != 0)
-        goto fail;
-    b->wake_ev = event_new(c->base, b->pipefd[0], EV_READ | EV_PERSIST, on_wake, c);
-    if (!b->wake_ev || event_add(b->wake_ev, NULL) != 0)
-        goto fail;
-    c->blk = b;
-    /* The I/O thread runs with every signal blocked: a master that drops
-     * the connection mid-write then gives hiredis EPIPE instead of killing
-     * the host program with SIGPIPE, and the host's signal handlers keep
-     * running on its own threads. The mask is inherited at creation. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int prc = pthread_create(&b->thread, NULL, io_main, c);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (prc != 0) {
-        c->blk = NULL;
-        errno = prc;
-        goto fail;
-    }
-    return 0;
-fail:
-    rl_seterr(reterr, REDLOCK_ESYS, -1, "cannot start the I/O thread: %s", strerror(errno));
-    if (b->wake_ev)
-        event_free(b->wake_ev);
-    if (b->pipefd[0] >= 0) {
-        close(b->pipefd[0]);
-        close(b->pipefd[1]);
-    }
-    pthread_cond_destroy(&b->idle);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-    return REDLOCK_ESYS;
+    rl_req *req = REQ(call);
+    return rl_extend_start(c, req->lock, req->ttl_ms, on_op_done, req, NULL, e);
 }
 
-static void wake(struct rl_blocking *b)
+static int start_status(redlock_client *c, rl_call *call, redlock_error *e)
 {
-    /* A full pipe already means "wake up": EAGAIN is fine. */
-    ssize_t w = write(b->pipefd[1], "w", 1);
-    (void)w;
+    rl_req *req = REQ(call);
+    return rl_status_start(c, req->resource, req->len, on_status_done, req, e);
 }
 
-void rl_blocking_stop(redlock_client *c)
+static int start_ping(redlock_client *c, rl_call *call, redlock_error *e)
 {
-    struct rl_blocking *b = c->blk;
-    pthread_mutex_lock(&b->mu);
-    b->stop = true;
-    pthread_mutex_unlock(&b->mu);
-    wake(b);
-    pthread_join(b->thread, NULL);
-    /* Callers woken with ESHUTDOWN still need b->mu to leave: wait for the
-     * last of them before destroying it. */
-    pthread_mutex_lock(&b->mu);
-    while (b->waiters > 0)
-        pthread_cond_wait(&b->idle, &b->mu);
-    pthread_mutex_unlock(&b->mu);
-    /* The I/O thread is gone: from here on this thread owns the base. */
-    event_free(b->wake_ev);
-    close(b->pipefd[0]);
-    close(b->pipefd[1]);
-    pthread_cond_destroy(&b->idle);
-    pthread_mutex_destroy(&b->mu);
-    free(b);
-    c->blk = NULL;
+    rl_req *req = REQ(call);
+    return rl_ping_start(c, on_status_done, req, e);
 }
 
-/* ---- caller side ----------------------------------------------------------- */
+static int start_ready(redlock_client *c, rl_call *call, redlock_error *e)
+{
+    rl_req *req = REQ(call);
+    return rl_ready_start(c, req->min_masters, req->timeout_ms, on_ready, req, e);
+}
 
-static int check_blocking(redlock_client *c, redlock_error *reterr)
+static int check_blocking(redlock_client *c, redlock_error *e)
 {
     if (!c) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "client is NULL");
+        rl_seterr(e, REDLOCK_EINVAL, -1, "client is NULL");
         return REDLOCK_EINVAL;
     }
     if (!c->blk) {
-        rl_seterr(reterr, REDLOCK_EASYNC, -1,
+        rl_seterr(e, REDLOCK_EASYNC, -1,
                   "this client lives on your event_base: use the _async calls "
                   "(or make the client with base == NULL)");
         return REDLOCK_EASYNC;
@@ -270,38 +116,40 @@ static int check_blocking(redlock_client *c, redlock_error *reterr)
     return 0;
 }
 
-static int submit_and_wait(redlock_client *c, rl_req *req)
+int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t count,
+                         const redlock_acquire_opts *opts, redlock_lock **ret_lock,
+                         redlock_outcome *ret_outcome, redlock_error *reterr)
 {
-    struct rl_blocking *b = c->blk;
-    if (pthread_cond_init(&req->cond, NULL) != 0) {
-        rl_seterr(req->err, REDLOCK_ESYS, -1, "pthread_cond_init failed");
-        return REDLOCK_ESYS;
+    int rc = check_blocking(c, reterr);
+    if (rc)
+        return rc;
+    if (!ret_lock || !opts) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "acquire: %s must not be NULL",
+                  !ret_lock ? "ret_lock" : "opts");
+        return REDLOCK_EINVAL;
     }
-    pthread_mutex_lock(&b->mu);
-    if (b->stop) {
-        pthread_mutex_unlock(&b->mu);
-        pthread_cond_destroy(&req->cond);
-        rl_seterr(req->err, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    bool was_empty = b->head == NULL;
-    b->waiters++;
-    if (b->tail)
-        b->tail->next = req;
-    else
-        b->head = req;
-    b->tail = req;
-    pthread_mutex_unlock(&b->mu);
-    if (was_empty)
-        wake(b);
-    pthread_mutex_lock(&b->mu);
-    while (!req->done)
-        pthread_cond_wait(&req->cond, &b->mu);
-    if (--b->waiters == 0 && b->stop)
-        pthread_cond_signal(&b->idle);
-    pthread_mutex_unlock(&b->mu);
-    pthread_cond_destroy(&req->cond);
-    return req->status;
+    /* Reject bad input here, on the caller's thread, with no round trip. */
+    rl_req req = { .call.start = start_acquire, .set = set, .count = count, .call.out = ret_outcome,
+                   .call.err = reterr };
+    rc = rl_check_set(set, count, reterr);
+    if (!rc)
+        rc = rl_opts_resolve(&c->cfg, opts, &req.w, reterr);
+    if (!rc)
+        rc = rl_loop_submit(c, &req.call);
+    if (rc == 0)
+        *ret_lock = req.lock;
+    return rc;
+}
+
+int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t count,
+                        uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
+                        redlock_outcome *ret_outcome, redlock_error *reterr)
+{
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = ttl_ms;
+    o.flags = flags;
+    return redlock_acquire_with(c, set, count, &o, ret_lock, ret_outcome, reterr);
 }
 
 int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
@@ -309,31 +157,6 @@ int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint32_
 {
     redlock_resource one = { resource, len };
     return redlock_acquire_set(c, &one, 1, ttl_ms, 0, ret_lock, ret_outcome, reterr);
-}
-
-int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t count,
-                        uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
-                        redlock_outcome *ret_outcome, redlock_error *reterr)
-{
-    int rc = check_blocking(c, reterr);
-    if (rc)
-        return rc;
-    if (!ret_lock) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "acquire: ret_lock must not be NULL");
-        return REDLOCK_EINVAL;
-    }
-    /* Reject bad input here, on the caller's thread, with no round trip. */
-    rc = rl_check_set(set, count, reterr);
-    if (!rc)
-        rc = rl_check_ttl(c, ttl_ms, reterr);
-    if (rc)
-        return rc;
-    rl_req req = { .kind = REQ_ACQUIRE, .set = set, .count = count, .flags = flags,
-                   .ttl_ms = ttl_ms, .out = ret_outcome, .err = reterr };
-    rc = submit_and_wait(c, &req);
-    if (rc == 0)
-        *ret_lock = req.lock;
-    return rc;
 }
 
 int redlock_release(redlock_client *c, redlock_lock *lock, redlock_outcome *ret_outcome,
@@ -346,8 +169,8 @@ int redlock_release(redlock_client *c, redlock_lock *lock, redlock_outcome *ret_
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "release: lock is NULL");
         return REDLOCK_EINVAL;
     }
-    rl_req req = { .kind = REQ_RELEASE, .lock = lock, .out = ret_outcome, .err = reterr };
-    return submit_and_wait(c, &req);
+    rl_req req = { .call.start = start_release, .lock = lock, .call.out = ret_outcome, .call.err = reterr };
+    return rl_loop_submit(c, &req.call);
 }
 
 int redlock_extend(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
@@ -360,12 +183,12 @@ int redlock_extend(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "extend: lock is NULL");
         return REDLOCK_EINVAL;
     }
-    rc = rl_check_ttl(c, ttl_ms, reterr);
+    rc = rl_check_ttl(ttl_ms, c->cfg.drift_factor, reterr);
     if (rc)
         return rc;
-    rl_req req = { .kind = REQ_EXTEND, .lock = lock, .ttl_ms = ttl_ms, .out = ret_outcome,
-                   .err = reterr };
-    return submit_and_wait(c, &req);
+    rl_req req = { .call.start = start_extend, .lock = lock, .ttl_ms = ttl_ms, .call.out = ret_outcome,
+                   .call.err = reterr };
+    return rl_loop_submit(c, &req.call);
 }
 
 int redlock_status_get(redlock_client *c, const void *resource, size_t len,
@@ -381,9 +204,9 @@ int redlock_status_get(redlock_client *c, const void *resource, size_t len,
     rc = rl_check_resource(resource, len, reterr);
     if (rc)
         return rc;
-    rl_req req = { .kind = REQ_STATUS, .resource = resource, .len = len, .st = ret,
-                   .err = reterr };
-    return submit_and_wait(c, &req);
+    rl_req req = { .call.start = start_status, .resource = resource, .len = len, .st = ret,
+                   .call.err = reterr };
+    return rl_loop_submit(c, &req.call);
 }
 
 int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr)
@@ -395,14 +218,20 @@ int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr)
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "ping: ret must not be NULL");
         return REDLOCK_EINVAL;
     }
-    rl_req req = { .kind = REQ_PING, .st = ret, .err = reterr };
-    return submit_and_wait(c, &req);
+    rl_req req = { .call.start = start_ping, .st = ret, .call.err = reterr };
+    return rl_loop_submit(c, &req.call);
 }
 
-int rl_blocking_watchdog(redlock_client *c, bool start, redlock_lock *lock, redlock_lost_cb cb,
-                         void *arg, redlock_error *reterr)
+int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, size_t *ret_n_up,
+                  redlock_error *reterr)
 {
-    rl_req req = { .kind = start ? REQ_WD_START : REQ_WD_STOP, .lock = lock, .lost_cb = cb,
-                   .lost_arg = arg, .err = reterr };
-    return submit_and_wait(c, &req);
+    int rc = check_blocking(c, reterr);
+    if (rc)
+        return rc;
+    rl_req req = { .call.start = start_ready, .min_masters = min_masters, .timeout_ms = timeout_ms,
+                   .call.err = reterr };
+    rc = rl_loop_submit(c, &req.call);
+    if (ret_n_up)
+        *ret_n_up = req.n_up;
+    return rc;
 }

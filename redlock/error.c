@@ -3,7 +3,7 @@
  * One X-macro in redlock.h (REDLOCK_ERRNO_MAP) generates the enum and both
  * string tables here, so a new code cannot be added without a message.
  */
-#include "internal.h"
+#include "common.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +28,47 @@ const char *redlock_err_name(int code)
 #undef RL_ERRNAME_GEN
     }
     return "EUNKNOWN";
+}
+
+static bool has(const char *s, size_t len, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(s + i, needle, n) == 0)
+            return true;
+    return false;
+}
+
+static bool starts(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+int rl_classify_error_reply(const char *str, size_t len)
+{
+    if (!str)
+        return REDLOCK_EPROTO;
+    if (rl_error_reply_transient(str, len))
+        return REDLOCK_EUNAVAIL;
+    /* A script that touches a key of another type fails with WRONGTYPE
+     * somewhere in the message, not always at its start. */
+    if (has(str, len, "WRONGTYPE"))
+        return REDLOCK_EWRONGTYPE;
+    if (has(str, len, "NOAUTH") || has(str, len, "WRONGPASS") || has(str, len, "NOPERM") ||
+        has(str, len, "invalid password") || has(str, len, "invalid username"))
+        return REDLOCK_EAUTH;
+    return REDLOCK_EREPLY;
+}
+
+/* Replies a healthy master gives while it cannot serve for a moment: it is
+ * loading its dataset, a script runs too long (BUSY), a cluster slot moves
+ * (TRYAGAIN) or a replica lost its master (MASTERDOWN). Nothing is wrong with
+ * the setup: the master is unavailable for now, like one that is down. */
+bool rl_error_reply_transient(const char *str, size_t len)
+{
+    return str && (starts(str, len, "LOADING ") || starts(str, len, "BUSY ") ||
+                   starts(str, len, "TRYAGAIN ") || starts(str, len, "MASTERDOWN "));
 }
 
 /* Like anetSetError: a NULL @e is fine. The message is cut to fit and kept

@@ -9,152 +9,156 @@
  * where the key is gone does not count. Extending on a majority at time t
  * keeps those keys until at least t + ttl on their clocks, so the same
  * majority-intersection argument as for acquire applies from t on.
- * Extend does not retry by itself; the caller decides (redlock-cli run stops
- * its child). A failed extend may still have run PEXPIRE on some masters,
- * now or later (a silent master runs it when it wakes), so a shorter ttl can
- * shorten the keys under a lease the caller still holds: on failure the
- * lock's validity becomes min(old, what the new ttl guarantees from the
- * start of this extend), never more.
+ * Extend does not retry by itself; the caller (or the watchdog) decides. A
+ * failed extend may still have run PEXPIRE on some masters, now or later (a
+ * silent master runs it when it wakes), so a shorter ttl can shorten the
+ * keys under a lease the caller still holds: on failure the lock's validity
+ * becomes min(old, what the new ttl guarantees from the start of this
+ * extend), never more.
  */
-#include "internal.h"
+#include "kinds.h"
 #include "drift.h"
+#include "lock.h"
+#include "outcome.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static bool ext_decide(rl_op *op);
+typedef struct rl_extend {
+    rl_op op;
+    char token[REDLOCK_TOKEN_MAX + 1];
+    redlock_lock *lock;           /* the caller's; NULL once the watchdog let go of it */
+    uint32_t ttl_ms;
+    uint32_t n_ok, n_fail;
+    redlock_op_cb cb;
+    void *arg;
+} rl_extend;
 
-static void ext_on_vote(void *owner, rl_fanout *f, uint32_t idx, const redisReply *r,
-                        int err, const char *errstr)
+static rl_extend *EXT(rl_op *op)
 {
-    rl_op *op = owner;
-    redlock_vote *v = rl_op_take_vote(op, f, idx);
-    if (!v)
-        return;   /* late: after a timeout or a decision */
-    rl_monotime sent = f->slots[idx].sent_us;
+    return (rl_extend *)(void *)op;
+}
+
+static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
+                        rl_monotime sent)
+{
+    rl_extend *x = EXT(op);
+    redlock_vote *v = &op->out.votes[idx];
+    char w[REDLOCK_VOTE_DETAIL_LEN];
     if (!r) {
-        rl_op_vote_failed(op, idx, err, errstr);
-        ext_decide(op);
-        return;
-    }
-    char why[REDLOCK_VOTE_DETAIL_LEN];
-    if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend", REDLOCK_ENOTHELD) !=
-        REDLOCK_VOTE_OK) {
-        op->n_fail++;
-    } else if (rl_node_excluded(&op->c->nodes[idx], op->ttl_ms, why, sizeof(why))) {
+        rl_vote_failed(v, err, why, sent);
+        x->n_fail++;
+    } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend",
+                                    REDLOCK_ENOTHELD) != REDLOCK_VOTE_OK) {
+        x->n_fail++;
+    } else if (rl_node_excluded(&op->c->nodes[idx], x->ttl_ms, w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
-        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why, sent);
-        op->n_fail++;
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
+        x->n_fail++;
     } else {
-        op->n_ok++;
+        x->n_ok++;
     }
-    ext_decide(op);
 }
 
 /* Failure: cap the lock's validity by the new ttl (see top of file). */
-static void ext_failed(rl_op *op, int status)
+static void ext_failed(rl_extend *x, int status)
 {
-    redlock_client *c = op->c;
-    int64_t cap_us = drift_validity_us(op->ttl_ms, 0, c->cfg.drift_factor);
-    rl_monotime cap = cap_us > 0 ? op->start_us + (uint64_t)cap_us : op->start_us;
-    /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. A
-     * NULL lock: a watchdog extend whose watchdog stopped meanwhile. */
-    rl_monotime until = op->lock ? rl_lock_valid_until(op->lock) : 0;
+    rl_op *op = &x->op;
+    int64_t cap_us = drift_validity_us(x->ttl_ms, 0, op->c->cfg.drift_factor);
+    rl_monotime cap = cap_us > 0 ? op->attempt_us + (uint64_t)cap_us : op->attempt_us;
+    /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. */
+    rl_monotime until = x->lock ? rl_lock_valid_until(x->lock) : 0;
     if (until != 0 && cap < until)
-        rl_lock_set_valid_until(op->lock, cap > 0 ? cap : 1);
-    rl_op_complete(op, status);
+        rl_lock_set_valid_until(x->lock, cap > 0 ? cap : 1);
+    rl_op_finish(op, status);
 }
 
-static bool ext_decide(rl_op *op)
+static void ext_decide(rl_op *op)
 {
+    rl_extend *x = EXT(op);
     redlock_client *c = op->c;
-    op->out.n_ok = op->n_ok;
-    if (op->n_ok >= c->quorum) {
-        uint64_t elapsed = rl_now_us() - op->start_us;
-        int64_t validity_ms = drift_validity_ms(op->ttl_ms, elapsed, c->cfg.drift_factor);
+    op->out.n_ok = x->n_ok;
+    if (x->n_ok >= c->quorum) {
+        uint64_t elapsed = rl_now_us() - op->attempt_us;
+        int64_t validity_ms = drift_validity_ms(x->ttl_ms, elapsed, c->cfg.drift_factor);
         op->out.elapsed_us = elapsed;
         op->out.validity_ms = validity_ms;
-        rl_op_disarm(op);
         if (validity_ms <= 0) {
             rl_seterr(&op->err, REDLOCK_EEXPIRED, -1,
                       "extend: majority reached after %llu us, leaving no validity of a "
-                      "%u ms ttl (raise the ttl)", (unsigned long long)elapsed, op->ttl_ms);
-            ext_failed(op, REDLOCK_EEXPIRED);
-            return true;
+                      "%u ms ttl (raise the ttl)", (unsigned long long)elapsed, x->ttl_ms);
+            ext_failed(x, REDLOCK_EEXPIRED);
+            return;
         }
-        if (op->lock) {
-            __atomic_store_n(&op->lock->ttl_ms, op->ttl_ms, __ATOMIC_RELAXED);
-            rl_lock_set_valid_until(op->lock, op->start_us + (uint64_t)validity_ms * 1000);
+        if (x->lock) {
+            __atomic_store_n(&x->lock->ttl_ms, x->ttl_ms, __ATOMIC_RELAXED);
+            rl_lock_set_valid_until(x->lock, op->attempt_us + (uint64_t)validity_ms * 1000);
         }
-        rl_op_complete(op, 0);
-        return true;
+        rl_op_finish(op, 0);
+    } else if (x->n_fail > c->n - c->quorum) {
+        op->out.elapsed_us = rl_now_us() - op->attempt_us;
+        ext_failed(x, rl_outcome_failure(op, "extend", &op->err));
     }
-    if (op->n_fail > c->n - c->quorum) {
-        rl_op_disarm(op);
-        op->out.elapsed_us = rl_now_us() - op->start_us;
-        ext_failed(op, rl_outcome_failure(op, "extend", &op->err));
-        return true;
-    }
-    return false;
 }
 
-void rl_extend_on_timer(rl_op *op)
+static void ext_deliver(rl_op *op)
 {
-    if (op->phase != RL_PHASE_VOTING)
-        return;
-    rl_op_timeout_pending(op, NULL);
-    ext_decide(op);
+    rl_extend *x = EXT(op);
+    x->cb(op->c, op->status, x->lock, &op->out, op->status ? &op->err : NULL, x->arg);
 }
 
-int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
-                    redlock_op_cb cb, void *arg, redlock_error *reterr)
+static const rl_op_ops extend_ops = {
+    .kind = REDLOCK_OP_EXTEND,
+    .name = "extend",
+    .on_vote = ext_on_vote,
+    .decide = ext_decide,
+    .deliver = ext_deliver,
+};
+
+void rl_extend_forget_lock(rl_op *op)
 {
-    return rl_extend_start_op(c, lock, ttl_ms, cb, arg, NULL, reterr);
+    EXT(op)->lock = NULL;
 }
 
-int rl_extend_start_op(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
-                       redlock_op_cb cb, void *arg, rl_op **ret_op, redlock_error *reterr)
+int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+                    void *arg, rl_op **ret_op, redlock_error *e)
 {
     if (c->freeing) {
-        rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
         return REDLOCK_ESHUTDOWN;
     }
     if (!lock || !cb) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "extend: lock and callback must not be NULL");
+        rl_seterr(e, REDLOCK_EINVAL, -1, "extend: lock and callback must not be NULL");
         return REDLOCK_EINVAL;
     }
-    int rc = rl_check_ttl(c, ttl_ms, reterr);
+    int rc = rl_check_ttl(ttl_ms, c->cfg.drift_factor, e);
     if (rc)
         return rc;
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, RL_OP_EXTEND, set, (size_t)rl_lock_resources(lock, set), false,
-                          reterr);
+    rl_op *op = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set),
+                          false, e);
     if (!op)
         return REDLOCK_ENOMEM;
-    op->lock = lock;
-    op->ttl_ms = ttl_ms;
+    rl_extend *x = EXT(op);
+    x->lock = lock;
+    x->ttl_ms = ttl_ms;
+    x->cb = cb;
+    x->arg = arg;
     if (ttl_ms > c->max_ttl_ms)
         c->max_ttl_ms = ttl_ms;
-    op->op_cb = cb;
-    op->arg = arg;
-    op->attempt = 1;
-    op->phase = RL_PHASE_VOTING;
-    snprintf(op->token, sizeof(op->token), "%s", lock->token);
-    op->f = rl_fanout_new(c, RL_CMD_EXTEND, &op->keys, NULL, op->token, ttl_ms, 0,
-                          ext_on_vote, op);
-    if (!op->f) {
-        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
-        rl_op_complete(op, REDLOCK_ENOMEM);
-        return 0;
-    }
-    op->start_us = rl_now_us();
+    snprintf(x->token, sizeof(x->token), "%s", lock->token);
     if (ret_op)
         *ret_op = op;
-    c->in_start = true;
-    rl_op_send(op, (1u << c->n) - 1, true, NULL);
-    if (!ext_decide(op))
-        rl_op_arm(op, c->cfg.node_timeout_ms);
-    c->in_start = false;
+    op->attempts = 1;
+    op->attempt_us = rl_now_us();
+    rl_fanout *f = rl_fanout_new(c->nodes, RL_CMD_EXTEND, &op->keys, NULL, x->token, ttl_ms, 0);
+    if (!f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
+        rl_op_finish(op, REDLOCK_ENOMEM);
+        return 0;
+    }
+    uint32_t all = (1u << c->n) - 1;
+    rl_round_start(op, f, all, all, true, true);
     return 0;
 }
 
@@ -162,5 +166,5 @@ int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
                          redlock_op_cb cb, void *arg, redlock_error *reterr)
 {
     int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_extend_start(c, lock, ttl_ms, cb, arg, reterr);
+    return rc ? rc : rl_extend_start(c, lock, ttl_ms, cb, arg, NULL, reterr);
 }

@@ -12,24 +12,50 @@
  * NOSCRIPT (a master restarted or ran SCRIPT FLUSH) is handled here, below
  * the owner: the same slot re-sends the script as EVAL, once.
  */
-#include "internal.h"
+#include "fanout.h"
+#include "script.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+enum rl_slot_state { RL_SLOT_IDLE, RL_SLOT_SENT, RL_SLOT_DONE };
+
+typedef struct rl_slot {
+    struct rl_fanout *f;
+    uint32_t idx;
+    uint8_t state;                /* enum rl_slot_state */
+    uint8_t evalled;              /* EVAL sent after NOSCRIPT: no second fallback */
+    rl_monotime sent_us;
+} rl_slot;
+
+struct rl_fanout {
+    rl_node *nodes;
+    rl_vote_fn *on_vote;          /* NULL once the owner detached */
+    void *owner;
+    int refs;                     /* 1 (owner) + 1 per SENT slot */
+    int cmd;                      /* enum rl_cmd */
+    int script;                   /* enum rl_script, or -1 for plain commands */
+    int argc;
+    const char **argv;            /* built once; argv[0..1] are EVALSHA sha */
+    size_t *argvlen;
+    rl_slot slots[REDLOCK_MAX_MASTERS];
+    char buf[];                   /* argv arrays and copies of every argument */
+};
+
 /* Argument layout per command (argv[0..1] are EVALSHA sha for scripts):
  *   SET      SET key token NX PX ttl
  *   ACQUIRE  EVALSHA sha n|2n  k1..kn [c1..cn]  token ttl fenced n
  *   FENCE    EVALSHA sha n  c1..cn  value
- *   RELEASE  EVALSHA sha n  k1..kn  token
+ *   RELEASE  EVALSHA sha n  k1..kn  token 1     (publish: wake waiters)
+ *   CLEANUP  EVALSHA sha n  k1..kn  token 0     (a failed attempt's own keys)
  *   EXTEND   EVALSHA sha n  k1..kn  token ttl
  *   STATUS   EVALSHA sha 1  k
  *   TIME     TIME
  * Built once per fanout: every master gets the same bytes. */
-rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const rl_keyset *keys,
+rl_fanout *rl_fanout_new(rl_node *nodes, int cmd, const rl_keyset *keys,
                          const rl_keyset *fences, const char *token, uint32_t ttl_ms,
-                         uint64_t value, rl_vote_fn *fn, void *owner)
+                         uint64_t value)
 {
     char ttl[16], val[24], nstr[16], nkeys[16];
     size_t ttllen = (size_t)snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
@@ -60,7 +86,7 @@ rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const rl_keyset *keys,
     default:
         script = cmd == RL_CMD_ACQUIRE ? RL_SCRIPT_ACQUIRE
                : cmd == RL_CMD_FENCE   ? RL_SCRIPT_FENCE
-               : cmd == RL_CMD_RELEASE ? RL_SCRIPT_RELEASE
+               : cmd == RL_CMD_RELEASE || cmd == RL_CMD_CLEANUP ? RL_SCRIPT_RELEASE
                : cmd == RL_CMD_EXTEND  ? RL_SCRIPT_EXTEND
                                        : RL_SCRIPT_STATUS;
         ARG("EVALSHA", 7);
@@ -79,6 +105,8 @@ rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const rl_keyset *keys,
             ARG(token, tokenlen);
             if (cmd == RL_CMD_EXTEND || cmd == RL_CMD_ACQUIRE)
                 ARG(ttl, ttllen);
+            if (cmd == RL_CMD_RELEASE || cmd == RL_CMD_CLEANUP)
+                ARG(cmd == RL_CMD_RELEASE ? "1" : "0", 1);
             if (cmd == RL_CMD_ACQUIRE) {
                 ARG(fences ? "1" : "0", 1);
                 ARG(nstr, (size_t)snprintf(nstr, sizeof(nstr), "%u", nk));
@@ -95,9 +123,7 @@ rl_fanout *rl_fanout_new(redlock_client *c, int cmd, const rl_keyset *keys,
     rl_fanout *f = calloc(1, sizeof(*f) + arrays + bytes);
     if (!f)
         return NULL;
-    f->c = c;
-    f->on_vote = fn;
-    f->owner = owner;
+    f->nodes = nodes;
     f->refs = 1;
     f->cmd = cmd;
     f->script = script;
@@ -122,14 +148,14 @@ static void fanout_unref(rl_fanout *f)
         free(f);
 }
 
-static void fanout_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+static rl_reply_fn fanout_on_reply;
 
 /* Queue @s's command on its master. For the EVAL fallback, argv[0..1] are
  * swapped for EVAL and the script body for the duration of the call:
  * hiredis formats the command into its own buffer before returning. */
 static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority)
 {
-    rl_node *n = &f->c->nodes[s->idx];
+    rl_node *n = &f->nodes[s->idx];
     if (!eval)
         return rl_node_send(n, fanout_on_reply, s, f->argc, f->argv, f->argvlen, priority);
     const char *a0 = f->argv[0], *a1 = f->argv[1];
@@ -169,17 +195,13 @@ void rl_fanout_detach(rl_fanout *f)
     fanout_unref(f);
 }
 
-static void fanout_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *why)
 {
-    rl_slot *s = privdata;
+    rl_slot *s = arg;
     rl_fanout *f = s->f;
-    rl_node *n = &f->c->nodes[s->idx];
-    const redisReply *r = reply;
-
-    rl_node_reply_seen(n, ac, r);
-
-    if (r && r->type == REDIS_REPLY_ERROR && f->script >= 0 && !s->evalled &&
-        r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0) {
+    size_t len;
+    const char *str = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
+    if (str && f->script >= 0 && !s->evalled && len >= 8 && memcmp(str, "NOSCRIPT", 8) == 0) {
         /* The master lost its script cache. Same slot, same reference:
          * send the body itself. A release re-sent this way can land after
          * commands queued meanwhile; that is safe because every acquire
@@ -188,14 +210,25 @@ static void fanout_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         if (fanout_issue(f, s, true, true) == 0)
             return;
     }
-
     s->state = RL_SLOT_DONE;
-    if (f->on_vote) {
-        if (r)
-            f->on_vote(f->owner, f, s->idx, r, 0, NULL);
-        else
-            f->on_vote(f->owner, f, s->idx, NULL, n->err ? n->err : REDLOCK_ECONNECT,
-                       n->errstr[0] ? n->errstr : "connection lost");
-    }
+    if (f->on_vote)
+        f->on_vote(f->owner, f, s->idx, r, r ? 0 : (err ? err : REDLOCK_ECONNECT),
+                   r ? NULL : (why && why[0] ? why : "connection lost"));
     fanout_unref(f);
+}
+
+void rl_fanout_set_owner(rl_fanout *f, rl_vote_fn *fn, void *owner)
+{
+    f->on_vote = fn;
+    f->owner = owner;
+}
+
+rl_monotime rl_fanout_sent_us(const rl_fanout *f, uint32_t idx)
+{
+    return f->slots[idx].sent_us;
+}
+
+int rl_fanout_cmd(const rl_fanout *f)
+{
+    return f->cmd;
 }

@@ -4,16 +4,16 @@
  * the optional hook in redlock_config, formatted only when the level passes
  * (the rl_log() macro checks first).
  */
-#include "internal.h"
+#include "common.h"
 
 #include <stdio.h>
 
-void rl_log_emit(const redlock_client *c, int level, const char *fmt, ...)
+void rl_log_emit(const redlock_config *cfg, int level, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    c->cfg.log_fn(level, msg, c->cfg.log_arg);
+    cfg->log_fn(level, msg, cfg->log_arg);
 }

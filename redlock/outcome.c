@@ -7,99 +7,55 @@
  * is reported as itself when it alone denies the quorum; everything else is
  * "no quorum", with the failing masters named.
  */
-#include "internal.h"
+#include "outcome.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static bool has(const char *s, size_t len, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (size_t i = 0; i + n <= len; i++)
-        if (memcmp(s + i, needle, n) == 0)
-            return true;
-    return false;
-}
-
-int rl_classify_error_reply(const char *str, size_t len)
-{
-    if (!str)
-        return REDLOCK_EPROTO;
-    /* A script that touches a key of another type fails with WRONGTYPE
-     * somewhere in the message, not always at its start. */
-    if (has(str, len, "WRONGTYPE"))
-        return REDLOCK_EWRONGTYPE;
-    if (has(str, len, "NOAUTH") || has(str, len, "WRONGPASS") || has(str, len, "NOPERM") ||
-        has(str, len, "invalid password") || has(str, len, "invalid username"))
-        return REDLOCK_EAUTH;
-    return REDLOCK_EREPLY;
-}
-
 /* An error reply as a vote. A command queued behind a failed AUTH gets
  * NOAUTH from the master; the real cause (AUTH failed: WRONGPASS ...) is on
  * the node, and that is what the user needs to read. */
-void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
                          rl_monotime sent_us)
 {
-    int code = rl_classify_error_reply(r->str, r->len);
-    const char *detail = r->str;
+    size_t len;
+    const char *str = rl_reply_str(r, &len);
+    int code = rl_classify_error_reply(str, len);
+    const char *detail = str;
     if (code == REDLOCK_EAUTH && n->err == REDLOCK_EAUTH && n->errstr[0])
         detail = n->errstr;
-    else if (code == REDLOCK_EAUTH && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0)
+    else if (code == REDLOCK_EAUTH && len >= 6 && memcmp(str, "NOAUTH", 6) == 0)
         detail = "the master requires a password (none was given: set one)";
-    rl_vote_set(v, REDLOCK_VOTE_ERROR, code, detail, sent_us);
-}
-
-/* hiredis' reply type as a word, for messages (its numbers mean nothing to
- * a reader). */
-const char *rl_reply_type_name(int type)
-{
-    switch (type) {
-    case REDIS_REPLY_STRING: return "string";
-    case REDIS_REPLY_ARRAY: return "array";
-    case REDIS_REPLY_INTEGER: return "integer";
-    case REDIS_REPLY_NIL: return "nil";
-    case REDIS_REPLY_STATUS: return "status";
-    case REDIS_REPLY_ERROR: return "error";
-    }
-    return "unknown";
+    /* LOADING, BUSY: the master is there but cannot answer for now, like
+     * one that is down, not one that is misconfigured. */
+    rl_vote_set(v, code == REDLOCK_EUNAVAIL ? REDLOCK_VOTE_DOWN : REDLOCK_VOTE_ERROR, code,
+                detail, sent_us);
 }
 
 /* The release and extend scripts answer 1 (done), 0 (key gone), -1 (held by
  * another token). @gone_err is what "gone" means to the caller: nothing
  * for a release (already expired counts as released), ENOTHELD for extend. */
-int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const redisReply *r,
+int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
                          rl_monotime sent_us, const char *what, int gone_err)
 {
-    if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+    int type = rl_reply_type(r);
+    long long i = type == RL_REPLY_INTEGER ? rl_reply_integer(r) : 2;
+    if (i == 1) {
         rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent_us);
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == 0) {
+    } else if (i == 0) {
         rl_vote_set(v, REDLOCK_VOTE_GONE, gone_err,
                     gone_err ? "key expired or deleted" : "already expired", sent_us);
-    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+    } else if (i == -1) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
-    } else if (r->type == REDIS_REPLY_ERROR) {
+    } else if (type == RL_REPLY_ERROR) {
         rl_vote_error_reply(v, n, r, sent_us);
     } else {
         char d[80];
         snprintf(d, sizeof(d), "unexpected %s reply to the %s script",
-                 rl_reply_type_name(r->type), what);
+                 type == RL_REPLY_INTEGER ? "integer" : rl_reply_type_name(type), what);
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent_us);
     }
     return v->kind;
-}
-
-void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us)
-{
-    rl_monotime now = rl_now_us();
-    uint64_t lat = now > sent_us ? now - sent_us : 0;
-    v->kind = kind;
-    v->err = err;
-    v->latency_us = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
-    snprintf(v->detail, sizeof(v->detail), "%s", detail ? detail : "");
-    for (char *p = v->detail; *p; p++)
-        if (*p == '\n' || *p == '\r' || *p == '\t')
-            *p = ' ';
 }
 
 static const char *hint(int code)
@@ -117,6 +73,7 @@ static const char *hint(int code)
 int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
 {
     const redlock_client *c = op->c;
+    int kind_ = op->ops->kind;
     uint32_t n = c->n, q = c->quorum;
     uint32_t ok = 0, gone = 0, held = 0, pending = 0, per_code[32] = {0};
     for (uint32_t i = 0; i < n; i++) {
@@ -133,8 +90,8 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
         default: break;
         }
     }
-    bool release = op->kind == RL_OP_RELEASE;
-    bool extend = op->kind == RL_OP_EXTEND;
+    bool release = kind_ == REDLOCK_OP_RELEASE;
+    bool extend = kind_ == REDLOCK_OP_EXTEND;
     uint32_t good = ok + (release ? gone : 0);
 
     /* Somebody else has it (acquire), or we lost it (release/extend): the
@@ -144,7 +101,7 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
      * replies happened to arrive first. */
     if ((held > 0 || (extend && gone > 0)) &&
         good + held + pending + (extend ? gone : 0) >= q) {
-        if (op->kind == RL_OP_ACQUIRE) {
+        if (kind_ == REDLOCK_OP_ACQUIRE) {
             rl_seterr(e, REDLOCK_ECONFLICT, -1,
                       "acquire: resource is held by another client on %u of %u masters "
                       "(retry later, or wait longer before giving up)", held, n);
@@ -167,7 +124,7 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
                 if (op->out.votes[i].kind == REDLOCK_VOTE_ERROR && op->out.votes[i].err == code)
                     m = (int)i;
             rl_seterr(e, code, m, "%s: master %s: %s (%s; %u of %u masters fail this way)",
-                      what, c->nodes[m].addr, op->out.votes[m].detail, hint(code),
+                      what, c->nodes[m].addr.name, op->out.votes[m].detail, hint(code),
                       per_code[-code], n);
             return code;
         }
@@ -193,7 +150,7 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
         if (first < 0)
             first = (int)i;
         char part[200];
-        int pl = snprintf(part, sizeof(part), "; %s: %s", c->nodes[i].addr,
+        int pl = snprintf(part, sizeof(part), "; %s: %s", c->nodes[i].addr.name,
                           v->detail[0] ? v->detail : redlock_vote_kind_name(v->kind));
         if (len >= 0 && (size_t)len + (size_t)pl + 12 < sizeof(line)) {
             memcpy(line + len, part, (size_t)pl + 1);

@@ -8,7 +8,8 @@
  * SCRIPT LOAD reply; a master that answers NOSCRIPT (restarted, or SCRIPT
  * FLUSH) gets the same script again as EVAL (fanout.c).
  */
-#include "internal.h"
+#include "script.h"
+#include "common.h"
 
 #include <openssl/sha.h>
 #include <pthread.h>
@@ -17,7 +18,9 @@
 /* Each script works on one key or a set of keys (KEYS), so the same code
  * serves single locks and multi-resource locks. */
 static const char *const bodies[RL_SCRIPT_COUNT] = {
-    /* Release: delete every key that still holds our token. -1 if any key
+    /* Release: delete every key that still holds our token, and (ARGV[2] is
+     * '1') publish on its channel to wake waiters; a failed attempt's own
+     * cleanup passes '0' and wakes nobody. -1 if any key
      * holds another token (we had lost it: report it), 1 if we deleted
      * something, 0 if everything was already gone. */
     [RL_SCRIPT_RELEASE] =
@@ -26,7 +29,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
         "    redis.call('del', KEYS[i]) mine = mine + 1\n"
-        "    redis.call('publish', KEYS[i], 'released')\n"
+        "    if ARGV[2] == '1' then redis.call('publish', KEYS[i], 'released') end\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"

@@ -5,7 +5,7 @@
  * printed as 32 hex characters. Retry jitter needs no such strength; it uses
  * a per-client xorshift seeded from the same source.
  */
-#include "internal.h"
+#include "common.h"
 
 #include <openssl/rand.h>
 #include <time.h>
@@ -37,4 +37,11 @@ rl_monotime rl_now_us(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int64_t rl_realtime_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }

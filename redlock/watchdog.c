@@ -2,16 +2,26 @@
  *
  * One timer per watched lock on the client's own loop (for blocking clients
  * that is the I/O thread: no thread per lock). It fires when the validity
- * left falls to ttl / watchdog_divisor and extends by the lock's ttl. The
- * moment an extension fails to reach a majority, or validity runs out first,
- * or a limit is reached, it stops and reports through lost_cb, once.
+ * left falls to ttl / watchdog_divisor and extends by the lock's ttl.
+ *
+ * An extension that fails for a reason that can pass (no quorum: masters
+ * paused, partitioned, loading; a majority busy) is retried, every two node
+ * timeouts, until only the safety floor of validity is left; then lost_cb
+ * runs with that time left, so the holder can stop cleanly before the lease
+ * ends. A lost token (ENOTHELD), a lease that ran out, or a limit ends it at
+ * once. The policy lives here alone: redlock-cli run only reacts to lost_cb.
  *
  * Mutual exclusion is unchanged: the watchdog only calls extend, whose
  * argument (extend.c) covers it; a failed extension caps the lock's
  * validity, so the holder sees the loss through redlock_lock_validity_ms()
- * even before lost_cb runs.
+ * even before lost_cb runs, and retries never lengthen the lease beyond
+ * what a successful extension grants.
  */
-#include "internal.h"
+#include "watchdog.h"
+#include "loop.h"
+#include "kinds.h"
+
+#include <event2/event.h>
 
 #include <stdlib.h>
 
@@ -22,10 +32,12 @@ typedef struct rl_watchdog {
     redlock_lost_cb cb;
     void *arg;
     uint32_t extends;             /* extensions done */
+    uint32_t failures;            /* failed extensions since the last success */
     rl_monotime started_us;
-    bool extending;               /* an extend op is in flight with us as its arg */
-    rl_op *ext_op;                /* that op, while extending */
+    rl_op *ext_op;                /* the extend in flight, with us as its arg */
     bool stopped;                 /* stopped while extending: the op frees us */
+    int last_status;              /* the last failed extension's status */
+    redlock_error last_err;
     struct rl_watchdog *prev, *next;
 } rl_watchdog;
 
@@ -39,8 +51,10 @@ static void wd_unlink(rl_watchdog *wd)
     if (wd->next)
         wd->next->prev = wd->prev;
     wd->prev = wd->next = NULL;
-    if (wd->lock && wd->lock->wd == wd)
+    if (wd->lock && wd->lock->wd == wd) {
         wd->lock->wd = NULL;
+        wd->lock->on_free = NULL;
+    }
 }
 
 static void wd_free(rl_watchdog *wd)
@@ -58,10 +72,9 @@ static void wd_detach(rl_watchdog *wd)
 {
     wd_unlink(wd);
     evtimer_del(wd->ev);
-    if (wd->extending) {
+    if (wd->ext_op) {
         wd->stopped = true;
-        if (wd->ext_op)
-            wd->ext_op->lock = NULL;
+        rl_extend_forget_lock(wd->ext_op);
     } else {
         wd_free(wd);
     }
@@ -74,25 +87,69 @@ static void wd_lost(rl_watchdog *wd, int status, const redlock_error *err)
     redlock_lock *lock = wd->lock;
     redlock_lost_cb cb = wd->cb;
     void *arg = wd->arg;
-    wd_detach(wd);
-    redlock_error e;
-    if (!err) {
+    redlock_error e = err ? *err : (redlock_error){ 0, -1, "" };
+    if (!err)
         rl_seterr(&e, status, -1, "watchdog stopped: %s", redlock_strerror(status));
-        err = &e;
-    }
-    cb(c, lock, status, err, arg);
+    wd_detach(wd);
+    rl_client_enter(c);
+    cb(c, lock, status, &e, arg);
+    rl_client_leave(c);
 }
 
-static void wd_arm(rl_watchdog *wd)
+static void wd_arm_ms(rl_watchdog *wd, int64_t ms)
 {
-    const redlock_client *c = wd->c;
-    int64_t left = redlock_lock_validity_ms(wd->lock);
-    int64_t at = (int64_t)(wd->lock->ttl_ms / c->cfg.watchdog_divisor);
-    int64_t ms = left - at;
     if (ms < 0)
         ms = 0;
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
     evtimer_add(wd->ev, &tv);
+}
+
+/* The next extension: when a divisor's worth of the ttl is left. */
+static void wd_arm(rl_watchdog *wd)
+{
+    int64_t left = redlock_lock_validity_ms(wd->lock);
+    int64_t at = (int64_t)(wd->lock->ttl_ms / wd->c->cfg.watchdog_divisor);
+    wd_arm_ms(wd, left - at);
+}
+
+/* Validity that must be left when we give up retrying. */
+static int64_t wd_floor_ms(const rl_watchdog *wd)
+{
+    const redlock_config *cfg = &wd->c->cfg;
+    if (cfg->watchdog_floor_ms)
+        return cfg->watchdog_floor_ms;
+    int64_t tenth = wd->lock->ttl_ms / 10;
+    int64_t four = 4 * (int64_t)cfg->node_timeout_ms;
+    return tenth > four ? tenth : four;
+}
+
+static bool passes(int status)
+{
+    return status == REDLOCK_ENOQUORUM || status == REDLOCK_EUNAVAIL ||
+           status == REDLOCK_EBUSY || status == REDLOCK_ETIMEOUT;
+}
+
+/* A failed extension that may pass: try again while more than the floor
+ * is left; at the floor, report with the time that is left. */
+static void wd_retry_or_lose(rl_watchdog *wd, int status, const redlock_error *err)
+{
+    int64_t left = redlock_lock_validity_ms(wd->lock);
+    int64_t floor = wd_floor_ms(wd);
+    int64_t gap = 2 * (int64_t)wd->c->cfg.node_timeout_ms;
+    if (gap < 10)
+        gap = 10;
+    wd->failures++;
+    wd->last_status = status;
+    wd->last_err = *err;
+    if (left - gap > floor) {
+        wd_arm_ms(wd, gap);
+        return;
+    }
+    redlock_error e;
+    rl_seterr(&e, status, -1, "watchdog: %u extension(s) failed, %lld ms of validity left "
+              "(floor %lld ms): stop using the resource; last: %.120s", wd->failures,
+              (long long)left, (long long)floor, err->msg);
+    wd_lost(wd, status, &e);
 }
 
 static void wd_on_extended(redlock_client *c, int status, redlock_lock *lock,
@@ -100,18 +157,20 @@ static void wd_on_extended(redlock_client *c, int status, redlock_lock *lock,
 {
     (void)c; (void)lock; (void)out;
     rl_watchdog *wd = arg;
-    wd->extending = false;
     wd->ext_op = NULL;
     if (wd->stopped) {
         wd_free(wd);
         return;
     }
-    if (status != 0) {
+    if (status == 0) {
+        wd->extends++;
+        wd->failures = 0;
+        wd_arm(wd);
+    } else if (passes(status) && redlock_lock_validity_ms(wd->lock) > 0) {
+        wd_retry_or_lose(wd, status, err);
+    } else {
         wd_lost(wd, status, err);
-        return;
     }
-    wd->extends++;
-    wd_arm(wd);
 }
 
 static void wd_on_timer(evutil_socket_t fd, short what, void *arg)
@@ -137,61 +196,87 @@ static void wd_on_timer(evutil_socket_t fd, short what, void *arg)
         return;
     }
     rl_op *op = NULL;
-    int rc = rl_extend_start_op(c, wd->lock, wd->lock->ttl_ms, wd_on_extended, wd, &op, &err);
-    if (rc != 0) {
+    int rc = rl_extend_start(c, wd->lock, wd->lock->ttl_ms, wd_on_extended, wd, &op, &err);
+    if (rc == 0)
+        wd->ext_op = op;
+    else if (passes(rc))
+        wd_retry_or_lose(wd, rc, &err);
+    else
         wd_lost(wd, rc, &err);
-        return;
-    }
-    wd->extending = true;
-    wd->ext_op = op;
 }
 
-int rl_watchdog_start(redlock_client *c, redlock_lock *lock, redlock_lost_cb cb, void *arg,
-                      redlock_error *reterr)
+/* ---- start and stop, on the loop's thread ------------------------------------ */
+
+typedef struct wd_call {
+    redlock_lock *lock;
+    redlock_lost_cb cb;
+    void *arg;
+    redlock_error *err;
+    int rc;
+} wd_call;
+
+static void wd_lock_freed(redlock_lock *lock);
+
+static void wd_start_on_loop(redlock_client *c, void *arg)
 {
+    wd_call *k = arg;
+    redlock_lock *lock = k->lock;
+    k->rc = REDLOCK_EINVAL;
     if (c->freeing) {
-        rl_seterr(reterr, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    if (!lock || !cb) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "watchdog: lock and lost_cb must not be NULL");
-        return REDLOCK_EINVAL;
+        k->rc = REDLOCK_ESHUTDOWN;
+        rl_seterr(k->err, k->rc, -1, "client is being freed");
+        return;
     }
     if (lock->wd) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "watchdog: one already runs for this lock");
-        return REDLOCK_EINVAL;
+        rl_seterr(k->err, k->rc, -1, "watchdog: one already runs for this lock");
+        return;
     }
     if (lock->ttl_ms == 0 || redlock_lock_validity_ms(lock) <= 0) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+        rl_seterr(k->err, k->rc, -1,
                   "watchdog: the lock has no validity left (acquire or extend it first)");
-        return REDLOCK_EINVAL;
+        return;
     }
     rl_watchdog *wd = calloc(1, sizeof(*wd));
     if (!wd || !(wd->ev = evtimer_new(c->base, wd_on_timer, wd))) {
         free(wd);
-        rl_seterr(reterr, REDLOCK_ENOMEM, -1, "out of memory");
-        return REDLOCK_ENOMEM;
+        k->rc = REDLOCK_ENOMEM;
+        rl_seterr(k->err, k->rc, -1, "out of memory");
+        return;
     }
     wd->c = c;
     wd->lock = lock;
-    wd->cb = cb;
-    wd->arg = arg;
+    wd->cb = k->cb;
+    wd->arg = k->arg;
     wd->started_us = rl_now_us();
     wd->next = c->wds;
     if (c->wds)
         c->wds->prev = wd;
     c->wds = wd;
     lock->wd = wd;
+    lock->on_free = wd_lock_freed;
     wd_arm(wd);
-    return 0;
+    k->rc = 0;
+}
+
+static void wd_stop_on_loop(redlock_client *c, void *arg)
+{
+    (void)c;
+    redlock_lock *lock = arg;
+    if (lock->wd)
+        wd_detach(lock->wd);
+}
+
+/* redlock_lock_free() of a watched lock: stop the watchdog first, on its loop. */
+static void wd_lock_freed(redlock_lock *lock)
+{
+    rl_watchdog *wd = lock->wd;
+    if (wd)
+        rl_loop_call(wd->c, wd_stop_on_loop, lock);
 }
 
 void rl_watchdog_stop(redlock_client *c, redlock_lock *lock)
 {
-    (void)c;
-    rl_watchdog *wd = lock ? lock->wd : NULL;
-    if (wd)
-        wd_detach(wd);
+    wd_stop_on_loop(c, lock);
 }
 
 void rl_watchdog_stop_all(redlock_client *c)
@@ -203,21 +288,17 @@ void rl_watchdog_stop_all(redlock_client *c)
 int redlock_watchdog_start(redlock_client *c, redlock_lock *lock, redlock_lost_cb lost_cb,
                            void *arg, redlock_error *reterr)
 {
-    if (!c) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "client is NULL");
+    if (!c || !lock || !lost_cb) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "watchdog: client, lock and lost_cb must not be NULL");
         return REDLOCK_EINVAL;
     }
-    if (c->blk)
-        return rl_blocking_watchdog(c, true, lock, lost_cb, arg, reterr);
-    return rl_watchdog_start(c, lock, lost_cb, arg, reterr);
+    wd_call k = { .lock = lock, .cb = lost_cb, .arg = arg, .err = reterr };
+    int rc = rl_loop_call(c, wd_start_on_loop, &k);
+    return rc ? rc : k.rc;
 }
 
 void redlock_watchdog_stop(redlock_client *c, redlock_lock *lock)
 {
-    if (!c || !lock)
-        return;
-    if (c->blk)
-        rl_blocking_watchdog(c, false, lock, NULL, NULL, NULL);
-    else
-        rl_watchdog_stop(c, lock);
+    if (c && lock)
+        rl_loop_call(c, wd_stop_on_loop, lock);
 }

@@ -68,7 +68,9 @@ extern "C" {
     XX(EASYNC, -16, "wrong API for this client (blocking vs async)")            \
     XX(ESYS, -17, "system call failed")                                         \
     XX(EUNTRUSTED, -18, "master excluded from the quorum (clock or restart guard)")     \
-    XX(ELIMIT, -19, "watchdog limit reached (max extensions or max lease time)")
+    XX(ELIMIT, -19, "watchdog limit reached (max extensions or max lease time)")   \
+    XX(EUNAVAIL, -20, "master temporarily unavailable (loading its data, or busy)") \
+    XX(ECANCELED, -21, "operation cancelled")
 
 enum redlock_errno {
     REDLOCK_OK = 0,
@@ -200,30 +202,86 @@ enum redlock_clock_policy {
     REDLOCK_CLOCK_OFF,         /* no probes */
 };
 
+/* What a completed operation was, for the op hook (redlock_op_fn). */
+enum redlock_op_kind {
+    REDLOCK_OP_ACQUIRE = 1,
+    REDLOCK_OP_RELEASE,
+    REDLOCK_OP_EXTEND,
+    REDLOCK_OP_STATUS,
+    REDLOCK_OP_PING,
+};
+
+/*
+ * redlock_op_info - one completed operation, for metrics.
+ * @kind:        enum redlock_op_kind
+ * @status:      what the call returned (0 or REDLOCK_E*)
+ * @attempts:    attempts made (acquire: 1 + retries and wake-ups; others: 1 + resends)
+ * @waited_us:   from the call to its decision (includes retries and waiting)
+ * @elapsed_us:  the deciding attempt alone, start to decision
+ * @resource:    the (first) resource, not NUL-terminated; NULL for ping
+ * @outcome:     votes and per-master latencies of the deciding attempt
+ * Valid only during the hook.
+ */
+typedef struct redlock_op_info {
+    int kind;
+    int status;
+    uint32_t attempts;
+    uint64_t waited_us;
+    uint64_t elapsed_us;
+    const void *resource;
+    size_t resource_len;
+    const redlock_outcome *outcome;
+} redlock_op_info;
+
+/* Op hook: called once per completed operation, on the client's loop thread
+ * (blocking clients: the I/O thread), just before the operation's own
+ * callback or return. It must not block or call back into redlock. */
+typedef void (*redlock_op_fn)(const redlock_op_info *info, void *arg);
+
 /*
  * redlock_config - client settings. Fill with redlock_config_init(), then set
  * what you need. Strings are copied by redlock_client_new(); the config may
  * be freed or reused afterwards.
+ *
+ * Compatibility: new fields are only ever added at the end. redlock_config_init()
+ * is inline: it records in @size the struct size your program was compiled
+ * with, and the library reads no field beyond it (later fields take their
+ * defaults). So a program built against this header keeps working with a
+ * later libredlock0.
  */
 typedef struct redlock_config {
-    const char *masters;        /* "host:port,host:port,..."; IPv6 as [addr]:port.
-                                   1..REDLOCK_MAX_MASTERS entries, no duplicates.
-                                   Host names are resolved once, by client_new. */
+    size_t size;                /* set by redlock_config_init(); do not change */
+    const char *masters;        /* comma-separated, 1..REDLOCK_MAX_MASTERS, no duplicates:
+                                     host:port  [v6addr]:port
+                                     redis://[user:password@]host[:port][/db]
+                                     rediss://...  (TLS)
+                                     unix://[user:password@]/path/to.sock[?db=N]
+                                   URL credentials override username/password for
+                                   that master. Host names are resolved once, by
+                                   client_new. */
     const char *key_prefix;     /* prepended to every resource name; default "" */
     const char *username;       /* ACL user for AUTH, or NULL */
     const char *password;       /* AUTH password, or NULL for none */
 
     uint32_t node_timeout_ms;   /* per-master request timeout; default 50 */
     uint32_t connect_timeout_ms;/* connect + AUTH handshake; default 1000 */
-    uint32_t retry_count;       /* acquire retries after the first attempt; default 3 */
-    uint32_t retry_delay_ms;    /* base delay between acquire attempts; default 200 */
+    uint32_t retry_count;       /* redlock_acquire(): polls after the first attempt
+                                   before giving up; default 3. The wait is a
+                                   deadline drawn from these (retry_count delays
+                                   of retry_delay + jitter): wake-ups from a
+                                   release are extra attempts and do not count. */
+    uint32_t retry_delay_ms;    /* base delay between polls; default 200 */
     uint32_t retry_jitter_ms;   /* plus uniform random 0..jitter; default 100 */
     double drift_factor;        /* clock-drift allowance, fraction of ttl; default 0.01 */
     uint32_t release_retry_count;    /* release: retries for masters that did not
                                         answer; default 2 (independent of retry_count) */
     uint32_t release_retry_delay_ms; /* default 20 */
     uint32_t reconnect_min_ms;  /* reconnect backoff, first step; default 10 */
-    uint32_t reconnect_max_ms;  /* reconnect backoff cap; default 1000 */
+    uint32_t reconnect_max_ms;  /* reconnect backoff cap; default 1000. An operation
+                                   that needs a master that is down tries to
+                                   connect at once (at most every reconnect_min_ms),
+                                   so a master that is back is used within a
+                                   round trip, whatever the backoff says. */
     uint32_t max_inflight;      /* commands outstanding per master before new
                                    requests fail at once with EBUSY; default 1024 */
 
@@ -238,44 +296,136 @@ typedef struct redlock_config {
     uint32_t clock_window_ms;   /* rate estimated over this sliding window; default 10000 */
     uint32_t clock_readmit_ms;  /* trusted again after this long without a fault; default 10000 */
 
-    /* Restart guard: a master that restarted without AOF `appendfsync always`
-     * has forgotten the locks it granted; it does not count toward a quorum
-     * until the guard window after its restart has passed. */
-    int restart_guard;          /* default 1 (on) */
-    uint32_t restart_guard_ms;  /* window, measured from the master's start (INFO
-                                   uptime). For a restart this client saw (run_id
-                                   changed): max(this, the longest ttl the client
-                                   has used). At first contact: this alone, so 0
-                                   (the default) does not guard there. */
+    /* Memory guard (NOTES.md §4): a master counts toward a quorum only while
+     * it can show that it has remembered its grants for at least the longest
+     * ttl in use. Each master keeps a marker key (no ttl) stamped with its
+     * own time of creation and the longest ttl any client has used; every
+     * acquire checks it in the same script that takes the lock. A master
+     * whose marker is younger than that ttl (it restarted without
+     * persistence, was flushed, lost its AOF files, or evicted the marker)
+     * does not vote until the window has passed. Masters whose eviction
+     * policy could evict lock keys (maxmemory set with a volatile-* or
+     * allkeys-* policy) are excluded too. */
+    int restart_guard;          /* default 1 (on); 0 trusts every master's memory */
+    uint32_t restart_guard_ms;  /* the window is at least this long (set it fleet-wide
+                                   to the longest ttl any client uses); default 0 */
     redlock_event_fn event_fn;  /* optional */
     void *event_arg;
 
     /* Watchdog (redlock_watchdog_start): extend when the validity left falls
      * to ttl / watchdog_divisor; stop after watchdog_max_extends extensions or
      * watchdog_max_lease_ms since it started, whichever comes first (the
-     * Redlock spec asks for extensions to be limited). */
+     * Redlock spec asks for extensions to be limited). An extension that fails
+     * for a reason that can pass (no quorum, timeouts, masters busy) is retried
+     * until only watchdog_floor_ms of validity is left; then lost_cb runs, with
+     * that much time left to stop cleanly. */
     uint32_t watchdog_divisor;      /* default 3: extend with a third of the ttl left */
     uint32_t watchdog_max_extends;  /* default 1000 */
     uint32_t watchdog_max_lease_ms; /* default 3600000 (1 hour) */
 
-    /* Waiting without polling: a release publishes on the lock key's channel
-     * on every master; an acquire that found the resource held subscribes
-     * (one extra connection per master, opened when first needed) and
-     * retries the moment a release arrives. The retry timer stays as the
-     * fallback, since pub/sub can drop messages and expiry publishes nothing. */
+    /* Waiting: an acquire that finds the resource held joins a queue kept on
+     * the masters and is woken, in its turn, by the release that hands the
+     * resource over (NOTES.md §5: the fair hand-off). The poll timer
+     * (retry_delay + jitter) stays as the fallback. 0: poll only. */
     int pubsub_wait;                /* default 1 (on) */
+
+    int64_t wait_ms;            /* redlock_acquire()'s wait: REDLOCK_WAIT_RETRIES
+                                   (default: the retry_count deadline above), 0 (one
+                                   attempt), a duration, or REDLOCK_WAIT_FOREVER */
+    uint32_t watchdog_floor_ms; /* 0 (default): max(ttl / 10, 4 * node_timeout_ms) */
+    redlock_op_fn op_fn;        /* optional: called at every completed operation */
+    void *op_arg;
+    uint32_t max_reply_bytes;   /* largest reply a master may send (a reply growing past
+                                   it drops the connection: EPROTO); default 1 MiB */
+
+    /* TLS to masters (libredlock built against hiredis >= 1.0 with hiredis_ssl;
+     * otherwise asking for TLS fails in redlock_client_new with EINVAL). */
+    int tls;                    /* 1: every master over TLS; rediss:// entries always are */
+    const char *tls_ca_file;    /* CA bundle (PEM); NULL with tls_ca_dir NULL: system CAs */
+    const char *tls_ca_dir;     /* CA directory (c_rehash layout) */
+    const char *tls_cert_file;  /* client certificate (mutual TLS), with tls_key_file */
+    const char *tls_key_file;
+    const char *tls_server_name;/* SNI and the name verified; default: each master's host */
+    int tls_verify;             /* default 1: verify the master's certificate and name */
 } redlock_config;
 
 #define REDLOCK_RESOURCE_MAX 1024          /* bytes, without the prefix */
 #define REDLOCK_PREFIX_MAX 256             /* bytes */
 #define REDLOCK_TTL_MAX_MS 2147483647u     /* ~24.8 days: keeps all arithmetic in range */
 
+#define REDLOCK_WAIT_FOREVER ((int64_t)-1)       /* wait until the lock is ours (or cancelled) */
+#define REDLOCK_WAIT_RETRIES ((int64_t)-2)       /* config.wait_ms: derive from retry_count */
+#define REDLOCK_WAIT_DEFAULT ((int64_t)-3)       /* acquire opts: the client's wait_ms */
+#define REDLOCK_WAIT_MAX_MS ((int64_t)1 << 40)   /* ~35 years: longer is FOREVER */
+
+/**
+ * redlock_config_init_sized() - Fill the first @size bytes of @cfg with defaults
+ * Use redlock_config_init(); this is what it calls.
+ */
+REDLOCK_API
+void redlock_config_init_sized(redlock_config *cfg, size_t size);
+
 /**
  * redlock_config_init() - Fill @cfg with the defaults listed above
  * @cfg: config to fill; masters is set to NULL and must be set by the caller
  */
+static inline void redlock_config_init(redlock_config *cfg)
+{
+    redlock_config_init_sized(cfg, sizeof(*cfg));
+}
+
+/**
+ * redlock_config_check() - Check @cfg the way redlock_client_new() would
+ * @cfg:    a config filled by redlock_config_init() and then by you
+ * @reterr: optional; the message names the field and the fix
+ *
+ * Everything but name resolution and connecting: ranges, the shape of the
+ * master list and duplicates as written. For tools that validate input
+ * before they connect (redlock-cli does).
+ * Return: 0, REDLOCK_EINVAL.
+ */
 REDLOCK_API
-void redlock_config_init(redlock_config *cfg);
+int redlock_config_check(const redlock_config *cfg, redlock_error *reterr);
+
+/**
+ * redlock_masters_check() - Check a master list alone
+ * @masters:    as for redlock_config.masters
+ * @ret_count:  optional: set to the number of masters on success
+ * @ret_secret: optional: set to 1 if an entry carries a password (a URL with
+ *              user:password@), so callers can refuse secrets on a command line
+ * Return: 0, REDLOCK_EINVAL (the message names the entry).
+ */
+REDLOCK_API
+int redlock_masters_check(const char *masters, size_t *ret_count, int *ret_secret,
+                          redlock_error *reterr);
+
+/**
+ * redlock_ttl_check() - Is @ttl_ms usable with @drift_factor?
+ *
+ * A ttl must be 1..REDLOCK_TTL_MAX_MS and leave validity once the drift
+ * margin (ttl * drift_factor + 2 ms) is taken; the message says the least
+ * ttl that does. Return: 0, REDLOCK_EINVAL.
+ */
+REDLOCK_API
+int redlock_ttl_check(uint32_t ttl_ms, double drift_factor, redlock_error *reterr);
+
+/**
+ * redlock_token_check() - Is @token a token redlock_lock_new() accepts?
+ * (1..REDLOCK_TOKEN_MAX printable bytes, no spaces). Return: 0, REDLOCK_EINVAL.
+ */
+REDLOCK_API
+int redlock_token_check(const char *token, redlock_error *reterr);
+
+/**
+ * redlock_validity_ms() - ttl - elapsed - drift margin, in whole ms (rounded down)
+ * The arithmetic every acquire and extend uses; <= 0 means no lease.
+ */
+REDLOCK_API
+int64_t redlock_validity_ms(uint32_t ttl_ms, uint64_t elapsed_us, double drift_factor);
+
+/** redlock_drift_margin_ms() - ceil(ttl * drift_factor) + 2 ms. */
+REDLOCK_API
+uint64_t redlock_drift_margin_ms(uint32_t ttl_ms, double drift_factor);
 
 /* ------------------------------------------------------------------------ */
 /* Opaque types                                                             */
@@ -327,8 +477,9 @@ int redlock_client_new(const redlock_config *cfg, struct event_base *base,
  *
  * Operations still in flight complete with REDLOCK_ESHUTDOWN (or their
  * outcome, if already decided): async callbacks run before this call
- * returns (nested inside yours when you free from a callback); blocking
- * calls waiting in other threads return. Locks held are not released; they
+ * returns; blocking calls waiting in other threads return. Called from one
+ * of the client's own callbacks, the free is deferred until that callback
+ * returns (hiredis' rule), and runs before control is back in your loop. Locks held are not released; they
  * expire after their ttl. redlock_lock objects stay valid (free them).
  * Thread-safety: blocking clients: calls already waiting in other threads
  * return REDLOCK_ESHUTDOWN; starting a call during or after this one is
@@ -422,6 +573,110 @@ int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t c
                         uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
                         redlock_outcome *ret_outcome, redlock_error *reterr);
 
+/* ------------------------------------------------------------------------ */
+/* Per-call acquire options, waiting and cancelling                          */
+/* ------------------------------------------------------------------------ */
+
+/* A cancellation source (Go's context, .NET's CancellationToken): give it to
+ * any number of acquires through redlock_acquire_opts.cancel, fire it once to
+ * stop them all. Opaque. */
+typedef struct redlock_cancel redlock_cancel;
+
+/**
+ * redlock_cancel_new() - Make a cancellation source
+ * Return: 0, REDLOCK_EINVAL (@ret NULL), REDLOCK_ENOMEM.
+ * Ownership: free with redlock_cancel_free() once every operation given it
+ * has completed.
+ */
+REDLOCK_API
+int redlock_cancel_new(redlock_cancel **ret);
+
+/**
+ * redlock_cancel_fire() - Cancel every operation using @cc, now and later
+ *
+ * An acquire still waiting or voting completes with REDLOCK_ECANCELED (its
+ * callback runs once, from the loop; a blocking call returns), after the
+ * attempt in flight is released on every master it may have written to. An
+ * acquire that already succeeded is not undone. Idempotent.
+ * Thread-safety: any thread for blocking clients; async clients: the loop's
+ * thread.
+ */
+REDLOCK_API
+void redlock_cancel_fire(redlock_cancel *cc);
+
+/** redlock_cancel_fired() - 1 once redlock_cancel_fire() ran on @cc. */
+REDLOCK_API
+int redlock_cancel_fired(const redlock_cancel *cc);
+
+/** redlock_cancel_free() - Free @cc (NULL is a no-op). */
+REDLOCK_API
+void redlock_cancel_free(redlock_cancel *cc);
+
+/*
+ * redlock_acquire_opts - how one acquire behaves. Fill with
+ * redlock_acquire_opts_init(), set ttl_ms, then what you need.
+ * @size:             set by redlock_acquire_opts_init(); do not change
+ * @ttl_ms:           lock time to live (required), as for redlock_acquire()
+ * @wait_ms:          0: one attempt; > 0: keep trying until this long after
+ *                    the call (at most REDLOCK_WAIT_MAX_MS); REDLOCK_WAIT_FOREVER;
+ *                    REDLOCK_WAIT_DEFAULT (what init sets): config.wait_ms
+ * @retry_delay_ms,
+ * @retry_jitter_ms:  the polling fallback while waiting (a release normally
+ *                    wakes the waiter whose turn it is at once);
+ *                    REDLOCK_OPT_DEFAULT (what init sets): the client's
+ * @flags:            0 or REDLOCK_FENCE
+ * @cancel:           optional cancellation source (redlock_cancel_fire)
+ *
+ * Compatibility: fields are only ever added at the end, and init is inline:
+ * it records the size your program was compiled with, and the library
+ * gives every later field its default.
+ */
+typedef struct redlock_acquire_opts {
+    size_t size;
+    uint32_t ttl_ms;
+    uint32_t retry_delay_ms;
+    uint32_t retry_jitter_ms;
+    unsigned flags;
+    int64_t wait_ms;
+    redlock_cancel *cancel;
+} redlock_acquire_opts;
+
+#define REDLOCK_OPT_DEFAULT UINT32_MAX
+
+/** redlock_acquire_opts_init() - Defaults: no ttl (set it), the client's wait and polling. */
+static inline void redlock_acquire_opts_init(redlock_acquire_opts *opts)
+{
+    redlock_acquire_opts zero = { 0 };
+    *opts = zero;
+    opts->size = sizeof(*opts);
+    opts->retry_delay_ms = REDLOCK_OPT_DEFAULT;
+    opts->retry_jitter_ms = REDLOCK_OPT_DEFAULT;
+    opts->wait_ms = REDLOCK_WAIT_DEFAULT;
+}
+
+/**
+ * redlock_acquire_with() - Take a lock on @set, waiting as @opts says
+ * @set, @count: 1..REDLOCK_SET_MAX distinct resources (one: { name, len })
+ * @opts:        see redlock_acquire_opts
+ * @ret_lock, @ret_outcome, @reterr: as for redlock_acquire()
+ *
+ * Waiting: an attempt that finds the resource held joins the queue on the
+ * masters and sleeps until the release that hands it the lock wakes it (or
+ * the poll timer fires, or the wait ends). Waiters are served in about the
+ * order they started waiting, across processes (NOTES.md §5). A wake-up only
+ * starts an ordinary attempt: mutual exclusion never depends on it.
+ * The wait ends at its deadline: an attempt in flight then completes, and
+ * the call returns what the last attempt saw (ECONFLICT if still held).
+ *
+ * Return: as for redlock_acquire(), plus REDLOCK_ECANCELED (@opts->cancel
+ * fired; the attempt in flight was released).
+ * Thread-safety: as for redlock_acquire(). Blocking clients only.
+ */
+REDLOCK_API
+int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t count,
+                         const redlock_acquire_opts *opts, redlock_lock **ret_lock,
+                         redlock_outcome *ret_outcome, redlock_error *reterr);
+
 /**
  * redlock_release() - Release @lock on every master
  * @c, @lock:    the lock (not freed by this call)
@@ -499,6 +754,16 @@ REDLOCK_API
 int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
                               uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb,
                               void *arg, redlock_error *reterr);
+
+/**
+ * redlock_acquire_with_async() - redlock_acquire_with() on the caller's event loop
+ * Return: 0 (cb will run), REDLOCK_EINVAL, REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN,
+ * REDLOCK_EASYNC. The set and the options are copied.
+ */
+REDLOCK_API
+int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
+                               const redlock_acquire_opts *opts, redlock_acquire_cb cb,
+                               void *arg, redlock_error *reterr);
 
 /**
  * redlock_release_async() - redlock_release() on the caller's event loop
@@ -643,7 +908,7 @@ typedef struct redlock_master_state {
     int64_t clock_offset_us;          /* ping: master TIME minus client real time at
                                          the round trip's midpoint */
     char detail[REDLOCK_VOTE_DETAIL_LEN]; /* error text when err != 0 */
-    /* ping only: the clock monitor's and restart guard's view */
+    /* ping only: the clock monitor's and the memory guard's view */
     double clock_rate_lo, clock_rate_hi; /* master clock rate / client monotonic rate,
                                             bounds over the window; 0 when unknown */
     uint64_t clock_samples;           /* TIME samples taken */
@@ -655,6 +920,12 @@ typedef struct redlock_master_state {
     int aof_always;                   /* appendonly yes + appendfsync always */
     int excluded;                     /* would not count toward a quorum now */
     char excluded_why[REDLOCK_VOTE_DETAIL_LEN];
+    int64_t memory_age_ms;            /* age of the master's memory marker (its clock);
+                                         -1 while unknown */
+    uint32_t memory_window_ms;        /* the marker must be this old to count */
+    int64_t maxmemory;                /* CONFIG maxmemory; -1 if CONFIG was refused */
+    char eviction_policy[32];         /* CONFIG maxmemory-policy, or "" if unknown */
+    int tls;                          /* connected over TLS */
 } redlock_master_state;
 
 typedef struct redlock_status {
@@ -689,6 +960,48 @@ int redlock_status_get(redlock_client *c, const void *resource, size_t len,
  */
 REDLOCK_API
 int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr);
+
+/* Status and ping completions: @st is the library's, valid during the call. */
+typedef void (*redlock_status_cb)(redlock_client *c, int status, const redlock_status *st,
+                                  const redlock_error *err, void *arg);
+
+/** redlock_status_get_async() - redlock_status_get() on the caller's event loop.
+ * Return: 0 (cb will run), REDLOCK_EINVAL, REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC. */
+REDLOCK_API
+int redlock_status_get_async(redlock_client *c, const void *resource, size_t len,
+                             redlock_status_cb cb, void *arg, redlock_error *reterr);
+
+/** redlock_ping_async() - redlock_ping() on the caller's event loop. Return: as above. */
+REDLOCK_API
+int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg,
+                       redlock_error *reterr);
+
+/* Readiness: @status is 0 once @n_up masters (at least the number asked for)
+ * are connected and past their handshake, or REDLOCK_ETIMEOUT with how many
+ * were. Runs once, from the loop. */
+typedef void (*redlock_ready_cb)(redlock_client *c, int status, size_t n_up, void *arg);
+
+/**
+ * redlock_ready_async() - Learn when masters are connected, without polling
+ * @min_masters: how many must be up: 1..N, or 0 for the quorum
+ * @timeout_ms:  give up after this long (1..REDLOCK_TTL_MAX_MS)
+ *
+ * Runs @cb at once (on the next loop pass) if enough are up already.
+ * Return: 0 (cb will run), REDLOCK_EINVAL, REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN,
+ * REDLOCK_EASYNC (blocking client: use redlock_ready()).
+ */
+REDLOCK_API
+int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
+                        redlock_ready_cb cb, void *arg, redlock_error *reterr);
+
+/**
+ * redlock_ready() - Block until @min_masters masters are connected (0: the quorum)
+ * @ret_n_up: optional: how many were up when it returned
+ * Return: 0, REDLOCK_ETIMEOUT, REDLOCK_EINVAL, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
+ */
+REDLOCK_API
+int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
+                  size_t *ret_n_up, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */

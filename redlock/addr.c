@@ -1,0 +1,367 @@
+/* addr.c - the master list: parse every entry, refuse what is ambiguous, resolve once.
+ *
+ * Forms (comma-separated, spaces around entries ignored):
+ *   host:port  [v6addr]:port                       plain TCP
+ *   redis://[user:password@]host[:port][/db]       TCP; port 6379 by default
+ *   rediss://...                                   the same over TLS
+ *   unix://[user:password@]/path/to.sock[?db=N]    a unix socket
+ * Credentials and paths may be percent-encoded (%2C for a comma). A master's
+ * display name never holds its password: it is what messages, logs, JSON and
+ * redlock_client_master_addr() show.
+ *
+ * Numeric hosts must be written the way inet_pton reads them: getaddrinfo()
+ * follows inet_aton() and reads "0127.0.0.1" as octal (87.0.0.1), another
+ * host than the one the user meant.
+ */
+#include "addr.h"
+#include "common.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#define BAD(...) do { rl_seterr(e, REDLOCK_EINVAL, -1, __VA_ARGS__); return REDLOCK_EINVAL; } while (0)
+
+static bool has_prefix(const char *s, size_t len, const char *p)
+{
+    size_t n = strlen(p);
+    return len >= n && strncasecmp(s, p, n) == 0;
+}
+
+static int hexval(int ch)
+{
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode @s[0..len) into @out (NUL-terminated). -1 on a bad escape,
+ * a NUL byte, or no room. */
+static int pct_decode(const char *s, size_t len, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        int ch = (unsigned char)s[i];
+        if (ch == '%') {
+            if (i + 2 >= len)
+                return -1;
+            int a = hexval((unsigned char)s[i + 1]), b = hexval((unsigned char)s[i + 2]);
+            if (a < 0 || b < 0)
+                return -1;
+            ch = a * 16 + b;
+            i += 2;
+        }
+        if (ch == 0 || o + 1 >= cap)
+            return -1;
+        out[o++] = (char)ch;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* A decimal number in @min..@max, digits only (no sign, no spaces); -1 if not. */
+static int parse_uint(const char *s, size_t len, long min, long max)
+{
+    long v = 0;
+    if (len == 0 || len > 5)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v >= min && v <= max ? (int)v : -1;
+}
+
+#define parse_port(s, len) parse_uint((s), (len), 1, 65535)
+#define parse_db(s, len) parse_uint((s), (len), 0, 65535)
+
+/* A host name or address as written: printable, no spaces; a numeric one
+ * must be what inet_pton reads (see the top of the file). */
+static int check_host(const char *entry, const char *host, bool bracketed, redlock_error *e)
+{
+    if (!host[0])
+        BAD("masters: empty host in \"%.60s\"", entry);
+    for (const char *p = host; *p; p++)
+        if (!isgraph((unsigned char)*p))
+            BAD("masters: \"%.60s\": the host contains a space or control character", entry);
+    if (!bracketed && strchr(host, ':'))
+        BAD("masters: \"%.60s\": write IPv6 addresses as [addr]:port", entry);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST };
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host, NULL, &hints, &res) == 0) {
+        freeaddrinfo(res);
+        unsigned char buf[sizeof(struct in6_addr)];
+        if (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1)
+            BAD("masters: \"%.60s\": %s is not a plain IP address (write dotted decimal "
+                "without leading zeros: some parsers read 0127.0.0.1 as octal)", entry, host);
+    }
+    if (bracketed) {
+        unsigned char buf[sizeof(struct in6_addr)];
+        if (inet_pton(AF_INET6, host, buf) != 1)
+            BAD("masters: \"%.60s\": [%s] is not an IPv6 address", entry, host);
+    }
+    return 0;
+}
+
+/* "host:port" or "[v6]:port" from @hp (the authority part); @need_port:
+ * plain entries must name the port, URLs default to 6379. */
+static int parse_hostport(const char *entry, const char *hp, size_t len, bool need_port,
+                          rl_addr *a, redlock_error *e)
+{
+    const char *host = hp, *colon = NULL;
+    size_t hlen;
+    bool bracketed = false;
+    if (len && hp[0] == '[') {
+        const char *rb = memchr(hp, ']', len);
+        if (!rb || rb == hp + 1)
+            BAD("masters: bad entry \"%.60s\" (IPv6 is written [addr]:port)", entry);
+        host = hp + 1;
+        hlen = (size_t)(rb - hp - 1);
+        bracketed = true;
+        size_t rest = len - (size_t)(rb + 1 - hp);
+        if (rest) {
+            if (rb[1] != ':')
+                BAD("masters: bad entry \"%.60s\" (IPv6 is written [addr]:port)", entry);
+            colon = rb + 1;
+        }
+    } else {
+        /* The last ':' separates the port; check_host refuses a host that
+         * still holds one (an IPv6 address written without brackets). */
+        for (const char *p = hp + len; p > hp; p--)
+            if (p[-1] == ':') { colon = p - 1; break; }
+        hlen = colon ? (size_t)(colon - hp) : len;
+    }
+    if (!colon && need_port)
+        BAD("masters: bad entry \"%.60s\" (expected host:port)", entry);
+    if (hlen == 0)
+        BAD("masters: empty host in \"%.60s\"", entry);
+    if (hlen >= sizeof(a->host))
+        BAD("masters: the host in \"%.60s\" is too long", entry);
+    memcpy(a->host, host, hlen);
+    a->host[hlen] = '\0';
+    if (colon) {
+        size_t plen = (size_t)(hp + len - colon - 1);
+        a->port = parse_port(colon + 1, plen);
+        if (a->port < 0)
+            BAD("masters: bad port in \"%.60s\" (expected 1..65535)", entry);
+    } else {
+        a->port = 6379;
+    }
+    return check_host(entry, a->host, bracketed, e);
+}
+
+/* "user:password@" (user may be empty). */
+static int parse_userinfo(const char *entry, const char *ui, size_t len, rl_addr *a,
+                          redlock_error *e)
+{
+    const char *colon = memchr(ui, ':', len);
+    if (!colon)
+        BAD("masters: \"%.60s\": credentials are written user:password@ or :password@",
+            a->name);
+    (void)entry;
+    if (pct_decode(ui, (size_t)(colon - ui), a->user, sizeof(a->user)) < 0 ||
+        pct_decode(colon + 1, len - (size_t)(colon - ui) - 1, a->password,
+                   sizeof(a->password)) < 0)
+        BAD("masters: \"%.60s\": bad %%-escape or over-long user name or password", a->name);
+    if (!a->password[0])
+        BAD("masters: \"%.60s\": the password is empty (leave out \"user:@\" for none)",
+            a->name);
+    a->has_password = true;
+    return 0;
+}
+
+/* The display name of a URL entry: the URL without its password. */
+static void url_name(rl_addr *a, const char *scheme)
+{
+    char hostport[RL_HOST_MAX + 16];
+    if (a->kind == RL_ADDR_UNIX)
+        snprintf(hostport, sizeof(hostport), "%s", a->host);
+    else if (strchr(a->host, ':'))
+        snprintf(hostport, sizeof(hostport), "[%s]:%d", a->host, a->port);
+    else
+        snprintf(hostport, sizeof(hostport), "%s:%d", a->host, a->port);
+    char db[24] = "";
+    if (a->db >= 0)
+        snprintf(db, sizeof(db), a->kind == RL_ADDR_UNIX ? "?db=%d" : "/%d", a->db);
+    snprintf(a->name, sizeof(a->name), "%s://%.60s%s%.190s%s", scheme, a->user,
+             a->user[0] ? "@" : "", hostport, db);
+}
+
+static int parse_url(const char *entry, size_t len, rl_addr *a, redlock_error *e)
+{
+    bool unix_sock = has_prefix(entry, len, "unix://");
+    bool tls = has_prefix(entry, len, "rediss://");
+    const char *scheme = unix_sock ? "unix" : tls ? "rediss" : "redis";
+    size_t skip = strlen(scheme) + 3;
+    const char *p = entry + skip, *end = entry + len;
+    a->url = true;
+    a->tls = tls;
+    a->kind = unix_sock ? RL_ADDR_UNIX : RL_ADDR_TCP;
+    snprintf(a->name, sizeof(a->name), "%s://...", scheme);   /* until known */
+
+    /* userinfo: up to the last '@' before the path (unix: before the '/') */
+    const char *auth_end = p;
+    while (auth_end < end && *auth_end != '/' && *auth_end != '?')
+        auth_end++;
+    const char *at = NULL;
+    for (const char *q = p; q < auth_end; q++)
+        if (*q == '@')
+            at = q;
+    if (at) {
+        int rc = parse_userinfo(entry, p, (size_t)(at - p), a, e);
+        if (rc)
+            return rc;
+        p = at + 1;
+    }
+    if (unix_sock) {
+        if (p != auth_end)
+            BAD("masters: \"%.60s\": write unix sockets as unix:///path/to.sock", a->name);
+        const char *q = memchr(p, '?', (size_t)(end - p));
+        const char *pend = q ? q : end;
+        if (pend - p < 2 || pct_decode(p, (size_t)(pend - p), a->host, sizeof(a->host)) < 0)
+            BAD("masters: bad unix socket path in \"%.60s\"", a->name);
+        if (strlen(a->host) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+            BAD("masters: unix socket path in \"%.60s\" is longer than %zu bytes", a->name,
+                sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+        if (q) {
+            if (!has_prefix(q + 1, (size_t)(end - q - 1), "db=") ||
+                (a->db = parse_db(q + 4, (size_t)(end - q - 4))) < 0)
+                BAD("masters: \"%.60s\": the only parameter is ?db=N (0..65535)", a->name);
+        }
+        url_name(a, scheme);
+        return 0;
+    }
+    int rc = parse_hostport(entry, p, (size_t)(auth_end - p), false, a, e);
+    if (rc)
+        return rc;
+    if (auth_end < end) {
+        if (*auth_end == '?')
+            BAD("masters: \"%.60s\": URL parameters are not supported (the database is "
+                "written /N)", entry);
+        const char *db = auth_end + 1;
+        if (db < end && (a->db = parse_db(db, (size_t)(end - db))) < 0)
+            BAD("masters: \"%.60s\": the database after the host must be a number 0..65535",
+                entry);
+    }
+    url_name(a, scheme);
+    return 0;
+}
+
+static int parse_entry(const char *entry, size_t len, rl_addr *a, redlock_error *e)
+{
+    memset(a, 0, sizeof(*a));
+    a->db = -1;
+    if (has_prefix(entry, len, "redis://") || has_prefix(entry, len, "rediss://") ||
+        has_prefix(entry, len, "unix://"))
+        return parse_url(entry, len, a, e);
+    const char *sep = strstr(entry, "://");
+    if (sep && (size_t)(sep - entry) < len)
+        BAD("masters: \"%.60s\": unknown scheme (use redis://, rediss://, unix:// or "
+            "host:port)", entry);
+    if (len >= sizeof(a->name))
+        BAD("masters: entry \"%.40s...\" is too long", entry);
+    memcpy(a->name, entry, len);
+    a->name[len] = '\0';
+    a->kind = RL_ADDR_TCP;
+    return parse_hostport(a->name, entry, len, true, a, e);
+}
+
+static bool same_as_written(const rl_addr *a, const rl_addr *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    if (a->kind == RL_ADDR_UNIX)
+        return strcmp(a->host, b->host) == 0;
+    return a->port == b->port && strcasecmp(a->host, b->host) == 0;
+}
+
+int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
+{
+    if (!list || !*list)
+        BAD("masters: no master given (use host:port,host:port,...)");
+    int count = 0;
+    const char *p = list;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        while (len && (*p == ' ' || *p == '\t')) { p++; len--; }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        if (len == 0) {
+            if (!comma && count > 0)
+                BAD("masters: trailing comma in \"%.80s\"", list);
+            BAD("masters: empty entry %d in \"%.80s\" (use host:port,host:port,...)",
+                count + 1, list);
+        }
+        if (count == REDLOCK_MAX_MASTERS)
+            BAD("masters: more than %d entries (use 3, 5 or 7 masters)", REDLOCK_MAX_MASTERS);
+        char entry[1024];
+        if (len >= sizeof(entry))
+            BAD("masters: entry %d is too long", count + 1);
+        memcpy(entry, p, len);
+        entry[len] = '\0';
+        int rc = parse_entry(entry, len, &out[count], e);
+        if (rc)
+            return rc;
+        for (int j = 0; j < count; j++) {
+            if (same_as_written(&out[j], &out[count])) {
+                rl_seterr(e, REDLOCK_EINVAL, count,
+                          "masters: %.60s and %.60s are the same master; each master must be "
+                          "independent", out[j].name, out[count].name);
+                return REDLOCK_EINVAL;
+            }
+        }
+        count++;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return count;
+}
+
+int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e)
+{
+    if (a->kind == RL_ADDR_UNIX)
+        return 0;
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *res = NULL;
+    int gai = getaddrinfo(a->host, NULL, &hints, &res);
+    if (gai != 0 || !res) {
+        rl_seterr(e, REDLOCK_ERESOLVE, idx,
+                  "master %.80s: cannot resolve \"%.60s\": %s (check the host name)", a->name,
+                  a->host, gai_strerror(gai));
+        return REDLOCK_ERESOLVE;
+    }
+    /* Prefer IPv4: hiredis tries AF_INET first for names too. */
+    struct addrinfo *pick = res;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        if (ai->ai_family == AF_INET) { pick = ai; break; }
+    const struct in6_addr *a6 = &((struct sockaddr_in6 *)(void *)pick->ai_addr)->sin6_addr;
+    if (pick->ai_family == AF_INET)
+        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)pick->ai_addr)->sin_addr, a->ip,
+                  sizeof(a->ip));
+    else if (IN6_IS_ADDR_V4MAPPED(a6))
+        /* ::ffff:a.b.c.d is the IPv4 master a.b.c.d: name it so, or the
+         * duplicate check would count one master twice. */
+        inet_ntop(AF_INET, &a6->s6_addr[12], a->ip, sizeof(a->ip));
+    else
+        inet_ntop(AF_INET6, a6, a->ip, sizeof(a->ip));
+    freeaddrinfo(res);
+    return 0;
+}
+
+bool rl_addr_same(const rl_addr *a, const rl_addr *b)
+{
+    if (a->kind != b->kind)
+        return false;
+    if (a->kind == RL_ADDR_UNIX)
+        return strcmp(a->host, b->host) == 0;
+    return a->port == b->port && strcmp(a->ip, b->ip) == 0;
+}

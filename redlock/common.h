@@ -1,0 +1,56 @@
+/* common.h - what every file of libredlock uses: clocks, errors, tokens.
+ *
+ * Leaf code only (error.c, token.c): nothing here knows a client, a master
+ * or an operation, so any file may include it without tying itself to one.
+ */
+#ifndef REDLOCK_COMMON_H
+#define REDLOCK_COMMON_H
+
+#include "redlock.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- time (token.c) ------------------------------------------------------- */
+
+/* µs on CLOCK_MONOTONIC: the type says which clock a value came from. */
+typedef uint64_t rl_monotime;
+rl_monotime rl_now_us(void);
+/* µs on CLOCK_REALTIME: only for offsets shown to operators, never for leases. */
+int64_t rl_realtime_us(void);
+
+/* ---- errors (error.c) ----------------------------------------------------- */
+
+/* Fill @e (NULL is fine) with @code, @master and a one-line message. */
+void rl_seterr(redlock_error *e, int code, int master, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Classify a master's error reply ("WRONGTYPE ...", "NOAUTH ...") into REDLOCK_E*. */
+int rl_classify_error_reply(const char *str, size_t len);
+
+/* Is this error reply one that passes by itself (LOADING, BUSY, TRYAGAIN,
+ * MASTERDOWN): the master is there but cannot answer for a while? */
+bool rl_error_reply_transient(const char *str, size_t len);
+
+/* ---- logging (log.c) ------------------------------------------------------ */
+
+void rl_log_emit(const redlock_config *cfg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Checks the level before formatting anything, like serverLog. */
+#define rl_log(cfg, level, ...)                                                 \
+    do {                                                                        \
+        if ((cfg)->log_fn && (level) >= (cfg)->log_level)                       \
+            rl_log_emit((cfg), (level), __VA_ARGS__);                           \
+    } while (0)
+
+/* ---- tokens and randomness (token.c) ---------------------------------------- */
+
+#define RL_TOKEN_BYTES 16                      /* 128 bits */
+#define RL_TOKEN_LEN (RL_TOKEN_BYTES * 2)      /* hex */
+int rl_token_new(char out[RL_TOKEN_LEN + 1]);
+uint64_t rl_random_u64(void);
+
+#endif

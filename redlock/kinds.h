@@ -1,0 +1,30 @@
+/* kinds.h - how the layers above the kinds start an operation.
+ *
+ * The public _async functions and the blocking API (blocking.c) both come
+ * here; the watchdog starts extends here too. Each returns 0 (the callback
+ * will run exactly once, from the loop) or an error (it never will).
+ */
+#ifndef REDLOCK_KINDS_H
+#define REDLOCK_KINDS_H
+
+#include "config.h"
+#include "op.h"
+
+int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
+                     const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e);
+int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+                     redlock_error *e);
+/* @ret_op (optional): the op, so the watchdog can cut it loose from the lock. */
+int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+                    void *arg, rl_op **ret_op, redlock_error *e);
+/* The extend @op no longer writes into its lock (the lock may be freed). */
+void rl_extend_forget_lock(rl_op *op);
+/* Status and ping fill a redlock_status of their own, valid during @cb. */
+int rl_status_start(redlock_client *c, const void *resource, size_t len, redlock_status_cb cb,
+                    void *arg, redlock_error *e);
+int rl_ping_start(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *e);
+
+/* Common checks of the async entry points: a live async client. */
+int rl_check_async(redlock_client *c, redlock_error *e);
+
+#endif

@@ -1,0 +1,260 @@
+/* loop.c - a blocking client's I/O thread, and running code on a client's loop.
+ *
+ * One private event_base and one I/O thread per blocking client. Callers on
+ * any thread put a call on a mutex-protected queue, wake the I/O thread
+ * through a pipe, and sleep on their own condition variable. The I/O thread
+ * starts each call as an ordinary async op, so calls from many threads are
+ * in flight together and share the N connections as pipelines: nothing is
+ * serialised behind one caller. Only this thread ever touches hiredis or
+ * the base, so they need no locks of their own. For async clients the
+ * caller is on the loop's thread already, and a call runs at once.
+ */
+#include "loop.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct rl_blocking {
+    pthread_t thread;
+    pthread_mutex_t mu;           /* guards head/tail, stop, waiters and every call->done */
+    pthread_cond_t idle;          /* signalled when the last waiter leaves after stop */
+    rl_call *head, *tail;
+    bool stop;
+    int waiters;                  /* callers inside rl_loop_submit */
+    int pipefd[2];                /* wake-up: [0] read by the I/O thread */
+    struct event *wake_ev;
+};
+
+void rl_call_done(redlock_client *c, rl_call *call, int status, const redlock_outcome *out,
+                  const redlock_error *err)
+{
+    struct rl_blocking *b = c->blk;
+    pthread_mutex_lock(&b->mu);
+    call->status = status;
+    if (call->out && out)
+        *call->out = *out;
+    if (call->err) {
+        if (status && err)
+            *call->err = *err;
+        else if (status)
+            rl_seterr(call->err, status, -1, "%s", redlock_strerror(status));
+    }
+    call->done = true;
+    /* Signal while holding the mutex: the caller cannot wake, return and
+     * destroy call->cond before we have let go of it. */
+    pthread_cond_signal(&call->cond);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void call_run(redlock_client *c, rl_call *call, bool stop)
+{
+    if (call->fn) {
+        /* Functions run even when stopping: they hold references (cancel). */
+        call->fn(c, call->fn_arg);
+        if (call->posted)
+            free(call);
+        else
+            rl_call_done(c, call, 0, NULL, NULL);
+        return;
+    }
+    redlock_error err = { 0, -1, "" };
+    int rc = REDLOCK_ESHUTDOWN;
+    if (stop)
+        rl_seterr(&err, rc, -1, "client is being freed");
+    else
+        rc = call->start(c, call, &err);
+    if (rc != 0)
+        rl_call_done(c, call, rc, NULL, &err);
+}
+
+/* ---- I/O thread side ------------------------------------------------------ */
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    redlock_client *c = arg;
+    struct rl_blocking *b = c->blk;
+    char buf[64];
+    /* Drain first, then take the queue: a request queued after the take
+     * finds the queue empty and writes a new wake-up byte. */
+    while (read(fd, buf, sizeof(buf)) > 0)
+        ;
+    pthread_mutex_lock(&b->mu);
+    rl_call *list = b->head;
+    b->head = b->tail = NULL;
+    bool stop = b->stop;
+    pthread_mutex_unlock(&b->mu);
+    while (list) {
+        rl_call *next = list->next;
+        call_run(c, list, stop);
+        list = next;
+    }
+    if (stop) {
+        /* Calls still in flight in other threads complete now, with
+         * ESHUTDOWN (or their real outcome if already decided), so no
+         * caller is left waiting on a client that is going away. */
+        c->shutdown(c);
+        event_base_loopbreak(c->base);
+    }
+}
+
+static void *io_main(void *arg)
+{
+    redlock_client *c = arg;
+    event_base_dispatch(c->base);
+    return NULL;
+}
+
+int rl_loop_start(redlock_client *c, redlock_error *e)
+{
+    struct rl_blocking *b = calloc(1, sizeof(*b));
+    if (!b) {
+        rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory");
+        return REDLOCK_ENOMEM;
+    }
+    b->pipefd[0] = b->pipefd[1] = -1;
+    if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->idle, NULL) != 0) {
+        free(b);
+        rl_seterr(e, REDLOCK_ESYS, -1, "pthread_mutex_init failed");
+        return REDLOCK_ESYS;
+    }
+    if (pipe2(b->pipefd, O_NONBLOCK | O_CLOEXEC) != 0)
+        goto fail;
+    b->wake_ev = event_new(c->base, b->pipefd[0], EV_READ | EV_PERSIST, on_wake, c);
+    if (!b->wake_ev || event_add(b->wake_ev, NULL) != 0)
+        goto fail;
+    c->blk = b;
+    /* The I/O thread runs with every signal blocked: a master that drops
+     * the connection mid-write then gives hiredis EPIPE instead of killing
+     * the host program with SIGPIPE, and the host's signal handlers keep
+     * running on its own threads. The mask is inherited at creation. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int prc = pthread_create(&b->thread, NULL, io_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (prc != 0) {
+        c->blk = NULL;
+        errno = prc;
+        goto fail;
+    }
+    return 0;
+fail:
+    rl_seterr(e, REDLOCK_ESYS, -1, "cannot start the I/O thread: %s", strerror(errno));
+    if (b->wake_ev)
+        event_free(b->wake_ev);
+    if (b->pipefd[0] >= 0) {
+        close(b->pipefd[0]);
+        close(b->pipefd[1]);
+    }
+    pthread_cond_destroy(&b->idle);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    return REDLOCK_ESYS;
+}
+
+static void wake(struct rl_blocking *b)
+{
+    /* A full pipe already means "wake up": EAGAIN is fine. */
+    ssize_t w = write(b->pipefd[1], "w", 1);
+    (void)w;
+}
+
+void rl_loop_stop(redlock_client *c)
+{
+    struct rl_blocking *b = c->blk;
+    pthread_mutex_lock(&b->mu);
+    b->stop = true;
+    pthread_mutex_unlock(&b->mu);
+    wake(b);
+    pthread_join(b->thread, NULL);
+    /* Callers woken with ESHUTDOWN still need b->mu to leave: wait for the
+     * last of them before destroying it. */
+    pthread_mutex_lock(&b->mu);
+    while (b->waiters > 0)
+        pthread_cond_wait(&b->idle, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    /* The I/O thread is gone: from here on this thread owns the base. */
+    event_free(b->wake_ev);
+    close(b->pipefd[0]);
+    close(b->pipefd[1]);
+    pthread_cond_destroy(&b->idle);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    c->blk = NULL;
+}
+
+/* ---- caller side ----------------------------------------------------------- */
+
+static void enqueue(struct rl_blocking *b, rl_call *call)
+{
+    bool was_empty = b->head == NULL;
+    call->next = NULL;
+    if (b->tail)
+        b->tail->next = call;
+    else
+        b->head = call;
+    b->tail = call;
+    if (was_empty)
+        wake(b);   /* under the mutex: on_wake drains, then takes the queue */
+}
+
+int rl_loop_submit(redlock_client *c, rl_call *call)
+{
+    struct rl_blocking *b = c->blk;
+    if (pthread_cond_init(&call->cond, NULL) != 0) {
+        rl_seterr(call->err, REDLOCK_ESYS, -1, "pthread_cond_init failed");
+        return REDLOCK_ESYS;
+    }
+    pthread_mutex_lock(&b->mu);
+    if (b->stop) {
+        pthread_mutex_unlock(&b->mu);
+        pthread_cond_destroy(&call->cond);
+        rl_seterr(call->err, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    b->waiters++;
+    enqueue(b, call);
+    while (!call->done)
+        pthread_cond_wait(&call->cond, &b->mu);
+    if (--b->waiters == 0 && b->stop)
+        pthread_cond_signal(&b->idle);
+    pthread_mutex_unlock(&b->mu);
+    pthread_cond_destroy(&call->cond);
+    return call->status;
+}
+
+int rl_loop_call(redlock_client *c, rl_loop_fn *fn, void *arg)
+{
+    if (!c->blk) {
+        fn(c, arg);
+        return 0;
+    }
+    rl_call call = { .fn = fn, .fn_arg = arg };
+    return rl_loop_submit(c, &call);
+}
+
+void rl_loop_post(redlock_client *c, rl_loop_fn *fn, void *arg)
+{
+    if (!c->blk) {
+        fn(c, arg);
+        return;
+    }
+    rl_call *call = calloc(1, sizeof(*call));
+    if (!call)
+        return;   /* out of memory: what it would do is not done (a cancel) */
+    call->fn = fn;
+    call->fn_arg = arg;
+    call->posted = true;
+    struct rl_blocking *b = c->blk;
+    pthread_mutex_lock(&b->mu);
+    enqueue(b, call);
+    pthread_mutex_unlock(&b->mu);
+}
+

@@ -1,0 +1,80 @@
+/* node.h - one master: its connection, handshake, reconnects and in-flight bound.
+ *
+ * A node is a long-lived handle (libuv's sense). It knows nothing of the
+ * client that owns it beyond rl_node_env: the settings it needs and two
+ * hooks to report back through, so the client sits above its nodes and no
+ * call runs back up.
+ */
+#ifndef REDLOCK_NODE_H
+#define REDLOCK_NODE_H
+
+#include "addr.h"
+#include "transport.h"
+#include "trust.h"
+
+struct event_base;
+struct event;
+typedef struct rl_node rl_node;
+
+/* What a node needs from its owner, shared by all nodes of a client. */
+typedef struct rl_node_env {
+    struct event_base *base;
+    const redlock_config *cfg;
+    const rl_tls *tls;                 /* NULL: no master uses TLS */
+    const uint32_t *max_ttl_ms;        /* the longest ttl the client has used */
+    /* A node came up (handshake done) or went down. Optional. */
+    void (*on_state)(rl_node *n, void *arg);
+    /* A message on the node's subscriber connection. Optional. */
+    void (*on_message)(rl_node *n, const char *channel, size_t clen, const char *msg,
+                       size_t mlen, void *arg);
+    void *arg;
+} rl_node_env;
+
+enum rl_node_state { RL_NODE_DOWN, RL_NODE_CONNECTING, RL_NODE_UP };
+
+struct rl_node {
+    const rl_node_env *env;
+    uint32_t idx;
+    rl_addr addr;                 /* addr.name is what messages show */
+    rl_conn *conn;                /* NULL while down */
+    int state;                    /* enum rl_node_state */
+    uint32_t backoff_ms;          /* next reconnect delay */
+    struct event *timer;          /* reconnect backoff, or the connect deadline */
+    rl_monotime connect_us;       /* when the last connect started (on-demand rate limit) */
+    int err;                      /* why it is (or last was) down: REDLOCK_E* */
+    char errstr[REDLOCK_VOTE_DETAIL_LEN];
+    uint64_t connects;            /* successful handshakes, for logs and tests */
+    rl_conn *sub;                 /* subscriber connection (waiting), or NULL */
+    rl_trust trust;               /* clock and memory facts (trust.h) */
+};
+
+int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);
+void rl_node_start(rl_node *n);
+void rl_node_close(rl_node *n);
+
+/* Queue one command. 0: @fn will run exactly once (reply, or NULL and why);
+ * else a REDLOCK_E* code with n->errstr saying why (@fn never runs). A node
+ * that is down is asked to connect at once (at most every reconnect_min_ms)
+ * and the command waits behind the handshake. @priority commands (releases
+ * that pair with an admitted SET) may use up to twice max_inflight, so
+ * cleanup is never refused where its SET was taken. */
+int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
+                 const size_t *argvlen, bool priority);
+
+/* Should @n's vote not count now, for an op with @ttl_ms? Writes why. */
+bool rl_node_excluded(const rl_node *n, uint32_t ttl_ms, char *why, size_t len);
+
+/* The subscriber connection, opened (with AUTH) if there is none. NULL when
+ * the node is down or it cannot be opened: waiters fall back to polling. */
+rl_conn *rl_node_subscriber(rl_node *n);
+
+/* A clock or restart event: a log line (WARN) and the config's event hook. */
+void rl_node_event(rl_node *n, int event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Log with the master named by index and address. */
+#define rl_node_log(n, level, fmt, ...)                                         \
+    rl_log((n)->env->cfg, level, "master %u (%s): " fmt, (n)->idx, (n)->addr.name,      \
+           __VA_ARGS__)
+
+#endif

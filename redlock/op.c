@@ -1,0 +1,402 @@
+/* op.c - the operation core: allocation, rounds of votes, timers, delivery.
+ *
+ * Every kind (acquire.c, release.c, extend.c, inspect.c) is a table of
+ * hooks over this core (op.h). The core sends a round's command to the
+ * masters, times the round out at node_timeout_ms, drops answers that come
+ * late (after the timeout, after a newer round, after the op finished), and
+ * hands every answer that counts to the kind, then asks the kind to decide.
+ * When the kind finishes the op, the core queues it and delivers it from
+ * the loop: the op hook first, then the kind's own callback.
+ */
+#include "kinds.h"
+
+#include <event2/event.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- votes ------------------------------------------------------------------ */
+
+void rl_vote_failed(redlock_vote *v, int err, const char *why, rl_monotime sent_us)
+{
+    int kind = err == REDLOCK_ETIMEOUT ? REDLOCK_VOTE_TIMEOUT
+             : (err == REDLOCK_ECONNECT || err == REDLOCK_EBUSY || err == REDLOCK_ESHUTDOWN ||
+                err == REDLOCK_EUNAVAIL)
+                 ? REDLOCK_VOTE_DOWN
+                 : REDLOCK_VOTE_ERROR;
+    rl_vote_set(v, kind, err, why, sent_us);
+}
+
+void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us)
+{
+    rl_monotime now = rl_now_us();
+    uint64_t lat = now > sent_us ? now - sent_us : 0;
+    v->kind = kind;
+    v->err = err;
+    v->latency_us = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
+    snprintf(v->detail, sizeof(v->detail), "%s", detail ? detail : "");
+    for (char *p = v->detail; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+}
+
+/* ---- rounds ----------------------------------------------------------------- */
+
+static void round_decide(rl_op *op)
+{
+    if (!op->done)
+        op->ops->decide(op);
+}
+
+static void round_on_vote(void *owner, rl_fanout *f, uint32_t idx, const rl_reply *r, int err,
+                          const char *why)
+{
+    rl_op *op = owner;
+    uint32_t bit = 1u << idx;
+    if (op->done || f != op->round || !(op->pending_mask & bit))
+        return;   /* late: after the round's timeout, a newer round, or the end */
+    op->pending_mask &= ~bit;
+    op->ops->on_vote(op, idx, r, err, why, rl_fanout_sent_us(f, idx));
+    round_decide(op);
+}
+
+/* The node timeout: every master still pending fails now, then one decide. */
+static void round_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    rl_op *op = arg;
+    char d[64];
+    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
+    for (uint32_t i = 0; i < op->c->n; i++) {
+        if (op->pending_mask & (1u << i)) {
+            op->pending_mask &= ~(1u << i);
+            op->ops->on_vote(op, i, NULL, REDLOCK_ETIMEOUT, d, rl_fanout_sent_us(op->round, i));
+        }
+    }
+    round_decide(op);
+}
+
+void rl_round_end(rl_op *op)
+{
+    rl_fanout_detach(op->round);
+    op->round = NULL;
+    op->pending_mask = op->counted_mask = op->sent_mask = 0;
+    evtimer_del(op->round_timer);
+}
+
+void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
+                    bool votes)
+{
+    redlock_client *c = op->c;
+    rl_round_end(op);
+    op->round = f;
+    op->round_seq++;
+    rl_fanout_set_owner(f, round_on_vote, op);
+    op->counted_mask = count;
+    uint32_t failed = 0;
+    int errs[REDLOCK_MAX_MASTERS];
+    for (uint32_t i = 0; i < c->n; i++) {
+        uint32_t bit = 1u << i;
+        if (!(send & bit))
+            continue;
+        int rc = rl_fanout_send(f, i, priority);
+        if (rc == 0)
+            op->sent_mask |= bit;
+        if (rc == 0 && (count & bit)) {
+            op->pending_mask |= bit;
+            if (votes) {
+                memset(&op->out.votes[i], 0, sizeof(op->out.votes[i]));
+                op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
+            }
+        } else if (rc != 0 && (count & bit)) {
+            failed |= bit;
+            errs[i] = rc;
+        }
+    }
+    if (op->pending_mask) {
+        uint32_t ms = c->cfg.node_timeout_ms;
+        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+        evtimer_add(op->round_timer, &tv);
+    }
+    /* A master that cannot be asked (down, saturated) answers at once: it
+     * costs the operation nothing. */
+    rl_monotime now = rl_now_us();
+    for (uint32_t i = 0; i < c->n; i++)
+        if (failed & (1u << i))
+            op->ops->on_vote(op, i, NULL, errs[i], c->nodes[i].errstr, now);
+    round_decide(op);
+}
+
+
+/* ---- the op's life ---------------------------------------------------------- */
+
+static void op_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    rl_op *op = arg;
+    if (!op->done && op->ops->on_timer)
+        op->ops->on_timer(op);
+}
+
+void rl_op_arm(rl_op *op, uint32_t ms)
+{
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(op->timer, &tv);
+}
+
+void rl_op_disarm(rl_op *op)
+{
+    evtimer_del(op->timer);
+}
+
+/* Keys of a set, in one allocation: the lock keys (prefix + resource) and,
+ * for fenced ops, each one's counter (the same key followed by "\0fence":
+ * resource names cannot contain NUL, so no resource's lock key can ever be
+ * another's counter). */
+static char *build_keys(const redlock_client *c, const redlock_resource *set, size_t count,
+                        bool fence, rl_keyset *keys, rl_keyset *fences)
+{
+    static const char suffix[] = "\0fence";   /* 6 bytes, NUL first */
+    const char *prefix = c->cfg.key_prefix;
+    size_t nk = fence ? 2 * count : count;
+    size_t bytes = nk * (sizeof(char *) + sizeof(size_t));
+    for (size_t i = 0; i < count; i++)
+        bytes += (c->prefix_len + set[i].len) * (fence ? 2 : 1) + (fence ? 6 : 0) + nk;
+    char *mem = malloc(bytes ? bytes : 1);
+    if (!mem)
+        return NULL;
+    const char **v = (const char **)(void *)mem;
+    size_t *len = (size_t *)(void *)(mem + nk * sizeof(char *));
+    char *p = mem + nk * (sizeof(char *) + sizeof(size_t));
+    for (size_t k = 0; k < nk; k++) {
+        size_t i = k % count;
+        v[k] = p;
+        memcpy(p, prefix, c->prefix_len);
+        if (set[i].len)
+            memcpy(p + c->prefix_len, set[i].name, set[i].len);
+        len[k] = c->prefix_len + set[i].len;
+        if (k >= count) {
+            memcpy(p + len[k], suffix, 6);
+            len[k] += 6;
+        }
+        p += len[k] + 1;
+    }
+    keys->n = (uint32_t)count;
+    keys->v = v;
+    keys->len = len;
+    fences->n = fence ? (uint32_t)count : 0;
+    fences->v = fence ? v + count : NULL;
+    fences->len = fence ? len + count : NULL;
+    return mem;
+}
+
+static void op_free(rl_op *op)
+{
+    if (op->ops->destroy)
+        op->ops->destroy(op);
+    rl_fanout_detach(op->round);
+    if (op->round_timer)
+        event_free(op->round_timer);
+    if (op->timer)
+        event_free(op->timer);
+    free(op->keymem);
+    free(op);
+}
+
+rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
+                 const redlock_resource *set, size_t count, bool fence, redlock_error *e)
+{
+    rl_op *op = calloc(1, size);
+    if (!op)
+        goto oom;
+    op->ops = ops;
+    op->c = c;
+    op->nres = (uint32_t)count;
+    op->started_us = rl_now_us();
+    op->round_timer = evtimer_new(c->base, round_on_timer, op);
+    op->timer = evtimer_new(c->base, op_on_timer, op);
+    if (count)
+        op->keymem = build_keys(c, set, count, fence, &op->keys, &op->fences);
+    if (!op->round_timer || !op->timer || (count && !op->keymem))
+        goto oom;
+    op->out.n_masters = c->n;
+    op->out.quorum = c->quorum;
+    /* Appended: the list is in start order, which is the order waiters of
+     * one client are served in (wait.c). */
+    op->prev = NULL;
+    if (!c->ops) {
+        c->ops = op;
+    } else {
+        rl_op *t = c->ops;
+        while (t->next)
+            t = t->next;
+        t->next = op;
+        op->prev = t;
+    }
+    return op;
+oom:
+    if (op) {
+        op->ops = &(rl_op_ops){ 0 };
+        op_free(op);
+    }
+    rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory starting an operation");
+    return NULL;
+}
+
+void rl_op_finish(rl_op *op, int status)
+{
+    if (op->done)
+        return;
+    redlock_client *c = op->c;
+    op->done = true;
+    op->status = status;
+    rl_round_end(op);
+    evtimer_del(op->timer);
+    op->out.status = status;
+    op->out.attempts = op->attempts;
+    if (status != 0) {
+        if (op->out.validity_ms > 0)
+            op->out.validity_ms = 0;
+        op->err.code = status;
+    } else {
+        op->err = (redlock_error){ 0, -1, "" };
+    }
+    op->out.elapsed_us = op->out.elapsed_us ? op->out.elapsed_us : rl_now_us() - op->attempt_us;
+    op->done_next = NULL;
+    if (c->done_tail)
+        c->done_tail->done_next = op;
+    else
+        c->done_head = op;
+    c->done_tail = op;
+    static const struct timeval zero = { 0, 0 };
+    if (!evtimer_pending(c->deliver_ev, NULL))
+        evtimer_add(c->deliver_ev, &zero);
+}
+
+void rl_op_cancel(rl_op *op, int status)
+{
+    if (op->done)
+        return;
+    if (op->ops->cancel)
+        op->ops->cancel(op, status);
+    else
+        rl_op_finish(op, status);
+}
+
+/* ---- delivery --------------------------------------------------------------- */
+
+static void op_unlink(rl_op *op)
+{
+    redlock_client *c = op->c;
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        c->ops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    op->prev = op->next = NULL;
+}
+
+static rl_op *done_pop(redlock_client *c)
+{
+    rl_op *op = c->done_head;
+    if (op) {
+        c->done_head = op->done_next;
+        if (!c->done_head)
+            c->done_tail = NULL;
+    }
+    return op;
+}
+
+static void deliver_one(rl_op *op)
+{
+    redlock_client *c = op->c;
+    op_unlink(op);
+    if (c->cfg.op_fn) {
+        redlock_op_info info = {
+            .kind = op->ops->kind,
+            .status = op->status,
+            .attempts = op->attempts,
+            .waited_us = rl_now_us() - op->started_us,
+            .elapsed_us = op->out.elapsed_us,
+            .resource = op->nres ? op->keys.v[0] + c->prefix_len : NULL,
+            .resource_len = op->nres ? op->keys.len[0] - c->prefix_len : 0,
+            .outcome = &op->out,
+        };
+        c->cfg.op_fn(&info, c->cfg.op_arg);
+    }
+    op->ops->deliver(op);
+    op_free(op);
+}
+
+/* The delivery event: the ops queued when it fired, in order. Ops that
+ * finish inside these callbacks wait for the next pass, so a caller that
+ * retries from its failure callback cannot keep the loop from its sockets. */
+static void on_deliver(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    redlock_client *c = arg;
+    rl_op *last = c->done_tail;
+    rl_client_enter(c);
+    while (c->done_head) {
+        rl_op *op = done_pop(c);
+        deliver_one(op);
+        if (op == last)
+            break;
+    }
+    if (c->done_head) {
+        static const struct timeval zero = { 0, 0 };
+        evtimer_add(c->deliver_ev, &zero);
+    }
+    rl_client_leave(c);
+}
+
+int rl_ops_init(redlock_client *c)
+{
+    c->deliver_ev = evtimer_new(c->base, on_deliver, c);
+    return c->deliver_ev ? 0 : REDLOCK_ENOMEM;
+}
+
+void rl_ops_shutdown(redlock_client *c)
+{
+    for (;;) {
+        for (rl_op *op = c->ops; op; op = op->next) {
+            if (!op->done) {
+                rl_seterr(&op->err, REDLOCK_ESHUTDOWN, -1,
+                          "client freed while the operation was in flight");
+                rl_op_finish(op, REDLOCK_ESHUTDOWN);
+            }
+        }
+        rl_op *op = done_pop(c);
+        if (!op)
+            break;
+        deliver_one(op);
+    }
+}
+
+void rl_ops_free(redlock_client *c)
+{
+    if (c->deliver_ev)
+        event_free(c->deliver_ev);
+    c->deliver_ev = NULL;
+}
+
+int rl_check_async(redlock_client *c, redlock_error *e)
+{
+    if (!c) {
+        rl_seterr(e, REDLOCK_EINVAL, -1, "client is NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (c->blk) {
+        rl_seterr(e, REDLOCK_EASYNC, -1,
+                  "this client runs its own I/O thread (made with base == NULL): "
+                  "use the blocking calls, or make it with your event_base");
+        return REDLOCK_EASYNC;
+    }
+    if (c->freeing) {
+        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    return 0;
+}

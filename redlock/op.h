@@ -1,0 +1,113 @@
+/* op.h - the operation core: the life of one request, whatever its kind.
+ *
+ * An operation (libuv's "request") is one acquire, release, extend, status
+ * or ping. The core owns what every kind shares: its place in the client's
+ * list, its rounds of votes (one command to every master, the node timeout,
+ * late replies dropped), the kind's timer, and delivery. It knows each kind
+ * only through the kind's table of hooks (rl_op_ops), the way libevent's
+ * bufferevent core knows socket, filter and pair bufferevents: the core
+ * never names a kind, and nothing below it calls back up but through that
+ * table.
+ *
+ * Delivery has one rule: a finished op waits in the client's delivery queue
+ * until the loop runs the queue (a zero timer), never inside the call that
+ * started it and never inside a reply callback, in the order ops finished.
+ * Freeing the client delivers what is left, at once.
+ */
+#ifndef REDLOCK_OP_H
+#define REDLOCK_OP_H
+
+#include "types.h"
+
+typedef struct rl_op rl_op;
+
+typedef struct rl_op_ops {
+    int kind;                     /* enum redlock_op_kind, for the op hook */
+    const char *name;             /* "acquire", ... for messages */
+    /* Record one master's answer to the current round: @r, or NULL with
+     * @err/@why (down, refused, timed out). @sent_us: when it was asked. */
+    void (*on_vote)(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
+                    rl_monotime sent_us);
+    /* Look at what the round has so far and decide: finish the op, start
+     * another round, or wait for more answers. Runs after each batch of
+     * answers, and once when a round starts. */
+    void (*decide)(rl_op *op);
+    /* The kind's own timer (rl_op_arm) fired. Optional. */
+    void (*on_timer)(rl_op *op);
+    /* Stop early with @status (cancelled): clean up on the masters, then
+     * rl_op_finish. Optional: without it the op just finishes. */
+    void (*cancel)(rl_op *op, int status);
+    /* Hand the result to the user. The op is finished and off the list. */
+    void (*deliver)(rl_op *op);
+    /* Free what the kind owns beyond the op itself. Optional. */
+    void (*destroy)(rl_op *op);
+} rl_op_ops;
+
+struct rl_op {
+    const rl_op_ops *ops;
+    redlock_client *c;
+    rl_op *prev, *next;           /* the client's ops in flight */
+    rl_op *done_next;             /* the client's delivery queue */
+    bool done;
+    int status;
+
+    /* the current round of votes */
+    rl_fanout *round;             /* NULL between rounds */
+    uint32_t round_seq;           /* bumped by every round: a decide that started
+                                     a new one tells the core to stop */
+    uint32_t sent_mask;           /* masters the round's command went to */
+    uint32_t pending_mask;        /* counted masters that have not answered */
+    uint32_t counted_mask;        /* masters whose answers count */
+    struct event *round_timer;    /* the node timeout of the current round */
+    struct event *timer;          /* the kind's own (retry delay, ...) */
+
+    rl_monotime started_us;       /* the call */
+    rl_monotime attempt_us;       /* start of the current (finally: deciding) attempt */
+    uint32_t attempts;
+
+    rl_keyset keys;               /* prefix + resource, per resource */
+    rl_keyset fences;             /* their fence counters: key + "\0fence" */
+    char *keymem;                 /* owns both keysets */
+    uint32_t nres;                /* resources */
+
+    redlock_outcome out;
+    redlock_error err;
+};
+
+/* Allocate @size bytes (a kind's struct that starts with an rl_op), put it
+ * on the client's list, build the keys of @set. NULL on OOM (@e says so). */
+rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
+                 const redlock_resource *set, size_t count, bool fence, redlock_error *e);
+
+/* The kind's timer. */
+void rl_op_arm(rl_op *op, uint32_t ms);
+void rl_op_disarm(rl_op *op);
+
+/* A new round: @f goes to every master in @send; answers count from those
+ * in @count (a subset). With @votes, the round's answers are the outcome's
+ * votes: those masters' votes start as PENDING. Masters that fail at once
+ * are reported through on_vote; then decide runs once. The round before is
+ * dropped. */
+void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
+                    bool votes);
+/* Stop the current round: later answers are dropped. */
+void rl_round_end(rl_op *op);
+
+/* Decided: record @status, end the round and timers, queue for delivery. */
+void rl_op_finish(rl_op *op, int status);
+/* Ask the op to stop with @status (its kind may clean up first). */
+void rl_op_cancel(rl_op *op, int status);
+
+/* Fill a vote: @kind, @err, a one-line @detail, latency from @sent_us. */
+void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_monotime sent_us);
+/* A vote that failed: TIMEOUT, DOWN or ERROR by @err, with @why. */
+void rl_vote_failed(redlock_vote *v, int err, const char *why, rl_monotime sent_us);
+
+/* For the client: the delivery event, and the end of every op. */
+int rl_ops_init(redlock_client *c);
+/* Finish every op with ESHUTDOWN (those decided keep their status) and
+ * deliver them all now. On the loop's thread. */
+void rl_ops_shutdown(redlock_client *c);
+void rl_ops_free(redlock_client *c);
+
+#endif

@@ -1,0 +1,14 @@
+/* probe.h - the clock monitor's heartbeat: TIME from every master. */
+#ifndef REDLOCK_PROBE_H
+#define REDLOCK_PROBE_H
+
+#include "node.h"
+
+/* Send a TIME probe to @n unless one is in flight or the node is down. */
+void rl_probe_node(rl_node *n);
+
+/* A TIME reply as µs: false unless two bulk strings of digits, seconds up
+ * to 2^40 and microseconds below 10^6, so no arithmetic on it overflows. */
+bool rl_time_reply(const rl_reply *r, int64_t *ret_us);
+
+#endif

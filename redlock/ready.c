@@ -1,0 +1,158 @@
+/* ready.c - readiness waiters: "tell me when N masters are connected".
+ *
+ * Tests and programs used to poll with ping until the masters answered.
+ * A waiter here is told once, from the loop: as soon as enough nodes are up
+ * (past their handshake), or when its timeout passes. Node state changes
+ * reach us through the nodes' env hook (client.c), so nothing polls.
+ */
+#include "ready.h"
+
+#include <event2/event.h>
+
+#include <stdlib.h>
+
+typedef struct rl_ready {
+    struct rl_ready *next;
+    redlock_client *c;
+    size_t min;                   /* masters wanted up */
+    struct event *timeout;        /* the deadline */
+    struct event *now;            /* zero timer: deliver from the loop */
+    int status;                   /* what to deliver */
+    redlock_ready_cb cb;
+    void *arg;
+} rl_ready;
+
+static size_t up_count(const redlock_client *c)
+{
+    size_t up = 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        up += c->nodes[i].state == RL_NODE_UP;
+    return up;
+}
+
+static void ready_unlink(rl_ready *r)
+{
+    for (rl_ready **pp = &r->c->ready; *pp; pp = &(*pp)->next) {
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    }
+}
+
+static void ready_free(rl_ready *r)
+{
+    if (r->timeout)
+        event_free(r->timeout);
+    if (r->now)
+        event_free(r->now);
+    free(r);
+}
+
+static void ready_deliver(rl_ready *r)
+{
+    redlock_client *c = r->c;
+    ready_unlink(r);
+    size_t up = up_count(c);
+    redlock_ready_cb cb = r->cb;
+    void *arg = r->arg;
+    int status = r->status;
+    ready_free(r);
+    rl_client_enter(c);
+    cb(c, status, up, arg);
+    rl_client_leave(c);
+}
+
+static void ready_on_now(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    ready_deliver(arg);
+}
+
+static void ready_on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    rl_ready *r = arg;
+    r->status = up_count(r->c) >= r->min ? 0 : REDLOCK_ETIMEOUT;
+    ready_deliver(r);
+}
+
+/* Enough are up: deliver on the next pass (we may be inside a reply). */
+static void ready_fire(rl_ready *r)
+{
+    static const struct timeval zero = { 0, 0 };
+    if (evtimer_pending(r->now, NULL))
+        return;
+    evtimer_del(r->timeout);
+    r->status = 0;
+    evtimer_add(r->now, &zero);
+}
+
+void rl_ready_check(redlock_client *c)
+{
+    size_t up = up_count(c);
+    for (rl_ready *r = c->ready; r; r = r->next)
+        if (up >= r->min)
+            ready_fire(r);
+}
+
+int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
+                   redlock_ready_cb cb, void *arg, redlock_error *e)
+{
+    if (c->freeing) {
+        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+        return REDLOCK_ESHUTDOWN;
+    }
+    if (!cb || min_masters > c->n || timeout_ms == 0 || timeout_ms > REDLOCK_TTL_MAX_MS) {
+        rl_seterr(e, REDLOCK_EINVAL, -1,
+                  !cb ? "ready: callback is NULL"
+                      : "ready: min_masters must be 0..%u (0: the quorum) and timeout_ms "
+                        "1..%u", c->n, REDLOCK_TTL_MAX_MS);
+        return REDLOCK_EINVAL;
+    }
+    rl_ready *r = calloc(1, sizeof(*r));
+    if (r) {
+        r->timeout = evtimer_new(c->base, ready_on_timeout, r);
+        r->now = evtimer_new(c->base, ready_on_now, r);
+    }
+    if (!r || !r->timeout || !r->now) {
+        if (r)
+            ready_free(r);
+        rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory");
+        return REDLOCK_ENOMEM;
+    }
+    r->c = c;
+    r->min = min_masters ? min_masters : c->quorum;
+    r->cb = cb;
+    r->arg = arg;
+    r->next = c->ready;
+    c->ready = r;
+    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+    evtimer_add(r->timeout, &tv);
+    if (up_count(c) >= r->min)
+        ready_fire(r);
+    return 0;
+}
+
+void rl_ready_close(redlock_client *c)
+{
+    while (c->ready) {
+        rl_ready *r = c->ready;
+        r->status = REDLOCK_ESHUTDOWN;
+        ready_deliver(r);
+    }
+}
+
+int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
+                        redlock_ready_cb cb, void *arg, redlock_error *reterr)
+{
+    if (!c) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "client is NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (c->blk) {
+        rl_seterr(reterr, REDLOCK_EASYNC, -1, "ready: this is a blocking client: use redlock_ready()");
+        return REDLOCK_EASYNC;
+    }
+    return rl_ready_start(c, min_masters, timeout_ms, cb, arg, reterr);
+}

@@ -1,0 +1,18 @@
+/* script.h - the Lua scripts every master runs, and their SHA1 digests. */
+#ifndef REDLOCK_SCRIPT_H
+#define REDLOCK_SCRIPT_H
+
+enum rl_script {
+    RL_SCRIPT_RELEASE,   /* every key: 1 deleted (some ours), 0 all absent, -1 one held by another */
+    RL_SCRIPT_EXTEND,    /* all keys ours: pexpire all, 1; one absent: 0; one another's: -1 */
+    RL_SCRIPT_STATUS,    /* {value or false, pttl} */
+    RL_SCRIPT_ACQUIRE,   /* sets: all keys or none; fenced: returns the max counter */
+    RL_SCRIPT_FENCE,     /* counter = max(counter, value) on every key */
+    RL_SCRIPT_COUNT
+};
+
+const char *rl_script_body(int id);
+const char *rl_script_sha(int id);   /* 40 hex chars */
+int rl_scripts_init(void);           /* idempotent, thread-safe */
+
+#endif

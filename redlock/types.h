@@ -1,0 +1,119 @@
+/* types.h - the client and lock structures, shared by the files above the nodes.
+ *
+ * Where one acquire goes, in one sitting (NOTES.md §12 has the map):
+ *
+ *   redlock_acquire()           blocking.c   queue the call for the I/O thread
+ *    redlock_acquire_with_async acquire.c    one op (the whole acquire, all attempts)
+ *     rl_round_start            op.c         a round: one command, every master, a timer
+ *      rl_fanout_send           fanout.c     SET key token NX PX ttl, built once
+ *       rl_node_send            node.c       onto that master's connection (bounded)
+ *        rl_conn_send           transport.c  hiredis; one write per loop pass
+ *   ... a reply arrives ...
+ *        conn_on_reply          transport.c  in send order, exactly once
+ *       fanout_on_reply         fanout.c     NOSCRIPT -> EVAL; late replies dropped
+ *      round_on_vote            op.c         not late? count it: ops->on_vote, ->decide
+ *     acq_on_vote, acq_decide   acquire.c    a quorum of OKs, or a majority out of reach
+ *    rl_op_finish -> deliver    op.c         next loop pass: the op hook, then the callback
+ *
+ * Ownership in one paragraph: an op belongs to the client until its
+ * callback has run. A fanout belongs to itself: it holds one reference per
+ * command still queued at a master plus one for its owner, so a reply that
+ * arrives after the op decided (or timed out, or was freed) lands in a live
+ * fanout whose owner let go, and is dropped there. Nothing a late reply can
+ * reach is ever freed under it.
+ */
+#ifndef REDLOCK_TYPES_H
+#define REDLOCK_TYPES_H
+
+#include "common.h"
+#include "fanout.h"
+#include "node.h"
+
+struct event;
+struct rl_blocking;
+struct rl_watchdog;
+struct rl_wait;
+struct rl_ready;
+typedef struct rl_op rl_op;
+
+struct redlock_client {
+    redlock_config cfg;           /* a full copy; the strings below own its strings */
+    char *strs;                   /* every string of cfg, copied in one block */
+    size_t prefix_len;
+    struct event_base *base;
+    bool owns_base;               /* blocking client: private base + I/O thread */
+    bool freeing;
+    uint32_t n;                   /* masters */
+    uint32_t quorum;              /* n/2 + 1 */
+    rl_node nodes[REDLOCK_MAX_MASTERS];
+    rl_node_env env;              /* what the nodes see of us */
+    rl_tls *tls;                  /* NULL: no master uses TLS */
+    rl_op *ops;                   /* in flight, not yet delivered */
+    rl_op *done_head, *done_tail; /* finished, waiting for delivery */
+    struct event *deliver_ev;     /* runs the delivery queue (op.c) */
+    struct rl_blocking *blk;      /* NULL for async clients */
+    uint64_t rng;                 /* xorshift state for retry jitter */
+    struct event *probe_ev;       /* clock monitor: TIME to every master */
+    uint32_t max_ttl_ms;          /* longest ttl requested so far (restart guard) */
+    struct rl_watchdog *wds;      /* running watchdogs */
+    struct rl_wait *wait;         /* waiting for locks (wait.c) */
+    struct rl_ready *ready;       /* readiness waiters (ready.c) */
+    int in_callback;              /* inside a user callback run by the library */
+    bool free_requested;          /* redlock_client_free() was called from one */
+    void (*destroy)(redlock_client *c);   /* client.c's teardown, for the deferred free */
+    void (*shutdown)(redlock_client *c);  /* client.c: end every op and watchdog (loop thread) */
+};
+
+struct redlock_lock {
+    uint32_t n;                   /* resources */
+    const char **res;             /* n names (point into mem) */
+    size_t *len;
+    char *mem;
+    char token[REDLOCK_TOKEN_MAX + 1];
+    uint32_t ttl_ms;
+    uint64_t fence;               /* 0 unless fenced */
+    rl_monotime valid_until_us;   /* monotonic; 0: no validity known. Read and written
+                                     only through rl_lock_valid_until/_set: with a
+                                     blocking client the watchdog's I/O thread
+                                     writes it while the holder's thread reads */
+    struct rl_watchdog *wd;       /* running watchdog, or NULL */
+    void (*on_free)(redlock_lock *l);   /* set while a watchdog runs: stops it first */
+};
+
+static inline rl_monotime rl_lock_valid_until(const redlock_lock *l)
+{
+    return __atomic_load_n(&l->valid_until_us, __ATOMIC_RELAXED);
+}
+
+static inline void rl_lock_set_valid_until(redlock_lock *l, rl_monotime t)
+{
+    __atomic_store_n(&l->valid_until_us, t, __ATOMIC_RELAXED);
+}
+
+/* Around every user callback the library runs from the loop: a
+ * redlock_client_free() inside it is deferred (as hiredis does) until the
+ * callback returned. rl_client_leave() returns true if the client is gone. */
+static inline void rl_client_enter(redlock_client *c)
+{
+    c->in_callback++;
+}
+
+static inline bool rl_client_leave(redlock_client *c)
+{
+    if (--c->in_callback == 0 && c->free_requested) {
+        c->destroy(c);
+        return true;
+    }
+    return false;
+}
+
+/* A uniform random number in 0..n (the client's xorshift: jitter only). */
+static inline uint32_t rl_client_jitter(redlock_client *c, uint32_t n)
+{
+    c->rng ^= c->rng << 13;
+    c->rng ^= c->rng >> 7;
+    c->rng ^= c->rng << 17;
+    return n ? (uint32_t)(c->rng % ((uint64_t)n + 1)) : 0;
+}
+
+#endif
