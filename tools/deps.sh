@@ -197,7 +197,12 @@ fetch_index() {
     : >"$log"
     say "$1: reading $2 with apt of our own (log: $log)"
     private_apt "$3" "$4"
-    apt-get "${APT_OPTS[@]}" update >>"$log" 2>&1 || die_log "$log" "$1: apt-get update failed"
+    if ! apt-get "${APT_OPTS[@]}" update >>"$log" 2>&1; then
+        if grep -q NO_PUBKEY "$log"; then
+            die_log "$log" "$1: $KEYRING cannot verify $2 (an old debian-archive-keyring? apt-get install debian-archive-keyring)"
+        fi
+        die_log "$log" "$1: apt-get update failed"
+    fi
 }
 
 # install_stage LABEL STAGED DIR WHAT VERSION NAME: stamp the staged tree,
