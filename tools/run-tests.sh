@@ -12,9 +12,15 @@
 #   tsan       build-tsan/       hiredis 0.14.1   suite 'threads' under
 #                                                 ThreadSanitizer
 #   fuzz       build-fuzz/       hiredis 0.14.1   tools/fuzz.sh, briefly
+#   packages   (a scratch copy)  hiredis 0.14.1   tools/package.sh builds the
+#                                                 Debian packages (lintian
+#                                                 errors fail it), and
+#                                                 tests/check-packages.sh
+#                                                 checks them
 #   valkey     build/ again      hiredis 0.14.1   suites 'cluster' and
-#                                                 'faults' against Valkey 8
-#                                                 masters (no rebuild: only
+#                                                 'faults' (but faults-net and
+#                                                 sim-regions) against Valkey
+#                                                 8 masters (no rebuild: only
 #                                                 the server changes)
 #   hiredis12  build-hiredis12/  hiredis 1.2, TLS every suite, ASan+UBSan;
 #              build-fuzz-hiredis12/              and tools/fuzz.sh again
@@ -45,11 +51,12 @@ HIREDIS12_READY=0
 # Time on the 2-core machine, measured once (nice -n 10 .ci/run, plain build
 # already built, another engineer's benchmark running: load 3-5): plain
 # 152 s (41 of them the netns tests), asan 190 s, tsan 2 s, asan + tsan
-# builds 81 s, fuzz 38 s with its build, valkey 115 s: 578 s in all. A
-# fresh clone adds the plain build (about 40 s). hiredis12, once on, costs
-# about what asan does plus a fuzz run: about 280 s. Estimate for CI with
-# everything on: 15 minutes, within the 25 we allow .ci/run.
-STAGES=(plain asan tsan fuzz valkey hiredis12)
+# builds 81 s, fuzz 38 s with its build, valkey 115 s: 578 s in all;
+# packages, measured alone, 27 s. A fresh clone adds the plain build (about
+# 40 s). hiredis12, once on, costs about what asan does plus a fuzz run:
+# about 280 s. Estimate for CI with everything on: 16 minutes, within the 25
+# we allow .ci/run.
+STAGES=(plain asan tsan fuzz packages valkey hiredis12)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
 NETNS_TESTS=(faults-net sim-regions)
@@ -399,6 +406,29 @@ fi
 
 if wanted fuzz; then
     run_fuzz fuzz "${REDLOCK_FUZZ_BUILD:-build-fuzz}"
+fi
+
+# --- Debian packages -------------------------------------------------------------
+# Built from a copy of the tree into $TMP (so removed on exit); each check of
+# check-packages.sh counts as a test.
+
+if wanted packages; then
+    say "packages: tools/package.sh, then tests/check-packages.sh"
+    t0=$SECONDS
+    if ! tools/package.sh "$TMP/deb"; then
+        stage_failed "packages: tools/package.sh failed (above)"
+    else
+        tests/check-packages.sh "$TMP/deb" | tee "$TMP/packages.log" || true
+        line=$(sed -n 's/^check-packages\.sh: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$TMP/packages.log")
+        if [[ -z $line ]]; then
+            stage_failed "packages: tests/check-packages.sh ended without its count"
+        else
+            read -r ok fail <<<"$line"
+            passed=$((passed + ok))
+            failed=$((failed + fail))
+            echo "$PROG: packages: $ok passed, $fail failed ($((SECONDS - t0)) s)"
+        fi
+    fi
 fi
 
 # --- Valkey masters ------------------------------------------------------------
