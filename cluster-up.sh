@@ -10,6 +10,11 @@
 # commands on the same dir (restart, cli, ...) reuse the ports, password and
 # persistence mode without repeating them.
 #
+# The server is redis-server from PATH, or $REDLOCK_SERVER: any server that
+# speaks the protocol and reads redis.conf, e.g. Valkey (tools/deps.sh
+# --valkey prints the path of one). It is saved with the rest, so a restart
+# runs the same server as the start did.
+#
 # Masters run with `daemonize no`, detached from our stdio and immune to
 # SIGHUP, but left in the caller's process group: a test runner that kills
 # its test's process group (meson does, on timeout) takes the masters with it
@@ -49,6 +54,10 @@ commands (I is a 0-based master index):
 
 Options given to start are saved in DIR/cluster.env and reused by later
 commands on the same DIR.
+
+environment:
+  REDLOCK_SERVER        server binary for start (default redis-server), e.g.
+                        the valkey-server that tools/deps.sh --valkey prints
 EOF
 }
 
@@ -162,6 +171,7 @@ N=5
 BASEPORT=7000
 AOF=0
 PASSWORD=
+SERVER=
 
 dir=${opt_dir:-./.cluster-${opt_port:-$BASEPORT}}
 if [[ $command == start ]]; then
@@ -180,10 +190,14 @@ if [[ -f $ENVFILE ]]; then
     if [[ $command == start ]]; then
         # start takes only what it is given now; the old N is still needed
         # to find masters of an earlier run that are alive.
-        N=5 BASEPORT=7000 AOF=0 PASSWORD=
+        N=5 BASEPORT=7000 AOF=0 PASSWORD='' SERVER=''
     fi
 elif [[ $command != start ]]; then
     die "no cluster in $DIR ($ENVFILE missing: run '$PROG ... start' first)"
+fi
+if [[ $command == start || -z $SERVER ]]; then
+    # An older cluster.env has no SERVER: it was started with redis-server.
+    SERVER=${REDLOCK_SERVER:-redis-server}
 fi
 [[ -n $opt_n ]] && N=$opt_n
 [[ -n $opt_port ]] && BASEPORT=$opt_port
@@ -294,7 +308,7 @@ launch() {
     # cd before the fork, not in the child: live_pid() checks the cwd and
     # may look before the child would have got round to it.
     cd -- "$mdir"
-    nohup redis-server "$mdir/redis.conf" </dev/null >>"$mdir/redis.log" 2>&1 &
+    nohup "$SERVER" "$mdir/redis.conf" </dev/null >>"$mdir/redis.log" 2>&1 &
     pid=$!
     cd - >/dev/null
     echo "$pid" >"$(pidfile_of "$i")"
@@ -402,6 +416,7 @@ save_env() {
         printf 'BASEPORT=%q\n' "$BASEPORT"
         printf 'AOF=%q\n' "$AOF"
         printf 'PASSWORD=%q\n' "$PASSWORD"
+        printf 'SERVER=%q\n' "$SERVER"
     } >"$ENVFILE.tmp"
     chmod 600 "$ENVFILE.tmp"
     mv -f "$ENVFILE.tmp" "$ENVFILE"
@@ -426,7 +441,14 @@ need_state() {
 
 case $command in
 start)
-    command -v redis-server >/dev/null || die "redis-server not found (run tools/deps.sh)"
+    if [[ $SERVER == */* ]]; then
+        [[ -x $SERVER && -f $SERVER ]] || die "REDLOCK_SERVER: $SERVER is not an executable file"
+        # Absolute, so that a restart from another cwd finds it.
+        SERVER=$(cd -- "$(dirname -- "$SERVER")" && pwd -P)/$(basename -- "$SERVER")
+    else
+        command -v "$SERVER" >/dev/null ||
+            die "$SERVER not found (run tools/deps.sh${REDLOCK_SERVER:+, or fix REDLOCK_SERVER})"
+    fi
     command -v redis-cli >/dev/null || die "redis-cli not found (run tools/deps.sh)"
     # Masters of an earlier run in this dir (with its N) must be stopped first.
     for ((i = 0; i < (saved_n > N ? saved_n : N); i++)); do

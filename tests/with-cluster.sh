@@ -15,11 +15,14 @@
 #   REDLOCK_TEST_CLUSTER   absolute path of cluster-up.sh
 #   REDLOCK_TEST_AOF       1 with --aof, else 0
 #   REDLOCK_TEST_PASSWORD  the password, only with --requirepass
+#   REDLOCK_TEST_SERVER    the server binary the masters run
 #
 # The temp dir is made under $REDLOCK_TEST_TMPDIR if set (tools/run-tests.sh
 # sets it, to find leftovers), else under $TMPDIR or /tmp.
 # REDLOCK_TEST_PORT_OFFSET, if set, is added to BASEPORT: two checkouts (or
 # a developer and CI) can then run the suite at once without port clashes.
+# REDLOCK_SERVER, if set, is the server binary cluster-up.sh runs instead of
+# redis-server (e.g. Valkey's, from tools/deps.sh --valkey).
 set -euo pipefail
 
 PROG="with-cluster.sh"
@@ -124,6 +127,7 @@ export REDLOCK_TEST_BASEPORT=$port
 export REDLOCK_TEST_DIR=$dir
 export REDLOCK_TEST_CLUSTER=$cluster_up
 export REDLOCK_TEST_AOF=$aof
+export REDLOCK_TEST_SERVER=${REDLOCK_SERVER:-redis-server}
 if ((pass_set)); then
     export REDLOCK_TEST_PASSWORD=$pass
 else
