@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "report.h"
 
 /* Failures that another attempt may not see: the holder may release, a
  * master may come back. Setup errors (AUTH, WRONGTYPE, bad argument) will
@@ -133,4 +134,38 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
     }
     st->waited_us = cli_now_us() - start;
     return rc;
+}
+
+int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *out)
+{
+    /* flock(1)'s -E: a cron job may skip quietly (run -E 0), or tell a
+     * conflict from its CMD's own 75. */
+    if (rc == REDLOCK_ECONFLICT)
+        return (int)o->conflict_exit;
+    return report_exit_for(rc, out);
+}
+
+void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *o,
+                      const redlock_lock *lock, const redlock_outcome *out,
+                      const struct cli_acquire_stats *st)
+{
+    report_json_set(j, o->set, o->n_resources);
+    json_key(j, "token");
+    json_cstr(j, lock ? redlock_lock_token(lock) : NULL);
+    json_key(j, "fence");
+    if (lock != NULL && o->fence)
+        json_u64(j, redlock_lock_fence(lock));
+    else
+        json_null(j);
+    json_key(j, "ttl_ms");
+    json_u64(j, o->ttl_ms);
+    json_key(j, "validity_ms");
+    json_i64(j, lock ? out->validity_ms : 0);
+    json_key(j, "acquired_on");
+    json_u64(j, lock ? out->n_ok : 0);
+    json_key(j, "attempts");
+    json_u64(j, st->attempts);
+    json_key(j, "waited_ms");
+    json_u64(j, st->waited_us / 1000u);
+    report_json_votes(j, c, out);
 }

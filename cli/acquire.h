@@ -4,6 +4,7 @@
 
 #include <redlock.h>
 
+#include "json.h"
 #include "opts.h"
 
 /* Returned by cli_acquire() instead of a REDLOCK_E* code when @abort_fd
@@ -24,6 +25,17 @@ struct cli_acquire_stats {
 int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
                 redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
                 struct cli_acquire_stats *st);
+
+/* The exit status for cli_acquire()'s @rc: the table (cli.h), with
+ * -E/--conflict-exit-code for a lock held elsewhere. */
+int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *out);
+
+/* The members of a lock's or run's JSON object that say how the lock was
+ * taken: token, fence, ttl_ms, validity_ms, acquired_on, attempts,
+ * waited_ms, and the votes. @lock is NULL when it was not taken. */
+void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *o,
+                      const redlock_lock *lock, const redlock_outcome *out,
+                      const struct cli_acquire_stats *st);
 
 /* The client's retry_count and retry_delay_ms for these options: --retry and
  * --retry-delay, but with --wait at least one retry per call, and a delay no

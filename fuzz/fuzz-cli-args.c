@@ -17,7 +17,7 @@
  * its choosing (a FIFO or /dev/stdin would block the fuzzer).
  *
  * Checked on every input, beyond memory safety and UB:
- *  - the result is OK, EXIT_0 or USAGE;
+ *  - the result is OK, EXIT_0, USAGE or CONFIG (no masters given);
  *  - OK means a complete command: the positional arguments it needs, in
  *    range (1..64 distinct resources of 1..1024 bytes, one for status;
  *    token 1..128 printable bytes; run's CMD), 1..16 masters, a password of
@@ -47,7 +47,7 @@
 #include "opts.h"
 
 #define MAX_WORDS 160   /* room past REDLOCK_SET_MAX + 1 positional words */
-#define PASSWORD_MAX 4096   /* as in cli/opts.c */
+#define PASSWORD_MAX 4096   /* as in cli/password.c */
 
 static int pw_fd = -1;
 static char pw_path[64];
@@ -266,7 +266,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct cli_opts o;
     int r = cli_opts_parse(&o, argc, argv, no_help);
-    if (r != CLI_PARSE_OK && r != CLI_PARSE_EXIT_0 && r != CLI_PARSE_USAGE)
+    if (r != CLI_PARSE_OK && r != CLI_PARSE_EXIT_0 && r != CLI_PARSE_USAGE &&
+        r != CLI_PARSE_CONFIG)
         fail("unexpected parse result", NULL);
     if (r == CLI_PARSE_OK) {
         check_ok(&o);
