@@ -18,7 +18,7 @@
 
 #include "cli.h"
 
-#define PASSWORD_MAX 4096            /* bytes; Redis has no limit, but a file this big is a mistake */
+#define PASSWORD_MAX 4096            /* bytes: Redis has no limit, a file this big is a mistake */
 #define PASSWORD_PIPE_WAIT_MS 5000   /* a pipe's writer has this long to write and close */
 
 /* Wait for @fd (a pipe) to have data or an end. Return: 1 if it may, 0 on
