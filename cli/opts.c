@@ -366,16 +366,18 @@ static int check_command(struct cli_opts *o, const struct parse_state *ps)
     return cli_args_check(o, &ps->pos);
 }
 
-/* Masters: --masters, else $REDLOCK_MASTERS; there is no default. A cron
- * job that lost its environment must not lock (or fail to lock) a cluster
- * nobody named. */
+/* Masters: --masters, else $REDLOCK_MASTERS (empty counts as unset, as
+ * for $REDLOCK_PASSWORD); there is no default. A cron job that lost its
+ * environment must not lock (or fail to lock) a cluster nobody named. */
 static int load_masters(struct cli_opts *o)
 {
+    const char *env = getenv("REDLOCK_MASTERS");
+
     if (o->masters_arg != NULL) {
         if (cli_parse_masters(o, o->masters_arg, "--masters") < 0)
             return CLI_PARSE_USAGE;
-    } else if (getenv("REDLOCK_MASTERS") != NULL) {
-        if (cli_parse_masters(o, getenv("REDLOCK_MASTERS"), "$REDLOCK_MASTERS") < 0)
+    } else if (env != NULL && env[0] != '\0') {
+        if (cli_parse_masters(o, env, "$REDLOCK_MASTERS") < 0)
             return CLI_PARSE_USAGE;
     } else {
         cli_usage_error("no masters: give --masters HOST:PORT,... or set $REDLOCK_MASTERS "

@@ -320,7 +320,8 @@ Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
 Test(usage, no_masters_is_a_configuration_error_78)
 {
     struct cli_proc p;
-    const char *env[] = {"REDLOCK_MASTERS=", NULL};
+    const char *env[] = {"!REDLOCK_MASTERS", NULL};
+    const char *empty[] = {"REDLOCK_MASTERS=", NULL};
 
     /* A cron job without the environment: no guess at a cluster. */
     cr_assert(eq(int, cli_env(&p, env, "lock", "r", "--json", (const char *)NULL), 78),
@@ -329,6 +330,9 @@ Test(usage, no_masters_is_a_configuration_error_78)
     cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "--masters") != NULL && strstr(p.err, "REDLOCK_MASTERS") != NULL,
               "%s", p.err);
+    cli_free(&p);
+    /* Empty is unset, as for $REDLOCK_PASSWORD. */
+    cr_assert(eq(int, cli_env(&p, empty, "ping", (const char *)NULL), 78), "stderr: %s", p.err);
     cli_free(&p);
     /* Bad usage is still told first. */
     cr_assert(eq(int, cli_env(&p, env, "lock", (const char *)NULL), 64));

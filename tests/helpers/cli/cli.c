@@ -114,21 +114,32 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
         int have_masters = 0;
 
         for (size_t i = 0; i < e; i++)
-            if (strncmp(envp[i], "REDLOCK_MASTERS=", 16) == 0)
+            if (strncmp(envp[i], "REDLOCK_MASTERS=", 16) == 0 ||
+                strcmp(envp[i], "!REDLOCK_MASTERS") == 0)
                 have_masters = 1;
         if (!have_masters)
             envp[e++] = masters_env;
     }
-    /* "NAME=" means unset. */
+    /* "!NAME" means unset: drop it, and NAME's entries. */
     for (size_t i = 0; i < e;) {
-        const char *eq = strchr(envp[i], '=');
+        const char *name = envp[i] + 1;
+        size_t nl = strlen(name);
 
-        if (eq != NULL && eq[1] == '\0') {
-            memmove(&envp[i], &envp[i + 1], (e - i - 1) * sizeof(envp[0]));
-            e--;
-        } else {
+        if (envp[i][0] != '!') {
             i++;
+            continue;
         }
+        for (size_t k = 0; k < e;) {
+            if (k != i && strncmp(envp[k], name, nl) == 0 && envp[k][nl] == '=') {
+                memmove(&envp[k], &envp[k + 1], (e - k - 1) * sizeof(envp[0]));
+                e--;
+                i -= (k < i);
+            } else {
+                k++;
+            }
+        }
+        memmove(&envp[i], &envp[i + 1], (e - i - 1) * sizeof(envp[0]));
+        e--;
     }
     envp[e] = NULL;
 

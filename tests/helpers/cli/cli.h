@@ -58,7 +58,7 @@ const char *cli_path(void);
  * Start redlock-cli with @args (NULL-terminated). Its environment is built
  * from scratch: PATH, REDLOCK_MASTERS = the test cluster, REDLOCK_CLI (for
  * commands run by `run`), plus @env ("NAME=value" strings, NULL-terminated;
- * "NAME=" with nothing after removes NAME). stdout and stderr go to files,
+ * "!NAME" removes NAME). stdout and stderr go to files,
  * stdin is /dev/null.
  */
 void cli_start(struct cli_proc *p, const char *const *args, const char *const *env);
