@@ -286,6 +286,8 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
                             NULL};
     const char *poller[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "1000",
                             "--no-pubsub", "--json", NULL};
+    struct monitor *mon;
+    char set_cmd[200];
     uint64_t t0, t_rel;
 
     tc_resource(res, sizeof(res), NULL);
@@ -314,8 +316,11 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
 
     /* With --no-pubsub the same waiter, once its first attempt has failed,
      * sleeps out its retry delay: the release does not wake it. */
+    mon = monitor_start(0);
+    snprintf(set_cmd, sizeof(set_cmd), "\"SET\" \"%s\"", res);
     cli_start(&p, poller, NULL);
-    await_command_sent(p.pid, 0, "set", 5000);
+    monitor_await(mon, set_cmd, 5000);
+    monitor_stop(mon);
     t0 = now_ms();
     cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
     cli_free(&holder);

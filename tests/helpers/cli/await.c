@@ -19,6 +19,10 @@
 
 #include <criterion/criterion.h>
 
+#include <sys/time.h>
+
+#include <hiredis/hiredis.h>
+
 #include "cluster.h"
 
 /* Wait until CMD (started by `run`) writes its pid into the FIFO. */
@@ -145,102 +149,57 @@ void await_gone(pid_t pid, int timeout_ms)
     }
 }
 
-/* The local ports of @pid's TCP sockets: its socket inodes from
- * /proc/PID/fd, their ports from /proc/PID/net/tcp. */
-static int proc_ports(pid_t pid, int *ports, int max)
+struct monitor {
+    redisContext *c;
+};
+
+struct monitor *monitor_start(int master)
 {
-    unsigned long inodes[64];
-    int n_inodes = 0, n = 0;
-    char path[64], line[512];
-    struct dirent *e;
-    DIR *d;
-    FILE *f;
+    struct timeval tv = {2, 0};
+    struct monitor *m = calloc(1, sizeof(*m));
+    redisReply *r;
 
-    snprintf(path, sizeof(path), "/proc/%ld/fd", (long)pid);
-    d = opendir(path);
-    if (d == NULL)
-        return 0;
-    while ((e = readdir(d)) != NULL && n_inodes < 64) {
-        char link[PATH_MAX], target[64];
-        ssize_t len;
-
-        snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
-        len = readlink(link, target, sizeof(target) - 1);
-        if (len <= 0)
-            continue;
-        target[len] = '\0';
-        if (sscanf(target, "socket:[%lu]", &inodes[n_inodes]) == 1)
-            n_inodes++;
+    cr_assert(m != NULL);
+    m->c = redisConnectWithTimeout("127.0.0.1", tc_port(master), tv);
+    cr_assert(m->c != NULL && m->c->err == 0, "MONITOR: cannot connect to master %d", master);
+    if (tc_password() != NULL) {
+        r = redisCommand(m->c, "AUTH %s", tc_password());
+        cr_assert(r != NULL && r->type != REDIS_REPLY_ERROR, "MONITOR: AUTH failed");
+        freeReplyObject(r);
     }
-    closedir(d);
-    snprintf(path, sizeof(path), "/proc/%ld/net/tcp", (long)pid);
-    f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    while (fgets(line, sizeof(line), f) != NULL && n < max) {
-        unsigned port;
-        unsigned long inode;
-
-        if (sscanf(line, " %*d: %*x:%x %*x:%*x %*x %*x:%*x %*x:%*x %*x %*u %*u %lu", &port,
-                   &inode) != 2)
-            continue;
-        for (int i = 0; i < n_inodes; i++)
-            if (inodes[i] == inode)
-                ports[n++] = (int)port;
-    }
-    fclose(f);
-    return n;
-}
-
-/* Has one of @ports sent @cmd last, in master @master's CLIENT LIST? */
-static int sent_last(int master, const int *ports, int n, const char *cmd)
-{
-    redisReply *r = tc_cmd(master, "CLIENT LIST");
-    char want[64];
-    int found = 0;
-
-    if (r == NULL || r->type != REDIS_REPLY_STRING) {
-        if (r != NULL)
-            freeReplyObject(r);
-        return 0;
-    }
-    snprintf(want, sizeof(want), " cmd=%s ", cmd);
-    for (char *l = r->str; l != NULL && *l && !found;
-         l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-        size_t len = strcspn(l, "\n");
-
-        for (int i = 0; i < n && !found; i++) {
-            char addr[48];
-            char *a;
-
-            snprintf(addr, sizeof(addr), "addr=127.0.0.1:%d ", ports[i]);
-            a = strstr(l, addr);
-            if (a != NULL && a < l + len) {
-                char *c = strstr(l, want);
-
-                found = c != NULL && c < l + len;
-            }
-        }
-    }
+    r = redisCommand(m->c, "MONITOR");
+    cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS, "MONITOR refused");
     freeReplyObject(r);
-    return found;
+    return m;
 }
 
-void await_command_sent(pid_t pid, int master, const char *cmd, int timeout_ms)
+void monitor_await(struct monitor *m, const char *needle, int timeout_ms)
 {
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
 
     for (;;) {
-        int ports[64];
-        int n = proc_ports(pid, ports, 64);
+        uint64_t now = now_ms();
+        struct timeval tv;
+        redisReply *r = NULL;
+        int found;
 
-        if (n > 0 && sent_last(master, ports, n, cmd))
+        cr_assert(now < deadline, "MONITOR: no '%s' within %d ms", needle, timeout_ms);
+        tv.tv_sec = (time_t)((deadline - now) / 1000u);
+        tv.tv_usec = (suseconds_t)((deadline - now) % 1000u * 1000u);
+        redisSetTimeout(m->c, tv);
+        cr_assert(redisGetReply(m->c, (void **)&r) == REDIS_OK && r != NULL,
+                  "MONITOR: no '%s' within %d ms (%s)", needle, timeout_ms, m->c->errstr);
+        found = r->type == REDIS_REPLY_STATUS && strstr(r->str, needle) != NULL;
+        freeReplyObject(r);
+        if (found)
             return;
-        if (now_ms() >= deadline)
-            cr_assert_fail("process %ld sent no %s to master %d within %d ms", (long)pid, cmd,
-                           master, timeout_ms);
-        pause_5ms();
     }
+}
+
+void monitor_stop(struct monitor *m)
+{
+    redisFree(m->c);
+    free(m);
 }
 
 void await_subscribed(const char *channel, int timeout_ms)

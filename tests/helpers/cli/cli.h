@@ -120,10 +120,13 @@ char proc_state(pid_t pid);
 void await_proc_state(pid_t pid, char state, int timeout_ms);
 int process_gone(pid_t pid);          /* gone, or a zombie */
 void await_gone(pid_t pid, int timeout_ms);
-/* Until process @pid has sent @cmd (e.g. "set") on a connection to master
- * @master: the CLI's connections found through /proc, its last command
- * through CLIENT LIST. */
-void await_command_sent(pid_t pid, int master, const char *cmd, int timeout_ms);
+/* What master @master is asked, from now on (MONITOR): start it before
+ * the command that will send what you await. */
+struct monitor;
+struct monitor *monitor_start(int master);
+/* Until a command line containing @needle (e.g. "\"SET\" \"res\"") goes by. */
+void monitor_await(struct monitor *m, const char *needle, int timeout_ms);
+void monitor_stop(struct monitor *m);
 /* Until every master has at least one subscriber on @channel. */
 void await_subscribed(const char *channel, int timeout_ms);
 /* Until every process in group @pgid is stopped (and there is one).
