@@ -20,7 +20,7 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
     struct cli_acquire_stats st;
     int rc, code;
 
-    rc = cli_acquire(o, c, -1, &lock, &out, &err, &st);
+    rc = cli_acquire(o, c, NULL, &lock, &out, &err, &st);
     code = cli_acquire_exit(o, rc, &out);
     if (rc == 0) {
         /* The token on the first line; with --fence the fencing token on

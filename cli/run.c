@@ -224,6 +224,7 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
     struct run_result r;
     struct watch w;
     struct run_report rep = {0, NULL, NULL, &acq, &st, NULL, NULL};
+    struct cli_abort ab = {-1, run_pending_term_signal};
     int rc, code;
 
     memset(&r, 0, sizeof(r));
@@ -232,12 +233,11 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
         cli_error("run: cannot set up signal handling: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
-    rc = cli_acquire(o, c, run_signal_fd(), &lock, &acq, &err, &st);
+    ab.fd = run_signal_fd();
+    rc = cli_acquire(o, c, &ab, &lock, &acq, &err, &st);
     if (rc == CLI_ACQUIRE_INTERRUPTED) {
-        int sig = run_pending_term_signal();
-
-        cli_error("run: interrupted by signal %d while waiting for the lock", sig);
-        return 128 + sig;
+        cli_error("run: interrupted by signal %d while waiting for the lock", st.signal);
+        return 128 + st.signal;
     }
     if (rc != 0) {
         code = cli_acquire_exit(o, rc, &acq);

@@ -401,3 +401,25 @@ Test(run_loss, sigstop_of_run_lets_the_guard_kill_cmd_at_the_lease_end)
     cr_assert(strstr(p.err, "SIGKILL") != NULL, "stderr: %s", p.err);
     cli_free(&p);
 }
+
+Test(run_loss, a_stop_while_waiting_for_the_lock_does_not_end_the_wait)
+{
+    struct cli_proc holder, p;
+    char res[128], t[40];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+    cli_bg(&p, "run", res, "--wait", "20s", "--", "true");
+    await_subscribed(res, 5000);
+    /* ^Z and fg while it waits: the SIGCONT wakes the wait, but it is not
+     * a signal to give up on. */
+    cr_assert(kill(p.pid, SIGTSTP) == 0);
+    await_proc_state(p.pid, 'T', 5000);
+    cr_assert(kill(p.pid, SIGCONT) == 0);
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    cli_free(&p);
+}
