@@ -100,12 +100,21 @@ Test(json, json_fields_of_every_command)
     assert_votes(p.out, tc_n());
     cli_free(&p);
 
+}
+
+Test(json, json_fields_of_run)
+{
+    struct cli_proc p;
+    char res[128], buf[128];
+
+    tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "run", res, "--json", "--", "true"), 0), "%s", p.err);
     assert_one_json_object(p.out);
     cr_assert(eq(str, jstr(p.out, "command", buf, sizeof(buf)), "run"));
     cr_assert(jbool(p.out, "released"));
     cr_assert(yes(!jbool(p.out, "lock_lost")));
     jint(p.out, "extends");
+    cr_assert(eq(int, jint(p.out, "stops"), 0));
     cr_assert(eq(int, jint(jreq(p.out, "child"), "exit_status"), 0));
     cr_assert(jnull(jreq(p.out, "child"), "signal"));
     cli_free(&p);

@@ -81,6 +81,33 @@ char *slurp(const char *path)
 /* If set, cli_start() opens this file as the CLI's descriptor 3. */
 const char *cli_fd3_path;
 
+/* "!NAME" in @envp means unset: drop it, and NAME's entries. Return: the
+ * entries left. */
+static size_t drop_unset(const char **envp, size_t e)
+{
+    for (size_t i = 0; i < e;) {
+        const char *name = envp[i] + 1;
+        size_t nl = strlen(name);
+
+        if (envp[i][0] != '!') {
+            i++;
+            continue;
+        }
+        for (size_t k = 0; k < e;) {
+            if (k != i && strncmp(envp[k], name, nl) == 0 && envp[k][nl] == '=') {
+                memmove(&envp[k], &envp[k + 1], (e - k - 1) * sizeof(envp[0]));
+                e--;
+                i -= (k < i);
+            } else {
+                k++;
+            }
+        }
+        memmove(&envp[i], &envp[i + 1], (e - i - 1) * sizeof(envp[0]));
+        e--;
+    }
+    return e;
+}
+
 void cli_start(struct cli_proc *p, const char *const *args, const char *const *env)
 {
     static unsigned seq;
@@ -120,27 +147,7 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
         if (!have_masters)
             envp[e++] = masters_env;
     }
-    /* "!NAME" means unset: drop it, and NAME's entries. */
-    for (size_t i = 0; i < e;) {
-        const char *name = envp[i] + 1;
-        size_t nl = strlen(name);
-
-        if (envp[i][0] != '!') {
-            i++;
-            continue;
-        }
-        for (size_t k = 0; k < e;) {
-            if (k != i && strncmp(envp[k], name, nl) == 0 && envp[k][nl] == '=') {
-                memmove(&envp[k], &envp[k + 1], (e - k - 1) * sizeof(envp[0]));
-                e--;
-                i -= (k < i);
-            } else {
-                k++;
-            }
-        }
-        memmove(&envp[i], &envp[i + 1], (e - i - 1) * sizeof(envp[0]));
-        e--;
-    }
+    e = drop_unset(envp, e);
     envp[e] = NULL;
 
     p->pid = fork();
