@@ -12,10 +12,14 @@
  * the loss signal, and SIGKILL at the end of the lease (or --kill-after,
  * if sooner).
  *
- * The guard also knows when the lease ends (we tell it at every extension)
- * and kills CMD's group with SIGKILL at that moment, if we have not stopped
- * it by then: this covers us being stopped by SIGSTOP, which we cannot
- * catch, or not scheduled for a whole lease. It lives in a process group
+ * The guard also knows when the lease ends (we tell it at every extension).
+ * The watchdog extends with half the ttl left and we notice within a tenth:
+ * with a third left and no news, we are stopped (SIGSTOP, which we cannot
+ * catch), stuck, or losing the lock. Unless we said we are stopping CMD
+ * ourselves, the guard then stops CMD's group (SIGSTOP: reversible, and no
+ * write lands while it waits), continues it if news of an extension comes,
+ * and kills it (SIGKILL) when the lease ends. Stopping a third early leaves
+ * the guard that much room to be scheduled late. It lives in a process group
  * of its own, so a terminal's ^C or ^Z, or a kill of our job's group, does
  * not reach it, and it stands down once CMD has exited.
  *
@@ -38,7 +42,7 @@
 
 #include "cli.h"
 
-enum { GUARD_WATCH = 1, GUARD_UNTIL, GUARD_DONE };
+enum { GUARD_WATCH = 1, GUARD_UNTIL, GUARD_LOSING, GUARD_DONE };
 
 /* One message, far below PIPE_BUF: it arrives whole or not at all. */
 struct guard_msg {
@@ -51,6 +55,7 @@ struct guard_plan {
     int fd;                 /* read end */
     int signal;             /* the loss signal */
     uint64_t kill_after_us;
+    uint64_t freeze_us;     /* stop CMD's group this long before the lease ends */
     char gone[200];         /* "we died" message */
     char lapsed[200];       /* "the lease ran out" message */
 };
@@ -99,46 +104,73 @@ static void __attribute__((noreturn)) stop_group(const struct guard_plan *g, pid
     _exit(0);
 }
 
+/* What the guard knows, from our messages. */
+struct guard_state {
+    pid_t pg;               /* CMD's group, once it runs */
+    uint64_t until;         /* lease end, monotonic µs; 0: not known */
+    int frozen;             /* the guard stopped CMD's group */
+    int losing;             /* we are stopping CMD ourselves: no freezing */
+};
+
+/* The lease's end came, or a third of it is left without news (see the top
+ * of the file). Return: the poll timeout until the next of those, in ms. */
+static int guard_deadlines(const struct guard_plan *g, struct guard_state *s)
+{
+    uint64_t now = mono_us(), next;
+
+    if (s->pg <= 0 || s->until == 0)
+        return -1;
+    if (now >= s->until) {
+        kill(-s->pg, SIGKILL);
+        say(g->lapsed);
+        _exit(0);
+    }
+    next = s->until;
+    if (!s->frozen && !s->losing && s->until > g->freeze_us) {
+        if (now >= s->until - g->freeze_us) {
+            kill(-s->pg, SIGSTOP);
+            s->frozen = 1;
+        } else {
+            next = s->until - g->freeze_us;
+        }
+    }
+    return (next - now + 999) / 1000 > 60000 ? 60000 : (int)((next - now + 999) / 1000);
+}
+
 static void __attribute__((noreturn)) guard_main(const struct guard_plan *g)
 {
-    pid_t pg = 0;
-    uint64_t until = 0;
+    struct guard_state s = {0, 0, 0, 0};
 
     for (;;) {
         struct pollfd p = {.fd = g->fd, .events = POLLIN};
         struct guard_msg m;
-        int timeout = -1;
         ssize_t n;
 
-        if (pg > 0 && until != 0) {
-            uint64_t now = mono_us();
-
-            if (now >= until) {
-                kill(-pg, SIGKILL);
-                say(g->lapsed);
-                _exit(0);
-            }
-            timeout = (int)((until - now + 999) / 1000 > 60000 ? 60000
-                                                              : (until - now + 999) / 1000);
-        }
-        if (poll(&p, 1, timeout) <= 0)
-            continue;   /* the deadline (or EINTR): look again */
+        if (poll(&p, 1, guard_deadlines(g, &s)) <= 0)
+            continue;   /* a deadline (or EINTR): look again */
         n = read(g->fd, &m, sizeof(m));
         if (n < 0 && errno == EINTR)
             continue;
         if (n == (ssize_t)sizeof(m) && m.kind == GUARD_DONE)
             _exit(0);
-        if (n == (ssize_t)sizeof(m)) {
-            if (m.kind == GUARD_WATCH)
-                pg = m.pgid;
-            if (m.until_us > until)
-                until = m.until_us;
-            continue;
+        if (n != (ssize_t)sizeof(m)) {
+            /* End of file: we died without standing the guard down. */
+            if (s.pg <= 0)
+                _exit(0);
+            stop_group(g, s.pg, s.until);
         }
-        /* End of file: we died without standing the guard down. */
-        if (pg <= 0)
-            _exit(0);
-        stop_group(g, pg, until);
+        if (m.kind == GUARD_WATCH)
+            s.pg = m.pgid;
+        if (m.kind == GUARD_LOSING)
+            s.losing = 1;
+        if (m.until_us > s.until || m.kind == GUARD_LOSING) {
+            /* News: the lease goes on, or we take over stopping CMD. */
+            if (m.until_us > s.until)
+                s.until = m.until_us;
+            if (s.frozen)
+                kill(-s.pg, SIGCONT);
+            s.frozen = 0;
+        }
     }
 }
 
@@ -188,6 +220,7 @@ int run_guard_start(const struct cli_opts *o)
     g.fd = p[0];
     g.signal = o->loss_signal;
     g.kill_after_us = (uint64_t)o->kill_after_ms * 1000u;
+    g.freeze_us = (uint64_t)o->ttl_ms * 1000u / 3;
     snprintf(g.gone, sizeof(g.gone), "%s: run: redlock-cli is gone and nobody extends the lock: "
              "stopping CMD's process group (SIG%s, SIGKILL within %u ms)\n", CLI_NAME,
              sigabbrev_np(o->loss_signal), (unsigned)o->kill_after_ms);
@@ -232,6 +265,11 @@ void run_guard_watch(pid_t pgid, uint64_t until_us)
 void run_guard_until(uint64_t until_us)
 {
     guard_send(GUARD_UNTIL, 0, until_us);
+}
+
+void run_guard_losing(void)
+{
+    guard_send(GUARD_LOSING, 0, 0);
 }
 
 void run_guard_done(void)

@@ -66,6 +66,7 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
 int run_guard_start(const struct cli_opts *o);           /* before CMD: -1 with errno */
 void run_guard_watch(pid_t pgid, uint64_t until_us);     /* CMD started; lease ends then */
 void run_guard_until(uint64_t until_us);                 /* the lease was extended */
+void run_guard_losing(void);                             /* we stop CMD ourselves now */
 void run_guard_done(void);                               /* CMD exited: stand down */
 
 #endif

@@ -164,6 +164,7 @@ static void declare_lost(struct loop *l)
     }
     r->lost = 1;
     l->state = RUN_STOPPING;
+    run_guard_losing();
     if (r->lost_rc != REDLOCK_ELIMIT) {
         report_error_set("run: extend", l->o->set, l->o->n_resources, r->lost_rc, &r->lost_err,
                          NULL);

@@ -235,7 +235,10 @@ Test(inspect, ping_shows_a_fast_clock_untrusted_and_exclude_excludes_it, .timeou
         cr_assert(yes(!jbool(m0, "clock_trusted")));
         cr_assert(yes(!jbool(m0, "excluded")));
         cr_assert(jbool(m1, "clock_trusted"));
-        cr_assert(jdouble(m1, "clock_rate_hi") < 1.01);
+        /* The same clock as ours: its interval holds 1 (how wide it is
+         * depends on round trips, which load stretches). */
+        cr_assert(jdouble(m1, "clock_rate_lo") <= 1.0 && jdouble(m1, "clock_rate_hi") >= 1.0,
+                  "%s", m1);
     }
     cr_assert(eq(int, jint(p.out, "counting"), 3));
     /* The event hook: one warning line per event (a jump, if the shim's
