@@ -70,6 +70,34 @@ static void json_u64_or_null(struct json *j, const char *key, int have, uint64_t
         json_null(j);
 }
 
+/* What run counted and how it ended (all 0 when CMD never came near). */
+static void run_counts_json(struct json *j, const struct run_result *r)
+{
+    static const struct run_result none;
+    const struct run_result *x = r != NULL ? r : &none;
+    const struct {
+        const char *key;
+        unsigned value;
+        int is_bool;
+    } m[] = {
+        {"extends", x->extends, 0},
+        {"extend_failures", x->extend_failures, 0},
+        {"watchdog_restarts", x->wd_restarts, 0},
+        {"stops", x->stops, 0},
+        {"lock_lost", (unsigned)x->lost, 1},
+        {"limit_reached", (unsigned)x->limit_reached, 1},
+        {"released", (unsigned)x->released, 1},
+    };
+
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+        json_key(j, m[i].key);
+        if (m[i].is_bool)
+            json_bool(j, m[i].value != 0);
+        else
+            json_u64(j, m[i].value);
+    }
+}
+
 /* What printing run's JSON object needs. */
 struct run_report {
     int rc;                           /* the library's code, 0 if none */
@@ -94,22 +122,9 @@ static void print_json(const struct cli_opts *o, redlock_client *c, int code,
     else
         report_json_head(&j, "run", code, p->rc, p->err);
     cli_acquire_json(&j, c, o, p->lock, p->acq, p->st);
-    json_key(&j, "extends");
-    json_u64(&j, r ? r->extends : 0);
-    json_key(&j, "extend_failures");
-    json_u64(&j, r ? r->extend_failures : 0);
-    json_key(&j, "watchdog_restarts");
-    json_u64(&j, r ? r->wd_restarts : 0);
-    json_key(&j, "stops");
-    json_u64(&j, r ? r->stops : 0);
+    run_counts_json(&j, r);
     json_u64_or_null(&j, "max_extends", p->w != NULL, p->w ? p->w->max_extends : 0);
     json_u64_or_null(&j, "max_lease_ms", p->w != NULL, p->w ? p->w->max_lease_ms : 0);
-    json_key(&j, "lock_lost");
-    json_bool(&j, r ? r->lost : 0);
-    json_key(&j, "limit_reached");
-    json_bool(&j, r ? r->limit_reached : 0);
-    json_key(&j, "released");
-    json_bool(&j, r ? r->released : 0);
     child_json(&j, r);
     json_obj_end(&j);
     json_end(&j);
