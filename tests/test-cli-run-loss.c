@@ -241,10 +241,11 @@ static void start_writer_run(struct cli_proc *p, struct writer *w, char *res, si
     writer_started(w);
 }
 
-/* ^Z: CMD's whole group stops, then run itself. */
-static void stop_run(const struct cli_proc *p, const struct writer *w)
+/* ^Z (or SIGTTIN, SIGTTOU: @sig): CMD's whole group stops, then run
+ * itself. */
+static void stop_run(const struct cli_proc *p, const struct writer *w, int sig)
 {
-    cr_assert(kill(p->pid, SIGTSTP) == 0);
+    cr_assert(kill(p->pid, sig) == 0);
     await_proc_state(p->pid, 'T', 5000);
     await_group_stopped(w->cmd, 5000);
 }
@@ -293,29 +294,29 @@ Test(run_loss, signal_option_chooses_what_cmd_gets_on_loss)
 
 Test(run_loss, sigtstp_stops_cmd_and_its_children_and_fg_continues_them)
 {
+    static const int stops[] = {SIGTSTP, SIGTTIN, SIGTTOU};
     struct cli_proc p;
     struct writer w;
     char res[128];
-    long long size;
 
     start_writer_run(&p, &w, res, sizeof(res), "5s", 1);
+    for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+        char *stamps;
+        long long size;
 
-    stop_run(&p, &w);
-    cr_assert(eq(int, holders(res, w.token), tc_n()), "the lock is still held");
-    {
-        char *stamps = slurp(w.stamps);
-
+        stop_run(&p, &w, stops[i]);
+        cr_assert(eq(int, holders(res, w.token), tc_n()), "the lock is still held");
+        stamps = slurp(w.stamps);
         size = (long long)strlen(stamps);
         free(stamps);
+        /* fg (SIGCONT to run): well inside the lease, CMD goes on. */
+        cr_assert(kill(p.pid, SIGCONT) == 0);
+        await_file_grows(w.stamps, size, 5000);
     }
-
-    /* fg (SIGCONT to run): well inside the lease, CMD goes on. */
-    cr_assert(kill(p.pid, SIGCONT) == 0);
-    await_file_grows(w.stamps, size, 5000);
     cr_assert(kill(p.pid, SIGTERM) == 0);
     cr_assert(eq(int, cli_wait(&p), 128 + SIGTERM), "stderr: %s", p.err);
     assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "stops"), 1), "%s", p.out);
+    cr_assert(eq(int, jint(p.out, "stops"), 3), "%s", p.out);
     cr_assert(yes(!jbool(p.out, "lock_lost")), "%s", p.out);
     cr_assert(jbool(p.out, "released"));
     cli_free(&p);
@@ -331,7 +332,7 @@ Test(run_loss, a_stopped_run_lets_the_lease_lapse_and_cmd_never_runs_again)
 
     start_writer_run(&p, &w, res, sizeof(res), "1s", 1);
 
-    stop_run(&p, &w);
+    stop_run(&p, &w, SIGTSTP);
     stopped_at = last_stamp(w.stamps);
 
     /* Nobody extends the stopped run's lease: it lapses, and another run
