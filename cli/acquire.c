@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "report.h"
 
 /* Failures that another attempt may not see: the holder may release, a
  * master may come back. Setup errors (AUTH, WRONGTYPE, bad argument) will
@@ -47,10 +48,13 @@ static int waited_in_library(int rc)
     return rc == REDLOCK_ECONFLICT || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EEXPIRED;
 }
 
-/* Sleep @us, or less if @fd becomes readable. Return: 1 if it did. */
-static int sleep_or_fd(int fd, uint64_t us)
+/* Sleep @us, or less if @ab asks us to stop. Return: 1 if it did (the
+ * signal in st->signal). */
+static int sleep_or_abort(const struct cli_abort *ab, uint64_t us, struct cli_acquire_stats *st)
 {
-    if (fd < 0) {
+    uint64_t deadline = cli_now_us() + us;
+
+    if (ab == NULL) {
         struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
 
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -58,12 +62,18 @@ static int sleep_or_fd(int fd, uint64_t us)
         return 0;
     }
     for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, (int)((us + 999) / 1000));
+        struct pollfd p = {.fd = ab->fd, .events = POLLIN};
+        uint64_t now = cli_now_us();
+        int r = poll(&p, 1, now >= deadline ? 0 : (int)((deadline - now + 999) / 1000));
 
-        if (r > 0)
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return 0;
+        st->signal = ab->signal();
+        if (st->signal != 0)
             return 1;
-        if (r == 0 || errno != EINTR)
+        if (cli_now_us() >= deadline)
             return 0;
     }
 }
@@ -92,7 +102,7 @@ uint32_t cli_acquire_retry_delay(const struct cli_opts *o)
     return o->retry_delay_ms;
 }
 
-int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
+int cli_acquire(const struct cli_opts *o, redlock_client *c, const struct cli_abort *ab,
                 redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
                 struct cli_acquire_stats *st)
 {
@@ -112,7 +122,7 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
         now = cli_now_us();
         if (rc == 0 || o->wait_ms == 0 || !retryable(rc) || now >= deadline)
             break;
-        if (abort_fd >= 0 && sleep_or_fd(abort_fd, 0)) {
+        if (ab != NULL && sleep_or_abort(ab, 0, st)) {
             st->waited_us = cli_now_us() - start;
             return CLI_ACQUIRE_INTERRUPTED;
         }
@@ -126,11 +136,45 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, int abort_fd,
             delay = deadline - now;
         cli_note("attempt %u: %s; retrying in %llu ms", st->attempts, redlock_strerror(rc),
                  (unsigned long long)(delay / 1000u));
-        if (sleep_or_fd(abort_fd, delay)) {
+        if (sleep_or_abort(ab, delay, st)) {
             st->waited_us = cli_now_us() - start;
             return CLI_ACQUIRE_INTERRUPTED;
         }
     }
     st->waited_us = cli_now_us() - start;
     return rc;
+}
+
+int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *out)
+{
+    /* flock(1)'s -E: a cron job may skip quietly (run -E 0), or tell a
+     * conflict from its CMD's own 75. */
+    if (rc == REDLOCK_ECONFLICT)
+        return (int)o->conflict_exit;
+    return report_exit_for(rc, out);
+}
+
+void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *o,
+                      const redlock_lock *lock, const redlock_outcome *out,
+                      const struct cli_acquire_stats *st)
+{
+    report_json_set(j, o->set, o->n_resources);
+    json_key(j, "token");
+    json_cstr(j, lock ? redlock_lock_token(lock) : NULL);
+    json_key(j, "fence");
+    if (lock != NULL && o->fence)
+        json_u64(j, redlock_lock_fence(lock));
+    else
+        json_null(j);
+    json_key(j, "ttl_ms");
+    json_u64(j, o->ttl_ms);
+    json_key(j, "validity_ms");
+    json_i64(j, lock ? out->validity_ms : 0);
+    json_key(j, "acquired_on");
+    json_u64(j, lock ? out->n_ok : 0);
+    json_key(j, "attempts");
+    json_u64(j, st->attempts);
+    json_key(j, "waited_ms");
+    json_u64(j, st->waited_us / 1000u);
+    report_json_votes(j, c, out);
 }

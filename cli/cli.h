@@ -21,6 +21,8 @@ enum cli_exit {
     CLI_EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: no quorum reachable */
     CLI_EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: internal or system error */
     CLI_EXIT_TEMPFAIL = 75,     /* EX_TEMPFAIL: held elsewhere / not held by that token */
+    CLI_EXIT_NOPERM = 77,       /* EX_NOPERM: the masters refuse our credentials (AUTH) */
+    CLI_EXIT_CONFIG = 78,       /* EX_CONFIG: no masters given; masters or keys set up wrong */
     CLI_EXIT_LOST = 124,        /* run: the lock was lost while CMD ran */
     CLI_EXIT_NOEXEC = 126,      /* run: CMD found but not executable */
     CLI_EXIT_NOTFOUND = 127,    /* run: CMD not found */
@@ -44,8 +46,15 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * resource names, which may hold any byte but NUL. Return: @buf. */
 const char *cli_printable(const void *p, size_t len, char *buf, size_t cap);
 
-/* Exit code for a REDLOCK_E* code returned by the library. */
+/* Exit code for a REDLOCK_E* code returned by the library: the table in
+ * --help and redlock-cli(1), EXIT STATUS. */
 int cli_exit_for(int rc);
+
+/* The same, for an operation on @n masters whose master @i failed with
+ * @errs[i] (0 if it did not): a "no quorum" that the masters' setup alone
+ * explains is not "masters down or slow" but 77 (credentials refused) or 78
+ * (setup), as the library does for errors in replies. */
+int cli_exit_for_masters(int rc, const int *errs, size_t n);
 
 /* Monotonic clock, µs. */
 uint64_t cli_now_us(void);

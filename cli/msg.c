@@ -79,23 +79,47 @@ int cli_exit_for(int rc)
         return CLI_EXIT_TEMPFAIL;
     case REDLOCK_ERESOLVE:
         return CLI_EXIT_NOHOST;
-    /* The masters, not the lock, are the problem: too many are down, slow
-     * or misconfigured (AUTH, WRONGTYPE...) for a quorum. The message
-     * names which master and why. */
+    /* The masters, not the lock, are the problem, and it may pass: too
+     * many are down, slow or excluded for a quorum. The message names
+     * which master and why. */
     case REDLOCK_ENOQUORUM:
     case REDLOCK_EEXPIRED:
     case REDLOCK_ETIMEOUT:
     case REDLOCK_ECONNECT:
-    case REDLOCK_EAUTH:
-    case REDLOCK_EWRONGTYPE:
-    case REDLOCK_EPROTO:
-    case REDLOCK_EREPLY:
     case REDLOCK_EBUSY:
     case REDLOCK_EUNTRUSTED:   /* excluded masters (clock, restart guard) */
         return CLI_EXIT_UNAVAILABLE;
+    /* Waiting will not help: a person must fix the password, the ACL... */
+    case REDLOCK_EAUTH:
+        return CLI_EXIT_NOPERM;
+    /* ... or the setup: another program's value under the key, an address
+     * that is not a Redis server, a master refusing the commands. */
+    case REDLOCK_EWRONGTYPE:
+    case REDLOCK_EPROTO:
+    case REDLOCK_EREPLY:
+        return CLI_EXIT_CONFIG;
     default:   /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, unknown */
         return CLI_EXIT_SOFTWARE;
     }
+}
+
+int cli_exit_for_masters(int rc, const int *errs, size_t n)
+{
+    size_t auth = 0, setup = 0, may_fail = n - (n / 2 + 1);
+
+    if (rc != REDLOCK_ENOQUORUM)
+        return cli_exit_for(rc);
+    for (size_t i = 0; i < n; i++) {
+        int code = cli_exit_for(errs[i]);
+
+        auth += (code == CLI_EXIT_NOPERM);
+        setup += (code == CLI_EXIT_NOPERM || code == CLI_EXIT_CONFIG);
+    }
+    if (auth > may_fail)
+        return CLI_EXIT_NOPERM;
+    if (setup > may_fail)
+        return CLI_EXIT_CONFIG;
+    return CLI_EXIT_UNAVAILABLE;
 }
 
 uint64_t cli_now_us(void)

@@ -2,7 +2,8 @@
  *
  * Parsing is strict: every number is checked for garbage and range, every
  * master address for shape and duplicates, and every failure is one line on
- * stderr that names the problem and the fix, then exit 64.
+ * stderr that names the problem and the fix, then exit 64 (78 when the
+ * setup itself is missing: no masters configured).
  */
 #ifndef REDLOCK_CLI_OPTS_H
 #define REDLOCK_CLI_OPTS_H
@@ -22,14 +23,14 @@ enum cli_cmd {
     CLI_CMD_PING,
 };
 
-#define CLI_DEFAULT_MASTERS \
-    "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004"
 #define CLI_DEFAULT_TTL_MS 30000u
 #define CLI_DEFAULT_KILL_AFTER_MS 2000u
 #define CLI_DEFAULT_RETRY_DELAY_MS 200u
 #define CLI_DEFAULT_PING_SAMPLES 5u
 #define CLI_PING_PROBE_MS 100u     /* ping: clock probe interval, and time between pings */
 #define CLI_RUN_WATCHDOG_DIVISOR 2u /* run: extend when half the ttl is left (run.c) */
+#define CLI_WAIT_MAX_MS 31536000000ull /* --wait: a year keeps µs deadlines far from overflow */
+#define CLI_SHELL "/bin/sh"         /* run -c STRING runs CLI_SHELL -c STRING */
 
 struct cli_opts {
     /* command and its arguments (pointers into argv) */
@@ -43,13 +44,17 @@ struct cli_opts {
     size_t resource_len;         /* bytes */
     const char *token;           /* unlock, extend: the last positional word */
     char **run_argv;             /* run: CMD [ARG...], NULL-terminated */
+    const char *shell_command;   /* run -c STRING, or NULL */
+    char *shell_argv[4];         /* run -c: {CLI_SHELL, "-c", STRING, NULL} */
 
     /* connection */
+    const char *masters_arg;     /* --masters as typed, or NULL */
     char *masters;               /* normalised "host:port,...": owned */
-    const char *masters_from;    /* "--masters", "$REDLOCK_MASTERS" or "default" */
+    const char *masters_from;    /* "--masters" or "$REDLOCK_MASTERS" */
     size_t n_masters;
     const char *prefix;          /* key prefix, or NULL */
     const char *user;            /* ACL user, or NULL */
+    const char *password_file;   /* --password-file as typed, or NULL */
     char *password;              /* owned; wiped by cli_opts_done(); never printed */
     uint32_t timeout_ms;         /* per-master request timeout; 0 = library default */
     uint32_t connect_timeout_ms; /* 0 = library default */
@@ -69,9 +74,11 @@ struct cli_opts {
     uint64_t wait_ms;            /* lock, run: retry until this deadline; 0 = one attempt */
     int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
     int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
+    uint32_t conflict_exit;      /* lock, run: exit code when held elsewhere (-E) */
     uint32_t max_extends;        /* run: --max-extends (watchdog); 0 = library default */
     uint32_t max_lease_ms;       /* run: --max-lease (watchdog); 0 = library default */
-    uint32_t kill_after_ms;      /* run: SIGTERM -> SIGKILL grace */
+    uint32_t kill_after_ms;      /* run: loss signal -> SIGKILL grace */
+    int loss_signal;             /* run: sent to CMD's group when the lock is lost (-s) */
     uint32_t samples;            /* ping: pings, CLI_PING_PROBE_MS apart */
 
     /* output */
@@ -85,6 +92,7 @@ enum cli_parse_result {
     CLI_PARSE_OK = 0,      /* run opts->cmd */
     CLI_PARSE_EXIT_0,      /* --help or --version was printed: exit 0 */
     CLI_PARSE_USAGE,       /* a one-line error was printed: exit 64 */
+    CLI_PARSE_CONFIG,      /* the setup is missing (no masters): a line, exit 78 */
 };
 
 /* Parse argv (and $REDLOCK_MASTERS, $REDLOCK_PASSWORD) into @o.
@@ -94,8 +102,25 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
 /* Free what @o owns and wipe the password. */
 void cli_opts_done(struct cli_opts *o);
 
+/* The pieces of the parser, one file each (opts-value.c, masters.c,
+ * password.c). Each prints its own one-line error. Return: 0 or -1. */
+
 /* Strict unsigned decimal: digits only, no sign, no spaces, in [min, max].
- * Return: 0 or -1 (not a number or out of range). Exposed for tests. */
+ * Prints nothing. */
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
+/* A duration: a whole number and an optional unit (ms, s, m, h, d; none
+ * means ms), in [min_ms, max_ms]. Prints nothing. */
+int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
+/* A signal by name (TERM, SIGTERM, any case) or number, that ends a
+ * process by default. @opt names the option in the message. */
+int cli_parse_signal(const char *opt, const char *val, int *ret);
+int cli_parse_drift(const char *val, double *ret);
+int cli_parse_clock_policy(const char *val, int *ret);
+/* "host:port,[v6]:port,..." from @src into o->masters (normalised). */
+int cli_parse_masters(struct cli_opts *o, const char *src, const char *from);
+/* The whole of @path (minus one trailing newline) into o->password. */
+int cli_read_password_file(struct cli_opts *o, const char *path);
+/* The ttl leaves some validity after the clock-drift margin. */
+int cli_check_ttl_margin(const struct cli_opts *o);
 
 #endif

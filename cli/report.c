@@ -39,6 +39,18 @@ unsigned report_count_votes(const redlock_outcome *out, int kind)
     return n;
 }
 
+int report_exit_for(int rc, const redlock_outcome *out)
+{
+    int errs[REDLOCK_MAX_MASTERS] = {0};
+    size_t n = out != NULL ? out->n_masters : 0;
+
+    if (n > REDLOCK_MAX_MASTERS)
+        n = REDLOCK_MAX_MASTERS;
+    for (size_t i = 0; i < n; i++)
+        errs[i] = out->votes[i].err;
+    return cli_exit_for_masters(rc, errs, n);
+}
+
 void report_votes(const redlock_client *c, const redlock_outcome *out, int failed)
 {
     for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {

@@ -33,6 +33,11 @@ void report_json_set(struct json *j, const redlock_resource *set, size_t n);
  * latency_us, detail}] from @out. */
 void report_json_votes(struct json *j, const redlock_client *c, const redlock_outcome *out);
 
+/* The exit status for @rc, with the votes in @out (may be NULL) telling a
+ * "no quorum" caused by credentials or setup (77, 78) from one caused by
+ * masters down or slow (69): cli_exit_for_masters(). */
+int report_exit_for(int rc, const redlock_outcome *out);
+
 /* Number of votes of @kind in @out. */
 unsigned report_count_votes(const redlock_outcome *out, int kind);
 

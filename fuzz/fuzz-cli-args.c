@@ -17,11 +17,12 @@
  * its choosing (a FIFO or /dev/stdin would block the fuzzer).
  *
  * Checked on every input, beyond memory safety and UB:
- *  - the result is OK, EXIT_0 or USAGE;
+ *  - the result is OK, EXIT_0, USAGE or CONFIG (no masters given);
  *  - OK means a complete command: the positional arguments it needs, in
  *    range (1..64 distinct resources of 1..1024 bytes, one for status;
- *    token 1..128 printable bytes; run's CMD), 1..16 masters, a password of
- *    1..4096 bytes without NUL;
+ *    token 1..128 printable bytes; run's CMD, or -c's shell and string),
+ *    1..16 masters, a password of 1..4096 bytes without NUL, a conflict
+ *    exit code of 0..255 (not 0 for lock), a loss signal that ends CMD;
  *  - the normalised masters list is a fixed point: parsing it again as
  *    --masters gives the same string;
  *  - the library accepts that list too (redlock_client_new, with offline.c
@@ -33,6 +34,7 @@
  * (sanitizer and libFuzzer reports are written to fd 2 directly and stay).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +49,7 @@
 #include "opts.h"
 
 #define MAX_WORDS 160   /* room past REDLOCK_SET_MAX + 1 positional words */
-#define PASSWORD_MAX 4096   /* as in cli/opts.c */
+#define PASSWORD_MAX 4096   /* as in cli/password.c */
 
 static int pw_fd = -1;
 static char pw_path[64];
@@ -149,6 +151,18 @@ static void check_ok(const struct cli_opts *o)
         fail("run: OK without CMD", NULL);
     if (o->ttl_ms == 0 || o->ttl_ms > REDLOCK_TTL_MAX_MS)
         fail("OK with a ttl out of range", NULL);
+    if (o->cmd == CLI_CMD_RUN && o->shell_command != NULL &&
+        (o->shell_command[0] == '\0' || o->run_argv != o->shell_argv ||
+         strcmp(o->run_argv[0], CLI_SHELL) != 0 || o->run_argv[2] != o->shell_command ||
+         o->run_argv[3] != NULL))
+        fail("run -c: OK without the shell and its string as CMD", NULL);
+    if (o->conflict_exit > 255 || (o->cmd == CLI_CMD_LOCK && o->conflict_exit == 0))
+        fail("OK with a conflict exit code out of range", NULL);
+    if (o->loss_signal < 1 || o->loss_signal > SIGRTMAX || o->loss_signal == SIGSTOP ||
+        o->loss_signal == SIGTSTP || o->loss_signal == SIGCONT || o->loss_signal == SIGCHLD)
+        fail("OK with a loss signal that does not end CMD", NULL);
+    if (o->wait_ms > CLI_WAIT_MAX_MS)
+        fail("OK with --wait beyond its bound", NULL);
     if (o->masters == NULL || o->n_masters < 1 || o->n_masters > REDLOCK_MAX_MASTERS)
         fail("OK with no masters or too many", o->masters);
     if (o->password != NULL) {
@@ -266,7 +280,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     struct cli_opts o;
     int r = cli_opts_parse(&o, argc, argv, no_help);
-    if (r != CLI_PARSE_OK && r != CLI_PARSE_EXIT_0 && r != CLI_PARSE_USAGE)
+    if (r != CLI_PARSE_OK && r != CLI_PARSE_EXIT_0 && r != CLI_PARSE_USAGE &&
+        r != CLI_PARSE_CONFIG)
         fail("unexpected parse result", NULL);
     if (r == CLI_PARSE_OK) {
         check_ok(&o);

@@ -1,0 +1,181 @@
+/* opts-value.c - the values redlock-cli's options take: numbers, durations,
+ * signals, the drift factor and the clock policy, and the check that a ttl
+ * leaves some validity.
+ *
+ * Each parser is strict (no sign, no spaces, no trailing garbage, a range),
+ * so that a typo is an error rather than a different lock.
+ */
+#include "opts.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+
+/* The number at the start of @s, in decimal; *@end after it. strtoull()
+ * accepts leading spaces and a sign (and wraps "-1" to ULLONG_MAX): insist
+ * on a digit first so neither gets through. */
+static int leading_number(const char *s, unsigned long long *v, char **end)
+{
+    if (s == NULL || !isdigit((unsigned char)s[0]))
+        return -1;
+    errno = 0;
+    *v = strtoull(s, end, 10);
+    return errno != 0 ? -1 : 0;
+}
+
+int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
+    char *end;
+    unsigned long long v;
+
+    if (leading_number(s, &v, &end) < 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *ret = v;
+    return 0;
+}
+
+static const struct {
+    const char *unit;
+    uint64_t ms;
+} duration_units[] = {
+    {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
+};
+
+int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret)
+{
+    char *end;
+    unsigned long long v;
+
+    if (leading_number(s, &v, &end) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+        if (strcmp(end, duration_units[i].unit) != 0)
+            continue;
+        /* Overflow is out of range, whatever the bound. */
+        if (v > UINT64_MAX / duration_units[i].ms)
+            return -1;
+        v *= duration_units[i].ms;
+        if (v < min_ms || v > max_ms)
+            return -1;
+        *ret = v;
+        return 0;
+    }
+    return -1;
+}
+
+/* Signals whose default action does not end a process: sending one when
+ * the lock is lost would leave CMD running (or stopped, to run again
+ * later) without the lock. */
+static int ends_process(int sig)
+{
+    switch (sig) {
+    case SIGCHLD: case SIGCONT: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
+    case SIGURG: case SIGWINCH:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+int cli_parse_signal(const char *opt, const char *val, int *ret)
+{
+    uint64_t n;
+    int sig = 0;
+
+    if (cli_parse_u64(val, 1, (uint64_t)SIGRTMAX, &n) == 0) {
+        sig = (int)n;
+    } else {
+        const char *name = strncasecmp(val, "SIG", 3) == 0 ? val + 3 : val;
+
+        for (int s = 1; s < SIGRTMIN && name[0] != '\0'; s++) {
+            const char *abbrev = sigabbrev_np(s);
+
+            if (abbrev != NULL && strcasecmp(abbrev, name) == 0)
+                sig = s;
+        }
+    }
+    if (sig == 0) {
+        cli_usage_error("%s '%s': not a signal: give a name such as TERM, INT, HUP, KILL or "
+                        "USR1, or a number", opt, val);
+        return -1;
+    }
+    if (!ends_process(sig)) {
+        cli_usage_error("%s '%s': SIG%s does not end CMD (by default it stops, continues or is "
+                        "ignored): give one that does, such as TERM, INT, HUP or KILL", opt, val,
+                        sigabbrev_np(sig));
+        return -1;
+    }
+    *ret = sig;
+    return 0;
+}
+
+int cli_parse_drift(const char *val, double *ret)
+{
+    char *end;
+    double f;
+
+    if (val[0] == '\0' || isspace((unsigned char)val[0]) || val[0] == '+' || val[0] == '-')
+        goto bad;
+    errno = 0;
+    f = strtod(val, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(f) || f < 0.0 || f >= 1.0)
+        goto bad;
+    *ret = f;
+    return 0;
+bad:
+    cli_usage_error("--drift-factor '%s': expected a fraction of the ttl, 0 <= F < 1 (e.g. 0.01)",
+                    val);
+    return -1;
+}
+
+int cli_parse_clock_policy(const char *val, int *ret)
+{
+    if (strcmp(val, "warn") == 0) {
+        *ret = REDLOCK_CLOCK_WARN;
+    } else if (strcmp(val, "exclude") == 0) {
+        *ret = REDLOCK_CLOCK_EXCLUDE;
+    } else if (strcmp(val, "off") == 0) {
+        *ret = REDLOCK_CLOCK_OFF;
+    } else {
+        cli_usage_error("--clock-policy '%s': expected warn (log it), exclude (do not count "
+                        "the master toward a quorum) or off (no clock probes)", val);
+        return -1;
+    }
+    return 0;
+}
+
+/* validity = ttl - elapsed - (ceil(ttl * drift) + 2 ms): refuse a ttl that
+ * leaves nothing once the margin is taken, rather than fail every attempt
+ * with an expired lease. The library's own arithmetic, repeated until it
+ * exports a check of its own. */
+int cli_check_ttl_margin(const struct cli_opts *o)
+{
+    double f = o->drift_factor >= 0 ? o->drift_factor : 0.01;
+    double margin = ceil((double)o->ttl_ms * f) + 2.0;
+    double guess;
+    uint32_t min;
+
+    if ((double)o->ttl_ms > margin + 1.0)
+        return 0;
+    /* t - ceil(t * f) > 3 holds from about 3 / (1 - f) on. */
+    guess = floor(3.0 / (1.0 - f)) - 2.0;
+    if (guess > (double)REDLOCK_TTL_MAX_MS)
+        guess = REDLOCK_TTL_MAX_MS;
+    min = guess < 1.0 ? 1u : (uint32_t)guess;
+    while (min < REDLOCK_TTL_MAX_MS && (double)min <= ceil((double)min * f) + 3.0)
+        min++;
+    if (min == REDLOCK_TTL_MAX_MS) {
+        cli_usage_error("--drift-factor %g leaves no validity for any ttl: use a smaller factor "
+                        "(e.g. 0.01)", f);
+        return -1;
+    }
+    cli_usage_error("--ttl %u: too short to leave any validity after the clock-drift margin "
+                    "(%.0f ms): use at least %u", (unsigned)o->ttl_ms, margin, (unsigned)min);
+    return -1;
+}

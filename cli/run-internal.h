@@ -1,0 +1,72 @@
+/* run-internal.h - the pieces of `redlock-cli run`, shared between run.c
+ * (the command's course), run-supervise.c (signals and the loop while CMD
+ * runs), run-exec.c (starting CMD) and run-guard.c (the process that stops
+ * CMD's group if redlock-cli dies). Not for the rest of the CLI: run.h is
+ * the interface.
+ */
+#ifndef REDLOCK_CLI_RUN_INTERNAL_H
+#define REDLOCK_CLI_RUN_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <redlock.h>
+
+#include "opts.h"
+
+struct run_result {
+    unsigned extends;         /* extensions seen (the watchdog's, by their effect) */
+    unsigned extend_failures; /* extensions that failed */
+    unsigned wd_restarts;     /* watchdog started again after a failure that can pass */
+    unsigned stops;           /* SIGTSTP/SIGTTIN/SIGTTOU passed on to CMD's group */
+    int lost;                 /* the lock could no longer be vouched for: exit 124 */
+    int limit_reached;        /* ... because --max-extends or --max-lease was reached */
+    int lost_rc;              /* why: the watchdog's code, or EEXPIRED */
+    redlock_error lost_err;
+    int status;               /* CMD's wait status */
+    int exec_errno;           /* 0, or why CMD could not be started */
+    pid_t pid;                /* CMD, also its process group */
+    int released;             /* release succeeded */
+};
+
+/* The watchdog as the main loop sees it. */
+struct watch {
+    uint32_t max_extends;     /* caps in force: ours, else the library's */
+    uint32_t max_lease_ms;
+    uint64_t started_us;      /* the first start: the caps count from here */
+    uint64_t until_us;        /* latest end of validity seen: moves on with each extension */
+    uint64_t restart_at;      /* 0, or when to start the watchdog again */
+    int running;              /* started, and no lost message read since */
+};
+
+/* run-signals.c: what a signal does to us and to CMD. */
+int run_signals_setup(void);          /* before the acquire: -1 with errno */
+int run_signal_fd(void);              /* readable when a signal came: one byte per signal */
+int run_pending_term_signal(void);    /* drain it: the last terminating signal, or 0 */
+void run_signals_default(void);       /* in CMD's child, before exec: async-signal-safe */
+void run_cmd_started(pid_t pgid);     /* from now on, stop signals reach CMD's group (0: none) */
+int run_cmd_was_stopped(void);        /* a ^Z stopped CMD's group, and nobody continued it */
+void run_cmd_resumed(void);           /* ... and now it is continued */
+void run_signal_cmd(pid_t pid, int sig); /* CMD's group; CMD itself if it left the group */
+
+/* run-supervise.c: the watchdog, and the loop while CMD runs. */
+int run_watch_start(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
+                    struct watch *w, redlock_error *err);
+void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
+                   struct watch *w, struct run_result *r);
+void run_note_extends(const redlock_lock *lock, struct watch *w, struct run_result *r);
+
+/* run-exec.c: start CMD in a process group of its own. Return: 0, with
+ * r->pid set, or -1 with r->exec_errno set (CMD did not start, and r->pid
+ * is 0 or reaped already). */
+int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run_result *r);
+
+/* run-guard.c: a process that outlives us, and stops CMD's group if we die
+ * (SIGKILL, OOM) or stop (SIGSTOP) while the lease runs out. */
+int run_guard_start(const struct cli_opts *o);           /* before CMD: -1 with errno */
+void run_guard_watch(pid_t pgid, uint64_t until_us);     /* CMD started; lease ends then */
+void run_guard_until(uint64_t until_us);                 /* the lease was extended */
+void run_guard_losing(void);                             /* we stop CMD ourselves now */
+void run_guard_done(void);                               /* CMD exited: stand down */
+
+#endif

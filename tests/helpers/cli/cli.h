@@ -1,0 +1,144 @@
+/* cli.h - what the redlock-cli tests share: running the real binary as a
+ * script would, a scratch directory and private clusters per test, and
+ * ways to await what the CLI does (a line in its output, a process state,
+ * a command it sent to a master) instead of sleeping.
+ *
+ * Every test runs the binary built next to it (<builddir>/cli/redlock-cli,
+ * or $REDLOCK_CLI) against the masters tests/with-cluster.sh started, and
+ * checks what a script can see: the exit code, stdout and stderr. Faults
+ * that must not disturb tests running in parallel (a majority killed, a
+ * password) use small private clusters on the spare ports of the
+ * executable's slot (REDLOCK_TEST_BASEPORT + 5..9). Helpers fail the
+ * running test (criterion) when they cannot do their job.
+ */
+#ifndef TCLI_CLI_H
+#define TCLI_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MAX_ARGS 80        /* a set of 64 resources, and the rest */
+#define SCRATCH_MAX 512
+
+/* criterion's new cr_assert() pastes the first token of its (expanded)
+ * argument: a plain condition must start with a function name. */
+static inline int yes(int cond)
+{
+    return cond;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fixtures: TestSuite(x, .init = cli_setup, .fini = cli_teardown)          */
+/* ------------------------------------------------------------------------ */
+
+extern char cli_tmpdir[SCRATCH_MAX];   /* this test's scratch dir */
+void cli_setup(void);
+void cli_teardown(void);                /* stops a private cluster, removes the dir */
+
+/* ------------------------------------------------------------------------ */
+/* Running the binary                                                       */
+/* ------------------------------------------------------------------------ */
+
+struct cli_proc {
+    pid_t pid;
+    int status;          /* exit code, or 128 + signal */
+    char *out;           /* stdout, NUL-terminated */
+    char *err;           /* stderr */
+    char out_path[SCRATCH_MAX + 32];
+    char err_path[SCRATCH_MAX + 32];
+};
+
+/* If set, cli_start() opens this file as the CLI's descriptor 3. */
+extern const char *cli_fd3_path;
+
+const char *cli_path(void);
+
+/*
+ * Start redlock-cli with @args (NULL-terminated). Its environment is built
+ * from scratch: PATH, REDLOCK_MASTERS = the test cluster, REDLOCK_CLI (for
+ * commands run by `run`), plus @env ("NAME=value" strings, NULL-terminated;
+ * "!NAME" removes NAME). stdout and stderr go to files,
+ * stdin is /dev/null.
+ */
+void cli_start(struct cli_proc *p, const char *const *args, const char *const *env);
+int cli_wait(struct cli_proc *p);     /* reap, read stdout and stderr: the status */
+void cli_free(struct cli_proc *p);
+/* Start, args as a NULL-terminated list, and leave running (cli_wait()
+ * later). */
+void cli_spawn(struct cli_proc *p, const char *const *env, ...);
+#define cli_bg(p, ...) cli_spawn((p), NULL, __VA_ARGS__, (const char *)NULL)
+/* Run to completion: the exit status. */
+#define cli_env(p, env, ...) (cli_spawn((p), (env), __VA_ARGS__), cli_wait(p))
+#define cli(p, ...) cli_env((p), NULL, __VA_ARGS__, (const char *)NULL)
+/* A FIFO in the scratch dir, its path into @path. */
+void make_fifo(char *path, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Small readers                                                            */
+/* ------------------------------------------------------------------------ */
+
+char *slurp(const char *path);        /* the whole file; the caller frees it */
+size_t count_lines(const char *s);
+uint64_t now_ms(void);                /* monotonic */
+int is_token(const char *s);          /* 32 hex digits and a newline */
+int is_hex40(const char *s);
+void take_token(const char *out, char *token);   /* first line of @out, 33 bytes */
+/* `lock --fence` prints "TOKEN\nFENCE\n": the token into @token, the fence
+ * returned. */
+unsigned long long take_token_and_fence(const char *out, char *token);
+/* Every master's vote in a --json object: @n of them, well formed. */
+void assert_votes(const char *doc, int n);
+
+/* ------------------------------------------------------------------------ */
+/* The masters                                                              */
+/* ------------------------------------------------------------------------ */
+
+int holders(const char *res, const char *token);   /* masters where @res holds @token */
+long long master_pttl(int i, const char *key);
+/* Start @n masters on REDLOCK_TEST_BASEPORT + @offset.. and write their
+ * list to @masters. One private cluster per test, stopped by cli_teardown. */
+void private_start(int n, int offset, const char *password, char *masters, size_t size);
+void private_kill(int i);
+int private_cluster(const char *const *args);   /* cluster-up.sh on it: its status */
+/* Masters that refuse connections: loopback ports bound but never listened
+ * on, so nothing else can take them while the test runs. */
+void dead_masters(char *buf, size_t size, int n);
+const char *clockshim_path(void);     /* tests/clockshim.so, or NULL */
+
+/* ------------------------------------------------------------------------ */
+/* Awaiting events (each fails the test after @timeout_ms)                  */
+/* ------------------------------------------------------------------------ */
+
+/* A line that CMD (started by `run`) writes into the FIFO @fifo. */
+void read_line_from_fifo(const char *fifo, char *buf, size_t size);
+pid_t read_pid_from_fifo(const char *fifo);
+/* Until the file @path contains @needle; returns its content (free it). */
+char *await_file_contains(const char *path, const char *needle, int timeout_ms);
+/* /proc/PID/stat's state letter ('R', 'S', 'T', 'Z'...), or 0 if gone. */
+char proc_state(pid_t pid);
+void await_proc_state(pid_t pid, char state, int timeout_ms);
+int process_gone(pid_t pid);          /* gone, or a zombie */
+void await_gone(pid_t pid, int timeout_ms);
+/* What master @master is asked, from now on (MONITOR): start it before
+ * the command that will send what you await. */
+struct monitor;
+struct monitor *monitor_start(int master);
+/* Until a command line containing @needle (e.g. "\"SET\" \"res\"") goes by. */
+void monitor_await(struct monitor *m, const char *needle, int timeout_ms);
+void monitor_stop(struct monitor *m);
+/* Until every master has at least one subscriber on @channel. */
+void await_subscribed(const char *channel, int timeout_ms);
+/* Until every process in group @pgid is stopped (and there is one).
+ * Zombies do not count as members. */
+void await_group_stopped(pid_t pgid, int timeout_ms);
+int group_alive(pid_t pgid);          /* some process is in group @pgid */
+/* Until the file @path is larger than @size bytes. */
+void await_file_grows(const char *path, long long size, int timeout_ms);
+/* Until no master has @key. */
+void await_key_gone(const char *key, int timeout_ms);
+long long realtime_ns(void);          /* CLOCK_REALTIME, as `date +%s%N` prints it */
+/* The last line of @path that starts with a digit, as a number (0: none). */
+long long last_stamp(const char *path);
+
+#endif

@@ -1,0 +1,352 @@
+/* test-cli-inspect.c - redlock-cli status and ping, and what every command
+ * says about the masters: 69 when a quorum is out of reach (each failing
+ * master named), 68 for a host that does not resolve, the clock monitor and
+ * the restart guard, masters from the environment.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "cli.h"
+#include "cluster.h"
+#include "jsonread.h"
+
+TestSuite(inspect, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+
+Test(inspect, status_and_ping_show_every_master)
+{
+    struct cli_proc p;
+    char res[128], token[64];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "status", res), 0));
+    for (int i = 0; i < tc_n(); i++)
+        cr_assert(strstr(p.out, tc_addr(i)) != NULL, "no line for %s: %s", tc_addr(i), p.out);
+    cr_assert(strstr(p.out, "free") != NULL);
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "lock", res), 0));
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "status", res), 0));
+    cr_assert(strstr(p.out, token) != NULL);
+    cr_assert(strstr(p.out, "on a majority") != NULL, "%s", p.out);
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "ping"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, count_lines(p.out), (size_t)tc_n() + 2), "%s", p.out);
+    for (int i = 0; i < tc_n(); i++)
+        cr_assert(strstr(p.out, tc_addr(i)) != NULL);
+    cli_free(&p);
+}
+
+Test(inspect, ping_json_reports_clocks_run_ids_and_exclusions)
+{
+    struct cli_proc p;
+    char buf[128];
+    uint64_t t0 = now_ms();
+
+    /* Default --samples 5: five pings 100 ms apart, the client probing
+     * every master's TIME at that interval meanwhile: rates are known. */
+    cr_assert(eq(int, cli(&p, "ping", "--json"), 0), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 >= 350, "5 samples took only %llu ms",
+              (unsigned long long)(now_ms() - t0));
+    cr_assert(eq(str, p.err, ""), "a healthy cluster gives no warning: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "pings") >= 5);
+    cr_assert(eq(str, jstr(p.out, "clock_policy", buf, sizeof(buf)), "warn"));
+    cr_assert(jbool(p.out, "restart_guard"));
+    cr_assert(eq(int, jint(p.out, "restart_guard_ms"), 0));
+    cr_assert(eq(int, jint(p.out, "counting"), tc_n()));
+    cr_assert(eq(int, jint(p.out, "excluded"), 0));
+    for (int i = 0; i < tc_n(); i++) {
+        const char *m = jindex(jreq(p.out, "masters"), i);
+        double lo, hi;
+
+        cr_assert(m != NULL);
+        cr_assert(jbool(m, "reachable"), "masters[%d]", i);
+        lo = jdouble(m, "clock_rate_lo");
+        hi = jdouble(m, "clock_rate_hi");
+        /* Same machine, same clock: the true rate is 1, and the interval
+         * contains it; latency only widens it. */
+        cr_assert(lo >= 0.9 && hi <= 1.1 && lo <= hi, "masters[%d] rate %f..%f", i, lo, hi);
+        cr_assert(lo <= 1.001 && hi >= 0.999, "masters[%d] rate %f..%f excludes 1", i, lo, hi);
+        cr_assert(jint(m, "clock_samples") >= 2, "masters[%d]", i);
+        cr_assert(eq(int, jint(m, "clock_jumps"), 0));
+        cr_assert(eq(int, jint(m, "clock_rate_faults"), 0));
+        cr_assert(jbool(m, "clock_trusted"), "masters[%d]", i);
+        cr_assert(is_hex40(jstr(m, "run_id", buf, sizeof(buf))), "run_id '%s'", buf);
+        cr_assert(jint(m, "uptime_s") >= 0);
+        cr_assert(yes(!jbool(m, "aof_always")), "with-cluster.sh masters have no AOF");
+        cr_assert(yes(!jbool(m, "excluded")), "masters[%d]", i);
+        cr_assert(jnull(m, "excluded_why"));
+        jint(m, "clock_offset_us");
+    }
+    cli_free(&p);
+
+    /* One sample: quick, and the rates are not known yet (null). The run_id
+     * comes from the handshake, so it is there at once. */
+    cr_assert(eq(int, cli(&p, "ping", "--samples", "1", "--no-restart-guard", "--json"), 0));
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "pings"), 1));
+    cr_assert(yes(!jbool(p.out, "restart_guard")));
+    {
+        const char *m = jindex(jreq(p.out, "masters"), 0);
+
+        cr_assert(jnull(m, "clock_rate_lo") || jdouble(m, "clock_rate_lo") > 0);
+        cr_assert(is_hex40(jstr(m, "run_id", buf, sizeof(buf))), "run_id '%s'", buf);
+    }
+    cli_free(&p);
+
+    /* No probes with the monitor off: one ping, nothing sampled. */
+    cr_assert(eq(int, cli(&p, "ping", "--clock-policy", "off", "--json"), 0));
+    assert_one_json_object(p.out);
+    cr_assert(eq(str, jstr(p.out, "clock_policy", buf, sizeof(buf)), "off"));
+    cr_assert(eq(int, jint(p.out, "pings"), 1));
+    cr_assert(eq(int, jint(jindex(jreq(p.out, "masters"), 0), "clock_samples"), 0));
+    cr_assert(jnull(jindex(jreq(p.out, "masters"), 0), "clock_rate_hi"));
+    cli_free(&p);
+
+    /* The table: one line per master with the new columns, and a summary. */
+    cr_assert(eq(int, cli(&p, "--clock-policy", "exclude", "ping", "--samples", "3"), 0));
+    cr_assert(eq(int, count_lines(p.out), (size_t)tc_n() + 2), "%s", p.out);
+    cr_assert(strstr(p.out, "CLOCK_RATE") != NULL && strstr(p.out, "RUN_ID") != NULL &&
+              strstr(p.out, "QUORUM") != NULL, "%s", p.out);
+    cr_assert(strstr(p.out, "trusted") != NULL && strstr(p.out, "counts") != NULL, "%s", p.out);
+    cr_assert(strstr(p.out, "clock policy exclude, restart guard on") != NULL, "%s", p.out);
+    cli_free(&p);
+}
+
+Test(inspect, restart_guard_window_excludes_masters_that_started_inside_it)
+{
+    struct cli_proc p;
+    char res[128], buf[160];
+    int excluded = 0;
+
+    tc_resource(res, sizeof(res), NULL);
+    /* A window longer than any master has been up: none may vote, so the
+     * lock fails as "no quorum" (69), and says why. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--restart-guard-ms", "2147483647"), 69),
+              "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(strstr(p.err, "restart guard") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "lock", res, "--restart-guard-ms", "2147483647", "--json"), 69));
+    assert_one_json_object(p.out);
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ENOQUORUM"));
+    cr_assert(jnull(p.out, "token"));
+    assert_votes(p.out, tc_n());
+    for (int i = 0; i < tc_n(); i++) {
+        const char *m = jindex(jreq(p.out, "masters"), i);
+
+        jstr(m, "vote", buf, sizeof(buf));
+        cr_assert(strcmp(buf, "ok") != 0, "masters[%d] voted ok inside the guard window", i);
+        if (strcmp(buf, "excluded") == 0) {
+            excluded++;
+            cr_assert(eq(str, jstr(m, "error", buf, sizeof(buf)), "EUNTRUSTED"));
+            cr_assert(strstr(jstr(m, "detail", buf, sizeof(buf)), "restart guard") != NULL,
+                      "detail: %s", buf);
+        }
+    }
+    /* Decided as soon as a quorum was impossible: at least N - quorum + 1. */
+    cr_assert(excluded >= tc_n() - (tc_n() / 2 + 1) + 1, "%d excluded: %s", excluded, p.out);
+    cli_free(&p);
+
+    /* ping shows every master excluded, and warns that no quorum can form;
+     * it still exits 0: every master answered. */
+    cr_assert(eq(int, cli(&p, "ping", "--samples", "1", "--restart-guard-ms", "2147483647",
+                          "--json"), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "counting"), 0));
+    cr_assert(eq(int, jint(p.out, "excluded"), tc_n()));
+    cr_assert(eq(int, jint(p.out, "restart_guard_ms"), 2147483647));
+    {
+        const char *m = jindex(jreq(p.out, "masters"), 0);
+
+        cr_assert(jbool(m, "excluded"));
+        cr_assert(strstr(jstr(m, "excluded_why", buf, sizeof(buf)), "restart guard") != NULL,
+                  "%s", buf);
+    }
+    cr_assert(strstr(p.err, "count toward a quorum") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+
+    /* run is refused the same way, before CMD starts. */
+    cr_assert(eq(int, cli(&p, "run", res, "--restart-guard-ms", "2147483647", "--", "sh", "-c",
+                          "echo ran"), 69), "stderr: %s", p.err);
+    cr_assert(strstr(p.out, "ran") == NULL);
+    cli_free(&p);
+
+    /* It is the guard: without it the same lock is granted. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--no-restart-guard", "--ttl", "5000"), 0),
+              "stderr: %s", p.err);
+    cr_assert(is_token(p.out));
+    cli_free(&p);
+}
+
+Test(inspect, ping_shows_a_fast_clock_untrusted_and_exclude_excludes_it, .timeout = 60)
+{
+    struct cli_proc p;
+    char priv[64], masters[256], clockfile[SCRATCH_MAX + 16], buf[160];
+    const char *shim = clockshim_path();
+    const char *restart0[] = {"restart", "0", NULL};
+    FILE *f;
+
+    if (shim == NULL)
+        cr_skip_test("tests/clockshim.so is not built (ninja builds it by default)");
+    /* A private master (on the slot's last spare port: +5..+8 are other
+     * tests') restarted with its clock at x1.2: 20 ms gained per 100 ms
+     * probe, under the 25 ms that would count as a jump, so the monitor
+     * reports a rate fault. Two shared masters complete the three: ping
+     * only reads their TIME. */
+    private_start(1, 9, NULL, priv, sizeof(priv));
+    snprintf(masters, sizeof(masters), "%s,%s,%s", priv, tc_addr(0), tc_addr(1));
+    snprintf(clockfile, sizeof(clockfile), "%s/clock-0", cli_tmpdir);
+    f = fopen(clockfile, "w");
+    cr_assert(f != NULL);
+    fputs("1.2 0\n", f);
+    fclose(f);
+    private_kill(0);
+    setenv("LD_PRELOAD", shim, 1);
+    setenv("CLOCKSHIM_FILE", clockfile, 1);
+    cr_assert(eq(int, private_cluster(restart0), 0));
+    unsetenv("LD_PRELOAD");
+    unsetenv("CLOCKSHIM_FILE");
+
+    /* warn (default): flagged and warned about, still counted. */
+    cr_assert(eq(int, cli(&p, "ping", "--json", "--masters", masters), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    {
+        const char *m0 = jindex(jreq(p.out, "masters"), 0);
+        const char *m1 = jindex(jreq(p.out, "masters"), 1);
+
+        cr_assert(jdouble(m0, "clock_rate_lo") > 1.01 && jdouble(m0, "clock_rate_hi") < 1.5,
+                  "%s", m0);
+        cr_assert(jint(m0, "clock_rate_faults") >= 1);
+        cr_assert(yes(!jbool(m0, "clock_trusted")));
+        cr_assert(yes(!jbool(m0, "excluded")));
+        cr_assert(jbool(m1, "clock_trusted"));
+        /* The same clock as ours: its interval holds 1 (how wide it is
+         * depends on round trips, which load stretches). */
+        cr_assert(jdouble(m1, "clock_rate_lo") <= 1.0 && jdouble(m1, "clock_rate_hi") >= 1.0,
+                  "%s", m1);
+    }
+    cr_assert(eq(int, jint(p.out, "counting"), 3));
+    /* The event hook: one warning line per event (a jump, if the shim's
+     * clock stepped between two probes, is reported instead of the rate). */
+    cr_assert(strstr(p.err, "redlock-cli: warning: master 0 (127.0.0.1:") != NULL &&
+              (strstr(p.err, "clock runs at") != NULL || strstr(p.err, "clock jumped") != NULL),
+              "stderr: %s", p.err);
+    cli_free(&p);
+
+    /* exclude: the same master does not count toward a quorum. */
+    cr_assert(eq(int, cli(&p, "ping", "--json", "--clock-policy", "exclude", "--masters",
+                          masters), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    {
+        const char *m0 = jindex(jreq(p.out, "masters"), 0);
+
+        cr_assert(jbool(m0, "excluded"));
+        cr_assert(strstr(jstr(m0, "excluded_why", buf, sizeof(buf)), "clock") != NULL, "%s",
+                  buf);
+        cr_assert(yes(!jbool(jindex(jreq(p.out, "masters"), 2), "excluded")));
+    }
+    cr_assert(eq(int, jint(p.out, "counting"), 2));
+    cli_free(&p);
+
+    /* -q silences the warning; off takes no samples at all. */
+    cr_assert(eq(int, cli(&p, "-q", "ping", "--clock-policy", "off", "--masters", masters), 0));
+    cr_assert(eq(str, p.err, ""));
+    cr_assert(strstr(p.out, "untrusted") == NULL, "%s", p.out);
+    cli_free(&p);
+}
+
+Test(inspect, no_quorum_exits_69_naming_each_master)
+{
+    struct cli_proc p;
+    char dead[256], masters[512], res[128];
+    const char *cmds[][4] = {
+        {"lock", res, NULL},
+        {"status", res, NULL},
+        {"ping", NULL},
+        {"unlock", res, "0123456789abcdef0123456789abcdef", NULL},
+    };
+
+    tc_resource(res, sizeof(res), NULL);
+    /* 2 live masters and 3 dead ones: no majority of 5. */
+    dead_masters(dead, sizeof(dead), 3);
+    snprintf(masters, sizeof(masters), "%s,%s,%s", tc_addr(0), tc_addr(1), dead);
+    for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++) {
+        const char *args[8];
+        size_t k = 0;
+        char first_dead[64];
+
+        for (size_t i = 0; cmds[c][i] != NULL; i++)
+            args[k++] = cmds[c][i];
+        args[k++] = "--masters";
+        args[k++] = masters;
+        args[k] = NULL;
+        cli_start(&p, args, NULL);
+        cr_assert(eq(int, cli_wait(&p), 69), "%s: stderr: %s", cmds[c][0], p.err);
+        snprintf(first_dead, sizeof(first_dead), "%.*s: connection refused",
+                 (int)strcspn(dead, ","), dead);
+        cr_assert(strstr(p.err, first_dead) != NULL, "%s: no '%s' line in: %s", cmds[c][0],
+                  first_dead, p.err);
+        cli_free(&p);
+    }
+}
+
+Test(inspect, lock_succeeds_with_a_minority_down_and_warns)
+{
+    struct cli_proc p;
+    char dead[256], masters[512], res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    dead_masters(dead, sizeof(dead), 2);
+    snprintf(masters, sizeof(masters), "%s,%s,%s,%s", tc_addr(0), tc_addr(1), tc_addr(2), dead);
+    /* 5 masters, 3 up: a quorum; the 2 down ones are named on stderr. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters), 0), "stderr: %s", p.err);
+    cr_assert(is_token(p.out));
+    /* The quorum may be decided before the refusals are seen: at most one
+     * warning per dead master, each naming it. */
+    cr_assert(count_lines(p.err) <= 2, "stderr: %s", p.err);
+    for (const char *l = p.err; *l; l = strchr(l, '\n') + 1)
+        cr_assert(strncmp(l, "redlock-cli: warning: 127.0.0.1:", 32) == 0, "stderr: %s", p.err);
+    cli_free(&p);
+}
+
+Test(inspect, unknown_master_host_exits_68)
+{
+    struct cli_proc p;
+
+    cr_assert(eq(int, cli(&p, "ping", "--masters", "no-such-host.invalid:7000"), 68),
+              "stderr: %s", p.err);
+    cr_assert(eq(int, count_lines(p.err), 1));
+    cr_assert(strstr(p.err, "no-such-host.invalid") != NULL);
+    cli_free(&p);
+}
+
+Test(inspect, masters_come_from_the_environment)
+{
+    struct cli_proc p;
+    char env_masters[600], dead[256];
+    const char *env[] = {env_masters, NULL};
+
+    /* Dead masters in $REDLOCK_MASTERS: ping uses them (69), and
+     * --masters wins over the environment (0). */
+    dead_masters(dead, sizeof(dead), 3);
+    snprintf(env_masters, sizeof(env_masters), "REDLOCK_MASTERS=%s", dead);
+    cr_assert(eq(int, cli_env(&p, env, "ping", (const char *)NULL), 69));
+    cli_free(&p);
+    cr_assert(eq(int, cli_env(&p, env, "ping", "--masters", tc_masters(), (const char *)NULL), 0));
+    cli_free(&p);
+}

@@ -1,0 +1,393 @@
+/* test-cli-lock.c - redlock-cli lock, unlock and extend: the token, exit
+ * codes 0, 75 (or -E), sets taken all or none, fencing tokens, durations
+ * with units, and waiting (--wait) with and without pub/sub.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "cli.h"
+#include "cluster.h"
+#include "jsonread.h"
+
+TestSuite(lock, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+
+Test(lock, lock_prints_only_the_token_and_holds_every_master)
+{
+    struct cli_proc p;
+    char res[128], token[64];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000"), 0), "stderr: %s", p.err);
+    cr_assert(is_token(p.out), "stdout is not just a token: '%s'", p.out);
+    cr_assert(eq(str, p.err, ""));
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+    cr_assert(eq(int, holders(res, token), tc_n()));
+    cli_free(&p);
+
+    /* Held: a second lock fails with 75, one line naming the cause. */
+    cr_assert(eq(int, cli(&p, "lock", res), 75));
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "unlock", res, token), 0), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
+    cli_free(&p);
+
+    /* Free again. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000"), 0), "stderr: %s", p.err);
+    cli_free(&p);
+}
+
+Test(lock, unlock_and_extend_with_a_wrong_token_exit_75)
+{
+    struct cli_proc p;
+    char res[128], token[64];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000"), 0));
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "unlock", res, "0123456789abcdef0123456789abcdef"), 75),
+              "stderr: %s", p.err);
+    cr_assert(eq(int, count_lines(p.err) >= 1, 1));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", res, "not-the-token", "--ttl", "60000"), 75));
+    cli_free(&p);
+    /* Neither touched the real holder. */
+    cr_assert(eq(int, holders(res, token), tc_n()));
+    /* Nor does unlocking a resource nobody holds count as success for a
+     * stranger's token? It does not matter here: only the holder's token
+     * is released below. */
+    cr_assert(eq(int, cli(&p, "unlock", res, token), 0));
+    cli_free(&p);
+}
+
+Test(lock, extend_raises_the_ttl_on_the_masters)
+{
+    struct cli_proc p;
+    char res[128], token[64];
+    redisReply *r;
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000"), 0));
+    memcpy(token, p.out, 32);
+    token[32] = '\0';
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "120000", "--json"), 0),
+              "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "validity_ms") > 100000);
+    cr_assert(jint(p.out, "extended_on") >= 3);
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 120000));
+    cli_free(&p);
+    r = tc_cmd(0, "PTTL %s", res);
+    cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
+    cr_assert(r->integer > 100000, "PTTL %lld after extend", r->integer);
+    freeReplyObject(r);
+}
+
+Test(lock, wait_gets_the_lock_once_the_holder_expires)
+{
+    struct cli_proc p;
+    char res[128];
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800"), 0));
+    cli_free(&p);
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "10000", "--retry-delay", "50"), 0),
+              "stderr: %s", p.err);
+    cr_assert(is_token(p.out));
+    cr_assert(now_ms() - t0 < 5000);
+    cli_free(&p);
+}
+
+Test(lock, wait_runs_out_with_75_when_the_lock_stays_held)
+{
+    struct cli_proc p;
+    char res[128];
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000"), 0));
+    cli_free(&p);
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "600", "--retry-delay", "50", "--json"),
+                 75));
+    cr_assert(now_ms() - t0 >= 600, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "attempts") >= 3);
+    cr_assert(jint(p.out, "waited_ms") >= 600);
+    cli_free(&p);
+}
+
+Test(lock, quiet_prints_nothing_on_failure)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res), 0));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "-q", "lock", res), 75));
+    cr_assert(eq(str, p.err, ""));
+    cr_assert(eq(str, p.out, ""));
+    cli_free(&p);
+}
+
+Test(lock, lock_of_a_set_is_all_or_none)
+{
+    struct cli_proc p;
+    char a[128], b[128], c[128], x[128], tb[40], t[40], buf[160];
+
+    tc_resource(a, sizeof(a), NULL);
+    tc_resource(b, sizeof(b), NULL);
+    tc_resource(c, sizeof(c), NULL);
+    tc_resource(x, sizeof(x), NULL);
+    cr_assert(eq(int, cli(&p, "lock", b, "--ttl", "30000"), 0), "stderr: %s", p.err);
+    take_token(p.out, tb);
+    cli_free(&p);
+
+    /* One member is held elsewhere: the set is refused as a whole (75),
+     * and no other member is taken, on any master. */
+    cr_assert(eq(int, cli(&p, "lock", a, b, c), 75), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
+    cr_assert(strstr(p.err, a) != NULL, "the message names the set: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "a member was taken");
+    cr_assert(eq(int, tc_key_count(c, strlen(c)), 0), "a member was taken");
+    cr_assert(eq(int, holders(b, tb), tc_n()));
+
+    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--json"), 75));
+    assert_one_json_object(p.out);
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
+    cr_assert(eq(str, jstr(p.out, "resource", buf, sizeof(buf)), a));
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), a));
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 1, buf, sizeof(buf)), b));
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 2, buf, sizeof(buf)), c));
+    cr_assert(jindex(jreq(p.out, "resources"), 3) == NULL);
+    cr_assert(jnull(p.out, "token"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0));
+    cr_assert(eq(int, tc_key_count(c, strlen(c)), 0));
+
+    /* Once b is free, the set is taken: every member, one token. */
+    cr_assert(eq(int, cli(&p, "unlock", b, tb), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--ttl", "5000"), 0), "stderr: %s", p.err);
+    cr_assert(is_token(p.out), "stdout: '%s'", p.out);
+    take_token(p.out, t);
+    cli_free(&p);
+    cr_assert(eq(int, holders(a, t), tc_n()));
+    cr_assert(eq(int, holders(b, t), tc_n()));
+    cr_assert(eq(int, holders(c, t), tc_n()));
+
+    /* An overlapping set is refused, and takes nothing either. */
+    cr_assert(eq(int, cli(&p, "lock", x, c), 75), "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(x, strlen(x)), 0));
+
+    /* extend and unlock take the same list, in any order, the token last. */
+    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000", "--json"), 0),
+              "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extended_on") >= 3);
+    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), c));
+    cli_free(&p);
+    cr_assert(master_pttl(0, a) > 50000, "PTTL %lld", master_pttl(0, a));
+    cr_assert(master_pttl(0, c) > 50000, "PTTL %lld", master_pttl(0, c));
+    cr_assert(eq(int, cli(&p, "unlock", a, b, c, "0123456789abcdef0123456789abcdef"), 75),
+              "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", a, b, c, "not-the-token", "--ttl", "1000"), 75));
+    cli_free(&p);
+    /* The token forgotten: the last resource is taken for it, and the
+     * failure says where the token goes. */
+    cr_assert(eq(int, cli(&p, "unlock", a, b, c), 75), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "the token is the last word") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, holders(a, t), tc_n()));
+    cr_assert(eq(int, holders(c, t), tc_n()));
+    cr_assert(eq(int, cli(&p, "unlock", b, c, a, t), 0), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0));
+    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0));
+    cr_assert(eq(int, tc_key_count(c, strlen(c)), 0));
+}
+
+Test(lock, fence_increases_between_successive_locks)
+{
+    struct cli_proc p;
+    char res[128], t[40];
+    unsigned long long f1, f2, f3;
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000"), 0), "stderr: %s",
+              p.err);
+    f1 = take_token_and_fence(p.out, t);
+    cr_assert(f1 > 0);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
+    cli_free(&p);
+
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--json"), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    f2 = (unsigned long long)jint(p.out, "fence");
+    jstr(p.out, "token", t, sizeof(t));
+    cr_assert(f2 > f1, "fence %llu after %llu", f2, f1);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
+    cli_free(&p);
+
+    /* A holder that never released: the next one, after expiry, is later
+     * still. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "300"), 0));
+    f3 = take_token_and_fence(p.out, t);
+    cr_assert(f3 > f2, "fence %llu after %llu", f3, f2);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--wait", "5000", "--retry-delay", "50"),
+                 0), "stderr: %s", p.err);
+    cr_assert(take_token_and_fence(p.out, t) > f3);
+    cli_free(&p);
+
+    /* Without --fence: one line, and "fence": null. */
+    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "--json"), 0));
+    assert_one_json_object(p.out);
+    cr_assert(jnull(p.out, "fence"));
+    cli_free(&p);
+}
+
+Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
+{
+    struct cli_proc holder, p;
+    char res[128], t[40];
+    const char *waiter[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "5000", "--json",
+                            NULL};
+    const char *poller[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "1000",
+                            "--no-pubsub", "--json", NULL};
+    struct monitor *mon;
+    char set_cmd[200];
+    uint64_t t0, t_rel;
+
+    tc_resource(res, sizeof(res), NULL);
+    waiter[1] = poller[1] = res;
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30000"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+
+    /* The waiter finds it held and listens for the release on every
+     * master; then the holder unlocks. With a 5 s retry delay, only the
+     * release's message can wake it. */
+    t0 = now_ms();
+    cli_start(&p, waiter, NULL);
+    await_subscribed(res, 5000);
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    t_rel = now_ms();
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    cr_assert(now_ms() - t_rel < 1500, "got the lock %llu ms after the release",
+              (unsigned long long)(now_ms() - t_rel));
+    cr_assert(now_ms() - t0 < 4000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "attempts") >= 2, "the waiter never waited: %s", p.out);
+    jstr(p.out, "token", t, sizeof(t));
+    cli_free(&p);
+
+    /* With --no-pubsub the same waiter, once its first attempt has failed,
+     * sleeps out its retry delay: the release does not wake it. */
+    mon = monitor_start(0);
+    snprintf(set_cmd, sizeof(set_cmd), "\"SET\" \"%s\"", res);
+    cli_start(&p, poller, NULL);
+    monitor_await(mon, set_cmd, 5000);
+    monitor_stop(mon);
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "attempts") >= 2, "the poller never waited: %s", p.out);
+    cr_assert(jint(p.out, "waited_ms") >= 950, "a poller got the lock after %lld ms: %s",
+              jint(p.out, "waited_ms"), p.out);
+    cr_assert(now_ms() - t0 >= 500, "the poller got the lock %llu ms after the release",
+              (unsigned long long)(now_ms() - t0));
+    cli_free(&p);
+}
+
+Test(lock, durations_take_units)
+{
+    struct cli_proc p;
+    char res[128], token[40];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30s", "--json"), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 30000));
+    jstr(p.out, "token", token, sizeof(token));
+    cli_free(&p);
+    cr_assert(master_pttl(0, res) > 25000 && master_pttl(0, res) <= 30000, "PTTL %lld",
+              master_pttl(0, res));
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "2m", "--json"), 0), "stderr: %s",
+              p.err);
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 120000));
+    cli_free(&p);
+    cr_assert(master_pttl(0, res) > 110000, "PTTL %lld", master_pttl(0, res));
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1h", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 3600000));
+    cli_free(&p);
+    /* A bare number is still milliseconds. */
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "400", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 400));
+    cli_free(&p);
+    cr_assert(master_pttl(0, res) <= 400, "PTTL %lld", master_pttl(0, res));
+    /* --wait and --retry-delay take units too: the lock lapses, the
+     * waiter gets it. */
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "5s", "--retry-delay", "50ms", "--json"), 0),
+              "stderr: %s", p.err);
+    cr_assert(jint(p.out, "attempts") >= 1);
+    cli_free(&p);
+}
+
+Test(lock, conflict_exit_code_replaces_75_for_a_held_lock_only)
+{
+    struct cli_proc p;
+    char res[128], buf[64], dead[256], masters[512];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res), 0));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "-E", "3"), 3), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "--conflict-exit-code=42", "--json"), 42));
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "exit"), 42));
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
+    cli_free(&p);
+    /* Masters down are not a conflict: still 69. */
+    dead_masters(dead, sizeof(dead), 3);
+    snprintf(masters, sizeof(masters), "%s,%s,%s", tc_addr(0), tc_addr(1), dead);
+    cr_assert(eq(int, cli(&p, "lock", "other", "-E3", "--masters", masters), 69), "stderr: %s",
+              p.err);
+    cli_free(&p);
+}

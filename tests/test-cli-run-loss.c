@@ -1,0 +1,426 @@
+/* test-cli-run-loss.c - redlock-cli run when the lock cannot be kept: the
+ * key lost on a majority, masters dead, the watchdog's caps, extends that
+ * fail and recover, the loss signal (-s); and run itself stopped (^Z,
+ * SIGSTOP) or killed (SIGKILL), where CMD's children must not write once
+ * the lock may have lapsed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "cli.h"
+#include "cluster.h"
+#include "jsonread.h"
+
+TestSuite(run_loss, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+
+Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128];
+    pid_t child;
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    make_fifo(fifo, sizeof(fifo));
+    snprintf(script, sizeof(script), "echo $$ > '%s'; exec sleep 60", fifo);
+    cli_bg(&p, "run", res, "--ttl", "1000", "--kill-after", "500", "--", "sh", "-c", script);
+    child = read_pid_from_fifo(fifo);
+
+    /* Another party deletes the key on a majority: the next extend finds the
+     * token gone, and CMD is stopped. */
+    t0 = now_ms();
+    for (int i = 0; i < tc_n() / 2 + 1; i++) {
+        redisReply *r = tc_cmd(i, "DEL %s", res);
+
+        cr_assert(r != NULL);
+        freeReplyObject(r);
+    }
+    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 < 1000 + 500 + 1000, "took %llu ms",
+              (unsigned long long)(now_ms() - t0));
+    cr_assert(process_gone(child), "CMD (pid %ld) still runs", (long)child);
+    cr_assert(strstr(p.err, "lock lost") != NULL, "%s", p.err);
+    cli_free(&p);
+}
+
+Test(run_loss, run_exits_124_when_a_majority_of_masters_dies, .timeout = 60)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX * 2 + 256], priv[256], masters[512];
+    pid_t child, grandchild;
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    /* 2 shared masters + 3 private ones that this test may kill. */
+    private_start(3, 5, tc_password(), priv, sizeof(priv));
+    snprintf(masters, sizeof(masters), "%s,%s,%s", tc_addr(0), tc_addr(1), priv);
+    make_fifo(fifo, sizeof(fifo));
+    /* CMD starts a grandchild, then reports both pids. */
+    snprintf(script, sizeof(script), "sleep 60 & echo $$ $! > '%s'; wait", fifo);
+    cli_bg(&p, "run", res, "--masters", masters, "--ttl", "1500", "--json", "--", "sh", "-c",
+           script);
+    {
+        char buf[64] = {0};
+        int fd = open(fifo, O_RDONLY);
+        long a = 0, b = 0;
+
+        cr_assert(fd >= 0);
+        cr_assert(read(fd, buf, sizeof(buf) - 1) > 0);
+        close(fd);
+        cr_assert(eq(int, sscanf(buf, "%ld %ld", &a, &b), 2), "'%s'", buf);
+        child = (pid_t)a;
+        grandchild = (pid_t)b;
+    }
+    t0 = now_ms();
+    for (int i = 0; i < 3; i++)
+        private_kill(i);
+    /* The watchdog's extensions now fail (no quorum), and run starts it
+     * again while validity remains; once a third of the ttl is left, CMD
+     * gets SIGTERM, its whole process group with it. */
+    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 < 1500 + 2000 + 1000, "took %llu ms",
+              (unsigned long long)(now_ms() - t0));
+    cr_assert(process_gone(child), "CMD (pid %ld) still runs", (long)child);
+    cr_assert(process_gone(grandchild), "CMD's child (pid %ld) still runs", (long)grandchild);
+    cr_assert(strstr(p.err, "lock lost") != NULL, "%s", p.err);
+    assert_one_json_object(p.out);
+    {
+        char code[32];
+
+        cr_assert(jbool(p.out, "lock_lost"));
+        cr_assert(yes(!jbool(p.out, "limit_reached")));
+        cr_assert(jint(p.out, "extend_failures") >= 1, "%s", p.out);
+        cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", code, sizeof(code)), "ENOQUORUM"),
+                  "%s", p.out);
+    }
+    cli_free(&p);
+}
+
+Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
+{
+    struct cli_proc p;
+    char res[128], buf[64];
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    /* Two extensions (at about 0.49 s and 0.98 s), then the cap: CMD is
+     * stopped as for a lost lock, while the lock is still valid. */
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--max-extends", "2", "--kill-after",
+                          "500", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jbool(p.out, "limit_reached"));
+    cr_assert(jbool(p.out, "lock_lost"));
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ELIMIT"));
+    cr_assert(eq(int, jint(p.out, "extends"), 2), "%s", p.out);
+    cr_assert(eq(int, jint(p.out, "max_extends"), 2));
+    cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGTERM));
+    cr_assert(jbool(p.out, "released"), "the lock was still ours to release");
+    cr_assert(strstr(p.err, "limit reached") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
+
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--max-lease", "700", "--kill-after",
+                          "500", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jbool(p.out, "limit_reached"));
+    cr_assert(eq(int, jint(p.out, "max_lease_ms"), 700));
+    cr_assert(jint(p.out, "extends") <= 2, "%s", p.out);
+    cli_free(&p);
+
+    /* run's own defaults otherwise, for batch jobs: 1e6 extensions, 7 days. */
+    cr_assert(eq(int, cli(&p, "run", res, "--json", "--", "true"), 0));
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "max_extends"), 1000000));
+    cr_assert(eq(int, jint(p.out, "max_lease_ms"), 604800000));
+    cr_assert(yes(!jbool(p.out, "limit_reached")));
+    cli_free(&p);
+}
+
+Test(run_loss, run_retries_a_failed_extend_while_validity_remains, .timeout = 60)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128], token[64];
+    char *err;
+
+    tc_resource(res, sizeof(res), NULL);
+    make_fifo(fifo, sizeof(fifo));
+    snprintf(script, sizeof(script), "echo \"$REDLOCK_TOKEN\" > '%s'; sleep 4", fifo);
+    cli_bg(&p, "run", res, "--ttl", "3000", "--json", "--", "sh", "-c", script);
+    read_line_from_fifo(fifo, token, sizeof(token));
+    cr_assert(eq(sz, strlen(token), 32), "'%s'", token);
+
+    /* A majority of the keys turns into lists: the watchdog's extension
+     * (due when 1.5 s are left) fails with WRONGTYPE, which is not "held by
+     * someone else": run warns and tries again every 300 ms while more than
+     * a third of the ttl is left. Repaired in time, it carries on. */
+    for (int i = 0; i < tc_n() / 2 + 1; i++) {
+        redisReply *r = tc_cmd(i, "DEL %s", res);
+
+        freeReplyObject(r);
+        r = tc_cmd(i, "RPUSH %s x", res);
+        cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
+        freeReplyObject(r);
+    }
+    err = await_file_contains(p.err_path, "extend failed", 3000);
+    cr_assert(strstr(err, "warning: run: extend failed") != NULL, "stderr: %s", err);
+    free(err);
+    for (int i = 0; i < tc_n() / 2 + 1; i++) {
+        redisReply *r = tc_cmd(i, "DEL %s", res);
+
+        freeReplyObject(r);
+        r = tc_cmd(i, "SET %s %s PX 3000", res, token);
+        cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extend_failures") >= 1, "%s", p.out);
+    cr_assert(jint(p.out, "watchdog_restarts") >= 1, "%s", p.out);
+    cr_assert(jint(p.out, "extends") >= 2, "%s", p.out);
+    cr_assert(yes(!jbool(p.out, "lock_lost")));
+    cr_assert(jbool(p.out, "released"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+}
+
+/* CMD for the tests below: a grandchild that appends CLOCK_REALTIME stamps
+ * to @stamps every 20 ms; CMD writes "CMD-PID WRITER-PID TOKEN" into
+ * @fifo and waits. */
+struct writer {
+    char fifo[SCRATCH_MAX + 32];
+    char stamps[SCRATCH_MAX + 32];
+    char script[3 * SCRATCH_MAX];
+    pid_t cmd, writer;
+    char token[40];
+};
+
+static void writer_plan(struct writer *w)
+{
+    snprintf(w->fifo, sizeof(w->fifo), "%s/fifo", cli_tmpdir);
+    snprintf(w->stamps, sizeof(w->stamps), "%s/stamps", cli_tmpdir);
+    cr_assert(mkfifo(w->fifo, 0600) == 0);
+    snprintf(w->script, sizeof(w->script),
+             "(while :; do date +%%s%%N >> '%s'; sleep 0.02; done) & "
+             "echo $$ $! \"$REDLOCK_TOKEN\" > '%s'; wait", w->stamps, w->fifo);
+}
+
+static void writer_started(struct writer *w)
+{
+    char buf[128];
+    long a = 0, b = 0;
+
+    read_line_from_fifo(w->fifo, buf, sizeof(buf));
+    cr_assert(eq(int, sscanf(buf, "%ld %ld %39s", &a, &b, w->token), 3), "'%s'", buf);
+    w->cmd = (pid_t)a;
+    w->writer = (pid_t)b;
+    await_file_grows(w->stamps, 0, 5000);
+}
+
+/* `run --ttl TTL [--json] -c WRITER` on a new resource, until the writer
+ * writes. */
+static void start_writer_run(struct cli_proc *p, struct writer *w, char *res, size_t size,
+                             const char *ttl, int json)
+{
+    tc_resource(res, size, NULL);
+    writer_plan(w);
+    if (json)
+        cli_bg(p, "run", res, "--ttl", ttl, "--json", "-c", w->script);
+    else
+        cli_bg(p, "run", res, "--ttl", ttl, "-c", w->script);
+    writer_started(w);
+}
+
+/* ^Z (or SIGTTIN, SIGTTOU: @sig): CMD's whole group stops, then run
+ * itself. */
+static void stop_run(const struct cli_proc *p, const struct writer *w, int sig)
+{
+    cr_assert(kill(p->pid, sig) == 0);
+    await_proc_state(p->pid, 'T', 5000);
+    await_group_stopped(w->cmd, 5000);
+}
+
+/* When the lock on @res may lapse at the earliest, CLOCK_REALTIME ns: the
+ * shortest PTTL of our token's keys, from now. */
+static long long earliest_lapse(const char *res)
+{
+    long long t = realtime_ns(), least = -1;
+
+    for (int i = 0; i < tc_n(); i++) {
+        long long ms = master_pttl(i, res);
+
+        if (ms >= 0 && (least < 0 || ms < least))
+            least = ms;
+    }
+    cr_assert(least >= 0, "the key is gone already");
+    return t + least * 1000000LL;
+}
+
+Test(run_loss, signal_option_chooses_what_cmd_gets_on_loss)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], got[SCRATCH_MAX + 32], script[3 * SCRATCH_MAX];
+    char *err;
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", cli_tmpdir);
+    snprintf(got, sizeof(got), "%s/got", cli_tmpdir);
+    cr_assert(mkfifo(fifo, 0600) == 0);
+    snprintf(script, sizeof(script),
+             "trap 'echo INT > \"%s\"; exit 3' INT; echo $$ > '%s'; sleep 60 & wait", got, fifo);
+    cli_bg(&p, "run", res, "--ttl", "1s", "-s", "int", "--json", "-c", script);
+    read_pid_from_fifo(fifo);
+    for (int i = 0; i < tc_n() / 2 + 1; i++)
+        freeReplyObject(tc_cmd(i, "DEL %s", res));
+    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "SIGINT") != NULL, "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(jreq(p.out, "child"), "exit_status"), 3), "%s", p.out);
+    err = slurp(got);
+    cr_assert(eq(str, err, "INT\n"));
+    free(err);
+    cli_free(&p);
+}
+
+Test(run_loss, sigtstp_stops_cmd_and_its_children_and_fg_continues_them)
+{
+    static const int stops[] = {SIGTSTP, SIGTTIN, SIGTTOU};
+    struct cli_proc p;
+    struct writer w;
+    char res[128];
+
+    start_writer_run(&p, &w, res, sizeof(res), "5s", 1);
+    for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+        char *stamps;
+        long long size;
+
+        stop_run(&p, &w, stops[i]);
+        cr_assert(eq(int, holders(res, w.token), tc_n()), "the lock is still held");
+        stamps = slurp(w.stamps);
+        size = (long long)strlen(stamps);
+        free(stamps);
+        /* fg (SIGCONT to run): well inside the lease, CMD goes on. */
+        cr_assert(kill(p.pid, SIGCONT) == 0);
+        await_file_grows(w.stamps, size, 5000);
+    }
+    cr_assert(kill(p.pid, SIGTERM) == 0);
+    cr_assert(eq(int, cli_wait(&p), 128 + SIGTERM), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "stops"), 3), "%s", p.out);
+    cr_assert(yes(!jbool(p.out, "lock_lost")), "%s", p.out);
+    cr_assert(jbool(p.out, "released"));
+    cli_free(&p);
+    await_gone(w.writer, 5000);
+}
+
+Test(run_loss, a_stopped_run_lets_the_lease_lapse_and_cmd_never_runs_again)
+{
+    struct cli_proc p, second;
+    struct writer w;
+    char res[128];
+    long long stopped_at;
+
+    start_writer_run(&p, &w, res, sizeof(res), "1s", 1);
+
+    stop_run(&p, &w, SIGTSTP);
+    stopped_at = last_stamp(w.stamps);
+
+    /* Nobody extends the stopped run's lease: it lapses, and another run
+     * takes the lock while the first is still stopped. The guard has
+     * killed the first CMD's group by then. */
+    await_key_gone(res, 5000);
+    cr_assert(eq(int, cli(&second, "run", res, "--", "true"), 0), "stderr: %s", second.err);
+    cli_free(&second);
+    cr_assert(eq(int, group_alive(w.cmd), 0), "CMD's group outlived the lease");
+    cr_assert(eq(int, last_stamp(w.stamps), stopped_at), "CMD's child wrote while stopped");
+
+    /* fg: too late; run says so, and exits 124. */
+    cr_assert(kill(p.pid, SIGCONT) == 0);
+    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "stopped") != NULL, "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jbool(p.out, "lock_lost"));
+    cr_assert(eq(int, last_stamp(w.stamps), stopped_at), "CMD's child wrote after fg");
+    cli_free(&p);
+}
+
+Test(run_loss, sigkill_of_run_stops_cmd_and_its_children_within_the_lease)
+{
+    struct cli_proc p;
+    struct writer w;
+    char res[128];
+    char *err;
+    long long lapse;
+
+    start_writer_run(&p, &w, res, sizeof(res), "5s", 0);
+
+    /* The OOM killer, or kill -9: nobody extends the lock any more. */
+    cr_assert(kill(p.pid, SIGKILL) == 0);
+    lapse = earliest_lapse(res);
+    await_gone(w.writer, 5000);
+    await_gone(w.cmd, 5000);
+    /* Gone while the lock still held: no write after it could lapse. */
+    cr_assert(holders(res, w.token) >= tc_n() / 2 + 1, "the lease lapsed first");
+    cr_assert(last_stamp(w.stamps) < lapse, "a write %lld ns after the lease could lapse",
+              last_stamp(w.stamps) - lapse);
+    cr_assert(eq(int, cli_wait(&p), 128 + SIGKILL));
+    cli_free(&p);
+    err = await_file_contains(p.err_path, "redlock-cli is gone", 5000);
+    cr_assert(eq(int, count_lines(err), 1), "stderr: %s", err);
+    free(err);
+}
+
+Test(run_loss, sigstop_of_run_lets_the_guard_kill_cmd_at_the_lease_end)
+{
+    struct cli_proc p;
+    struct writer w;
+    char res[128];
+    long long lapse;
+
+    start_writer_run(&p, &w, res, sizeof(res), "1s", 0);
+
+    /* SIGSTOP cannot be caught: CMD runs on until the lease ends, and not
+     * a write later. */
+    cr_assert(kill(p.pid, SIGSTOP) == 0);
+    await_proc_state(p.pid, 'T', 5000);
+    lapse = earliest_lapse(res);
+    await_gone(w.writer, 5000);
+    cr_assert(last_stamp(w.stamps) < lapse, "a write %lld ns after the lease could lapse",
+              last_stamp(w.stamps) - lapse);
+    cr_assert(kill(p.pid, SIGCONT) == 0);
+    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "SIGKILL") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+}
+
+Test(run_loss, a_stop_while_waiting_for_the_lock_does_not_end_the_wait)
+{
+    struct cli_proc holder, p;
+    char res[128], t[40];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+    cli_bg(&p, "run", res, "--wait", "20s", "--", "true");
+    await_subscribed(res, 5000);
+    /* ^Z and fg while it waits: the SIGCONT wakes the wait, but it is not
+     * a signal to give up on. */
+    cr_assert(kill(p.pid, SIGTSTP) == 0);
+    await_proc_state(p.pid, 'T', 5000);
+    cr_assert(kill(p.pid, SIGCONT) == 0);
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    cli_free(&p);
+}

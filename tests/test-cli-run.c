@@ -1,0 +1,299 @@
+/* test-cli-run.c - redlock-cli run when all goes well: CMD's status, its
+ * environment and descriptors, the lock held across many ttls and released
+ * after, signals forwarded, a shell string (-c), a conflict skipped (-E),
+ * and racing runs that never overlap.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "cli.h"
+#include "cluster.h"
+#include "jsonread.h"
+
+TestSuite(run, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+
+Test(run, run_exits_with_the_command_status_and_releases)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "run", res, "--", "sh", "-c",
+                          "test -n \"$REDLOCK_TOKEN\" && test \"$REDLOCK_RESOURCE\" = \"$1\" "
+                          "&& exit 7", "sh", res), 7), "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    /* Killed by a signal: 128 + signal, as a shell reports it. */
+    cr_assert(eq(int, cli(&p, "run", res, "--", "sh", "-c", "kill -USR1 $$"), 128 + SIGUSR1));
+    cli_free(&p);
+}
+
+Test(run, run_keeps_the_lock_across_many_ttls, .timeout = 60)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    /* ttl 1 s, CMD 4.5 s: after 4.5 ttls CMD checks, through the CLI
+     * itself, that its token still holds a majority. The watchdog extends
+     * whenever half the ttl is left, about every 0.49 s: 9 extensions. */
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--json", "--", "sh", "-c",
+                          "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
+                          " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
+                          " esac; echo \"$s\" >&2; exit 9"),
+                 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extends") >= 8, "extends: %lld", jint(p.out, "extends"));
+    cr_assert(eq(int, jint(p.out, "extend_failures"), 0));
+    cr_assert(eq(int, jint(p.out, "watchdog_restarts"), 0));
+    cli_free(&p);
+}
+
+Test(run, run_passes_our_descriptors_to_cmd_but_not_the_masters_sockets)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    /* CMD lists its own descriptors: the caller's 0-3, nothing else (the
+     * CLI's connections to the masters are open while CMD runs). No pipeline
+     * in CMD: sh would hold the pipe's ends while ls looks. */
+    cli_fd3_path = "/dev/null";
+    cr_assert(eq(int, cli(&p, "run", res, "--", "sh", "-c", "ls /proc/$$/fd"), 0),
+              "%s", p.err);
+    cli_fd3_path = NULL;
+    cr_assert(eq(str, p.out, "0\n1\n2\n3\n"));
+    cli_free(&p);
+}
+
+Test(run, run_exports_the_fence_and_every_resource)
+{
+    struct cli_proc p;
+    char a[128], b[128], want[400];
+    const char *env[] = {"REDLOCK_FENCE=stale", "REDLOCK_RESOURCES=stale", NULL};
+    const char *nl;
+    unsigned long long fence;
+
+    tc_resource(a, sizeof(a), NULL);
+    tc_resource(b, sizeof(b), NULL);
+    cr_assert(eq(int, cli_env(&p, env, "run", a, b, "--fence", "--", "sh", "-c",
+                              "printf '%s\\n%s\\n%s\\n' \"$REDLOCK_FENCE\" \"$REDLOCK_RESOURCE\" "
+                              "\"$REDLOCK_RESOURCES\"", (const char *)NULL), 0),
+              "stderr: %s", p.err);
+    /* REDLOCK_FENCE, then REDLOCK_RESOURCE (the first), then
+     * REDLOCK_RESOURCES: one name per line, in the order given. */
+    fence = strtoull(p.out, NULL, 10);
+    cr_assert(fence > 0, "stdout: %s", p.out);
+    nl = strchr(p.out, '\n');
+    cr_assert(nl != NULL);
+    snprintf(want, sizeof(want), "%s\n%s\n%s\n", a, a, b);
+    cr_assert(eq(str, (char *)nl + 1, want));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "not released");
+    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0), "not released");
+
+    /* The fence is in the JSON too, and grows. */
+    cr_assert(eq(int, cli(&p, "run", a, "--fence", "--json", "--", "true"), 0), "%s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(yes((unsigned long long)jint(p.out, "fence") > fence), "%s", p.out);
+    cli_free(&p);
+
+    /* Without --fence there is no REDLOCK_FENCE, not even the caller's. */
+    cr_assert(eq(int, cli_env(&p, env, "run", a, "--", "sh", "-c",
+                              "printf '%s|%s\\n' \"${REDLOCK_FENCE-unset}\" \"$REDLOCK_RESOURCES\"",
+                              (const char *)NULL), 0), "stderr: %s", p.err);
+    snprintf(want, sizeof(want), "unset|%s\n", a);
+    cr_assert(eq(str, p.out, want));
+    cli_free(&p);
+}
+
+Test(run, run_with_a_set_holds_every_member_until_cmd_exits, .timeout = 60)
+{
+    struct cli_proc p;
+    char a[128], b[128];
+
+    tc_resource(a, sizeof(a), NULL);
+    tc_resource(b, sizeof(b), NULL);
+    /* ttl 1 s, CMD 1.5 s: then every member is still held by CMD's token
+     * on a majority, and a lock on one member alone is refused. */
+    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000", "--json", "--", "sh", "-c",
+                          "sleep 1.5; printf '%s\\n' \"$REDLOCK_RESOURCES\" | "
+                          "while IFS= read -r r; do s=$(\"$REDLOCK_CLI\" status \"$r\") || exit 8;"
+                          " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) ;;"
+                          " *) echo \"$s\" >&2; exit 9;; esac; done || exit $?;"
+                          " \"$REDLOCK_CLI\" -q lock \"$1\"; test $? = 75 || exit 10", "sh", b),
+                 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "extends") >= 2, "extends: %lld", jint(p.out, "extends"));
+    cr_assert(jbool(p.out, "released"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "not released");
+    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0), "not released");
+}
+
+Test(run, run_forwards_sigterm_and_releases)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128];
+
+    tc_resource(res, sizeof(res), NULL);
+    make_fifo(fifo, sizeof(fifo));
+    snprintf(script, sizeof(script),
+             "trap 'exit 7' TERM; echo $$ > '%s'; while :; do sleep 0.05; done", fifo);
+    cli_bg(&p, "run", res, "--", "sh", "-c", script);
+    read_pid_from_fifo(fifo);
+    cr_assert(kill(p.pid, SIGTERM) == 0);
+    /* CMD's TERM trap decides the status; the lock is released after. */
+    cr_assert(eq(int, cli_wait(&p), 7), "stderr: %s", p.err);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    cli_free(&p);
+}
+
+Test(run, run_forwards_sigint)
+{
+    struct cli_proc p;
+    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128];
+
+    tc_resource(res, sizeof(res), NULL);
+    make_fifo(fifo, sizeof(fifo));
+    snprintf(script, sizeof(script), "echo $$ > '%s'; exec sleep 60", fifo);
+    cli_bg(&p, "run", res, "--", "sh", "-c", script);
+    read_pid_from_fifo(fifo);
+    cr_assert(kill(p.pid, SIGINT) == 0);
+    cr_assert(eq(int, cli_wait(&p), 128 + SIGINT), "stderr: %s", p.err);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    cli_free(&p);
+}
+
+Test(run, run_exits_126_and_127_when_cmd_cannot_start)
+{
+    struct cli_proc p;
+    char res[128], noexec[SCRATCH_MAX + 32];
+    int fd;
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(noexec, sizeof(noexec), "%s/not-executable", cli_tmpdir);
+    fd = open(noexec, O_WRONLY | O_CREAT, 0644);
+    cr_assert(fd >= 0);
+    cr_assert(write(fd, "#!/bin/sh\nexit 0\n", 17) == 17);
+    close(fd);
+
+    cr_assert(eq(int, cli(&p, "run", res, "--", noexec), 126), "%s", p.err);
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "run", res, "--", cli_tmpdir), 126), "%s", p.err);   /* a directory */
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "run", res, "--", "redlock-no-such-command"), 127));
+    cr_assert(strstr(p.err, "command not found") != NULL, "%s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "run", res, "--json", "--", "/no/such/file"), 127));
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "exit"), 127));
+    cli_free(&p);
+    /* The lock was released each time. */
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
+}
+
+Test(run, racing_runs_never_overlap, .timeout = 90)
+{
+    enum { RACERS = 3 };
+    struct cli_proc p[RACERS];
+    char res[128], stamps[SCRATCH_MAX + 32], script[SCRATCH_MAX * 2 + 256];
+    long long start[RACERS], end[RACERS];
+    int n_start = 0, n_end = 0;
+    FILE *f;
+    char word[16];
+    long long t;
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(stamps, sizeof(stamps), "%s/stamps", cli_tmpdir);
+    /* Each CMD outlives the ttl (1.3 s vs 1 s), so exclusion depends on the
+     * extends too. Stamps are CLOCK_REALTIME ns, appended in one write. */
+    snprintf(script, sizeof(script),
+             "echo start $(date +%%s%%N) >> '%s'; sleep 1.3; echo end $(date +%%s%%N) >> '%s'",
+             stamps, stamps);
+    for (int i = 0; i < RACERS; i++) {
+        const char *args[] = {"run", res, "--ttl", "1000", "--wait", "30000", "--retry-delay",
+                              "50", "--", "sh", "-c", script, NULL};
+
+        cli_start(&p[i], args, NULL);
+    }
+    for (int i = 0; i < RACERS; i++) {
+        cr_assert(eq(int, cli_wait(&p[i]), 0), "racer %d: %s", i, p[i].err);
+        cli_free(&p[i]);
+    }
+    f = fopen(stamps, "r");
+    cr_assert(f != NULL);
+    while (fscanf(f, "%15s %lld", word, &t) == 2) {
+        if (strcmp(word, "start") == 0) {
+            cr_assert(n_start < RACERS);
+            start[n_start++] = t;
+        } else {
+            cr_assert(n_end < RACERS);
+            end[n_end++] = t;
+        }
+        /* Intervals are disjoint iff the file alternates start, end. */
+        cr_assert(n_start - n_end == 0 || n_start - n_end == 1,
+                  "two CMDs ran at once (%d starts, %d ends)", n_start, n_end);
+    }
+    fclose(f);
+    cr_assert(eq(int, n_start, RACERS));
+    cr_assert(eq(int, n_end, RACERS));
+    for (int i = 0; i < RACERS; i++) {
+        cr_assert(start[i] < end[i]);
+        if (i > 0)
+            cr_assert(start[i] >= end[i - 1], "CMD %d started before CMD %d ended", i, i - 1);
+    }
+}
+
+Test(run, c_runs_a_shell_string_under_the_lock)
+{
+    struct cli_proc p;
+    char res[128], script[256];
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(script, sizeof(script),
+             "test \"$REDLOCK_RESOURCE\" = '%s' && test -n \"$REDLOCK_TOKEN\" && echo \"in $0\"; "
+             "exit 4", res);
+    cr_assert(eq(int, cli(&p, "run", res, "-c", script), 4), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, "in /bin/sh\n"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    /* The long spelling, before the command name. */
+    cr_assert(eq(int, cli(&p, "--command=exit 0", "run", res), 0), "stderr: %s", p.err);
+    cli_free(&p);
+}
+
+Test(run, conflict_exit_code_0_skips_cmd_quietly)
+{
+    struct cli_proc p;
+    char res[128], marker[SCRATCH_MAX + 32];
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(marker, sizeof(marker), "%s/ran", cli_tmpdir);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30s"), 0));
+    cli_free(&p);
+    /* flock -E 0: a cron job that finds the lock held skips its turn. */
+    cr_assert(eq(int, cli(&p, "-q", "run", res, "-E", "0", "--", "touch", marker), 0),
+              "stderr: %s", p.err);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    cr_assert(access(marker, F_OK) != 0, "CMD ran without the lock");
+    /* And a CMD that exits 75 itself is told apart from a conflict. */
+    cr_assert(eq(int, cli(&p, "run", res, "-E", "9", "--json", "--", "touch", marker), 9));
+    assert_one_json_object(p.out);
+    cr_assert(jnull(p.out, "child"));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "run", "other-" "resource", "-E", "9", "--", "sh", "-c", "exit 75"),
+                 75));
+    cli_free(&p);
+}

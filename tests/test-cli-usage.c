@@ -1,0 +1,453 @@
+/* test-cli-usage.c - redlock-cli's command line and setup: every bad input
+ * is exit 64 and one line, a missing setup (no masters) is 78, refused
+ * credentials 77, password files and pipes that never block, --help on one
+ * screen, and the man page rendered without a warning.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
+
+#include "cli.h"
+#include "cluster.h"
+#include "jsonread.h"
+
+TestSuite(usage, .init = cli_setup, .fini = cli_teardown, .timeout = 30);
+
+#define LONG_256 \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+#define SEVENTEEN_MASTERS \
+    "h:1,h:2,h:3,h:4,h:5,h:6,h:7,h:8,h:9,h:10,h:11,h:12,h:13,h:14,h:15,h:16,h:17"
+
+struct bad_input {
+    const char *why;
+    const char *args[12];
+    const char *env;        /* one "NAME=value", or NULL */
+};
+
+static const char resource_1025[] = LONG_256 LONG_256 LONG_256 LONG_256 "y";
+
+static struct bad_input bad_inputs[] = {
+    {"no command", {NULL}, NULL},
+    {"unknown command", {"lok", "r", NULL}, NULL},
+    {"unknown option", {"lock", "r", "--bogus", NULL}, NULL},
+    {"unknown short option", {"lock", "r", "-x", NULL}, NULL},
+    {"missing resource", {"lock", NULL}, NULL},
+    {"empty resource", {"lock", "", NULL}, NULL},
+    {"resource too long", {"lock", resource_1025, NULL}, NULL},
+    {"extra argument", {"status", "r", "s", NULL}, NULL},
+    {"a resource twice in a set", {"lock", "a", "b", "a", NULL}, NULL},
+    {"a resource twice in an unlock", {"unlock", "a", "a", "tok", NULL}, NULL},
+    {"an empty member of a set", {"lock", "a", "", NULL}, NULL},
+    {"run: a set member with a newline", {"run", "a", "b\nc", "--", "true", NULL}, NULL},
+    {"run: a set without --", {"run", "a", "b", "true", NULL}, NULL},
+    {"fence on unlock", {"unlock", "r", "tok", "--fence", NULL}, NULL},
+    {"fence with a value", {"lock", "r", "--fence=1", NULL}, NULL},
+    {"no-pubsub on status", {"status", "r", "--no-pubsub", NULL}, NULL},
+    {"max-extends zero", {"run", "r", "--max-extends", "0", "--", "true", NULL}, NULL},
+    {"max-extends beyond 32 bits", {"run", "r", "--max-extends", "4294967296", "--", "true",
+                                    NULL}, NULL},
+    {"max-lease garbage", {"run", "r", "--max-lease", "1y", "--", "true", NULL}, NULL},
+    {"max-lease on lock", {"lock", "r", "--max-lease", "1000", NULL}, NULL},
+    {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100", "--max-extends", "3", NULL},
+     NULL},
+    {"ping takes no argument", {"ping", "r", NULL}, NULL},
+    {"ttl zero", {"lock", "r", "--ttl", "0", NULL}, NULL},
+    {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
+    {"ttl not a number", {"lock", "r", "--ttl", "abc", NULL}, NULL},
+    {"ttl trailing garbage", {"lock", "r", "--ttl", "100x", NULL}, NULL},
+    {"ttl leading space", {"lock", "r", "--ttl", " 100", NULL}, NULL},
+    {"ttl plus sign", {"lock", "r", "--ttl=+100", NULL}, NULL},
+    {"ttl beyond PX range", {"lock", "r", "--ttl", "2147483648", NULL}, NULL},
+    {"ttl overflows 64 bits", {"lock", "r", "--ttl", "99999999999999999999999", NULL}, NULL},
+    {"ttl shorter than the drift margin", {"lock", "r", "--ttl", "3", NULL}, NULL},
+    {"ttl without value", {"lock", "r", "--ttl", NULL}, NULL},
+    {"ttl on unlock", {"unlock", "r", "tok", "--ttl", "100", NULL}, NULL},
+    {"wait negative", {"lock", "r", "--wait", "-1", NULL}, NULL},
+    {"wait on status", {"status", "r", "--wait", "10", NULL}, NULL},
+    {"kill-after on lock", {"lock", "r", "--kill-after", "10", NULL}, NULL},
+    {"flag with a value", {"lock", "r", "--json=yes", NULL}, NULL},
+    {"unlock without token", {"unlock", "r", NULL}, NULL},
+    {"token with a space", {"unlock", "r", "a b", NULL}, NULL},
+    {"extend without ttl", {"extend", "r", "tok", NULL}, NULL},
+    {"run without command", {"run", "r", NULL}, NULL},
+    {"run with empty command", {"run", "r", "--", NULL}, NULL},
+    {"run command without --", {"run", "r", "true", NULL}, NULL},
+    {"status without resource", {"status", NULL}, NULL},
+    {"timeout zero", {"ping", "--timeout-ms", "0", NULL}, NULL},
+    {"retry not a number", {"ping", "--retry", "x", NULL}, NULL},
+    {"retry-delay zero", {"ping", "--retry-delay", "0", NULL}, NULL},
+    {"drift factor >= 1", {"ping", "--drift-factor", "1.5", NULL}, NULL},
+    {"drift factor garbage", {"ping", "--drift-factor", "0.01x", NULL}, NULL},
+    {"prefix too long", {"ping", "--prefix", LONG_256 "z", NULL}, NULL},
+    {"empty user", {"ping", "--user", "", NULL}, NULL},
+    {"masters empty", {"ping", "--masters", "", NULL}, NULL},
+    {"master without port", {"ping", "--masters", "127.0.0.1", NULL}, NULL},
+    {"master port zero", {"ping", "--masters", "127.0.0.1:0", NULL}, NULL},
+    {"master port too big", {"ping", "--masters", "127.0.0.1:65536", NULL}, NULL},
+    {"master port garbage", {"ping", "--masters", "127.0.0.1:7x", NULL}, NULL},
+    {"masters trailing comma", {"ping", "--masters", "127.0.0.1:7000,", NULL}, NULL},
+    {"master bare IPv6", {"ping", "--masters", "::1:7000", NULL}, NULL},
+    {"master bad brackets", {"ping", "--masters", "[::1:7000", NULL}, NULL},
+    {"duplicate masters", {"ping", "--masters", "127.0.0.1:7000,127.0.0.1:7000", NULL}, NULL},
+    {"duplicate masters, other spelling",
+     {"ping", "--masters", "h:7000,H:07000,g:1", NULL}, NULL},
+    {"duplicate masters after resolving",
+     {"ping", "--masters", "127.0.0.1:7000,localhost:7000,127.0.0.1:7001", NULL}, NULL},
+    {"too many masters", {"ping", "--masters", SEVENTEEN_MASTERS, NULL}, NULL},
+    {"bad $REDLOCK_MASTERS", {"ping", NULL}, "REDLOCK_MASTERS=127.0.0.1:x"},
+    {"missing password file", {"ping", "--password-file", "/no/such/file", NULL}, NULL},
+    {"password file is a directory", {"ping", "--password-file", "/", NULL}, NULL},
+    {"empty password file", {"ping", "--password-file", "/dev/null", NULL}, NULL},
+    {"password on the command line", {"ping", "--password", "s3cret", NULL}, NULL},
+    {"password on the command line, =", {"ping", "--password=s3cret", NULL}, NULL},
+    {"password as -a", {"ping", "-a", "s3cret", NULL}, NULL},
+    {"mistyped password option", {"ping", "--pasword=s3cret", NULL}, NULL},
+    {"clock policy unknown", {"ping", "--clock-policy", "sometimes", NULL}, NULL},
+    {"clock policy empty", {"lock", "r", "--clock-policy=", NULL}, NULL},
+    {"clock policy in capitals", {"ping", "--clock-policy", "WARN", NULL}, NULL},
+    {"clock policy without value", {"ping", "--clock-policy", NULL}, NULL},
+    {"restart guard window negative", {"lock", "r", "--restart-guard-ms", "-1", NULL}, NULL},
+    {"restart guard window beyond the ttl range",
+     {"lock", "r", "--restart-guard-ms", "2147483648", NULL}, NULL},
+    {"restart guard window garbage", {"ping", "--restart-guard-ms", "1 s", NULL}, NULL},
+    {"restart guard window and no guard",
+     {"lock", "r", "--restart-guard-ms", "1000", "--no-restart-guard", NULL}, NULL},
+    {"no-restart-guard with a value", {"ping", "--no-restart-guard=1", NULL}, NULL},
+    {"samples zero", {"ping", "--samples", "0", NULL}, NULL},
+    {"samples too many", {"ping", "--samples", "1001", NULL}, NULL},
+    {"samples on lock", {"lock", "r", "--samples", "3", NULL}, NULL},
+    {"ttl with an unknown unit", {"lock", "r", "--ttl", "10sec", NULL}, NULL},
+    {"ttl with a fraction", {"lock", "r", "--ttl", "1.5s", NULL}, NULL},
+    {"ttl with a space before the unit", {"lock", "r", "--ttl", "10 s", NULL}, NULL},
+    {"ttl beyond PX range in days", {"lock", "r", "--ttl", "25d", NULL}, NULL},
+    {"ttl unit without number", {"lock", "r", "--ttl", "s", NULL}, NULL},
+    {"ttl given twice", {"lock", "r", "--ttl", "10s", "--ttl=20s", NULL}, NULL},
+    {"masters given twice", {"ping", "--masters", "h:1", "--masters", "h:2", NULL}, NULL},
+    {"wait beyond a year", {"lock", "r", "--wait", "366d", NULL}, NULL},
+    {"kill-after beyond an hour", {"run", "r", "--kill-after", "2h", "--", "true", NULL}, NULL},
+    {"retry-delay in capitals", {"lock", "r", "--retry-delay", "5S", NULL}, NULL},
+    {"conflict exit code too big", {"lock", "r", "-E", "256", NULL}, NULL},
+    {"conflict exit code negative", {"lock", "r", "--conflict-exit-code", "-1", NULL}, NULL},
+    {"conflict exit code garbage", {"run", "r", "-E", "x", "--", "true", NULL}, NULL},
+    {"conflict exit code without value", {"lock", "r", "-E", NULL}, NULL},
+    {"conflict exit code 0 for lock", {"lock", "r", "-E0", NULL}, NULL},
+    {"conflict exit code on unlock", {"unlock", "r", "tok", "-E", "3", NULL}, NULL},
+    {"conflict exit code given twice", {"lock", "r", "-E", "3", "-E", "4", NULL}, NULL},
+    {"command string empty", {"run", "r", "-c", "", NULL}, NULL},
+    {"command string and CMD", {"run", "r", "-c", "true", "--", "true", NULL}, NULL},
+    {"command string on lock", {"lock", "r", "-c", "true", NULL}, NULL},
+    {"command string without value", {"run", "r", "-c", NULL}, NULL},
+    {"signal unknown", {"run", "r", "-s", "FOO", "--", "true", NULL}, NULL},
+    {"signal that stops", {"run", "r", "-s", "STOP", "--", "true", NULL}, NULL},
+    {"signal that is ignored", {"run", "r", "--signal", "SIGWINCH", "--", "true", NULL}, NULL},
+    {"signal zero", {"run", "r", "-s", "0", "--", "true", NULL}, NULL},
+    {"signal beyond SIGRTMAX", {"run", "r", "-s", "65", "--", "true", NULL}, NULL},
+    {"signal on lock", {"lock", "r", "-s", "TERM", NULL}, NULL},
+    {"password file is a character device", {"ping", "--password-file", "/dev/zero", NULL}, NULL},
+};
+
+#define N_BAD_INPUTS (sizeof(bad_inputs) / sizeof(bad_inputs[0]))
+
+/* Parameters are indexes: criterion's workers are separate executions, where
+ * pointers inside a parameter (to these strings) would not be valid. */
+static int bad_input_index[N_BAD_INPUTS];
+
+ParameterizedTestParameters(usage, bad_input_exits_64)
+{
+    for (size_t i = 0; i < N_BAD_INPUTS; i++)
+        bad_input_index[i] = (int)i;
+    return cr_make_param_array(int, bad_input_index, N_BAD_INPUTS);
+}
+
+ParameterizedTest(int *index, usage, bad_input_exits_64)
+{
+    const struct bad_input *in = &bad_inputs[*index];
+    struct cli_proc p;
+    const char *env[2] = {in->env, NULL};
+
+    cli_start(&p, in->args, env);
+    cr_assert(eq(int, cli_wait(&p), 64), "%s: exit %d, stderr: %s", in->why, p.status, p.err);
+    cr_assert(eq(str, p.out, ""), "%s: stdout: %s", in->why, p.out);
+    cr_assert(eq(int, count_lines(p.err), 1), "%s: stderr is not one line: %s", in->why, p.err);
+    cr_assert(strncmp(p.err, "redlock-cli: ", 13) == 0, "%s: %s", in->why, p.err);
+    cr_assert(strstr(p.err, "s3cret") == NULL, "%s: the password was printed: %s", in->why,
+              p.err);
+    cli_free(&p);
+}
+
+
+Test(usage, a_set_holds_at_most_64_resources)
+{
+    static char names[66][8];
+    const char *args[MAX_ARGS + 1];
+    struct cli_proc p;
+    size_t k = 0;
+
+    args[k++] = "lock";
+    for (int i = 0; i < 65; i++) {
+        snprintf(names[i], sizeof(names[i]), "r%d", i);
+        args[k++] = names[i];
+    }
+    args[k] = NULL;
+    cli_start(&p, args, NULL);
+    cr_assert(eq(int, cli_wait(&p), 64), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "64") != NULL, "%s", p.err);
+    cli_free(&p);
+    /* unlock: 64 resources and the token are fine as far as parsing goes;
+     * 65 and the token are not. */
+    args[0] = "unlock";
+    args[k++] = "tok";
+    args[k] = NULL;
+    cli_start(&p, args, NULL);
+    cr_assert(eq(int, cli_wait(&p), 64), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "before TOKEN") != NULL, "%s", p.err);
+    cli_free(&p);
+}
+
+Test(usage, json_does_not_change_exit_64)
+{
+    struct cli_proc p;
+
+    cr_assert(eq(int, cli(&p, "--json", "lock", "r", "--ttl", "0"), 64));
+    cr_assert(eq(str, p.out, ""));
+    cli_free(&p);
+}
+
+Test(usage, even_number_of_masters_is_a_warning)
+{
+    struct cli_proc p;
+    char masters[256], res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(masters, sizeof(masters), "%s,%s,%s,%s", tc_addr(0), tc_addr(1), tc_addr(2),
+             tc_addr(3));
+    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters), 0), "%s", p.err);
+    cr_assert(is_token(p.out));
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "warning") != NULL && strstr(p.err, "odd") != NULL, "%s", p.err);
+    cli_free(&p);
+    /* -q silences it. */
+    cr_assert(eq(int, cli(&p, "-q", "status", res, "--masters", masters), 0));
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+}
+
+Test(usage, help_fits_one_screen_and_lists_exit_codes)
+{
+    struct cli_proc p;
+    const char *codes[] = {"64", "69", "75", "77", "78", "124", "126", "127"};
+    const char *line;
+    size_t lines = 0;
+
+    cr_assert(eq(int, cli(&p, "--help"), 0));
+    for (line = p.out; *line; lines++) {
+        size_t len = strcspn(line, "\n");
+
+        cr_assert(len <= 80, "help line %zu is %zu columns", lines + 1, len);
+        line += len + (line[len] == '\n');
+    }
+    cr_assert(lines <= 24, "help is %zu lines", lines);
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+        cr_assert(strstr(p.out, codes[i]) != NULL, "exit code %s not in --help", codes[i]);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", "-h"), 0));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "--version"), 0));
+    cr_assert(strncmp(p.out, "redlock-cli ", 12) == 0, "%s", p.out);
+    cli_free(&p);
+}
+
+Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
+{
+    struct cli_proc p;
+    char masters[128], pwfile[SCRATCH_MAX + 32], badfile[SCRATCH_MAX + 32];
+    const char *secret = "cli s3cret pw";
+    const char *env_good[] = {"REDLOCK_PASSWORD=cli s3cret pw", NULL};
+    const char *env_bad[] = {"REDLOCK_PASSWORD=wr0ng-s3cret", NULL};
+    FILE *f;
+
+    private_start(1, 8, secret, masters, sizeof(masters));
+    snprintf(pwfile, sizeof(pwfile), "%s/pw", cli_tmpdir);
+    snprintf(badfile, sizeof(badfile), "%s/badpw", cli_tmpdir);
+    f = fopen(pwfile, "w");
+    cr_assert(f != NULL);
+    fprintf(f, "%s\n", secret);
+    fclose(f);
+    chmod(pwfile, 0600);
+    f = fopen(badfile, "w");
+    cr_assert(f != NULL);
+    fprintf(f, "wr0ng-s3cret\n");
+    fclose(f);
+    chmod(badfile, 0600);
+
+    cr_assert(eq(int, cli(&p, "ping", "-v", "--masters", masters, "--password-file", pwfile), 0),
+              "%s", p.err);
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
+    cli_free(&p);
+    cr_assert(eq(int, cli_env(&p, env_good, "lock", "pw-test", "--masters", masters, "-v",
+                              (const char *)NULL), 0), "%s", p.err);
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
+    cli_free(&p);
+
+    /* Wrong or missing password: the master refuses; 77, and no secret. */
+    cr_assert(eq(int, cli(&p, "ping", "-v", "--json", "--masters", masters, "--password-file",
+                          badfile), 77));
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s",
+              p.out, p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli_env(&p, env_bad, "status", "x", "--masters", masters, "-vv",
+                              (const char *)NULL), 77));
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s",
+              p.out, p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "ping", "--masters", masters), 77));
+    cli_free(&p);
+}
+
+Test(usage, no_masters_is_a_configuration_error_78)
+{
+    struct cli_proc p;
+    const char *env[] = {"!REDLOCK_MASTERS", NULL};
+    const char *empty[] = {"REDLOCK_MASTERS=", NULL};
+
+    /* A cron job without the environment: no guess at a cluster. */
+    cr_assert(eq(int, cli_env(&p, env, "lock", "r", "--json", (const char *)NULL), 78),
+              "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "--masters") != NULL && strstr(p.err, "REDLOCK_MASTERS") != NULL,
+              "%s", p.err);
+    cli_free(&p);
+    /* Empty is unset, as for $REDLOCK_PASSWORD. */
+    cr_assert(eq(int, cli_env(&p, empty, "ping", (const char *)NULL), 78), "stderr: %s", p.err);
+    cli_free(&p);
+    /* Bad usage is still told first. */
+    cr_assert(eq(int, cli_env(&p, env, "lock", (const char *)NULL), 64));
+    cli_free(&p);
+    cr_assert(eq(int, cli_env(&p, env, "--help", (const char *)NULL), 0));
+    cli_free(&p);
+}
+
+/* A child that opens @fifo for writing, writes @text and closes it: the
+ * writer of a password pipe. */
+static pid_t fifo_writer(const char *fifo, const char *text)
+{
+    pid_t pid = fork();
+
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int fd = open(fifo, O_WRONLY);
+
+        if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+            _exit(1);
+        _exit(0);
+    }
+    return pid;
+}
+
+Test(usage, a_password_pipe_is_read_and_never_blocks_for_ever, .timeout = 60)
+{
+    struct cli_proc p;
+    char masters[128], fifo[SCRATCH_MAX + 32];
+    const char *secret = "cli s3cret pw";
+    uint64_t t0;
+    pid_t w;
+    int st, hold;
+
+    private_start(1, 7, secret, masters, sizeof(masters));
+    snprintf(fifo, sizeof(fifo), "%s/pw", cli_tmpdir);
+    cr_assert(mkfifo(fifo, 0600) == 0);
+
+    /* A writer: the password arrives through the pipe (as <(pass show x)). */
+    w = fifo_writer(fifo, "cli s3cret pw\n");
+    cr_assert(eq(int, cli(&p, "ping", "--samples", "1", "--masters", masters, "--password-file",
+                          fifo), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(waitpid(w, &st, 0) == w && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    /* A writer that holds the pipe and writes nothing; then nobody at all.
+     * Either way one line and 64, after the pipe's grace (time is what
+     * this checks: the CLI must give up by itself). */
+    hold = open(fifo, O_RDWR);
+    cr_assert(hold >= 0);
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--password-file", fifo), 64));
+    cr_assert(now_ms() - t0 < 15000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "pipe") != NULL, "%s", p.err);
+    cli_free(&p);
+    close(hold);
+    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--password-file", fifo), 64));
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cli_free(&p);
+}
+
+/* Run @argv, its stdout and stderr into files; return its exit status and
+ * the two outputs (free them). */
+static int run_tool(const char *const *argv, char **out, char **err)
+{
+    char op[SCRATCH_MAX + 32], ep[SCRATCH_MAX + 32];
+    pid_t pid;
+    int st;
+
+    snprintf(op, sizeof(op), "%s/tool.out", cli_tmpdir);
+    snprintf(ep, sizeof(ep), "%s/tool.err", cli_tmpdir);
+    pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int o = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+            _exit(99);
+        execvp(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    cr_assert(waitpid(pid, &st, 0) == pid);
+    *out = slurp(op);
+    *err = slurp(ep);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
+{
+    const char *check[] = {"groff", "-ww", "-z", "-man", REDLOCK_CLI_MAN, NULL};
+    const char *render[] = {"groff", "-man", "-Tutf8", "-P-cbou", "-rLL=200n", REDLOCK_CLI_MAN,
+                            NULL};
+    char *out, *err;
+
+    if (access("/usr/bin/groff", X_OK) != 0)
+        cr_skip_test("groff is not installed (apt-get install groff-base)");
+    cr_assert(eq(int, run_tool(check, &out, &err), 0), "%s", err);
+    cr_assert(eq(str, err, ""), "troff warns: %s", err);
+    free(out);
+    free(err);
+    cr_assert(eq(int, run_tool(render, &out, &err), 0), "%s", err);
+    /* The quotes of the JSON example survive troff. */
+    cr_assert(strstr(out, "{\"code\": \"ECONFLICT\", \"message\": \"...\"}") != NULL,
+              "the JSON error example: %s", strstr(out, "ECONFLICT") ? strstr(out, "ECONFLICT") - 20
+                                                                    : out);
+    /* The defaults the code has. */
+    cr_assert(strstr(out, "default 1000000") != NULL, "--max-extends' default");
+    cr_assert(strstr(out, "default 1000,") == NULL, "--max-extends' old default");
+    for (size_t i = 0; i < 5; i++) {
+        static const char *const said[] = {"77", "78", "conflict-exit-code", "signal", "command"};
+
+        cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
+    }
+    free(out);
+    free(err);
+}
