@@ -60,6 +60,7 @@ typedef struct rl_acquire {
     uint32_t set_sent;            /* fencing: the masters the SET went to (for cleanup) */
     bool final;                   /* the deadline came: this attempt is the last */
     int cancelled;                /* 0, or the status to finish with after cleanup */
+    bool wake_pending;            /* a wake-up came during an attempt: try again at once */
     rl_waiter waiter;             /* wake-ups from releases (wait.c) */
     rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
     redlock_lock *lock;           /* the result */
@@ -200,6 +201,14 @@ static void acq_after_cleanup(rl_acquire *a)
     /* Held by someone: listen for its release instead of only polling. */
     if (status == REDLOCK_ECONFLICT && c->cfg.pubsub_wait && !a->waiter.joined)
         rl_wait_join(c, &a->waiter, &op->keys);
+    if (a->wake_pending) {
+        /* A release woke us while this attempt was in flight: a master may
+         * have run it after our SET reached it (two connections, no order
+         * between them). Try again now, as if woken now. */
+        a->wake_pending = false;
+        acq_attempt_start(a);
+        return;
+    }
     rl_monotime now = rl_now_us();
     uint64_t delay_us = (uint64_t)(a->w.delay_ms + rl_client_jitter(c, a->w.jitter_ms)) * 1000;
     if (a->by_polls && a->poll_rest_us) {
@@ -363,6 +372,7 @@ static void acq_attempt_start(rl_acquire *a)
     redlock_client *c = op->c;
     op->attempts++;
     a->phase = ACQ_VOTING;
+    a->wake_pending = false;
     a->n_ok = a->n_fail = 0;
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));
@@ -407,8 +417,12 @@ static void acq_attempt_start(rl_acquire *a)
 static void acq_wake(rl_waiter *w)
 {
     rl_acquire *a = (rl_acquire *)(void *)((char *)w - offsetof(rl_acquire, waiter));
-    if (a->phase != ACQ_WAITING || a->op.done)
-        return;   /* voting or cleaning up: the next wait listens again */
+    if (a->op.done)
+        return;
+    if (a->phase != ACQ_WAITING) {
+        a->wake_pending = true;   /* voting or cleaning up: retry when this attempt fails */
+        return;
+    }
     rl_monotime now = rl_now_us();
     a->poll_rest_us = a->poll_at_us > now ? a->poll_at_us - now : 1;
     rl_op_disarm(&a->op);
