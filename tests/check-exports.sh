@@ -41,8 +41,15 @@ if [[ -n $header ]]; then
     mapfile -t declared < <(awk '/^REDLOCK_API[[:space:]]*$/ { getline; print }' "$header" |
         grep -o 'redlock_[a-z0-9_]*[[:space:]]*(' | tr -d '( \t' | sort -u)
     ((${#declared[@]})) || { echo "$PROG: no REDLOCK_API functions found in $header" >&2; exit 1; }
+    # A lookup table, not `printf | grep -q`: under pipefail, grep -q exits
+    # at the first match and printf may die of SIGPIPE, failing the pipeline
+    # on a symbol that is there.
+    declare -A is_exported=()
+    for sym in "${exported[@]}"; do
+        is_exported[$sym]=1
+    done
     for fn in "${declared[@]}"; do
-        if ! printf '%s\n' "${exported[@]}" | grep -qx -- "$fn"; then
+        if [[ -z ${is_exported[$fn]:-} ]]; then
             echo "$PROG: $header declares $fn() but $so does not export it" >&2
             fail=1
         fi

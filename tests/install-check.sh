@@ -12,7 +12,7 @@ prefix=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
 libdir=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="libdir"))')
-pcdir=$(find "$dest" -name redlock.pc -printf '%h\n' | head -1)
+pcdir=$(find "$dest" -name redlock.pc -printf '%h\n' -quit)
 [ -n "$pcdir" ] || { echo "not ok 1 - redlock.pc was not installed"; echo "1..1"; exit 1; }
 export PKG_CONFIG_PATH="$pcdir" PKG_CONFIG_SYSROOT_DIR="$dest"
 # A sanitized build installs a sanitized library: its users must link the

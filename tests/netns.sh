@@ -173,12 +173,15 @@ probe_netns() {
 # A /24 under NET with no route inside it and no route covering it but the
 # default one: nobody (other runs included) uses it. Called under the lock.
 pick_subnet() {
-    local x cand
+    local x cand routes
     for ((x = 1; x <= 254; x++)); do
         cand=$NET.$x
         [[ -z $(ip -4 route show table all root "$cand.0/24" 2>/dev/null) ]] || continue
-        ip -4 route show table all match "$cand.0/24" 2>/dev/null |
-            grep -v -e '^default' -e '^unreachable default' -q && continue
+        # Read the routes first, then grep: `ip | grep -q` under pipefail
+        # fails when grep quits early and ip dies of SIGPIPE, and a subnet
+        # in use would pass for free.
+        routes=$(ip -4 route show table all match "$cand.0/24" 2>/dev/null) || true
+        grep -v -e '^default' -e '^unreachable default' -q <<<"$routes" && continue
         echo "$cand"
         return 0
     done
@@ -211,7 +214,7 @@ do_down() {
         # No state file (removed, or up failed early): our catch-all route
         # is the /24 of master 0's root-side address, if that still exists.
         SUBNET=$(ip -4 -o addr show dev "$(veth_of 0)" 2>/dev/null |
-            sed -n 's/.* inet \([0-9]*\.[0-9]*\.[0-9]*\)\.[0-9]*\/30 .*/\1/p' | head -n 1) || true
+            sed -n 's/.* inet \([0-9]*\.[0-9]*\.[0-9]*\)\.[0-9]*\/30 .*/\1/p;T;q') || true
     fi
     stop_masters
     for ns in $(our_namespaces); do
@@ -362,9 +365,12 @@ netem_get() {   # prints "delay jitter loss" for master I
 }
 
 link_state() {
-    local i=$1 in=0 out=0
-    ip neigh show "$(ns_addr "$i")" dev "$(veth_of "$i")" 2>/dev/null | grep -qi "$BOGUS_MAC" && in=1
-    ip -n "$(ns_of "$i")" neigh show "$(host_addr "$i")" dev eth0 2>/dev/null | grep -qi "$BOGUS_MAC" && out=1
+    local i=$1 in=0 out=0 neigh
+    # Captured, then matched: no `ip | grep -q` (see pick_subnet).
+    neigh=$(ip neigh show "$(ns_addr "$i")" dev "$(veth_of "$i")" 2>/dev/null) || true
+    grep -qi "$BOGUS_MAC" <<<"$neigh" && in=1
+    neigh=$(ip -n "$(ns_of "$i")" neigh show "$(host_addr "$i")" dev eth0 2>/dev/null) || true
+    grep -qi "$BOGUS_MAC" <<<"$neigh" && out=1
     case $in$out in
     00) echo up ;;
     11) echo cut ;;
