@@ -21,6 +21,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "fake.h"
 #include "core.h"
 
 #define TTL_MS 10000u
@@ -221,7 +222,7 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
      * acquire_async even returns. The callback must still wait for the
      * loop. */
     snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
-             core_dead_port(), core_dead_port(), core_dead_port());
+             tc_dead_port(), tc_dead_port(), tc_dead_port());
     redlock_client_free(client);
     core_config(&cfg);
     cfg.masters = masters;
@@ -297,9 +298,9 @@ static int count_done(const struct rec *r, int n)
 /* Run the loop until @n records are done or WAIT_MS passes. */
 static void wait_all(const struct rec *r, int n)
 {
-    uint64_t deadline = core_now_us() + WAIT_MS * 1000ull;
+    uint64_t deadline = tc_now_us() + WAIT_MS * 1000ull;
 
-    while (count_done(r, n) < n && core_now_us() < deadline)
+    while (count_done(r, n) < n && tc_now_us() < deadline)
         cr_assert(ge(int, event_base_loop(base, EVLOOP_ONCE), 0));
 }
 

@@ -22,6 +22,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "fake.h"
 #include "core.h"
 
 #define TTL_MS 10000u
@@ -595,7 +596,7 @@ Test(bad_input, dead_master_address_votes_down_with_connection_refused)
     char res[128];
     int rc;
 
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", core_dead_port());
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_dead_port());
     masters = tc_masters_with(4, addr);
     core_config(&cfg);
     cfg.masters = masters;

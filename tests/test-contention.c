@@ -161,7 +161,7 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
               e.msg);
     core_barrier(a);
 
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, e.code, REDLOCK_ECONFLICT));
@@ -181,7 +181,7 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
             cr_expect(eq(int, out.votes[m].err, REDLOCK_ECONFLICT));
     }
     /* Conflict is decided as soon as a majority says "held": no timeout. */
-    cr_expect(lt(u64, core_now_us() - t0, (uint64_t)cfg.node_timeout_ms * 1000));
+    cr_expect(lt(u64, tc_now_us() - t0, (uint64_t)cfg.node_timeout_ms * 1000));
 
     /* The loser left a's keys alone. */
     core_barrier(b);

@@ -18,6 +18,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "fake.h"
 #include "core.h"
 
 #define TTL_MS 10000u
@@ -67,9 +68,9 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     tc_kill(4);
 
     tc_resource(res, sizeof(res), NULL);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(u32, out.n_ok, 3));
     cr_expect(gt(i64, redlock_lock_validity_ms(l), 0));
@@ -115,9 +116,9 @@ static void expect_fast_enoquorum(redlock_client *c)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     cr_expect(eq(int, e.code, REDLOCK_ENOQUORUM));
@@ -170,7 +171,7 @@ Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_connected_clie
 Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
 {
     enum { RELEASE_LATE_MS = 300 };
-    core_proxy *proxy;
+    tc_proxy *proxy;
     char *masters;
     redlock_config cfg;
     redlock_client *c;
@@ -188,8 +189,8 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
      * not report the failure while master 0 holds the attempt's key. In
      * the plain kill test SET and release leave in one write and run back
      * to back, which hides this. */
-    proxy = core_proxy_start(0);
-    masters = tc_masters_with(0, core_proxy_addr(proxy));
+    proxy = tc_proxy_start(0);
+    masters = tc_masters_with(0, tc_proxy_addr(proxy));
     fault_config(&cfg);
     cfg.masters = masters;
     c = core_client(&cfg, -1);
@@ -198,11 +199,11 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
     tc_kill(4);
     /* A ping round trip: by its end the client has seen the dead ones go. */
     cr_assert(eq(int, core_wait_up(c, 2, 5000), 2));
-    core_proxy_hold(proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
+    tc_proxy_hold(proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
     tc_resource(res, sizeof(res), NULL);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     held = core_get(0, res, strlen(res), val, sizeof(val), NULL);   /* master 0 itself */
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, held, 0),
@@ -215,7 +216,7 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
     core_barrier_on(c, 1u << 0 | 1u << 1);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_client_free(c);
-    core_proxy_stop(proxy);
+    tc_proxy_stop(proxy);
     free(masters);
 }
 
@@ -344,12 +345,12 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     tc_restart(0);
     tc_restart(1);
     tc_restart(2);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     cr_assert(eq(int, core_wait_up(c, 5, 5000), 5), "restarted masters did not reconnect");
 
     tc_resource(res, sizeof(res), NULL);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_assert(lt(u64, core_now_us() - t0, (GUARD_MS - 500) * 1000ull),
+    cr_assert(lt(u64, tc_now_us() - t0, (GUARD_MS - 500) * 1000ull),
               "reconnecting took too long to look inside the guard window");
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "inside the guard window: %s: %s",
               redlock_err_name(rc), e.msg);
@@ -378,7 +379,7 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     cfg.retry_jitter_ms = 0;
     c = core_client(&cfg, -1);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "after the guard window: %s: %s", redlock_err_name(rc), e.msg);
     cr_expect(ge(u64, took, (GUARD_MS - 1000) * 1000ull), "a quorum only %llu us after restart",
               (unsigned long long)took);

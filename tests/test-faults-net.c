@@ -55,18 +55,18 @@ static redlock_client *side_client(unsigned node_timeout_ms)
 
 static uint64_t ms_since(unsigned long long t0_us)
 {
-    return (net_now_us() - t0_us) / 1000u;
+    return (tc_now_us() - t0_us) / 1000u;
 }
 
 /* Poll (the client cannot tell us when a master it got no answer from has
  * run what it was sent) until @key is on no master, for @limit_ms. */
 static int wait_key_gone(const char *key, unsigned limit_ms)
 {
-    unsigned long long t0 = net_now_us();
+    unsigned long long t0 = tc_now_us();
     while (net_key_count(key, strlen(key)) != 0) {
         if (ms_since(t0) > limit_ms)
             return 0;
-        net_pause_ms(10);
+        tc_sleep_ms(10);
     }
     return 1;
 }
@@ -97,7 +97,7 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
         int rc;
 
         tc_resource(res, sizeof(res), NULL);
-        t0 = net_now_us();
+        t0 = tc_now_us();
         rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
         took = ms_since(t0);
         cr_assert(eq(int, rc, 0), "acquire %d: %s: %s", k, redlock_err_name(rc), e.msg);
@@ -113,7 +113,7 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
         cr_expect(eq(int, net_get(3, res, strlen(res), NULL, 0), 0));
         cr_expect(eq(int, net_get(4, res, strlen(res), NULL, 0), 0));
 
-        t0 = net_now_us();
+        t0 = tc_now_us();
         rc = redlock_release(c, l, &out, &e);
         took = ms_since(t0);
         cr_expect(eq(int, rc, 0), "release %d: %s: %s", k, redlock_err_name(rc), e.msg);
@@ -147,7 +147,7 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
         int rc;
 
         tc_resource(res, sizeof(res), NULL);
-        t0 = net_now_us();
+        t0 = tc_now_us();
         rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
         took = ms_since(t0);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "acquire %d: %s: %s", k, redlock_err_name(rc), e.msg);
@@ -195,9 +195,9 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
     cr_expect(eq(int, out.votes[1].kind, REDLOCK_VOTE_PENDING));
     /* The requests got through: masters 0 and 1 hold A's key though A never
      * heard them say so (sent with the other three; give them a moment). */
-    unsigned long long t0 = net_now_us();
+    unsigned long long t0 = tc_now_us();
     while (net_token_count(res, strlen(res), redlock_lock_token(la)) < N && ms_since(t0) < 1000)
-        net_pause_ms(5);
+        tc_sleep_ms(5);
     cr_expect(eq(int, net_token_count(res, strlen(res), redlock_lock_token(la)), N));
 
     /* Safety: B, whose links are fine, gets no majority while A holds. */
@@ -279,10 +279,10 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
     /* Healed, they arrive: NX refused, then a release whose token does not
      * match. B's keys stay. */
     net_heal(-1);
-    unsigned long long t0 = net_now_us();   /* one deadline for all three */
+    unsigned long long t0 = tc_now_us();   /* one deadline for all three */
     for (int m = 0; m < 3; m++) {
         while (net_cmdstat(m, "evalsha") + net_cmdstat(m, "eval") <= before[m] && ms_since(t0) < 15000)
-            net_pause_ms(20);
+            tc_sleep_ms(20);
         cr_expect(lt(i64, before[m], net_cmdstat(m, "evalsha") + net_cmdstat(m, "eval")),
                   "A's cleanup never ran on master %d", m);
     }
@@ -322,11 +322,11 @@ Test(faults_net, requests_lost_then_healed_arrive_in_order_and_leave_nothing)
     /* Healed, TCP retransmits: the late SET runs on 3 and 4, then the
      * release queued behind it on the same connection removes it. */
     net_heal(-1);
-    unsigned long long t0 = net_now_us();   /* one deadline for both */
+    unsigned long long t0 = tc_now_us();   /* one deadline for both */
     for (int m = 3; m < N; m++) {
         while ((net_cmdstat(m, "set") < 1 ||
                 net_cmdstat(m, "evalsha") + net_cmdstat(m, "eval") < 1) && ms_since(t0) < 15000)
-            net_pause_ms(20);
+            tc_sleep_ms(20);
         cr_expect(ge(i64, net_cmdstat(m, "set"), 1), "SET never reached master %d", m);
     }
     cr_expect(wait_key_gone(res, 2000), "the late SET left a key on %d masters",
@@ -358,7 +358,7 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
         uint64_t took;
 
         tc_resource(res, sizeof(res), NULL);
-        t0 = net_now_us();
+        t0 = tc_now_us();
         rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
         took = ms_since(t0);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "try %d: %s: %s", k, redlock_err_name(rc), e.msg);
@@ -380,7 +380,7 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
     /* Healed: the backlog drains (TCP retransmits on its backed-off timer)
      * and acquires succeed again. */
     net_heal(-1);
-    t0 = net_now_us();
+    t0 = tc_now_us();
     for (;;) {
         redlock_lock *l = NULL;
         tc_resource(res, sizeof(res), NULL);
@@ -392,14 +392,14 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
         }
         if (ms_since(t0) > 20000)
             break;
-        net_pause_ms(50);
+        tc_sleep_ms(50);
     }
     cr_assert(eq(int, rc, 0), "no acquire 20 s after the heal: %s: %s", redlock_err_name(rc), e.msg);
     cr_log_info("acquires again %llu ms after the heal", (unsigned long long)ms_since(t0));
 
     /* Every SET that was queued had its release queued right behind it:
      * once the backlog ran, nothing is left anywhere. */
-    t0 = net_now_us();
+    t0 = tc_now_us();
     int keys = 0;
     for (;;) {
         keys = 0;
@@ -410,7 +410,7 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
         }
         if (!keys || ms_since(t0) > 10000)
             break;
-        net_pause_ms(20);
+        tc_sleep_ms(20);
     }
     cr_expect(eq(int, keys, 0), "%d keys left after the backlog ran", keys);
 }
@@ -463,7 +463,7 @@ Test(faults_net, the_third_fastest_master_sets_the_latency)
     c = net_client(&cfg);
     for (int k = 0; k < 8; k++) {
         redlock_lock *l = NULL;
-        unsigned long long t0 = net_now_us();
+        unsigned long long t0 = tc_now_us();
         uint64_t took;
         int rc;
 
@@ -499,7 +499,7 @@ Test(faults_net, jitter_keeps_latency_between_the_bounds_of_the_links)
     c = net_client(&cfg);
     for (int k = 0; k < 10; k++) {
         redlock_lock *l = NULL;
-        unsigned long long t0 = net_now_us();
+        unsigned long long t0 = tc_now_us();
         uint64_t took;
         int rc;
 
@@ -573,7 +573,7 @@ Test(faults_net, loss_on_every_link_keeps_acquires_live)
     c = net_client(&cfg);
     /* TCP retransmits what netem drops (200 ms at the soonest): slower
      * answers, well inside a 1 s node timeout. Bounded at 25 s in all. */
-    t0 = net_now_us();
+    t0 = tc_now_us();
     for (; tries < TRIES && ms_since(t0) < 25000; tries++) {
         redlock_lock *l = NULL;
         int rc;

@@ -17,6 +17,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "fake.h"
 #include "core.h"
 
 #define TTL_MS 10000u
@@ -53,9 +54,9 @@ Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
     tc_pause(4);
 
     tc_resource(res, sizeof(res), NULL);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     /* Decided at the third OK: an order of magnitude below 2000 ms. */
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10), "took %llu us",
@@ -70,10 +71,10 @@ Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
     cr_expect(gt(i64, redlock_lock_validity_ms(l), (int64_t)(TTL_MS - 102 - NODE_TIMEOUT_MS / 10)));
 
     /* Release returns at the third answer too. */
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(c, l, &out, &e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(lt(u64, core_now_us() - t0, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
+    cr_expect(lt(u64, tc_now_us() - t0, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "key left on a live master");
 
     /* The paused masters run the SET and then its release when they wake:
@@ -105,9 +106,9 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     tc_pause(4);
 
     tc_resource(res, sizeof(res), NULL);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     core_expect_msg(&e, "acquire");
     /* libevent times its timers on CLOCK_MONOTONIC_COARSE (one jiffy,
@@ -165,12 +166,12 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
      * 2 * MAX_INFLIGHT, and the rest fail at once. */
     for (int i = 0; i < CYCLES; i++) {
         redlock_lock *l = NULL;
-        uint64_t t0 = core_now_us();
+        uint64_t t0 = tc_now_us();
 
         rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
         cr_assert(eq(int, rc, 0), "cycle %d: %s: %s", i, redlock_err_name(rc), e.msg);
-        cr_assert(lt(u64, core_now_us() - t0, 500000), "cycle %d took %llu us", i,
-                  (unsigned long long)(core_now_us() - t0));
+        cr_assert(lt(u64, tc_now_us() - t0, 500000), "cycle %d took %llu us", i,
+                  (unsigned long long)(tc_now_us() - t0));
         for (int m = 3; m < 5; m++) {
             if (out.votes[m].err == REDLOCK_EBUSY) {
                 busy_votes++;
@@ -322,9 +323,9 @@ Test(faults_pause, validity_is_timed_from_the_successful_attempt)
     tc_resource(res, sizeof(res), NULL);
     for (int i = 0; i < 3; i++)
         pause_writes(i, 300);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), 200, &l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(u32, out.attempts, 2));
     cr_expect(ge(u64, took, 200000), "the first attempt did not wait for the paused writes");
@@ -362,9 +363,9 @@ Test(faults_pause, release_retries_silent_masters_on_its_own_budget)
     tc_pause(1);
     tc_pause(2);
 
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(c, l, &out, &e);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     core_expect_msg(&e, "release");
     cr_expect(eq(u32, out.attempts, 1 + RETRIES));
@@ -423,7 +424,7 @@ Test(faults_pause, extend_with_three_paused_is_enoquorum_and_keeps_the_old_lease
 Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_released)
 {
     enum { TIMEOUT_MS = 300, WRITES_PAUSED_MS = 400, RELEASE_LATE_MS = 180 };
-    core_proxy *proxy;
+    tc_proxy *proxy;
     char *masters;
     redlock_config cfg;
     redlock_client *c;
@@ -443,8 +444,8 @@ Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_
      *      then run SET and release and answer both at ~400 ms.
      * The attempt fails at 300 ms. Master 0's release lands at ~480 ms,
      * inside the 300 ms cleanup wait; acquire must not return before. */
-    proxy = core_proxy_start(0);
-    masters = tc_masters_with(0, core_proxy_addr(proxy));
+    proxy = tc_proxy_start(0);
+    masters = tc_masters_with(0, tc_proxy_addr(proxy));
     tc_resource(res, sizeof(res), NULL);
     core_plant(1, res, strlen(res), "other-client", TTL_MS);
     core_plant(2, res, strlen(res), "other-client", TTL_MS);
@@ -452,7 +453,7 @@ Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_
     cfg.masters = masters;
     c = core_client(&cfg, -1);
 
-    core_proxy_hold(proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
+    tc_proxy_hold(proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
     pause_writes(3, WRITES_PAUSED_MS);
     pause_writes(4, WRITES_PAUSED_MS);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
@@ -468,14 +469,14 @@ Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_
     cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 2));
     core_del_all(res, strlen(res));
     redlock_client_free(c);
-    core_proxy_stop(proxy);
+    tc_proxy_stop(proxy);
     free(masters);
 }
 
 Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
 {
     enum { TIMEOUT_MS = 300, WRITES_PAUSED_MS = 100, RELEASE_LATE_MS = 200 };
-    core_proxy *proxy;
+    tc_proxy *proxy;
     char *masters;
     redlock_config cfg;
     redlock_client *c;
@@ -493,8 +494,8 @@ Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
      * (writes paused), answer SET and release at ~100 ms. Counting their
      * answers as master 0's ends the wait before master 0's WRONGTYPE
      * arrives, and turns EWRONGTYPE into ENOQUORUM. */
-    proxy = core_proxy_start(0);
-    masters = tc_masters_with(0, core_proxy_addr(proxy));
+    proxy = tc_proxy_start(0);
+    masters = tc_masters_with(0, tc_proxy_addr(proxy));
     tc_resource(res, sizeof(res), NULL);
     for (int i = 0; i < 3; i++)
         freeReplyObject(tc_cmd(i, "RPUSH %b a b c", res, strlen(res)));
@@ -504,7 +505,7 @@ Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
 
     pause_writes(3, WRITES_PAUSED_MS);
     pause_writes(4, WRITES_PAUSED_MS);
-    core_proxy_hold(proxy, 1, RELEASE_LATE_MS);
+    tc_proxy_hold(proxy, 1, RELEASE_LATE_MS);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, out.votes[0].err, REDLOCK_EWRONGTYPE), "master 0 voted %s (%s)",
@@ -513,7 +514,7 @@ Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
     core_barrier(c);
     core_del_all(res, strlen(res));
     redlock_client_free(c);
-    core_proxy_stop(proxy);
+    tc_proxy_stop(proxy);
     free(masters);
 }
 

@@ -19,6 +19,7 @@
 #include <criterion/new/assert.h>
 
 #include "cluster.h"
+#include "fake.h"
 
 static void expect_pong(int i)
 {

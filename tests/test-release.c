@@ -19,30 +19,7 @@
 
 #define TTL_MS 10000u
 
-static redlock_client *client;
-
-static void setup(void)
-{
-    client = core_client(NULL, -1);
-}
-
-static void teardown(void)
-{
-    redlock_client_free(client);
-    client = NULL;
-}
-
-TestSuite(release, .init = setup, .fini = teardown, .timeout = 60);
-
-static redlock_lock *must_acquire(const char *res)
-{
-    redlock_lock *lock = NULL;
-    redlock_error e;
-    int rc = redlock_acquire(client, res, strlen(res), TTL_MS, &lock, NULL, &e);
-
-    cr_assert(eq(int, rc, 0), "acquire %s: %s: %s", res, redlock_err_name(rc), e.msg);
-    return lock;
-}
+TestSuite(release, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
 
 Test(release, deletes_the_key_on_every_master_it_was_on)
 {
@@ -53,11 +30,11 @@ Test(release, deletes_the_key_on_every_master_it_was_on)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
-    core_barrier(client);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    core_barrier(fx.c);
     cr_assert(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
 
-    rc = redlock_release(client, l, &out, &e);
+    rc = redlock_release(fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, out.status, 0));
     cr_expect(eq(u32, out.n_masters, (uint32_t)tc_n()));
@@ -71,7 +48,7 @@ Test(release, deletes_the_key_on_every_master_it_was_on)
     /* The quorum that answered has deleted it already... */
     cr_expect(le(int, tc_key_count(res, strlen(res)), tc_n() - (int)out.n_ok));
     /* ...and the rest once their queued script has run. */
-    core_barrier(client);
+    core_barrier(fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_lock_free(l);
 }
@@ -83,9 +60,9 @@ Test(release, lock_object_survives_release_and_can_be_freed_after)
     size_t len = 0;
 
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
     snprintf(token, sizeof(token), "%s", redlock_lock_token(l));
-    cr_assert(eq(int, redlock_release(client, l, NULL, NULL), 0));
+    cr_assert(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
     /* Not freed by the release: still readable. */
     cr_expect(eq(str, (char *)redlock_lock_token(l), token));
     cr_expect(zero(int, memcmp(redlock_lock_resource(l, &len), res, strlen(res))));
@@ -104,12 +81,12 @@ Test(release, failed_release_ends_the_validity_too)
     /* A release that fails may still run on some masters later: the
      * caller holds nothing either way. */
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
     cr_assert(gt(i64, redlock_lock_validity_ms(l), 0));
-    core_barrier(client);
+    core_barrier(fx.c);
     for (int i = 0; i < 3; i++)
         core_plant(i, res, strlen(res), "other-client", TTL_MS);
-    cr_expect(eq(int, redlock_release(client, l, NULL, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+    cr_expect(eq(int, redlock_release(fx.c, l, NULL, &e), REDLOCK_ENOTHELD), "%s", e.msg);
     cr_expect(le(i64, redlock_lock_validity_ms(l), 0));
     core_del_all(res, strlen(res));
     redlock_lock_free(l);
@@ -125,12 +102,12 @@ Test(release, expired_lock_releases_with_votes_gone)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
-    core_barrier(client);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    core_barrier(fx.c);
     /* What expiry leaves behind, without waiting for it: no key anywhere. */
     core_del_all(res, strlen(res));
 
-    rc = redlock_release(client, l, &out, &e);
+    rc = redlock_release(fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "releasing a lapsed lock is not an error: %s: %s",
               redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++) {
@@ -157,16 +134,16 @@ Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
     /* A real expiry on the masters' clocks: PEXPIRE 1 ms, then read the key
      * until it is gone (a GET of an expired key deletes it on the spot). */
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
-    core_barrier(client);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    core_barrier(fx.c);
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "PEXPIRE %b 1", res, strlen(res)));
-    uint64_t deadline = core_now_us() + 2000000;
-    while (tc_key_count(res, strlen(res)) > 0 && core_now_us() < deadline)
+    uint64_t deadline = tc_now_us() + 2000000;
+    while (tc_key_count(res, strlen(res)) > 0 && tc_now_us() < deadline)
         ;
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "keys did not expire");
 
-    rc = redlock_release(client, l, &out, &e);
+    rc = redlock_release(fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++)
         gone += out.votes[i].kind == REDLOCK_VOTE_GONE;
@@ -182,10 +159,10 @@ Test(release, second_release_of_the_same_lock_finds_it_gone)
     redlock_lock *l;
 
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
-    cr_assert(eq(int, redlock_release(client, l, NULL, NULL), 0));
-    core_barrier(client);
-    cr_assert(eq(int, redlock_release(client, l, &out, NULL), 0));
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    cr_assert(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    core_barrier(fx.c);
+    cr_assert(eq(int, redlock_release(fx.c, l, &out, NULL), 0));
     for (int i = 0; i < tc_n(); i++)
         cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
                   out.votes[i].kind == REDLOCK_VOTE_PENDING,
@@ -202,16 +179,16 @@ Test(release, wrong_token_is_enotheld_and_deletes_nothing)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
     snprintf(real, sizeof(real), "%s", redlock_lock_token(l));
-    core_barrier(client);
+    core_barrier(fx.c);
 
     rc = redlock_lock_new(res, strlen(res), "0123456789abcdef0123456789abcdef", &fake, &e);
     cr_assert(eq(int, rc, 0), "%s", e.msg);
     cr_assert(eq(i64, redlock_lock_validity_ms(fake), 0), "a made-up lock has no validity");
 
     memset(&e, 0, sizeof(e));
-    rc = redlock_release(client, fake, &out, &e);
+    rc = redlock_release(fx.c, fake, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, e.code, REDLOCK_ENOTHELD));
     core_expect_msg(&e, "release");
@@ -227,11 +204,11 @@ Test(release, wrong_token_is_enotheld_and_deletes_nothing)
     }
 
     /* Nothing deleted: the real token still holds every master. */
-    core_barrier(client);
+    core_barrier(fx.c);
     cr_expect(eq(int, core_count_token(res, strlen(res), real, TTL_MS), tc_n()));
 
     /* And the real lock still releases. */
-    cr_expect(eq(int, redlock_release(client, l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
     redlock_lock_free(fake);
     redlock_lock_free(l);
 }
@@ -248,14 +225,14 @@ Test(release, token_held_on_a_minority_only_is_still_a_release)
      * expired there and someone took it). Release deletes ours on the
      * three and leaves the other client's alone. */
     tc_resource(res, sizeof(res), NULL);
-    l = must_acquire(res);
-    core_barrier(client);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    core_barrier(fx.c);
     core_plant(3, res, strlen(res), "other-client", TTL_MS);
     core_plant(4, res, strlen(res), "other-client", TTL_MS);
 
-    rc = redlock_release(client, l, &out, &e);
+    rc = redlock_release(fx.c, l, &out, &e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(client);
+    core_barrier(fx.c);
     cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 2));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 2));
     core_del_all(res, strlen(res));
@@ -302,9 +279,9 @@ Test(release, released_resource_can_be_acquired_at_once)
     redlock_lock *a, *b;
 
     tc_resource(res, sizeof(res), NULL);
-    a = must_acquire(res);
-    cr_assert(eq(int, redlock_release(client, a, NULL, NULL), 0));
-    /* Another client, no retries: only free masters can grant it. */
+    a = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    cr_assert(eq(int, redlock_release(fx.c, a, NULL, NULL), 0));
+    /* Another fx.c, no retries: only free masters can grant it. */
     redlock_config cfg;
     core_config(&cfg);
     cfg.retry_count = 0;

@@ -104,11 +104,11 @@ static void *work(void *arg)
             struct interval *iv = &w->held[w->shared_wins++];
 
             iv->thread = w->id;
-            iv->from_us = core_now_us();
+            iv->from_us = tc_now_us();
             /* Hold it a little, as real work would: a longer interval gives
              * an overlap, were there one, room to show. */
             nanosleep(&(struct timespec){ 0, 300 * 1000 }, NULL);
-            iv->to_us = core_now_us();
+            iv->to_us = tc_now_us();
             if (redlock_release(w->c, l, NULL, &e) != 0)
                 w->release_failures++;
             redlock_lock_free(l);
@@ -242,9 +242,9 @@ static void calls_from_many_threads_proceed_in_parallel(void)
     tc_resource(res, sizeof(res), "threads/parallel");
     for (int m = 0; m < tc_n(); m++)
         core_plant(m, res, strlen(res), "someone-else", TTL_MS);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, NULL);
-    one = core_now_us() - t0;
+    one = tc_now_us() - t0;
     CHECK(rc == REDLOCK_ECONFLICT, "one call: %s", redlock_err_name(rc));
     CHECK(one >= 190000, "one call took %llu us", (unsigned long long)one);
 
@@ -261,10 +261,10 @@ static void calls_from_many_threads_proceed_in_parallel(void)
         if (pthread_create(&th[i], NULL, one_conflict, &workers[i]) != 0)
             abort();
     pthread_barrier_wait(&start);
-    t0 = core_now_us();
+    t0 = tc_now_us();
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
-    took = core_now_us() - t0;
+    took = tc_now_us() - t0;
     pthread_barrier_destroy(&start);
     for (int i = 0; i < THREADS; i++)
         CHECK(workers[i].own_failures == 0, "thread %d: %s", i, workers[i].own_error);
@@ -283,7 +283,7 @@ static void *blocked_acquire(void *arg)
     int rc;
 
     rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
-    w->held[0].to_us = core_now_us();   /* when it returned */
+    w->held[0].to_us = tc_now_us();   /* when it returned */
     if (rc != REDLOCK_ESHUTDOWN) {
         w->own_failures++;
         snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc),
@@ -329,14 +329,14 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
             abort();
     /* Every call is inside the client once its first SET reached a master:
      * wait for master 0 to have seen all sixteen. */
-    t0 = core_now_us();
+    t0 = tc_now_us();
     do {
         sets = core_info_num(0, "commandstats", "cmdstat_set");
-    } while (sets < sets_before + THREADS && core_now_us() - t0 < 5000000);
+    } while (sets < sets_before + THREADS && tc_now_us() - t0 < 5000000);
     CHECK(sets >= sets_before + THREADS, "only %lld of %d first attempts seen",
           sets - sets_before, THREADS);
 
-    t0 = core_now_us();
+    t0 = tc_now_us();
     /* Returns once every waiting call has left the client (a thread may
      * still be on its way out of redlock_acquire's frame: no timestamp
      * can tell, TSan and ASan can). */
@@ -371,12 +371,12 @@ int main(void)
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("TAP version 13\n1..%d\n", n);
     for (int i = 0; i < n; i++) {
-        uint64_t t0 = core_now_us();
+        uint64_t t0 = tc_now_us();
 
         failures = 0;
         tests[i].run();
         printf("%s %d - %s (%.2fs)\n", failures ? "not ok" : "ok", i + 1, tests[i].name,
-               (double)(core_now_us() - t0) / 1e6);
+               (double)(tc_now_us() - t0) / 1e6);
         failed += failures != 0;
     }
     return failed ? 1 : 0;

@@ -4,8 +4,8 @@
  * its coordinates in REDLOCK_TEST_* environment variables. These helpers read
  * them, break masters on purpose through cluster-up.sh, talk to one master
  * directly with the hiredis sync API (to inspect keys, flush scripts, plant
- * wrong-type keys), drive an event loop until a callback has run, and stand
- * up fake masters that answer garbage or nothing at all.
+ * wrong-type keys) and drive an event loop until a callback has run. Fake
+ * masters are in fake.h.
  *
  * Every helper that cannot do its job fails the running test with a message
  * (criterion's cr_fatal), so tests need not check their results, except
@@ -88,6 +88,12 @@ int tc_key_count(const void *key, size_t len);
 /* Test plumbing                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* Fail the running test with a message: cr_fatal() inside a criterion
+ * test; in a plain program, print it and abort. What every helper here
+ * does when it cannot do its job. */
+__attribute__((noreturn, format(printf, 1, 2)))
+void tc_fail(const char *fmt, ...);
+
 /*
  * tc_resource() - A resource name no other test or run can be using
  * @buf, @size: where to write it (NUL-terminated)
@@ -108,39 +114,5 @@ const char *tc_resource(char *buf, size_t size, const char *name);
  * Return: 1 if the flag was set, 0 on timeout.
  */
 int tc_run_until(struct event_base *base, volatile int *flag, int timeout_ms);
-
-/* ------------------------------------------------------------------------ */
-/* Fake masters on an ephemeral loopback port, served by a thread           */
-/* ------------------------------------------------------------------------ */
-
-typedef struct tc_fake tc_fake;
-
-/*
- * tc_fake_start() - A "master" that answers every command with @reply
- * @reply, @len: the exact bytes sent back per command (any bytes: use them
- *               for malformed RESP); copied
- * @ret_port:    set to the port it listens on (may be NULL)
- *
- * Commands are recognised with the hiredis reader; bytes it cannot parse get
- * one reply, then the connection is closed. Any number of connections.
- * Ownership: stop and free it with tc_fake_stop().
- */
-tc_fake *tc_fake_start(const void *reply, size_t len, int *ret_port);
-
-/* A black hole: accepts connections, reads and counts commands, never
- * answers and never closes. */
-tc_fake *tc_blackhole_start(int *ret_port);
-
-int tc_fake_port(const tc_fake *f);
-const char *tc_fake_addr(const tc_fake *f);      /* "127.0.0.1:port" */
-unsigned tc_fake_connections(const tc_fake *f);  /* accepted so far; thread-safe */
-unsigned tc_fake_commands(const tc_fake *f);     /* received so far; thread-safe */
-
-/* Close every connection and the listener, join the thread, free @f.
- * NULL is a no-op. */
-void tc_fake_stop(tc_fake *f);
-
-/* Write all of @p to socket @fd (no SIGPIPE; retries on EINTR): 0 or -1. */
-int tc_send_all(int fd, const char *p, size_t len);
 
 #endif

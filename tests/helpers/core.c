@@ -5,42 +5,15 @@
  * the masters hold never depend on the code under test.
  */
 #include "core.h"
-#include "cluster.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
-/* Fail the running test: cr_fatal() inside a criterion test; in a plain
- * program (test-threads under ThreadSanitizer, where criterion's runner
- * cannot start) print and abort, as cluster.c's helpers do. */
-__attribute__((noreturn, format(printf, 1, 2)))
-static void core_fail(const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (criterion_current_test)
-        cr_fatal("%s", msg);
-    fprintf(stderr, "core: %s\n", msg);
-    abort();
-}
+#include "fake.h"
 
 /* ------------------------------------------------------------------------ */
 /* Clients                                                                  */
@@ -57,29 +30,29 @@ void core_config(redlock_config *cfg)
     cfg->node_timeout_ms = 500;
 }
 
-int core_wait_up(redlock_client *c, int want, int timeout_ms)
+/* The answers of one ping through @c. */
+static int answering(redlock_client *c)
 {
-    uint64_t deadline = core_now_us() + (uint64_t)timeout_ms * 1000;
-    int answered = 0;
+    redlock_status st;
+    redlock_error e;
 
-    for (;;) {
-        redlock_status st;
-        redlock_error e;
-
-        memset(&st, 0, sizeof(st));
-        redlock_ping(c, &st, &e);
-        answered = (int)st.n_answered;
-        if (answered >= want || core_now_us() >= deadline)
-            return answered;
-        /* Masters that are down fail a ping at once and come back on the
-         * library's reconnect backoff timer, which no public call lets us
-         * wait for: pace the rounds instead of spinning. */
-        struct timespec ts = { 0, 5 * 1000 * 1000 };
-        nanosleep(&ts, NULL);
-    }
+    memset(&st, 0, sizeof(st));
+    redlock_ping(c, &st, &e);
+    return (int)st.n_answered;
 }
 
-redlock_client *core_client(const redlock_config *cfg, int want_up)
+int core_wait_up(redlock_client *c, int want, int timeout_ms)
+{
+    int answered = 0;
+
+    /* Each look is a real round trip. Masters that are down fail a ping at
+     * once and come back on the library's reconnect timer, which no public
+     * call lets a test await (yet): the poll interval paces the looks. */
+    TC_AWAIT((answered = answering(c)) >= want, timeout_ms);
+    return answered;
+}
+
+redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *why, size_t size)
 {
     redlock_config def;
     redlock_client *c = NULL;
@@ -91,17 +64,55 @@ redlock_client *core_client(const redlock_config *cfg, int want_up)
         cfg = &def;
     }
     rc = redlock_client_new(cfg, NULL, &c, &e);
-    if (rc != 0)
-        core_fail("redlock_client_new: %s: %s", redlock_err_name(rc), e.msg);
+    if (rc != 0) {
+        snprintf(why, size, "redlock_client_new: %s: %s", redlock_err_name(rc), e.msg);
+        return NULL;
+    }
     if (want_up < 0)
         want_up = (int)redlock_client_masters(c);
     if (want_up > 0) {
         int up = core_wait_up(c, want_up, 10000);
 
-        if (up < want_up)
-            core_fail("only %d of the %d masters wanted answer a ping after 10 s", up, want_up);
+        if (up < want_up) {
+            snprintf(why, size, "only %d of the %d masters wanted answer a ping after 10 s", up,
+                     want_up);
+            redlock_client_free(c);
+            return NULL;
+        }
     }
     return c;
+}
+
+redlock_client *core_client(const redlock_config *cfg, int want_up)
+{
+    char why[REDLOCK_ERRMSG_LEN + 64];
+    redlock_client *c = core_client_try(cfg, want_up, why, sizeof(why));
+
+    if (!c)
+        tc_fail("%s", why);
+    return c;
+}
+
+redlock_lock *core_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
+                                redlock_outcome *out)
+{
+    redlock_lock *lock = NULL;
+    redlock_error e;
+    int rc = redlock_acquire(c, res, strlen(res), ttl_ms, &lock, out, &e);
+
+    if (rc != 0 || !lock)
+        tc_fail("acquire %s: %s: %s", res, redlock_err_name(rc), e.msg);
+    return lock;
+}
+
+void core_must_release(redlock_client *c, redlock_lock *lock)
+{
+    redlock_error e;
+    int rc = redlock_release(c, lock, NULL, &e);
+
+    if (rc != 0)
+        tc_fail("release: %s: %s", redlock_err_name(rc), e.msg);
+    redlock_lock_free(lock);
 }
 
 redlock_client *core_client_async(const redlock_config *cfg, struct event_base *base)
@@ -117,7 +128,7 @@ redlock_client *core_client_async(const redlock_config *cfg, struct event_base *
     }
     rc = redlock_client_new(cfg, base, &c, &e);
     if (rc != 0)
-        core_fail("redlock_client_new (async): %s: %s", redlock_err_name(rc), e.msg);
+        tc_fail("redlock_client_new (async): %s: %s", redlock_err_name(rc), e.msg);
     return c;
 }
 
@@ -176,7 +187,7 @@ void core_plant(int i, const void *key, size_t len, const char *value, unsigned 
     redisReply *r = tc_cmd(i, "SET %b %s PX %u", key, len, value, ttl_ms);
 
     if (!r || r->type != REDIS_REPLY_STATUS)
-        core_fail("core_plant: SET on master %d failed: %s", i,
+        tc_fail("core_plant: SET on master %d failed: %s", i,
                  r && r->str ? r->str : "no answer");
     freeReplyObject(r);
 }
@@ -198,7 +209,7 @@ void core_barrier_on(redlock_client *c, unsigned mask)
     rc = redlock_status_get(c, key, sizeof(key) - 1, &st, &e);
     for (uint32_t i = 0; i < REDLOCK_MAX_MASTERS; i++) {
         if ((mask & (1u << i)) && (i >= st.n_masters || st.masters[i].err != 0))
-            core_fail("core_barrier: master %u did not answer (%s: %s)", i,
+            tc_fail("core_barrier: master %u did not answer (%s: %s)", i,
                       i < st.n_masters ? redlock_err_name(st.masters[i].err) : "no such master",
                       i < st.n_masters ? st.masters[i].detail : (rc ? e.msg : ""));
     }
@@ -233,16 +244,8 @@ long long core_info_num(int i, const char *section, const char *field)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Time and messages                                                        */
+/* Messages and tokens                                                      */
 /* ------------------------------------------------------------------------ */
-
-uint64_t core_now_us(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 void core_expect_msg(const redlock_error *e, const char *what)
 {
@@ -253,22 +256,6 @@ void core_expect_msg(const redlock_error *e, const char *what)
     cr_expect(zero(ptr, memchr(e->msg, '\n', len)), "%s: message has a newline: %s", what,
               e->msg);
     cr_expect(zero(ptr, memchr(e->msg, '\r', len)), "%s: message has a CR: %s", what, e->msg);
-}
-
-int core_dead_port(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    socklen_t salen = sizeof(sa);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-    if (fd < 0)
-        core_fail("core_dead_port: socket: %s", strerror(errno));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &salen) < 0)
-        core_fail("core_dead_port: bind: %s", strerror(errno));
-    close(fd);    /* never listened on: connections to it are refused */
-    return ntohs(sa.sin_port);
 }
 
 int core_is_hex32(const char *token)
@@ -283,305 +270,50 @@ int core_is_hex32(const char *token)
 }
 
 /* ------------------------------------------------------------------------ */
-/* A slow link                                                              */
+/* The fixture                                                              */
 /* ------------------------------------------------------------------------ */
 
-#define PROXY_MAX_CONNS 8
+struct core_fx fx;
 
-/* Bytes of one command, waiting for their time to go upstream. */
-struct held {
-    struct held *next;
-    uint64_t due_us;
-    size_t len;
-    char data[];
-};
-
-struct proxy_conn {
-    int down, up;                 /* client side, master side; -1 when free */
-    redisReader *reader;          /* splits what the client sends into commands */
-    struct held *head, *tail;     /* commands not yet passed on, in order */
-};
-
-struct core_proxy {
-    int listen_fd;
-    int wake[2];
-    int upstream_port;
-    char addr[32];
-    pthread_t thread;
-    pthread_mutex_t mu;           /* guards pass, delay_ms, holding */
-    int holding;
-    unsigned pass, delay_ms;
-    struct proxy_conn conns[PROXY_MAX_CONNS];   /* the thread's own */
-};
-
-static void proxy_close(struct proxy_conn *c)
+void core_fx_init(void)
 {
-    if (c->down >= 0)
-        close(c->down);
-    if (c->up >= 0)
-        close(c->up);
-    redisReaderFree(c->reader);
-    while (c->head) {
-        struct held *h = c->head;
-
-        c->head = h->next;
-        free(h);
-    }
-    memset(c, 0, sizeof(*c));
-    c->down = c->up = -1;
+    memset(&fx, 0, sizeof(fx));
+    core_config(&fx.cfg);
+    tc_resource(fx.res, sizeof(fx.res), NULL);
+    fx.len = strlen(fx.res);
 }
 
-/* Re-encode one parsed command (an array of bulk strings) as RESP. */
-static struct held *proxy_encode(const redisReply *cmd)
+void core_fx_setup(void)
 {
-    size_t len = 32;
-    struct held *h;
-    char *p;
-
-    for (size_t k = 0; k < cmd->elements; k++)
-        len += cmd->element[k]->len + 32;
-    h = calloc(1, sizeof(*h) + len);
-    if (!h)
-        return NULL;
-    p = h->data;
-    p += sprintf(p, "*%zu\r\n", cmd->elements);
-    for (size_t k = 0; k < cmd->elements; k++) {
-        const redisReply *e = cmd->element[k];
-
-        p += sprintf(p, "$%zu\r\n", e->len);
-        memcpy(p, e->str, e->len);
-        p += e->len;
-        memcpy(p, "\r\n", 2);
-        p += 2;
-    }
-    h->len = (size_t)(p - h->data);
-    return h;
+    core_fx_init();
+    core_fx_client(-1);
 }
 
-/* Pass on every held command whose time has come. */
-static void proxy_flush(struct proxy_conn *c)
+void core_fx_fini(void)
 {
-    uint64_t now = core_now_us();
-
-    while (c->head && c->head->due_us <= now) {
-        struct held *h = c->head;
-
-        c->head = h->next;
-        if (!c->head)
-            c->tail = NULL;
-        if (tc_send_all(c->up, h->data, h->len) < 0) {
-            free(h);
-            proxy_close(c);
-            return;
-        }
-        free(h);
-    }
+    redlock_client_free(fx.c);
+    redlock_lock_free(fx.l);
+    tc_proxy_stop(fx.proxy);
+    free(fx.masters);
+    memset(&fx, 0, sizeof(fx));
 }
 
-static void proxy_from_client(core_proxy *p, struct proxy_conn *c)
+redlock_client *core_fx_client(int want_up)
 {
-    char buf[16384];
-    ssize_t r = recv(c->down, buf, sizeof(buf), 0);
-
-    if (r < 0 && errno == EINTR)
-        return;
-    if (r <= 0 || redisReaderFeed(c->reader, buf, (size_t)r) != REDIS_OK) {
-        proxy_close(c);
-        return;
-    }
-    for (;;) {
-        void *cmd = NULL;
-        struct held *h;
-        uint64_t due = core_now_us();
-
-        if (redisReaderGetReply(c->reader, &cmd) != REDIS_OK) {
-            proxy_close(c);
-            return;
-        }
-        if (!cmd)
-            break;
-        h = proxy_encode(cmd);
-        freeReplyObject(cmd);
-        if (!h) {
-            proxy_close(c);
-            return;
-        }
-        pthread_mutex_lock(&p->mu);
-        if (p->holding) {
-            if (p->pass > 0)
-                p->pass--;
-            else
-                due += (uint64_t)p->delay_ms * 1000;
-        }
-        pthread_mutex_unlock(&p->mu);
-        /* Never overtake a held command: order is what a connection means. */
-        if (c->tail && c->tail->due_us > due)
-            due = c->tail->due_us;
-        h->due_us = due;
-        if (c->tail)
-            c->tail->next = h;
-        else
-            c->head = h;
-        c->tail = h;
-    }
-    proxy_flush(c);
+    fx.c = core_client(&fx.cfg, want_up);
+    return fx.c;
 }
 
-static void proxy_from_master(struct proxy_conn *c)
+void core_fx_masters_with(int i, const char *addr)
 {
-    char buf[16384];
-    ssize_t r = recv(c->up, buf, sizeof(buf), 0);
-
-    if (r < 0 && errno == EINTR)
-        return;
-    if (r <= 0 || tc_send_all(c->down, buf, (size_t)r) < 0)
-        proxy_close(c);
+    free(fx.masters);
+    fx.masters = tc_masters_with(i, addr);
+    fx.cfg.masters = fx.masters;
 }
 
-static void proxy_accept(core_proxy *p)
+struct tc_proxy *core_fx_proxy(int i)
 {
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    int down = accept4(p->listen_fd, NULL, NULL, SOCK_CLOEXEC);
-    int up;
-
-    if (down < 0)
-        return;
-    up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons((uint16_t)p->upstream_port);
-    if (up < 0 || connect(up, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        if (up >= 0)
-            close(up);
-        close(down);    /* the master is down: so is its proxy */
-        return;
-    }
-    for (int k = 0; k < PROXY_MAX_CONNS; k++) {
-        struct proxy_conn *c = &p->conns[k];
-
-        if (c->down < 0) {
-            c->reader = redisReaderCreate();
-            if (!c->reader)
-                break;
-            c->down = down;
-            c->up = up;
-            return;
-        }
-    }
-    close(up);
-    close(down);
-}
-
-static void *proxy_main(void *arg)
-{
-    core_proxy *p = arg;
-    struct pollfd pfd[2 + 2 * PROXY_MAX_CONNS];
-    int slot[2 * PROXY_MAX_CONNS];
-
-    for (;;) {
-        int n = 0, m = 0, timeout = -1;
-        uint64_t now = core_now_us();
-
-        pfd[n++] = (struct pollfd){ .fd = p->wake[0], .events = POLLIN };
-        pfd[n++] = (struct pollfd){ .fd = p->listen_fd, .events = POLLIN };
-        for (int k = 0; k < PROXY_MAX_CONNS; k++) {
-            struct proxy_conn *c = &p->conns[k];
-
-            if (c->down < 0)
-                continue;
-            slot[m++] = k;
-            pfd[n++] = (struct pollfd){ .fd = c->down, .events = POLLIN };
-            slot[m++] = k;
-            pfd[n++] = (struct pollfd){ .fd = c->up, .events = POLLIN };
-            if (c->head) {
-                int ms = c->head->due_us > now ? (int)((c->head->due_us - now + 999) / 1000) : 0;
-
-                if (timeout < 0 || ms < timeout)
-                    timeout = ms;
-            }
-        }
-        if (poll(pfd, (nfds_t)n, timeout) < 0) {
-            if (errno == EINTR)
-                continue;
-            break;
-        }
-        if (pfd[0].revents)
-            break;
-        for (int j = 0; j < m; j++) {
-            struct proxy_conn *c = &p->conns[slot[j]];
-
-            if (!pfd[2 + j].revents || c->down < 0)
-                continue;
-            if (j % 2 == 0)
-                proxy_from_client(p, c);
-            else
-                proxy_from_master(c);
-        }
-        for (int k = 0; k < PROXY_MAX_CONNS; k++)
-            if (p->conns[k].down >= 0)
-                proxy_flush(&p->conns[k]);
-        if (pfd[1].revents & POLLIN)
-            proxy_accept(p);
-    }
-    return NULL;
-}
-
-core_proxy *core_proxy_start(int i)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET };
-    socklen_t salen = sizeof(sa);
-    const int one = 1;
-    core_proxy *p = calloc(1, sizeof(*p));
-
-    if (!p)
-        core_fail("core_proxy_start: out of memory");
-    p->upstream_port = tc_port(i);
-    for (int k = 0; k < PROXY_MAX_CONNS; k++)
-        p->conns[k].down = p->conns[k].up = -1;
-    pthread_mutex_init(&p->mu, NULL);
-    p->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (p->listen_fd < 0)
-        core_fail("core_proxy_start: socket: %s", strerror(errno));
-    setsockopt(p->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(p->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        listen(p->listen_fd, 16) < 0 ||
-        getsockname(p->listen_fd, (struct sockaddr *)&sa, &salen) < 0)
-        core_fail("core_proxy_start: bind/listen: %s", strerror(errno));
-    snprintf(p->addr, sizeof(p->addr), "127.0.0.1:%d", ntohs(sa.sin_port));
-    if (pipe2(p->wake, O_CLOEXEC) < 0)
-        core_fail("core_proxy_start: pipe: %s", strerror(errno));
-    if (pthread_create(&p->thread, NULL, proxy_main, p) != 0)
-        core_fail("core_proxy_start: pthread_create failed");
-    return p;
-}
-
-const char *core_proxy_addr(const core_proxy *p)
-{
-    return p->addr;
-}
-
-void core_proxy_hold(core_proxy *p, unsigned pass, unsigned delay_ms)
-{
-    pthread_mutex_lock(&p->mu);
-    p->holding = 1;
-    p->pass = pass;
-    p->delay_ms = delay_ms;
-    pthread_mutex_unlock(&p->mu);
-}
-
-void core_proxy_stop(core_proxy *p)
-{
-    if (!p)
-        return;
-    while (write(p->wake[1], "x", 1) < 0 && errno == EINTR)
-        ;
-    pthread_join(p->thread, NULL);
-    for (int k = 0; k < PROXY_MAX_CONNS; k++)
-        if (p->conns[k].down >= 0)
-            proxy_close(&p->conns[k]);
-    close(p->listen_fd);
-    close(p->wake[0]);
-    close(p->wake[1]);
-    pthread_mutex_destroy(&p->mu);
-    free(p);
+    fx.proxy = tc_proxy_start(i);
+    core_fx_masters_with(i, tc_proxy_addr(fx.proxy));
+    return fx.proxy;
 }

@@ -4,9 +4,10 @@
  * and connected or the test fails), what the masters hold under a key (GET
  * and PTTL straight from each master, binary-safe), a barrier that proves
  * every master has run what a client sent before it, and the rule that
- * every error message is one non-empty line. Like cluster.h, helpers that
- * cannot do their job fail the running test (in a plain, non-criterion
- * program: print and abort). core_expect_msg() is for criterion tests only.
+ * every error message is one non-empty line, and the fixture most suites
+ * start from. Like cluster.h, helpers that cannot do their job fail the
+ * running test (in a plain, non-criterion program: print and abort).
+ * core_expect_msg() and the fixture are for criterion tests only.
  */
 #ifndef TC_CORE_H
 #define TC_CORE_H
@@ -15,6 +16,9 @@
 #include <stdint.h>
 
 #include <redlock.h>
+
+#include "await.h"
+#include "cluster.h"
 
 struct event_base;
 
@@ -35,6 +39,10 @@ void core_config(redlock_config *cfg);
  */
 redlock_client *core_client(const redlock_config *cfg, int want_up);
 
+/* core_client() that says why instead of failing the test, for a forked
+ * child: NULL with the reason in @why. */
+redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *why, size_t size);
+
 /* An async client on @base; not waited for (it cannot ping). */
 redlock_client *core_client_async(const redlock_config *cfg, struct event_base *base);
 
@@ -42,6 +50,14 @@ redlock_client *core_client_async(const redlock_config *cfg, struct event_base *
  * passes; each round is one real round trip, not a sleep.
  * Return: masters that answered the last ping. */
 int core_wait_up(redlock_client *c, int want, int timeout_ms);
+
+/* redlock_acquire() of @res on @c that must succeed (the test fails with
+ * the library's message otherwise). @out may be NULL. Return: the lock. */
+redlock_lock *core_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
+                                redlock_outcome *out);
+
+/* redlock_release() that must succeed, then redlock_lock_free(). */
+void core_must_release(redlock_client *c, redlock_lock *lock);
 
 /* ------------------------------------------------------------------------ */
 /* What masters hold                                                        */
@@ -87,48 +103,59 @@ void core_barrier_on(redlock_client *c, unsigned mask);
 long long core_info_num(int i, const char *section, const char *field);
 
 /* ------------------------------------------------------------------------ */
-/* Time and messages                                                        */
+/* Messages and tokens                                                      */
 /* ------------------------------------------------------------------------ */
-
-/* CLOCK_MONOTONIC in µs. */
-uint64_t core_now_us(void);
 
 /* Assert @e->msg is one non-empty line that fits its buffer (@what names
  * the call in the failure message). */
 void core_expect_msg(const redlock_error *e, const char *what);
 
-/* A loopback port that nothing listens on (bound, then closed). */
-int core_dead_port(void);
-
 /* 1 if @token is 32 lowercase-or-uppercase hex characters. */
 int core_is_hex32(const char *token);
 
 /* ------------------------------------------------------------------------ */
-/* A slow link: a proxy in front of one master                              */
+/* The fixture                                                              */
 /* ------------------------------------------------------------------------ */
 
-typedef struct core_proxy core_proxy;
-
 /*
- * core_proxy_start() - A TCP proxy on a loopback port in front of master @i
- *
- * Replies go back at once. Commands go through at once until
- * core_proxy_hold() says otherwise; commands are counted with the hiredis
- * reader, so a hold can start between two commands sent in one write.
- * Served by a thread. Ownership: stop it with core_proxy_stop().
+ * What a test about one client and one resource starts from, and what its
+ * suite's .fini takes down whether the test passed or not. A suite's .init
+ * calls core_fx_init() and adds its own settings to fx.cfg; the test
+ * changes fx.cfg if it must and calls core_fx_client(). Criterion runs
+ * each test in a process of its own, so one global is one test's.
  */
-core_proxy *core_proxy_start(int i);
+struct core_fx {
+    redlock_config cfg;      /* core_config(), then the suite's settings */
+    redlock_client *c;       /* core_fx_client(); freed by .fini */
+    redlock_lock *l;         /* the test's lock, if any; freed (not released) by .fini */
+    redlock_outcome out;     /* for the test's calls */
+    redlock_error e;
+    char res[128];           /* a resource of the test's own (tc_resource()) */
+    size_t len;              /* strlen(res) */
+    char *masters;           /* core_fx_masters_with(); freed by .fini */
+    struct tc_proxy *proxy;  /* core_fx_proxy(); stopped by .fini */
+};
 
-/* "127.0.0.1:port" to put in a masters list. */
-const char *core_proxy_addr(const core_proxy *p);
+extern struct core_fx fx;
 
-/* From now on let the next @pass commands through at once and hold every
- * later one for @delay_ms (in order) before passing it on: a master that
- * has run a command and answered, but hears the next one late. */
-void core_proxy_hold(core_proxy *p, unsigned pass, unsigned delay_ms);
+/* For .init: fx cleared, core_config(&fx.cfg), a fresh fx.res. */
+void core_fx_init(void);
 
-/* Close every connection and the listener, join the thread, free @p.
- * Held commands not yet passed on are dropped. NULL is a no-op. */
-void core_proxy_stop(core_proxy *p);
+/* For .init of suites whose every test wants a client of the default
+ * config, connected to every master: core_fx_init(), core_fx_client(-1). */
+void core_fx_setup(void);
+
+/* For .fini: free fx.c, then fx.l; stop fx.proxy; free fx.masters. */
+void core_fx_fini(void);
+
+/* fx.c = core_client(&fx.cfg, @want_up). Return: fx.c. */
+redlock_client *core_fx_client(int want_up);
+
+/* Master @i of fx.cfg.masters replaced by a slow link (tc_proxy_start()) in
+ * front of it. Return: fx.proxy. */
+struct tc_proxy *core_fx_proxy(int i);
+
+/* Master @i of fx.cfg.masters replaced by @addr (tc_masters_with()). */
+void core_fx_masters_with(int i, const char *addr);
 
 #endif

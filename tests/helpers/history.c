@@ -10,16 +10,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "await.h"
+#include "spawn.h"
 
 #ifndef HIST_CHECK_PY
 #define HIST_CHECK_PY "tests/history/check.py"
@@ -45,10 +43,7 @@ static const char *const op_names[] = {
 
 uint64_t hist_now_us(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    return tc_now_us();
 }
 
 hist *hist_open(const char *path)
@@ -340,28 +335,13 @@ int hist_key(hist *h, int master, const void *res, size_t len, const char *token
 
 /* ---- the checker -------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4)))
-static void say(char *out, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!out || !size)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(out, size, fmt, ap);
-    va_end(ap);
-}
-
 int hist_check(const char *history, const char *snapshot, const char *const *args,
                char *out, size_t size)
 {
     const char *py = getenv("REDLOCK_PYTHON");
     const char *script = getenv("REDLOCK_HISTORY_CHECK");
     const char *argv[32];
-    posix_spawn_file_actions_t fa;
-    int k = 0, pipefd[2], status, rc;
-    size_t used = 0;
-    pid_t pid;
+    int k = 0;
 
     if (!py || !*py)
         py = "python3";
@@ -377,84 +357,7 @@ int hist_check(const char *history, const char *snapshot, const char *const *arg
         argv[k++] = args[i];
     argv[k++] = history;
     argv[k] = NULL;
-
-    if (out && size)
-        out[0] = '\0';
-    if (pipe2(pipefd, O_CLOEXEC) < 0) {
-        say(out, size, "pipe: %s", strerror(errno));
-        return -1;
-    }
-    if (posix_spawn_file_actions_init(&fa) != 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        say(out, size, "posix_spawn_file_actions_init failed");
-        return -1;
-    }
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
-    rc = posix_spawnp(&pid, py, &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    if (rc != 0) {
-        close(pipefd[0]);
-        say(out, size, "cannot run %s %s: %s", py, script, strerror(rc));
-        return -1;
-    }
-    /* Read it all, then keep what fits: everything, or the head (the first
-     * violation) and the tail (the last one and the summary line). */
-    char *all = NULL;
-    size_t cap = 0;
-    for (;;) {
-        char sink[4096];
-
-        if (all && used + sizeof(sink) > cap) {
-            char *p = realloc(all, 2 * cap);
-
-            if (p) {
-                all = p;
-                cap *= 2;
-            }
-        } else if (!all && (all = malloc(65536)) != NULL) {
-            cap = 65536;
-        }
-        /* Out of memory: drain into the sink, so the checker never blocks. */
-        int keep = all && used + sizeof(sink) <= cap;
-        ssize_t r = read(pipefd[0], keep ? all + used : sink, keep ? cap - used : sizeof(sink));
-
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (keep)
-            used += (size_t)r;
-    }
-    if (out && size && all) {
-        if (used < size) {
-            memcpy(out, all, used);
-            out[used] = '\0';
-        } else {
-            static const char cut[] = "\n[...]\n";
-            size_t head = (size - sizeof(cut)) / 2, tail = size - sizeof(cut) - head;
-
-            memcpy(out, all, head);
-            memcpy(out + head, cut, sizeof(cut) - 1);
-            memcpy(out + head + sizeof(cut) - 1, all + used - tail, tail);
-            out[size - 1] = '\0';
-        }
-        used = strlen(out);
-    }
-    free(all);
-    close(pipefd[0]);
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
-            say(out, size, "waitpid: %s", strerror(errno));
-            return -1;
-        }
-    }
-    if (!WIFEXITED(status)) {
-        if (out && used + 64 < size)
-            snprintf(out + used, size - used, "\n(checker killed by signal %d)", WTERMSIG(status));
-        return -1;
-    }
-    return WEXITSTATUS(status);
+    /* Output that does not fit keeps its head (the first violation) and
+     * its tail (the last one and the summary line). */
+    return tc_spawn(argv, out, size);
 }

@@ -8,24 +8,21 @@
 #include "net.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 #include <criterion/new/assert.h>
 
-extern char **environ;
+#include "await.h"
+#include "spawn.h"
 
 #ifndef NETNS_SH
 #define NETNS_SH "tests/netns.sh"
@@ -54,56 +51,18 @@ static const char *script(void)
 }
 
 /* bash netns.sh ARGS...; stdout and stderr together into @out. Return:
- * the exit status (128+signal if killed). */
+ * the exit status, or -1 if it did not run to an exit (@out says why). */
 static int netns_sh(char *out, size_t size, const char *const *args)
 {
     const char *argv[12];
-    posix_spawn_file_actions_t fa;
-    size_t used = 0;
-    int k = 0, rc, status, pipefd[2];
-    pid_t pid;
+    int k = 0;
 
     argv[k++] = "bash";
     argv[k++] = script();
     for (; *args && k < 11; args++)
         argv[k++] = *args;
     argv[k] = NULL;
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        cr_fatal("netns.sh %s: pipe: %s", argv[2], strerror(errno));
-    if (posix_spawn_file_actions_init(&fa) != 0)
-        cr_fatal("netns.sh %s: posix_spawn_file_actions_init failed", argv[2]);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
-    rc = posix_spawnp(&pid, "bash", &fa, NULL, (char *const *)argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    if (rc != 0) {
-        close(pipefd[0]);
-        cr_fatal("netns.sh %s: cannot run bash: %s", argv[2], strerror(rc));
-    }
-    /* Until EOF (the masters' stdio goes to their logs, not this pipe). */
-    for (;;) {
-        char sink[512];
-        char *dst = used + 1 < size ? out + used : sink;
-        size_t room = used + 1 < size ? size - 1 - used : sizeof(sink);
-        ssize_t r = read(pipefd[0], dst, room);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (dst != sink)
-            used += (size_t)r;
-    }
-    out[used] = '\0';
-    close(pipefd[0]);
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR)
-            cr_fatal("netns.sh %s: waitpid: %s", argv[2], strerror(errno));
-    }
-    /* One line is what callers quote: trim the trailing newline. */
-    while (used && (out[used - 1] == '\n' || out[used - 1] == '\r'))
-        out[--used] = '\0';
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return tc_spawn(argv, out, size);
 }
 
 static void netns_do(const char *cmd, int i)
@@ -306,12 +265,30 @@ void net_config(redlock_config *cfg, const char *masters, unsigned node_timeout_
     cfg->retry_count = 0;
 }
 
+/* One ping through @c: 1 once it is as connected as it can get, i.e. every
+ * master answered, or (a link slower than the node timeout never answers
+ * in time) two rounds in a row in which each master at least timed out,
+ * which says the ping went out on a connection. */
+static int connected(redlock_client *c, int *slow_rounds, redlock_status *st)
+{
+    int all_sent = 1;
+
+    memset(st, 0, sizeof(*st));
+    redlock_ping(c, st, NULL);
+    if (st->n_answered == redlock_client_masters(c))
+        return 1;
+    for (uint32_t i = 0; i < st->n_masters; i++)
+        all_sent &= st->masters[i].err == 0 || st->masters[i].err == REDLOCK_ETIMEOUT;
+    *slow_rounds = all_sent ? *slow_rounds + 1 : 0;
+    return *slow_rounds == 2;
+}
+
 redlock_client *net_client(const redlock_config *cfg)
 {
     redlock_client *c = NULL;
+    redlock_status st;
     redlock_error e;
-    unsigned long long deadline;
-    int rc, k;
+    int rc, k, slow_rounds = 0;
 
     for (k = 0; k < NET_MAX_CLIENTS && net.clients[k]; k++)
         ;
@@ -321,30 +298,12 @@ redlock_client *net_client(const redlock_config *cfg)
     if (rc != 0)
         cr_fatal("redlock_client_new(%s): %s: %s", cfg->masters, redlock_err_name(rc), e.msg);
     net.clients[k] = c;
-    deadline = net_now_us() + 10000000ull;
-    for (int slow_rounds = 0;;) {
-        redlock_status st;
-        int connected = 1;
-
-        memset(&st, 0, sizeof(st));
-        redlock_ping(c, &st, &e);
-        if (st.n_answered == redlock_client_masters(c))
-            return c;
-        /* A link slower than the node timeout never answers in time; a
-         * timeout (rather than "down") says the ping went out on a
-         * connection. Two such rounds in a row are as good as it gets. */
-        for (uint32_t i = 0; i < st.n_masters; i++)
-            connected &= st.masters[i].err == 0 || st.masters[i].err == REDLOCK_ETIMEOUT;
-        slow_rounds = connected ? slow_rounds + 1 : 0;
-        if (slow_rounds == 2)
-            return c;
-        if (net_now_us() >= deadline)
-            cr_fatal("net_client: only %u of %zu masters answered within 10 s",
-                     st.n_answered, redlock_client_masters(c));
-        /* Down masters fail a ping at once and come back on the library's
-         * reconnect timer, which nothing public lets us wait for. */
-        net_pause_ms(5);
-    }
+    /* Down masters fail a ping at once and come back on the library's
+     * reconnect timer, which nothing public lets us await (yet). */
+    if (!TC_AWAIT(connected(c, &slow_rounds, &st), 10000))
+        cr_fatal("net_client: only %u of %zu masters answered within 10 s", st.n_answered,
+                 redlock_client_masters(c));
+    return c;
 }
 
 void net_client_free(redlock_client *c)
@@ -477,18 +436,4 @@ long long net_cmdstat(int i, const char *cmd)
         calls = strtoll(p + strlen(needle), NULL, 10);
     freeReplyObject(r);
     return calls;
-}
-
-unsigned long long net_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000ull;
-}
-
-void net_pause_ms(unsigned ms)
-{
-    struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
 }

@@ -19,6 +19,7 @@
 
 #include <redlock.h>
 
+#include "await.h"
 #include "relay.h"
 
 /* Skip the running test with one line (criterion's cr_skip_test) unless
@@ -90,11 +91,5 @@ int net_token_count(const void *key, size_t len, const char *token);
 
 /* calls= of INFO commandstats' cmdstat_@cmd on master @i (0 if never run). */
 long long net_cmdstat(int i, const char *cmd);
-
-/* CLOCK_MONOTONIC in µs. */
-unsigned long long net_now_us(void);
-
-/* Sleep @ms (only to pace polls of state the client cannot report). */
-void net_pause_ms(unsigned ms);
 
 #endif

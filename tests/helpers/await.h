@@ -1,0 +1,46 @@
+/* await.h - waiting in tests: for an event or a condition, not for a while.
+ *
+ * A test that sleeps to let something happen fails on a loaded machine and
+ * wastes time on an idle one. These helpers wait for the thing itself:
+ * TC_AWAIT() re-evaluates a condition until it holds or a deadline passes
+ * (for state only a poll can see: a key on a master, a counter in INFO, a
+ * process state). tc_sleep_ms() is for the few places where time itself is
+ * the subject (a ttl lapsing, a holder working, load running for a while);
+ * each call says so in a comment. Free of criterion: forked children and
+ * plain programs use it too.
+ */
+#ifndef TC_AWAIT_H
+#define TC_AWAIT_H
+
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in µs: the one clock of the tests (and of histories). */
+uint64_t tc_now_us(void);
+
+/* Sleep @ms, resuming after signals. Only where time is the subject. */
+void tc_sleep_ms(unsigned ms);
+
+/* Between two evaluations of a TC_AWAIT() condition. Short: a condition
+ * costs a round trip or two to a local master. */
+#define TC_POLL_MS 5
+
+/* 0 once @deadline_us (tc_now_us()) has passed; else waits one poll
+ * interval (less if the deadline comes first) and returns 1. */
+int tc_poll_pause(uint64_t deadline_us);
+
+/*
+ * TC_AWAIT() - Evaluate @cond until it holds or @timeout_ms has passed
+ *
+ * @cond is evaluated at least once, and once more at the deadline.
+ * Value: 1 if @cond held, 0 on timeout. A GNU statement expression.
+ */
+#define TC_AWAIT(cond, timeout_ms)                                                   \
+    __extension__({                                                                  \
+        uint64_t tc_deadline_ = tc_now_us() + (uint64_t)(timeout_ms) * 1000u;         \
+        int tc_held_;                                                                \
+        while (!(tc_held_ = !!(cond)) && tc_poll_pause(tc_deadline_))                \
+            ;                                                                        \
+        tc_held_;                                                                    \
+    })
+
+#endif
