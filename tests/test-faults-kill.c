@@ -9,7 +9,6 @@
  * cluster in .fini, pass or fail.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -18,95 +17,61 @@
 #include <redlock.h>
 
 #include "cluster.h"
-#include "fake.h"
 #include "core.h"
+#include "fake.h"
 
 #define TTL_MS 10000u
-/* Long enough that "quickly" (refused connections) and "after the node
- * timeout" cannot be confused. */
-#define NODE_TIMEOUT_MS 2000u
+/* The fixture's: long enough that "quickly" (refused connections) and
+ * "after the node timeout" cannot be confused. */
+#define NODE_TIMEOUT_MS CORE_FAULTS_NODE_TIMEOUT_MS
 
-static void heal(void)
-{
-    tc_heal();
-}
-
-TestSuite(faults_kill, .fini = heal, .timeout = 90);
-
-static void fault_config(redlock_config *cfg)
-{
-    core_config(cfg);
-    cfg->node_timeout_ms = NODE_TIMEOUT_MS;
-    cfg->retry_count = 0;
-    cfg->reconnect_min_ms = 10;
-    cfg->reconnect_max_ms = 100;
-}
-
-/* For tests about reconnecting: a master restarted without AOF would be
- * kept out of the quorum for a ttl by the restart guard, which has a test
- * of its own below. */
-static void reconnect_config(redlock_config *cfg)
-{
-    fault_config(cfg);
-    cfg->restart_guard = 0;
-}
+TestSuite(faults_kill, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 90);
 
 Test(faults_kill, acquires_with_two_of_five_killed)
 {
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
+    redlock_lock *l2 = NULL;
+    char res2[128];
     uint64_t t0, took;
     int rc;
 
-    fault_config(&cfg);
-    c = core_client(&cfg, -1);        /* connected to all five first */
+    core_fx_client(-1);        /* connected to all five first */
     tc_kill(3);
     tc_kill(4);
 
-    tc_resource(res, sizeof(res), NULL);
     t0 = tc_now_us();
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.n_ok, 3));
-    cr_expect(gt(i64, redlock_lock_validity_ms(l), 0));
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(eq(u32, fx.out.n_ok, 3));
+    cr_expect(gt(i64, redlock_lock_validity_ms(fx.l), 0));
     for (int m = 3; m < 5; m++)
-        cr_expect(out.votes[m].kind == REDLOCK_VOTE_DOWN ||
-                  out.votes[m].kind == REDLOCK_VOTE_PENDING,
-                  "killed master %d voted %s (%s)", m, redlock_vote_kind_name(out.votes[m].kind),
-                  out.votes[m].detail);
+        cr_expect(fx.out.votes[m].kind == REDLOCK_VOTE_DOWN ||
+                  fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
+                  "killed master %d voted %s (%s)", m,
+                  redlock_vote_kind_name(fx.out.votes[m].kind), fx.out.votes[m].detail);
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 4), "took %llu us",
               (unsigned long long)took);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
 
     /* With the dead ones known to be down, the next acquire does not even
      * wait for them: their votes are "down" from the start. */
-    redlock_lock *l2 = NULL;
-    char res2[128];
     tc_resource(res2, sizeof(res2), NULL);
-    rc = redlock_acquire(c, res2, strlen(res2), TTL_MS, &l2, &out, &e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    rc = redlock_acquire(fx.c, res2, strlen(res2), TTL_MS, &l2, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
     for (int m = 3; m < 5; m++) {
-        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_DOWN), "killed master %d voted %s", m,
-                  redlock_vote_kind_name(out.votes[m].kind));
-        cr_expect(eq(int, out.votes[m].err, REDLOCK_ECONNECT), "master %d: %s", m,
-                  redlock_err_name(out.votes[m].err));
-        cr_expect(gt(sz, strlen(out.votes[m].detail), 0));
+        cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_DOWN), "killed master %d voted %s",
+                  m, redlock_vote_kind_name(fx.out.votes[m].kind));
+        cr_expect(eq(int, fx.out.votes[m].err, REDLOCK_ECONNECT), "master %d: %s", m,
+                  redlock_err_name(fx.out.votes[m].err));
+        cr_expect(gt(sz, strlen(fx.out.votes[m].detail), 0));
     }
-
-    cr_expect(eq(int, redlock_release(c, l, NULL, NULL), 0));
-    cr_expect(eq(int, redlock_release(c, l2, NULL, NULL), 0));
-    redlock_lock_free(l);
+    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(fx.c, l2, NULL, NULL), 0));
     redlock_lock_free(l2);
-    redlock_client_free(c);
 }
 
 /* Three of five dead: ENOQUORUM fast, and no key on the live two after. */
-static void expect_fast_enoquorum(redlock_client *c)
+static void expect_fast_enoquorum(void)
 {
     redlock_lock *l = NULL;
     redlock_outcome out;
@@ -117,7 +82,7 @@ static void expect_fast_enoquorum(redlock_client *c)
 
     tc_resource(res, sizeof(res), NULL);
     t0 = tc_now_us();
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
@@ -141,43 +106,27 @@ static void expect_fast_enoquorum(redlock_client *c)
 
 Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_new_client)
 {
-    redlock_config cfg;
-    redlock_client *c;
-
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
-    fault_config(&cfg);
-    c = core_client(&cfg, 2);     /* the live two answer; the rest refuse */
-    expect_fast_enoquorum(c);
-    redlock_client_free(c);
+    core_fx_client(2);     /* the live two answer; the rest refuse */
+    expect_fast_enoquorum();
 }
 
 Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_connected_client)
 {
-    redlock_config cfg;
-    redlock_client *c;
-
-    fault_config(&cfg);
-    c = core_client(&cfg, -1);
+    core_fx_client(-1);
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
-    expect_fast_enoquorum(c);
-    expect_fast_enoquorum(c);     /* and again, with them known to be down */
-    redlock_client_free(c);
+    expect_fast_enoquorum();
+    expect_fast_enoquorum();     /* and again, with them known to be down */
 }
 
 Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
 {
     enum { RELEASE_LATE_MS = 300 };
-    tc_proxy *proxy;
-    char *masters;
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_error e;
-    char res[128], val[64];
+    char val[64];
     uint64_t t0, took;
     int rc, held;
 
@@ -189,23 +138,19 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
      * not report the failure while master 0 holds the attempt's key. In
      * the plain kill test SET and release leave in one write and run back
      * to back, which hides this. */
-    proxy = tc_proxy_start(0);
-    masters = tc_masters_with(0, tc_proxy_addr(proxy));
-    fault_config(&cfg);
-    cfg.masters = masters;
-    c = core_client(&cfg, -1);
+    core_fx_proxy(0);
+    core_fx_client(-1);
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
     /* A ping round trip: by its end the client has seen the dead ones go. */
-    cr_assert(eq(int, core_wait_up(c, 2, 5000), 2));
-    tc_proxy_hold(proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
-    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, core_wait_up(fx.c, 2, 5000), 2));
+    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
     t0 = tc_now_us();
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
     took = tc_now_us() - t0;
-    held = core_get(0, res, strlen(res), val, sizeof(val), NULL);   /* master 0 itself */
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
+    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL);   /* master 0 itself */
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(eq(int, held, 0),
               "acquire failed after %llu us while live master 0 still holds the attempt's key "
               "(\"%s\"): it did not wait for the cleanup release there",
@@ -213,132 +158,99 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000), "took %llu us",
               (unsigned long long)took);
 
-    core_barrier_on(c, 1u << 0 | 1u << 1);
-    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
-    redlock_client_free(c);
-    tc_proxy_stop(proxy);
-    free(masters);
+    core_barrier_on(fx.c, 1u << 0 | 1u << 1);
+    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
 Test(faults_kill, three_of_five_killed_with_retries_still_leaves_no_key)
 {
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
     int rc;
 
-    fault_config(&cfg);
-    cfg.retry_count = 3;
-    cfg.retry_delay_ms = 10;
-    cfg.retry_jitter_ms = 10;
-    c = core_client(&cfg, -1);
+    fx.cfg.retry_count = 3;
+    fx.cfg.retry_delay_ms = 10;
+    fx.cfg.retry_jitter_ms = 10;
+    core_fx_client(-1);
     tc_kill(0);
     tc_kill(2);
     tc_kill(4);
-    tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.attempts, 4));
-    cr_expect(eq(int, core_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
-    cr_expect(eq(int, core_get(3, res, strlen(res), NULL, 0, NULL), 0), "key left on master 3");
-    redlock_client_free(c);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(eq(u32, fx.out.attempts, 4));
+    cr_expect(eq(int, core_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
 }
 
+/* For tests about reconnecting: a master restarted without AOF would be
+ * kept out of the quorum for a ttl by the restart guard, which has a test
+ * of its own below. */
 Test(faults_kill, restarted_masters_reconnect_and_acquires_succeed_again)
 {
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
     int rc;
 
-    reconnect_config(&cfg);
-    c = core_client(&cfg, -1);
+    fx.cfg.restart_guard = 0;
+    core_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
-    tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
 
     tc_restart(0);
     tc_restart(1);
     tc_restart(2);
     /* Reconnects run on the client's backoff (capped at 100 ms here): the
      * client reports all five answering again well within a second. */
-    cr_assert(eq(int, core_wait_up(c, 5, 5000), 5), "restarted masters did not reconnect");
+    cr_assert(eq(int, core_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
     /* A quorum now needs a restarted master: only masters 3 and 4 lived. */
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 5),
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    core_barrier(fx.c);
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5),
               "every master, restarted or not, holds the new lock");
     /* The restarted masters lost their script cache: release still works
      * (SCRIPT LOAD on reconnect, or the EVAL fallback). */
-    cr_expect(eq(int, redlock_release(c, l, &out, &e), 0), "%s", e.msg);
-    core_barrier(c);
-    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
-    redlock_lock_free(l);
-    redlock_client_free(c);
+    cr_expect(eq(int, redlock_release(fx.c, fx.l, &fx.out, &fx.e), 0), "%s", fx.e.msg);
+    core_barrier(fx.c);
+    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
 Test(faults_kill, acquire_retries_ride_out_a_restart)
 {
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_error e;
-    char res[128];
     int rc;
 
     /* Down to two masters, then one comes back: an acquire started after
      * the restart, with retries that span the reconnect backoff, succeeds
      * on its own without the caller polling. */
-    reconnect_config(&cfg);
-    cfg.retry_count = 20;
-    cfg.retry_delay_ms = 50;
-    cfg.retry_jitter_ms = 10;
-    c = core_client(&cfg, -1);
+    fx.cfg.restart_guard = 0;
+    fx.cfg.retry_count = 20;
+    fx.cfg.retry_delay_ms = 50;
+    fx.cfg.retry_jitter_ms = 10;
+    core_fx_client(-1);
     tc_kill(1);
     tc_kill(3);
     tc_kill(4);
     tc_restart(4);
-    tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(ge(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
-    redlock_release(c, l, NULL, NULL);
-    redlock_lock_free(l);
-    redlock_client_free(c);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(ge(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
+    redlock_release(fx.c, fx.l, NULL, NULL);
 }
 
 Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
 {
-    enum { GUARD_MS = 1500 };
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
+    enum { GUARD_MS = 3000 };
     uint64_t t0, took;
     int rc, excluded = 0;
 
     /* Masters restarted without AOF forgot the locks they granted: they
-     * must not count toward a quorum until the guard window (here 1.5 s
+     * must not count toward a quorum until the guard window (here 3 s
      * from their start) has passed. With three of five restarted, acquires
      * fail with no quorum until then, and succeed after. */
     if (tc_aof())
         cr_skip_test("masters run with --aof: no restart guard applies");
-    fault_config(&cfg);
-    cfg.restart_guard_ms = GUARD_MS;
-    c = core_client(&cfg, -1);
+    fx.cfg.restart_guard_ms = GUARD_MS;
+    core_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
@@ -346,44 +258,41 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     tc_restart(1);
     tc_restart(2);
     t0 = tc_now_us();
-    cr_assert(eq(int, core_wait_up(c, 5, 5000), 5), "restarted masters did not reconnect");
+    cr_assert(eq(int, core_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
-    tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(lt(u64, tc_now_us() - t0, (GUARD_MS - 500) * 1000ull),
               "reconnecting took too long to look inside the guard window");
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "inside the guard window: %s: %s",
-              redlock_err_name(rc), e.msg);
-    core_expect_msg(&e, "acquire");
+              redlock_err_name(rc), fx.e.msg);
+    core_expect_msg(&fx.e, "acquire");
     for (int m = 0; m < 3; m++) {
-        if (out.votes[m].kind == REDLOCK_VOTE_EXCLUDED) {
+        if (fx.out.votes[m].kind == REDLOCK_VOTE_EXCLUDED) {
             excluded++;
-            cr_expect(eq(int, out.votes[m].err, REDLOCK_EUNTRUSTED));
-            cr_expect(not(zero(ptr, strstr(out.votes[m].detail, "restart"))), "%s",
-                      out.votes[m].detail);
+            cr_expect(eq(int, fx.out.votes[m].err, REDLOCK_EUNTRUSTED));
+            cr_expect(not(zero(ptr, strstr(fx.out.votes[m].detail, "restart"))), "%s",
+                      fx.out.votes[m].detail);
         }
     }
     cr_expect(eq(int, excluded, 3), "%d of the 3 restarted masters excluded", excluded);
-    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a failed acquire left a key");
-    if (l) {
-        redlock_release(c, l, NULL, NULL);
-        redlock_lock_free(l);
-        l = NULL;
+    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "a failed acquire left a key");
+    if (fx.l) {
+        redlock_release(fx.c, fx.l, NULL, NULL);
+        redlock_lock_free(fx.l);
+        fx.l = NULL;
     }
 
-    /* Retries that span the rest of the window: they succeed once it ends,
-     * not before. */
-    redlock_client_free(c);
-    cfg.retry_count = 40;
-    cfg.retry_delay_ms = 100;
-    cfg.retry_jitter_ms = 0;
-    c = core_client(&cfg, -1);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    /* Retries that span the rest of the window (40 x 100 ms): they succeed
+     * once it ends, not before. */
+    redlock_client_free(fx.c);
+    fx.cfg.retry_count = 40;
+    fx.cfg.retry_delay_ms = 100;
+    fx.cfg.retry_jitter_ms = 0;
+    core_fx_client(-1);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, 0), "after the guard window: %s: %s", redlock_err_name(rc), e.msg);
+    cr_assert(eq(int, rc, 0), "after the guard window: %s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(ge(u64, took, (GUARD_MS - 1000) * 1000ull), "a quorum only %llu us after restart",
               (unsigned long long)took);
-    redlock_release(c, l, NULL, NULL);
-    redlock_lock_free(l);
-    redlock_client_free(c);
+    redlock_release(fx.c, fx.l, NULL, NULL);
 }

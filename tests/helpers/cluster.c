@@ -202,6 +202,16 @@ void tc_heal(void)
     cluster_up("heal", -1);
 }
 
+void tc_pause_writes(int i, int ms)
+{
+    redisReply *r = tc_cmd(i, "CLIENT PAUSE %d WRITE", ms);
+
+    if (!r || r->type != REDIS_REPLY_STATUS)
+        tc_fail("CLIENT PAUSE %d WRITE on master %d: %s", ms, i,
+                r && r->str ? r->str : "no answer");
+    freeReplyObject(r);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Direct commands                                                          */
 /* ------------------------------------------------------------------------ */

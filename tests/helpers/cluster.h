@@ -61,6 +61,10 @@ void tc_resume(int i);    /* SIGCONT */
 void tc_restart(int i);   /* start a killed master again; empty unless --aof */
 void tc_heal(void);       /* restart every dead master, resume every paused one */
 
+/* CLIENT PAUSE @ms WRITE on master @i: it holds writes (SET, scripts) and
+ * keeps answering reads, so this is a slow master, not a dead one. */
+void tc_pause_writes(int i, int ms);
+
 /* ------------------------------------------------------------------------ */
 /* Direct commands to one master (hiredis sync API, AUTH done if needed)    */
 /* ------------------------------------------------------------------------ */

@@ -298,6 +298,21 @@ void core_fx_fini(void)
     memset(&fx, 0, sizeof(fx));
 }
 
+void core_fx_init_faults(void)
+{
+    core_fx_init();
+    fx.cfg.retry_count = 0;
+    fx.cfg.node_timeout_ms = CORE_FAULTS_NODE_TIMEOUT_MS;
+    fx.cfg.reconnect_min_ms = 10;
+    fx.cfg.reconnect_max_ms = 100;
+}
+
+void core_fx_fini_faults(void)
+{
+    tc_heal();
+    core_fx_fini();
+}
+
 redlock_client *core_fx_client(int want_up)
 {
     fx.c = core_client(&fx.cfg, want_up);

@@ -148,6 +148,19 @@ void core_fx_setup(void);
 /* For .fini: free fx.c, then fx.l; stop fx.proxy; free fx.masters. */
 void core_fx_fini(void);
 
+/* The node timeout of core_fx_init_faults(): long, so that "at once" and
+ * "after the timeout" cannot be confused. */
+#define CORE_FAULTS_NODE_TIMEOUT_MS 2000u
+
+/* For .init of fault suites: core_fx_init(), then what a test about a
+ * fault wants: no retries (each attempt is seen), a node timeout of
+ * CORE_FAULTS_NODE_TIMEOUT_MS (tests about timeouts set their own),
+ * reconnects within 100 ms. */
+void core_fx_init_faults(void);
+
+/* For .fini of fault suites: tc_heal(), then core_fx_fini(). */
+void core_fx_fini_faults(void);
+
 /* fx.c = core_client(&fx.cfg, @want_up). Return: fx.c. */
 redlock_client *core_fx_client(int want_up);
 

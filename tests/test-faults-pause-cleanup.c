@@ -1,0 +1,178 @@
+/* test-faults-pause-cleanup.c - what a failed attempt leaves behind silent masters.
+ *
+ * A failed acquire releases what it got before it returns: it waits for
+ * the cleanup of every master that answered its SET, however late that
+ * master hears the release, and the answers of masters that were silent
+ * at the decision are never counted as theirs. Commands pile up behind a
+ * paused master only up to max_inflight (twice that for releases); beyond
+ * that votes fail at once with EBUSY, and when the master resumes the
+ * client carries on. Run alone, one criterion worker; every test heals the
+ * cluster in .fini.
+ */
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+#include "fake.h"
+
+#define TTL_MS 10000u
+
+TestSuite(faults_pause, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 120);
+
+Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_released)
+{
+    enum { TIMEOUT_MS = 300, WRITES_PAUSED_MS = 400, RELEASE_LATE_MS = 180 };
+    char val[64];
+    int rc, held;
+
+    /* acquire.c: a failed attempt waits for the cleanup release from the
+     * masters that answered its SET, "so when acquire reports failure the
+     * keys are gone". The masters here:
+     *   0  behind a slow link: runs our SET and answers at once, hears the
+     *      cleanup release 180 ms late (it answered: must be waited for);
+     *   1, 2  held by another client: answer "held" at once;
+     *   3, 4  writes paused for 400 ms: time out at 300 ms, the decision,
+     *      then run SET and release and answer both at ~400 ms.
+     * The attempt fails at 300 ms. Master 0's release lands at ~480 ms,
+     * inside the 300 ms cleanup wait; acquire must not return before. */
+    core_fx_proxy(0);
+    core_plant(1, fx.res, fx.len, "other-client", TTL_MS);
+    core_plant(2, fx.res, fx.len, "other-client", TTL_MS);
+    fx.cfg.node_timeout_ms = TIMEOUT_MS;
+    core_fx_client(-1);
+
+    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
+    tc_pause_writes(3, WRITES_PAUSED_MS);
+    tc_pause_writes(4, WRITES_PAUSED_MS);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL);   /* master 0 itself */
+    cr_assert(ne(int, rc, 0), "acquired with two masters held by another client");
+    cr_expect(eq(int, fx.out.votes[0].kind, REDLOCK_VOTE_OK), "master 0 voted %s",
+              redlock_vote_kind_name(fx.out.votes[0].kind));
+    cr_expect(eq(int, held, 0),
+              "acquire returned %s while master 0, which answered the SET, still holds the "
+              "attempt's key (\"%s\"): the cleanup wait ended early", redlock_err_name(rc), val);
+
+    core_barrier(fx.c);
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
+    core_del_all(fx.res, fx.len);
+}
+
+Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
+{
+    enum { TIMEOUT_MS = 300, WRITES_PAUSED_MS = 100, RELEASE_LATE_MS = 200 };
+    int rc;
+
+    /* Masters 0, 1, 2 hold a list under the name: SET NX says "nil", and
+     * only the cleanup release's WRONGTYPE tells it apart from a lock held
+     * by someone else. The three "nil"s decide at once; the cleanup then
+     * waits (up to 300 ms) for those three. Master 0 hears its release
+     * 200 ms late (slow link); masters 3 and 4, silent at the decision
+     * (writes paused), answer SET and release at ~100 ms. Counting their
+     * answers as master 0's ends the wait before master 0's WRONGTYPE
+     * arrives, and turns EWRONGTYPE into ENOQUORUM. */
+    core_fx_proxy(0);
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(tc_cmd(i, "RPUSH %b a b c", fx.res, fx.len));
+    fx.cfg.node_timeout_ms = TIMEOUT_MS;
+    core_fx_client(-1);
+
+    tc_pause_writes(3, WRITES_PAUSED_MS);
+    tc_pause_writes(4, WRITES_PAUSED_MS);
+    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(eq(int, fx.out.votes[0].err, REDLOCK_EWRONGTYPE), "master 0 voted %s (%s)",
+              redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
+
+    core_barrier(fx.c);
+    core_del_all(fx.res, fx.len);
+}
+
+/* The masters' own count of commands run, for masters 3 and 4. */
+static void commands_processed(long long count[5])
+{
+    for (int m = 3; m < 5; m++) {
+        count[m] = core_info_num(m, "stats", "total_commands_processed");
+        cr_assert(ge(i64, count[m], 0));
+    }
+}
+
+Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
+{
+    enum { MAX_INFLIGHT = 16, CYCLES = 300 };
+    long long before[5], after[5];
+    int busy_votes = 0;
+    int rc;
+
+    fx.cfg.node_timeout_ms = 50;
+    fx.cfg.max_inflight = MAX_INFLIGHT;
+    core_fx_client(-1);
+    commands_processed(before);
+    tc_pause(3);
+    tc_pause(4);
+
+    /* Each cycle queues a SET and a release on each paused master. Without
+     * a bound that is 2 * CYCLES commands per master; with it, no more than
+     * 2 * MAX_INFLIGHT, and the rest fail at once. */
+    for (int i = 0; i < CYCLES; i++) {
+        redlock_lock *l = NULL;
+        uint64_t t0 = tc_now_us();
+
+        rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &l, &fx.out, &fx.e);
+        cr_assert(eq(int, rc, 0), "cycle %d: %s: %s", i, redlock_err_name(rc), fx.e.msg);
+        cr_assert(lt(u64, tc_now_us() - t0, 500000), "cycle %d took %llu us", i,
+                  (unsigned long long)(tc_now_us() - t0));
+        for (int m = 3; m < 5; m++) {
+            if (fx.out.votes[m].err == REDLOCK_EBUSY) {
+                busy_votes++;
+                cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_DOWN));
+                cr_expect(gt(sz, strlen(fx.out.votes[m].detail), 0));
+            }
+        }
+        rc = redlock_release(fx.c, l, NULL, &fx.e);
+        cr_assert(eq(int, rc, 0), "cycle %d: release: %s: %s", i, redlock_err_name(rc),
+                  fx.e.msg);
+        redlock_lock_free(l);
+    }
+    /* The bound was hit: most later votes of the paused masters were EBUSY. */
+    cr_expect(gt(int, busy_votes, CYCLES), "only %d EBUSY votes in %d cycles", busy_votes,
+              CYCLES);
+
+    tc_resume(3);
+    tc_resume(4);
+    /* The resumed masters answer through this very client again. */
+    cr_assert(eq(int, core_wait_up(fx.c, 5, 10000), 5), "resumed masters do not answer");
+    core_barrier(fx.c);
+
+    /* What reached each paused master is bounded by the in-flight limit,
+     * not by the number of cycles. The slack covers the pings, the
+     * barrier and the INFO calls themselves. */
+    commands_processed(after);
+    for (int m = 3; m < 5; m++) {
+        long long got = after[m] - before[m];
+
+        cr_expect(gt(i64, got, 0), "master %d ran nothing after resuming", m);
+        cr_expect(le(i64, got, 2 * MAX_INFLIGHT + 64),
+                  "master %d ran %lld commands queued while paused (bound %d)", m, got,
+                  2 * MAX_INFLIGHT);
+    }
+    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "a key outlived its release");
+
+    /* And the client works normally: all five vote again. */
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    core_barrier(fx.c);
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5));
+    for (int m = 0; m < 5; m++)
+        cr_expect(fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
+                  fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", m, redlock_vote_kind_name(fx.out.votes[m].kind),
+                  fx.out.votes[m].detail);
+    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
+}
