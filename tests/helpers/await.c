@@ -14,6 +14,11 @@ uint64_t tc_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+uint64_t tc_ms_since(uint64_t t0_us)
+{
+    return (tc_now_us() - t0_us) / 1000u;
+}
+
 static void sleep_us(uint64_t us)
 {
     struct timespec ts = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L };

@@ -17,6 +17,9 @@
 /* CLOCK_MONOTONIC in µs: the one clock of the tests (and of histories). */
 uint64_t tc_now_us(void);
 
+/* Milliseconds since @t0_us (a tc_now_us() reading). */
+uint64_t tc_ms_since(uint64_t t0_us);
+
 /* Sleep @ms, resuming after signals. Only where time is the subject. */
 void tc_sleep_ms(unsigned ms);
 

@@ -133,6 +133,12 @@ void net_up(int n)
     net.n = n;
 }
 
+void net_init(void)
+{
+    net_require();
+    net_up(5);
+}
+
 void net_down(void)
 {
     char out[2048];
@@ -306,6 +312,52 @@ redlock_client *net_client(const redlock_config *cfg)
     return c;
 }
 
+/* "a,b,..." of the relays' addresses into @buf. */
+static const char *relay_list(tc_relay *const *relays, char *buf, size_t size)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < net.n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "",
+                                 tc_relay_addr(relays[i]));
+    return buf;
+}
+
+redlock_client *net_side_client(unsigned node_timeout_ms)
+{
+    static char masters[NET_MAX * 24];
+    tc_relay *relays[NET_MAX];
+    redlock_config cfg;
+
+    for (int i = 0; i < net.n; i++)
+        relays[i] = net_relay(i, NET_SIDE_PORT + i, 1);
+    net_config(&cfg, relay_list(relays, masters, sizeof(masters)), node_timeout_ms);
+    return net_client(&cfg);
+}
+
+const char *net_delayed_masters(const unsigned *ms, unsigned jitter_ms)
+{
+    static char masters[NET_MAX * 24];
+    tc_relay *relays[NET_MAX];
+    char why[256] = "";
+    int netem = 1;
+
+    for (int i = 0; i < net.n && netem; i++)
+        netem = net_delay(i, ms[i], jitter_ms, why, sizeof(why)) == 0;
+    if (netem) {
+        cr_log_info("delay: tc netem on the veths");
+        return net.masters;
+    }
+    net_heal(-1);
+    cr_log_info("delay: user-space relay (%s)", why);
+    for (int i = 0; i < net.n; i++) {
+        relays[i] = net_relay(i, NET_DELAY_PORT + i, 0);
+        tc_relay_set_delay(relays[i], ms[i], ms[i], jitter_ms);
+    }
+    return relay_list(relays, masters, sizeof(masters));
+}
+
 void net_client_free(redlock_client *c)
 {
     for (int k = 0; k < NET_MAX_CLIENTS; k++) {
@@ -406,6 +458,11 @@ int net_key_count(const void *key, size_t len)
     for (int i = 0; i < net.n; i++)
         count += net_get(i, key, len, NULL, 0);
     return count;
+}
+
+int net_await_key_gone(const void *key, size_t len, int timeout_ms)
+{
+    return TC_AWAIT(net_key_count(key, len) == 0, timeout_ms);
 }
 
 int net_token_count(const void *key, size_t len, const char *token)

@@ -29,6 +29,10 @@ void net_require(void);
 /* Start @n masters in namespaces (netns.sh up). Fails the test on error. */
 void net_up(int n);
 
+/* For .init of suites on five namespaced masters: net_require(), then
+ * net_up(5). */
+void net_init(void);
+
 /* Free what net_client()/net_relay_*() made, then netns.sh down. Safe to
  * call when net_up() never ran or failed; meant for .fini. */
 void net_down(void);
@@ -60,6 +64,30 @@ int net_loss(int i, unsigned pct, char *why, size_t size);
  */
 tc_relay *net_relay(int i, int port, int side);
 
+/* Loopback ports of the relays below: side doors on NET_SIDE_PORT + i,
+ * delaying relays on NET_DELAY_PORT + i (tests/meson.build keeps
+ * 7670-7679 for them). */
+#define NET_SIDE_PORT 7670
+#define NET_DELAY_PORT 7675
+
+/*
+ * net_side_client() - A client on the far side of any partition
+ *
+ * Its masters are relays to each master's side door (its namespace's
+ * loopback), so no fault on a link reaches it: a second client that sees
+ * the masters while the test's own client cannot. node_timeout_ms as
+ * given; connected, and freed, as net_client().
+ */
+redlock_client *net_side_client(unsigned node_timeout_ms);
+
+/*
+ * net_delayed_masters() - One-way delays @ms[i] (+/- @jitter_ms) on master
+ * i's link: tc netem when the kernel has it, else a relay per master on
+ * loopback (NET_DELAY_PORT + i). Says which in the test's log.
+ * Return: the masters list to use (static storage).
+ */
+const char *net_delayed_masters(const unsigned *ms, unsigned jitter_ms);
+
 /*
  * net_client() - A blocking client on @masters (NULL: net_masters())
  *
@@ -85,6 +113,10 @@ int net_get(int i, const void *key, size_t len, char *val, size_t size);
 
 /* Masters (all N, through the side door) where @key exists. */
 int net_key_count(const void *key, size_t len);
+
+/* Await @key on no master (the client cannot say when a master it got no
+ * answer from has run what it was sent): 1, or 0 after @timeout_ms. */
+int net_await_key_gone(const void *key, size_t len, int timeout_ms);
 
 /* Masters where @key holds exactly @token. */
 int net_token_count(const void *key, size_t len, const char *token);
