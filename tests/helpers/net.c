@@ -369,6 +369,9 @@ void net_client_free(redlock_client *c)
 
 /* ---- the side door ------------------------------------------------------- */
 
+/* Side-door trouble is logged with cr_log_info(), not cr_log_warn(): in
+ * criterion 2.4.1 one warning makes the run exit 1, and meson then fails
+ * the executable however its tests went. */
 static redisContext *side_connect(int i)
 {
     struct sockaddr_in sin;
@@ -379,7 +382,7 @@ static redisContext *side_connect(int i)
     check_index("side door", i);
     fd = tc_socket_in_netns(net.ns[i]);
     if (fd < 0) {
-        cr_log_warn("side door to master %d: socket in %s: %s", i, net.ns[i], strerror(errno));
+        cr_log_info("side door to master %d: socket in %s: %s", i, net.ns[i], strerror(errno));
         return NULL;
     }
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -389,13 +392,13 @@ static redisContext *side_connect(int i)
     sin.sin_port = htons(6379);
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
-        cr_log_warn("side door to master %d: connect: %s", i, strerror(errno));
+        cr_log_info("side door to master %d: connect: %s", i, strerror(errno));
         close(fd);
         return NULL;
     }
     ctx = redisConnectFd(fd);   /* owns fd from here on */
     if (!ctx || ctx->err) {
-        cr_log_warn("side door to master %d: %s", i, ctx ? ctx->errstr : "out of memory");
+        cr_log_info("side door to master %d: %s", i, ctx ? ctx->errstr : "out of memory");
         redisFree(ctx);
         return NULL;
     }
@@ -412,7 +415,7 @@ static redisReply *side_vcmd(int i, const char *fmt, va_list ap)
         return NULL;
     r = redisvCommand(ctx, fmt, ap);
     if (!r)
-        cr_log_warn("side door to master %d: %s", i, ctx->errstr);
+        cr_log_info("side door to master %d: %s", i, ctx->errstr);
     redisFree(ctx);
     return r;
 }

@@ -1,0 +1,398 @@
+/* contend.c - workers contending on one lock, recorded and checked (see
+ * contend.h).
+ *
+ * The workers only record; every judgement is check.py's or the test's.
+ * The end of a run waits for the masters to have run everything the
+ * workers sent before it snapshots them, so a late command can never make
+ * the snapshot disagree with the history.
+ */
+#include "contend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <criterion/new/assert.h>
+
+#include "await.h"
+#include "cluster.h"
+#include "core.h"
+
+typedef struct contend_worker {
+    run *run;
+    char name[16];
+    pthread_t th;
+    redlock_client *c;
+    unsigned seed;
+} contend_worker;
+
+void contend_config(redlock_config *cfg, int guard)
+{
+    core_config(cfg);
+    cfg->node_timeout_ms = 250;
+    cfg->retry_count = 2;
+    cfg->retry_delay_ms = 20;
+    cfg->retry_jitter_ms = 20;
+    cfg->reconnect_min_ms = 10;
+    cfg->reconnect_max_ms = 100;
+    cfg->restart_guard = guard;
+}
+
+redlock_client *contend_client(int guard)
+{
+    redlock_config cfg;
+
+    contend_config(&cfg, guard);
+    return core_client(&cfg, -1);
+}
+
+/* ---- what the workers note ---------------------------------------------- */
+
+static int idx(int rc)
+{
+    return rc <= 0 && rc > -20 ? -rc : 19;
+}
+
+static void note_grant(run *r, const redlock_outcome *out)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->n_grants < CONTEND_MAX_GRANTS)
+        r->grants[r->n_grants++] = (contend_grant){ hist_now_us(), hist_oks(out) };
+    pthread_mutex_unlock(&r->mu);
+}
+
+void run_note_grant(run *r, const redlock_outcome *out)
+{
+    note_grant(r, out);
+}
+
+static void note(run *r, int *table, int rc, const char *what, const redlock_error *e)
+{
+    pthread_mutex_lock(&r->mu);
+    table[idx(rc)]++;
+    if (rc != 0 && r->rel_fail_after && hist_now_us() > r->rel_fail_after) {
+        if (!r->late_failures++)
+            snprintf(r->late_what, sizeof(r->late_what), "%s: %s: %s", what,
+                     redlock_err_name(rc), e->msg);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Remember when each master last answered (ok, held, gone or an error
+ * reply: anything but silence or a dropped connection). */
+static void note_votes(run *r, const redlock_outcome *out)
+{
+    uint64_t now = hist_now_us();
+
+    pthread_mutex_lock(&r->mu);
+    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {
+        int k = out->votes[i].kind;
+
+        if (k == REDLOCK_VOTE_OK || k == REDLOCK_VOTE_HELD || k == REDLOCK_VOTE_GONE ||
+            k == REDLOCK_VOTE_ERROR)
+            r->last_answer[i] = now;
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* ---- the workers ----------------------------------------------------------- */
+
+/* Hold the lock a while, sometimes extend it, release it. */
+static void hold_and_release(contend_worker *w, redlock_lock *l)
+{
+    run *r = w->run;
+    redlock_outcome out;
+    redlock_error e;
+    uint64_t t0;
+    int rc;
+
+    /* Time is the subject: a holder works for a few ms, as real ones do,
+     * so that faults land while locks are held. */
+    tc_sleep_ms(2 + rand_r(&w->seed) % 15);
+    if (rand_r(&w->seed) % 2) {
+        t0 = hist_now_us();
+        rc = redlock_extend(w->c, l, CONTEND_TTL_MS, &out, &e);
+        hist_extend(r->h, w->name, CONTEND_TTL_MS, t0, rc, l, &out);
+        note(r, r->ext, rc, "extend", &e);
+        tc_sleep_ms(2 + rand_r(&w->seed) % 10);   /* and works on: time is the subject */
+    }
+    t0 = hist_now_us();
+    rc = redlock_release(w->c, l, &out, &e);
+    hist_release(r->h, w->name, t0, rc, l, &out);
+    note_votes(r, &out);
+    note(r, r->rel, rc, "release", &e);
+}
+
+static void *work(void *arg)
+{
+    contend_worker *w = arg;
+    run *r = w->run;
+
+    while (!atomic_load(&r->stop)) {
+        redlock_lock *l = NULL;
+        redlock_outcome out;
+        redlock_error e;
+        uint64_t t0 = hist_now_us();
+        int rc = redlock_acquire(w->c, r->res, r->len, CONTEND_TTL_MS, &l, &out, &e);
+
+        hist_acquire(r->h, w->name, r->res, r->len, CONTEND_TTL_MS, t0, rc, l, &out);
+        note_votes(r, &out);
+        pthread_mutex_lock(&r->mu);
+        r->acq[idx(rc)]++;
+        r->attempts++;
+        pthread_mutex_unlock(&r->mu);
+        if (rc != 0) {
+            /* The load's shape, not a wait for anything: a client that
+             * lost thinks a moment before it asks again. */
+            tc_sleep_ms(5 + rand_r(&w->seed) % 15);
+            continue;
+        }
+        note_grant(r, &out);
+        hold_and_release(w, l);
+        redlock_lock_free(l);
+    }
+    return NULL;
+}
+
+void contend_paths(char *hpath, char *spath, size_t size)
+{
+    const char *dir = getenv("REDLOCK_TEST_DIR");
+
+    cr_assert(dir && *dir, "REDLOCK_TEST_DIR is not set (run through meson / with-cluster.sh)");
+    snprintf(hpath, size, "%s/history-%d.jsonl", dir, (int)getpid());
+    snprintf(spath, size, "%s/snapshot-%d.jsonl", dir, (int)getpid());
+    unlink(hpath);
+    unlink(spath);
+}
+
+run *run_start(int guard, int workers)
+{
+    run *r = calloc(1, sizeof(*r));
+
+    cr_assert(r != NULL);
+    pthread_mutex_init(&r->mu, NULL);
+    tc_resource(r->res, sizeof(r->res), NULL);
+    r->len = strlen(r->res);
+    contend_paths(r->path, r->snap, sizeof(r->path));
+    r->h = hist_open(r->path);
+    cr_assert(r->h != NULL, "hist_open %s: %s", r->path, strerror(errno));
+    r->w = calloc((size_t)(workers ? workers : 1), sizeof(*r->w));
+    cr_assert(r->w != NULL);
+    r->n_workers = workers;
+    for (int i = 0; i < workers; i++) {
+        contend_worker *w = &r->w[i];
+
+        w->run = r;
+        w->seed = (unsigned)(getpid() * 31 + i);
+        snprintf(w->name, sizeof(w->name), "w%d", i);
+        w->c = contend_client(guard);
+    }
+    for (int i = 0; i < workers; i++)
+        cr_assert(eq(int, pthread_create(&r->w[i].th, NULL, work, &r->w[i]), 0));
+    return r;
+}
+
+static void run_stop(run *r)
+{
+    atomic_store(&r->stop, 1);
+    for (int i = 0; i < r->n_workers; i++) {
+        pthread_join(r->w[i].th, NULL);
+        redlock_client_free(r->w[i].c);
+        r->w[i].c = NULL;
+    }
+    r->n_workers = 0;
+}
+
+/* ---- what the test asks during a run ------------------------------------------ */
+
+int run_grants_between(run *r, uint64_t from, uint64_t to, uint32_t mask)
+{
+    int n = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n_grants; i++)
+        if (r->grants[i].complete_us >= from && r->grants[i].complete_us < to &&
+            (r->grants[i].oks & mask) == mask)
+            n++;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+uint64_t run_first_grant(run *r, uint64_t from, uint32_t mask)
+{
+    uint64_t t = 0;
+
+    pthread_mutex_lock(&r->mu);
+    for (int i = 0; i < r->n_grants; i++)
+        if (r->grants[i].complete_us >= from && (r->grants[i].oks & mask) == mask &&
+            (!t || r->grants[i].complete_us < t))
+            t = r->grants[i].complete_us;
+    pthread_mutex_unlock(&r->mu);
+    return t;
+}
+
+uint64_t run_last_answer(run *r, int m)
+{
+    uint64_t t;
+
+    pthread_mutex_lock(&r->mu);
+    t = r->last_answer[m];
+    pthread_mutex_unlock(&r->mu);
+    return t;
+}
+
+int run_attempts(run *r)
+{
+    int n;
+
+    pthread_mutex_lock(&r->mu);
+    n = r->attempts;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+int run_await_grants(run *r, uint64_t from, uint32_t mask, int n, int timeout_ms)
+{
+    int got = 0;
+
+    TC_AWAIT((got = run_grants_between(r, from, UINT64_MAX, mask)) >= n, timeout_ms);
+    return got;
+}
+
+void run_fault(run *r, const char *what, int master, int lost, uint64_t t0)
+{
+    cr_assert(eq(int, hist_fault(r->h, what, master, lost, t0), 0));
+}
+
+void run_inject(run *r, void (*act)(int), const char *what, int master, int lost)
+{
+    uint64_t t0 = hist_now_us();
+
+    act(master);
+    run_fault(r, what, master, lost, t0);
+}
+
+/* ---- the end of a run: quiet masters, snapshot, checker ------------------------ */
+
+/* Wait until every live master has dropped the workers' connections. A
+ * master frees a client when it reads EOF, after running everything that
+ * came before it on that connection, so from then on nothing the workers
+ * sent can still change what the snapshot sees. */
+static void quiesce(void)
+{
+    for (int m = 0; m < tc_n(); m++) {
+        long long n = 0;
+
+        /* -1: a dead master; 1: only our own INFO connection */
+        TC_AWAIT((n = core_info_num(m, "clients", "connected_clients")) <= 1, 5000);
+        if (n > 1)   /* not cr_log_warn(): in criterion 2.4.1 a warning fails the run */
+            cr_log_info("master %d still has %lld clients after 5 s", m, n);
+    }
+}
+
+void contend_snapshot(const char *path, const void *res, size_t len)
+{
+    hist *s = hist_open(path);
+
+    cr_assert(s != NULL, "hist_open %s: %s", path, strerror(errno));
+    for (int m = 0; m < tc_n(); m++) {
+        redisReply *v = tc_cmd(m, "GET %b", res, len);
+        redisReply *t = tc_cmd(m, "PTTL %b", res, len);
+
+        if (v && t && v->type == REDIS_REPLY_STRING && t->type == REDIS_REPLY_INTEGER)
+            cr_assert(eq(int, hist_key(s, m, res, len, v->str, t->integer), 0));
+        freeReplyObject(v);
+        freeReplyObject(t);
+    }
+    hist_close(s);
+}
+
+int contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
+                  size_t size)
+{
+    const char *argv[8];
+    char n[16];
+    int k = 0, rc;
+
+    snprintf(n, sizeof(n), "%d", tc_n());
+    argv[k++] = "--masters";
+    argv[k++] = n;
+    for (int i = 0; args && args[i] && k < 7; i++)
+        argv[k++] = args[i];
+    argv[k] = NULL;
+    rc = hist_check(hpath, spath, argv, out, size);
+    cr_assert(rc >= 0, "check.py did not run: %s", out);
+    return rc;
+}
+
+const char *run_keep(run *r)
+{
+    static char kept[600];
+    const char *tmp = getenv("TMPDIR");
+    char cmd[1800];
+
+    snprintf(kept, sizeof(kept), "%s/redlock-history-%d.jsonl", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid());
+    snprintf(cmd, sizeof(cmd), "cat '%s' '%s' > '%s' 2>/dev/null", r->path, r->snap, kept);
+    if (system(cmd) != 0)
+        return "(could not keep the history)";
+    return kept;
+}
+
+static void log_counts(run *r)
+{
+    int acq = 0, rel = 0, ext = 0;
+
+    for (int i = 0; i < 20; i++) {
+        acq += r->acq[i];
+        rel += r->rel[i];
+        ext += r->ext[i];
+    }
+    cr_log_info("%s: %d grants; acquires %d (conflict %d, no quorum %d); releases %d (ok %d, "
+                "not held %d); extends %d (ok %d)", r->res, r->n_grants, acq,
+                r->acq[idx(REDLOCK_ECONFLICT)], r->acq[idx(REDLOCK_ENOQUORUM)], rel, r->rel[0],
+                r->rel[idx(REDLOCK_ENOTHELD)], ext, r->ext[0]);
+}
+
+int run_finish(run *r, const char *const *args, char *out, size_t size)
+{
+    int workers = r->n_workers, rc;
+
+    run_stop(r);
+    quiesce();
+    contend_snapshot(r->snap, r->res, r->len);
+    hist_close(r->h);
+    r->h = NULL;
+    rc = contend_check(r->path, r->snap, args, out, size);
+    if (getenv("REDLOCK_KEEP_HISTORY"))
+        cr_log_info("history kept in %s", run_keep(r));
+    if (workers)
+        log_counts(r);
+    return rc;
+}
+
+void run_expect_clean(run *r, const char *const *args)
+{
+    static char out[CONTEND_OUT_SIZE];
+    int rc = run_finish(r, args, out, sizeof(out));
+
+    cr_assert(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s",
+              run_keep(r), out);
+    cr_assert(strstr(out, " 0 violations") != NULL, "%s", out);
+    cr_log_info("%s", out);
+}
+
+void run_free(run *r)
+{
+    if (!r)
+        return;
+    run_stop(r);
+    hist_close(r->h);
+    pthread_mutex_destroy(&r->mu);
+    free(r->w);
+    free(r);
+}

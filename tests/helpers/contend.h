@@ -1,0 +1,135 @@
+/* contend.h - clients fighting over one lock, every operation recorded.
+ *
+ * A run is a few worker threads, each with a blocking client of its own,
+ * contending on one resource: acquire, hold a few ms, sometimes extend,
+ * release. Every call goes into a history (history.h) in the cluster's
+ * dir. While they run, a test breaks masters; then it stops the workers,
+ * snapshots what the masters still hold, and runs tests/history/check.py
+ * over it all. Grants are also kept in memory with the masters that voted
+ * for them, so a test can await them ("five grants since the fault") and
+ * ask which masters they counted. For criterion tests: helpers that cannot
+ * do their job fail the test.
+ */
+#ifndef TC_CONTEND_H
+#define TC_CONTEND_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <redlock.h>
+
+#include "await.h"
+#include "history.h"
+
+#define CONTEND_WORKERS 4
+/* One ttl for every client: the restart guard's window is the longest ttl
+ * the guarding client itself has used, so it covers a holder with a longer
+ * ttl for only part of that holder's lease. Long enough for a holder to
+ * outlive three master restarts under sanitizers. */
+#define CONTEND_TTL_MS 3000u
+/* Room for what check.py prints about a run. */
+#define CONTEND_OUT_SIZE 24576
+
+#define CONTEND_MAX_GRANTS 8192
+
+typedef struct run run;
+
+typedef struct contend_grant {
+    uint64_t complete_us;
+    uint32_t oks;              /* bit i: master i voted OK */
+} contend_grant;
+
+struct run {
+    /* for the test */
+    hist *h;                   /* the history, for the test's own lines */
+    char path[512];            /* the history's file */
+    char snap[512];            /* the snapshot of keys at the end */
+    char res[160];             /* the contended resource */
+    size_t len;
+    uint64_t rel_fail_after;   /* count release/extend failures after this (0: never) */
+    int late_failures;         /* releases/extends that failed after rel_fail_after */
+    char late_what[400];       /* the first of them */
+
+    /* contend.c's; what is shared with the workers is under mu */
+    struct contend_worker *w;
+    int n_workers;
+    atomic_int stop;
+    pthread_mutex_t mu;
+    contend_grant grants[CONTEND_MAX_GRANTS];
+    int n_grants;
+    int attempts;
+    uint64_t last_answer[REDLOCK_MAX_MASTERS];   /* last time master i answered a vote */
+    int acq[20], rel[20], ext[20];   /* results by -rc */
+};
+
+/* The config of every client in a run: core_config(), a 250 ms node
+ * timeout, two quick retries, reconnects within 100 ms, @guard as
+ * restart_guard. */
+void contend_config(redlock_config *cfg, int guard);
+
+/* A blocking client on contend_config(), connected to every master. */
+redlock_client *contend_client(int guard);
+
+/* Start @workers workers (0: a history only) on a fresh resource, every
+ * client connected first. Ownership: run_free(). */
+run *run_start(int guard, int workers);
+
+/* Record a grant the test's own client (not a worker) got. */
+void run_note_grant(run *r, const redlock_outcome *out);
+
+/* Grants completed in [@from, @to) whose OK votes include all of @mask. */
+int run_grants_between(run *r, uint64_t from, uint64_t to, uint32_t mask);
+
+/* First grant completed at or after @from whose OK votes include @mask;
+ * 0 if none. */
+uint64_t run_first_grant(run *r, uint64_t from, uint32_t mask);
+
+/* When master @m last answered a worker's vote (0: never). */
+uint64_t run_last_answer(run *r, int m);
+
+/* Acquires the workers have completed so far, granted or not. */
+int run_attempts(run *r);
+
+/* Await @n grants completed at or after @from whose OK votes include
+ * @mask, for at most @timeout_ms. Return: how many there were. */
+int run_await_grants(run *r, uint64_t from, uint32_t mask, int n, int timeout_ms);
+
+/* A "fault" line: @what happened to master @master since @t0 (hist_fault). */
+void run_fault(run *r, const char *what, int master, int lost, uint64_t t0);
+
+/* One fault, timed and recorded: the time is taken before @act(@master)
+ * runs, so the checker sees the fault no later than it happened. */
+void run_inject(run *r, void (*act)(int), const char *what, int master, int lost);
+
+/* Stop the workers, wait until the masters ran all they were sent,
+ * snapshot them, run the checker with --masters N and @args; returns its
+ * exit status and leaves its output in @out. */
+int run_finish(run *r, const char *const *args, char *out, size_t size);
+
+/* run_finish(), and the checker must find nothing. */
+void run_expect_clean(run *r, const char *const *args);
+
+/* Copy the history and snapshot where they outlive the cluster's temp dir
+ * (for failure messages). Return: the copy's path. */
+const char *run_keep(run *r);
+
+void run_free(run *r);
+
+/* ---- for histories written by other means ------------------------------ */
+
+/* "history-PID.jsonl" and "snapshot-PID.jsonl" in the cluster's dir,
+ * neither there yet. */
+void contend_paths(char *hpath, char *spath, size_t size);
+
+/* A snapshot at @path: what every live master holds under @res, with its
+ * PTTL ("key" lines). */
+void contend_snapshot(const char *path, const void *res, size_t len);
+
+/* check.py over @hpath and @spath with --masters N and @args; fails the
+ * test if it did not run. Return: its exit status (0 clean, 1 violations). */
+int contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
+                  size_t size);
+
+#endif
