@@ -19,6 +19,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "core.h"
 #include "net.h"
 
 #define N 5
@@ -33,33 +34,25 @@ Test(faults_net, the_third_fastest_master_sets_the_latency)
     static const unsigned delay[N] = { 0, 0, 30, 60, 90 };   /* RTT 0, 0, 60, 120, 180 ms */
     redlock_config cfg;
     redlock_client *c;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
+    struct core_try t;
 
     net_config(&cfg, net_delayed_masters(delay, 0), NODE_TIMEOUT);
     c = net_client(&cfg);
     for (int k = 0; k < 8; k++) {
-        redlock_lock *l = NULL;
-        uint64_t t0 = tc_now_us();
-        uint64_t took;
-        int rc;
+        int rc = core_try_acquire(c, TTL_MS, &t);
 
-        tc_resource(res, sizeof(res), NULL);
-        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        took = tc_ms_since(t0);
-        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         /* No faster than the quorum's slowest member (60 ms), well before
          * the fourth (120 ms). */
-        cr_expect(ge(u64, took, 59), "took %llu ms", (unsigned long long)took);
-        cr_expect(lt(u64, took, 110), "took %llu ms", (unsigned long long)took);
-        cr_expect(ge(u64, out.elapsed_us, 59000));
-        cr_expect(eq(int, out.votes[4].kind, REDLOCK_VOTE_PENDING));
+        cr_expect(ge(u64, t.took_ms, 59), "took %llu ms", (unsigned long long)t.took_ms);
+        cr_expect(lt(u64, t.took_ms, 110), "took %llu ms", (unsigned long long)t.took_ms);
+        cr_expect(ge(u64, t.out.elapsed_us, 59000));
+        cr_expect(eq(int, t.out.votes[4].kind, REDLOCK_VOTE_PENDING));
         /* The validity lost is the elapsed time plus the drift margin. */
-        cr_expect(le(i64, out.validity_ms, (int64_t)(TTL_MS - MARGIN_MS - 59)));
-        cr_expect(ge(i64, out.validity_ms, (int64_t)(TTL_MS - MARGIN_MS - 110)));
-        cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
-        redlock_lock_free(l);
+        cr_expect(le(i64, t.out.validity_ms, (int64_t)(TTL_MS - MARGIN_MS - 59)));
+        cr_expect(ge(i64, t.out.validity_ms, (int64_t)(TTL_MS - MARGIN_MS - 110)));
+        cr_expect(eq(int, redlock_release(c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
+        redlock_lock_free(t.l);
     }
 }
 
@@ -69,28 +62,21 @@ Test(faults_net, jitter_keeps_latency_between_the_bounds_of_the_links)
     static const unsigned delay[N] = { ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY };
     redlock_config cfg;
     redlock_client *c;
-    redlock_error e;
-    char res[128];
+    struct core_try t;
 
     net_config(&cfg, net_delayed_masters(delay, JITTER), NODE_TIMEOUT);
     c = net_client(&cfg);
     for (int k = 0; k < 10; k++) {
-        redlock_lock *l = NULL;
-        uint64_t t0 = tc_now_us();
-        uint64_t took;
-        int rc;
+        int rc = core_try_acquire(c, TTL_MS, &t);
 
-        tc_resource(res, sizeof(res), NULL);
-        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
-        took = tc_ms_since(t0);
-        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         /* Each round trip is 2 x (20 +/- 10) ms. */
-        cr_expect(ge(u64, took, 2 * (ONE_WAY - JITTER) - 1), "took %llu ms",
-                  (unsigned long long)took);
-        cr_expect(lt(u64, took, 2 * (ONE_WAY + JITTER) + 30), "took %llu ms",
-                  (unsigned long long)took);
-        cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
-        redlock_lock_free(l);
+        cr_expect(ge(u64, t.took_ms, 2 * (ONE_WAY - JITTER) - 1), "took %llu ms",
+                  (unsigned long long)t.took_ms);
+        cr_expect(lt(u64, t.took_ms, 2 * (ONE_WAY + JITTER) + 30), "took %llu ms",
+                  (unsigned long long)t.took_ms);
+        cr_expect(eq(int, redlock_release(c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
+        redlock_lock_free(t.l);
     }
 }
 

@@ -17,6 +17,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "core.h"
 #include "net.h"
 
 #define N 5
@@ -38,43 +39,36 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
 {
     enum { NODE_TIMEOUT = 2000 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
+    struct core_try t;
 
     net_cut(3);
     net_cut(4);
     for (int k = 0; k < 5; k++) {
-        redlock_lock *l = NULL;
-        uint64_t t0, took;
+        uint64_t t0;
         int rc;
 
-        tc_resource(res, sizeof(res), NULL);
-        t0 = tc_now_us();
-        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        took = tc_ms_since(t0);
-        cr_assert(eq(int, rc, 0), "acquire %d: %s: %s", k, redlock_err_name(rc), e.msg);
+        rc = core_try_acquire(c, TTL_MS, &t);
+        cr_assert(eq(int, rc, 0), "acquire %d: %s: %s", k, redlock_err_name(rc), t.e.msg);
         /* Liveness, and at the third OK: a black hole costs nothing while a
          * quorum answers. */
-        cr_expect(lt(u64, took, NODE_TIMEOUT / 10), "acquire %d took %llu ms", k,
-                  (unsigned long long)took);
-        cr_expect(eq(u32, out.n_ok, 3));
-        cr_expect(eq(int, out.votes[3].kind, REDLOCK_VOTE_PENDING));
-        cr_expect(eq(int, out.votes[4].kind, REDLOCK_VOTE_PENDING));
-        cr_expect(gt(i64, redlock_lock_validity_ms(l),
+        cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT / 10), "acquire %d took %llu ms", k,
+                  (unsigned long long)t.took_ms);
+        cr_expect(eq(u32, t.out.n_ok, 3));
+        cr_expect(eq(int, t.out.votes[3].kind, REDLOCK_VOTE_PENDING));
+        cr_expect(eq(int, t.out.votes[4].kind, REDLOCK_VOTE_PENDING));
+        cr_expect(gt(i64, redlock_lock_validity_ms(t.l),
                      (int64_t)(TTL_MS - MARGIN_MS - NODE_TIMEOUT / 10)));
         /* Both directions are cut: the SET never reached masters 3 and 4. */
-        cr_expect(eq(int, net_get(3, res, strlen(res), NULL, 0), 0));
-        cr_expect(eq(int, net_get(4, res, strlen(res), NULL, 0), 0));
+        cr_expect(eq(int, net_get(3, t.res, strlen(t.res), NULL, 0), 0));
+        cr_expect(eq(int, net_get(4, t.res, strlen(t.res), NULL, 0), 0));
 
         t0 = tc_now_us();
-        rc = redlock_release(c, l, &out, &e);
-        took = tc_ms_since(t0);
-        cr_expect(eq(int, rc, 0), "release %d: %s: %s", k, redlock_err_name(rc), e.msg);
-        cr_expect(lt(u64, took, NODE_TIMEOUT / 10), "release %d took %llu ms", k,
-                  (unsigned long long)took);
-        cr_expect(eq(int, net_key_count(res, strlen(res)), 0), "key left behind");
-        redlock_lock_free(l);
+        rc = redlock_release(c, t.l, &t.out, &t.e);
+        cr_expect(eq(int, rc, 0), "release %d: %s: %s", k, redlock_err_name(rc), t.e.msg);
+        cr_expect(lt(u64, tc_ms_since(t0), NODE_TIMEOUT / 10), "release %d took %llu ms", k,
+                  (unsigned long long)tc_ms_since(t0));
+        cr_expect(eq(int, net_key_count(t.res, strlen(t.res)), 0), "key left behind");
+        redlock_lock_free(t.l);
     }
 }
 
@@ -82,38 +76,32 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
 {
     enum { NODE_TIMEOUT = 300 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
+    struct core_try t;
 
     net_cut(0);
     net_cut(2);
     net_cut(4);
     for (int k = 0; k < 3; k++) {
-        redlock_lock *l = NULL;
-        uint64_t t0, took;
-        int rc;
+        int rc = core_try_acquire(c, TTL_MS, &t);
 
-        tc_resource(res, sizeof(res), NULL);
-        t0 = tc_now_us();
-        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        took = tc_ms_since(t0);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "acquire %d: %s: %s", k, redlock_err_name(rc),
-                  e.msg);
-        cr_expect(eq(ptr, l, NULL));
+                  t.e.msg);
+        cr_expect(eq(ptr, t.l, NULL));
         /* One node timeout (libevent's coarse clock may fire a jiffy early),
          * not more: the reachable masters' cleanup is waited for, the cut
          * ones' is not. */
-        cr_expect(ge(u64, took, NODE_TIMEOUT - 10), "took %llu ms", (unsigned long long)took);
-        cr_expect(lt(u64, took, NODE_TIMEOUT + 700), "took %llu ms", (unsigned long long)took);
+        cr_expect(ge(u64, t.took_ms, NODE_TIMEOUT - 10), "took %llu ms",
+                  (unsigned long long)t.took_ms);
+        cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT + 700), "took %llu ms",
+                  (unsigned long long)t.took_ms);
         for (int m = 0; m < N; m += 2)
-            cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_TIMEOUT), "cut master %d voted %s",
-                      m, redlock_vote_kind_name(out.votes[m].kind));
-        cr_expect(eq(int, out.votes[1].kind, REDLOCK_VOTE_OK));
-        cr_expect(eq(int, out.votes[3].kind, REDLOCK_VOTE_OK));
+            cr_expect(eq(int, t.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT),
+                      "cut master %d voted %s", m, redlock_vote_kind_name(t.out.votes[m].kind));
+        cr_expect(eq(int, t.out.votes[1].kind, REDLOCK_VOTE_OK));
+        cr_expect(eq(int, t.out.votes[3].kind, REDLOCK_VOTE_OK));
         /* The SETs that did land were released before the call returned. */
-        cr_expect(eq(int, net_get(1, res, strlen(res), NULL, 0), 0), "key left on master 1");
-        cr_expect(eq(int, net_get(3, res, strlen(res), NULL, 0), 0), "key left on master 3");
+        cr_expect(eq(int, net_get(1, t.res, strlen(t.res), NULL, 0), 0), "key left on master 1");
+        cr_expect(eq(int, net_get(3, t.res, strlen(t.res), NULL, 0), 0), "key left on master 3");
     }
 }
 
@@ -319,9 +307,7 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
     enum { NODE_TIMEOUT = 100, MAX_INFLIGHT = 16, TRIES = 40 };
     redlock_config cfg;
     redlock_client *c;
-    redlock_outcome out;
     redlock_error e;
-    char res[128];
     int slow = 0, busy = 0, rc = -1, keys;
     uint64_t t0;
 
@@ -333,20 +319,16 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
         net_cut(m);
 
     for (int k = 0; k < TRIES; k++) {
-        redlock_lock *l = NULL;
-        uint64_t took;
+        struct core_try t;
 
-        tc_resource(res, sizeof(res), NULL);
-        t0 = tc_now_us();
-        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        took = tc_ms_since(t0);
+        rc = core_try_acquire(c, TTL_MS, &t);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "try %d: %s: %s", k, redlock_err_name(rc),
-                  e.msg);
-        if (out.votes[0].err == REDLOCK_EBUSY) {
+                  t.e.msg);
+        if (t.out.votes[0].err == REDLOCK_EBUSY) {
             busy++;
             /* Refused at once: no timeout to wait for. */
-            cr_expect(lt(u64, took, NODE_TIMEOUT / 2), "try %d (EBUSY) took %llu ms", k,
-                      (unsigned long long)took);
+            cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT / 2), "try %d (EBUSY) took %llu ms", k,
+                      (unsigned long long)t.took_ms);
         } else {
             slow++;
         }

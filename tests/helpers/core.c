@@ -132,6 +132,18 @@ redlock_client *core_client_async(const redlock_config *cfg, struct event_base *
     return c;
 }
 
+int core_try_acquire(redlock_client *c, uint32_t ttl_ms, struct core_try *t)
+{
+    uint64_t t0;
+
+    memset(t, 0, sizeof(*t));
+    tc_resource(t->res, sizeof(t->res), NULL);
+    t0 = tc_now_us();
+    t->rc = redlock_acquire(c, t->res, strlen(t->res), ttl_ms, &t->l, &t->out, &t->e);
+    t->took_ms = tc_ms_since(t0);
+    return t->rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* What masters hold                                                        */
 /* ------------------------------------------------------------------------ */

@@ -59,6 +59,19 @@ redlock_lock *core_must_acquire(redlock_client *c, const char *res, uint32_t ttl
 /* redlock_release() that must succeed, then redlock_lock_free(). */
 void core_must_release(redlock_client *c, redlock_lock *lock);
 
+/* One timed acquire of a fresh resource: what went in and what came out. */
+struct core_try {
+    char res[128];            /* tc_resource() of the running test */
+    redlock_lock *l;          /* the lock, or NULL; the caller frees it */
+    redlock_outcome out;
+    redlock_error e;
+    int rc;
+    uint64_t took_ms;         /* how long redlock_acquire() took */
+};
+
+/* redlock_acquire() of a fresh resource on @c, timed, into @t. Return: rc. */
+int core_try_acquire(redlock_client *c, uint32_t ttl_ms, struct core_try *t);
+
 /* ------------------------------------------------------------------------ */
 /* What masters hold                                                        */
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,129 @@
+/* child.c - a lock holder in a forked process (see child.h). */
+#include "child.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include "core.h"
+
+pid_t child_pid = -1;
+
+int child_start(void (*fn)(void *arg, int fd), void *arg)
+{
+    int fds[2];
+
+    cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
+    child_pid = fork();
+    cr_assert(child_pid >= 0, "fork: %s", strerror(errno));
+    if (child_pid == 0) {
+        close(fds[0]);
+        fn(arg, fds[1]);
+        _exit(0);
+    }
+    close(fds[1]);
+    return fds[0];
+}
+
+static void vtell(int fd, const char *fmt, va_list ap)
+{
+    char line[512];
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+
+    if (n > 0 && write(fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+        _exit(3);
+}
+
+void child_tell(int fd, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vtell(fd, fmt, ap);
+    va_end(ap);
+}
+
+void child_fail(int fd, const char *fmt, ...)
+{
+    char why[480];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    child_tell(fd, "ERR %s\n", why);
+    _exit(1);
+}
+
+void child_hear(int fd, char *line, size_t size, int ms)
+{
+    size_t used = 0;
+
+    for (;;) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int n = poll(&p, 1, ms);
+        char ch;
+
+        cr_assert(n > 0, "the holder process said nothing within %d ms", ms);
+        n = (int)read(fd, &ch, 1);
+        cr_assert(n == 1, "the holder process went away without a word");
+        if (ch == '\n')
+            break;
+        if (used + 1 < size)
+            line[used++] = ch;
+    }
+    line[used] = '\0';
+    cr_assert(strncmp(line, "ERR ", 4) != 0, "holder process: %s", line + 4);
+}
+
+void child_reap(void)
+{
+    if (child_pid > 0) {
+        kill(child_pid, SIGKILL);
+        waitpid(child_pid, NULL, 0);
+        child_pid = -1;
+    }
+}
+
+redlock_client *child_client(unsigned retries, char *why, size_t size)
+{
+    redlock_config cfg;
+
+    core_config(&cfg);
+    cfg.node_timeout_ms = 250;
+    cfg.retry_count = retries;
+    cfg.retry_delay_ms = 20;
+    cfg.retry_jitter_ms = 10;
+    return core_client_try(&cfg, -1, why, size);
+}
+
+void child_acquire(int fd, const struct child_args *a, uint32_t ttl_ms, struct child_holder *ret)
+{
+    size_t len = strlen(a->res);
+    redlock_outcome out;
+    redlock_error e;
+    char why[320];
+    int rc;
+
+    memset(ret, 0, sizeof(*ret));
+    ret->h = hist_open(a->hpath);
+    if (!ret->h)
+        child_fail(fd, "hist_open: %s", strerror(errno));
+    ret->c = child_client(5, why, sizeof(why));
+    if (!ret->c)
+        child_fail(fd, "%s", why);
+    ret->invoke_us = hist_now_us();
+    rc = redlock_acquire(ret->c, a->res, len, ttl_ms, &ret->l, &out, &e);
+    ret->complete_us = hist_now_us();
+    hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
+    if (rc != 0)
+        child_fail(fd, "acquire: %s", e.msg);
+}
