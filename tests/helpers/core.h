@@ -126,6 +126,24 @@ void core_expect_msg(const redlock_error *e, const char *what);
 /* 1 if @token is 32 lowercase-or-uppercase hex characters. */
 int core_is_hex32(const char *token);
 
+/*
+ * CORE_CASE_INDEXES() - The body of a ParameterizedTestParameters() over
+ * the static array @table: the cases are the indexes 0..N-1
+ *
+ * Criterion runs each parameterized case in a worker that may be a fresh
+ * exec of the binary, so pointers inside a parameter (string literals,
+ * functions) would point nowhere there. The parameter is the case's index
+ * into a file-scope table instead; plain integers travel fine. Needs
+ * <criterion/parameterized.h>.
+ */
+#define CORE_CASE_INDEXES(table)                                                \
+    do {                                                                        \
+        static size_t idx_[sizeof(table) / sizeof((table)[0])];                 \
+        for (size_t k_ = 0; k_ < sizeof(idx_) / sizeof(idx_[0]); k_++)          \
+            idx_[k_] = k_;                                                      \
+        return cr_make_param_array(size_t, idx_, sizeof(idx_) / sizeof(idx_[0])); \
+    } while (0)
+
 /* ------------------------------------------------------------------------ */
 /* The fixture                                                              */
 /* ------------------------------------------------------------------------ */

@@ -1,0 +1,123 @@
+/* test-bad-input-api.c - the wrong call for the client, and NULL where a
+ * pointer must be.
+ *
+ * An async call on a blocking client, or a blocking one on an async
+ * client, is EASYNC with a one-line message, and no callback ever runs;
+ * a NULL client, lock, output or callback is EINVAL; destructors take
+ * NULL.
+ */
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+
+#define TTL_MS 10000u
+
+/* A client of the default config, connected to every master: fx.c. */
+TestSuite(bad_input, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+
+/* ------------------------------------------------------------------------ */
+/* The wrong API for the client                                             */
+/* ------------------------------------------------------------------------ */
+
+static int cb_runs;
+
+static void acq_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                   const redlock_error *err, void *arg)
+{
+    (void)c; (void)status; (void)out; (void)err; (void)arg;
+    cb_runs++;
+    redlock_lock_free(lock);
+}
+
+static void op_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                  const redlock_error *err, void *arg)
+{
+    (void)c; (void)status; (void)lock; (void)out; (void)err; (void)arg;
+    cb_runs++;
+}
+
+Test(bad_input, async_calls_on_a_blocking_client_are_easync)
+{
+    redlock_lock *l = NULL;
+    redlock_status st;
+    redlock_error e;
+    char res[128];
+
+    cb_runs = 0;
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, redlock_lock_new(res, strlen(res), "tok", &l, NULL), 0));
+    cr_expect(eq(int, redlock_acquire_async(fx.c, res, strlen(res), TTL_MS, acq_cb, NULL, &e),
+                 REDLOCK_EASYNC));
+    core_expect_msg(&e, "acquire_async");
+    cr_expect(eq(int, redlock_release_async(fx.c, l, op_cb, NULL, &e), REDLOCK_EASYNC));
+    core_expect_msg(&e, "release_async");
+    cr_expect(eq(int, redlock_extend_async(fx.c, l, TTL_MS, op_cb, NULL, &e), REDLOCK_EASYNC));
+    core_expect_msg(&e, "extend_async");
+    /* A round trip through the I/O thread: anything queued would have run. */
+    cr_expect(eq(int, redlock_status_get(fx.c, res, strlen(res), &st, &e), 0), "%s", e.msg);
+    cr_expect(eq(int, cb_runs, 0));
+    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
+    redlock_lock_free(l);
+}
+
+Test(bad_input, blocking_calls_on_an_async_client_are_easync)
+{
+    struct event_base *base = event_base_new();
+    redlock_client *c;
+    redlock_lock *l = NULL, *got = NULL;
+    redlock_status st;
+    redlock_error e;
+    char res[128];
+
+    cr_assert(not(zero(ptr, base)));
+    c = core_client_async(NULL, base);
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, redlock_lock_new(res, strlen(res), "tok", &l, NULL), 0));
+    cr_expect(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &got, NULL, &e),
+                 REDLOCK_EASYNC));
+    core_expect_msg(&e, "acquire");
+    cr_expect(zero(ptr, got));
+    cr_expect(eq(int, redlock_release(c, l, NULL, &e), REDLOCK_EASYNC));
+    core_expect_msg(&e, "release");
+    cr_expect(eq(int, redlock_extend(c, l, TTL_MS, NULL, &e), REDLOCK_EASYNC));
+    core_expect_msg(&e, "extend");
+    cr_expect(eq(int, redlock_status_get(c, res, strlen(res), &st, &e), REDLOCK_EASYNC));
+    core_expect_msg(&e, "status_get");
+    cr_expect(eq(int, redlock_ping(c, &st, &e), REDLOCK_EASYNC));
+    core_expect_msg(&e, "ping");
+    redlock_lock_free(l);
+    redlock_client_free(c);
+    event_base_free(base);
+}
+
+Test(bad_input, null_client_lock_or_callback_is_einval)
+{
+    redlock_lock *l = NULL;
+    redlock_error e;
+
+    cr_expect(eq(int, redlock_acquire(NULL, "r", 1, TTL_MS, &l, NULL, &e), REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL client");
+    cr_expect(eq(int, redlock_acquire(fx.c, "r", 1, TTL_MS, NULL, NULL, &e), REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL ret_lock");
+    cr_expect(eq(int, redlock_release(fx.c, NULL, NULL, &e), REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL lock");
+    cr_expect(eq(int, redlock_extend(fx.c, NULL, TTL_MS, NULL, &e), REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL lock");
+    cr_expect(eq(int, redlock_acquire_async(NULL, "r", 1, TTL_MS, acq_cb, NULL, &e),
+                 REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL client");
+    cr_expect(eq(int, redlock_lock_new("r", 1, "t", NULL, &e), REDLOCK_EINVAL));
+    core_expect_msg(&e, "NULL ret");
+    /* Destructors take NULL. */
+    redlock_lock_free(NULL);
+    redlock_client_free(NULL);
+}
+

@@ -1,0 +1,307 @@
+/* test-bad-input-masters.c - masters that are not what they claim, and keys
+ * that are not locks.
+ *
+ * A majority of fake masters answering garbage is a clear error naming one
+ * of them, never "no quorum"; one such master, or an address nobody
+ * listens on, does not stop a lock. A key of another type under the
+ * resource's name is EWRONGTYPE (never a conflict), names the master, says
+ * what to do, and is left as it was. Tables are parameterized tests over
+ * static arrays (CORE_CASE_INDEXES).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+#include "fake.h"
+
+#define TTL_MS 10000u
+
+TestSuite(bad_input, .timeout = 60);
+
+/* ------------------------------------------------------------------------ */
+/* Masters that are not what they claim                                    */
+/* ------------------------------------------------------------------------ */
+
+struct garbage_case {
+    const char *reply;
+    size_t len;
+    int code;              /* what acquire returns when 3 of 5 answer this */
+    const char *why;
+};
+
+#define GARBAGE(s, code, why) { s, sizeof(s) - 1, code, why }
+
+static const struct garbage_case garbage_cases[] = {
+    GARBAGE("+garbage\r\n", REDLOCK_EPROTO, "status that is not OK"),
+    GARBAGE(":42\r\n", REDLOCK_EPROTO, "an integer"),
+    GARBAGE("*1\r\n:1\r\n", REDLOCK_EPROTO, "an array"),
+    GARBAGE("$5\r\nhello\r\n", REDLOCK_EPROTO, "a bulk string"),
+    GARBAGE("HTTP/1.1 400 Bad Request\r\n\r\n", REDLOCK_EPROTO, "not RESP at all"),
+    GARBAGE("\x00\x01\x02\xff\r\n", REDLOCK_EPROTO, "binary noise"),
+    GARBAGE("-ERR unknown command\r\n", REDLOCK_EREPLY, "an error reply"),
+};
+
+ParameterizedTestParameters(bad_input, garbage_answering_majority_is_a_clear_error)
+{
+    CORE_CASE_INDEXES(garbage_cases);
+}
+
+ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_error)
+{
+    const struct garbage_case *tc = &garbage_cases[*i];
+    tc_fake *fakes[3];
+    char masters[512];
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    /* Three fakes and two real masters: the fakes alone deny a quorum. */
+    masters[0] = '\0';
+    for (int i = 0; i < 3; i++) {
+        fakes[i] = tc_fake_start(tc->reply, tc->len, NULL);
+        strcat(masters, tc_fake_addr(fakes[i]));
+        strcat(masters, ",");
+    }
+    strcat(masters, tc_addr(3));
+    strcat(masters, ",");
+    strcat(masters, tc_addr(4));
+
+    core_config(&cfg);
+    cfg.masters = masters;
+    cfg.retry_count = 0;
+    c = core_client(&cfg, 0);
+    tc_resource(res, sizeof(res), NULL);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_expect(eq(int, rc, tc->code), "%s: %s: %s", tc->why, redlock_err_name(rc), e.msg);
+    cr_expect(zero(ptr, l));
+    core_expect_msg(&e, tc->why);
+    /* The message names a fake master. */
+    cr_expect(ge(int, e.master, 0), "%s: %s", tc->why, e.msg);
+    cr_expect(le(int, e.master, 2), "%s: %s", tc->why, e.msg);
+    if (e.master >= 0 && e.master <= 2)
+        cr_expect(not(zero(ptr, strstr(e.msg, tc_fake_addr(fakes[e.master])))), "%s", e.msg);
+    for (int i = 0; i < 3; i++)
+        cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
+                  tc->why, i, redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
+    /* The real masters got the SET; acquire cleaned up after itself (once
+     * its releases have run: whether they have by the time acquire returns
+     * is test-faults-kill's business). */
+    core_barrier_on(c, 1u << 3 | 1u << 4);
+    cr_expect(eq(int, core_get(3, res, strlen(res), NULL, 0, NULL), 0), "%s: key left", tc->why);
+    cr_expect(eq(int, core_get(4, res, strlen(res), NULL, 0, NULL), 0), "%s: key left", tc->why);
+    redlock_client_free(c);
+    for (int i = 0; i < 3; i++)
+        tc_fake_stop(fakes[i]);
+}
+
+Test(bad_input, one_garbage_master_does_not_stop_a_lock)
+{
+    static const char garbage[] = "\x00\x01 not redis\r\n";
+    tc_fake *fake = tc_fake_start(garbage, sizeof(garbage) - 1, NULL);
+    char *masters = tc_masters_with(2, tc_fake_addr(fake));
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    core_config(&cfg);
+    cfg.masters = masters;
+    c = core_client(&cfg, 4);
+    for (int round = 0; round < 5; round++) {
+        tc_resource(res, sizeof(res), NULL);
+        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+        cr_expect(out.votes[2].kind != REDLOCK_VOTE_OK, "the fake voted ok");
+        cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
+        redlock_lock_free(l);
+        l = NULL;
+    }
+    redlock_client_free(c);
+    tc_fake_stop(fake);
+    free(masters);
+}
+
+Test(bad_input, dead_master_address_votes_down_with_connection_refused)
+{
+    char addr[32];
+    char *masters;
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_dead_port());
+    masters = tc_masters_with(4, addr);
+    core_config(&cfg);
+    cfg.masters = masters;
+    c = core_client(&cfg, 4);
+    tc_resource(res, sizeof(res), NULL);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
+              redlock_vote_kind_name(out.votes[4].kind), out.votes[4].detail);
+    cr_expect(eq(int, out.votes[4].err, REDLOCK_ECONNECT));
+    cr_expect(not(zero(ptr, strstr(out.votes[4].detail, "connection refused"))), "detail: %s",
+              out.votes[4].detail);
+    cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
+    redlock_lock_free(l);
+    redlock_client_free(c);
+    free(masters);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A key of another type under the resource's name                          */
+/* ------------------------------------------------------------------------ */
+
+struct wrongtype_case {
+    const char *create;        /* tc_cmd format, one %b for the key */
+    const char *type;          /* what TYPE answers */
+    const char *size;          /* tc_cmd format giving its element count */
+    long long count;
+};
+
+static const struct wrongtype_case wrongtype_cases[] = {
+    { "RPUSH %b a b c", "list", "LLEN %b", 3 },
+    { "HSET %b f1 v1 f2 v2", "hash", "HLEN %b", 2 },
+    { "SADD %b m1 m2 m3 m4", "set", "SCARD %b", 4 },
+    { "ZADD %b 1 m1", "zset", "ZCARD %b", 1 },
+    { "XADD %b * f v", "stream", "XLEN %b", 1 },
+};
+
+/* Plant wrongtype_cases[@k] under @key on the masters in [@from, @to). */
+static void plant_wrongtype(size_t k, const char *key, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        redisReply *r = tc_cmd(i, wrongtype_cases[k].create, key, strlen(key));
+
+        cr_assert(not(zero(ptr, r)), "master %d", i);
+        cr_assert(ne(int, r->type, REDIS_REPLY_ERROR), "%s on master %d: %s",
+                  wrongtype_cases[k].create, i, r->str);
+        freeReplyObject(r);
+    }
+}
+
+/* The value planted on master @i is as it was: same type, same size. */
+static void expect_untouched(size_t k, const char *key, int i)
+{
+    const struct wrongtype_case *w = &wrongtype_cases[k];
+    redisReply *r = tc_cmd(i, "TYPE %b", key, strlen(key));
+
+    cr_assert(not(zero(ptr, r)));
+    cr_expect(eq(str, r->str, (char *)w->type), "master %d: the %s became a %s", i, w->type,
+              r->str);
+    freeReplyObject(r);
+    r = tc_cmd(i, w->size, key, strlen(key));
+    cr_assert(not(zero(ptr, r)));
+    cr_expect(eq(i64, r->integer, w->count), "master %d: the %s changed size", i, w->type);
+    freeReplyObject(r);
+}
+
+ParameterizedTestParameters(bad_input, key_of_another_type_is_ewrongtype_not_a_conflict)
+{
+    CORE_CASE_INDEXES(wrongtype_cases);
+}
+
+ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_conflict)
+{
+    const struct wrongtype_case *w = &wrongtype_cases[*k];
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    plant_wrongtype(*k, res, 0, tc_n());
+    /* Default retries. A "nil" from SET NX looks like a lock held by
+     * someone else until the cleanup release meets the key; the library
+     * sends that release to "held" masters on the last attempt only, so
+     * the verdict comes then: EWRONGTYPE, never ECONFLICT. */
+    c = core_client(NULL, -1);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s: %s", w->type, redlock_err_name(rc), e.msg);
+    cr_expect(zero(ptr, l));
+    core_expect_msg(&e, w->type);
+    /* Names the master and says what to do. */
+    cr_expect(ge(int, e.master, 0), "%s", e.msg);
+    if (e.master >= 0 && e.master < tc_n())
+        cr_expect(not(zero(ptr, strstr(e.msg, tc_addr(e.master)))), "%s", e.msg);
+    cr_expect(strstr(e.msg, "prefix") || strstr(e.msg, "resource name"),
+              "no advice in: %s", e.msg);
+    for (int i = 0; i < tc_n(); i++) {
+        if (out.votes[i].kind == REDLOCK_VOTE_PENDING)
+            continue;
+        cr_expect(eq(int, out.votes[i].err, REDLOCK_EWRONGTYPE), "%s: master %d voted %s (%s)",
+                  w->type, i, redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
+    }
+    core_barrier(c);
+    for (int i = 0; i < tc_n(); i++)
+        expect_untouched(*k, res, i);
+    core_del_all(res, strlen(res));
+    redlock_client_free(c);
+}
+
+Test(bad_input, release_and_extend_over_a_key_of_another_type_are_ewrongtype,
+     .init = core_fx_setup, .fini = core_fx_fini)
+{
+    redlock_lock *l = NULL;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    plant_wrongtype(0, res, 0, tc_n());
+    cr_assert(eq(int, redlock_lock_new(res, strlen(res), "some-token", &l, NULL), 0));
+    rc = redlock_release(fx.c, l, NULL, &e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "release: %s: %s", redlock_err_name(rc), e.msg);
+    core_expect_msg(&e, "release");
+    rc = redlock_extend(fx.c, l, TTL_MS, NULL, &e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "extend: %s: %s", redlock_err_name(rc), e.msg);
+    core_expect_msg(&e, "extend");
+    core_barrier(fx.c);
+    for (int i = 0; i < tc_n(); i++)
+        expect_untouched(0, res, i);
+    core_del_all(res, strlen(res));
+    redlock_lock_free(l);
+}
+
+Test(bad_input, key_of_another_type_on_a_minority_still_acquires, .init = core_fx_setup,
+     .fini = core_fx_fini)
+{
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128];
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    plant_wrongtype(0, res, 3, 5);
+    rc = redlock_acquire(fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, redlock_release(fx.c, l, NULL, &e), 0), "%s", e.msg);
+    core_barrier(fx.c);
+    cr_expect(eq(int, core_get(0, res, strlen(res), NULL, 0, NULL), 0));
+    expect_untouched(0, res, 3);
+    expect_untouched(0, res, 4);
+    core_del_all(res, strlen(res));
+    redlock_lock_free(l);
+}
