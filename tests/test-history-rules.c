@@ -1,0 +1,187 @@
+/* test-history-rules.c - the checker's other rules, and how it reports.
+ *
+ * Besides overlaps (test-history-overlap.c), tests/history/check.py holds
+ * a history to: fencing tokens increasing in grant order, no release that
+ * removed someone else's lock, and no key left on a master beyond what
+ * its ttl allows. Each rule is broken in a history of a few lines
+ * (helpers/histcase.h) and must be found; a violation is printed with ten
+ * lines of history either side, and input that is not a history exits 2
+ * naming the line.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+
+#include <redlock.h>
+
+#include "histcase.h"
+
+TestSuite(history, .init = histcase_init, .fini = histcase_fini, .timeout = 60);
+
+/* ---- (b) fencing tokens ------------------------------------------------------ */
+
+Test(history, fences_must_increase_in_grant_order)
+{
+    char p[512], q[512];
+    hist *h = hc_new(p, sizeof(p));
+    hist_rec r = { .client = "a", .op = HIST_ACQUIRE, .res = "r", .res_len = 1,
+                   .ttl_ms = 1000, .has_vend = 1, .master = -1 };
+    static const char *const toks[] = { "t1", "t2", "t3" };
+    const uint64_t fences[] = { 5, 7, 7 };
+
+    for (int i = 0; i < 3; i++) {
+        r.token = toks[i];
+        r.invoke_us = HC_MS(100 * i);
+        r.complete_us = HC_MS(100 * i + 1);
+        r.vend_us = HC_MS(100 * i + 50);
+        r.fence = fences[i];
+        hc_put(h, &r);
+    }
+    hist_close(h);
+    hc_expect_violation(p, NULL, NULL, "fence");
+
+    /* grants whose calls overlap in time are not ordered (NOTES.md claims
+     * order only for a grant invoked after the other completed) */
+    char o[512];
+    h = hc_new(o, sizeof(o));
+    r.token = "t1", r.invoke_us = HC_MS(0), r.complete_us = HC_MS(50), r.vend_us = HC_MS(60), r.fence = 9;
+    hc_put(h, &r);
+    r.token = "t2", r.invoke_us = HC_MS(10), r.complete_us = HC_MS(70), r.vend_us = HC_MS(90), r.fence = 8;
+    hc_put(h, &r);
+    hist_close(h);
+    hc_expect_clean(o, NULL, NULL);
+
+    h = hc_new(q, sizeof(q));
+    for (int i = 0; i < 3; i++) {
+        r.token = toks[i];
+        r.invoke_us = HC_MS(100 * i);
+        r.complete_us = HC_MS(100 * i + 1);
+        r.vend_us = HC_MS(100 * i + 50);
+        r.fence = 0;
+        hc_put(h, &r);
+    }
+    hist_close(h);
+    hc_expect_clean(q, NULL, NULL);
+    cr_expect(strstr(hc_out, "fences all 0: not checked") != NULL, "%s", hc_out);
+}
+
+/* ---- (c) releases of someone else's lock --------------------------------------- */
+
+Test(history, a_late_release_returning_0_while_another_holds_is_flagged)
+{
+    char p[512], q[512];
+    hist *h = hc_new(p, sizeof(p));
+
+    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
+    hc_release(h, "a", "aaaa", 200, 205, 0);        /* a's window ended at 100 */
+    hist_close(h);
+    hc_expect_violation(p, NULL, NULL, "release");
+    cr_expect(strstr(hc_out, "review") != NULL, "%s", hc_out);
+
+    /* what the library must answer instead: not held */
+    h = hc_new(q, sizeof(q));
+    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
+    hc_release(h, "a", "aaaa", 200, 205, REDLOCK_ENOTHELD);
+    hist_close(h);
+    hc_expect_clean(q, NULL, NULL);
+}
+
+/* ---- (d) keys left on masters ------------------------------------------------------ */
+
+Test(history, keys_left_behind_are_found)
+{
+    char p[512], s1[512], s2[512], s3[512], s4[512], s5[512];
+    hist *h = hc_new(p, sizeof(p)), *s;
+
+    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    hc_release(h, "a", "aaaa", 50, 60, 0);
+    hc_refused(h, "b", 100, 110);                   /* a failed acquire, ttl 1000 */
+    hist_close(h);
+
+    /* a key of a failed acquire, expiring within its ttl: fine; a lock's
+     * own key on a master its release missed: fine */
+    s = hc_new(s1, sizeof(s1));
+    hc_key(s, 0, "ffff", 200, 900);                 /* expires at 1100 <= 110 + 1000 + 50 */
+    hc_key(s, 1, "aaaa", 200, 500);
+    hist_close(s);
+    hc_expect_clean(p, s1, NULL);
+    cr_expect(strstr(hc_out, "2 keys in the snapshot") != NULL, "%s", hc_out);
+
+    /* no ttl: never frees */
+    s = hc_new(s2, sizeof(s2));
+    hc_key(s, 2, "aaaa", 200, -1);
+    hist_close(s);
+    hc_expect_violation(p, s2, NULL, "key");
+    cr_expect(strstr(hc_out, "no ttl") != NULL, "%s", hc_out);
+
+    /* a failed acquire's key living past its ttl */
+    s = hc_new(s3, sizeof(s3));
+    hc_key(s, 3, "ffff", 1000, 900);                /* expires at 1900 > 1160 */
+    hist_close(s);
+    hc_expect_violation(p, s3, NULL, "key");
+    cr_expect(strstr(hc_out, "left by a failed acquire") != NULL, "%s", hc_out);
+
+    /* a ttl above any ttl used */
+    s = hc_new(s4, sizeof(s4));
+    hc_key(s, 4, "aaaa", 200, 5000);
+    hist_close(s);
+    hc_expect_violation(p, s4, NULL, "key");
+
+    /* a token nobody was granted, and no failed acquire to blame */
+    char q[512];
+    h = hc_new(q, sizeof(q));
+    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    hist_close(h);
+    s = hc_new(s5, sizeof(s5));
+    hc_key(s, 0, "zzzz", 50, 500);
+    hist_close(s);
+    hc_expect_violation(q, s5, NULL, "key");
+}
+
+/* ---- what a violation prints ------------------------------------------------------------ */
+
+Test(history, a_violation_prints_ten_lines_either_side)
+{
+    char p[512];
+    hist *h = hc_new(p, sizeof(p));
+    char line[64];
+
+    /* 40 lines: refusals around an overlap on lines 20 and 21 */
+    for (int i = 1; i <= 19; i++)
+        hc_refused(h, "x", (unsigned)i, (unsigned)i + 1);
+    hc_grant(h, "a", "aaaa", 100, 102, 300, 0x1f);
+    hc_grant(h, "b", "bbbb", 150, 160, 600, 0x1f);
+    for (int i = 22; i <= 40; i++)
+        hc_refused(h, "x", 700 + (unsigned)i, 701 + (unsigned)i);
+    hist_close(h);
+    hc_expect_violation(p, NULL, NULL, "overlap");
+    cr_expect(strstr(hc_out, "lines 10..31:") != NULL, "%s", hc_out);
+    snprintf(line, sizeof(line), ">>%6d  ", 20);
+    cr_expect(strstr(hc_out, line) != NULL, "line 20 not marked:\n%s", hc_out);
+    snprintf(line, sizeof(line), ">>%6d  ", 21);
+    cr_expect(strstr(hc_out, line) != NULL, "line 21 not marked:\n%s", hc_out);
+    snprintf(line, sizeof(line), "  %6d  ", 9);
+    cr_expect(strstr(hc_out, line) == NULL, "line 9 is outside the window:\n%s", hc_out);
+    snprintf(line, sizeof(line), "  %6d  ", 32);
+    cr_expect(strstr(hc_out, line) == NULL, "line 32 is outside the window:\n%s", hc_out);
+    cr_expect(strstr(hc_out, "checked 40 ops, 2 holders, 1 violation;") != NULL, "%s", hc_out);
+}
+
+Test(history, unreadable_input_exits_2_naming_the_line)
+{
+    char p[512];
+    FILE *f;
+
+    snprintf(p, sizeof(p), "%s/bad.jsonl", hc_dir);
+    f = fopen(p, "w");
+    cr_assert(f != NULL);
+    fprintf(f, "{\"op\":\"acquire\",\"client\":\"a\",\"res\":\"r\",\"invoke\":1,\"complete\":2,"
+               "\"rc\":-3}\n{\"op\":\"acq");
+    fclose(f);
+    cr_expect(eq(int, hc_check(p, NULL, NULL), 2), "%s", hc_out);
+    cr_expect(strstr(hc_out, "bad.jsonl:2: not JSON") != NULL, "%s", hc_out);
+}
