@@ -54,21 +54,12 @@ ParameterizedTestParameters(bad_input, garbage_answering_majority_is_a_clear_err
     CORE_CASE_INDEXES(garbage_cases);
 }
 
-ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_error)
+/* Three fakes answering @tc's reply, then masters 3 and 4 of the cluster:
+ * the fakes alone deny a quorum. */
+static void three_fakes_then_two(const struct garbage_case *tc, tc_fake *fakes[3])
 {
-    const struct garbage_case *tc = &garbage_cases[*i];
-    tc_fake *fakes[3];
-    char masters[512];
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
-    int rc;
+    char masters[512] = "";
 
-    /* Three fakes and two real masters: the fakes alone deny a quorum. */
-    masters[0] = '\0';
     for (int i = 0; i < 3; i++) {
         fakes[i] = tc_fake_start(tc->reply, tc->len, NULL);
         strcat(masters, tc_fake_addr(fakes[i]));
@@ -77,94 +68,87 @@ ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_er
     strcat(masters, tc_addr(3));
     strcat(masters, ",");
     strcat(masters, tc_addr(4));
+    fx.masters = strdup(masters);
+    cr_assert(not(zero(ptr, fx.masters)));
+    fx.cfg.masters = fx.masters;
+}
 
-    core_config(&cfg);
-    cfg.masters = masters;
-    cfg.retry_count = 0;
-    c = core_client(&cfg, 0);
-    tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_expect(eq(int, rc, tc->code), "%s: %s: %s", tc->why, redlock_err_name(rc), e.msg);
-    cr_expect(zero(ptr, l));
-    core_expect_msg(&e, tc->why);
+ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_error,
+                  .init = core_fx_init, .fini = core_fx_fini)
+{
+    const struct garbage_case *tc = &garbage_cases[*i];
+    const redlock_error *e = &fx.e;
+    tc_fake *fakes[3];
+    int rc;
+
+    three_fakes_then_two(tc, fakes);
+    fx.cfg.retry_count = 0;
+    core_fx_client(0);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_expect(eq(int, rc, tc->code), "%s: %s: %s", tc->why, redlock_err_name(rc), e->msg);
+    cr_expect(zero(ptr, fx.l));
+    core_expect_msg(e, tc->why);
     /* The message names a fake master. */
-    cr_expect(ge(int, e.master, 0), "%s: %s", tc->why, e.msg);
-    cr_expect(le(int, e.master, 2), "%s: %s", tc->why, e.msg);
-    if (e.master >= 0 && e.master <= 2)
-        cr_expect(not(zero(ptr, strstr(e.msg, tc_fake_addr(fakes[e.master])))), "%s", e.msg);
-    for (int i = 0; i < 3; i++)
-        cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
-                  tc->why, i, redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
+    cr_expect(ge(int, e->master, 0), "%s: %s", tc->why, e->msg);
+    cr_expect(le(int, e->master, 2), "%s: %s", tc->why, e->msg);
+    if (e->master >= 0 && e->master <= 2)
+        cr_expect(not(zero(ptr, strstr(e->msg, tc_fake_addr(fakes[e->master])))), "%s", e->msg);
+    for (int k = 0; k < 3; k++)
+        cr_expect(eq(int, fx.out.votes[k].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
+                  tc->why, k, redlock_vote_kind_name(fx.out.votes[k].kind),
+                  fx.out.votes[k].detail);
     /* The real masters got the SET; acquire cleaned up after itself (once
      * its releases have run: whether they have by the time acquire returns
      * is test-faults-kill's business). */
-    core_barrier_on(c, 1u << 3 | 1u << 4);
-    cr_expect(eq(int, core_get(3, res, strlen(res), NULL, 0, NULL), 0), "%s: key left", tc->why);
-    cr_expect(eq(int, core_get(4, res, strlen(res), NULL, 0, NULL), 0), "%s: key left", tc->why);
-    redlock_client_free(c);
-    for (int i = 0; i < 3; i++)
-        tc_fake_stop(fakes[i]);
+    core_barrier_on(fx.c, 1u << 3 | 1u << 4);
+    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "%s: key left", tc->why);
+    cr_expect(eq(int, core_get(4, fx.res, fx.len, NULL, 0, NULL), 0), "%s: key left", tc->why);
+    redlock_client_free(fx.c);
+    fx.c = NULL;
+    for (int k = 0; k < 3; k++)
+        tc_fake_stop(fakes[k]);
 }
 
-Test(bad_input, one_garbage_master_does_not_stop_a_lock)
+Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = core_fx_init,
+     .fini = core_fx_fini)
 {
     static const char garbage[] = "\x00\x01 not redis\r\n";
     tc_fake *fake = tc_fake_start(garbage, sizeof(garbage) - 1, NULL);
-    char *masters = tc_masters_with(2, tc_fake_addr(fake));
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
     int rc;
 
-    core_config(&cfg);
-    cfg.masters = masters;
-    c = core_client(&cfg, 4);
+    core_fx_masters_with(2, tc_fake_addr(fake));
+    core_fx_client(4);
     for (int round = 0; round < 5; round++) {
-        tc_resource(res, sizeof(res), NULL);
-        rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-        cr_expect(out.votes[2].kind != REDLOCK_VOTE_OK, "the fake voted ok");
-        cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
-        redlock_lock_free(l);
-        l = NULL;
+        struct core_try t;
+
+        rc = core_try_acquire(fx.c, TTL_MS, &t);
+        cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
+        cr_expect(t.out.votes[2].kind != REDLOCK_VOTE_OK, "the fake voted ok");
+        cr_expect(eq(int, redlock_release(fx.c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
+        redlock_lock_free(t.l);
     }
-    redlock_client_free(c);
+    redlock_client_free(fx.c);
+    fx.c = NULL;
     tc_fake_stop(fake);
-    free(masters);
 }
 
-Test(bad_input, dead_master_address_votes_down_with_connection_refused)
+Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = core_fx_init,
+     .fini = core_fx_fini)
 {
     char addr[32];
-    char *masters;
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
     int rc;
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_dead_port());
-    masters = tc_masters_with(4, addr);
-    core_config(&cfg);
-    cfg.masters = masters;
-    c = core_client(&cfg, 4);
-    tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(int, out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
-              redlock_vote_kind_name(out.votes[4].kind), out.votes[4].detail);
-    cr_expect(eq(int, out.votes[4].err, REDLOCK_ECONNECT));
-    cr_expect(not(zero(ptr, strstr(out.votes[4].detail, "connection refused"))), "detail: %s",
-              out.votes[4].detail);
-    cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
-    redlock_lock_free(l);
-    redlock_client_free(c);
-    free(masters);
+    core_fx_masters_with(4, addr);
+    core_fx_client(4);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(eq(int, fx.out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
+              redlock_vote_kind_name(fx.out.votes[4].kind), fx.out.votes[4].detail);
+    cr_expect(eq(int, fx.out.votes[4].err, REDLOCK_ECONNECT));
+    cr_expect(not(zero(ptr, strstr(fx.out.votes[4].detail, "connection refused"))),
+              "detail: %s", fx.out.votes[4].detail);
+    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, &fx.e), 0), "%s", fx.e.msg);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -19,6 +19,7 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "core.h"
 
 /* ---- clocks ------------------------------------------------------------- */
 
@@ -161,19 +162,15 @@ static redlock_client *client(events *e, int policy, int guard)
     return c;
 }
 
-/* Ping until master @m has @n clock samples (bounded). */
+/* Ping until master @m has @n clock samples (the probes take one every
+ * 50 ms; bounded at 10 s). */
 static redlock_status ping_until_samples(redlock_client *c, int m, uint64_t n)
 {
     redlock_status st;
-    for (int tries = 0; tries < 200; tries++) {
-        redlock_error err;
-        redlock_ping(c, &st, &err);
-        if (st.masters[m].clock_samples >= n)
-            return st;
-        struct timespec ts = { 0, 50 * 1000000 };
-        nanosleep(&ts, NULL);
-    }
-    cr_fatal("master %d: fewer than %llu clock samples after 10 s", m, (unsigned long long)n);
+
+    if (!TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(c, &st, NULL),
+                   st.masters[m].clock_samples >= n), 10000))
+        cr_fatal("master %d: fewer than %llu clock samples after 10 s", m, (unsigned long long)n);
     return st;
 }
 
@@ -238,6 +235,21 @@ Test(clock, jump_mid_run_is_detected_at_the_next_probe)
     redlock_client_free(c);
 }
 
+/* Masters among 0, 3 and 4 where @res exists. */
+static int keys_on_0_3_4(const char *res, size_t len)
+{
+    static const int ms[3] = { 0, 3, 4 };
+    int left = 0;
+
+    for (int j = 0; j < 3; j++) {
+        redisReply *r = tc_cmd(ms[j], "EXISTS %b", res, len);
+
+        left += r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 1;
+        freeReplyObject(r);
+    }
+    return left;
+}
+
 /* The classic Redlock failure: one master whose clock runs fast is in two
  * majorities at once. Client A (policy warn) holds the lock on masters
  * 0,1,2 (3 and 4 are held by a third party for a moment). Master 0's clock
@@ -270,21 +282,10 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
         cr_assert(eq(int, rc, 0), "A: %s", err.msg);
         cr_assert(eq(int, out.votes[0].kind, REDLOCK_VOTE_OK), "A counted master 0");
 
-        /* Wait for the keys that block B to lapse: A's on fast master 0
-         * (4000 ms of its clock = 400 ms real) and the third party's. */
-        for (int tries = 0; tries < 100; tries++) {
-            int left = 0;
-            int ms[3] = { 0, 3, 4 };
-            for (int j = 0; j < 3; j++) {
-                redisReply *r = tc_cmd(ms[j], "EXISTS %b", res, len);
-                left += (int)r->integer;
-                freeReplyObject(r);
-            }
-            if (!left)
-                break;
-            struct timespec ts = { 0, 20 * 1000000 };
-            nanosleep(&ts, NULL);
-        }
+        /* Await the keys that block B lapsing: A's on fast master 0 (4000 ms
+         * of its clock = 400 ms real) and the third party's. */
+        cr_assert(TC_AWAIT(keys_on_0_3_4(res, len) == 0, 2000),
+                  "the keys on masters 0, 3 and 4 did not lapse");
         cr_assert(gt(i64, redlock_lock_validity_ms(la), 1000),
                   "A must still be inside its validity for the scenario to mean anything");
 
@@ -343,24 +344,16 @@ Test(guard, restarted_master_does_not_vote_inside_its_window)
 
         redlock_client *b = client(NULL, REDLOCK_CLOCK_OFF, guard[k]);
         redlock_status st;
-        for (int tries = 0; tries < 100; tries++) {   /* B connected to all five */
-            redlock_ping(b, &st, NULL);
-            if (st.n_answered == (uint32_t)tc_n())
-                break;
-        }
-        cr_assert(eq(u32, st.n_answered, (uint32_t)tc_n()));
+        cr_assert(eq(int, core_wait_up(b, tc_n(), 10000), tc_n()), "B connected to all five");
+        memset(&st, 0, sizeof(st));
+        redlock_ping(b, &st, NULL);
         char old_id[41];
         memcpy(old_id, st.masters[2].run_id, sizeof(old_id));
 
         tc_kill(2);
         tc_restart(2);   /* no AOF: A's key on master 2 is gone */
-        for (int tries = 0; tries < 200; tries++) {   /* B reconnected to the new process */
-            redlock_ping(b, &st, NULL);
-            if (st.masters[2].err == 0 && strcmp(st.masters[2].run_id, old_id) != 0)
-                break;
-            struct timespec ts = { 0, 20 * 1000000 };
-            nanosleep(&ts, NULL);
-        }
+        TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(b, &st, NULL),   /* B met the new process */
+                  st.masters[2].err == 0 && strcmp(st.masters[2].run_id, old_id) != 0), 4000);
         cr_assert(strcmp(st.masters[2].run_id, old_id) != 0, "B saw master 2 restart");
 
         redlock_lock *lb = NULL;

@@ -199,58 +199,48 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     redlock_client_free(b);
 }
 
-Test(contention, held_on_a_minority_still_acquires)
+/* For the tests on one client with no retries: fx.cfg, fx.res. */
+static void one_client(void)
 {
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
-
-    tc_resource(res, sizeof(res), NULL);
-    core_plant(0, res, strlen(res), "other-client", TTL_MS);
-    core_plant(1, res, strlen(res), "other-client", TTL_MS);
-    core_config(&cfg);
-    cfg.retry_count = 0;
-    c = core_client(&cfg, -1);
-    cr_assert(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e), 0), "%s", e.msg);
-    cr_expect(eq(u32, out.n_ok, 3));
-    core_barrier(c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
-    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 2));
-    cr_expect(eq(int, redlock_release(c, l, NULL, NULL), 0));
-    core_barrier(c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 2));
-    core_del_all(res, strlen(res));
-    redlock_lock_free(l);
-    redlock_client_free(c);
+    core_fx_init();
+    fx.cfg.retry_count = 0;
 }
 
-Test(contention, held_on_a_majority_is_econflict_after_every_retry)
+Test(contention, held_on_a_minority_still_acquires, .init = one_client, .fini = core_fx_fini)
 {
-    redlock_config cfg;
-    redlock_client *c;
-    redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_error e;
-    char res[128];
     int rc;
 
-    tc_resource(res, sizeof(res), NULL);
+    core_plant(0, fx.res, fx.len, "other-client", TTL_MS);
+    core_plant(1, fx.res, fx.len, "other-client", TTL_MS);
+    core_fx_client(-1);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s", fx.e.msg);
+    cr_expect(eq(u32, fx.out.n_ok, 3));
+    core_barrier(fx.c);
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
+    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
+    core_barrier(fx.c);
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
+    core_del_all(fx.res, fx.len);
+}
+
+Test(contention, held_on_a_majority_is_econflict_after_every_retry, .init = one_client,
+     .fini = core_fx_fini)
+{
+    int rc;
+
     for (int i = 0; i < 3; i++)
-        core_plant(i, res, strlen(res), "other-client", TTL_MS);
-    core_config(&cfg);
-    cfg.retry_count = 2;
-    cfg.retry_delay_ms = 10;
-    cfg.retry_jitter_ms = 10;
-    c = core_client(&cfg, -1);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.attempts, 3), "1 + retry_count attempts");
+        core_plant(i, fx.res, fx.len, "other-client", TTL_MS);
+    fx.cfg.retry_count = 2;
+    fx.cfg.retry_delay_ms = 10;
+    fx.cfg.retry_jitter_ms = 10;
+    core_fx_client(-1);
+    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(eq(u32, fx.out.attempts, 3), "1 + retry_count attempts");
     /* Every attempt's keys are gone again: only the other client's remain. */
-    cr_expect(eq(int, tc_key_count(res, strlen(res)), 3));
-    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 3));
-    core_del_all(res, strlen(res));
-    redlock_client_free(c);
+    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 3));
+    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 3));
+    core_del_all(fx.res, fx.len);
 }

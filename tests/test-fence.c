@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <redlock.h>
 
+#include "await.h"
 #include "cluster.h"
 
 TestSuite(fence, .fini = tc_heal, .timeout = 90);
@@ -34,13 +34,6 @@ static redlock_client *client(void)
     redlock_error err;
     cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0), "%s", err.msg);
     return c;
-}
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 Test(fence, tokens_are_positive_and_grow_for_one_client)
@@ -91,7 +84,7 @@ static void *contender(void *arg)
             continue;
         /* Holders never overlap (the checker elsewhere proves it), so the
          * order in which acquires return is the order of grants. */
-        uint64_t at = now_us();
+        uint64_t at = tc_now_us();
         pthread_mutex_lock(&gmu);
         if (ngrants < MAXG)
             grants[ngrants++] = (struct grant){ at, redlock_lock_fence(l) };
@@ -101,6 +94,23 @@ static void *contender(void *arg)
     }
     redlock_client_free(c);
     return NULL;
+}
+
+static int grant_count(void)
+{
+    pthread_mutex_lock(&gmu);
+    int n = ngrants;
+    pthread_mutex_unlock(&gmu);
+    return n;
+}
+
+/* Await @n grants more than now (bounded at 20 s). */
+#define GRANTS_BETWEEN_FAULTS 10
+static int await_more_grants(int n)
+{
+    int want = grant_count() + n;
+
+    return TC_AWAIT(grant_count() >= want, 20000);
 }
 
 static int by_time(const void *a, const void *b)
@@ -116,13 +126,15 @@ Test(fence, strictly_increasing_across_holders_through_kills_and_restarts)
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&th[i], NULL, contender, NULL);
-    /* A schedule of faults: each kill, then a restart from the AOF. */
+    /* A schedule of faults: each kill, then a restart from the AOF, with
+     * contention running between them (some grants each time). */
     int victims[] = { 0, 3, 1, 4, 2 };
     for (int k = 0; k < 5; k++) {
-        struct timespec ts = { 0, 300 * 1000000 };
-        nanosleep(&ts, NULL);   /* let contention run between faults */
+        cr_assert(await_more_grants(GRANTS_BETWEEN_FAULTS), "no grants before killing %d",
+                  victims[k]);
         tc_kill(victims[k]);
-        nanosleep(&ts, NULL);
+        cr_assert(await_more_grants(GRANTS_BETWEEN_FAULTS), "no grants with %d dead",
+                  victims[k]);
         tc_restart(victims[k]);
     }
     __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
@@ -197,13 +209,8 @@ Test(fence, store_rejects_the_late_write_of_a_paused_holder)
     redlock_lock *lb = NULL;
     redlock_error err;
     int rc = REDLOCK_ECONFLICT;
-    for (int tries = 0; tries < 100 && rc != 0; tries++) {
-        rc = redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &lb, NULL, &err);
-        if (rc != 0) {
-            struct timespec ts = { 0, 20 * 1000000 };
-            nanosleep(&ts, NULL);
-        }
-    }
+    TC_AWAIT((rc = redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &lb, NULL, &err)) == 0,
+             2000);   /* A's 500 ms ttl lapsing */
     cr_assert(eq(int, rc, 0), "B: %s", err.msg);
     uint64_t fb = redlock_lock_fence(lb);
     cr_assert(gt(u64, fb, fa), "B's token %llu is newer than A's %llu", (unsigned long long)fb,

@@ -106,8 +106,9 @@ static void *work(void *arg)
             iv->thread = w->id;
             iv->from_us = tc_now_us();
             /* Hold it a little, as real work would: a longer interval gives
-             * an overlap, were there one, room to show. */
-            nanosleep(&(struct timespec){ 0, 300 * 1000 }, NULL);
+             * an overlap, were there one, room to show. Time is the
+             * subject. */
+            tc_sleep_us(300);
             iv->to_us = tc_now_us();
             if (redlock_release(w->c, l, NULL, &e) != 0)
                 w->release_failures++;

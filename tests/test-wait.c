@@ -9,11 +9,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <redlock.h>
 
+#include "await.h"
 #include "cluster.h"
+#include "core.h"
 
 TestSuite(wait, .fini = tc_heal, .timeout = 60);
 
@@ -32,13 +33,6 @@ static redlock_client *client(int pubsub, uint32_t retry_delay_ms)
     return c;
 }
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 typedef struct waiter {
     redlock_client *c;
     const char *res;
@@ -51,7 +45,7 @@ static void *wait_for_it(void *arg)
     waiter *w = arg;
     redlock_lock *l = NULL;
     w->rc = redlock_acquire(w->c, w->res, strlen(w->res), 10000, &l, NULL, NULL);
-    w->done_ms = now_ms();
+    w->done_ms = tc_now_us() / 1000;
     if (l) {
         redlock_release(w->c, l, NULL, NULL);
         redlock_lock_free(l);
@@ -59,14 +53,10 @@ static void *wait_for_it(void *arg)
     return NULL;
 }
 
-/* Calls of SET so far on master @m (INFO commandstats). */
+/* Calls of SET so far on master @m (-1: none yet). */
 static long set_calls(int m)
 {
-    redisReply *r = tc_cmd(m, "INFO commandstats");
-    const char *p = r->str ? strstr(r->str, "cmdstat_set:calls=") : NULL;
-    long n = p ? strtol(p + strlen("cmdstat_set:calls="), NULL, 10) : 0;
-    freeReplyObject(r);
-    return n;
+    return (long)core_info_num(m, "commandstats", "cmdstat_set");
 }
 
 /* Subscribers of @res's channel on master @m (PUBSUB NUMSUB). */
@@ -76,6 +66,18 @@ static long subscribers(int m, const char *res)
     long n = r->type == REDIS_REPLY_ARRAY && r->elements == 2 ? (long)r->element[1]->integer : 0;
     freeReplyObject(r);
     return n;
+}
+
+/* 1 once the waiter's SET has reached master 0 since @sets_before, and,
+ * with @subscribed, it listens on @res's channel on every master. */
+static bool waiting(long sets_before, const char *res, bool subscribed)
+{
+    if (set_calls(0) <= sets_before)
+        return false;
+    for (int i = 0; subscribed && i < tc_n(); i++)
+        if (subscribers(i, res) < 1)
+            return false;
+    return true;
 }
 
 /* Holder takes the lock; a waiter starts; the holder releases after
@@ -93,30 +95,16 @@ static long handoff(int pubsub, uint32_t retry_delay_ms, bool kill_subscribers)
     waiter w = { client(pubsub, retry_delay_ms), res, -100, 0 };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_it, &w);
-    /* Wait until the waiter is really waiting: its SET reached the masters
-     * (and was refused), and with pub/sub, it is subscribed on every master.
-     * Observable conditions, polled with a bound, rather than a guess. */
-    bool ready = false;
-    for (int tries = 0; tries < 500 && !ready; tries++) {
-        ready = set_calls(0) > sets_before;
-        for (int i = 0; ready && pubsub && !kill_subscribers && i < tc_n(); i++)
-            ready = subscribers(i, res) >= 1;
-        if (!ready) {
-            struct timespec ts = { 0, 10 * 1000000 };
-            nanosleep(&ts, NULL);
-        }
-    }
-    cr_assert(ready, "the waiter never started waiting");
-    if (kill_subscribers) {   /* give its subscriptions the chance to exist first */
-        for (int tries = 0; tries < 500 && subscribers(0, res) < 1; tries++) {
-            struct timespec ts = { 0, 10 * 1000000 };
-            nanosleep(&ts, NULL);
-        }
-    }
+    /* Await the waiter really waiting: its SET reached the masters (and
+     * was refused), and with pub/sub, it is subscribed on every master. */
+    cr_assert(TC_AWAIT(waiting(sets_before, res, pubsub && !kill_subscribers), 5000),
+              "the waiter never started waiting");
+    if (kill_subscribers)   /* its subscriptions exist first */
+        TC_AWAIT(subscribers(0, res) >= 1, 5000);
     if (kill_subscribers)
         for (int i = 0; i < tc_n(); i++)
             freeReplyObject(tc_cmd(i, "CLIENT KILL TYPE pubsub"));
-    uint64_t released = now_ms();
+    uint64_t released = tc_now_us() / 1000;
     cr_assert(eq(int, redlock_release(holder, l, NULL, &err), 0), "%s", err.msg);
     pthread_join(t, NULL);
     cr_assert(eq(int, w.rc, 0), "the waiter got the lock (%s)", redlock_err_name(w.rc));

@@ -32,6 +32,11 @@ void tc_sleep_ms(unsigned ms)
     sleep_us((uint64_t)ms * 1000u);
 }
 
+void tc_sleep_us(unsigned us)
+{
+    sleep_us(us);
+}
+
 int tc_poll_pause(uint64_t deadline_us)
 {
     uint64_t now = tc_now_us(), step = TC_POLL_MS * 1000u;

@@ -20,8 +20,10 @@ uint64_t tc_now_us(void);
 /* Milliseconds since @t0_us (a tc_now_us() reading). */
 uint64_t tc_ms_since(uint64_t t0_us);
 
-/* Sleep @ms, resuming after signals. Only where time is the subject. */
+/* Sleep @ms (@us), resuming after signals. Only where time is the
+ * subject. */
 void tc_sleep_ms(unsigned ms);
+void tc_sleep_us(unsigned us);
 
 /* Between two evaluations of a TC_AWAIT() condition. Short: a condition
  * costs a round trip or two to a local master. */
