@@ -200,6 +200,7 @@ stop_masters() {
     done
     deadline=$((SECONDS + 5))
     for pid in "${all[@]+"${all[@]}"}"; do
+        # A process that is not our child: polled until gone, bounded.
         while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
             sleep 0.02
         done
@@ -265,7 +266,7 @@ wait_masters() {
                 printf '%s: master %d (%s) did not answer PING within 10 s\n' "$PROG" "$i" "$(ns_addr "$i")" >&2
                 return 1
             fi
-            sleep 0.02
+            sleep 0.02   # the poll interval of an awaited PING, bounded above
         done
     done
 }

@@ -25,6 +25,7 @@
 
 #include <redlock.h>
 
+#include "await.h"
 #include "relay.h"
 
 #define MAX_LIST 8
@@ -74,13 +75,6 @@ static struct combo combos[MAX_COMBOS];
 static int n_combos, pending_combos, releases_pending;
 static int warming;                          /* run_all() is warming up, not sampling */
 static tc_relay *relays[REDLOCK_MAX_MASTERS];
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void usage(FILE *f)
 {
@@ -248,7 +242,7 @@ static void on_acquire(redlock_client *c, int status, redlock_lock *lock,
                        const redlock_outcome *out, const redlock_error *err, void *arg)
 {
     struct combo *k = arg;
-    double ms = (double)(now_us() - k->t0_us) / 1000.0;
+    double ms = (double)(tc_now_us() - k->t0_us) / 1000.0;
 
     int more;
 
@@ -304,7 +298,7 @@ static void start_acquire(struct combo *k)
     int rc;
 
     snprintf(res, sizeof(res), "sim-regions:%ld:%u:%u:%u", (long)getpid(), k->ttl, k->nto, k->started++);
-    k->t0_us = now_us();
+    k->t0_us = tc_now_us();
     rc = redlock_acquire_async(k->c, res, strlen(res), k->ttl, on_acquire, k, &e);
     if (rc != 0) {
         fprintf(stderr, "sim-regions: acquire_async: %s: %s\n", redlock_err_name(rc), e.msg);
@@ -476,7 +470,7 @@ static int run_scenario(int down, int *failed_checks)
 int main(int argc, char **argv)
 {
     int failed = 0, rc = 0;
-    uint64_t t0 = now_us();
+    uint64_t t0 = tc_now_us();
 
     parse_options(argc, argv);
     base = event_base_new();
@@ -513,7 +507,7 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    printf("# %.1f s\n", (double)(now_us() - t0) / 1e6);
+    printf("# %.1f s\n", (double)(tc_now_us() - t0) / 1e6);
     if (config.check && failed) {
         printf("# %d check(s) failed\n", failed);
         rc = 1;

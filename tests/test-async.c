@@ -109,7 +109,11 @@ static void on_op(redlock_client *c, int status, redlock_lock *lock, const redlo
     record(arg, status, lock, out, err);
 }
 
-/* Run the loop for @ms whatever happens: to see that nothing more runs. */
+/* Run the loop for @ms whatever happens: time is the subject, to see that
+ * nothing more runs. Twice below it also stands in for an event no public
+ * call reports yet (an async client cannot ask whether its masters are
+ * connected: issue 10 item 5); there the test holds either way and only
+ * the state it starts from may differ. */
 static void run_for(int ms)
 {
     int never = 0;
@@ -228,7 +232,7 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
     cfg.masters = masters;
     cfg.retry_count = 0;
     client = core_client_async(&cfg, base);
-    run_for(50);    /* let the refusals land */
+    run_for(50);    /* let the refusals land (a stand-in: see run_for()) */
 
     tc_resource(res, sizeof(res), NULL);
     start_acquire(client, res, &acq);
@@ -377,7 +381,7 @@ Test(async, free_with_operations_in_flight_calls_each_back_once_with_eshutdown)
     start_acquire(client, held1, &b);
     b.inner = &late;    /* its callback tries to start another acquire */
     start_acquire(client, held2, &c);
-    run_for(100);       /* first attempts answered: now waiting to retry */
+    run_for(100);       /* first attempts answered, waiting to retry (a stand-in: see run_for()) */
     cr_assert(eq(int, b.runs + c.runs, 0));
 
     /* From outside any callback: they complete inside the free. */

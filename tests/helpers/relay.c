@@ -9,6 +9,8 @@
  */
 #include "relay.h"
 
+#include "await.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -76,13 +78,6 @@ struct tc_relay {
     unsigned seed;                /* rand_r state; relay thread only */
     struct relay_conn *conns;     /* relay thread only (and stop, after join) */
 };
-
-static uint64_t relay_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static void relay_seterr(char *err, size_t size, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -212,7 +207,7 @@ static int half_deliver(struct relay_half *h)
 
     if (atomic_load(&r->cut) || h->conn->closing)
         return 0;   /* lifting the cut calls us again */
-    now = relay_now_us();
+    now = tc_now_us();
     while (h->head && h->head->due_us <= now) {
         struct relay_chunk *c = h->head;
         h->head = c->next;
@@ -266,7 +261,7 @@ static int half_push(struct relay_half *h, struct evbuffer *data)
     int64_t us = (int64_t)delay * 1000;
     if (jitter)
         us += (int64_t)(rand_r(&r->seed) % (2u * jitter * 1000u + 1u)) - (int64_t)jitter * 1000;
-    due = relay_now_us() + (uint64_t)(us > 0 ? us : 0);
+    due = tc_now_us() + (uint64_t)(us > 0 ? us : 0);
     if (due < h->last_due_us)
         due = h->last_due_us;   /* bytes of one stream never overtake */
     h->last_due_us = due;
@@ -485,7 +480,7 @@ tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns,
     }
     if (netns)
         snprintf(r->netns, sizeof(r->netns), "%s", netns);
-    r->seed = (unsigned)relay_now_us() ^ (unsigned)getpid();
+    r->seed = (unsigned)tc_now_us() ^ (unsigned)getpid();
 
     /* Timers on the precise monotonic clock (timerfd under epoll): the
      * coarse one would add up to a jiffy (4 ms) to every delay. */
