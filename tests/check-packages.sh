@@ -169,8 +169,12 @@ symbols_match() {
     listed=$(sed -n 's/^ \([^@ ]*\)@LIBREDLOCK_0 .*/\1/p' "$tmp/control/symbols" | sort -u)
     diff <(echo "$exported") <(echo "$listed") ||
         { echo "(<: exported but not in debian/libredlock0.symbols; >: listed but gone)"; return 1; }
-    if grep -vx 'LIBREDLOCK_0' <<<"$exported" | grep -qv '^redlock_'; then
-        echo "exports something not named redlock_*"
+    # No `grep | grep -q` under pipefail: the first grep can die of SIGPIPE
+    # when -q quits early, and the pipeline then hides the very match.
+    local others
+    others=$(grep -vx -e 'LIBREDLOCK_0' -e 'redlock_.*' <<<"$exported") || true
+    if [[ -n $others ]]; then
+        echo "exports something not named redlock_*: ${others//$'\n'/ }"
         return 1
     fi
 }
@@ -201,7 +205,9 @@ cli_lock_unlock() {
 }
 check "redlock-cli takes, shows and releases a lock" cli_lock_unlock
 cli_man() {
-    zcat "$tmp/cli/usr/share/man/man1/redlock-cli.1.gz" | grep -q '^\.TH REDLOCK-CLI 1 '
+    local page
+    page=$(zcat "$tmp/cli/usr/share/man/man1/redlock-cli.1.gz") || return 1
+    grep -q '^\.TH REDLOCK-CLI 1 ' <<<"$page"
 }
 check "the redlock-cli man page is a man page" cli_man
 
