@@ -352,7 +352,8 @@ Test(guard, restarted_master_does_not_vote_inside_its_window)
 
         tc_kill(2);
         tc_restart(2);   /* no AOF: A's key on master 2 is gone */
-        TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(b, &st, NULL),   /* B met the new process */
+        /* B met the new process */
+        TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(b, &st, NULL),
                   st.masters[2].err == 0 && strcmp(st.masters[2].run_id, old_id) != 0), 4000);
         cr_assert(strcmp(st.masters[2].run_id, old_id) != 0, "B saw master 2 restart");
 

@@ -163,7 +163,8 @@ Test(process, debug_sleep_on_two_masters_acquires_go_on)
         run_await_grants(r, t1, 0, 1, AWAIT_MS);   /* a grant between two stalls */
     }
     run_expect_clean(r, NULL);
-    cr_expect(ge(int, during, 2), "only %d grants while two masters were stalled (%s)", during, how);
+    cr_expect(ge(int, during, 2), "only %d grants while two masters were stalled (%s)", during,
+              how);
     cr_log_info("stalled with %s: %d grants during the stalls", how, during);
     run_free(r);
 }

@@ -62,7 +62,8 @@ static void fence_scenario(int aof)
     uint64_t t0, t1 = 0, t2 = 0;
     int rc;
 
-    cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof", aof ? "with" : "without");
+    cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof",
+              aof ? "with" : "without");
     for (int k = 0; k < 30; k++) {
         if (k == 10) {
             run_inject(r, tc_kill, "sigkill", 3, 0);

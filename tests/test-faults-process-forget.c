@@ -66,10 +66,11 @@ Test(process, script_flush_on_all_masters_is_transparent)
 
     run_expect_clean(r, NULL);
     eval_after = eval_calls();
-    cr_expect(gt(i64, eval_after, eval_before), "no EVAL fallback was used (eval calls %lld -> %lld)",
-              eval_before, eval_after);
-    cr_expect(eq(int, r->late_failures, 0), "%d releases/extends failed after SCRIPT FLUSH; first: %s",
-              r->late_failures, r->late_what);
+    cr_expect(gt(i64, eval_after, eval_before),
+              "no EVAL fallback was used (eval calls %lld -> %lld)", eval_before, eval_after);
+    cr_expect(eq(int, r->late_failures, 0),
+              "%d releases/extends failed after SCRIPT FLUSH; first: %s", r->late_failures,
+              r->late_what);
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after SCRIPT FLUSH", after);
     run_free(r);
 }

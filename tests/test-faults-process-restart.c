@@ -148,7 +148,8 @@ static void restart_scenario(int mode)
     uint64_t t0;
     int rc, tries0;
 
-    cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof", aof ? "with" : "without");
+    cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof",
+              aof ? "with" : "without");
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);   /* contention runs */
     hl = h_acquires(r, hc);
     t = restart_under_h(r, aof, hl);
