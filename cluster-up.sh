@@ -41,7 +41,9 @@ options:
   -h, --help            this text
 
 commands (I is a 0-based master index):
-  start                 start all masters, wait until each answers PING, print
+  start                 start all masters, wait until each answers PING, declare
+                        them empty (a memory marker that counts at once: see
+                        redlock_declare_empty in redlock.h), print
                         the masters list (host:port,host:port,...) on stdout
   stop                  stop all masters (paused ones too) and wait for them
   status                one line per master: index address pid running|paused|dead
@@ -338,6 +340,25 @@ fail_master() {
     } >&2
 }
 
+# Declare the masters in "$@" empty on purpose: give each one that has no
+# memory marker one that counts at once (redlock's restart guard keeps a
+# master without one out of quorums for the longest ttl in use; a master
+# this script just created has nothing to forget). Masters that already
+# have a marker are left alone. Only 'start' does this: 'restart' and
+# 'heal' stand for a crash, and a crashed master must wait its window.
+# (The same as redlock_declare_empty(); the key starts with a NUL, which
+# only redis-cli's quoted input can write, hence stdin.)
+declare_empty() {
+    local i out
+    for i in "$@"; do
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0) return 1" 1 "\x00redlock:marker"' |
+            timeout 5 redis-cli -h "$HOST" -p "$(port_of "$i")" 2>&1) ||
+            { fail_master "$i" "cannot write its memory marker: $out"; return 1; }
+        [[ $out == 0 || $out == 1 ]] ||
+            { fail_master "$i" "cannot write its memory marker: $out"; return 1; }
+    done
+}
+
 # Wait until every master in "$@" answers PING (10 s in all). On failure,
 # report the first one that did not come up and return 1.
 wait_up() {
@@ -465,7 +486,7 @@ start)
     done
     all=()
     for ((i = 0; i < N; i++)); do all+=("$i"); done
-    if ! wait_up "${all[@]}"; then
+    if ! wait_up "${all[@]}" || ! declare_empty "${all[@]}"; then
         stop_all "$N"
         exit 1
     fi

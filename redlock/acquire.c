@@ -36,6 +36,7 @@
 #include "drift.h"
 #include "lock.h"
 #include "outcome.h"
+#include "script.h"
 #include "wait.h"
 
 #include <stdio.h>
@@ -53,6 +54,7 @@ typedef struct rl_acquire {
     uint32_t polls_left;          /* by_polls: polls still to come */
     rl_monotime poll_at_us;       /* when the poll timer fires */
     uint64_t poll_rest_us;        /* by_polls: what a wake-up left of the poll's delay */
+    uint32_t lease_ms;            /* a waiter's place lasts this long without news */
     uint32_t n_ok, n_fail;        /* the current round's answers */
     char token[REDLOCK_TOKEN_MAX + 1];
     uint64_t fence;               /* largest counter seen this attempt */
@@ -78,6 +80,63 @@ static void acq_attempt_failed(rl_acquire *a, int status);
 
 /* ---- votes ------------------------------------------------------------------- */
 
+/* An OK from master @idx, unless that master's word does not count now. */
+static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_vote *v = &op->out.votes[idx];
+    char w[REDLOCK_VOTE_DETAIL_LEN];
+    /* Checked again on the OK itself: facts about a master (its clock, its
+     * eviction policy) can change while the SET is in flight. */
+    if (rl_node_excluded(&op->c->nodes[idx], w, sizeof(w))) {
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
+        a->n_fail++;
+        return;
+    }
+    rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
+    a->n_ok++;
+    if (fence > a->fence)
+        a->fence = fence;
+}
+
+/* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
+ * held, {-2, age, maxttl} this master's memory is too young to count. */
+static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_vote *v = &op->out.votes[idx];
+    long long x[3] = { 0, 0, 0 };
+    bool ok = rl_reply_elements(r) == 3;
+    for (size_t i = 0; ok && i < 3; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        ok = rl_reply_type(e) == RL_REPLY_INTEGER;
+        if (ok)
+            x[i] = rl_reply_integer(e);
+    }
+    if (!ok || x[1] < 0 || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS) {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
+                    sent);
+        a->n_fail++;
+        return;
+    }
+    redlock_client *c = op->c;
+    if ((uint32_t)x[2] > c->fleet_ttl_ms)
+        c->fleet_ttl_ms = (uint32_t)x[2];
+    if (x[0] == 1) {
+        acq_count_ok(a, idx, (uint64_t)x[1], sent);
+    } else if (x[0] == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
+        a->n_fail++;
+    } else {
+        char d[REDLOCK_VOTE_DETAIL_LEN];
+        snprintf(d, sizeof(d), "memory marker %.1f s old, counts at %.1f s (lost its data?)",
+                 x[1] / 1000.0, x[2] / 1000.0);
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
+        rl_node_marker(&c->nodes[idx], x[1], (uint32_t)x[2], (uint32_t)x[2]);
+        a->n_fail++;
+    }
+}
+
 static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int err,
                             const char *why, rl_monotime sent)
 {
@@ -87,21 +146,10 @@ static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int 
     if (!r) {
         rl_vote_failed(v, err, why, sent);
         a->n_fail++;
-    } else if (rl_reply_is_status(r, "OK") ||
-               (type == RL_REPLY_INTEGER && rl_reply_integer(r) >= 0 &&
-                rl_fanout_cmd(op->round) == RL_CMD_ACQUIRE)) {
-        /* Checked again on the OK itself: the handshake that tells us a
-         * master restarted is answered just before votes queued behind it. */
-        char w[REDLOCK_VOTE_DETAIL_LEN];
-        if (rl_node_excluded(&op->c->nodes[idx], a->w.ttl_ms, w, sizeof(w))) {
-            rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
-            a->n_fail++;
-        } else {
-            rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
-            a->n_ok++;
-            if (type == RL_REPLY_INTEGER && (uint64_t)rl_reply_integer(r) > a->fence)
-                a->fence = (uint64_t)rl_reply_integer(r);
-        }
+    } else if (rl_reply_is_status(r, "OK")) {
+        acq_count_ok(a, idx, 0, sent);
+    } else if (type == RL_REPLY_ARRAY) {
+        acq_on_script_vote(a, idx, r, sent);
     } else if (type == RL_REPLY_NIL) {
         /* NX refused: the key exists. It could also be a key of another
          * type; the cleanup release tells the two apart. */
@@ -198,9 +246,6 @@ static void acq_after_cleanup(rl_acquire *a)
         return;
     }
     a->phase = ACQ_WAITING;
-    /* Held by someone: listen for its release instead of only polling. */
-    if (status == REDLOCK_ECONFLICT && c->cfg.pubsub_wait && !a->waiter.joined)
-        rl_wait_join(c, &a->waiter, &op->keys);
     if (a->wake_pending) {
         /* A release woke us while this attempt was in flight: a master may
          * have run it after our SET reached it (two connections, no order
@@ -258,8 +303,9 @@ static void acq_attempt_failed(rl_acquire *a, int status)
             kind == REDLOCK_VOTE_PENDING)
             wait |= 1u << i;
     }
-    rl_fanout *f = send ? rl_fanout_new(c->nodes, RL_CMD_CLEANUP, &op->keys, NULL, a->token, 0, 0)
-                        : NULL;
+    rl_cmd cmd;
+    rl_cmd_release(&cmd, &op->k, a->token, false, NULL);   /* no hand-over: wakes nobody */
+    rl_fanout *f = send ? rl_fanout_new(c->nodes, &cmd) : NULL;
     if (send && !f)
         rl_log(&c->cfg, REDLOCK_LOG_WARN,
                "acquire: out of memory for cleanup; keys expire after %u ms", a->w.ttl_ms);
@@ -284,7 +330,7 @@ static void acq_succeed(rl_acquire *a)
         acq_attempt_failed(a, REDLOCK_EEXPIRED);
         return;
     }
-    redlock_lock *lock = rl_lock_from_keys(&op->keys, c->prefix_len, a->token);
+    redlock_lock *lock = rl_lock_from_keys(&op->k.locks, c->prefix_len, a->token);
     if (!lock) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory creating the lock");
         acq_attempt_failed(a, REDLOCK_ENOMEM);
@@ -306,7 +352,9 @@ static void acq_fence(rl_acquire *a)
 {
     rl_op *op = &a->op;
     redlock_client *c = op->c;
-    rl_fanout *f = rl_fanout_new(c->nodes, RL_CMD_FENCE, NULL, &op->fences, NULL, 0, a->fence);
+    rl_cmd cmd;
+    rl_cmd_fence(&cmd, &op->k, a->fence);
+    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending the fence");
         acq_attempt_failed(a, REDLOCK_ENOMEM);
@@ -366,6 +414,39 @@ static void acq_decide(rl_op *op)
 
 /* ---- attempts ------------------------------------------------------------------ */
 
+static uint32_t max3(uint32_t a, uint32_t b, uint32_t c)
+{
+    return a > b ? (a > c ? a : c) : (b > c ? b : c);
+}
+
+/* This attempt's command. Plain SET NX PX when nothing else is asked; the
+ * acquire script when the master must check its memory marker (the restart
+ * guard, on by default), when this is a waiter (its place in the queue, its
+ * reservation), or for a set or a fence. */
+static rl_fanout *acq_command(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    rl_acquire_args args = {
+        .token = a->token,
+        .ttl_ms = a->w.ttl_ms,
+        .fenced = a->w.flags & REDLOCK_FENCE,
+        .queued = a->waiter.joined,
+        .marked = c->cfg.restart_guard,
+        .waiter = a->waiter.member,
+        .ticket = a->waiter.ticket,
+        .lease_ms = a->lease_ms,
+        .window_ms = max3(max3(a->w.ttl_ms, c->max_ttl_ms, c->fleet_ttl_ms),
+                          c->cfg.restart_guard_ms, 1),
+    };
+    rl_cmd cmd;
+    if (!args.fenced && !args.queued && !args.marked && op->nres == 1)
+        rl_cmd_set(&cmd, &op->k, a->token, a->w.ttl_ms);
+    else
+        rl_cmd_acquire(&cmd, &op->k, &args);
+    return rl_fanout_new(c->nodes, &cmd);
+}
+
 static void acq_attempt_start(rl_acquire *a)
 {
     rl_op *op = &a->op;
@@ -385,10 +466,7 @@ static void acq_attempt_start(rl_acquire *a)
     }
     a->fence = 0;
     a->fence_failed = false;
-    bool fenced = a->w.flags & REDLOCK_FENCE;
-    bool script = op->nres > 1 || fenced;
-    rl_fanout *f = rl_fanout_new(c->nodes, script ? RL_CMD_ACQUIRE : RL_CMD_SET, &op->keys,
-                                 fenced ? &op->fences : NULL, a->token, a->w.ttl_ms, 0);
+    rl_fanout *f = acq_command(a);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending SET");
         rl_op_finish(op, REDLOCK_ENOMEM);
@@ -402,7 +480,7 @@ static void acq_attempt_start(rl_acquire *a)
     uint32_t ask = 0;
     for (uint32_t i = 0; i < c->n; i++) {
         char why[REDLOCK_VOTE_DETAIL_LEN];
-        if (rl_node_excluded(&c->nodes[i], a->w.ttl_ms, why, sizeof(why))) {
+        if (rl_node_excluded(&c->nodes[i], why, sizeof(why))) {
             rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why,
                         rl_now_us());
             a->n_fail++;
@@ -470,9 +548,35 @@ static void acq_deliver(rl_op *op)
     a->cb(c, op->status, lock, &op->out, op->status ? &op->err : NULL, a->arg);
 }
 
+/* A waiter that is done leaves the masters' queues: where it did not get
+ * the lock (a success removed it where it did), so no release hands a
+ * reservation to a waiter that is gone; a reservation already made for it
+ * goes on to the next waiter. Sent and not waited for: at worst its place
+ * lapses with its lease. */
+static void acq_leave_queues(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (op->status != 0 || op->out.votes[i].kind != REDLOCK_VOTE_OK)
+            mask |= 1u << i;
+    char reserved[RL_WAITER_MAX + 1];
+    snprintf(reserved, sizeof(reserved), "\1%s", a->waiter.member);
+    rl_cmd cmd;
+    rl_cmd_release(&cmd, &op->k, reserved, true, a->waiter.member);
+    rl_fanout *f = mask && !c->freeing ? rl_fanout_new(c->nodes, &cmd) : NULL;
+    for (uint32_t i = 0; f && i < c->n; i++)
+        if (mask & (1u << i))
+            rl_fanout_send(f, i, true);
+    rl_fanout_detach(f);
+}
+
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
+    if (a->waiter.joined)
+        acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
     rl_cancel_unregister(&a->creg);
     redlock_lock_free(a->lock);
@@ -505,6 +609,27 @@ static void acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w
     }
 }
 
+/* An acquire that may wait takes a place in the masters' queues from its
+ * first attempt on, with a ticket of the moment it started: waiters are
+ * then served in the order they started waiting (NOTES.md §5). How long a
+ * reservation may wait for it (hand) and how long its place lasts without
+ * news (lease) follow from its polling: its poll timer finds a reservation
+ * whose wake-up was lost well within the hand-off window, and refreshes
+ * its place well within its lease; a waiter that died costs the next one
+ * at most a lease plus a hand-off window. */
+static void acq_join_queue(rl_acquire *a)
+{
+    redlock_client *c = a->op.c;
+    bool waits = a->by_polls ? a->polls_left > 0 : a->w.wait_ms != 0;
+    if (!waits || !c->cfg.pubsub_wait)
+        return;   /* one attempt, or polling only */
+    uint64_t poll = (uint64_t)a->w.delay_ms + a->w.jitter_ms;
+    uint64_t rtt = 2 * (uint64_t)c->cfg.node_timeout_ms;
+    uint64_t hand = poll + rtt + 20, lease = 3 * poll + rtt + 100;
+    a->lease_ms = (uint32_t)(lease < REDLOCK_TTL_MAX_MS ? lease : REDLOCK_TTL_MAX_MS);
+    rl_wait_join(c, &a->waiter, (uint32_t)(hand < REDLOCK_TTL_MAX_MS ? hand : REDLOCK_TTL_MAX_MS));
+}
+
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
                      const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e)
 {
@@ -520,7 +645,7 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         return REDLOCK_EINVAL;
     }
     rl_op *op = rl_op_new(c, &acquire_ops, sizeof(rl_acquire), set, count,
-                          w->flags & REDLOCK_FENCE, e);
+                          RL_KEYS_QUEUE | (w->flags & REDLOCK_FENCE ? RL_KEYS_FENCE : 0), e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_acquire *a = ACQ(op);
@@ -529,6 +654,7 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
     a->arg = arg;
     a->waiter.wake = acq_wake;
     acq_set_wait(a, c, w);
+    acq_join_queue(a);
     if (w->ttl_ms > c->max_ttl_ms)
         c->max_ttl_ms = w->ttl_ms;
     if (rl_cancel_register(&a->creg, w->cancel, c, op)) {

@@ -95,6 +95,19 @@ static int start_ping(redlock_client *c, rl_call *call, redlock_error *e)
     return rl_ping_start(c, on_status_done, req, e);
 }
 
+static void on_declared(redlock_client *c, int status, uint32_t declared,
+                        const redlock_outcome *out, const redlock_error *err, void *arg)
+{
+    rl_req *req = arg;
+    req->n_up = declared;
+    rl_call_done(c, &req->call, status, out, err);
+}
+
+static int start_declare(redlock_client *c, rl_call *call, redlock_error *e)
+{
+    return rl_declare_start(c, on_declared, REQ(call), e);
+}
+
 static int start_ready(redlock_client *c, rl_call *call, redlock_error *e)
 {
     rl_req *req = REQ(call);
@@ -233,5 +246,17 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, si
     rc = rl_loop_submit(c, &req.call);
     if (ret_n_up)
         *ret_n_up = req.n_up;
+    return rc;
+}
+
+int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error *reterr)
+{
+    int rc = check_blocking(c, reterr);
+    if (rc)
+        return rc;
+    rl_req req = { .call.start = start_declare, .call.err = reterr };
+    rc = rl_loop_submit(c, &req.call);
+    if (ret_declared && (rc == 0 || rc == REDLOCK_ENOQUORUM))
+        *ret_declared = req.n_up;
     return rc;
 }

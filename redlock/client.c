@@ -83,13 +83,15 @@ static void client_on_probe(evutil_socket_t fd, short what, void *arg)
     (void)fd; (void)what;
     redlock_client *c = arg;
     for (uint32_t i = 0; i < c->n; i++)
-        rl_probe_node(&c->nodes[i]);
+        rl_probe_node(&c->nodes[i], c->cfg.clock_policy != REDLOCK_CLOCK_OFF);
 }
 
 static void client_on_node_state(rl_node *n, void *arg)
 {
-    (void)n;
-    rl_ready_check(arg);
+    redlock_client *c = arg;
+    if (n->state == RL_NODE_UP)
+        rl_wait_node_up(c, n);   /* waiters hear of hand-offs there again */
+    rl_ready_check(c);
 }
 
 /* On the loop's thread: everything that waits on this client ends now,
@@ -123,21 +125,19 @@ static void client_destroy(redlock_client *c)
 static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
 {
     c->env = (rl_node_env){ .base = c->base, .cfg = &c->cfg, .tls = c->tls,
-                            .max_ttl_ms = &c->max_ttl_ms, .on_state = client_on_node_state,
+                            .fleet_ttl_ms = &c->fleet_ttl_ms, .on_state = client_on_node_state,
                             .on_message = rl_wait_on_message, .arg = c };
     if (rl_ops_init(c) != 0)
         goto oom;
     for (uint32_t i = 0; i < c->n; i++)
         if (rl_node_init(&c->nodes[i], &c->env, i, &addrs[i]) != 0)
             goto oom;
-    if (c->cfg.clock_policy != REDLOCK_CLOCK_OFF) {
-        c->probe_ev = event_new(c->base, -1, EV_PERSIST, client_on_probe, c);
-        if (!c->probe_ev)
-            goto oom;
-        uint32_t ms = c->cfg.clock_probe_ms;
-        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-        evtimer_add(c->probe_ev, &tv);
-    }
+    c->probe_ev = event_new(c->base, -1, EV_PERSIST, client_on_probe, c);
+    if (!c->probe_ev)
+        goto oom;
+    uint32_t ms = c->cfg.clock_policy != REDLOCK_CLOCK_OFF ? c->cfg.clock_probe_ms : 1000;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(c->probe_ev, &tv);
     /* Start connecting before the I/O thread exists: the base is not shared
      * with another thread yet, so this needs no locking. */
     for (uint32_t i = 0; i < c->n; i++)

@@ -51,7 +51,7 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend",
                                     REDLOCK_ENOTHELD) != REDLOCK_VOTE_OK) {
         x->n_fail++;
-    } else if (rl_node_excluded(&op->c->nodes[idx], x->ttl_ms, w, sizeof(w))) {
+    } else if (rl_node_excluded(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
         x->n_fail++;
@@ -136,7 +136,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
         return rc;
     redlock_resource set[REDLOCK_SET_MAX];
     rl_op *op = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set),
-                          false, e);
+                          0, e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_extend *x = EXT(op);
@@ -151,7 +151,9 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
         *ret_op = op;
     op->attempts = 1;
     op->attempt_us = rl_now_us();
-    rl_fanout *f = rl_fanout_new(c->nodes, RL_CMD_EXTEND, &op->keys, NULL, x->token, ttl_ms, 0);
+    rl_cmd cmd;
+    rl_cmd_extend(&cmd, &op->k, x->token, ttl_ms);
+    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
         rl_op_finish(op, REDLOCK_ENOMEM);

@@ -34,7 +34,6 @@ struct rl_fanout {
     rl_vote_fn *on_vote;          /* NULL once the owner detached */
     void *owner;
     int refs;                     /* 1 (owner) + 1 per SENT slot */
-    int cmd;                      /* enum rl_cmd */
     int script;                   /* enum rl_script, or -1 for plain commands */
     int argc;
     const char **argv;            /* built once; argv[0..1] are EVALSHA sha */
@@ -43,79 +42,13 @@ struct rl_fanout {
     char buf[];                   /* argv arrays and copies of every argument */
 };
 
-/* Argument layout per command (argv[0..1] are EVALSHA sha for scripts):
- *   SET      SET key token NX PX ttl
- *   ACQUIRE  EVALSHA sha n|2n  k1..kn [c1..cn]  token ttl fenced n
- *   FENCE    EVALSHA sha n  c1..cn  value
- *   RELEASE  EVALSHA sha n  k1..kn  token 1     (publish: wake waiters)
- *   CLEANUP  EVALSHA sha n  k1..kn  token 0     (a failed attempt's own keys)
- *   EXTEND   EVALSHA sha n  k1..kn  token ttl
- *   STATUS   EVALSHA sha 1  k
- *   TIME     TIME
- * Built once per fanout: every master gets the same bytes. */
-rl_fanout *rl_fanout_new(rl_node *nodes, int cmd, const rl_keyset *keys,
-                         const rl_keyset *fences, const char *token, uint32_t ttl_ms,
-                         uint64_t value)
+/* The command is copied into one allocation with the fanout: every master
+ * gets the same bytes, and the caller's memory can go. */
+rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd)
 {
-    char ttl[16], val[24], nstr[16], nkeys[16];
-    size_t ttllen = (size_t)snprintf(ttl, sizeof(ttl), "%u", ttl_ms);
-    size_t vallen = (size_t)snprintf(val, sizeof(val), "%llu", (unsigned long long)value);
-    uint32_t nk = keys ? keys->n : 0;
-    uint32_t nf = fences ? fences->n : 0;
-    size_t tokenlen = token ? strlen(token) : 0;
-    if (nk > REDLOCK_SET_MAX || nf > REDLOCK_SET_MAX)
-        return NULL;
-
-    /* Gather the arguments first (pointing at the caller's memory), then
-     * copy them all into one allocation. */
-    const char *a[8 + 2 * REDLOCK_SET_MAX];
-    size_t al[8 + 2 * REDLOCK_SET_MAX];
-    int argc = 0, script = -1;
-#define ARG(str, len) do { a[argc] = (str); al[argc] = (len); argc++; } while (0)
-#define KEYS(ks) do { for (uint32_t i_ = 0; i_ < (ks)->n; i_++) ARG((ks)->v[i_], (ks)->len[i_]); } while (0)
-    switch (cmd) {
-    case RL_CMD_SET:
-        /* The lock itself. NX: only if nobody holds it; PX: it expires on
-         * the master's own clock even if we vanish. */
-        ARG("SET", 3); KEYS(keys); ARG(token, tokenlen); ARG("NX", 2); ARG("PX", 2);
-        ARG(ttl, ttllen);
-        break;
-    case RL_CMD_TIME:
-        ARG("TIME", 4);
-        break;
-    default:
-        script = cmd == RL_CMD_ACQUIRE ? RL_SCRIPT_ACQUIRE
-               : cmd == RL_CMD_FENCE   ? RL_SCRIPT_FENCE
-               : cmd == RL_CMD_RELEASE || cmd == RL_CMD_CLEANUP ? RL_SCRIPT_RELEASE
-               : cmd == RL_CMD_EXTEND  ? RL_SCRIPT_EXTEND
-                                       : RL_SCRIPT_STATUS;
-        ARG("EVALSHA", 7);
-        ARG(rl_script_sha(script), 40);
-        {
-            uint32_t numkeys = cmd == RL_CMD_FENCE ? nf : nk + (cmd == RL_CMD_ACQUIRE ? nf : 0);
-            ARG(nkeys, (size_t)snprintf(nkeys, sizeof(nkeys), "%u", numkeys));
-        }
-        if (cmd != RL_CMD_FENCE)
-            KEYS(keys);
-        if (cmd == RL_CMD_FENCE || (cmd == RL_CMD_ACQUIRE && fences))
-            KEYS(fences);
-        if (cmd == RL_CMD_FENCE) {
-            ARG(val, vallen);
-        } else if (cmd != RL_CMD_STATUS) {
-            ARG(token, tokenlen);
-            if (cmd == RL_CMD_EXTEND || cmd == RL_CMD_ACQUIRE)
-                ARG(ttl, ttllen);
-            if (cmd == RL_CMD_RELEASE || cmd == RL_CMD_CLEANUP)
-                ARG(cmd == RL_CMD_RELEASE ? "1" : "0", 1);
-            if (cmd == RL_CMD_ACQUIRE) {
-                ARG(fences ? "1" : "0", 1);
-                ARG(nstr, (size_t)snprintf(nstr, sizeof(nstr), "%u", nk));
-            }
-        }
-        break;
-    }
-#undef KEYS
-#undef ARG
+    int argc = cmd->argc, script = cmd->script;
+    const char *const *a = cmd->argv;
+    const size_t *al = cmd->len;
     size_t bytes = 0;
     for (int i = 0; i < argc; i++)
         bytes += al[i] + 1;
@@ -125,7 +58,6 @@ rl_fanout *rl_fanout_new(rl_node *nodes, int cmd, const rl_keyset *keys,
         return NULL;
     f->nodes = nodes;
     f->refs = 1;
-    f->cmd = cmd;
     f->script = script;
     f->argc = argc;
     f->argv = (const char **)(void *)f->buf;
@@ -228,7 +160,3 @@ rl_monotime rl_fanout_sent_us(const rl_fanout *f, uint32_t idx)
     return f->slots[idx].sent_us;
 }
 
-int rl_fanout_cmd(const rl_fanout *f)
-{
-    return f->cmd;
-}

@@ -40,9 +40,16 @@ static void status_reply(redlock_master_state *m, const rl_reply *r)
     const rl_reply *val = rl_reply_element(r, 0);
     m->pttl_ms = rl_reply_integer(rl_reply_element(r, 1));
     m->held = rl_reply_type(val) == RL_REPLY_STRING;
+    size_t len;
+    const char *s = rl_reply_str(val, &len);
+    if (m->held && len > 0 && s[0] == '\1') {
+        /* A release handed the key to the next waiter (script.c): nobody
+         * holds it, nobody else can take it until that waiter does or the
+         * reservation lapses. */
+        m->held = 0;
+        m->reserved = 1;
+    }
     if (m->held) {
-        size_t len;
-        const char *s = rl_reply_str(val, &len);
         size_t n = len < REDLOCK_TOKEN_MAX ? len : REDLOCK_TOKEN_MAX;
         memcpy(m->token, s, n);
         m->token[n] = '\0';
@@ -112,9 +119,14 @@ static void guard_view(redlock_client *c, redlock_status *st)
         m->uptime_s = t->uptime_s;
         m->aof_always = t->aof_always;
         m->tls = rl_conn_is_tls(n->conn);
-        m->memory_age_ms = -1;
-        m->maxmemory = -1;
-        m->excluded = rl_node_excluded(n, c->max_ttl_ms, m->excluded_why, sizeof(m->excluded_why));
+        m->memory_age_ms = !t->marker_known || t->marker_absent ? -1
+                                                                 : (int64_t)(now - t->born_us) / 1000;
+        m->memory_window_ms = t->window_ms;
+        m->maxmemory = t->maxmemory;
+        snprintf(m->eviction_policy, sizeof(m->eviction_policy), "%s", t->policy);
+        m->excluded = rl_node_excluded(n, m->excluded_why, sizeof(m->excluded_why)) ||
+                      (c->cfg.restart_guard &&
+                       rl_trust_memory_young(t, now, m->excluded_why, sizeof(m->excluded_why)));
         if (!m->excluded)
             m->excluded_why[0] = '\0';
     }
@@ -181,7 +193,7 @@ static int insp_start(redlock_client *c, bool ping, const void *resource, size_t
     }
     redlock_resource one = { resource, len };
     rl_op *op = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one,
-                          ping ? 0 : 1, false, e);
+                          ping ? 0 : 1, 0, e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_inspect *in = INS(op);
@@ -194,8 +206,12 @@ static int insp_start(redlock_client *c, bool ping, const void *resource, size_t
         in->st.masters[i].pttl_ms = -2;
     op->attempts = 1;
     op->attempt_us = rl_now_us();
-    rl_fanout *f = rl_fanout_new(c->nodes, ping ? RL_CMD_TIME : RL_CMD_STATUS, &op->keys, NULL,
-                                 NULL, 0, 0);
+    rl_cmd cmd;
+    if (ping)
+        rl_cmd_time(&cmd);
+    else
+        rl_cmd_status(&cmd, &op->k);
+    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory");
         rl_op_finish(op, REDLOCK_ENOMEM);

@@ -24,6 +24,12 @@ int rl_status_start(redlock_client *c, const void *resource, size_t len, redlock
                     void *arg, redlock_error *e);
 int rl_ping_start(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *e);
 
+/* Memory markers for masters that have none (redlock_declare_empty). */
+typedef void (*rl_declare_cb)(redlock_client *c, int status, uint32_t declared,
+                                   const redlock_outcome *out, const redlock_error *err,
+                                   void *arg);
+int rl_declare_start(redlock_client *c, rl_declare_cb cb, void *arg, redlock_error *e);
+
 /* Common checks of the async entry points: a live async client. */
 int rl_check_async(redlock_client *c, redlock_error *e);
 

@@ -15,6 +15,7 @@
  * before any vote from this connection is counted.
  */
 #include "node.h"
+#include "cmd.h"
 #include "script.h"
 
 #include <event2/event.h>
@@ -155,24 +156,84 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
     (void)err; (void)why;
     rl_node *n = arg;
     if (!r || rl_reply_type(r) != RL_REPLY_STRING)
-        return;   /* no INFO (ACL): the guard treats the master as unknown */
+        return;   /* no INFO (ACL): no restart events, nothing else lost */
     char old[41];
-    if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), rl_now_us(), old))
+    if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), old))
         rl_node_event(n, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)", old,
                       n->trust.run_id, (long long)n->trust.uptime_s);
 }
 
-static void hs_on_fsync(void *arg, const rl_reply *r, int err, const char *why)
+static void on_config(void *arg, const rl_reply *r, int err, const char *why)
 {
     (void)err; (void)why;
     rl_node *n = arg;
     if (!r)
         return;
-    const char *v = NULL;
-    if (rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 2 &&
-        rl_reply_type(rl_reply_element(r, 1)) == RL_REPLY_STRING)
-        v = rl_reply_str(rl_reply_element(r, 1), NULL);
-    rl_trust_fsync(&n->trust, v);
+    const char *pairs[16];
+    size_t k = rl_reply_type(r) == RL_REPLY_ARRAY ? rl_reply_elements(r) : 0;
+    if (k == 0 || k > 16) {
+        rl_trust_config(&n->trust, NULL, 0);   /* refused (ACL, renamed) or unexpected */
+        return;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        pairs[i] = rl_reply_type(e) == RL_REPLY_STRING ? rl_reply_str(e, NULL) : "";
+    }
+    rl_trust_config(&n->trust, pairs, k);
+}
+
+void rl_node_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms)
+{
+    rl_trust_marker(&n->trust, age_ms, window_ms, maxttl_ms, rl_now_us());
+    if (maxttl_ms > *n->env->fleet_ttl_ms)
+        *n->env->fleet_ttl_ms = maxttl_ms;
+}
+
+static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_node *n = arg;
+    if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 3)
+        return;
+    long long v[3];
+    for (size_t i = 0; i < 3; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        if (rl_reply_type(e) != RL_REPLY_INTEGER)
+            return;
+        v[i] = rl_reply_integer(e);
+    }
+    if (v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 || v[2] > REDLOCK_TTL_MAX_MS)
+        return;
+    rl_node_marker(n, v[0], (uint32_t)v[1], (uint32_t)v[2]);
+}
+
+static void on_config_last(void *arg, const rl_reply *r, int err, const char *why)
+{
+    on_config(arg, r, err, why);
+    ((rl_node *)arg)->asking_memory = false;
+}
+
+int rl_node_ask_memory(rl_node *n, rl_conn *conn)
+{
+    rl_cmd cmd;
+    rl_cmd_marker(&cmd, RL_SCRIPT_MARKER);
+    /* EVAL, not EVALSHA: this must not depend on SCRIPT LOAD (an ACL may
+     * refuse it; a master may have just flushed its scripts). */
+    cmd.argv[0] = "EVAL";
+    cmd.len[0] = 4;
+    cmd.argv[1] = rl_script_body(RL_SCRIPT_MARKER);
+    cmd.len[1] = strlen(cmd.argv[1]);
+    static const char *cfg[3] = { "CONFIG", "GET", "maxmemory*" };
+    static const size_t clen[3] = { 6, 3, 10 };
+    static const char *fsync[3] = { "CONFIG", "GET", "appendfsync" };
+    static const size_t flen[3] = { 6, 3, 11 };
+    int rc = rl_conn_send(conn, on_marker, n, cmd.argc, cmd.argv, cmd.len);
+    if (!rc)
+        rc = rl_conn_send(conn, on_config, n, 3, cfg, clen);
+    if (!rc)
+        rc = rl_conn_send(conn, on_config_last, n, 3, fsync, flen);
+    n->asking_memory = rc == 0;
+    return rc;
 }
 
 static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
@@ -228,9 +289,9 @@ static int send_auth(rl_node *n, rl_conn *conn, rl_reply_fn *fn)
     return rl_conn_send(conn, fn, n, user ? 3 : 2, argv, lens);
 }
 
-/* Queue the handshake: AUTH, SELECT, the scripts, what the restart guard
- * needs to know (who is this master, since when, does it keep its keys
- * across restarts), and PING, whose reply marks the node up. */
+/* Queue the handshake: AUTH, SELECT, the scripts, who this master is
+ * (INFO), what it remembers and whether it may evict (the marker, CONFIG),
+ * and PING, whose reply marks the node up. */
 static int node_handshake(rl_node *n)
 {
     rl_conn *conn = n->conn;
@@ -248,14 +309,12 @@ static int node_handshake(rl_node *n)
     }
     static const char *info[1] = { "INFO" };
     static const size_t ilen[1] = { 4 };
-    static const char *cfgget[3] = { "CONFIG", "GET", "appendfsync" };
-    static const size_t clen[3] = { 6, 3, 11 };
     static const char *ping[1] = { "PING" };
     static const size_t plen[1] = { 4 };
     if (!rc)
         rc = rl_conn_send(conn, hs_on_info, n, 1, info, ilen);
     if (!rc)
-        rc = rl_conn_send(conn, hs_on_fsync, n, 3, cfgget, clen);
+        rc = rl_node_ask_memory(n, conn);
     if (!rc)
         rc = rl_conn_send(conn, hs_on_ready, n, 1, ping, plen);
     return rc;
@@ -344,10 +403,9 @@ void rl_node_close(rl_node *n)
     }
 }
 
-bool rl_node_excluded(const rl_node *n, uint32_t ttl_ms, char *why, size_t len)
+bool rl_node_excluded(const rl_node *n, char *why, size_t len)
 {
-    return rl_trust_excluded(&n->trust, CFG(n), *n->env->max_ttl_ms, ttl_ms, rl_now_us(), why,
-                             len);
+    return rl_trust_excluded(&n->trust, CFG(n), rl_now_us(), why, len);
 }
 
 void rl_node_event(rl_node *n, int event, const char *fmt, ...)

@@ -21,7 +21,7 @@ typedef struct rl_node_env {
     struct event_base *base;
     const redlock_config *cfg;
     const rl_tls *tls;                 /* NULL: no master uses TLS */
-    const uint32_t *max_ttl_ms;        /* the longest ttl the client has used */
+    uint32_t *fleet_ttl_ms;            /* the longest ttl any master's marker reported */
     /* A node came up (handshake done) or went down. Optional. */
     void (*on_state)(rl_node *n, void *arg);
     /* A message on the node's subscriber connection. Optional. */
@@ -46,6 +46,7 @@ struct rl_node {
     uint64_t connects;            /* successful handshakes, for logs and tests */
     rl_conn *sub;                 /* subscriber connection (waiting), or NULL */
     rl_trust trust;               /* clock and memory facts (trust.h) */
+    bool asking_memory;           /* a marker/CONFIG probe is in flight */
 };
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);
@@ -61,8 +62,17 @@ void rl_node_close(rl_node *n);
 int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
                  const size_t *argvlen, bool priority);
 
-/* Should @n's vote not count now, for an op with @ttl_ms? Writes why. */
-bool rl_node_excluded(const rl_node *n, uint32_t ttl_ms, char *why, size_t len);
+/* Should @n's vote not count now (clock, eviction)? Writes why. */
+bool rl_node_excluded(const rl_node *n, char *why, size_t len);
+
+/* What a master said of its memory marker ({age, window, maxttl} as from
+ * the marker and acquire scripts): kept on the node, and the longest ttl
+ * goes to the client's fleet-wide figure. */
+void rl_node_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms);
+
+/* The handshake's and the probes' questions about memory and eviction:
+ * queue them on @conn (EVAL of the marker script; CONFIG GET). */
+int rl_node_ask_memory(rl_node *n, rl_conn *conn);
 
 /* The subscriber connection, opened (with AUTH) if there is none. NULL when
  * the node is down or it cannot be opened: waiters fall back to polling. */

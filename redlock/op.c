@@ -151,43 +151,49 @@ void rl_op_disarm(rl_op *op)
 }
 
 /* Keys of a set, in one allocation: the lock keys (prefix + resource) and,
- * for fenced ops, each one's counter (the same key followed by "\0fence":
- * resource names cannot contain NUL, so no resource's lock key can ever be
- * another's counter). */
+ * as asked, each one's fence counter, waiters' queue and lease set: the
+ * same key followed by "\0fence", "\0q" or "\0l". Resource names cannot
+ * contain NUL, so none of them can ever be another resource's lock key. */
 static char *build_keys(const redlock_client *c, const redlock_resource *set, size_t count,
-                        bool fence, rl_keyset *keys, rl_keyset *fences)
+                        unsigned which, rl_keys *k)
 {
-    static const char suffix[] = "\0fence";   /* 6 bytes, NUL first */
-    const char *prefix = c->cfg.key_prefix;
-    size_t nk = fence ? 2 * count : count;
-    size_t bytes = nk * (sizeof(char *) + sizeof(size_t));
-    for (size_t i = 0; i < count; i++)
-        bytes += (c->prefix_len + set[i].len) * (fence ? 2 : 1) + (fence ? 6 : 0) + nk;
+    static const struct { const char *s; size_t len; unsigned flag; } suffix[4] = {
+        { "", 0, 0 }, { "\0fence", 6, RL_KEYS_FENCE }, { "\0q", 2, RL_KEYS_QUEUE },
+        { "\0l", 2, RL_KEYS_QUEUE },
+    };
+    rl_keyset *sets[4] = { &k->locks, &k->fences, &k->queues, &k->leases };
+    size_t nk = 0, bytes = 0;
+    for (int s = 0; s < 4; s++) {
+        if (s && !(which & suffix[s].flag))
+            continue;
+        nk += count;
+        for (size_t i = 0; i < count; i++)
+            bytes += c->prefix_len + set[i].len + suffix[s].len + 1;
+    }
+    bytes += nk * (sizeof(char *) + sizeof(size_t));
     char *mem = malloc(bytes ? bytes : 1);
     if (!mem)
         return NULL;
     const char **v = (const char **)(void *)mem;
     size_t *len = (size_t *)(void *)(mem + nk * sizeof(char *));
     char *p = mem + nk * (sizeof(char *) + sizeof(size_t));
-    for (size_t k = 0; k < nk; k++) {
-        size_t i = k % count;
-        v[k] = p;
-        memcpy(p, prefix, c->prefix_len);
-        if (set[i].len)
-            memcpy(p + c->prefix_len, set[i].name, set[i].len);
-        len[k] = c->prefix_len + set[i].len;
-        if (k >= count) {
-            memcpy(p + len[k], suffix, 6);
-            len[k] += 6;
+    memset(k, 0, sizeof(*k));
+    for (int s = 0; s < 4; s++) {
+        if (s && !(which & suffix[s].flag))
+            continue;
+        *sets[s] = (rl_keyset){ (uint32_t)count, v, len };
+        for (size_t i = 0; i < count; i++) {
+            *v = p;
+            memcpy(p, c->cfg.key_prefix, c->prefix_len);
+            if (set[i].len)
+                memcpy(p + c->prefix_len, set[i].name, set[i].len);
+            memcpy(p + c->prefix_len + set[i].len, suffix[s].s, suffix[s].len);
+            *len = c->prefix_len + set[i].len + suffix[s].len;
+            p += *len + 1;
+            v++;
+            len++;
         }
-        p += len[k] + 1;
     }
-    keys->n = (uint32_t)count;
-    keys->v = v;
-    keys->len = len;
-    fences->n = fence ? (uint32_t)count : 0;
-    fences->v = fence ? v + count : NULL;
-    fences->len = fence ? len + count : NULL;
     return mem;
 }
 
@@ -205,7 +211,7 @@ static void op_free(rl_op *op)
 }
 
 rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
-                 const redlock_resource *set, size_t count, bool fence, redlock_error *e)
+                 const redlock_resource *set, size_t count, unsigned keys, redlock_error *e)
 {
     rl_op *op = calloc(1, size);
     if (!op)
@@ -217,7 +223,7 @@ rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
     op->round_timer = evtimer_new(c->base, round_on_timer, op);
     op->timer = evtimer_new(c->base, op_on_timer, op);
     if (count)
-        op->keymem = build_keys(c, set, count, fence, &op->keys, &op->fences);
+        op->keymem = build_keys(c, set, count, keys, &op->k);
     if (!op->round_timer || !op->timer || (count && !op->keymem))
         goto oom;
     op->out.n_masters = c->n;
@@ -320,8 +326,8 @@ static void deliver_one(rl_op *op)
             .attempts = op->attempts,
             .waited_us = rl_now_us() - op->started_us,
             .elapsed_us = op->out.elapsed_us,
-            .resource = op->nres ? op->keys.v[0] + c->prefix_len : NULL,
-            .resource_len = op->nres ? op->keys.len[0] - c->prefix_len : 0,
+            .resource = op->nres ? op->k.locks.v[0] + c->prefix_len : NULL,
+            .resource_len = op->nres ? op->k.locks.len[0] - c->prefix_len : 0,
             .outcome = &op->out,
         };
         c->cfg.op_fn(&info, c->cfg.op_arg);

@@ -65,19 +65,23 @@ struct rl_op {
     rl_monotime attempt_us;       /* start of the current (finally: deciding) attempt */
     uint32_t attempts;
 
-    rl_keyset keys;               /* prefix + resource, per resource */
-    rl_keyset fences;             /* their fence counters: key + "\0fence" */
-    char *keymem;                 /* owns both keysets */
+    rl_keys k;                    /* the locks (prefix + resource) and, as asked,
+                                     their fence counters, queues and lease sets */
+    char *keymem;                 /* owns every key of k */
     uint32_t nres;                /* resources */
 
     redlock_outcome out;
     redlock_error err;
 };
 
+/* Which keys besides the locks an op needs (rl_op_new). */
+#define RL_KEYS_FENCE 0x1u   /* fence counters */
+#define RL_KEYS_QUEUE 0x2u   /* waiters' queues and lease sets */
+
 /* Allocate @size bytes (a kind's struct that starts with an rl_op), put it
  * on the client's list, build the keys of @set. NULL on OOM (@e says so). */
 rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
-                 const redlock_resource *set, size_t count, bool fence, redlock_error *e);
+                 const redlock_resource *set, size_t count, unsigned keys, redlock_error *e);
 
 /* The kind's timer. */
 void rl_op_arm(rl_op *op, uint32_t ms);

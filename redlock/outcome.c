@@ -94,19 +94,22 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
     bool extend = kind_ == REDLOCK_OP_EXTEND;
     uint32_t good = ok + (release ? gone : 0);
 
-    /* Somebody else has it (acquire), or we lost it (release/extend): the
-     * masters not known to be broken (answered normally, or not answered
-     * yet when an early failure was decided) could have formed a majority.
-     * Counting the pending ones keeps the verdict independent of which
-     * replies happened to arrive first. */
-    if ((held > 0 || (extend && gone > 0)) &&
-        good + held + pending + (extend ? gone : 0) >= q) {
-        if (kind_ == REDLOCK_OP_ACQUIRE) {
-            rl_seterr(e, REDLOCK_ECONFLICT, -1,
-                      "acquire: resource is held by another client on %u of %u masters "
-                      "(retry later, or wait longer before giving up)", held, n);
-            return REDLOCK_ECONFLICT;
-        }
+    /* Somebody else has it: the masters not known to be broken (answered
+     * normally, or not answered yet when an early failure was decided)
+     * could have formed a majority. Counting the pending ones keeps the
+     * verdict independent of which replies happened to arrive first. */
+    if (kind_ == REDLOCK_OP_ACQUIRE && held > 0 && good + held + pending >= q) {
+        rl_seterr(e, REDLOCK_ECONFLICT, -1,
+                  "acquire: resource is held by another client on %u of %u masters "
+                  "(retry later, or wait longer before giving up)", held, n);
+        return REDLOCK_ECONFLICT;
+    }
+    /* We lost it: only when a majority says so, each master for itself
+     * (another token there; for an extend, also our key gone). Masters that
+     * timed out, are down or failed may still hold our token: with them the
+     * outcome is unknown, which is no quorum, never "not held". */
+    uint32_t not_ours = held + (extend ? gone : 0);
+    if ((release || extend) && not_ours >= q) {
         rl_seterr(e, REDLOCK_ENOTHELD, -1,
                   "%s: this token no longer holds the lock: another token holds it on %u and it "
                   "is gone from %u of %u masters (it expired, and may have been taken); acquire "

@@ -1,10 +1,12 @@
-/* probe.c - TIME probes: feed each master's clock monitor, report what it sees.
+/* probe.c - the probes of every interval: TIME, the memory marker, CONFIG.
  *
- * One probe per master per clock_probe_ms (the client's timer calls
- * rl_probe_node), skipped while the previous one is unanswered. Each
- * answer is one sample for drift/monitor.c, which bounds the master's clock
- * rate from round trips alone; a jump or a rate fault becomes an event and,
- * with policy EXCLUDE, keeps the master out of quorums (trust.c).
+ * One round per master per clock_probe_ms (the client's timer calls
+ * rl_probe_node), each probe skipped while the previous one is unanswered.
+ * A TIME answer is one sample for drift/monitor.c, which bounds the
+ * master's clock rate from round trips alone; a jump or a rate fault
+ * becomes an event and, with policy EXCLUDE, keeps the master out of
+ * quorums (trust.c). The marker and CONFIG keep ping's view of the
+ * master's memory and eviction policy fresh.
  */
 #include "probe.h"
 
@@ -35,9 +37,13 @@ static void probe_on_time(void *arg, const rl_reply *r, int err, const char *why
                       exclude ? "; excluded from quorums" : "");
 }
 
-void rl_probe_node(rl_node *n)
+void rl_probe_node(rl_node *n, bool clock)
 {
-    if (n->trust.probe_out || n->state != RL_NODE_UP)
+    if (n->state != RL_NODE_UP)
+        return;
+    if (!n->asking_memory)
+        rl_node_ask_memory(n, n->conn);
+    if (!clock || n->trust.probe_out)
         return;
     static const char *argv[1] = { "TIME" };
     static const size_t lens[1] = { 4 };

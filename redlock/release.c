@@ -50,7 +50,9 @@ static void rel_send(rl_release *r, uint32_t mask)
     rl_op *op = &r->op;
     redlock_client *c = op->c;
     op->attempts++;
-    rl_fanout *f = rl_fanout_new(c->nodes, RL_CMD_RELEASE, &op->keys, NULL, r->token, 0, 0);
+    rl_cmd cmd;
+    rl_cmd_release(&cmd, &op->k, r->token, true, NULL);   /* hand over to the next waiter */
+    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending release");
         rl_op_finish(op, REDLOCK_ENOMEM);
@@ -128,7 +130,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
     }
     redlock_resource set[REDLOCK_SET_MAX];
     rl_op *op = rl_op_new(c, &release_ops, sizeof(rl_release), set,
-                          rl_lock_resources(lock, set), false, e);
+                          rl_lock_resources(lock, set), RL_KEYS_QUEUE, e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_release *r = REL(op);

@@ -1,12 +1,29 @@
-/* script.c - the Lua scripts and their SHA1 digests.
+/* script.c - the Lua scripts every master runs, and their SHA1 digests.
  *
- * Release and extend must compare the token and act in one step: a GET
- * followed by a DEL from the client could delete a lock that expired and was
- * taken by someone else in between. Redis runs a script atomically.
+ * Whatever must be decided and done in one step on a master is a script:
+ * Redis runs a script atomically. Release and extend compare the token and
+ * act (a GET then a DEL from the client could delete a lock that expired
+ * and was taken by someone else in between); acquire checks the master's
+ * memory marker, the hand-off reservation and the waiters' queue together
+ * with the SET; status reads value and ttl at one instant.
  *
  * The digests are computed locally, so EVALSHA can be sent before any
  * SCRIPT LOAD reply; a master that answers NOSCRIPT (restarted, or SCRIPT
  * FLUSH) gets the same script again as EVAL (fanout.c).
+ *
+ * Keys a lock uses on each master (K = key prefix + resource):
+ *   K            the lock: a token, or a reservation "\1" + waiter (below)
+ *   K "\0fence"  its fencing counter
+ *   K "\0q"      the waiters' queue: a sorted set, member = waiter, score =
+ *                the time the waiter started waiting (its ticket)
+ *   K "\0l"      the same members, score = when the waiter's lease ends
+ *   "\0redlock:marker"  the master's memory marker: a hash {born, window,
+ *                maxttl} with no ttl (see the acquire script)
+ * A NUL cannot be part of a resource name or of the prefix, so none of these
+ * can ever be another resource's lock key.
+ *
+ * A waiter is "hand|channel|id": how long a reservation for it may wait
+ * (ms), the pub/sub channel of its client, and its id there.
  */
 #include "script.h"
 #include "common.h"
@@ -15,21 +32,49 @@
 #include <pthread.h>
 #include <string.h>
 
-/* Each script works on one key or a set of keys (KEYS), so the same code
- * serves single locks and multi-resource locks. */
+/* The master's own time in ms, for the marker and for leases. Scripts are
+ * replicated by their effects (Redis >= 5 default, the only mode of 7), so
+ * TIME may come before writes. */
+#define NOW_MS "local t = redis.call('time')\n" \
+               "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop
+ * waiters whose lease ended, reserve K for the head for as long as its
+ * reservation may wait, and tell it on its client's channel. */
+#define HAND_OVER                                                              \
+    "local function hand_over(i, n, by)\n"                                     \
+    "  " NOW_MS                                                               \
+    "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
+    "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
+    "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
+    "  end\n"                                                                  \
+    "  local head = redis.call('zrange', q, 0, 0)[1]\n"                        \
+    "  if not head then redis.call('del', KEYS[i]) return end\n"               \
+    "  local hand, chan = string.match(head, '^(%d+)|([^|]*)|')\n"             \
+    "  redis.call('set', KEYS[i], '\\1' .. head, 'PX', tonumber(hand) or 1000)\n" \
+    "  redis.call('publish', chan, head .. '|' .. by)\n"                       \
+    "end\n"
+
 static const char *const bodies[RL_SCRIPT_COUNT] = {
-    /* Release: delete every key that still holds our token, and (ARGV[2] is
-     * '1') publish on its channel to wake waiters; a failed attempt's own
-     * cleanup passes '0' and wakes nobody. -1 if any key
-     * holds another token (we had lost it: report it), 1 if we deleted
-     * something, 0 if everything was already gone. */
+    /* Release. KEYS: n locks, their n queues, their n lease sets.
+     * ARGV[1] the value to remove (a token; for a waiter that gives up, its
+     * reservation "\1" .. waiter), ARGV[2] '1' to hand each key to its next
+     * waiter (a release), '0' to just delete (a failed attempt's own
+     * cleanup: it wakes nobody), ARGV[3] a waiter to take out of the queues
+     * (or ''). Returns -1 if any key holds another value (we had lost it),
+     * 1 if we removed something, 0 if everything was already gone. */
     [RL_SCRIPT_RELEASE] =
+        HAND_OVER
+        "local n = #KEYS / 3\n"
         "local mine, other = 0, 0\n"
-        "for i = 1, #KEYS do\n"
+        "for i = 1, n do\n"
+        "  if ARGV[3] ~= '' then\n"
+        "    redis.call('zrem', KEYS[n + i], ARGV[3]) redis.call('zrem', KEYS[2 * n + i], ARGV[3])\n"
+        "  end\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
-        "    redis.call('del', KEYS[i]) mine = mine + 1\n"
-        "    if ARGV[2] == '1' then redis.call('publish', KEYS[i], 'released') end\n"
+        "    mine = mine + 1\n"
+        "    if ARGV[2] == '1' then hand_over(i, n, ARGV[1]) else redis.call('del', KEYS[i]) end\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"
@@ -48,23 +93,78 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "return 1\n",
     [RL_SCRIPT_STATUS] =
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
-    /* Acquire a set (and/or fenced): KEYS[1..n] are the locks, KEYS[n+1..2n]
-     * their fence counters when ARGV[3] is "1"; ARGV[1] token, ARGV[2] ttl,
-     * ARGV[4] n. All keys or none: nil if any exists. Returns the largest
-     * counter after incrementing each (fenced), else 0. */
+    /* Acquire. KEYS: n locks, then (flag f) n fence counters, then (flag q)
+     * n queues and n lease sets, then (flag m) the marker. ARGV: 1 token,
+     * 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its ticket, 7 its
+     * lease (ms), 8 the memory window the client asks for (its longest
+     * ttl, the longest any master reported, restart_guard_ms).
+     * Returns {status, fence or marker age, the marker's maxttl}: status 1
+     * granted, 0 held (nothing written but the waiter's place in the
+     * queue), -2 this master's memory cannot be trusted yet (nothing
+     * written).
+     *
+     * The marker: a master whose memory marker is missing has lost its
+     * data (a restart without persistence, FLUSHALL, lost AOF files, an
+     * eviction), so a lock it granted may still be live elsewhere: it
+     * votes for nobody until `window` (the longest ttl in use when it was
+     * reborn, raised while it is still young as clients learn of longer
+     * ones) has passed on its own clock. A key may be set when it is
+     * absent, or reserved for this very waiter (the hand-off). */
     [RL_SCRIPT_ACQUIRE] =
-        "local n = tonumber(ARGV[4])\n"
+        "local n = tonumber(ARGV[3])\n"
+        "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
+        "local queued = string.find(ARGV[4], 'q', 1, true)\n"
+        "local marked = string.find(ARGV[4], 'm', 1, true)\n"
+        "local k = n + 1\n"
+        "local fk = k if fenced then k = k + n end\n"
+        "local qk = k if queued then k = k + 2 * n end\n"
+        NOW_MS
+        "local maxttl = 0\n"
+        "if marked then\n"
+        "  local want = tonumber(ARGV[8])\n"
+        "  local m = redis.call('hmget', KEYS[k], 'born', 'window', 'maxttl')\n"
+        "  if not m[1] then\n"
+        "    redis.call('hset', KEYS[k], 'born', now, 'window', want, 'maxttl', want)\n"
+        "    return {-2, 0, want}\n"
+        "  end\n"
+        "  maxttl = tonumber(m[3]) or 0\n"
+        "  if want > maxttl then maxttl = want redis.call('hset', KEYS[k], 'maxttl', want) end\n"
+        "  local age, window = now - tonumber(m[1]), tonumber(m[2]) or 0\n"
+        "  if age < window then\n"
+        "    if want > window then redis.call('hset', KEYS[k], 'window', want) end\n"
+        "    return {-2, age, maxttl}\n"
+        "  end\n"
+        "end\n"
+        "local mine = '\\1' .. ARGV[5]\n"
         "for i = 1, n do\n"
-        "  if redis.call('exists', KEYS[i]) == 1 then return false end\n"
+        "  local v = redis.call('get', KEYS[i])\n"
+        "  if v and not (queued and v == mine) then\n"
+        "    if queued then\n"
+        "      local lease = tonumber(ARGV[7])\n"
+        "      for j = 0, n - 1 do\n"
+        "        redis.call('zadd', KEYS[qk + j], 'NX', ARGV[6], ARGV[5])\n"
+        "        redis.call('zadd', KEYS[qk + n + j], now + lease, ARGV[5])\n"
+        "        redis.call('pexpire', KEYS[qk + j], 2 * lease)\n"
+        "        redis.call('pexpire', KEYS[qk + n + j], 2 * lease)\n"
+        "      end\n"
+        "    end\n"
+        "    return {0, 0, maxttl}\n"
+        "  end\n"
         "end\n"
         "for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
-        "if ARGV[3] ~= '1' then return 0 end\n"
-        "local f = 0\n"
-        "for i = n + 1, 2 * n do\n"
-        "  local v = redis.call('incr', KEYS[i])\n"
-        "  if v > f then f = v end\n"
+        "if queued then\n"
+        "  for j = 0, n - 1 do\n"
+        "    redis.call('zrem', KEYS[qk + j], ARGV[5]) redis.call('zrem', KEYS[qk + n + j], ARGV[5])\n"
+        "  end\n"
         "end\n"
-        "return f\n",
+        "local f = 0\n"
+        "if fenced then\n"
+        "  for j = 0, n - 1 do\n"
+        "    local v = redis.call('incr', KEYS[fk + j])\n"
+        "    if v > f then f = v end\n"
+        "  end\n"
+        "end\n"
+        "return {1, f, maxttl}\n",
     /* Fence write-back: counter = max(counter, ARGV[1]) on every key. */
     [RL_SCRIPT_FENCE] =
         "local f = tonumber(ARGV[1])\n"
@@ -72,6 +172,19 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  local c = tonumber(redis.call('get', KEYS[i]) or '0')\n"
         "  if c < f then redis.call('set', KEYS[i], ARGV[1]) end\n"
         "end\n"
+        "return 1\n",
+    /* The marker as it stands, without creating it: {age, window, maxttl},
+     * or {-1, 0, 0} when there is none. For the handshake and the probes. */
+    [RL_SCRIPT_MARKER] =
+        NOW_MS
+        "local m = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl')\n"
+        "if not m[1] then return {-1, 0, 0} end\n"
+        "return {now - tonumber(m[1]), tonumber(m[2]) or 0, tonumber(m[3]) or 0}\n",
+    /* An operator declares a new master empty: a marker that counts at once,
+     * only where there is none. Returns 1 if created, 0 if one was there. */
+    [RL_SCRIPT_DECLARE] =
+        "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
+        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0)\n"
         "return 1\n",
 };
 

@@ -8,8 +8,14 @@ enum rl_script {
     RL_SCRIPT_STATUS,    /* {value or false, pttl} */
     RL_SCRIPT_ACQUIRE,   /* sets: all keys or none; fenced: returns the max counter */
     RL_SCRIPT_FENCE,     /* counter = max(counter, value) on every key */
+    RL_SCRIPT_MARKER,    /* the memory marker: {age, window, maxttl}, or {-1, 0, 0} */
+    RL_SCRIPT_DECLARE,   /* a marker that counts at once, where there is none */
     RL_SCRIPT_COUNT
 };
+
+/* The memory marker's key (it starts with a NUL: no lock key can be it). */
+#define RL_MARKER_KEY "\0redlock:marker"
+#define RL_MARKER_KEY_LEN (sizeof(RL_MARKER_KEY) - 1)
 
 const char *rl_script_body(int id);
 const char *rl_script_sha(int id);   /* 40 hex chars */

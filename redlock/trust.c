@@ -1,11 +1,13 @@
 /* trust.c - facts about a master's clock and memory, and the rule that
- * keeps a master out of quorums when either cannot be trusted.
+ * keeps a master out of quorums when it cannot be trusted.
  *
  * Mutual exclusion rests on every master keeping the keys it granted for
  * their ttl. A master's vote is left out (N and the quorum stay the same, so
  * this can only make an acquire fail, never succeed) when its clock is
- * known to run at the wrong rate or to have jumped (policy EXCLUDE), or
- * when it may have forgotten grants (the restart guard; NOTES.md §4).
+ * known to run at the wrong rate or to have jumped (policy EXCLUDE), when
+ * its eviction policy could drop a live lock key, or, checked by the
+ * acquire script on the master itself, when its memory marker says it may
+ * have forgotten grants (NOTES.md §4).
  */
 #include "trust.h"
 
@@ -16,6 +18,7 @@
 void rl_trust_init(rl_trust *t, const redlock_config *cfg)
 {
     memset(t, 0, sizeof(*t));
+    t->maxmemory = -1;
     drift_monitor_init(&t->clock, cfg->drift_factor, cfg->clock_jump_ms, cfg->clock_window_ms,
                        cfg->clock_readmit_ms);
 }
@@ -39,41 +42,65 @@ static bool info_field(const char *info, const char *name, char *out, size_t len
     return false;
 }
 
-bool rl_trust_info(rl_trust *t, const char *info, rl_monotime now, char old_run_id[41])
+bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41])
 {
     char run_id[41] = "", up[32] = "", aof[8] = "";
     info_field(info, "run_id", run_id, sizeof(run_id));
     info_field(info, "uptime_in_seconds", up, sizeof(up));
     info_field(info, "aof_enabled", aof, sizeof(aof));
     t->uptime_s = strtoll(up, NULL, 10);
-    /* uptime_in_seconds is the difference of two whole-second clock
-     * readings, so it may exceed the real uptime by up to a second (seen:
-     * "1" at 0.23 s). The latest possible start is therefore
-     * now - (uptime - 1 s); the guard measures from it, which protects
-     * longest. */
-    uint64_t up_us = (uint64_t)(t->uptime_s > 1 ? t->uptime_s - 1 : 0) * 1000000u;
-    t->started_us = now > up_us ? now - up_us : 1;
     bool restarted = t->run_id[0] && run_id[0] && strcmp(t->run_id, run_id) != 0;
     if (restarted) {
         memcpy(old_run_id, t->run_id, 41);
-        t->restart_seen = true;
         drift_monitor_reset(&t->clock);   /* a new process: a new clock history */
     }
     if (run_id[0])
         memcpy(t->run_id, run_id, sizeof(t->run_id));
-    t->aof_always = aof[0] == '1';   /* confirmed by the CONFIG GET reply next */
+    t->aof_always = aof[0] == '1';   /* and appendfsync always: rl_trust_config */
     return restarted;
 }
 
-void rl_trust_fsync(rl_trust *t, const char *appendfsync)
+void rl_trust_config(rl_trust *t, const char *const *pairs, size_t n)
 {
-    /* CONFIG may be denied (ACL, renamed): then we cannot know, and a
-     * master we cannot vouch for is guarded like one without AOF. */
-    t->aof_always = t->aof_always && appendfsync && strcmp(appendfsync, "always") == 0;
+    if (!pairs) {
+        /* CONFIG may be denied (ACL, renamed): then we cannot know. */
+        t->maxmemory = -1;
+        t->policy[0] = '\0';
+        return;
+    }
+    for (size_t i = 0; i + 1 < n; i += 2) {
+        if (strcmp(pairs[i], "maxmemory") == 0)
+            t->maxmemory = strtoll(pairs[i + 1], NULL, 10);
+        else if (strcmp(pairs[i], "maxmemory-policy") == 0)
+            snprintf(t->policy, sizeof(t->policy), "%s", pairs[i + 1]);
+        else if (strcmp(pairs[i], "appendfsync") == 0)
+            t->aof_always = t->aof_always && strcmp(pairs[i + 1], "always") == 0;
+    }
 }
 
-bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, uint32_t max_ttl_ms,
-                       uint32_t ttl_ms, rl_monotime now, char *why, size_t len)
+void rl_trust_marker(rl_trust *t, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
+                     rl_monotime now)
+{
+    t->marker_known = true;
+    t->marker_absent = age_ms < 0;
+    uint64_t age_us = age_ms > 0 ? (uint64_t)age_ms * 1000 : 0;
+    t->born_us = now > age_us ? now - age_us : 1;
+    t->window_ms = window_ms;
+    t->maxttl_ms = maxttl_ms;
+}
+
+/* maxmemory set with a policy that evicts keys with a ttl (volatile-*) or
+ * any key (allkeys-*): a live lock key can vanish before its ttl, and that
+ * master would grant the resource again. noeviction refuses writes instead
+ * (the acquire fails there, safely). */
+static bool evicts(const rl_trust *t)
+{
+    return t->maxmemory > 0 && (strncmp(t->policy, "volatile-", 9) == 0 ||
+                                strncmp(t->policy, "allkeys-", 8) == 0);
+}
+
+bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
+                       size_t len)
 {
     if (cfg->clock_policy == REDLOCK_CLOCK_EXCLUDE && !drift_monitor_trusted(&t->clock, now)) {
         snprintf(why, len, "excluded: clock %s; trusted again %.1f s after it behaves",
@@ -81,20 +108,28 @@ bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, uint32_t ma
                  cfg->clock_readmit_ms / 1000.0);
         return true;
     }
-    if (!cfg->restart_guard || t->aof_always || !t->started_us)
-        return false;
-    uint64_t window_ms = cfg->restart_guard_ms;
-    if (t->restart_seen) {
-        uint32_t longest = max_ttl_ms > ttl_ms ? max_ttl_ms : ttl_ms;
-        if (longest > window_ms)
-            window_ms = longest;
-    }
-    uint64_t until = t->started_us + window_ms * 1000;
-    if (now < until) {
-        snprintf(why, len, "excluded: %s %.1f s ago without AOF always; counts again in "
-                 "%.1f s (restart guard)", t->restart_seen ? "restarted" : "started",
-                 (double)(now - t->started_us) / 1e6, (double)(until - now) / 1e6);
+    if (cfg->restart_guard && evicts(t)) {
+        snprintf(why, len, "excluded: maxmemory %lld with policy %s can evict lock keys "
+                 "(use maxmemory-policy noeviction)", (long long)t->maxmemory, t->policy);
         return true;
     }
     return false;
+}
+
+bool rl_trust_memory_young(const rl_trust *t, rl_monotime now, char *why, size_t len)
+{
+    if (!t->marker_known)
+        return false;
+    if (t->marker_absent) {
+        snprintf(why, len, "no memory marker: a restart without persistence, FLUSHALL or "
+                 "eviction (or a new master): counts after the longest ttl in use");
+        return true;
+    }
+    uint64_t age_ms = (now - t->born_us) / 1000;
+    if (age_ms >= t->window_ms)
+        return false;
+    snprintf(why, len, "memory marker %.1f s old, counts at %.1f s (it lost its data: restart "
+             "without persistence, FLUSHALL or eviction)", age_ms / 1000.0,
+             t->window_ms / 1000.0);
+    return true;
 }

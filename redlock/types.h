@@ -54,7 +54,8 @@ struct redlock_client {
     struct rl_blocking *blk;      /* NULL for async clients */
     uint64_t rng;                 /* xorshift state for retry jitter */
     struct event *probe_ev;       /* clock monitor: TIME to every master */
-    uint32_t max_ttl_ms;          /* longest ttl requested so far (restart guard) */
+    uint32_t max_ttl_ms;          /* longest ttl requested so far */
+    uint32_t fleet_ttl_ms;        /* longest ttl any master's memory marker reported */
     struct rl_watchdog *wds;      /* running watchdogs */
     struct rl_wait *wait;         /* waiting for locks (wait.c) */
     struct rl_ready *ready;       /* readiness waiters (ready.c) */

@@ -1,68 +1,68 @@
-/* wait.c - waiting without polling: wake a waiting acquire when a release happens.
+/* wait.c - waiting in turn: names, tickets and wake-ups of a client's waiters.
  *
- * The release script publishes on the lock key's own channel (channels and
- * keys are separate namespaces in Redis) on every master where it deleted
- * the key. An acquire that found the resource held subscribes to its keys'
- * channels and retries at once when a message arrives; its poll timer stays
- * armed as the fallback, because pub/sub is best effort (a message
- * published before our SUBSCRIBE landed is lost, and expiry publishes
- * nothing). Safety does not depend on any of this: a wake-up only starts an
- * ordinary attempt earlier.
- *
- * Subscriptions live on a second connection per master (node.c), opened the
- * first time someone waits, because a connection in subscribe mode can
- * carry no other commands. Channels are refcounted on the client, so a
- * thousand waiters for one resource cost one SUBSCRIBE per master, and
- * waiters are woken oldest first.
+ * The order lives on the masters (script.c): each resource has a queue of
+ * waiters sorted by the time each started waiting, and a release hands the
+ * key to the queue's head (a reservation) and publishes the head's name on
+ * its client's own channel. This file gives each waiting acquire its name
+ * ("hand|channel|id") and ticket, keeps the client subscribed to its
+ * channel on every master (one SUBSCRIBE per master for the client's life,
+ * not per wait), and routes a message to the waiter it names. A message
+ * that names no waiter of ours costs nothing; a wake-up only starts an
+ * ordinary attempt, so none can give anyone a lock (NOTES.md §5).
  */
 #include "wait.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct rl_chan {
-    struct rl_chan *next;
-    int refs;                     /* waiters listening on it */
-    size_t len;
-    char name[];
-} rl_chan;
-
 struct rl_wait {
-    rl_waiter *head, *tail;       /* oldest first */
-    rl_chan *chans;
+    rl_waiter *head, *tail;
+    char channel[48];             /* "redlock:wake:" + 32 hex, random per client */
+    uint64_t next_id;
+    uint64_t last_ticket;
+    bool active;                  /* subscribed (or trying) since the first wait */
+    const rl_conn *subscribed[REDLOCK_MAX_MASTERS];   /* the connection we subscribed */
 };
 
 static struct rl_wait *wait_state(redlock_client *c)
 {
-    if (!c->wait)
-        c->wait = calloc(1, sizeof(*c->wait));
-    return c->wait;
-}
-
-static rl_chan *chan_find(struct rl_wait *ws, const char *name, size_t len)
-{
-    for (rl_chan *ch = ws->chans; ch; ch = ch->next)
-        if (ch->len == len && memcmp(ch->name, name, len) == 0)
-            return ch;
-    return NULL;
-}
-
-static void subscribe_all(redlock_client *c, const rl_chan *ch, bool on)
-{
-    for (uint32_t m = 0; m < c->n; m++) {
-        rl_conn *sub = c->nodes[m].sub;
-        if (sub)
-            rl_conn_subscribe(sub, ch->name, ch->len, on);
+    if (c->wait)
+        return c->wait;
+    struct rl_wait *ws = calloc(1, sizeof(*ws));
+    char token[RL_TOKEN_LEN + 1];
+    if (!ws || rl_token_new(token) != 0) {
+        free(ws);
+        return NULL;
     }
+    snprintf(ws->channel, sizeof(ws->channel), "redlock:wake:%s", token);
+    c->wait = ws;
+    return ws;
 }
 
-void rl_wait_join(redlock_client *c, rl_waiter *w, const rl_keyset *keys)
+static void subscribe(redlock_client *c, struct rl_wait *ws, rl_node *n)
+{
+    rl_conn *sub = rl_node_subscriber(n);
+    if (sub && ws->subscribed[n->idx] != sub &&
+        rl_conn_subscribe(sub, ws->channel, strlen(ws->channel), true) == 0)
+        ws->subscribed[n->idx] = sub;
+    (void)c;
+}
+
+void rl_wait_join(redlock_client *c, rl_waiter *w, uint32_t hand_ms)
 {
     struct rl_wait *ws = wait_state(c);
     if (!ws || w->joined)
-        return;   /* out of memory: no wake-ups; the poll timer still retries */
+        return;   /* out of memory: no queue, no wake-ups; the poll timer still retries */
     w->joined = true;
-    w->keys = keys;
+    /* The ticket: real time, so that waiters of different processes on one
+     * host line up in the order they started; within a client, strictly
+     * increasing, so that two in one microsecond keep their order too. */
+    uint64_t now = (uint64_t)rl_realtime_us();
+    w->ticket = now > ws->last_ticket ? now : ws->last_ticket + 1;
+    ws->last_ticket = w->ticket;
+    snprintf(w->member, sizeof(w->member), "%u|%s|%llx", hand_ms, ws->channel,
+             (unsigned long long)++ws->next_id);
     w->next = NULL;
     w->prev = ws->tail;
     if (ws->tail)
@@ -70,29 +70,9 @@ void rl_wait_join(redlock_client *c, rl_waiter *w, const rl_keyset *keys)
     else
         ws->head = w;
     ws->tail = w;
-    for (uint32_t i = 0; i < keys->n; i++) {
-        rl_chan *ch = chan_find(ws, keys->v[i], keys->len[i]);
-        if (!ch) {
-            ch = calloc(1, sizeof(*ch) + keys->len[i]);
-            if (!ch)
-                continue;
-            ch->len = keys->len[i];
-            memcpy(ch->name, keys->v[i], ch->len);
-            ch->next = ws->chans;
-            ws->chans = ch;
-        }
-        if (++ch->refs == 1)
-            subscribe_all(c, ch, true);
-    }
-    /* Masters without a subscriber connection get one, subscribed to every
-     * channel anyone waits on. */
-    for (uint32_t m = 0; m < c->n; m++) {
-        if (c->nodes[m].sub)
-            continue;
-        rl_conn *sub = rl_node_subscriber(&c->nodes[m]);
-        for (rl_chan *ch = ws->chans; sub && ch; ch = ch->next)
-            rl_conn_subscribe(sub, ch->name, ch->len, true);
-    }
+    ws->active = true;
+    for (uint32_t m = 0; m < c->n; m++)
+        subscribe(c, ws, &c->nodes[m]);
 }
 
 void rl_wait_leave(redlock_client *c, rl_waiter *w)
@@ -110,53 +90,43 @@ void rl_wait_leave(redlock_client *c, rl_waiter *w)
     else
         ws->tail = w->prev;
     w->prev = w->next = NULL;
-    for (uint32_t i = 0; i < w->keys->n; i++) {
-        rl_chan *ch = chan_find(ws, w->keys->v[i], w->keys->len[i]);
-        if (!ch || --ch->refs > 0)
-            continue;
-        subscribe_all(c, ch, false);
-        rl_chan **pp = &ws->chans;
-        while (*pp != ch)
-            pp = &(*pp)->next;
-        *pp = ch->next;
-        free(ch);
-    }
 }
 
-static bool waits_on(const rl_waiter *w, const char *ch, size_t len)
+void rl_wait_node_up(redlock_client *c, rl_node *n)
 {
-    for (uint32_t i = 0; i < w->keys->n; i++)
-        if (w->keys->len[i] == len && memcmp(w->keys->v[i], ch, len) == 0)
-            return true;
-    return false;
+    if (c->wait && c->wait->active)
+        subscribe(c, c->wait, n);
+}
+
+/* "hand|channel|id|by": the waiter is everything before the third '|'. */
+static size_t member_len(const char *msg, size_t mlen)
+{
+    int bars = 0;
+    for (size_t i = 0; i < mlen; i++)
+        if (msg[i] == '|' && ++bars == 3)
+            return i;
+    return 0;
 }
 
 void rl_wait_on_message(rl_node *n, const char *ch, size_t clen, const char *msg, size_t mlen,
                         void *arg)
 {
-    (void)n; (void)msg; (void)mlen;
+    (void)n;
     redlock_client *c = arg;
     struct rl_wait *ws = c->wait;
-    /* Oldest first. A wake may end a waiter (it leaves the list when its op
-     * is delivered, later), so take the next one before waking. */
-    for (rl_waiter *w = ws ? ws->head : NULL; w;) {
-        rl_waiter *next = w->next;
-        if (waits_on(w, ch, clen))
+    size_t len = member_len(msg, mlen);
+    if (!ws || clen != strlen(ws->channel) || memcmp(ch, ws->channel, clen) != 0 || !len)
+        return;
+    for (rl_waiter *w = ws->head; w; w = w->next) {
+        if (strlen(w->member) == len && memcmp(w->member, msg, len) == 0) {
             w->wake(w);
-        w = next;
+            return;
+        }
     }
 }
 
 void rl_wait_close(redlock_client *c)
 {
-    struct rl_wait *ws = c->wait;
-    if (!ws)
-        return;
-    while (ws->chans) {
-        rl_chan *ch = ws->chans;
-        ws->chans = ch->next;
-        free(ch);
-    }
-    free(ws);
+    free(c->wait);
     c->wait = NULL;
 }

@@ -209,6 +209,7 @@ enum redlock_op_kind {
     REDLOCK_OP_EXTEND,
     REDLOCK_OP_STATUS,
     REDLOCK_OP_PING,
+    REDLOCK_OP_DECLARE,   /* redlock_declare_empty() */
 };
 
 /*
@@ -683,13 +684,15 @@ int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t 
  * @ret_outcome, @reterr: optional, as for redlock_acquire()
  *
  * Deletes the key only where it still holds @lock's token (a Lua
- * compare-then-DEL). A master where the key already expired counts as
- * released (vote "gone"). Masters that do not answer are retried up to
- * release_retry_count times.
+ * compare-then-DEL); where a waiter is queued, the key goes to the first
+ * one instead (a reservation only it can take) and it is woken. A master
+ * where the key already expired counts as released (vote "gone"). Masters
+ * that do not answer are retried up to release_retry_count times.
  *
- * Return: 0 (released or already gone on a majority); REDLOCK_ENOTHELD (a
- * majority holds another token or the key is gone nowhere: we had lost it);
- * REDLOCK_ENOQUORUM; REDLOCK_EWRONGTYPE/EAUTH/EPROTO/EREPLY as for acquire;
+ * Return: 0 (released or already gone on a majority); REDLOCK_ENOTHELD
+ * (provably lost: a majority holds another token); REDLOCK_ENOQUORUM (no
+ * majority either way: masters that timed out or are down may still hold
+ * it; the keys expire with their ttl); REDLOCK_EWRONGTYPE/EAUTH/EPROTO/EREPLY as for acquire;
  * REDLOCK_EINVAL; REDLOCK_ENOMEM; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC.
  * Thread-safety: safe from any thread; one lock must not be used by two
  * calls at once.
@@ -707,8 +710,9 @@ int redlock_release(redlock_client *c, redlock_lock *lock,
  * majority, with validity recomputed exactly as for acquire, from the start
  * of this call. A master where the key is gone does not count.
  *
- * Return: 0; REDLOCK_ENOTHELD (the token no longer holds a majority);
- * REDLOCK_ENOQUORUM; REDLOCK_EEXPIRED; the setup codes as for acquire;
+ * Return: 0; REDLOCK_ENOTHELD (provably lost: on a majority the key is gone
+ * or holds another token); REDLOCK_ENOQUORUM (no majority either way: the
+ * lease stands, capped as described); REDLOCK_EEXPIRED; the setup codes as for acquire;
  * REDLOCK_EINVAL; REDLOCK_ENOMEM; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC.
  * Thread-safety: as for redlock_release().
  */
@@ -926,6 +930,8 @@ typedef struct redlock_master_state {
     int64_t maxmemory;                /* CONFIG maxmemory; -1 if CONFIG was refused */
     char eviction_policy[32];         /* CONFIG maxmemory-policy, or "" if unknown */
     int tls;                          /* connected over TLS */
+    int reserved;                     /* status: the key is reserved for the next
+                                         waiter (a hand-off in progress); held is 0 */
 } redlock_master_state;
 
 typedef struct redlock_status {
@@ -1002,6 +1008,26 @@ int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_
 REDLOCK_API
 int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
                   size_t *ret_n_up, redlock_error *reterr);
+
+/* ------------------------------------------------------------------------ */
+/* Memory guard: declaring new masters empty                                 */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * redlock_declare_empty() - Tell masters without a memory marker that they are new
+ *
+ * A master whose memory marker is missing does not vote for the longest ttl
+ * in use (it may have forgotten a lock). For masters that are new on purpose
+ * (a fresh deployment: nothing to forget), an operator can say so: every
+ * master that has NO marker gets one stamped as old enough to count at once.
+ * Masters that have one are left alone, so a master that crashed and lost its
+ * data keeps its wait. Never call this for a master that restarted on its own.
+ * @ret_declared: optional: how many masters got a marker
+ * Return: 0 (a majority answered), REDLOCK_ENOQUORUM, REDLOCK_EINVAL,
+ * REDLOCK_ESHUTDOWN, REDLOCK_EASYNC. Blocking clients.
+ */
+REDLOCK_API
+int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */

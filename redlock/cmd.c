@@ -1,0 +1,128 @@
+/* cmd.c - the commands we send to masters: every argument layout in one place.
+ *
+ * Scripts go as EVALSHA sha numkeys keys... args...; fanout.c swaps in EVAL
+ * and the body when a master answers NOSCRIPT.
+ */
+#include "cmd.h"
+#include "script.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void arg(rl_cmd *c, const char *s, size_t len)
+{
+    c->argv[c->argc] = s;
+    c->len[c->argc] = len;
+    c->argc++;
+}
+
+static void arg_str(rl_cmd *c, const char *s)
+{
+    arg(c, s, strlen(s));
+}
+
+static void arg_num(rl_cmd *c, unsigned long long v)
+{
+    char *buf = c->nums[c->nnums++];
+    arg(c, buf, (size_t)snprintf(buf, sizeof(c->nums[0]), "%llu", v));
+}
+
+static void arg_keys(rl_cmd *c, const rl_keyset *ks)
+{
+    for (uint32_t i = 0; i < ks->n; i++)
+        arg(c, ks->v[i], ks->len[i]);
+}
+
+static void script(rl_cmd *c, int id, uint32_t numkeys)
+{
+    c->script = id;
+    c->argc = c->nnums = 0;
+    arg(c, "EVALSHA", 7);
+    arg(c, rl_script_sha(id), 40);
+    arg_num(c, numkeys);
+}
+
+void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
+{
+    /* The lock itself. NX: only if nobody holds it; PX: it expires on the
+     * master's own clock even if we vanish. */
+    c->script = -1;
+    c->argc = c->nnums = 0;
+    arg(c, "SET", 3);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+    arg_str(c, token);
+    arg(c, "NX", 2);
+    arg(c, "PX", 2);
+    arg_num(c, ttl_ms);
+}
+
+void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
+{
+    uint32_t n = k->locks.n;
+    script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n : 0) + (a->queued ? 2 * n : 0) +
+                                     (a->marked ? 1 : 0));
+    arg_keys(c, &k->locks);
+    if (a->fenced)
+        arg_keys(c, &k->fences);
+    if (a->queued) {
+        arg_keys(c, &k->queues);
+        arg_keys(c, &k->leases);
+    }
+    if (a->marked)
+        arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    static const char *const flags[8] = { "", "f", "q", "fq", "m", "fm", "qm", "fqm" };
+    arg_str(c, a->token);
+    arg_num(c, a->ttl_ms);
+    arg_num(c, n);
+    arg_str(c, flags[(a->fenced ? 1 : 0) | (a->queued ? 2 : 0) | (a->marked ? 4 : 0)]);
+    arg_str(c, a->queued ? a->waiter : "");
+    arg_num(c, a->ticket);
+    arg_num(c, a->lease_ms);
+    arg_num(c, a->window_ms);
+}
+
+void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
+                    const char *leave)
+{
+    script(c, RL_SCRIPT_RELEASE, 3 * k->locks.n);
+    arg_keys(c, &k->locks);
+    arg_keys(c, &k->queues);
+    arg_keys(c, &k->leases);
+    arg_str(c, match);
+    arg(c, hand_over ? "1" : "0", 1);
+    arg_str(c, leave ? leave : "");
+}
+
+void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
+{
+    script(c, RL_SCRIPT_EXTEND, k->locks.n);
+    arg_keys(c, &k->locks);
+    arg_str(c, token);
+    arg_num(c, ttl_ms);
+}
+
+void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value)
+{
+    script(c, RL_SCRIPT_FENCE, k->fences.n);
+    arg_keys(c, &k->fences);
+    arg_num(c, value);
+}
+
+void rl_cmd_status(rl_cmd *c, const rl_keys *k)
+{
+    script(c, RL_SCRIPT_STATUS, 1);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+}
+
+void rl_cmd_time(rl_cmd *c)
+{
+    c->script = -1;
+    c->argc = c->nnums = 0;
+    arg(c, "TIME", 4);
+}
+
+void rl_cmd_marker(rl_cmd *c, int id)
+{
+    script(c, id, 1);
+    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+}

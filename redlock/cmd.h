@@ -1,0 +1,63 @@
+/* cmd.h - the commands we send to masters, one builder each.
+ *
+ * One home for each argument layout (script.c documents what each script
+ * reads). A builder points into the caller's memory; rl_fanout_new() copies
+ * what it gets, so every master is sent the same bytes.
+ */
+#ifndef REDLOCK_CMD_H
+#define REDLOCK_CMD_H
+
+#include "common.h"
+
+/* A list of keys, as a command wants them. */
+typedef struct rl_keyset {
+    uint32_t n;
+    const char **v;
+    size_t *len;
+} rl_keyset;
+
+/* The keys an operation works on (op.c builds them once): the locks, and
+ * per lock its fence counter, waiters' queue and lease set. */
+typedef struct rl_keys {
+    rl_keyset locks, fences, queues, leases;
+} rl_keys;
+
+#define RL_CMD_ARGS_MAX (16 + 5 * REDLOCK_SET_MAX)
+
+typedef struct rl_cmd {
+    int script;                   /* enum rl_script, or -1 for a plain command */
+    int argc;
+    const char *argv[RL_CMD_ARGS_MAX];
+    size_t len[RL_CMD_ARGS_MAX];
+    char nums[8][24];             /* numbers printed for the command */
+    int nnums;
+} rl_cmd;
+
+/* What an acquire attempt asks of each master. */
+typedef struct rl_acquire_args {
+    const char *token;
+    uint32_t ttl_ms;
+    bool fenced;
+    bool queued;                  /* a waiter: join the queue when held */
+    bool marked;                  /* check the memory marker */
+    const char *waiter;           /* queued: "hand|channel|id" */
+    uint64_t ticket;              /* queued: when it started waiting (µs, real time) */
+    uint32_t lease_ms;            /* queued: how long its place lasts without news */
+    uint32_t window_ms;           /* marked: the memory window asked for */
+} rl_acquire_args;
+
+/* SET key token NX PX ttl: one lock, no fence, no queue, no marker. */
+void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
+void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
+/* Remove @match from the locks: a release (@hand_over: the next waiter gets
+ * each key), a failed attempt's cleanup (no hand-over), or a waiter giving
+ * up (@match its reservation, @leave its queue entry). */
+void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
+                    const char *leave);
+void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
+void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
+void rl_cmd_status(rl_cmd *c, const rl_keys *k);
+void rl_cmd_time(rl_cmd *c);
+void rl_cmd_marker(rl_cmd *c, int script);   /* RL_SCRIPT_MARKER or _DECLARE */
+
+#endif
