@@ -240,7 +240,7 @@ start_master() {
     # is its pid. Left in the caller's process group, like cluster-up.sh.
     cd -- "$mdir"
     # shellcheck disable=SC2094  # redis appends to its log; we only add stderr
-    nohup ip netns exec "$ns" redis-server --port "$PORT" \
+    nohup ip netns exec "$ns" "${REDLOCK_SERVER:-redis-server}" --port "$PORT" \
         --bind "$(ns_addr "$i") 127.0.0.1" --protected-mode no \
         --save '' --appendonly no --daemonize no \
         --dir "$mdir" --logfile "$mdir/redis.log" \
@@ -271,9 +271,22 @@ wait_masters() {
     done
 }
 
+# New masters have nothing to forget: declare them empty (a memory marker
+# that counts at once), as cluster-up.sh start does. The key starts with a
+# NUL, which only redis-cli's quoted input can write, hence stdin.
+declare_empty() {
+    local i out
+    for ((i = 0; i < N; i++)); do
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0) return 1" 1 "\x00redlock:marker"' |
+            timeout 5 redis-cli -h "$(ns_addr "$i")" -p "$PORT" 2>&1) || true
+        [[ $out == 0 || $out == 1 ]] ||
+            { printf '%s: master %d: cannot write its memory marker: %s\n' "$PROG" "$i" "$out" >&2; return 1; }
+    done
+}
+
 do_up() {
     local n=$1 i ns veth
-    command -v redis-server >/dev/null || die "redis-server not found"
+    command -v "${REDLOCK_SERVER:-redis-server}" >/dev/null || die "${REDLOCK_SERVER:-redis-server} not found"
     command -v redis-cli >/dev/null || die "redis-cli not found"
     probe_netns >&2 || exit 4
     if load_state || [[ -n $(our_namespaces) ]]; then
@@ -310,6 +323,7 @@ do_up() {
         start_master "$i"
     done
     wait_masters
+    declare_empty
     masters_list
 }
 

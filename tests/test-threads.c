@@ -314,9 +314,7 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
     cfg.retry_delay_ms = 1000;
     cfg.retry_jitter_ms = 0;
     c = core_client(&cfg, -1);
-    sets_before = core_info_num(0, "commandstats", "cmdstat_set");
-    if (sets_before < 0)
-        sets_before = 0;    /* no SET yet */
+    sets_before = core_acquires_seen(0);
     for (int i = 0; i < THREADS; i++) {
         memset(&workers[i], 0, sizeof(workers[i]));
         workers[i].c = c;
@@ -328,11 +326,11 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
     for (int i = 0; i < THREADS; i++)
         if (pthread_create(&th[i], NULL, blocked_acquire, &workers[i]) != 0)
             abort();
-    /* Every call is inside the client once its first SET reached a master:
-     * wait for master 0 to have seen all sixteen. */
+    /* Every call is inside the client once its first attempt reached a
+     * master: wait for master 0 to have seen all sixteen. */
     t0 = tc_now_us();
     do {
-        sets = core_info_num(0, "commandstats", "cmdstat_set");
+        sets = core_acquires_seen(0);
     } while (sets < sets_before + THREADS && tc_now_us() - t0 < 5000000);
     CHECK(sets >= sets_before + THREADS, "only %lld of %d first attempts seen",
           sets - sets_before, THREADS);

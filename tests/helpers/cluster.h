@@ -59,6 +59,11 @@ void tc_kill(int i);      /* SIGKILL master @i */
 void tc_pause(int i);     /* SIGSTOP: socket open, no answers */
 void tc_resume(int i);    /* SIGCONT */
 void tc_restart(int i);   /* start a killed master again; empty unless --aof */
+/* Declare master @i (-1: every master) empty on purpose: a memory marker
+ * that counts at once where there is none (redlock_declare_empty()). */
+void tc_declare_empty(int i);
+/* Restart every dead master, resume every paused one, and declare them
+ * empty: crashed masters come back as new ones. */
 void tc_heal(void);       /* restart every dead master, resume every paused one */
 
 /* CLIENT PAUSE @ms WRITE on master @i: it holds writes (SET, scripts) and

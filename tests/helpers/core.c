@@ -44,12 +44,51 @@ static int answering(redlock_client *c)
 int core_wait_up(redlock_client *c, int want, int timeout_ms)
 {
     int answered = 0;
+    uint64_t t0 = tc_now_us();
 
-    /* Each look is a real round trip. Masters that are down fail a ping at
-     * once and come back on the library's reconnect timer, which no public
-     * call lets a test await (yet): the poll interval paces the looks. */
-    TC_AWAIT((answered = answering(c)) >= want, timeout_ms);
+    /* Connected first, awaited through the library (redlock_ready: no
+     * polling); then answering, since a paused master stays connected. */
+    redlock_ready(c, (size_t)(want > 0 ? want : 1), (uint32_t)timeout_ms, NULL, NULL);
+    int left = timeout_ms - (int)((tc_now_us() - t0) / 1000);
+    TC_AWAIT((answered = answering(c)) >= want, left > 0 ? left : 1);
     return answered;
+}
+
+static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
+{
+    (void)c; (void)n_up;
+    *(volatile int *)arg = status == 0 ? 1 : -1;
+}
+
+int core_async_ready(struct event_base *base, redlock_client *c, int want, int timeout_ms)
+{
+    volatile int done = 0;
+    redlock_error e;
+    if (redlock_ready_async(c, (size_t)want, (uint32_t)timeout_ms, on_ready, (void *)&done, &e))
+        tc_fail("redlock_ready_async: %s", e.msg);
+    tc_run_until(base, &done, timeout_ms + 1000);
+    return done == 1;
+}
+
+void core_free_lock_cb(redlock_client *c, int status, redlock_lock *lock,
+                       const redlock_outcome *out, const redlock_error *err, void *arg)
+{
+    (void)c; (void)status; (void)out; (void)err; (void)arg;
+    redlock_lock_free(lock);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what; (void)arg;
+}
+
+struct event *core_tick_new(struct event_base *base)
+{
+    struct event *ev = event_new(base, -1, EV_PERSIST, on_tick, NULL);
+    struct timeval tv = { 0, TC_POLL_MS * 1000 };
+    if (!ev || event_add(ev, &tv) != 0)
+        tc_fail("core_tick_new: cannot arm a timer");
+    return ev;
 }
 
 redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *why, size_t size)
@@ -253,6 +292,21 @@ long long core_info_num(int i, const char *section, const char *field)
     }
     freeReplyObject(r);
     return v;
+}
+
+long long core_acquires_seen(int i)
+{
+    /* An acquire is SET NX (restart guard off, no wait) or the acquire
+     * script (EVALSHA, or EVAL after NOSCRIPT): count the calls of all
+     * three. A SET the script makes inside shows up as a SET too, but a
+     * held key makes the script write nothing. */
+    static const char *const cmds[] = { "cmdstat_set", "cmdstat_evalsha", "cmdstat_eval" };
+    long long n = 0;
+    for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
+        long long v = core_info_num(i, "commandstats", cmds[k]);
+        n += v > 0 ? v : 0;
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------------------ */

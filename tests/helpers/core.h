@@ -17,6 +17,8 @@
 
 #include <redlock.h>
 
+#include <event2/event.h>
+
 #include "await.h"
 #include "cluster.h"
 
@@ -50,6 +52,35 @@ redlock_client *core_client_async(const redlock_config *cfg, struct event_base *
  * passes; each round is one real round trip, not a sleep.
  * Return: masters that answered the last ping. */
 int core_wait_up(redlock_client *c, int want, int timeout_ms);
+
+/* Run @base until an async client @c has @want masters connected
+ * (redlock_ready_async: no polling). 1 if it did within @timeout_ms. */
+int core_async_ready(struct event_base *base, redlock_client *c, int want, int timeout_ms);
+
+/* An op callback that frees the lock it is given (fire-and-forget releases). */
+void core_free_lock_cb(redlock_client *c, int status, redlock_lock *lock,
+                       const redlock_outcome *out, const redlock_error *err, void *arg);
+
+/* A timer on @base that wakes its loop every TC_POLL_MS (CORE_RUN_UNTIL). */
+struct event *core_tick_new(struct event_base *base);
+
+/*
+ * CORE_RUN_UNTIL() - Run @base until @cond holds or @timeout_ms passes
+ *
+ * For conditions a callback on @base makes true, or state on the masters
+ * that a poll sees: @cond is evaluated after each loop wakeup (a tick wakes
+ * it at least every TC_POLL_MS). Value: 1 if @cond held, 0 on timeout.
+ */
+#define CORE_RUN_UNTIL(base, cond, timeout_ms)                                       \
+    __extension__({                                                                  \
+        uint64_t cru_deadline_ = tc_now_us() + (uint64_t)(timeout_ms) * 1000u;        \
+        struct event *cru_tick_ = core_tick_new(base);                               \
+        int cru_held_;                                                               \
+        while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)               \
+            event_base_loop((base), EVLOOP_ONCE);                                    \
+        event_free(cru_tick_);                                                       \
+        cru_held_;                                                                   \
+    })
 
 /* redlock_acquire() of @res on @c that must succeed (the test fails with
  * the library's message otherwise). @out may be NULL. Return: the lock. */
@@ -114,6 +145,9 @@ void core_barrier_on(redlock_client *c, unsigned mask);
 /* An INFO field of master @i as a number ("total_commands_processed",
  * "cmdstat_eval" gives its calls=), or -1 if absent. */
 long long core_info_num(int i, const char *section, const char *field);
+/* Commands master @i ran that may be acquires (SET, EVALSHA, EVAL): grows by
+ * at least one per acquire attempt that reached it. */
+long long core_acquires_seen(int i);
 
 /* ------------------------------------------------------------------------ */
 /* Messages and tokens                                                      */
