@@ -31,188 +31,24 @@
  * Waiting, waking and cancelling only decide when an attempt starts or
  * stops; an attempt is the same whoever started it.
  */
+#include "acquire.h"
 #include "kinds.h"
-#include "cancel.h"
 #include "drift.h"
 #include "lock.h"
 #include "outcome.h"
 #include "script.h"
-#include "wait.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
-
-typedef struct rl_acquire {
-    rl_op op;
-    int phase;                    /* enum acq_phase */
-    rl_wait_spec w;               /* ttl, flags, how long and how to wait */
-    rl_monotime deadline_us;      /* no new attempt after this; UINT64_MAX: forever */
-    bool by_polls;                /* redlock_acquire()'s wait: a number of polls */
-    uint32_t polls_left;          /* by_polls: polls still to come */
-    rl_monotime poll_at_us;       /* when the poll timer fires */
-    uint64_t poll_rest_us;        /* by_polls: what a wake-up left of the poll's delay */
-    uint32_t lease_ms;            /* a waiter's place lasts this long without news */
-    uint32_t n_ok, n_fail;        /* the current round's answers */
-    char token[REDLOCK_TOKEN_MAX + 1];
-    uint64_t fence;               /* largest counter seen this attempt */
-    bool fence_failed;            /* this attempt's fence write-back failed */
-    uint32_t set_sent;            /* fencing: the masters the SET went to (for cleanup) */
-    bool final;                   /* the deadline came: this attempt is the last */
-    int cancelled;                /* 0, or the status to finish with after cleanup */
-    bool wake_pending;            /* a wake-up came during an attempt: try again at once */
-    rl_waiter waiter;             /* wake-ups from releases (wait.c) */
-    rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
-    redlock_lock *lock;           /* the result */
-    redlock_acquire_cb cb;
-    void *arg;
-} rl_acquire;
-
-static rl_acquire *ACQ(rl_op *op)
-{
-    return (rl_acquire *)(void *)op;
-}
 
 static void acq_attempt_start(rl_acquire *a);
 static void acq_attempt_failed(rl_acquire *a, int status);
 
-/* ---- votes ------------------------------------------------------------------- */
 
-/* An OK from master @idx, unless that master's word does not count now. */
-static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotime sent)
-{
-    rl_op *op = &a->op;
-    redlock_vote *v = &op->out.votes[idx];
-    char w[REDLOCK_VOTE_DETAIL_LEN];
-    /* Checked again on the OK itself: facts about a master (its clock, its
-     * eviction policy) can change while the SET is in flight. */
-    if (rl_node_excluded(&op->c->nodes[idx], w, sizeof(w))) {
-        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
-        a->n_fail++;
-        return;
-    }
-    rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
-    a->n_ok++;
-    if (fence > a->fence)
-        a->fence = fence;
-}
-
-/* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held, {-2, age, maxttl} this master's memory is too young to count. */
-static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
-{
-    rl_op *op = &a->op;
-    redlock_vote *v = &op->out.votes[idx];
-    long long x[3] = { 0, 0, 0 };
-    bool ok = rl_reply_elements(r) == 3;
-    for (size_t i = 0; ok && i < 3; i++) {
-        const rl_reply *e = rl_reply_element(r, i);
-        ok = rl_reply_type(e) == RL_REPLY_INTEGER;
-        if (ok)
-            x[i] = rl_reply_integer(e);
-    }
-    if (!ok || x[1] < 0 || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
-                    sent);
-        a->n_fail++;
-        return;
-    }
-    redlock_client *c = op->c;
-    if ((uint32_t)x[2] > c->fleet_ttl_ms)
-        c->fleet_ttl_ms = (uint32_t)x[2];
-    if (x[0] == 1) {
-        acq_count_ok(a, idx, (uint64_t)x[1], sent);
-    } else if (x[0] == 0) {
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->n_fail++;
-    } else {
-        char d[REDLOCK_VOTE_DETAIL_LEN];
-        snprintf(d, sizeof(d), "memory marker %.1f s old, counts at %.1f s (lost its data?)",
-                 x[1] / 1000.0, x[2] / 1000.0);
-        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
-        rl_node_marker(&c->nodes[idx], x[1], (uint32_t)x[2], (uint32_t)x[2]);
-        a->n_fail++;
-    }
-}
-
-static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int err,
-                            const char *why, rl_monotime sent)
-{
-    rl_op *op = &a->op;
-    redlock_vote *v = &op->out.votes[idx];
-    int type = r ? rl_reply_type(r) : 0;
-    if (!r) {
-        rl_vote_failed(v, err, why, sent);
-        a->n_fail++;
-    } else if (rl_reply_is_status(r, "OK")) {
-        acq_count_ok(a, idx, 0, sent);
-    } else if (type == RL_REPLY_ARRAY) {
-        acq_on_script_vote(a, idx, r, sent);
-    } else if (type == RL_REPLY_NIL) {
-        /* NX refused: the key exists. It could also be a key of another
-         * type; the cleanup release tells the two apart. */
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->n_fail++;
-    } else if (type == RL_REPLY_ERROR) {
-        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
-        a->n_fail++;
-    } else {
-        char d[64];
-        snprintf(d, sizeof(d), "unexpected %s reply to the acquire", rl_reply_type_name(type));
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent);
-        a->n_fail++;
-    }
-}
-
-/* The fence write-back: an acknowledgement or not (the vote vector keeps
- * what the acquire itself saw). */
-static void acq_on_fence_ack(rl_acquire *a, const rl_reply *r)
-{
-    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
-        a->n_ok++;
-    else
-        a->n_fail++;
-}
-
-/* After a failed attempt: a WRONGTYPE from the cleanup release turns a
- * "held" vote into what it really was: a key of another type under our
- * name, which no amount of waiting will free. */
-static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
-{
-    redlock_vote *v = &a->op.out.votes[idx];
-    size_t len;
-    const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
-    if (s && v->kind == REDLOCK_VOTE_HELD && rl_classify_error_reply(s, len) == REDLOCK_EWRONGTYPE) {
-        v->kind = REDLOCK_VOTE_ERROR;
-        v->err = REDLOCK_EWRONGTYPE;
-        snprintf(v->detail, sizeof(v->detail), "key holds a non-string value (WRONGTYPE)");
-    }
-}
-
-static void acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
-                        rl_monotime sent)
-{
-    rl_acquire *a = ACQ(op);
-    switch (a->phase) {
-    case ACQ_VOTING: acq_on_set_vote(a, idx, r, err, why, sent); break;
-    case ACQ_FENCING: acq_on_fence_ack(a, r); break;
-    case ACQ_CLEANUP: acq_on_cleanup(a, idx, r); break;
-    }
-}
 
 /* ---- deciding ----------------------------------------------------------------- */
-
-/* Is the attempt that just failed the last one? */
-static bool acq_last(const rl_acquire *a)
-{
-    if (a->cancelled)
-        return true;
-    if (a->by_polls)
-        return a->polls_left == 0;
-    return a->final || rl_now_us() >= a->deadline_us;
-}
 
 static bool retryable(int status)
 {
@@ -241,7 +77,7 @@ static void acq_after_cleanup(rl_acquire *a)
     if (status == REDLOCK_ENOQUORUM && !a->fence_failed)
         status = rl_outcome_failure(op, "acquire", &op->err);
     op->status = status;
-    if (!retryable(status) || acq_last(a) || c->freeing) {
+    if (!retryable(status) || rl_acq_last(a) || c->freeing) {
         rl_op_finish(op, status);
         return;
     }
@@ -289,7 +125,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * moment later); never from masters that timed out. A master that said
      * "held" wrote nothing: its release is only worth sending on the last
      * attempt, where its answer tells a holder from a key of another type. */
-    bool last = acq_last(a);
+    bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
     for (uint32_t i = 0; i < c->n; i++) {
@@ -548,35 +384,12 @@ static void acq_deliver(rl_op *op)
     a->cb(c, op->status, lock, &op->out, op->status ? &op->err : NULL, a->arg);
 }
 
-/* A waiter that is done leaves the masters' queues: where it did not get
- * the lock (a success removed it where it did), so no release hands a
- * reservation to a waiter that is gone; a reservation already made for it
- * goes on to the next waiter. Sent and not waited for: at worst its place
- * lapses with its lease. */
-static void acq_leave_queues(rl_acquire *a)
-{
-    rl_op *op = &a->op;
-    redlock_client *c = op->c;
-    uint32_t mask = 0;
-    for (uint32_t i = 0; i < c->n; i++)
-        if (op->status != 0 || op->out.votes[i].kind != REDLOCK_VOTE_OK)
-            mask |= 1u << i;
-    char reserved[RL_WAITER_MAX + 1];
-    snprintf(reserved, sizeof(reserved), "\1%s", a->waiter.member);
-    rl_cmd cmd;
-    rl_cmd_release(&cmd, &op->k, reserved, true, a->waiter.member);
-    rl_fanout *f = mask && !c->freeing ? rl_fanout_new(c->nodes, &cmd) : NULL;
-    for (uint32_t i = 0; f && i < c->n; i++)
-        if (mask & (1u << i))
-            rl_fanout_send(f, i, true);
-    rl_fanout_detach(f);
-}
 
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
     if (a->waiter.joined)
-        acq_leave_queues(a);
+        rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
     rl_cancel_unregister(&a->creg);
     redlock_lock_free(a->lock);
@@ -585,7 +398,7 @@ static void acq_destroy(rl_op *op)
 static const rl_op_ops acquire_ops = {
     .kind = REDLOCK_OP_ACQUIRE,
     .name = "acquire",
-    .on_vote = acq_on_vote,
+    .on_vote = rl_acq_on_vote,
     .decide = acq_decide,
     .on_timer = acq_on_timer,
     .cancel = acq_cancel,
@@ -593,42 +406,7 @@ static const rl_op_ops acquire_ops = {
     .destroy = acq_destroy,
 };
 
-/* When waiting ends: at the deadline of the wait asked for, or, for
- * redlock_acquire()'s wait drawn from retry_count, after that many polls
- * (retry_delay + jitter each). Wake-ups are extra attempts there: a poll
- * interrupted by one resumes with what was left of its delay, so the time
- * spent waiting is what the polls alone would take. */
-static void acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
-{
-    a->deadline_us = UINT64_MAX;
-    if (w->from_retries) {
-        a->by_polls = true;
-        a->polls_left = c->cfg.retry_count;
-    } else if (w->wait_ms != REDLOCK_WAIT_FOREVER) {
-        a->deadline_us = a->op.started_us + (uint64_t)w->wait_ms * 1000;
-    }
-}
 
-/* An acquire that may wait takes a place in the masters' queues from its
- * first attempt on, with a ticket of the moment it started: waiters are
- * then served in the order they started waiting (NOTES.md §5). How long a
- * reservation may wait for it (hand) and how long its place lasts without
- * news (lease) follow from its polling: its poll timer finds a reservation
- * whose wake-up was lost well within the hand-off window, and refreshes
- * its place well within its lease; a waiter that died costs the next one
- * at most a lease plus a hand-off window. */
-static void acq_join_queue(rl_acquire *a)
-{
-    redlock_client *c = a->op.c;
-    bool waits = a->by_polls ? a->polls_left > 0 : a->w.wait_ms != 0;
-    if (!waits || !c->cfg.pubsub_wait)
-        return;   /* one attempt, or polling only */
-    uint64_t poll = (uint64_t)a->w.delay_ms + a->w.jitter_ms;
-    uint64_t rtt = 2 * (uint64_t)c->cfg.node_timeout_ms;
-    uint64_t hand = poll + rtt + 20, lease = 3 * poll + rtt + 100;
-    a->lease_ms = (uint32_t)(lease < REDLOCK_TTL_MAX_MS ? lease : REDLOCK_TTL_MAX_MS);
-    rl_wait_join(c, &a->waiter, (uint32_t)(hand < REDLOCK_TTL_MAX_MS ? hand : REDLOCK_TTL_MAX_MS));
-}
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
                      const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e)
@@ -653,8 +431,8 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
     a->cb = cb;
     a->arg = arg;
     a->waiter.wake = acq_wake;
-    acq_set_wait(a, c, w);
-    acq_join_queue(a);
+    rl_acq_set_wait(a, c, w);
+    rl_acq_join_queue(a);
     if (w->ttl_ms > c->max_ttl_ms)
         c->max_ttl_ms = w->ttl_ms;
     if (rl_cancel_register(&a->creg, w->cancel, c, op)) {

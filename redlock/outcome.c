@@ -70,104 +70,117 @@ static const char *hint(int code)
     }
 }
 
-int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
+/* The votes of one attempt, counted by what they say. */
+typedef struct tally {
+    uint32_t ok, gone, held, pending, failed;
+    uint32_t per_code[32];        /* error votes, by -REDLOCK_E* */
+} tally;
+
+static bool counts_as_answer(int kind)
+{
+    return kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_GONE || kind == REDLOCK_VOTE_NONE ||
+           kind == REDLOCK_VOTE_PENDING;
+}
+
+static void count_votes(const rl_op *op, tally *t)
+{
+    *t = (tally){ 0 };
+    for (uint32_t i = 0; i < op->c->n; i++) {
+        const redlock_vote *v = &op->out.votes[i];
+        t->ok += v->kind == REDLOCK_VOTE_OK;
+        t->gone += v->kind == REDLOCK_VOTE_GONE;
+        t->held += v->kind == REDLOCK_VOTE_HELD;
+        t->pending += v->kind == REDLOCK_VOTE_PENDING;
+        t->failed += !counts_as_answer(v->kind);
+        if (v->kind == REDLOCK_VOTE_ERROR && v->err < 0 && -v->err < 32)
+            t->per_code[-v->err]++;
+    }
+}
+
+/* A misconfiguration that alone denies the quorum is reported as itself,
+ * with the first master that shows it. 0 if there is none. */
+static int setup_failure(const rl_op *op, const tally *t, const char *what, redlock_error *e)
+{
+    static const int codes[] = { REDLOCK_EAUTH, REDLOCK_EWRONGTYPE, REDLOCK_EPROTO,
+                                 REDLOCK_EREPLY };
+    const redlock_client *c = op->c;
+    for (size_t k = 0; k < sizeof(codes) / sizeof(codes[0]); k++) {
+        int code = codes[k];
+        if (t->per_code[-code] <= c->n - c->quorum)
+            continue;
+        uint32_t m = 0;
+        while (op->out.votes[m].kind != REDLOCK_VOTE_ERROR || op->out.votes[m].err != code)
+            m++;
+        rl_seterr(e, code, (int)m, "%s: master %s: %s (%s; %u of %u masters fail this way)",
+                  what, c->nodes[m].addr.name, op->out.votes[m].detail, hint(code),
+                  t->per_code[-code], c->n);
+        return code;
+    }
+    return 0;
+}
+
+/* No quorum: name the failing masters, as many as fit on one line. */
+static int no_quorum(const rl_op *op, const tally *t, uint32_t good, const char *what,
+                     redlock_error *e)
 {
     const redlock_client *c = op->c;
-    int kind_ = op->ops->kind;
-    uint32_t n = c->n, q = c->quorum;
-    uint32_t ok = 0, gone = 0, held = 0, pending = 0, per_code[32] = {0};
-    for (uint32_t i = 0; i < n; i++) {
-        const redlock_vote *v = &op->out.votes[i];
-        switch (v->kind) {
-        case REDLOCK_VOTE_OK: ok++; break;
-        case REDLOCK_VOTE_GONE: gone++; break;
-        case REDLOCK_VOTE_HELD: held++; break;
-        case REDLOCK_VOTE_PENDING: pending++; break;
-        case REDLOCK_VOTE_ERROR:
-            if (v->err < 0 && -v->err < 32)
-                per_code[-v->err]++;
-            break;
-        default: break;
-        }
-    }
-    bool release = kind_ == REDLOCK_OP_RELEASE;
-    bool extend = kind_ == REDLOCK_OP_EXTEND;
-    uint32_t good = ok + (release ? gone : 0);
-
-    /* Somebody else has it: the masters not known to be broken (answered
-     * normally, or not answered yet when an early failure was decided)
-     * could have formed a majority. Counting the pending ones keeps the
-     * verdict independent of which replies happened to arrive first. */
-    if (kind_ == REDLOCK_OP_ACQUIRE && held > 0 && good + held + pending >= q) {
-        rl_seterr(e, REDLOCK_ECONFLICT, -1,
-                  "acquire: resource is held by another client on %u of %u masters "
-                  "(retry later, or wait longer before giving up)", held, n);
-        return REDLOCK_ECONFLICT;
-    }
-    /* We lost it: only when a majority says so, each master for itself
-     * (another token there; for an extend, also our key gone). Masters that
-     * timed out, are down or failed may still hold our token: with them the
-     * outcome is unknown, which is no quorum, never "not held". */
-    uint32_t not_ours = held + (extend ? gone : 0);
-    if ((release || extend) && not_ours >= q) {
-        rl_seterr(e, REDLOCK_ENOTHELD, -1,
-                  "%s: this token no longer holds the lock: another token holds it on %u and it "
-                  "is gone from %u of %u masters (it expired, and may have been taken); acquire "
-                  "again", what, held, gone, n);
-        return REDLOCK_ENOTHELD;
-    }
-
-    static const int setup_codes[] = { REDLOCK_EAUTH, REDLOCK_EWRONGTYPE, REDLOCK_EPROTO,
-                                       REDLOCK_EREPLY };
-    for (size_t k = 0; k < sizeof(setup_codes) / sizeof(setup_codes[0]); k++) {
-        int code = setup_codes[k];
-        if (per_code[-code] > n - q) {
-            int m = -1;
-            for (uint32_t i = 0; i < n && m < 0; i++)
-                if (op->out.votes[i].kind == REDLOCK_VOTE_ERROR && op->out.votes[i].err == code)
-                    m = (int)i;
-            rl_seterr(e, code, m, "%s: master %s: %s (%s; %u of %u masters fail this way)",
-                      what, c->nodes[m].addr.name, op->out.votes[m].detail, hint(code),
-                      per_code[-code], n);
-            return code;
-        }
-    }
-
-    /* No quorum: name the failing masters, as many as fit on the line. */
     char line[REDLOCK_ERRMSG_LEN];
-    uint32_t failed = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        int k = op->out.votes[i].kind;
-        if (k != REDLOCK_VOTE_OK && k != REDLOCK_VOTE_GONE && k != REDLOCK_VOTE_NONE &&
-            k != REDLOCK_VOTE_PENDING)
-            failed++;
-    }
     int len = snprintf(line, sizeof(line), "%s: no quorum: %u of %u masters failed, %u %s, %u needed",
-                       what, failed, n, good, release ? "released" : "agreed", q);
-    int first = -1, listed = 0, more = 0;
-    for (uint32_t i = 0; i < n; i++) {
+                       what, t->failed, c->n, good,
+                       op->ops->kind == REDLOCK_OP_RELEASE ? "released" : "agreed", c->quorum);
+    int more = 0;
+    for (uint32_t i = 0; i < c->n; i++) {
         const redlock_vote *v = &op->out.votes[i];
-        if (v->kind == REDLOCK_VOTE_OK || v->kind == REDLOCK_VOTE_GONE ||
-            v->kind == REDLOCK_VOTE_NONE || v->kind == REDLOCK_VOTE_PENDING)
+        if (counts_as_answer(v->kind))
             continue;
-        if (first < 0)
-            first = (int)i;
         char part[200];
         int pl = snprintf(part, sizeof(part), "; %s: %s", c->nodes[i].addr.name,
                           v->detail[0] ? v->detail : redlock_vote_kind_name(v->kind));
         if (len >= 0 && (size_t)len + (size_t)pl + 12 < sizeof(line)) {
             memcpy(line + len, part, (size_t)pl + 1);
             len += pl;
-            listed++;
         } else {
             more++;
         }
     }
     if (more && len >= 0 && (size_t)len + 12 < sizeof(line))
         snprintf(line + len, sizeof(line) - (size_t)len, " (+%d more)", more);
-    (void)listed;
     rl_seterr(e, REDLOCK_ENOQUORUM, -1, "%s", line);
     return REDLOCK_ENOQUORUM;
+}
+
+int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
+{
+    const redlock_client *c = op->c;
+    int kind = op->ops->kind;
+    bool release = kind == REDLOCK_OP_RELEASE, extend = kind == REDLOCK_OP_EXTEND;
+    tally t;
+    count_votes(op, &t);
+    uint32_t good = t.ok + (release ? t.gone : 0);
+
+    /* Somebody else has it: the masters not known to be broken (answered
+     * normally, or not answered yet when an early failure was decided)
+     * could have formed a majority. Counting the pending ones keeps the
+     * verdict independent of which replies happened to arrive first. */
+    if (kind == REDLOCK_OP_ACQUIRE && t.held > 0 && good + t.held + t.pending >= c->quorum) {
+        rl_seterr(e, REDLOCK_ECONFLICT, -1,
+                  "acquire: resource is held by another client on %u of %u masters "
+                  "(retry later, or wait longer before giving up)", t.held, c->n);
+        return REDLOCK_ECONFLICT;
+    }
+    /* We lost it: only when a majority says so, each master for itself
+     * (another token there; for an extend, also our key gone). Masters that
+     * timed out, are down or failed may still hold our token: with them the
+     * outcome is unknown, which is no quorum, never "not held". */
+    if ((release || extend) && t.held + (extend ? t.gone : 0) >= c->quorum) {
+        rl_seterr(e, REDLOCK_ENOTHELD, -1,
+                  "%s: this token no longer holds the lock: another token holds it on %u and it "
+                  "is gone from %u of %u masters (it expired, and may have been taken); acquire "
+                  "again", what, t.held, t.gone, c->n);
+        return REDLOCK_ENOTHELD;
+    }
+    int code = setup_failure(op, &t, what, e);
+    return code ? code : no_quorum(op, &t, good, what, e);
 }
 
 const char *redlock_vote_kind_name(int kind)

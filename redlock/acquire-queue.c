@@ -1,0 +1,82 @@
+/* acquire-queue.c - waiting: when it ends, and the waiter's place in the queues.
+ *
+ * A wait ends at a deadline (redlock_acquire_with) or after a number of
+ * polls (redlock_acquire's retry_count); wake-ups never use it up. A waiter
+ * takes its place in the masters' queues with its first attempt and leaves
+ * them when it is done (NOTES.md §5).
+ */
+#include "acquire.h"
+
+#include <stdio.h>
+
+/* Is the attempt that just failed the last one? */
+bool rl_acq_last(const rl_acquire *a)
+{
+    if (a->cancelled)
+        return true;
+    if (a->by_polls)
+        return a->polls_left == 0;
+    return a->final || rl_now_us() >= a->deadline_us;
+}
+
+/* When waiting ends: at the deadline of the wait asked for, or, for
+ * redlock_acquire()'s wait drawn from retry_count, after that many polls
+ * (retry_delay + jitter each). Wake-ups are extra attempts there: a poll
+ * interrupted by one resumes with what was left of its delay, so the time
+ * spent waiting is what the polls alone would take. */
+void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
+{
+    a->deadline_us = UINT64_MAX;
+    if (w->from_retries) {
+        a->by_polls = true;
+        a->polls_left = c->cfg.retry_count;
+    } else if (w->wait_ms != REDLOCK_WAIT_FOREVER) {
+        a->deadline_us = a->op.started_us + (uint64_t)w->wait_ms * 1000;
+    }
+}
+
+/* An acquire that may wait takes a place in the masters' queues from its
+ * first attempt on, with a ticket of the moment it started: waiters are
+ * then served in the order they started waiting (NOTES.md §5). How long a
+ * reservation may wait for it (hand) and how long its place lasts without
+ * news (lease) follow from its polling: its poll timer finds a reservation
+ * whose wake-up was lost well within the hand-off window, and refreshes
+ * its place well within its lease; a waiter that died costs the next one
+ * at most a lease plus a hand-off window. */
+void rl_acq_join_queue(rl_acquire *a)
+{
+    redlock_client *c = a->op.c;
+    bool waits = a->by_polls ? a->polls_left > 0 : a->w.wait_ms != 0;
+    if (!waits || !c->cfg.pubsub_wait)
+        return;   /* one attempt, or polling only */
+    uint64_t poll = (uint64_t)a->w.delay_ms + a->w.jitter_ms;
+    uint64_t rtt = 2 * (uint64_t)c->cfg.node_timeout_ms;
+    uint64_t hand = poll + rtt + 20, lease = 3 * poll + rtt + 100;
+    a->lease_ms = (uint32_t)(lease < REDLOCK_TTL_MAX_MS ? lease : REDLOCK_TTL_MAX_MS);
+    rl_wait_join(c, &a->waiter, (uint32_t)(hand < REDLOCK_TTL_MAX_MS ? hand : REDLOCK_TTL_MAX_MS));
+}
+
+
+/* A waiter that is done leaves the masters' queues: where it did not get
+ * the lock (a success removed it where it did), so no release hands a
+ * reservation to a waiter that is gone; a reservation already made for it
+ * goes on to the next waiter. Sent and not waited for: at worst its place
+ * lapses with its lease. */
+void rl_acq_leave_queues(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    uint32_t mask = 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (op->status != 0 || op->out.votes[i].kind != REDLOCK_VOTE_OK)
+            mask |= 1u << i;
+    char reserved[RL_WAITER_MAX + 1];
+    snprintf(reserved, sizeof(reserved), "\1%s", a->waiter.member);
+    rl_cmd cmd;
+    rl_cmd_release(&cmd, &op->k, reserved, true, a->waiter.member);
+    rl_fanout *f = mask && !c->freeing ? rl_fanout_new(c->nodes, &cmd) : NULL;
+    for (uint32_t i = 0; f && i < c->n; i++)
+        if (mask & (1u << i))
+            rl_fanout_send(f, i, true);
+    rl_fanout_detach(f);
+}

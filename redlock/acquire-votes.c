@@ -1,0 +1,137 @@
+/* acquire-votes.c - what one master's answer to an acquire round means.
+ *
+ * The SET round: "OK" (plain SET), nil (held), or the acquire script's
+ * {status, fence or marker age, maxttl} (script.c); the fence write-back's
+ * acknowledgements; and the cleanup's answers, which tell a key of another
+ * type from a real holder. Each answer becomes a vote (the outcome's
+ * vector) and a count the deciding code in acquire.c reads.
+ */
+#include "acquire.h"
+#include "outcome.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- votes ------------------------------------------------------------------- */
+
+/* An OK from master @idx, unless that master's word does not count now. */
+static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_vote *v = &op->out.votes[idx];
+    char w[REDLOCK_VOTE_DETAIL_LEN];
+    /* Checked again on the OK itself: facts about a master (its clock, its
+     * eviction policy) can change while the SET is in flight. */
+    if (rl_node_excluded(&op->c->nodes[idx], w, sizeof(w))) {
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
+        a->n_fail++;
+        return;
+    }
+    rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
+    a->n_ok++;
+    if (fence > a->fence)
+        a->fence = fence;
+}
+
+/* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
+ * held, {-2, age, maxttl} this master's memory is too young to count. */
+static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_vote *v = &op->out.votes[idx];
+    long long x[3] = { 0, 0, 0 };
+    bool ok = rl_reply_elements(r) == 3;
+    for (size_t i = 0; ok && i < 3; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        ok = rl_reply_type(e) == RL_REPLY_INTEGER;
+        if (ok)
+            x[i] = rl_reply_integer(e);
+    }
+    if (!ok || x[1] < 0 || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS) {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
+                    sent);
+        a->n_fail++;
+        return;
+    }
+    redlock_client *c = op->c;
+    if ((uint32_t)x[2] > c->fleet_ttl_ms)
+        c->fleet_ttl_ms = (uint32_t)x[2];
+    if (x[0] == 1) {
+        acq_count_ok(a, idx, (uint64_t)x[1], sent);
+    } else if (x[0] == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
+        a->n_fail++;
+    } else {
+        char d[REDLOCK_VOTE_DETAIL_LEN];
+        snprintf(d, sizeof(d), "memory marker %.1f s old, counts at %.1f s (lost its data?)",
+                 x[1] / 1000.0, x[2] / 1000.0);
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
+        rl_node_marker(&c->nodes[idx], x[1], (uint32_t)x[2], (uint32_t)x[2]);
+        a->n_fail++;
+    }
+}
+
+static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int err,
+                            const char *why, rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_vote *v = &op->out.votes[idx];
+    int type = r ? rl_reply_type(r) : 0;
+    if (!r) {
+        rl_vote_failed(v, err, why, sent);
+        a->n_fail++;
+    } else if (rl_reply_is_status(r, "OK")) {
+        acq_count_ok(a, idx, 0, sent);
+    } else if (type == RL_REPLY_ARRAY) {
+        acq_on_script_vote(a, idx, r, sent);
+    } else if (type == RL_REPLY_NIL) {
+        /* NX refused: the key exists. It could also be a key of another
+         * type; the cleanup release tells the two apart. */
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
+        a->n_fail++;
+    } else if (type == RL_REPLY_ERROR) {
+        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
+        a->n_fail++;
+    } else {
+        char d[64];
+        snprintf(d, sizeof(d), "unexpected %s reply to the acquire", rl_reply_type_name(type));
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent);
+        a->n_fail++;
+    }
+}
+
+/* The fence write-back: an acknowledgement or not (the vote vector keeps
+ * what the acquire itself saw). */
+static void acq_on_fence_ack(rl_acquire *a, const rl_reply *r)
+{
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+        a->n_ok++;
+    else
+        a->n_fail++;
+}
+
+/* After a failed attempt: a WRONGTYPE from the cleanup release turns a
+ * "held" vote into what it really was: a key of another type under our
+ * name, which no amount of waiting will free. */
+static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
+{
+    redlock_vote *v = &a->op.out.votes[idx];
+    size_t len;
+    const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
+    if (s && v->kind == REDLOCK_VOTE_HELD && rl_classify_error_reply(s, len) == REDLOCK_EWRONGTYPE) {
+        v->kind = REDLOCK_VOTE_ERROR;
+        v->err = REDLOCK_EWRONGTYPE;
+        snprintf(v->detail, sizeof(v->detail), "key holds a non-string value (WRONGTYPE)");
+    }
+}
+
+void rl_acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
+                        rl_monotime sent)
+{
+    rl_acquire *a = ACQ(op);
+    switch (a->phase) {
+    case ACQ_VOTING: acq_on_set_vote(a, idx, r, err, why, sent); break;
+    case ACQ_FENCING: acq_on_fence_ack(a, r); break;
+    case ACQ_CLEANUP: acq_on_cleanup(a, idx, r); break;
+    }
+}

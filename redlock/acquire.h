@@ -1,0 +1,58 @@
+/* acquire.h - an acquire's state, shared by the files of the acquire kind.
+ *
+ * acquire.c runs the attempts and decides; acquire-votes.c reads what each
+ * master answered; acquire-queue.c is the waiting: when it ends, and the
+ * waiter's place in the masters' queues.
+ */
+#ifndef REDLOCK_ACQUIRE_H
+#define REDLOCK_ACQUIRE_H
+
+#include "cancel.h"
+#include "config.h"
+#include "op.h"
+#include "wait.h"
+
+enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
+
+typedef struct rl_acquire {
+    rl_op op;
+    int phase;                    /* enum acq_phase */
+    rl_wait_spec w;               /* ttl, flags, how long and how to wait */
+    rl_monotime deadline_us;      /* no new attempt after this; UINT64_MAX: forever */
+    bool by_polls;                /* redlock_acquire()'s wait: a number of polls */
+    uint32_t polls_left;          /* by_polls: polls still to come */
+    rl_monotime poll_at_us;       /* when the poll timer fires */
+    uint64_t poll_rest_us;        /* by_polls: what a wake-up left of the poll's delay */
+    uint32_t lease_ms;            /* a waiter's place lasts this long without news */
+    uint32_t n_ok, n_fail;        /* the current round's answers */
+    char token[REDLOCK_TOKEN_MAX + 1];
+    uint64_t fence;               /* largest counter seen this attempt */
+    bool fence_failed;            /* this attempt's fence write-back failed */
+    uint32_t set_sent;            /* fencing: the masters the SET went to (for cleanup) */
+    bool final;                   /* the deadline came: this attempt is the last */
+    int cancelled;                /* 0, or the status to finish with after cleanup */
+    bool wake_pending;            /* a wake-up came during an attempt: try again at once */
+    rl_waiter waiter;             /* wake-ups from releases (wait.c) */
+    rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
+    redlock_lock *lock;           /* the result */
+    redlock_acquire_cb cb;
+    void *arg;
+} rl_acquire;
+
+static inline rl_acquire *ACQ(rl_op *op)
+{
+    return (rl_acquire *)(void *)op;
+}
+
+/* acquire-votes.c: one master's answer to the current round (the core's
+ * on_vote hook for the acquire kind). */
+void rl_acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
+                    rl_monotime sent);
+
+/* acquire-queue.c: when waiting ends, and the waiter's places. */
+void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w);
+bool rl_acq_last(const rl_acquire *a);
+void rl_acq_join_queue(rl_acquire *a);
+void rl_acq_leave_queues(rl_acquire *a);
+
+#endif
