@@ -23,12 +23,15 @@
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <hiredis/hiredis.h>
 
 #include "cluster.h"
 #include "jsonread.h"
 
 char cli_tmpdir[SCRATCH_MAX];
 static char private_dir[SCRATCH_MAX + 16]; /* a private cluster's state dir, if any */
+static int private_port0;                  /* its master 0's port */
+static char private_pw[128];               /* its password, or "" */
 
 const char *cli_path(void)
 {
@@ -295,6 +298,7 @@ int private_cluster(const char *const *args)
 
 void cli_teardown(void)
 {
+    private_port0 = 0;
     if (private_dir[0] != '\0') {
         const char *stop[] = {"stop", NULL};
 
@@ -317,6 +321,8 @@ void private_start(int n, int offset, const char *password, char *masters, size_
     snprintf(nbuf, sizeof(nbuf), "%d", n);
     snprintf(pbuf, sizeof(pbuf), "%d", base + offset);
     snprintf(private_dir, sizeof(private_dir), "%s/cluster", cli_tmpdir);
+    private_port0 = base + offset;
+    snprintf(private_pw, sizeof(private_pw), "%s", password != NULL ? password : "");
     if (password != NULL) {
         args[k++] = "--requirepass";
         args[k++] = password;
@@ -331,13 +337,51 @@ void private_start(int n, int offset, const char *password, char *masters, size_
                                  base + offset + i);
 }
 
-void private_kill(int i)
+/* cluster-up.sh @what @i on the private cluster: kill, pause, resume. */
+static void private_fault(const char *what, int i)
 {
     char ibuf[16];   /* any int: the ASan build checks the bound */
-    const char *args[] = {"kill", ibuf, NULL};
+    const char *args[] = {what, ibuf, NULL};
 
     snprintf(ibuf, sizeof(ibuf), "%d", i);
-    cr_assert(eq(int, private_cluster(args), 0));
+    cr_assert(eq(int, private_cluster(args), 0), "cluster-up.sh %s %d failed", what, i);
+}
+
+void private_kill(int i)
+{
+    private_fault("kill", i);
+}
+
+void private_pause(int i)
+{
+    private_fault("pause", i);
+}
+
+void private_resume(int i)
+{
+    private_fault("resume", i);
+}
+
+long long private_pttl(int i, const char *key)
+{
+    struct timeval tv = {1, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", private_port0 + i, tv);
+    redisReply *r = NULL;
+    long long v = -3;
+
+    cr_assert(private_port0 > 0, "no private cluster");
+    if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
+        if (private_pw[0] != '\0')
+            freeReplyObject(redisCommand(c, "AUTH %s", private_pw));
+        r = redisCommand(c, "PTTL %s", key);
+        if (r != NULL && r->type == REDIS_REPLY_INTEGER)
+            v = r->integer;
+    }
+    if (r != NULL)
+        freeReplyObject(r);
+    if (c != NULL)
+        redisFree(c);
+    return v;
 }
 
 /* Masters that refuse connections: loopback ports bound but never listened

@@ -100,7 +100,11 @@ long long master_pttl(int i, const char *key);
  * list to @masters. One private cluster per test, stopped by cli_teardown. */
 void private_start(int n, int offset, const char *password, char *masters, size_t size);
 void private_kill(int i);
+void private_pause(int i);            /* SIGSTOP: its socket stays open, it answers nothing */
+void private_resume(int i);
 int private_cluster(const char *const *args);   /* cluster-up.sh on it: its status */
+/* PTTL of @key on private master @i: -2 absent, -1 no ttl, -3 no answer. */
+long long private_pttl(int i, const char *key);
 /* Masters that refuse connections: loopback ports bound but never listened
  * on, so nothing else can take them while the test runs. */
 void dead_masters(char *buf, size_t size, int n);
@@ -137,6 +141,8 @@ int group_alive(pid_t pgid);          /* some process is in group @pgid */
 void await_file_grows(const char *path, long long size, int timeout_ms);
 /* Until no master has @key. */
 void await_key_gone(const char *key, int timeout_ms);
+/* Until private master @i has @key (@present), or has it no more. */
+void await_private_key(int i, const char *key, int present, int timeout_ms);
 long long realtime_ns(void);          /* CLOCK_REALTIME, as `date +%s%N` prints it */
 /* The last line of @path that starts with a digit, as a number (0: none). */
 long long last_stamp(const char *path);
