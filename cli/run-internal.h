@@ -39,10 +39,8 @@ struct watch {
     int running;              /* started, and no lost message read since */
 };
 
-/* run-signals.c: what a signal does to us and to CMD. */
+/* run-signals.c: job control (signals.c has the rest). */
 int run_signals_setup(void);          /* before the acquire: -1 with errno */
-int run_signal_fd(void);              /* readable when a signal came: one byte per signal */
-int run_pending_term_signal(void);    /* drain it: the last terminating signal, or 0 */
 void run_signals_default(void);       /* in CMD's child, before exec: async-signal-safe */
 void run_cmd_started(pid_t pgid);     /* from now on, stop signals reach CMD's group (0: none) */
 int run_cmd_was_stopped(void);        /* a ^Z stopped CMD's group, and nobody continued it */

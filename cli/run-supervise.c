@@ -297,7 +297,7 @@ static void read_signals(struct loop *l)
     unsigned char sigs[64];
     ssize_t n;
 
-    while ((n = read(run_signal_fd(), sigs, sizeof(sigs))) > 0) {
+    while ((n = read(cli_signal_fd(), sigs, sizeof(sigs))) > 0) {
         for (ssize_t i = 0; i < n; i++) {
             if (sigs[i] == SIGCONT && run_cmd_was_stopped())
                 resume(l);
@@ -373,7 +373,7 @@ void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lo
     l.retry_us = ttl_us / 10 > 10000 ? ttl_us / 10 : 10000;
     l.tick_us = l.retry_us < 1000000 ? l.retry_us : 1000000;
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = run_signal_fd(), .events = POLLIN},
+        struct pollfd pfd[2] = {{.fd = cli_signal_fd(), .events = POLLIN},
                                 {.fd = wd_pipe[0], .events = POLLIN}};
         uint64_t now = cli_now_us();
         int timeout = -1;

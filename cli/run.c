@@ -179,7 +179,7 @@ static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                 struct watch *w, struct run_result *r)
 {
     redlock_error err;
-    int rc, sig = run_pending_term_signal();
+    int rc, sig = cli_pending_term_signal();
 
     if (sig != 0) {
         /* Told to stop before CMD started: do not start it. */
@@ -239,7 +239,7 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
     struct run_result r;
     struct watch w;
     struct run_report rep = {0, NULL, NULL, &acq, &st, NULL, NULL};
-    struct cli_abort ab = {-1, run_pending_term_signal};
+    struct cli_abort ab = {-1, cli_pending_term_signal};
     int rc, code;
 
     memset(&r, 0, sizeof(r));
@@ -248,7 +248,7 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
         cli_error("run: cannot set up signal handling: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
-    ab.fd = run_signal_fd();
+    ab.fd = cli_signal_fd();
     rc = cli_acquire(o, c, &ab, &lock, &acq, &err, &st);
     if (rc == CLI_ACQUIRE_INTERRUPTED) {
         cli_error("run: interrupted by signal %d while waiting for the lock", st.signal);
