@@ -202,20 +202,17 @@ static int check_run_command(struct cli_opts *o)
     return 0;
 }
 
+/* The library's rule for a token (redlock_lock_new() would refuse it
+ * otherwise, after the masters were contacted). */
 static int check_token(const struct cli_opts *o)
 {
-    size_t tl = strlen(o->token);
-    int printable = 1;
+    redlock_error err;
 
-    for (size_t k = 0; k < tl; k++)
-        if (o->token[k] <= ' ' || o->token[k] > '~')
-            printable = 0;
-    if (tl == 0 || tl > REDLOCK_TOKEN_MAX || !printable) {
-        cli_usage_error("%s: TOKEN must be 1 to %d printable characters without spaces, as "
-                        "printed by 'redlock-cli lock'", o->cmd_name, REDLOCK_TOKEN_MAX);
-        return -1;
-    }
-    return 0;
+    memset(&err, 0, sizeof(err));
+    if (redlock_token_check(o->token, &err) == 0)
+        return 0;
+    cli_usage_error("%s: TOKEN: %s", o->cmd_name, err.msg);
+    return -1;
 }
 
 /* What needs the whole command: resources and TOKEN, run's CMD, the ttl. */
