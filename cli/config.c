@@ -44,14 +44,28 @@ void cli_config_fill(const struct cli_opts *o, redlock_config *cfg)
      * interval (1 s). */
     if (o->cmd == CLI_CMD_PING)
         cfg->clock_probe_ms = CLI_PING_PROBE_MS;
-    /* run: the library's watchdog keeps the lock (run.c). */
+    /* run: the library's watchdog keeps the lock while CMD runs, within
+     * run's caps. Batch jobs (a nightly backup) run for hours: the
+     * library's one-hour default would stop them by surprise. Still
+     * limited, as the Redlock spec asks, but by a week. */
     if (o->cmd == CLI_CMD_RUN) {
         cfg->watchdog_divisor = CLI_RUN_WATCHDOG_DIVISOR;
-        if (o->max_extends > 0)
-            cfg->watchdog_max_extends = o->max_extends;
-        if (o->max_lease_ms > 0)
-            cfg->watchdog_max_lease_ms = o->max_lease_ms;
+        cfg->watchdog_floor_ms = cli_run_floor_ms(o);
+        cfg->watchdog_max_extends = o->max_extends ? o->max_extends : CLI_RUN_MAX_EXTENDS;
+        cfg->watchdog_max_lease_ms = o->max_lease_ms ? o->max_lease_ms : CLI_RUN_MAX_LEASE_MS;
     }
+}
+
+uint32_t cli_run_floor_ms(const struct cli_opts *o)
+{
+    redlock_config d;
+    uint64_t timeout, floor = o->ttl_ms / 10;
+
+    redlock_config_init(&d);
+    timeout = o->timeout_ms ? o->timeout_ms : d.node_timeout_ms;
+    if (floor < 4 * timeout)
+        floor = 4 * timeout;
+    return floor > REDLOCK_TTL_MAX_MS ? REDLOCK_TTL_MAX_MS : (uint32_t)floor;
 }
 
 int cli_config_check(const struct cli_opts *o)

@@ -31,6 +31,8 @@ enum cli_cmd {
 #define CLI_DEFAULT_PING_SAMPLES 5u
 #define CLI_PING_PROBE_MS 100u     /* ping: clock probe interval, and time between pings */
 #define CLI_RUN_WATCHDOG_DIVISOR 2u /* run: extend when half the ttl is left (run.c) */
+#define CLI_RUN_MAX_EXTENDS 1000000u    /* run: default --max-extends */
+#define CLI_RUN_MAX_LEASE_MS 604800000u /* run: default --max-lease: 7 days */
 #define CLI_WAIT_MAX_MS 31536000000ll /* --wait: a year; longer is `forever` */
 #define CLI_WAIT_FOREVER REDLOCK_WAIT_FOREVER /* --wait forever */
 #define CLI_SHELL "/bin/sh"         /* run -c STRING runs CLI_SHELL -c STRING */
@@ -145,5 +147,9 @@ int cli_check_ttl_margin(const struct cli_opts *o);
  * them), and the library's check of it at the end of parsing. */
 void cli_config_fill(const struct cli_opts *o, redlock_config *cfg);
 int cli_config_check(const struct cli_opts *o);
+/* run's floor: the validity left when the watchdog stops retrying failed
+ * extensions and CMD is told to stop, a tenth of the ttl and at least four
+ * request timeouts (time for an extension to fail and be tried again). */
+uint32_t cli_run_floor_ms(const struct cli_opts *o);
 
 #endif

@@ -78,6 +78,10 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
     int rc;
 
     cli_config_fill(o, &cfg);
+    if (o->cmd == CLI_CMD_RUN && cli_run_config(&cfg) < 0) {
+        cli_error("run: cannot make a pipe: %s", strerror(errno));
+        return CLI_EXIT_SOFTWARE;
+    }
     /* The library is silent unless asked; -v shows its log, which has the
      * clock and restart events as warnings; without -v the event hook
      * prints just those. */

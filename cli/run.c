@@ -207,7 +207,7 @@ static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
     run_supervise(o, c, lock, w, r);
     /* No more extensions, and no lost callback after this returns. */
     redlock_watchdog_stop(c, lock);
-    run_note_extends(lock, w, r);
+    run_watch_drain(lock, w, r);
     return cmd_exit(lock, r);
 }
 
@@ -228,6 +228,14 @@ static void release(const struct cli_opts *o, redlock_client *c, redlock_lock *l
         report_votes(c, &rel, 1);
         cli_error("run: the lock expires by itself within %u ms", (unsigned)o->ttl_ms);
     }
+}
+
+int cli_run_config(redlock_config *cfg)
+{
+    if (run_events_open() < 0)
+        return -1;
+    cfg->op_fn = run_on_op;
+    return 0;
 }
 
 int cli_run(const struct cli_opts *o, redlock_client *c)

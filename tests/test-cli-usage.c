@@ -552,12 +552,13 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     {
         static const char *const said[] = {"77", "78", "conflict-exit-code", "signal", "command",
                                            "--masters-file", "forever", "EUNAVAIL", "ECANCELED",
-                                           "128 + N", "redis://", "unix://"};
+                                           "128 + N", "redis://", "unix://", "the floor"};
 
         for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
             cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
     }
     /* What the code no longer does. */
+    cr_assert(strstr(out, "a third of the ttl") == NULL, "run's old retry policy");
     cr_assert(strstr(out, "cannot be cut short") == NULL, "--wait's old waiting");
     free(out);
     free(err);
