@@ -297,12 +297,12 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     take_token(holder.out, t);
     cli_free(&holder);
 
-    /* The waiter finds it held and listens for the release on every
-     * master; then the holder unlocks. With a 5 s retry delay, only the
-     * release's message can wake it. */
+    /* The waiter finds it held and joins the queue on every master; then
+     * the holder unlocks, which hands the lock to the queue's head. With a
+     * 5 s retry delay, only the release's message can wake it. */
     t0 = now_ms();
     cli_start(&p, waiter, NULL);
-    await_subscribed(res, 5000);
+    await_waiting(res, 5000);
     cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
     t_rel = now_ms();
     cli_free(&holder);
@@ -318,7 +318,8 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     /* With --no-pubsub the same waiter, once its first attempt has failed,
      * sleeps out its retry delay: the release does not wake it. */
     mon = monitor_start(0);
-    snprintf(set_cmd, sizeof(set_cmd), "\"SET\" \"%s\"", res);
+    /* Its first attempt (the acquire script, with the key among its keys). */
+    snprintf(set_cmd, sizeof(set_cmd), "\"%s\"", res);
     cli_start(&p, poller, NULL);
     monitor_await(mon, set_cmd, 5000);
     monitor_stop(mon);
@@ -403,13 +404,15 @@ Test(lock, wait_forever_gets_the_lock_once_it_is_released)
     take_token(holder.out, t);
     cli_free(&holder);
     cli_bg(&p, "lock", res, "--wait", "forever", "--json");
-    await_subscribed(res, 5000);
+    await_waiting(res, 5000);
     cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
     cli_free(&holder);
     cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
     assert_one_json_object(p.out);
     jstr(p.out, "token", buf, sizeof(buf));
-    cr_assert(eq(int, holders(res, buf), tc_n()));
+    /* Held on a majority (a master the release reached last may still have
+     * had the old key when the waiter's attempt got there). */
+    cr_assert(holders(res, buf) >= tc_n() / 2 + 1, "held on %d masters", holders(res, buf));
     cli_free(&p);
 }
 
@@ -442,7 +445,7 @@ Test(lock, a_signal_while_waiting_cancels_the_wait_and_exits_128_plus_n)
 
         /* A poll every 10 minutes: only the cancel can end this wait soon. */
         cli_bg(&p, "lock", res, "--wait", "forever", "--retry-delay", "10m", "--json");
-        await_subscribed(res, 5000);
+        await_waiting(res, 5000);
         t0 = now_ms();
         cr_assert(kill(p.pid, sigs[i]) == 0);
         cr_assert(eq(int, cli_wait(&p), 128 + sigs[i]), "stderr: %s", p.err);

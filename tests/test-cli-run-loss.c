@@ -313,7 +313,7 @@ Test(run_loss, a_stop_while_waiting_for_the_lock_does_not_end_the_wait)
     take_token(holder.out, t);
     cli_free(&holder);
     cli_bg(&p, "run", res, "--wait", "20s", "--", "true");
-    await_subscribed(res, 5000);
+    await_waiting(res, 5000);
     /* ^Z and fg while it waits: the SIGCONT wakes the wait, but it is not
      * a signal to give up on. */
     cr_assert(kill(p.pid, SIGTSTP) == 0);

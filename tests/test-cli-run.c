@@ -309,7 +309,7 @@ Test(run, sigterm_while_waiting_for_the_lock_cancels_it_and_cmd_never_runs)
     take_token(holder.out, t);
     cli_free(&holder);
     cli_bg(&p, "run", res, "--wait", "forever", "--json", "--", "touch", marker);
-    await_subscribed(res, 5000);
+    await_waiting(res, 5000);
     cr_assert(kill(p.pid, SIGTERM) == 0);
     cr_assert(eq(int, cli_wait(&p), 128 + SIGTERM), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "interrupted by SIGTERM") != NULL, "stderr: %s", p.err);

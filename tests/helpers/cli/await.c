@@ -219,28 +219,34 @@ void monitor_stop(struct monitor *m)
     free(m);
 }
 
-void await_subscribed(const char *channel, int timeout_ms)
+void await_waiting(const char *res, int timeout_ms)
 {
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    size_t len = strlen(res);
+    char *key = malloc(len + 2);
 
+    cr_assert(key != NULL);
+    /* The library's queue of waiters for @res: a sorted set "res\0q". */
+    memcpy(key, res, len);
+    memcpy(key + len, "\0q", 2);
     for (int i = 0; i < tc_n();) {
-        redisReply *r = tc_cmd(i, "PUBSUB NUMSUB %s", channel);
-        long long subs = 0;
+        redisReply *r = tc_cmd(i, "ZCARD %b", key, len + 2);
+        long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
 
-        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[1]->type == REDIS_REPLY_INTEGER)
-            subs = r->element[1]->integer;
         if (r != NULL)
             freeReplyObject(r);
-        if (subs > 0) {
+        if (n > 0) {
             i++;
             continue;
         }
-        if (now_ms() >= deadline)
-            cr_assert_fail("nobody subscribed to '%s' on master %d within %d ms", channel, i,
+        if (now_ms() >= deadline) {
+            free(key);
+            cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i,
                            timeout_ms);
+        }
         pause_5ms();
     }
+    free(key);
 }
 
 /* The process group of @pid (field 5 of /proc/PID/stat), or -1. */

@@ -31,6 +31,11 @@
 char cli_tmpdir[SCRATCH_MAX];
 static char private_dir[SCRATCH_MAX + 16]; /* a private cluster's state dir, if any */
 static int private_port0;                  /* its master 0's port */
+/* redlock-cli processes started and not reaped yet: a test that fails
+ * half-way leaves them to cli_teardown(), which kills them, rather than
+ * running (`lock --wait forever`) or stopped (^Z) for ever. */
+#define MAX_LIVE 16
+static pid_t live[MAX_LIVE];
 static char private_pw[128];               /* its password, or "" */
 
 const char *cli_path(void)
@@ -155,6 +160,11 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
 
     p->pid = fork();
     cr_assert(p->pid >= 0, "fork: %s", strerror(errno));
+    for (size_t i = 0; p->pid > 0 && i < MAX_LIVE; i++)
+        if (live[i] == 0) {
+            live[i] = p->pid;
+            break;
+        }
     if (p->pid == 0) {
         int in = open("/dev/null", O_RDONLY);
         int out = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -187,6 +197,9 @@ int cli_wait(struct cli_proc *p)
 
     while (waitpid(p->pid, &st, 0) < 0)
         cr_assert(yes(errno == EINTR), "waitpid: %s", strerror(errno));
+    for (size_t i = 0; i < MAX_LIVE; i++)
+        if (live[i] == p->pid)
+            live[i] = 0;
     p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     p->out = slurp(p->out_path);
     p->err = slurp(p->err_path);
@@ -298,6 +311,15 @@ int private_cluster(const char *const *args)
 
 void cli_teardown(void)
 {
+    /* SIGKILL works on a stopped process too; a `run` killed so has its
+     * guard stop CMD's group. */
+    for (size_t i = 0; i < MAX_LIVE; i++) {
+        if (live[i] > 0) {
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+        }
+        live[i] = 0;
+    }
     private_port0 = 0;
     if (private_dir[0] != '\0') {
         const char *stop[] = {"stop", NULL};
@@ -362,25 +384,34 @@ void private_resume(int i)
     private_fault("resume", i);
 }
 
-long long private_pttl(int i, const char *key)
+redisReply *private_cmd(int i, const char *fmt, ...)
 {
     struct timeval tv = {1, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", private_port0 + i, tv);
+    redisContext *c;
     redisReply *r = NULL;
-    long long v = -3;
+    va_list ap;
 
     cr_assert(private_port0 > 0, "no private cluster");
+    c = redisConnectWithTimeout("127.0.0.1", private_port0 + i, tv);
     if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
         if (private_pw[0] != '\0')
             freeReplyObject(redisCommand(c, "AUTH %s", private_pw));
-        r = redisCommand(c, "PTTL %s", key);
-        if (r != NULL && r->type == REDIS_REPLY_INTEGER)
-            v = r->integer;
+        va_start(ap, fmt);
+        r = redisvCommand(c, fmt, ap);
+        va_end(ap);
     }
-    if (r != NULL)
-        freeReplyObject(r);
     if (c != NULL)
         redisFree(c);
+    return r;
+}
+
+long long private_pttl(int i, const char *key)
+{
+    redisReply *r = private_cmd(i, "PTTL %s", key);
+    long long v = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+
+    if (r != NULL)
+        freeReplyObject(r);
     return v;
 }
 
