@@ -103,6 +103,13 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
             cli_error("cannot create client: %s", why);
         return cli_exit_for(rc);
     }
+    /* The client connects in the background, and a first request would
+     * wait behind the handshakes while its --timeout-ms (50 ms) runs: on a
+     * loaded machine the handshake alone may take longer, and a master
+     * that is fine would count as slow. So wait for a quorum to be up
+     * first, for --connect-timeout-ms at most; what is not up by then the
+     * command reports, master by master. */
+    redlock_ready(*ret, 0, cfg.connect_timeout_ms, NULL, NULL);
     return 0;
 }
 
