@@ -23,6 +23,7 @@ static const struct {
     {"run", CLI_CMD_RUN, REDLOCK_SET_MAX},              /* RESOURCE... -- CMD */
     {"status", CLI_CMD_STATUS, 1},                      /* RESOURCE */
     {"ping", CLI_CMD_PING, 0},
+    {"declare-empty", CLI_CMD_DECLARE_EMPTY, 0},
 };
 
 #define N_CMDS (sizeof(cmd_defs) / sizeof(cmd_defs[0]))
@@ -145,7 +146,7 @@ static int assign_positionals(struct cli_opts *o, const struct cli_positionals *
     };
     int n_res = ps->n;
 
-    if (o->cmd == CLI_CMD_PING)
+    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_DECLARE_EMPTY)
         return 0;
     if (o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND) {
         if (ps->n < 2) {

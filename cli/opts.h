@@ -23,6 +23,7 @@ enum cli_cmd {
     CLI_CMD_RUN,
     CLI_CMD_STATUS,
     CLI_CMD_PING,
+    CLI_CMD_DECLARE_EMPTY,
 };
 
 #define CLI_DEFAULT_TTL_MS 30000u

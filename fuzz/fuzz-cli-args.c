@@ -170,9 +170,9 @@ static void check_library_accepts(const struct cli_opts *o)
 
 static void check_ok(const struct cli_opts *o)
 {
-    if (o->cmd <= CLI_CMD_NONE || o->cmd > CLI_CMD_PING || o->cmd_name == NULL)
+    if (o->cmd <= CLI_CMD_NONE || o->cmd > CLI_CMD_DECLARE_EMPTY || o->cmd_name == NULL)
         fail("OK without a command", NULL);
-    int need_resource = o->cmd != CLI_CMD_PING;
+    int need_resource = o->cmd != CLI_CMD_PING && o->cmd != CLI_CMD_DECLARE_EMPTY;
     int need_token = o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND;
     if (need_resource && (o->resource == NULL || o->resource_len == 0 ||
                           o->resource_len > REDLOCK_RESOURCE_MAX ||

@@ -62,6 +62,8 @@ static struct bad_input bad_inputs[] = {
     {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100", "--max-extends", "3", NULL},
      NULL},
     {"ping takes no argument", {"ping", "r", NULL}, NULL},
+    {"declare-empty takes no argument", {"declare-empty", "r", NULL}, NULL},
+    {"ttl on declare-empty", {"declare-empty", "--ttl", "1s", NULL}, NULL},
     {"ttl zero", {"lock", "r", "--ttl", "0", NULL}, NULL},
     {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
     {"ttl not a number", {"lock", "r", "--ttl", "abc", NULL}, NULL},
@@ -552,7 +554,8 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     {
         static const char *const said[] = {"77", "78", "conflict-exit-code", "signal", "command",
                                            "--masters-file", "forever", "EUNAVAIL", "ECANCELED",
-                                           "128 + N", "redis://", "unix://", "the floor"};
+                                           "128 + N", "redis://", "unix://", "the floor",
+                                           "declare-empty"};
 
         for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
             cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
