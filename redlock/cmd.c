@@ -60,7 +60,7 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 {
     uint32_t n = k->locks.n;
     script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n : 0) + (a->queued ? 2 * n : 0) +
-                                     (a->marked ? 1 : 0));
+                                     (a->marked ? 2 : 0));
     arg_keys(c, &k->locks);
     if (a->fenced)
         arg_keys(c, &k->fences);
@@ -68,8 +68,10 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
         arg_keys(c, &k->queues);
         arg_keys(c, &k->leases);
     }
-    if (a->marked)
+    if (a->marked) {
         arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+        arg(c, RL_YOUNG_KEY, RL_YOUNG_KEY_LEN);
+    }
     static const char *const flags[8] = { "", "f", "q", "fq", "m", "fm", "qm", "fqm" };
     arg_str(c, a->token);
     arg_num(c, a->ttl_ms);
@@ -123,6 +125,7 @@ void rl_cmd_time(rl_cmd *c)
 
 void rl_cmd_marker(rl_cmd *c, int id)
 {
-    script(c, id, 1);
+    script(c, id, 2);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    arg(c, RL_YOUNG_KEY, RL_YOUNG_KEY_LEN);
 }

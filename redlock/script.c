@@ -19,6 +19,8 @@
  *   K "\0l"      the same members, score = when the waiter's lease ends
  *   "\0redlock:marker"  the master's memory marker: a hash {born, window,
  *                maxttl} with no ttl (see the acquire script)
+ *   "\0redlock:young"   exists, with a ttl, while a reborn marker's window
+ *                lasts
  * A NUL cannot be part of a resource name or of the prefix, so none of these
  * can ever be another resource's lock key.
  *
@@ -40,11 +42,14 @@
 
 /* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop
  * waiters whose lease ended, reserve K for the head for as long as its
- * reservation may wait, and tell it on its client's channel. */
+ * reservation may wait, and tell it on its client's channel. Without a
+ * queue (the common case) it is a DEL: the queue's existence is checked
+ * first so that an uncontended release costs the master three calls. */
 #define HAND_OVER                                                              \
     "local function hand_over(i, n, by)\n"                                     \
-    "  " NOW_MS                                                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
+    "  if redis.call('exists', q) == 0 then redis.call('del', KEYS[i]) return end\n" \
+    "  " NOW_MS                                                               \
     "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
     "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
     "  end\n"                                                                  \
@@ -94,10 +99,10 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_STATUS] =
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
     /* Acquire. KEYS: n locks, then (flag f) n fence counters, then (flag q)
-     * n queues and n lease sets, then (flag m) the marker. ARGV: 1 token,
-     * 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its ticket, 7 its
-     * lease (ms), 8 the memory window the client asks for (its longest
-     * ttl, the longest any master reported, restart_guard_ms).
+     * n queues and n lease sets, then (flag m) the marker and its "young"
+     * key. ARGV: 1 token, 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its
+     * ticket, 7 its lease (ms), 8 the memory window the client asks for
+     * (its longest ttl, the longest any master reported, restart_guard_ms).
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
      * granted, 0 held (nothing written but the waiter's place in the
      * queue), -2 this master's memory cannot be trusted yet (nothing
@@ -108,53 +113,67 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * eviction), so a lock it granted may still be live elsewhere: it
      * votes for nobody until `window` (the longest ttl in use when it was
      * reborn, raised while it is still young as clients learn of longer
-     * ones) has passed on its own clock. A key may be set when it is
-     * absent, or reserved for this very waiter (the hand-off). */
+     * ones) has passed on its own clock. The rebirth writes the marker and
+     * a young key that expires when the window ends, so a trusted master
+     * answers with two reads (HGET, PTTL) and no TIME; a declared master
+     * has no young key. A key may be set when it is absent, or reserved
+     * for this very waiter (the hand-off); one key and no queue is a bare
+     * SET NX, the uncontended case. */
     [RL_SCRIPT_ACQUIRE] =
         "local n = tonumber(ARGV[3])\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
         "local queued = string.find(ARGV[4], 'q', 1, true)\n"
-        "local marked = string.find(ARGV[4], 'm', 1, true)\n"
         "local k = n + 1\n"
         "local fk = k if fenced then k = k + n end\n"
         "local qk = k if queued then k = k + 2 * n end\n"
-        NOW_MS
         "local maxttl = 0\n"
-        "if marked then\n"
+        "if string.find(ARGV[4], 'm', 1, true) then\n"
         "  local want = tonumber(ARGV[8])\n"
-        "  local m = redis.call('hmget', KEYS[k], 'born', 'window', 'maxttl')\n"
-        "  if not m[1] then\n"
+        "  local mt = redis.call('hget', KEYS[k], 'maxttl')\n"
+        "  if not mt then\n"
+        "    " NOW_MS
         "    redis.call('hset', KEYS[k], 'born', now, 'window', want, 'maxttl', want)\n"
+        "    redis.call('set', KEYS[k + 1], '1', 'PX', want)\n"
         "    return {-2, 0, want}\n"
         "  end\n"
-        "  maxttl = tonumber(m[3]) or 0\n"
+        "  maxttl = tonumber(mt) or 0\n"
         "  if want > maxttl then maxttl = want redis.call('hset', KEYS[k], 'maxttl', want) end\n"
-        "  local age, window = now - tonumber(m[1]), tonumber(m[2]) or 0\n"
-        "  if age < window then\n"
-        "    if want > window then redis.call('hset', KEYS[k], 'window', want) end\n"
+        "  local left = redis.call('pttl', KEYS[k + 1])\n"
+        "  if left > 0 then\n"
+        "    local window = tonumber(redis.call('hget', KEYS[k], 'window')) or 0\n"
+        "    local age = window - left\n"
+        "    if want > window then\n"
+        "      redis.call('hset', KEYS[k], 'window', want)\n"
+        "      redis.call('pexpire', KEYS[k + 1], want - age)\n"
+        "    end\n"
         "    return {-2, age, maxttl}\n"
         "  end\n"
         "end\n"
-        "local mine = '\\1' .. ARGV[5]\n"
-        "for i = 1, n do\n"
-        "  local v = redis.call('get', KEYS[i])\n"
-        "  if v and not (queued and v == mine) then\n"
-        "    if queued then\n"
-        "      local lease = tonumber(ARGV[7])\n"
-        "      for j = 0, n - 1 do\n"
-        "        redis.call('zadd', KEYS[qk + j], 'NX', ARGV[6], ARGV[5])\n"
-        "        redis.call('zadd', KEYS[qk + n + j], now + lease, ARGV[5])\n"
-        "        redis.call('pexpire', KEYS[qk + j], 2 * lease)\n"
-        "        redis.call('pexpire', KEYS[qk + n + j], 2 * lease)\n"
+        "if n == 1 and not queued then\n"
+        "  if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0, 0, maxttl} end\n"
+        "else\n"
+        "  local mine = '\\1' .. ARGV[5]\n"
+        "  for i = 1, n do\n"
+        "    local v = redis.call('get', KEYS[i])\n"
+        "    if v and not (queued and v == mine) then\n"
+        "      if queued then\n"
+        "        " NOW_MS
+        "        local lease = tonumber(ARGV[7])\n"
+        "        for j = 0, n - 1 do\n"
+        "          redis.call('zadd', KEYS[qk + j], 'NX', ARGV[6], ARGV[5])\n"
+        "          redis.call('zadd', KEYS[qk + n + j], now + lease, ARGV[5])\n"
+        "          redis.call('pexpire', KEYS[qk + j], 2 * lease)\n"
+        "          redis.call('pexpire', KEYS[qk + n + j], 2 * lease)\n"
+        "        end\n"
         "      end\n"
+        "      return {0, 0, maxttl}\n"
         "    end\n"
-        "    return {0, 0, maxttl}\n"
         "  end\n"
-        "end\n"
-        "for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
-        "if queued then\n"
-        "  for j = 0, n - 1 do\n"
-        "    redis.call('zrem', KEYS[qk + j], ARGV[5]) redis.call('zrem', KEYS[qk + n + j], ARGV[5])\n"
+        "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
+        "  if queued then\n"
+        "    for j = 0, n - 1 do\n"
+        "      redis.call('zrem', KEYS[qk + j], ARGV[5]) redis.call('zrem', KEYS[qk + n + j], ARGV[5])\n"
+        "    end\n"
         "  end\n"
         "end\n"
         "local f = 0\n"
@@ -174,17 +193,23 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "end\n"
         "return 1\n",
     /* The marker as it stands, without creating it: {age, window, maxttl},
-     * or {-1, 0, 0} when there is none. For the handshake and the probes. */
+     * or {-1, 0, 0} when there is none. For the handshake and the probes.
+     * KEYS: the marker, its young key. The acquire script trusts a marker
+     * once its young key is gone; the window reported is cut to the age
+     * then, so that both always agree. */
     [RL_SCRIPT_MARKER] =
         NOW_MS
         "local m = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl')\n"
         "if not m[1] then return {-1, 0, 0} end\n"
-        "return {now - tonumber(m[1]), tonumber(m[2]) or 0, tonumber(m[3]) or 0}\n",
+        "local age, window = now - tonumber(m[1]), tonumber(m[2]) or 0\n"
+        "if age < window and redis.call('exists', KEYS[2]) == 0 then window = age end\n"
+        "return {age, window, tonumber(m[3]) or 0}\n",
     /* An operator declares a new master empty: a marker that counts at once,
      * only where there is none. Returns 1 if created, 0 if one was there. */
     [RL_SCRIPT_DECLARE] =
         "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
         "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0)\n"
+        "redis.call('del', KEYS[2])\n"
         "return 1\n",
 };
 
