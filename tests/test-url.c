@@ -108,6 +108,16 @@ static bool connected_as(int i, const char *user)
     return found;
 }
 
+/* A client for @cfg once @want masters are up, each new database or server
+ * declared empty (the restart guard's marker lives in each database). */
+static redlock_client *client(const redlock_config *cfg, int want)
+{
+    redlock_client *c = core_client(cfg, want);
+    redlock_error e;
+    cr_assert(eq(int, redlock_declare_empty(c, NULL, &e), 0), "%s", e.msg);
+    return c;
+}
+
 /* The masters take() and give() wait for (bit i: master i); 0: all. */
 static unsigned barrier_mask;
 
@@ -154,7 +164,7 @@ Test(url, each_master_authenticates_with_its_own_credentials)
     }
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = core_client(&cfg, 3);
+    redlock_client *c = client(&cfg, 3);
     for (int i = 0; i < 3; i++) {
         cr_expect(connected_as(i, users[i]), "master %d: no client as %s", i, users[i]);
         char name[128];
@@ -180,7 +190,7 @@ Test(url, a_wrong_password_fails_only_its_master_and_never_shows)
     }
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = core_client(&cfg, 2);
+    redlock_client *c = client(&cfg, 2);
     barrier_mask = 1u << 0 | 1u << 1;   /* master 2 never lets us in */
     char res[128];
     redlock_outcome out;
@@ -206,7 +216,7 @@ Test(url, a_database_index_puts_the_keys_in_that_database)
                                  i ? "," : "", tc_addr(i), 3 + i);
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = core_client(&cfg, 3);
+    redlock_client *c = client(&cfg, 3);
     char res[128];
     redlock_lock *l = take(c, res, NULL);
     for (int i = 0; i < 3; i++) {
@@ -238,7 +248,7 @@ Test(url, unix_socket_masters)
     }
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = core_client(&cfg, 3);
+    redlock_client *c = client(&cfg, 3);
     char res[128];
     redlock_lock *l = take(c, res, NULL);
     cr_expect(eq(int, exists_unix(paths[0], 0, res), 1));

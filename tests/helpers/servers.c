@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 
 #define TS_READY_MS 10000          /* a server that is not ready by then is broken */
 #define TS_MAX_ARGS 48
