@@ -389,6 +389,12 @@ int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_co
         snprintf(why, whylen, "out of memory connecting");
         return REDLOCK_ENOMEM;
     }
+    /* A connect that fails at once (a unix socket that is not there; on
+     * loopback, sometimes a refused port) says so here, in both versions.
+     * One that fails later does so on the first read or write event:
+     * HIREDIS_MAJOR 0 and 1.x alike call onConnect(REDIS_ERR), which we do
+     * not use, and then free the context, which ends the connection as a
+     * drop does (every queued command gets NULL, then on_close). */
     if (ac->err) {
         connect_error(a, ac, why, whylen);
         redisAsyncFree(ac);
