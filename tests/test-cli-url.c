@@ -6,7 +6,6 @@
  * stdout or stderr, not in --json, not in the command line of any process.
  * The masters are the cluster's, with an ACL user per test made here.
  */
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +20,6 @@
 #define SECRET "Cli-S3cret"
 
 TestSuite(cli_url, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
-
-/* Until redlock-cli(1) documents URL masters, the CLI does not take them
- * (it checked host:port itself, and quoted a rejected entry whole, password
- * included): these tests run once its man page says redis://. */
-static void need_url_cli(void)
-{
-    char *man = slurp(REDLOCK_CLI_MAN);
-    bool documented = strstr(man, "redis://") != NULL;
-    free(man);
-    if (!documented)
-        cr_skip_test("redlock-cli(1) does not document URL masters (redis://...) yet");
-}
 
 static void expect_no_secret(const struct cli_proc *p)
 {
@@ -57,7 +44,6 @@ static void masters_env(char *env, size_t size, char *user, size_t usize)
 
 Test(cli_url, a_password_in_argv_is_refused_without_echoing_it)
 {
-    need_url_cli();
     struct cli_proc p;
     char masters[128], res[128];
     snprintf(masters, sizeof(masters), "redis://u:%s@%s", SECRET, tc_addr(0));
@@ -72,7 +58,6 @@ Test(cli_url, a_password_in_argv_is_refused_without_echoing_it)
 
 Test(cli_url, passwords_from_the_environment_work_and_never_show)
 {
-    need_url_cli();
     struct cli_proc p;
     char env[1024], user[64], res[128], token[64];
     masters_env(env, sizeof(env), user, sizeof(user));
@@ -101,7 +86,6 @@ Test(cli_url, passwords_from_the_environment_work_and_never_show)
 
 Test(cli_url, a_wrong_password_from_the_environment_never_shows)
 {
-    need_url_cli();
     struct cli_proc p;
     char env[1024], user[64], res[128];
     masters_env(env, sizeof(env), user, sizeof(user));
@@ -120,7 +104,6 @@ Test(cli_url, a_wrong_password_from_the_environment_never_shows)
 
 Test(cli_url, no_command_line_holds_the_password)
 {
-    need_url_cli();
     struct cli_proc p;
     char env[1024], user[64], res[128], cmd[700];
     masters_env(env, sizeof(env), user, sizeof(user));
