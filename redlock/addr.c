@@ -34,6 +34,64 @@ static bool has_prefix(const char *s, size_t len, const char *p)
     return len >= n && strncasecmp(s, p, n) == 0;
 }
 
+/* Where the credentials of entry @s end: its '@', or NULL. A URL's host,
+ * port and database never hold an '@', so in redis(s):// the last one ends
+ * them (a password may hold '@' and '/' unescaped); a unix socket's path
+ * starts with '/', so there the first "@/" does. An entry with no scheme
+ * and an '@' is a mistake refused below, but it is found the same way, so
+ * that its message can leave the password out. */
+static const char *userinfo_end(const char *s, size_t len)
+{
+    const char *sep = memmem(s, len, "://", 3);
+    const char *start = sep ? sep + 3 : s, *end = s + len;
+    if (has_prefix(s, len, "unix://"))
+        return memmem(start, (size_t)(end - start), "@/", 2);
+    const char *at = NULL;
+    for (const char *q = start; q < end; q++)
+        if (*q == '@')
+            at = q;
+    return at;
+}
+
+/* Append @len bytes of @s to @out (room @cap, NUL-terminated), cut to fit. */
+static void append(char *out, size_t cap, size_t *used, const char *s, size_t len)
+{
+    if (*used + 1 >= cap)
+        return;
+    size_t n = len < cap - 1 - *used ? len : cap - 1 - *used;
+    memcpy(out + *used, s, n);
+    *used += n;
+    out[*used] = '\0';
+}
+
+/* @list (one entry or many) as messages may show it: each password
+ * replaced by "***" (the user name stays: it is not a secret). */
+static void redact(const char *list, char *out, size_t cap)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (const char *p = list;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *at = userinfo_end(p, len);
+        if (!at) {
+            append(out, cap, &used, p, len);
+        } else {
+            const char *sep = memmem(p, len, "://", 3);
+            const char *ui = sep ? sep + 3 : p;
+            const char *colon = memchr(ui, ':', (size_t)(at - ui));
+            const char *keep = colon ? colon + 1 : ui;
+            append(out, cap, &used, p, (size_t)(keep - p));
+            append(out, cap, &used, "***", 3);
+            append(out, cap, &used, at, len - (size_t)(at - p));
+        }
+        if (!comma)
+            break;
+        append(out, cap, &used, ",", 1);
+        p = comma + 1;
+    }
+}
+
 static int hexval(int ch)
 {
     if (ch >= '0' && ch <= '9') return ch - '0';
@@ -159,14 +217,12 @@ static int parse_hostport(const char *entry, const char *hp, size_t len, bool ne
 }
 
 /* "user:password@" (user may be empty). */
-static int parse_userinfo(const char *entry, const char *ui, size_t len, rl_addr *a,
-                          redlock_error *e)
+static int parse_userinfo(const char *ui, size_t len, rl_addr *a, redlock_error *e)
 {
     const char *colon = memchr(ui, ':', len);
     if (!colon)
         BAD("masters: \"%.60s\": credentials are written user:password@ or :password@",
             a->name);
-    (void)entry;
     if (pct_decode(ui, (size_t)(colon - ui), a->user, sizeof(a->user)) < 0 ||
         pct_decode(colon + 1, len - (size_t)(colon - ui) - 1, a->password,
                    sizeof(a->password)) < 0)
@@ -195,7 +251,9 @@ static void url_name(rl_addr *a, const char *scheme)
              a->user[0] ? "@" : "", hostport, db);
 }
 
-static int parse_url(const char *entry, size_t len, rl_addr *a, redlock_error *e)
+/* @shown is @entry as messages show it (no password). */
+static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *a,
+                     redlock_error *e)
 {
     bool unix_sock = has_prefix(entry, len, "unix://");
     bool tls = has_prefix(entry, len, "rediss://");
@@ -207,20 +265,16 @@ static int parse_url(const char *entry, size_t len, rl_addr *a, redlock_error *e
     a->kind = unix_sock ? RL_ADDR_UNIX : RL_ADDR_TCP;
     snprintf(a->name, sizeof(a->name), "%s://...", scheme);   /* until known */
 
-    /* userinfo: up to the last '@' before the path (unix: before the '/') */
-    const char *auth_end = p;
-    while (auth_end < end && *auth_end != '/' && *auth_end != '?')
-        auth_end++;
-    const char *at = NULL;
-    for (const char *q = p; q < auth_end; q++)
-        if (*q == '@')
-            at = q;
+    const char *at = userinfo_end(entry, len);
     if (at) {
-        int rc = parse_userinfo(entry, p, (size_t)(at - p), a, e);
+        int rc = parse_userinfo(p, (size_t)(at - p), a, e);
         if (rc)
             return rc;
         p = at + 1;
     }
+    const char *auth_end = p;
+    while (auth_end < end && *auth_end != '/' && *auth_end != '?')
+        auth_end++;
     if (unix_sock) {
         if (p != auth_end)
             BAD("masters: \"%.60s\": write unix sockets as unix:///path/to.sock", a->name);
@@ -239,17 +293,17 @@ static int parse_url(const char *entry, size_t len, rl_addr *a, redlock_error *e
         url_name(a, scheme);
         return 0;
     }
-    int rc = parse_hostport(entry, p, (size_t)(auth_end - p), false, a, e);
+    int rc = parse_hostport(shown, p, (size_t)(auth_end - p), false, a, e);
     if (rc)
         return rc;
     if (auth_end < end) {
         if (*auth_end == '?')
             BAD("masters: \"%.60s\": URL parameters are not supported (the database is "
-                "written /N)", entry);
+                "written /N)", shown);
         const char *db = auth_end + 1;
         if (db < end && (a->db = parse_db(db, (size_t)(end - db))) < 0)
             BAD("masters: \"%.60s\": the database after the host must be a number 0..65535",
-                entry);
+                shown);
     }
     url_name(a, scheme);
     return 0;
@@ -259,13 +313,15 @@ static int parse_entry(const char *entry, size_t len, rl_addr *a, redlock_error 
 {
     memset(a, 0, sizeof(*a));
     a->db = -1;
+    char shown[RL_NAME_MAX];
+    redact(entry, shown, sizeof(shown));
     if (has_prefix(entry, len, "redis://") || has_prefix(entry, len, "rediss://") ||
         has_prefix(entry, len, "unix://"))
-        return parse_url(entry, len, a, e);
+        return parse_url(entry, len, shown, a, e);
     const char *sep = strstr(entry, "://");
     if (sep && (size_t)(sep - entry) < len)
         BAD("masters: \"%.60s\": unknown scheme (use redis://, rediss://, unix:// or "
-            "host:port)", entry);
+            "host:port)", shown);
     if (len >= sizeof(a->name))
         BAD("masters: entry \"%.40s...\" is too long", entry);
     memcpy(a->name, entry, len);
@@ -283,10 +339,34 @@ static bool same_as_written(const rl_addr *a, const rl_addr *b)
     return a->port == b->port && strcasecmp(a->host, b->host) == 0;
 }
 
+/* An entry with an '@' and no scheme: credentials outside a URL, or a
+ * password holding a ',' that split its URL in two. Found before any entry
+ * is parsed, so that no message quotes the piece of a password that the
+ * ',' left in the entry before it. */
+static int check_stray_credentials(const char *list, redlock_error *e)
+{
+    int idx = 1;
+    for (const char *p = list;; idx++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (memchr(p, '@', len) && !memmem(p, len, "://", 3))
+            BAD("masters: entry %d holds an '@' outside a URL: credentials are written "
+                "redis://user:password@host:port (a ',' in a password as %%2C)", idx);
+        if (!comma)
+            return 0;
+        p = comma + 1;
+    }
+}
+
 int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
 {
     if (!list || !*list)
         BAD("masters: no master given (use host:port,host:port,...)");
+    int rc = check_stray_credentials(list, e);
+    if (rc)
+        return rc;
+    char shown[256];
+    redact(list, shown, sizeof(shown));
     int count = 0;
     const char *p = list;
     for (;;) {
@@ -296,9 +376,9 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
         while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
         if (len == 0) {
             if (!comma && count > 0)
-                BAD("masters: trailing comma in \"%.80s\"", list);
+                BAD("masters: trailing comma in \"%.80s\"", shown);
             BAD("masters: empty entry %d in \"%.80s\" (use host:port,host:port,...)",
-                count + 1, list);
+                count + 1, shown);
         }
         if (count == REDLOCK_MAX_MASTERS)
             BAD("masters: more than %d entries (use 3, 5 or 7 masters)", REDLOCK_MAX_MASTERS);
@@ -307,7 +387,7 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
             BAD("masters: entry %d is too long", count + 1);
         memcpy(entry, p, len);
         entry[len] = '\0';
-        int rc = parse_entry(entry, len, &out[count], e);
+        rc = parse_entry(entry, len, &out[count], e);
         if (rc)
             return rc;
         for (int j = 0; j < count; j++) {

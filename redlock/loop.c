@@ -2,40 +2,65 @@
  *
  * One private event_base and one I/O thread per blocking client. Callers on
  * any thread put a call on a mutex-protected queue, wake the I/O thread
- * through a pipe, and sleep on their own condition variable. The I/O thread
+ * through an eventfd, and sleep until their call is done. The I/O thread
  * starts each call as an ordinary async op, so calls from many threads are
  * in flight together and share the N connections as pipelines: nothing is
  * serialised behind one caller. Only this thread ever touches hiredis or
  * the base, so they need no locks of their own. For async clients the
  * caller is on the loop's thread already, and a call runs at once.
+ *
+ * What a blocking call costs over an async one is two thread wake-ups, and
+ * it is kept to that: one eventfd write to wake the I/O thread (none when a
+ * wake-up is already on its way), one read to drain it, and one futex wake
+ * to end the caller's sleep (none when the caller has not gone to sleep
+ * yet). A condition variable signalled under the queue's mutex would wake
+ * the caller only to put it to sleep again on that mutex.
  */
 #include "loop.h"
 
 #include <errno.h>
 #include <event2/event.h>
-#include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* rl_call.state: the caller sleeps on it while it is RL_CALL_ASLEEP. */
+enum { RL_CALL_PENDING, RL_CALL_ASLEEP, RL_CALL_DONE };
 
 struct rl_blocking {
     pthread_t thread;
-    pthread_mutex_t mu;           /* guards head/tail, stop, waiters and every call->done */
+    pthread_mutex_t mu;           /* guards head/tail, stop, waiters, wake_sent */
     pthread_cond_t idle;          /* signalled when the last waiter leaves after stop */
     rl_call *head, *tail;
     bool stop;
+    bool wake_sent;               /* the eventfd holds a wake-up not yet taken */
     int waiters;                  /* callers inside rl_loop_submit */
-    int pipefd[2];                /* wake-up: [0] read by the I/O thread */
+    int wakefd;                   /* eventfd: read by the I/O thread */
     struct event *wake_ev;
 };
+
+static void futex_wait(uint32_t *word, uint32_t val)
+{
+    /* Returns at once if *word is no longer @val; EINTR and spurious
+     * wake-ups are the caller's loop's business. */
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 void rl_call_done(redlock_client *c, rl_call *call, int status, const redlock_outcome *out,
                   const redlock_error *err)
 {
-    struct rl_blocking *b = c->blk;
-    pthread_mutex_lock(&b->mu);
+    (void)c;
+    /* The caller reads these only after it saw RL_CALL_DONE (acquire). */
     call->status = status;
     if (call->out && out)
         *call->out = *out;
@@ -45,11 +70,27 @@ void rl_call_done(redlock_client *c, rl_call *call, int status, const redlock_ou
         else if (status)
             rl_seterr(call->err, status, -1, "%s", redlock_strerror(status));
     }
-    call->done = true;
-    /* Signal while holding the mutex: the caller cannot wake, return and
-     * destroy call->cond before we have let go of it. */
-    pthread_cond_signal(&call->cond);
-    pthread_mutex_unlock(&b->mu);
+    /* From the exchange on, the call may be gone (its caller returned):
+     * the wake below only names the address. A wake on memory that is no
+     * longer a call wakes nobody, or someone who checks their own word. */
+    uint32_t was = __atomic_exchange_n(&call->state, RL_CALL_DONE, __ATOMIC_RELEASE);
+    if (was == RL_CALL_ASLEEP)
+        futex_wake(&call->state);
+}
+
+/* Sleep until @call is done. */
+static void call_wait(rl_call *call)
+{
+    for (;;) {
+        uint32_t s = RL_CALL_PENDING;
+        if (__atomic_compare_exchange_n(&call->state, &s, RL_CALL_ASLEEP, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
+            s == RL_CALL_ASLEEP) {
+            futex_wait(&call->state, RL_CALL_ASLEEP);
+            continue;
+        }
+        return;   /* RL_CALL_DONE, with the acquire above */
+    }
 }
 
 static void call_run(redlock_client *c, rl_call *call, bool stop)
@@ -80,14 +121,15 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
     (void)what;
     redlock_client *c = arg;
     struct rl_blocking *b = c->blk;
-    char buf[64];
-    /* Drain first, then take the queue: a request queued after the take
-     * finds the queue empty and writes a new wake-up byte. */
-    while (read(fd, buf, sizeof(buf)) > 0)
-        ;
+    uint64_t n;
+    /* One read empties the counter. Before the queue is taken: a call
+     * queued after the take sees wake_sent false and wakes us again. */
+    ssize_t r = read(fd, &n, sizeof(n));
+    (void)r;
     pthread_mutex_lock(&b->mu);
     rl_call *list = b->head;
     b->head = b->tail = NULL;
+    b->wake_sent = false;
     bool stop = b->stop;
     pthread_mutex_unlock(&b->mu);
     while (list) {
@@ -118,15 +160,15 @@ int rl_loop_start(redlock_client *c, redlock_error *e)
         rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory");
         return REDLOCK_ENOMEM;
     }
-    b->pipefd[0] = b->pipefd[1] = -1;
+    b->wakefd = -1;
     if (pthread_mutex_init(&b->mu, NULL) != 0 || pthread_cond_init(&b->idle, NULL) != 0) {
         free(b);
         rl_seterr(e, REDLOCK_ESYS, -1, "pthread_mutex_init failed");
         return REDLOCK_ESYS;
     }
-    if (pipe2(b->pipefd, O_NONBLOCK | O_CLOEXEC) != 0)
+    if ((b->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
         goto fail;
-    b->wake_ev = event_new(c->base, b->pipefd[0], EV_READ | EV_PERSIST, on_wake, c);
+    b->wake_ev = event_new(c->base, b->wakefd, EV_READ | EV_PERSIST, on_wake, c);
     if (!b->wake_ev || event_add(b->wake_ev, NULL) != 0)
         goto fail;
     c->blk = b;
@@ -149,21 +191,23 @@ fail:
     rl_seterr(e, REDLOCK_ESYS, -1, "cannot start the I/O thread: %s", strerror(errno));
     if (b->wake_ev)
         event_free(b->wake_ev);
-    if (b->pipefd[0] >= 0) {
-        close(b->pipefd[0]);
-        close(b->pipefd[1]);
-    }
+    if (b->wakefd >= 0)
+        close(b->wakefd);
     pthread_cond_destroy(&b->idle);
     pthread_mutex_destroy(&b->mu);
     free(b);
     return REDLOCK_ESYS;
 }
 
+/* Under b->mu: make sure the I/O thread will look at the queue. */
 static void wake(struct rl_blocking *b)
 {
-    /* A full pipe already means "wake up": EAGAIN is fine. */
-    ssize_t w = write(b->pipefd[1], "w", 1);
-    (void)w;
+    if (b->wake_sent)
+        return;   /* on its way: on_wake takes the queue after reading it */
+    b->wake_sent = true;
+    uint64_t one = 1;
+    ssize_t w = write(b->wakefd, &one, sizeof(one));
+    (void)w;   /* cannot fail short of a counter at 2^64-1 */
 }
 
 void rl_loop_stop(redlock_client *c)
@@ -171,8 +215,8 @@ void rl_loop_stop(redlock_client *c)
     struct rl_blocking *b = c->blk;
     pthread_mutex_lock(&b->mu);
     b->stop = true;
-    pthread_mutex_unlock(&b->mu);
     wake(b);
+    pthread_mutex_unlock(&b->mu);
     pthread_join(b->thread, NULL);
     /* Callers woken with ESHUTDOWN still need b->mu to leave: wait for the
      * last of them before destroying it. */
@@ -182,8 +226,7 @@ void rl_loop_stop(redlock_client *c)
     pthread_mutex_unlock(&b->mu);
     /* The I/O thread is gone: from here on this thread owns the base. */
     event_free(b->wake_ev);
-    close(b->pipefd[0]);
-    close(b->pipefd[1]);
+    close(b->wakefd);
     pthread_cond_destroy(&b->idle);
     pthread_mutex_destroy(&b->mu);
     free(b);
@@ -192,41 +235,36 @@ void rl_loop_stop(redlock_client *c)
 
 /* ---- caller side ----------------------------------------------------------- */
 
+/* Under b->mu. */
 static void enqueue(struct rl_blocking *b, rl_call *call)
 {
-    bool was_empty = b->head == NULL;
     call->next = NULL;
     if (b->tail)
         b->tail->next = call;
     else
         b->head = call;
     b->tail = call;
-    if (was_empty)
-        wake(b);   /* under the mutex: on_wake drains, then takes the queue */
+    wake(b);
 }
 
 int rl_loop_submit(redlock_client *c, rl_call *call)
 {
     struct rl_blocking *b = c->blk;
-    if (pthread_cond_init(&call->cond, NULL) != 0) {
-        rl_seterr(call->err, REDLOCK_ESYS, -1, "pthread_cond_init failed");
-        return REDLOCK_ESYS;
-    }
+    call->state = RL_CALL_PENDING;
     pthread_mutex_lock(&b->mu);
     if (b->stop) {
         pthread_mutex_unlock(&b->mu);
-        pthread_cond_destroy(&call->cond);
         rl_seterr(call->err, REDLOCK_ESHUTDOWN, -1, "client is being freed");
         return REDLOCK_ESHUTDOWN;
     }
     b->waiters++;
     enqueue(b, call);
-    while (!call->done)
-        pthread_cond_wait(&call->cond, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    call_wait(call);
+    pthread_mutex_lock(&b->mu);
     if (--b->waiters == 0 && b->stop)
         pthread_cond_signal(&b->idle);
     pthread_mutex_unlock(&b->mu);
-    pthread_cond_destroy(&call->cond);
     return call->status;
 }
 
@@ -257,4 +295,3 @@ void rl_loop_post(redlock_client *c, rl_loop_fn *fn, void *arg)
     enqueue(b, call);
     pthread_mutex_unlock(&b->mu);
 }
-

@@ -20,8 +20,7 @@ struct rl_call {
     rl_loop_fn *fn;
     void *fn_arg;
     bool posted;                  /* nobody waits: freed after it ran */
-    pthread_cond_t cond;          /* signalled when done */
-    bool done;
+    uint32_t state;               /* RL_CALL_*: a futex word (loop.c) */
     int status;
     redlock_outcome *out;         /* optional: the caller's */
     redlock_error *err;           /* optional: the caller's */

@@ -4,22 +4,78 @@
  * release or extend our lock), so it comes from OpenSSL's CSPRNG: 128 bits,
  * printed as 32 hex characters. Retry jitter needs no such strength; it uses
  * a per-client xorshift seeded from the same source.
+ *
+ * OpenSSL 3 calls getpid() on every RAND_bytes() (to notice a fork), a
+ * system call per acquire. Tokens are therefore drawn RL_TOKEN_BATCH at a
+ * time into a buffer per thread, and each is wiped from it as it is handed
+ * out. A forked child must never hand out the bytes its parent has (both
+ * would take locks with the same token), so pthread_atfork() moves a
+ * generation counter on in every child, which makes each thread's buffer
+ * stale there; threads other than the forking one do not exist in the
+ * child.
  */
 #include "common.h"
 
+#include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <pthread.h>
+#include <string.h>
 #include <time.h>
+
+#define RL_TOKEN_BATCH 16
+
+static unsigned long fork_gen;            /* moved on in each forked child */
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void on_fork_child(void)
+{
+    __atomic_add_fetch(&fork_gen, 1, __ATOMIC_RELAXED);
+}
+
+static void atfork_init(void)
+{
+    pthread_atfork(NULL, NULL, on_fork_child);
+}
+
+static __thread struct {
+    unsigned char raw[RL_TOKEN_BATCH * RL_TOKEN_BYTES];
+    unsigned left;                        /* tokens not handed out yet */
+    unsigned long gen;                    /* fork_gen when drawn */
+} batch;
+
+/* The next RL_TOKEN_BYTES random bytes into @out, from this thread's batch
+ * (drawn again when empty or drawn before a fork). 0, or -1 when OpenSSL
+ * fails (then nothing is used from it). */
+static int next_random(unsigned char out[RL_TOKEN_BYTES])
+{
+    pthread_once(&atfork_once, atfork_init);
+    unsigned long gen = __atomic_load_n(&fork_gen, __ATOMIC_RELAXED);
+    if (batch.left == 0 || batch.gen != gen) {
+        if (RAND_bytes(batch.raw, sizeof(batch.raw)) != 1) {
+            OPENSSL_cleanse(batch.raw, sizeof(batch.raw));
+            batch.left = 0;
+            return -1;
+        }
+        batch.left = RL_TOKEN_BATCH;
+        batch.gen = gen;
+    }
+    unsigned char *p = batch.raw + (size_t)--batch.left * RL_TOKEN_BYTES;
+    memcpy(out, p, RL_TOKEN_BYTES);
+    OPENSSL_cleanse(p, RL_TOKEN_BYTES);
+    return 0;
+}
 
 int rl_token_new(char out[RL_TOKEN_LEN + 1])
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char raw[RL_TOKEN_BYTES];
-    if (RAND_bytes(raw, sizeof(raw)) != 1)
+    if (next_random(raw) != 0)
         return REDLOCK_ESYS;
     for (size_t i = 0; i < sizeof(raw); i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 15];
     }
+    OPENSSL_cleanse(raw, sizeof(raw));
     out[RL_TOKEN_LEN] = '\0';
     return 0;
 }

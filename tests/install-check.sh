@@ -14,7 +14,13 @@ libdir=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="libdir"))')
 pcdir=$(find "$dest" -name redlock.pc -printf '%h\n' -quit)
 [ -n "$pcdir" ] || { echo "not ok 1 - redlock.pc was not installed"; echo "1..1"; exit 1; }
-export PKG_CONFIG_PATH="$pcdir" PKG_CONFIG_SYSROOT_DIR="$dest"
+# Where the build found hiredis, if not in the system's paths (a hiredis
+# 1.x of tools/deps.sh): redlock.pc names it as a private requirement, so
+# pkg-config must find its .pc file, as it would for a user who built
+# against that hiredis.
+extra=$(meson introspect "$build" --buildoptions | python3 -c \
+  'import json,sys; print(":".join(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="pkg_config_path")))')
+export PKG_CONFIG_PATH="$pcdir${extra:+:$extra}" PKG_CONFIG_SYSROOT_DIR="$dest"
 # A sanitized build installs a sanitized library: its users must link the
 # same runtime, or the loader refuses to start them.
 san=$(meson introspect "$build" --buildoptions | python3 -c \

@@ -1,0 +1,68 @@
+/* servers.h - extra servers a test starts itself, a PKI for TLS, the log captured.
+ *
+ * For tests whose masters must be configured unlike the cluster's (TLS,
+ * client certificates, unix sockets): each server is a redis-server (or
+ * $REDLOCK_TEST_SERVER) of the test's own, on a port of the test's block
+ * (with-cluster.sh's base port + 1..9, so clusters never collide) or a unix
+ * socket, started with persistence off and stopped by ts_server_stop().
+ * Helpers that cannot do their job fail the running test (cr_fatal).
+ */
+#ifndef TS_SERVERS_H
+#define TS_SERVERS_H
+
+#include <stdbool.h>
+
+typedef struct ts_server ts_server;
+
+/* Port @k (1..9) of this test's block. */
+int ts_port(int k);
+
+/* A directory of this test process's own (made on first use). */
+const char *ts_dir(void);
+
+/*
+ * ts_pki() - Certificates for TLS tests, made once per cluster with openssl
+ *
+ * In the returned directory (EC P-256 keys, valid for a day):
+ *   ca.crt                   the test CA
+ *   server.crt, server.key   signed by it, for 127.0.0.1 and localhost
+ *   client.crt, client.key   signed by it, for client authentication
+ *   other-ca.crt             an unrelated CA (a "wrong CA")
+ *   other.crt, other.key     signed by the test CA, for other.example only
+ */
+const char *ts_pki(void);
+
+/* "DIR/NAME" for a file of the PKI. Static storage, one of 8 in turn. */
+const char *ts_pki_file(const char *name);
+
+/*
+ * ts_server_start() - Start a server with @args and return once it is ready
+ * @args: NULL-terminated; after "--bind 127.0.0.1 --save '' --appendonly no"
+ *        and a dir of its own. Give "--port", "--tls-port", "--unixsocket"...
+ *
+ * Ready means it logged that it is ready to accept connections: the test awaits that
+ * line on a pipe, not a timer. The server dies with the test process.
+ * Ownership: stop it with ts_server_stop().
+ */
+ts_server *ts_server_start(const char *const *args);
+
+/* Kill the server and wait for it. NULL is a no-op. */
+void ts_server_stop(ts_server *s);
+
+/* ------------------------------------------------------------------------ */
+/* The library's log, captured (any thread)                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A redlock_log_fn that appends each line to this process's capture. */
+void ts_log(int level, const char *msg, void *arg);
+
+/* Is there a captured line holding both @a and @b? */
+bool ts_log_has(const char *a, const char *b);
+
+/* Does any captured line hold @s? */
+bool ts_log_contains(const char *s);
+
+/* The capture so far, for failure messages. Static storage. */
+const char *ts_log_text(void);
+
+#endif
