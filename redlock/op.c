@@ -275,9 +275,16 @@ void rl_op_finish(rl_op *op, int status)
     else
         c->done_head = op;
     c->done_tail = op;
+    /* Delivered after the callbacks of this loop pass (event_active: no
+     * extra trip through epoll_wait). Inside the delivery itself, the next
+     * pass: see on_deliver. Pending covers both armed and active. */
+    if (event_pending(c->deliver_ev, EV_TIMEOUT, NULL))
+        return;
     static const struct timeval zero = { 0, 0 };
-    if (!evtimer_pending(c->deliver_ev, NULL))
+    if (c->in_deliver)
         evtimer_add(c->deliver_ev, &zero);
+    else
+        event_active(c->deliver_ev, EV_TIMEOUT, 1);
 }
 
 void rl_op_cancel(rl_op *op, int status)
@@ -345,13 +352,15 @@ static void on_deliver(evutil_socket_t fd, short what, void *arg)
     redlock_client *c = arg;
     rl_op *last = c->done_tail;
     rl_client_enter(c);
+    c->in_deliver = true;
     while (c->done_head) {
         rl_op *op = done_pop(c);
         deliver_one(op);
         if (op == last)
             break;
     }
-    if (c->done_head) {
+    c->in_deliver = false;
+    if (c->done_head && !event_pending(c->deliver_ev, EV_TIMEOUT, NULL)) {
         static const struct timeval zero = { 0, 0 };
         evtimer_add(c->deliver_ev, &zero);
     }

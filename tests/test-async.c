@@ -254,6 +254,64 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
     redlock_lock_free(l);
 }
 
+/* A callback that tries again at once, against masters that refuse: each
+ * retry is decided inside its call. Its delivery must wait for the loop's
+ * next pass, so timers and sockets still get their turn; a delivery in the
+ * same pass would spin here forever. */
+struct spin {
+    const char *res;
+    int runs, stop;
+};
+
+static void on_spin(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                    const redlock_error *err, void *arg)
+{
+    struct spin *s = arg;
+
+    (void)status; (void)out; (void)err;
+    redlock_lock_free(lock);
+    s->runs++;
+    if (!s->stop && redlock_acquire_async(c, s->res, strlen(s->res), TTL_MS, on_spin, s, NULL) != 0)
+        s->stop = 1;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd; (void)what;
+    *(int *)arg = 1;
+}
+
+Test(async, a_callback_that_retries_at_once_cannot_starve_the_loop)
+{
+    char masters[128], res[128];
+    redlock_config cfg;
+    redlock_error e;
+    int ticked = 0;
+
+    snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             tc_dead_port(), tc_dead_port(), tc_dead_port());
+    redlock_client_free(client);
+    core_config(&cfg);
+    cfg.masters = masters;
+    cfg.retry_count = 0;
+    client = core_client_async(&cfg, base);
+    run_for(50);    /* let the refusals land, as above */
+
+    tc_resource(res, sizeof(res), NULL);
+    struct spin s = { .res = res };
+    struct event *tick = evtimer_new(base, on_tick, &ticked);
+    struct timeval tv = { 0, 20000 };
+    cr_assert(not(zero(ptr, tick)));
+    evtimer_add(tick, &tv);
+    cr_assert(eq(int, redlock_acquire_async(client, res, strlen(res), TTL_MS, on_spin, &s, &e), 0),
+              "%s", e.msg);
+    cr_assert(tc_run_until(base, &ticked, WAIT_MS), "the timer never fired");
+    cr_expect(gt(int, s.runs, 1), "the callback ran %d times", s.runs);
+    s.stop = 1;
+    run_for(50);
+    event_free(tick);
+}
+
 Test(async, error_return_never_runs_the_callback)
 {
     struct rec r[6];
