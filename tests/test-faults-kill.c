@@ -292,6 +292,7 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     }
     cr_expect(ge(int, excluded, 2), "%d of the 3 restarted masters excluded (the third may "
               "still have been pending when the attempt failed)", excluded);
+    cr_log_info("inside the window: %s", fx.e.msg);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "a failed acquire left a key");
     memset(&st, 0, sizeof(st));
     redlock_ping(fx.c, &st, NULL);

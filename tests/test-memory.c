@@ -191,6 +191,7 @@ static void expect_refused(int rc, const redlock_outcome *out, const redlock_err
     cr_expect(eq(int, out->votes[m].err, REDLOCK_EUNTRUSTED));
     cr_expect(strstr(out->votes[m].detail, "memory marker") != NULL, "the vote says why: %s",
               out->votes[m].detail);
+    cr_log_info("B refused: %s; master %d: %s", e->msg, m, out->votes[m].detail);
     cr_expect(eq(int, core_get(m, res, strlen(res), NULL, 0, NULL), 0),
               "master %d wrote B's key although it does not vote", m);
 }
@@ -497,6 +498,7 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
         cr_expect(eq(int, out.votes[m].err, REDLOCK_EUNTRUSTED));
         cr_expect(strstr(out.votes[m].detail, p) != NULL, "the vote names the policy: %s",
                   out.votes[m].detail);
+        cr_log_info("%s: vote \"%s\"; ping \"%s\"", p, out.votes[m].detail, ms.excluded_why);
         core_barrier(c);
         cr_expect(eq(int, core_get(m, res, strlen(res), NULL, 0, NULL), 0),
                   "the excluded master was sent the lock");
