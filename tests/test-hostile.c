@@ -242,8 +242,14 @@ Test(hostile, a_soak_against_a_master_streaming_a_huge_reply_keeps_memory_flat)
     cr_expect(gt(int, s.fake_eproto, 0), "the fake was never dropped with EPROTO");
     cr_expect(gt(u32, tc_fake_connections(f), 10), "the client stopped reconnecting to the "
               "fake (%u connections)", tc_fake_connections(f));
+#ifdef __SANITIZE_ADDRESS__
+    /* AddressSanitizer keeps freed memory in quarantine (256 MB), so RSS
+     * says nothing here; the plain build checks the bound. */
+    cr_log_info("AddressSanitizer build: the RSS bound is not checked");
+#else
     cr_expect(lt(i64, rss_end - s.rss_warm_kb, RSS_GROWTH_MAX_KB),
               "RSS grew by %ld kB over the soak", rss_end - s.rss_warm_kb);
+#endif
     redlock_client_free(s.c);
     event_base_free(base);
     tc_fake_stop(f);
