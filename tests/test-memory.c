@@ -34,7 +34,6 @@
 
 #include "cluster.h"
 #include "core.h"
-#include "spawn.h"
 
 #define TTL_MS 10000u        /* A's lease outlives every fault below */
 #define LOSER 2              /* the master of A's majority that loses its memory */
@@ -99,14 +98,6 @@ enum fault {
 static const char *const fault_name[] = { "a restart without persistence", "FLUSHALL",
                                           "an eviction", "wiped AOF files", "an AOF restart" };
 
-static void run_ok(const char *const *argv)
-{
-    char out[1024];
-    int rc = tc_spawn(argv, out, sizeof(out));
-
-    cr_assert(eq(int, rc, 0), "%s failed (%d): %s", argv[0], rc, out);
-}
-
 static void lose_memory(int m, enum fault f, const char *res)
 {
     redisReply *r;
@@ -128,17 +119,12 @@ static void lose_memory(int m, enum fault f, const char *res)
                   "master %d did not hold both the marker and the lock key", m);
         freeReplyObject(r);
         break;
-    case WIPED_AOF: {
-        char aofdir[600], dump[600];
-        const char *rm[] = { "rm", "-rf", "--", aofdir, dump, NULL };
-
-        snprintf(aofdir, sizeof(aofdir), "%s/appendonlydir", tc_master_dir(m));
-        snprintf(dump, sizeof(dump), "%s/dump.rdb", tc_master_dir(m));
+    case WIPED_AOF:
         tc_kill(m);
-        run_ok(rm);
+        tc_master_rm(m, "appendonlydir");
+        tc_master_rm(m, "dump.rdb");
         tc_restart(m);
         break;
-    }
     }
 }
 

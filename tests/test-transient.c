@@ -27,7 +27,6 @@
 #include "cluster.h"
 #include "core.h"
 #include "fake.h"
-#include "spawn.h"
 
 #define TTL_MS 10000u
 
@@ -43,12 +42,7 @@ static void fini(void)
 {
     tc_heal();
     for (int m = 0; m < tc_n(); m++) {
-        char dump[600];
-        const char *rm[] = { "rm", "-f", "--", dump, NULL };
-        char out[256];
-
-        snprintf(dump, sizeof(dump), "%s/dump.rdb", tc_master_dir(m));
-        tc_spawn(rm, out, sizeof(out));
+        tc_master_rm(m, "dump.rdb");
         freeReplyObject(tc_cmd(m, "CONFIG SET busy-reply-threshold 5000"));
     }
     tc_fresh(-1);

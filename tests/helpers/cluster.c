@@ -263,6 +263,18 @@ const char *tc_master_dir(int i)
     return dirs[i];
 }
 
+void tc_master_rm(int i, const char *name)
+{
+    char path[600], out[512];
+    const char *argv[] = { "rm", "-rf", "--", path, NULL };
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/%s", tc_master_dir(i), name);
+    rc = tc_spawn(argv, out, sizeof(out));
+    if (rc != 0)
+        tc_fail("removing %s failed (%d): %s", path, rc, out);
+}
+
 void tc_declare_empty(int i)
 {
     /* What redlock_declare_empty() does (redlock/script.c): a memory marker

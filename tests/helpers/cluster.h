@@ -82,6 +82,10 @@ void tc_restart_end(tc_bg *b);
  * storage per thread and master. */
 const char *tc_master_dir(int i);
 
+/* Remove @name (a file or a dir, e.g. "dump.rdb", "appendonlydir") from
+ * master @i's dir, if it is there. */
+void tc_master_rm(int i, const char *name);
+
 /* CLIENT PAUSE @ms WRITE on master @i: it holds writes (SET, scripts) and
  * keeps answering reads, so this is a slow master, not a dead one. */
 void tc_pause_writes(int i, int ms);
