@@ -1,5 +1,6 @@
 /* test-clock.c - clock faults on real masters: offset, fast clocks, jumps,
- * the exclude policy, and the restart guard.
+ * and the exclude policy. (What masters remember across restarts, the
+ * memory guard, is test-memory.c's.)
  *
  * A master's clock is made to lie by restarting its redis-server under an
  * LD_PRELOAD. libfaketime is used when it can load into redis-server; on
@@ -83,7 +84,6 @@ static void restore(void)
 }
 
 TestSuite(clock, .fini = restore, .timeout = 60);
-TestSuite(guard, .fini = restore, .timeout = 60);
 
 /* ---- events ------------------------------------------------------------- */
 
@@ -136,7 +136,7 @@ static long wait_clock_event(events *e, int m, long timeout_ms)
     return (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 }
 
-static redlock_client *client(events *e, int policy, int guard)
+static redlock_client *client(events *e, int policy)
 {
     if (e) {
         memset(e, 0, sizeof(*e));
@@ -152,7 +152,10 @@ static redlock_client *client(events *e, int policy, int guard)
     cfg.clock_probe_ms = 50;
     cfg.clock_window_ms = 2000;
     cfg.clock_readmit_ms = 5000;
-    cfg.restart_guard = guard;
+    /* A master restarted under a lying clock lost its data, and the memory
+     * guard would keep it out of quorums for a ttl: these tests are about
+     * clocks (test-memory.c is about memory). */
+    cfg.restart_guard = 0;
     cfg.event_fn = e ? on_event : NULL;
     cfg.event_arg = e;
     redlock_client *c;
@@ -180,7 +183,7 @@ Test(clock, offset_alone_triggers_nothing)
 {
     fake_clock(0, "1 -86400000");   /* a day behind, true rate */
     events e;
-    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN, 0);
+    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
     redlock_status st = ping_until_samples(c, 0, 30);
     cr_assert(eq(int, clock_events(&e, 0), 0), "an offset must not be flagged");
     cr_assert(st.masters[0].clock_trusted);
@@ -197,7 +200,7 @@ Test(clock, fast_clocks_are_detected_within_a_second)
     fake_clock(1, "1.5 0");
     fake_clock(2, "10 0");
     events e;
-    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN, 0);
+    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
     /* 50 ms probes: a rate is bounded from the second sample on */
     long t1 = wait_clock_event(&e, 1, 1000);
     long t2 = wait_clock_event(&e, 2, 1000);
@@ -221,7 +224,7 @@ Test(clock, jump_mid_run_is_detected_at_the_next_probe)
 {
     fake_clock(3, "1 0");
     events e;
-    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN, 0);
+    redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
     ping_until_samples(c, 3, 10);
     cr_assert(eq(int, clock_events(&e, 3), 0), "no event before the jump");
     set_clock(3, "1 30000");   /* +30 s, now */
@@ -261,11 +264,11 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
 {
     fake_clock(0, "10 0");
     events ea;
-    redlock_client *a = client(&ea, REDLOCK_CLOCK_WARN, 0);
+    redlock_client *a = client(&ea, REDLOCK_CLOCK_WARN);
     const int policies[2] = { REDLOCK_CLOCK_WARN, REDLOCK_CLOCK_EXCLUDE };
     for (int k = 0; k < 2; k++) {
         events eb;
-        redlock_client *b = client(&eb, policies[k], 0);
+        redlock_client *b = client(&eb, policies[k]);
         cr_assert(wait_clock_event(&eb, 0, 2000) >= 0, "B did not flag master 0");
 
         char res[128];
@@ -313,99 +316,4 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
         redlock_client_free(b);
     }
     redlock_client_free(a);
-}
-
-/* ---- restart guard ------------------------------------------------------- */
-
-/* Client A holds the lock on masters 0,1,2 (3 and 4 were down when it took
- * it, and come back empty). Master 2 restarts without persistence: A's key
- * there is gone. Client B, which knew master 2 before the restart, asks for
- * the lock: without the guard it gets 2,3,4 while A holds 0,1 and its
- * validity: two holders. With the guard, master 2's vote does not count
- * until a ttl after its restart, and B is refused. */
-Test(guard, restarted_master_does_not_vote_inside_its_window)
-{
-    const int guard[2] = { 0, 1 };
-    for (int k = 0; k < 2; k++) {
-        tc_heal();
-        char res[128];
-        tc_resource(res, sizeof(res), k ? "guard-on" : "guard-off");
-        size_t len = strlen(res);
-        redlock_client *a = client(NULL, REDLOCK_CLOCK_OFF, 1);
-        tc_kill(3);
-        tc_kill(4);
-        redlock_lock *la;
-        redlock_outcome out;
-        redlock_error err;
-        int rc = redlock_acquire(a, res, len, 8000, &la, &out, &err);
-        cr_assert(eq(int, rc, 0), "A: %s", err.msg);
-        tc_restart(3);
-        tc_restart(4);
-
-        redlock_client *b = client(NULL, REDLOCK_CLOCK_OFF, guard[k]);
-        redlock_status st;
-        cr_assert(eq(int, core_wait_up(b, tc_n(), 10000), tc_n()), "B connected to all five");
-        memset(&st, 0, sizeof(st));
-        redlock_ping(b, &st, NULL);
-        char old_id[41];
-        memcpy(old_id, st.masters[2].run_id, sizeof(old_id));
-
-        tc_kill(2);
-        tc_restart(2);   /* no AOF: A's key on master 2 is gone */
-        /* B met the new process */
-        TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(b, &st, NULL),
-                  st.masters[2].err == 0 && strcmp(st.masters[2].run_id, old_id) != 0), 4000);
-        cr_assert(strcmp(st.masters[2].run_id, old_id) != 0, "B saw master 2 restart");
-
-        redlock_lock *lb = NULL;
-        rc = redlock_acquire(b, res, len, 8000, &lb, &out, &err);
-        if (!guard[k]) {
-            cr_assert(eq(int, rc, 0), "without the guard B gets 2,3,4: %s", err.msg);
-            cr_assert(gt(i64, redlock_lock_validity_ms(la), 0), "while A still holds it");
-            cr_log_info("guard off: B acquired while A held %lld ms more: two holders",
-                        (long long)redlock_lock_validity_ms(la));
-            redlock_lock_free(lb);
-        } else {
-            /* A still holds 0 and 1: refused as held by another client */
-            cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "guard on: B refused, got %s: %s",
-                      redlock_err_name(rc), err.msg);
-            cr_assert(eq(int, out.votes[2].kind, REDLOCK_VOTE_EXCLUDED));
-            cr_assert(strstr(out.votes[2].detail, "restart guard") != NULL, "%s",
-                      out.votes[2].detail);
-            redlock_ping(b, &st, NULL);
-            cr_assert(st.masters[2].excluded, "ping shows master 2 excluded");
-            cr_assert(not(st.masters[0].excluded), "master 0 did not restart");
-        }
-        redlock_lock_free(la);
-        redlock_client_free(b);
-        redlock_client_free(a);
-    }
-}
-
-Test(guard, a_fresh_cluster_is_not_guarded_at_first_contact)
-{
-    /* At first contact a client cannot tell a fresh deployment from a
-     * restart: only an explicit restart_guard_ms guards then. */
-    redlock_client *c = client(NULL, REDLOCK_CLOCK_OFF, 1);
-    char res[128];
-    tc_resource(res, sizeof(res), "fresh");
-    redlock_lock *l;
-    redlock_error err;
-    int rc = redlock_acquire(c, res, strlen(res), 60000, &l, NULL, &err);
-    cr_assert(eq(int, rc, 0), "%s", err.msg);
-    redlock_release(c, l, NULL, NULL);
-    redlock_lock_free(l);
-    redlock_client_free(c);
-
-    redlock_config cfg;
-    redlock_config_init(&cfg);
-    cfg.masters = tc_masters();
-    cfg.retry_count = 0;
-    cfg.restart_guard_ms = 3600000;   /* masters up for less than an hour: guarded */
-    cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0));
-    rc = redlock_acquire(c, res, strlen(res), 1000, &l, NULL, &err);
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "explicit window guards young masters: %s",
-              err.msg);
-    cr_assert(strstr(err.msg, "restart guard") != NULL, "%s", err.msg);
-    redlock_client_free(c);
 }

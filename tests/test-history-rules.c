@@ -142,6 +142,29 @@ Test(history, keys_left_behind_are_found)
     hc_expect_violation(q, s5, NULL, "key");
 }
 
+/* A hand-off reservation ("\1" + hand|channel|id) names a waiter, not a
+ * holder: one left for a waiter that is gone lapses within its hand
+ * window, and only one outliving that window is flagged. */
+Test(history, reservations_lapse_within_their_hand_window)
+{
+    char p[512], s1[512], s2[512];
+    hist *h = hc_new(p, sizeof(p)), *s;
+
+    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    hist_close(h);
+
+    s = hc_new(s1, sizeof(s1));
+    hc_key(s, 1, "\001560|redlock:wake:0123|2", 200, 434);
+    hist_close(s);
+    hc_expect_clean(p, s1, NULL);
+
+    s = hc_new(s2, sizeof(s2));
+    hc_key(s, 1, "\001560|redlock:wake:0123|2", 200, 900);
+    hist_close(s);
+    hc_expect_violation(p, s2, NULL, "key");
+    cr_expect(strstr(hc_out, "outliving its hand window (560 ms)") != NULL, "%s", hc_out);
+}
+
 /* ---- what a violation prints ------------------------------------------------------------ */
 
 Test(history, a_violation_prints_ten_lines_either_side)

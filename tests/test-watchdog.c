@@ -1,6 +1,7 @@
 /* test-watchdog.c - automatic extension: a lease outlives many ttls while
- * work runs, loss is reported the moment a majority is gone, the limits
- * stop it, and stopping is clean on both APIs.
+ * work runs, blips (masters paused for a while) are ridden out, loss is
+ * reported with the safety floor of validity left once a majority stays
+ * gone, the limits stop it, and stopping is clean on both APIs.
  *
  * The clients extend at half the ttl (watchdog_divisor 2) and leases are
  * 600 ms: an extension then has 300 ms to land, so a loaded machine does
@@ -12,6 +13,7 @@
 
 #include <event2/event.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -21,6 +23,7 @@
 
 #include "await.h"
 #include "cluster.h"
+#include "core.h"
 
 TestSuite(watchdog, .fini = tc_heal, .timeout = 60);
 
@@ -29,16 +32,22 @@ typedef struct lost {
     pthread_cond_t cv;
     int calls;
     int status;
+    int64_t validity_ms;   /* the lock's validity when lost_cb ran */
+    char msg[REDLOCK_ERRMSG_LEN];
 } lost;
+
+#define LOST_INIT { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER }
 
 static void on_lost(redlock_client *c, redlock_lock *lock, int status, const redlock_error *err,
                     void *arg)
 {
-    (void)c; (void)lock; (void)err;
+    (void)c;
     lost *l = arg;
     pthread_mutex_lock(&l->mu);
     l->calls++;
     l->status = status;
+    l->validity_ms = redlock_lock_validity_ms(lock);
+    snprintf(l->msg, sizeof(l->msg), "%s", err ? err->msg : "");
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -62,22 +71,27 @@ static int wait_lost(lost *l, int timeout_ms)
     return calls;
 }
 
-/* Successful extensions, counted by the op hook (on the client's thread). */
+/* Extensions, counted by the op hook (on the client's thread). */
 typedef struct extends {
     pthread_mutex_t mu;
     int ok;
     int *flag_at;          /* async test: set to 1 ... */
     int flag_n;            /* ... once this many were counted */
+    int failed;            /* extensions that failed */
 } extends;
+
+#define EXTENDS_INIT(flag, n) { .mu = PTHREAD_MUTEX_INITIALIZER, .flag_at = (flag), .flag_n = (n) }
 
 static void on_op(const redlock_op_info *info, void *arg)
 {
     extends *x = arg;
 
-    if (info->kind != REDLOCK_OP_EXTEND || info->status != 0)
+    if (info->kind != REDLOCK_OP_EXTEND)
         return;
     pthread_mutex_lock(&x->mu);
-    if (++x->ok >= x->flag_n && x->flag_at)
+    if (info->status != 0)
+        x->failed++;
+    else if (++x->ok >= x->flag_n && x->flag_at)
         *x->flag_at = 1;
     pthread_mutex_unlock(&x->mu);
 }
@@ -86,6 +100,14 @@ static int extensions(extends *x)
 {
     pthread_mutex_lock(&x->mu);
     int n = x->ok;
+    pthread_mutex_unlock(&x->mu);
+    return n;
+}
+
+static int failed_extensions(extends *x)
+{
+    pthread_mutex_lock(&x->mu);
+    int n = x->failed;
     pthread_mutex_unlock(&x->mu);
     return n;
 }
@@ -120,32 +142,47 @@ static redlock_client *client(uint32_t max_extends, extends *x)
     return c;
 }
 
-Test(watchdog, keeps_a_lease_alive_for_many_ttls)
+/* The watchdog keeps a lease for @extensions extensions (at half a ttl
+ * each) while the masters in @paused (bit i: master i) are SIGSTOPped:
+ * no loss reported, nobody else gets it meanwhile, and a release stops it
+ * without a report. */
+static void keeps_alive(int want, unsigned paused)
 {
-    enum { EXTENSIONS = 12 };   /* at half a ttl each: six ttls */
-    extends x = { PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0 };
+    extends x = EXTENDS_INIT(NULL, 0);
     redlock_client *c = client(0, &x);
     char res[128];
-    tc_resource(res, sizeof(res), "alive");
-    redlock_lock *l;
+    tc_resource(res, sizeof(res), paused ? "paused" : "alive");
+    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL), *other;
+    lost lo = LOST_INIT;
     redlock_error err;
-    cr_assert(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &err), 0), "%s",
-              err.msg);
-    lost lo = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
+    for (int m = 0; m < tc_n(); m++)
+        if (paused & (1u << m))
+            tc_pause(m);
     /* "Work" while the watchdog extends: the lease must hold throughout. */
-    TC_AWAIT(extensions(&x) >= EXTENSIONS || losses(&lo), 20000);
-    cr_assert(eq(int, losses(&lo), 0), "no loss reported (status %s)",
-              redlock_err_name(lo.status));
-    cr_assert(ge(int, extensions(&x), EXTENSIONS), "only %d extensions in 20 s", extensions(&x));
-    cr_assert(gt(i64, redlock_lock_validity_ms(l), 0), "still valid after six ttls");
-    redlock_lock *other;
+    TC_AWAIT(extensions(&x) >= want || losses(&lo), 20000);
+    cr_assert(eq(int, losses(&lo), 0), "no loss reported (%s: %s)", redlock_err_name(lo.status),
+              lo.msg);
+    cr_assert(ge(int, extensions(&x), want), "only %d extensions in 20 s", extensions(&x));
+    cr_assert(gt(i64, redlock_lock_validity_ms(l), 0), "still valid after %d extensions", want);
     cr_assert(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &other, NULL, &err),
                  REDLOCK_ECONFLICT), "nobody else got it meanwhile");
-    cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);   /* stops it */
-    cr_assert(eq(int, lo.calls, 0), "release stops the watchdog without a loss report");
-    redlock_lock_free(l);
+    tc_heal();
+    core_must_release(c, l);   /* stops it */
+    cr_assert(eq(int, losses(&lo), 0), "release stops the watchdog without a loss report");
     redlock_client_free(c);
+}
+
+Test(watchdog, keeps_a_lease_alive_for_many_ttls)
+{
+    keeps_alive(12, 0);   /* six ttls */
+}
+
+/* Two of five masters paused for many ttls: every extension still has its
+ * majority, and the lock is kept throughout. */
+Test(watchdog, survives_two_of_five_masters_paused_and_keeps_the_lock)
+{
+    keeps_alive(8, 1u << 3 | 1u << 4);   /* four ttls */
 }
 
 Test(watchdog, reports_loss_when_a_majority_is_gone)
@@ -157,7 +194,7 @@ Test(watchdog, reports_loss_when_a_majority_is_gone)
     redlock_error err;
     cr_assert(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &err), 0), "%s",
               err.msg);
-    lost lo = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+    lost lo = LOST_INIT;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
     tc_kill(0);
     tc_kill(1);
@@ -180,7 +217,7 @@ Test(watchdog, stops_at_its_extension_limit)
     redlock_error err;
     cr_assert(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &err), 0), "%s",
               err.msg);
-    lost lo = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+    lost lo = LOST_INIT;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
     cr_assert(eq(int, wait_lost(&lo, 10000), 1));
     cr_assert(eq(int, lo.status, REDLOCK_ELIMIT), "%s", redlock_err_name(lo.status));
@@ -197,7 +234,7 @@ Test(watchdog, refuses_a_lock_without_validity)
     redlock_client *c = client(0, NULL);
     redlock_lock *l;
     cr_assert(eq(int, redlock_lock_new("r", 1, "tok", &l, NULL), 0));
-    lost lo = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+    lost lo = LOST_INIT;
     redlock_error err;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), REDLOCK_EINVAL));
     cr_assert(strstr(err.msg, "validity") != NULL, "%s", err.msg);
@@ -220,7 +257,7 @@ Test(watchdog, runs_on_the_callers_event_loop)
     enum { EXTENSIONS = 10 };   /* at half a ttl each: five ttls */
     struct event_base *base = event_base_new();
     int extended = 0;
-    extends x = { PTHREAD_MUTEX_INITIALIZER, 0, &extended, EXTENSIONS };
+    extends x = EXTENDS_INIT(&extended, EXTENSIONS);
     redlock_config cfg;
     config(&cfg, 0, &x);
     redlock_client *c;
@@ -231,7 +268,7 @@ Test(watchdog, runs_on_the_callers_event_loop)
     cr_assert(eq(int, redlock_acquire_async(c, res, strlen(res), TTL_MS, on_acq, &l, NULL), 0));
     while (!l)
         event_base_loop(base, EVLOOP_ONCE);
-    lost lo = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0 };
+    lost lo = LOST_INIT;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, NULL), 0));
     cr_assert(tc_run_until(base, &extended, 20000), "only %d extensions on the loop in 20 s",
               extensions(&x));
@@ -241,4 +278,112 @@ Test(watchdog, runs_on_the_callers_event_loop)
     redlock_client_free(c);   /* the release is not needed for the test */
     redlock_lock_free(l);
     event_base_free(base);
+}
+
+/* ---- blips: masters paused for a while ------------------------------------ */
+
+/* A client for the blip tests: 3 s leases extended at half the ttl, a
+ * 100 ms node timeout, so a failed extension is retried every 200 ms and
+ * the floor is max(ttl / 10, 4 * node_timeout) = 400 ms. */
+enum { BLIP_TTL_MS = 3000, BLIP_NODE_TIMEOUT_MS = 100, BLIP_FLOOR_MS = 400,
+       BLIP_GAP_MS = 2 * BLIP_NODE_TIMEOUT_MS };
+
+static redlock_client *blip_client(extends *x)
+{
+    redlock_config cfg;
+    config(&cfg, 0, x);
+    cfg.node_timeout_ms = BLIP_NODE_TIMEOUT_MS;
+    redlock_client *c;
+    redlock_error err;
+    cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0), "%s", err.msg);
+    cr_assert(eq(int, core_wait_up(c, tc_n(), 5000), tc_n()));
+    return c;
+}
+
+/* Three of five paused for longer than a retry (two extensions fail), then
+ * back: the watchdog retries while more than the floor is left, the next
+ * extension succeeds, and the lock is kept; lost_cb never runs. */
+Test(watchdog, rides_out_three_of_five_paused_for_longer_than_a_retry)
+{
+    extends x = EXTENDS_INIT(NULL, 0);
+    redlock_client *c = blip_client(&x);
+    char res[128];
+    tc_resource(res, sizeof(res), "blip");
+    redlock_lock *l = core_must_acquire(c, res, BLIP_TTL_MS, NULL);
+    lost lo = LOST_INIT;
+    redlock_error err;
+    for (int m = 0; m < 3; m++)
+        tc_pause(m);
+    cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
+    cr_assert(TC_AWAIT(failed_extensions(&x) >= 2 || losses(&lo), 2 * BLIP_TTL_MS),
+              "no extension failed while three masters were paused");
+    int64_t left = redlock_lock_validity_ms(l);
+    for (int m = 0; m < 3; m++)
+        tc_resume(m);
+    cr_assert(eq(int, losses(&lo), 0), "lost with %lld ms left: %s: %s",
+              (long long)lo.validity_ms, redlock_err_name(lo.status), lo.msg);
+    cr_assert(gt(i64, left, BLIP_FLOOR_MS), "the blip outlasted the test's premise: %lld ms left",
+              (long long)left);
+    cr_assert(TC_AWAIT(extensions(&x) >= 1 || losses(&lo), 2 * BLIP_TTL_MS),
+              "no extension succeeded after the masters came back");
+    cr_assert(eq(int, losses(&lo), 0), "lost: %s: %s", redlock_err_name(lo.status), lo.msg);
+    cr_assert(gt(i64, redlock_lock_validity_ms(l), left), "the lease was not extended");
+    cr_log_info("%d extensions failed, %lld ms were left; then extended", failed_extensions(&x),
+                (long long)left);
+    core_must_release(c, l);
+    redlock_client_free(c);
+}
+
+/* A majority that stays away: the watchdog retries until only the floor
+ * of validity is left, then calls lost_cb once, with about that much time
+ * left to stop cleanly (not at the first failed extension, with a third
+ * of the lease left; not at the very end). @plant: our token is also
+ * replaced by a competitor's on masters 1 and 2, with 3 and 4 paused
+ * instead - masters that did not answer may still hold ours, so this is
+ * no quorum, not a lost token, and must end the same way. */
+static void lost_at_the_floor(int plant)
+{
+    extends x = EXTENDS_INIT(NULL, 0);
+    redlock_client *c = blip_client(&x);
+    char res[128];
+    tc_resource(res, sizeof(res), plant ? "stale" : "floor");
+    redlock_lock *l = core_must_acquire(c, res, BLIP_TTL_MS, NULL);
+    lost lo = LOST_INIT;
+    redlock_error err;
+    if (plant) {
+        core_barrier(c);
+        core_plant(1, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
+        core_plant(2, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
+    }
+    for (int m = plant ? 3 : 0; m < (plant ? 5 : 3); m++)
+        tc_pause(m);
+    cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
+    cr_assert(eq(int, wait_lost(&lo, 2 * BLIP_TTL_MS), 1), "lost_cb did not run");
+    cr_expect(eq(int, lo.status, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(lo.status),
+              lo.msg);
+    cr_expect(gt(int, failed_extensions(&x), 1), "lost after %d failed extension(s)",
+              failed_extensions(&x));
+    /* The last retry starts with more than floor + gap left and fails
+     * within a node timeout; then lost_cb runs with at most floor + gap
+     * left. 100 ms of slack for a loaded machine. */
+    cr_expect(gt(i64, lo.validity_ms, 0), "lost_cb ran with no time left to stop: %lld ms",
+              (long long)lo.validity_ms);
+    cr_expect(le(i64, lo.validity_ms, BLIP_FLOOR_MS + BLIP_GAP_MS + 100),
+              "lost_cb ran with %lld ms left, floor %d ms: %s", (long long)lo.validity_ms,
+              BLIP_FLOOR_MS, lo.msg);
+    cr_log_info("lost_cb with %lld ms left after %d failed extensions: %s",
+                (long long)lo.validity_ms, failed_extensions(&x), lo.msg);
+    tc_heal();
+    redlock_lock_free(l);
+    redlock_client_free(c);
+}
+
+Test(watchdog, three_of_five_paused_calls_lost_cb_with_about_the_floor_left)
+{
+    lost_at_the_floor(0);
+}
+
+Test(watchdog, does_not_report_a_lock_lost_that_paused_masters_may_hold)
+{
+    lost_at_the_floor(1);
 }

@@ -9,6 +9,7 @@
 #include "cluster.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -147,33 +148,47 @@ char *tc_masters_with(int i, const char *addr)
 /* Faults                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The words of cluster-up.sh -n N -p P -d DIR @cmd [@i]. */
+struct cu_words {
+    char n[16], p[16], i[16];
+    const char *argv[12];
+};
+
+static void cluster_words(struct cu_words *w, const char *cmd, int i)
+{
+    int k = 0;
+
+    snprintf(w->n, sizeof(w->n), "%d", tc_n());
+    snprintf(w->p, sizeof(w->p), "%d", baseport());
+    w->i[0] = '\0';
+    w->argv[k++] = "bash";
+    w->argv[k++] = env_required("REDLOCK_TEST_CLUSTER");
+    w->argv[k++] = "-n";
+    w->argv[k++] = w->n;
+    w->argv[k++] = "-p";
+    w->argv[k++] = w->p;
+    w->argv[k++] = "-d";
+    w->argv[k++] = env_required("REDLOCK_TEST_DIR");
+    w->argv[k++] = cmd;
+    if (i >= 0) {
+        check_index(cmd, i);
+        snprintf(w->i, sizeof(w->i), "%d", i);
+        w->argv[k++] = w->i;
+    }
+    w->argv[k] = NULL;
+}
+
 /* cluster-up.sh -n N -p P -d DIR @cmd [@i], its words quoted if it fails. */
 static void cluster_up(const char *cmd, int i)
 {
-    char nbuf[16], pbuf[16], ibuf[16] = "", out[2048];
-    const char *argv[12];
-    int k = 0, rc;
+    struct cu_words w;
+    char out[2048];
+    int rc;
 
-    snprintf(nbuf, sizeof(nbuf), "%d", tc_n());
-    snprintf(pbuf, sizeof(pbuf), "%d", baseport());
-    argv[k++] = "bash";
-    argv[k++] = env_required("REDLOCK_TEST_CLUSTER");
-    argv[k++] = "-n";
-    argv[k++] = nbuf;
-    argv[k++] = "-p";
-    argv[k++] = pbuf;
-    argv[k++] = "-d";
-    argv[k++] = env_required("REDLOCK_TEST_DIR");
-    argv[k++] = cmd;
-    if (i >= 0) {
-        check_index(cmd, i);
-        snprintf(ibuf, sizeof(ibuf), "%d", i);
-        argv[k++] = ibuf;
-    }
-    argv[k] = NULL;
-    rc = tc_spawn(argv, out, sizeof(out));
+    cluster_words(&w, cmd, i);
+    rc = tc_spawn(w.argv, out, sizeof(out));
     if (rc != 0)
-        tc_fail("cluster-up.sh %s %s failed (status %d): %s", cmd, ibuf, rc,
+        tc_fail("cluster-up.sh %s %s failed (status %d): %s", cmd, w.i, rc,
                 out[0] ? out : "(no output)");
 }
 
@@ -197,16 +212,81 @@ void tc_restart(int i)
     cluster_up("restart", i);
 }
 
+/* A restart on a thread of its own: tc_spawn() and nothing that could
+ * fail the test from there; tc_restart_end() judges. */
+struct tc_bg {
+    pthread_t thread;
+    struct cu_words w;
+    int rc;
+    char out[2048];
+};
+
+static void *bg_main(void *arg)
+{
+    struct tc_bg *b = arg;
+
+    b->rc = tc_spawn(b->w.argv, b->out, sizeof(b->out));
+    return NULL;
+}
+
+tc_bg *tc_restart_begin(int i)
+{
+    tc_bg *b = calloc(1, sizeof(*b));
+
+    if (!b)
+        tc_fail("tc_restart_begin: out of memory");
+    cluster_words(&b->w, "restart", i);
+    if (pthread_create(&b->thread, NULL, bg_main, b) != 0)
+        tc_fail("tc_restart_begin: cannot start a thread");
+    return b;
+}
+
+void tc_restart_end(tc_bg *b)
+{
+    char out[2048];
+    int rc;
+
+    pthread_join(b->thread, NULL);
+    rc = b->rc;
+    snprintf(out, sizeof(out), "%s", b->out);
+    free(b);
+    if (rc != 0)
+        tc_fail("cluster-up.sh restart failed (status %d): %s", rc, out[0] ? out : "(no output)");
+}
+
+const char *tc_master_dir(int i)
+{
+    static __thread char dirs[TC_MAX_MASTERS][512];
+
+    check_index("tc_master_dir", i);
+    snprintf(dirs[i], sizeof(dirs[i]), "%s/%d", env_required("REDLOCK_TEST_DIR"), i);
+    return dirs[i];
+}
+
+void tc_master_rm(int i, const char *name)
+{
+    char path[600], out[512];
+    const char *argv[] = { "rm", "-rf", "--", path, NULL };
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/%s", tc_master_dir(i), name);
+    rc = tc_spawn(argv, out, sizeof(out));
+    if (rc != 0)
+        tc_fail("removing %s failed (%d): %s", path, rc, out);
+}
+
 void tc_declare_empty(int i)
 {
     /* What redlock_declare_empty() does (redlock/script.c): a memory marker
      * that counts at once, where there is none. */
     static const char script[] =
         "if redis.call('exists', KEYS[1]) == 1 then return 0 end "
-        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0) return 1";
-    static const char key[] = "\0redlock:marker";
+        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0) "
+        "redis.call('del', KEYS[2]) return 1";
+    static const char key[] = "\0redlock:marker", young[] = "\0redlock:young";
     for (int k = i < 0 ? 0 : i; k < (i < 0 ? tc_n() : i + 1); k++) {
-        redisReply *r = tc_cmd(k, "EVAL %s 1 %b", script, key, sizeof(key) - 1);
+        redisReply *r = tc_cmd(k, "EVAL %s 2 %b %b", script, key, sizeof(key) - 1, young,
+                               sizeof(young) - 1);
         if (!r || r->type != REDIS_REPLY_INTEGER)
             tc_fail("declaring master %d empty: %s", k, r && r->str ? r->str : "no answer");
         freeReplyObject(r);
@@ -220,6 +300,18 @@ void tc_heal(void)
      * new ones an operator declared empty, so the next test starts from a
      * fleet that votes. Tests of the memory guard restart with tc_restart. */
     tc_declare_empty(-1);
+}
+
+void tc_fresh(int i)
+{
+    for (int k = i < 0 ? 0 : i; k < (i < 0 ? tc_n() : i + 1); k++) {
+        redisReply *r = tc_cmd(k, "FLUSHALL");
+
+        if (!r || r->type != REDIS_REPLY_STATUS)
+            tc_fail("FLUSHALL on master %d: %s", k, r && r->str ? r->str : "no answer");
+        freeReplyObject(r);
+    }
+    tc_declare_empty(i);
 }
 
 void tc_pause_writes(int i, int ms)

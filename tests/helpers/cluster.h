@@ -64,7 +64,27 @@ void tc_restart(int i);   /* start a killed master again; empty unless --aof */
 void tc_declare_empty(int i);
 /* Restart every dead master, resume every paused one, and declare them
  * empty: crashed masters come back as new ones. */
-void tc_heal(void);       /* restart every dead master, resume every paused one */
+void tc_heal(void);
+/* Make master @i (-1: every master) a new, empty one: FLUSHALL, then
+ * declared empty. Its marker counts at once and remembers no ttl, so the
+ * memory window a test sees is the one its own clients make. */
+void tc_fresh(int i);
+
+/* tc_restart() that returns at once, the restart running on a thread: for
+ * a master that answers LOADING while it reads a large dataset, which
+ * tc_restart() would wait out. tc_restart_end() waits for it and fails the
+ * test if it failed. */
+typedef struct tc_bg tc_bg;
+tc_bg *tc_restart_begin(int i);
+void tc_restart_end(tc_bg *b);
+
+/* Master @i's own dir (its redis.conf, log, dump and AOF files). Static
+ * storage per thread and master. */
+const char *tc_master_dir(int i);
+
+/* Remove @name (a file or a dir, e.g. "dump.rdb", "appendonlydir") from
+ * master @i's dir, if it is there. */
+void tc_master_rm(int i, const char *name);
 
 /* CLIENT PAUSE @ms WRITE on master @i: it holds writes (SET, scripts) and
  * keeps answering reads, so this is a slow master, not a dead one. */

@@ -4,7 +4,9 @@
  * The workers only record; every judgement is check.py's or the test's.
  * The end of a run waits for the masters to have run everything the
  * workers sent before it snapshots them, so a late command can never make
- * the snapshot disagree with the history.
+ * the snapshot disagree with the history. A run lives in memory shared
+ * with forked workers (one-shot clients in processes of their own), so
+ * the grants they note are the test's to see.
  */
 #include "contend.h"
 
@@ -13,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -25,8 +29,10 @@
 typedef struct contend_worker {
     run *run;
     char name[16];
-    pthread_t th;
-    redlock_client *c;
+    pthread_t th;                /* CONTEND_THREADS */
+    pid_t pid;                   /* CONTEND_ONE_SHOT */
+    redlock_client *c;           /* CONTEND_THREADS: the worker's client */
+    int guard;
     unsigned seed;
 } contend_worker;
 
@@ -101,8 +107,9 @@ static void note_votes(run *r, const redlock_outcome *out)
 
 /* ---- the workers ----------------------------------------------------------- */
 
-/* Hold the lock a while, sometimes extend it, release it. */
-static void hold_and_release(contend_worker *w, redlock_lock *l)
+/* Hold the lock a while, sometimes extend it, release it (through @c,
+ * the client that took it). */
+static void hold_and_release(contend_worker *w, redlock_client *c, redlock_lock *l)
 {
     run *r = w->run;
     redlock_outcome out;
@@ -115,16 +122,30 @@ static void hold_and_release(contend_worker *w, redlock_lock *l)
     tc_sleep_ms(2 + rand_r(&w->seed) % 15);
     if (rand_r(&w->seed) % 2) {
         t0 = hist_now_us();
-        rc = redlock_extend(w->c, l, CONTEND_TTL_MS, &out, &e);
+        rc = redlock_extend(c, l, CONTEND_TTL_MS, &out, &e);
         hist_extend(r->h, w->name, CONTEND_TTL_MS, t0, rc, l, &out);
         note(r, r->ext, rc, "extend", &e);
         tc_sleep_ms(2 + rand_r(&w->seed) % 10);   /* and works on: time is the subject */
     }
     t0 = hist_now_us();
-    rc = redlock_release(w->c, l, &out, &e);
+    rc = redlock_release(c, l, &out, &e);
     hist_release(r->h, w->name, t0, rc, l, &out);
     note_votes(r, &out);
     note(r, r->rel, rc, "release", &e);
+}
+
+/* The client for the next acquire: the worker's own, or (one-shot) a new
+ * one, used at once without waiting for any master, as redlock-cli does:
+ * it knows nothing of the masters but what its first replies tell it. */
+static redlock_client *worker_client(contend_worker *w)
+{
+    redlock_config cfg;
+    redlock_client *c = NULL;
+
+    if (w->c)
+        return w->c;
+    contend_config(&cfg, w->guard);
+    return redlock_client_new(&cfg, NULL, &c, NULL) == 0 ? c : NULL;
 }
 
 static void *work(void *arg)
@@ -133,11 +154,16 @@ static void *work(void *arg)
     run *r = w->run;
 
     while (!atomic_load(&r->stop)) {
+        redlock_client *c = worker_client(w);
+        if (!c) {
+            tc_sleep_ms(5);   /* out of memory or threads: the load's shape, not a wait */
+            continue;
+        }
         redlock_lock *l = NULL;
         redlock_outcome out;
         redlock_error e;
         uint64_t t0 = hist_now_us();
-        int rc = redlock_acquire(w->c, r->res, r->len, CONTEND_TTL_MS, &l, &out, &e);
+        int rc = redlock_acquire(c, r->res, r->len, CONTEND_TTL_MS, &l, &out, &e);
 
         hist_acquire(r->h, w->name, r->res, r->len, CONTEND_TTL_MS, t0, rc, l, &out);
         note_votes(r, &out);
@@ -145,15 +171,18 @@ static void *work(void *arg)
         r->acq[idx(rc)]++;
         r->attempts++;
         pthread_mutex_unlock(&r->mu);
+        if (rc == 0) {
+            note_grant(r, &out);
+            hold_and_release(w, c, l);
+            redlock_lock_free(l);
+        }
+        if (c != w->c)
+            redlock_client_free(c);
         if (rc != 0) {
             /* The load's shape, not a wait for anything: a client that
              * lost thinks a moment before it asks again. */
             tc_sleep_ms(5 + rand_r(&w->seed) % 15);
-            continue;
         }
-        note_grant(r, &out);
-        hold_and_release(w, l);
-        redlock_lock_free(l);
     }
     return NULL;
 }
@@ -169,12 +198,41 @@ void contend_paths(char *hpath, char *spath, size_t size)
     unlink(spath);
 }
 
+/* A run in memory shared with the processes it forks. */
+static run *run_alloc(void)
+{
+    pthread_mutexattr_t attr;
+    run *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+    cr_assert(r != MAP_FAILED, "mmap: %s", strerror(errno));
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&r->mu, &attr);
+    pthread_mutexattr_destroy(&attr);
+    return r;
+}
+
+/* A worker process: works until told to stop, then leaves without running
+ * the test runner's exit handlers. */
+static void start_process(contend_worker *w)
+{
+    w->pid = fork();
+    cr_assert(w->pid >= 0, "fork: %s", strerror(errno));
+    if (w->pid == 0) {
+        work(w);
+        _exit(0);
+    }
+}
+
 run *run_start(int guard, int workers)
 {
-    run *r = calloc(1, sizeof(*r));
+    return run_start_kind(guard, workers, CONTEND_THREADS);
+}
 
-    cr_assert(r != NULL);
-    pthread_mutex_init(&r->mu, NULL);
+run *run_start_kind(int guard, int workers, int kind)
+{
+    run *r = run_alloc();
+
     tc_resource(r->res, sizeof(r->res), NULL);
     r->len = strlen(r->res);
     contend_paths(r->path, r->snap, sizeof(r->path));
@@ -188,11 +246,18 @@ run *run_start(int guard, int workers)
 
         w->run = r;
         w->seed = (unsigned)(getpid() * 31 + i);
-        snprintf(w->name, sizeof(w->name), "w%d", i);
-        w->c = contend_client(guard);
+        snprintf(w->name, sizeof(w->name), "%s%d", kind == CONTEND_ONE_SHOT ? "p" : "w", i);
+        w->guard = guard;
+        if (kind == CONTEND_THREADS)
+            w->c = contend_client(guard);
     }
-    for (int i = 0; i < workers; i++)
-        cr_assert(eq(int, pthread_create(&r->w[i].th, NULL, work, &r->w[i]), 0));
+    r->one_shot = kind == CONTEND_ONE_SHOT;
+    for (int i = 0; i < workers; i++) {
+        if (r->one_shot)
+            start_process(&r->w[i]);
+        else
+            cr_assert(eq(int, pthread_create(&r->w[i].th, NULL, work, &r->w[i]), 0));
+    }
     return r;
 }
 
@@ -200,6 +265,14 @@ static void run_stop(run *r)
 {
     atomic_store(&r->stop, 1);
     for (int i = 0; i < r->n_workers; i++) {
+        if (r->one_shot) {
+            int st = 0;
+
+            if (waitpid(r->w[i].pid, &st, 0) != r->w[i].pid || !WIFEXITED(st) ||
+                WEXITSTATUS(st) != 0)
+                r->bad_exits++;
+            continue;
+        }
         pthread_join(r->w[i].th, NULL);
         redlock_client_free(r->w[i].c);
         r->w[i].c = NULL;
@@ -363,6 +436,7 @@ int run_finish(run *r, const char *const *args, char *out, size_t size)
     int workers = r->n_workers, rc;
 
     run_stop(r);
+    cr_assert(eq(int, r->bad_exits, 0), "%d worker processes died", r->bad_exits);
     quiesce();
     contend_snapshot(r->snap, r->res, r->len);
     hist_close(r->h);
@@ -394,5 +468,5 @@ void run_free(run *r)
     hist_close(r->h);
     pthread_mutex_destroy(&r->mu);
     free(r->w);
-    free(r);
+    munmap(r, sizeof(*r));
 }

@@ -1,8 +1,9 @@
 /* contend.h - clients fighting over one lock, every operation recorded.
  *
- * A run is a few worker threads, each with a blocking client of its own,
- * contending on one resource: acquire, hold a few ms, sometimes extend,
- * release. Every call goes into a history (history.h) in the cluster's
+ * A run is a few workers contending on one resource: acquire, hold a few
+ * ms, sometimes extend, release. Workers are threads, each with a blocking
+ * client of its own, or processes that make a new client for every
+ * acquire, as every redlock-cli call does (one-shot clients). Every call goes into a history (history.h) in the cluster's
  * dir. While they run, a test breaks masters; then it stops the workers,
  * snapshots what the masters still hold, and runs tests/history/check.py
  * over it all. Grants are also kept in memory with the masters that voted
@@ -55,6 +56,8 @@ struct run {
     /* contend.c's; what is shared with the workers is under mu */
     struct contend_worker *w;
     int n_workers;
+    int one_shot;              /* the workers are processes (CONTEND_ONE_SHOT) */
+    int bad_exits;             /* worker processes that did not exit 0 */
     atomic_int stop;
     pthread_mutex_t mu;
     contend_grant grants[CONTEND_MAX_GRANTS];
@@ -72,8 +75,20 @@ void contend_config(redlock_config *cfg, int guard);
 /* A blocking client on contend_config(), connected to every master. */
 redlock_client *contend_client(int guard);
 
-/* Start @workers workers (0: a history only) on a fresh resource, every
- * client connected first. Ownership: run_free(). */
+/* How the workers of a run are made. */
+enum contend_kind {
+    CONTEND_THREADS,           /* threads, one client each for the whole run */
+    CONTEND_ONE_SHOT,          /* processes, a new client for every acquire (and
+                                  its extend and release), used at once */
+};
+
+/* Start @workers workers (0: a history only) of @kind on a fresh resource;
+ * threads start with every client connected. Ownership: run_free(). The
+ * run is shared with worker processes: fork before the test makes clients
+ * of its own. */
+run *run_start_kind(int guard, int workers, int kind);
+
+/* run_start_kind(@guard, @workers, CONTEND_THREADS) */
 run *run_start(int guard, int workers);
 
 /* Record a grant the test's own client (not a worker) got. */

@@ -42,6 +42,33 @@ tc_fake *tc_fake_start(const void *reply, size_t len, int *ret_port);
  * answers and never closes. */
 tc_fake *tc_blackhole_start(int *ret_port);
 
+/* One reply by command name, for tc_fake_rules_start(). */
+typedef struct tc_fake_rule {
+    const char *cmd;             /* command name, any case; NULL ends a list */
+    const char *reply;           /* the exact RESP sent back */
+} tc_fake_rule;
+
+/*
+ * tc_fake_rules_start() - A master that answers by command name
+ * @rules:      the commands it knows and their replies (at most 16, ended by
+ *              a NULL cmd); copied
+ * @otherwise:  the reply to every other command; copied
+ *
+ * Enough of a Redis to pass a client's handshake and then misbehave on the
+ * commands that matter (e.g. every acquire answered -TRYAGAIN).
+ */
+tc_fake *tc_fake_rules_start(const tc_fake_rule *rules, const char *otherwise, int *ret_port);
+
+/*
+ * tc_fake_stream_start() - A master whose every reply never ends
+ * @head: sent first for each command (e.g. "$1000000000\r\n", a 1 GB bulk)
+ *
+ * After @head it sends filler for as long as the client reads (up to 1 GiB
+ * per command): a master streaming a huge reply. The connection closes
+ * when the client drops it or stops reading for 2 s.
+ */
+tc_fake *tc_fake_stream_start(const char *head, int *ret_port);
+
 int tc_fake_port(const tc_fake *f);
 const char *tc_fake_addr(const tc_fake *f);      /* "127.0.0.1:port" */
 unsigned tc_fake_connections(const tc_fake *f);  /* accepted so far; thread-safe */
@@ -74,6 +101,16 @@ const char *tc_proxy_addr(const tc_proxy *p);
  * later one for @delay_ms (in order) before passing it on: a master that
  * has run a command and answered, but hears the next one late. */
 void tc_proxy_hold(tc_proxy *p, unsigned pass, unsigned delay_ms);
+
+/* For the next @ms, connections accepted are not passed on: the proxy
+ * answers every command on them with @reply (e.g. "-LOADING ...\r\n"), for
+ * as long as they last: a master that is there but not ready. Connections
+ * accepted before or after go through. @reply is copied. */
+void tc_proxy_refuse(tc_proxy *p, const char *reply, unsigned ms);
+
+/* Commands the proxy answered itself; connections it accepted. */
+unsigned tc_proxy_refused(tc_proxy *p);
+unsigned tc_proxy_accepted(tc_proxy *p);
 
 /* Close every connection and the listener, join the thread, free @p.
  * Held commands not yet passed on are dropped. NULL is a no-op. */

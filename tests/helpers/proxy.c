@@ -4,7 +4,9 @@
  * upstream and queued; a command never overtakes the one before it, since
  * order is what a connection means. Replies are passed back at once. One
  * thread polls the listener, both sides of every connection, and the
- * queue's next due time.
+ * queue's next due time. A connection accepted while the proxy refuses
+ * (tc_proxy_refuse) never reaches the master: the proxy answers each of
+ * its commands itself, so no reply can overtake another.
  */
 #include "fake.h"
 
@@ -37,7 +39,8 @@ struct held {
 };
 
 struct proxy_conn {
-    int down, up;                 /* client side, master side; -1 when free */
+    int down, up;                 /* client side, master side; -1 when free (up: refused) */
+    int refused;                  /* answered by the proxy, never passed on */
     redisReader *reader;          /* splits what the client sends into commands */
     struct held *head, *tail;     /* commands not yet passed on, in order */
 };
@@ -45,9 +48,13 @@ struct proxy_conn {
 struct tc_proxy {
     tc_server srv;
     int upstream_port;
-    pthread_mutex_t mu;           /* guards pass, delay_ms, holding */
+    pthread_mutex_t mu;           /* guards pass, delay_ms, holding, the refusal */
     int holding;
     unsigned pass, delay_ms;
+    char *refuse_reply;           /* tc_proxy_refuse: the answer, and ... */
+    uint64_t refuse_until_us;     /* ... until when new connections get it */
+    unsigned refused_cmds;        /* commands answered so far */
+    unsigned accepted;            /* connections accepted */
     struct proxy_conn conns[PROXY_MAX_CONNS];   /* the thread's own */
 };
 
@@ -115,6 +122,16 @@ static void proxy_flush(struct proxy_conn *c)
     }
 }
 
+/* A refused connection's command: the proxy's own answer. */
+static int proxy_refuse_one(tc_proxy *p, struct proxy_conn *c)
+{
+    pthread_mutex_lock(&p->mu);
+    p->refused_cmds++;
+    int rc = tc_send_all(c->down, p->refuse_reply, strlen(p->refuse_reply));
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
 static void proxy_from_client(tc_proxy *p, struct proxy_conn *c)
 {
     int fed = tc_feed(c->down, c->reader);
@@ -135,6 +152,14 @@ static void proxy_from_client(tc_proxy *p, struct proxy_conn *c)
         }
         if (!cmd)
             break;
+        if (c->refused) {
+            freeReplyObject(cmd);
+            if (proxy_refuse_one(p, c) < 0) {
+                proxy_close(c);
+                return;
+            }
+            continue;
+        }
         h = proxy_encode(cmd);
         freeReplyObject(cmd);
         if (!h) {
@@ -181,6 +206,14 @@ static void proxy_accept(tc_proxy *p)
 
     if (down < 0)
         return;
+    pthread_mutex_lock(&p->mu);
+    p->accepted++;
+    int refuse = p->refuse_reply && tc_now_us() < p->refuse_until_us;
+    pthread_mutex_unlock(&p->mu);
+    if (refuse) {
+        up = -1;   /* poll() skips a negative fd */
+        goto add;
+    }
     up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa.sin_port = htons((uint16_t)p->upstream_port);
@@ -190,6 +223,7 @@ static void proxy_accept(tc_proxy *p)
         close(down);    /* the master is down: so is its proxy */
         return;
     }
+add:
     for (int k = 0; k < PROXY_MAX_CONNS; k++) {
         struct proxy_conn *c = &p->conns[k];
 
@@ -199,10 +233,12 @@ static void proxy_accept(tc_proxy *p)
                 break;
             c->down = down;
             c->up = up;
+            c->refused = refuse;
             return;
         }
     }
-    close(up);
+    if (up >= 0)
+        close(up);
     close(down);
 }
 
@@ -289,6 +325,35 @@ void tc_proxy_hold(tc_proxy *p, unsigned pass, unsigned delay_ms)
     pthread_mutex_unlock(&p->mu);
 }
 
+void tc_proxy_refuse(tc_proxy *p, const char *reply, unsigned ms)
+{
+    char *copy = strdup(reply);
+
+    if (!copy)
+        tc_fail("tc_proxy_refuse: out of memory");
+    pthread_mutex_lock(&p->mu);
+    free(p->refuse_reply);
+    p->refuse_reply = copy;
+    p->refuse_until_us = tc_now_us() + (uint64_t)ms * 1000;
+    pthread_mutex_unlock(&p->mu);
+}
+
+unsigned tc_proxy_refused(tc_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    unsigned n = p->refused_cmds;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+unsigned tc_proxy_accepted(tc_proxy *p)
+{
+    pthread_mutex_lock(&p->mu);
+    unsigned n = p->accepted;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
 void tc_proxy_stop(tc_proxy *p)
 {
     if (!p)
@@ -298,5 +363,6 @@ void tc_proxy_stop(tc_proxy *p)
         if (p->conns[k].down >= 0)
             proxy_close(&p->conns[k]);
     pthread_mutex_destroy(&p->mu);
+    free(p->refuse_reply);
     free(p);
 }

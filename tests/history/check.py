@@ -25,7 +25,11 @@ each lock, the window in which its holder was entitled to act, and reports:
   key        (with --snapshot) a key seen on a master at the end that has
              no ttl, a ttl above any ttl used, or a token no successful
              operation returned and an expiry beyond the ttl of the last
-             failed acquire: locks left behind by a failed acquire
+             failed acquire: locks left behind by a failed acquire. A
+             hand-off reservation ("\x01" + hand|channel|id, NOTES.md
+             section 5) names a waiter, not a holder: it may be left for
+             a waiter that is gone, and must lapse within its hand window
+             (the number before the first '|')
   token      one token granted twice (tokens are fresh per attempt)
 
 Each violation is printed with the history around it (--context lines
@@ -403,6 +407,14 @@ class Checker:
                 continue
             if k.pttl < 0:
                 continue   # -2: gone by the time PTTL ran
+            if k.token and k.token.startswith("\x01"):
+                hand = k.token[1:].split("|", 1)[0]
+                if not hand.isdigit():
+                    self.violation("key", where + ": a reservation without a hand window", [k])
+                elif k.pttl > int(hand):
+                    self.violation("key", where + ": a reservation outliving its hand window "
+                                   "(%s ms)" % hand, [k])
+                continue
             maxttl = ttl.get(k.res, 0)
             if maxttl and k.pttl > maxttl:
                 self.violation("key", where + ": above the longest ttl used (%d ms)" % maxttl, [k])
