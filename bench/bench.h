@@ -7,10 +7,11 @@
  *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
  *                                key; K waiters on one client
  *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
- *                                clock estimates, cluster-up.sh and fault
+ *   capacity.c raw.c             clock estimates, cluster-up.sh and fault
  *                                schedules, timeline data and plot, lock
  *                                windows (overlap, fairness), syscall counts,
- *                                how a contender waits, reaching the masters
+ *                                how a contender waits, reaching the masters,
+ *                                the floor's capacity phase and raw commands
  *   options.c util.c             command line; clocks, signals, progress
  *   state.c hist.c               the shared config and results; histograms
  */
