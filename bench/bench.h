@@ -12,7 +12,8 @@
  *                                windows (overlap, fairness), syscall counts,
  *                                how a contender waits, reaching the masters,
  *                                the floor's capacity phase and raw commands
- *   options.c util.c             command line; clocks, signals, progress
+ *   options.c util.c ophook.c    command line; clocks, signals, progress;
+ *                                the library's op hook
  *   state.c hist.c               the shared config and results; histograms
  */
 #ifndef BENCH_H
@@ -76,6 +77,17 @@ struct config {
 
 extern struct config config;
 
+/* What the library said about every acquire through its op hook
+ * (redlock_config.op_fn): its own count of attempts and of the time each
+ * call waited. Plain data, like struct tally. */
+struct opstats {
+    int on;                           /* counting (not during warm-up); atomic */
+    uint64_t acquires, ok;            /* completed acquire calls; succeeded */
+    uint64_t attempts;                /* summed over them */
+    struct hist attempts_h;           /* attempts per acquire (exact below 256) */
+    struct hist waited;               /* waited_us: the call to its decision */
+};
+
 /* One scenario's figures. Latencies in µs. */
 struct result {
     char scenario[32];
@@ -109,7 +121,7 @@ struct result {
     int n_owners;                     /* processes or waiters */
     uint64_t grants_by[BENCH_MAX_CLIENTS]; /* per owner */
     double fairness_jain;             /* over grants_by; < 0: n/a */
-    uint64_t attempts;                /* acquire attempts, all calls (outcome.attempts) */
+    struct opstats lib;               /* the library's own figures (op hook) */
     int64_t inversions;               /* inproc: grants that overtook an older waiter;
                                          < 0: not measured */
     double syscalls_per_cycle;        /* uncontended*: < 0: not counted */
@@ -204,20 +216,24 @@ int bench_async_client(struct event_base *base, const redlock_config *cfg, redlo
 int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why,
                           size_t whylen);
 
-/* waiting.c: how a contender waits for a busy lock. Today the library
- * takes the wait as per-client retry settings; when it takes them per call
- * (a deadline, cancel), only waiting.c changes. */
+/* ophook.c: the library's op hook, counting into a struct opstats */
+void opstats_hook(struct opstats *s, redlock_config *cfg); /* before client_new */
+void opstats_start(struct opstats *s);   /* count from now on (after warm-up) */
+void opstats_merge(struct opstats *dst, const struct opstats *src);
+void opstats_line(char *buf, size_t len, const struct opstats *s);
+
+/* waiting.c: how a contender waits for a busy lock: a deadline per call
+ * (redlock_acquire_with), the polling fallback, pub/sub on the client. */
 struct wait_policy {
-    uint32_t wait_ms;                 /* give up after about this long */
+    uint32_t wait_ms;                 /* deadline: give up this long after the call */
     uint32_t retry_delay_ms;          /* polling fallback: delay ... */
     uint32_t retry_jitter_ms;         /* ... plus 0..jitter */
     int pubsub;                       /* wake on a release (pub/sub), or poll only */
 };
 struct wait_policy wait_policy_default(int pubsub); /* --wait-ms, --retry-* */
-uint32_t wait_retry_count(const struct wait_policy *w);
 void wait_config(const struct wait_policy *w, redlock_config *cfg);
 int wait_acquire(redlock_client *c, const struct wait_policy *w, const char *res, uint32_t ttl_ms,
-                 redlock_lock **lock, uint32_t *attempts);
+                 redlock_lock **lock);
 int wait_acquire_async(redlock_client *c, const struct wait_policy *w, const char *res,
                        uint32_t ttl_ms, redlock_acquire_cb cb, void *arg);
 void wait_json(struct result *r, const struct wait_policy *w);

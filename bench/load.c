@@ -174,6 +174,7 @@ static int load_client(struct load *L, struct result *r)
     int rc;
 
     bench_config_fill(&cfg, o->retries);
+    opstats_hook(&r->lib, &cfg);
     if (!o->settle_ms) {
         if (bench_async_client(L->base, &cfg, &L->c, why, sizeof(why)) == 0)
             return 0;
@@ -206,6 +207,7 @@ static void load_loop(struct load *L)
         o->tl->t0 = L->t_start;
     L->deadline = L->t_start + (uint64_t)(o->duration_s * 1e6);
     L->active = o->inflight;
+    opstats_start(&L->r->lib);
     if (o->sys)
         sysc_start(o->sys);
     for (i = 0; i < o->inflight; i++) {
@@ -348,12 +350,14 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
     int i, started = threads;
 
     bench_config_fill(&cfg, 0);
+    opstats_hook(&r->lib, &cfg);
     if (!b || bench_blocking_client(&cfg, &c, why, sizeof(why)) < 0) {
         result_note(r, "error: %s", b ? why : "out of memory");
         free(b);
         return -1;
     }
     mcpu0 = sys ? -1 : masters_cpu_s();
+    opstats_start(&r->lib);
     cpu0 = cpu_us();
     t0 = now_us();
     for (i = 0; i < threads; i++) {

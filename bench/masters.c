@@ -145,28 +145,25 @@ static int client_new(const redlock_config *cfg, struct event_base *base, redloc
     return -1;
 }
 
-/* A blocking client whose every master answered redlock_ping (connections
- * open in the background). 0, or -1 with @why filled. */
+/* A blocking client connected to every master (connections open in the
+ * background; redlock_ready says when all N are past their handshake).
+ * 0, or -1 with @why filled. */
 int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why, size_t whylen)
 {
-    redlock_status st;
-    uint64_t deadline;
+    redlock_error err;
+    int rc;
 
     if (client_new(cfg, NULL, ret, why, whylen) < 0)
         return -1;
-    deadline = now_us() + 5000000u;
-    for (;;) {
-        memset(&st, 0, sizeof(st));
-        if (redlock_ping(*ret, &st, NULL) == 0 && st.n_answered == (uint32_t)config.n_masters)
-            return 0;
-        if (now_us() > deadline || stop_requested()) {
-            snprintf(why, whylen, "not every master answered PING within 5 s");
-            redlock_client_free(*ret);
-            *ret = NULL;
-            return -1;
-        }
-        sleep_us(20000);
-    }
+    memset(&err, 0, sizeof(err));
+    rc = redlock_ready(*ret, (size_t)config.n_masters, 5000, NULL, &err);
+    if (rc == 0)
+        return 0;
+    snprintf(why, whylen, "not every master connected within 5 s: %s: %.120s",
+             redlock_err_name(rc), err.msg);
+    redlock_client_free(*ret);
+    *ret = NULL;
+    return -1;
 }
 
 /* ------------------------------------------------------------------------ */
