@@ -208,6 +208,7 @@ void bench_config_fill(redlock_config *cfg, uint32_t retries);
 const char *bench_hiredis_version(void); /* the hiredis headers built against */
 int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms); /* all N answer PING: 0, else -1 */
+int wait_masters_vote(void);          /* all N vote in acquires again: 0, else -1 */
 double masters_cpu_s(void);           /* INFO cpu summed over N, or -1 */
 void masters_cpu_delta(struct result *r, double before, uint64_t cycles);
 struct event_base;
@@ -215,6 +216,7 @@ int bench_async_client(struct event_base *base, const redlock_config *cfg, redlo
                        char *why, size_t whylen);
 int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why,
                           size_t whylen);
+int bench_declare_empty(size_t *declared, char *why, size_t whylen);
 
 /* ophook.c: the library's op hook, counting into a struct opstats */
 void opstats_hook(struct opstats *s, redlock_config *cfg); /* before client_new */
@@ -267,11 +269,20 @@ struct timeline {
     struct hist *acq;                 /* n_buckets histograms */
     volatile uint64_t heal_us;        /* set by the fault thread when heal starts */
     volatile uint64_t quorum_us;      /* a quorum of masters answers PING again */
+    volatile uint64_t declared_us;    /* the healed masters were declared empty */
+    size_t declared;                  /* ... how many of them */
+    char declare_err[160];            /* why the declare failed, or "" */
+    int gated;                        /* atomic: the load starts no acquire now */
+    int in_flight;                    /* atomic: acquires the load has in flight */
     uint64_t recovered_us;            /* first success after heal_us */
+    uint64_t failed_before_grant;     /* acquires failed after the declare, before it */
+    uint64_t connected_us[BENCH_MAX_MASTERS]; /* the load client's latest connect */
     int n_events;
     double ev_t[TL_MAX_EVENTS];       /* s since t0 */
     char ev_label[TL_MAX_EVENTS][48];
 };
+int timeline_begin(struct timeline *tl);  /* 0: gated, start nothing now */
+void timeline_on_log(int level, const char *msg, void *arg); /* log_fn, arg: tl */
 void timeline_record(struct timeline *tl, uint64_t t_us, uint64_t lat_us, int ok);
 void timeline_event(struct timeline *tl, uint64_t t_us, const char *label);
 void report_timeline(const struct timeline *tl);
@@ -288,6 +299,8 @@ struct fault_step {
     double at_s;                      /* since the schedule's t0 */
     const char *action;               /* cluster-up.sh command */
     int idx;                          /* master index, -1 for heal */
+    int declare;                      /* heal: then declare the healed masters
+                                         empty, the load held off meanwhile */
 };
 struct schedule {
     struct fault_step steps[24];
@@ -297,6 +310,7 @@ struct schedule {
     int errors;
 };
 void sched_add(struct schedule *s, double at, const char *action, int idx);
+void sched_add_declared_heal(struct schedule *s, double at);
 void sched_run(struct schedule *s);
 void sched_during(void *arg, uint64_t t0);  /* contend_opts.during for a schedule */
 
@@ -346,6 +360,9 @@ struct contend_opts {
     void *arg;
 };
 int contend_run(const struct contend_opts *o, struct result *r);
+
+/* restart.c: when the restart* scenarios restart masters, s after the start */
+#define RESTART_AT_S 0.8
 
 /* inproc.c */
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,

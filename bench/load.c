@@ -125,6 +125,11 @@ static void slot_next(struct slot *s)
         slot_finish(s);
         return;
     }
+    if (L->o->tl && !timeline_begin(L->o->tl)) {
+        /* the timeline holds the load off while it declares masters */
+        event_base_once(L->base, -1, EV_TIMEOUT, slot_deferred, s, &tv);
+        return;
+    }
     s->keylen = (size_t)snprintf(s->key, sizeof(s->key), "%s:%u:%llu", L->o->label, s->id,
                                  (unsigned long long)s->n++);
     L->r->ops++;
@@ -175,6 +180,11 @@ static int load_client(struct load *L, struct result *r)
 
     bench_config_fill(&cfg, o->retries);
     opstats_hook(&r->lib, &cfg);
+    if (o->tl) {
+        cfg.log_fn = timeline_on_log;
+        cfg.log_arg = o->tl;
+        cfg.log_level = REDLOCK_LOG_INFO;
+    }
     if (!o->settle_ms) {
         if (bench_async_client(L->base, &cfg, &L->c, why, sizeof(why)) == 0)
             return 0;
