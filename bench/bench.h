@@ -13,7 +13,7 @@
  *                                how a contender waits, reaching the masters,
  *                                the floor's capacity phase and raw commands
  *   options.c util.c ophook.c    command line; clocks, signals, progress;
- *                                the library's op hook
+ *   mstat.c                      the library's op hook; the masters' counters
  *   state.c hist.c               the shared config and results; histograms
  */
 #ifndef BENCH_H
@@ -109,6 +109,7 @@ struct result {
     double cpu_us_per_cycle;          /* < 0: not applicable */
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
+    char masters_cmds[200];           /* the costliest commands per cycle, or "" */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
     /* contention rows */
     struct hist handoff;              /* release returned -> next holder's acquire
@@ -209,14 +210,28 @@ const char *bench_hiredis_version(void); /* the hiredis headers built against */
 int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms); /* all N answer PING: 0, else -1 */
 int wait_masters_vote(void);          /* all N vote in acquires again: 0, else -1 */
-double masters_cpu_s(void);           /* INFO cpu summed over N, or -1 */
-void masters_cpu_delta(struct result *r, double before, uint64_t cycles);
 struct event_base;
 int bench_async_client(struct event_base *base, const redlock_config *cfg, redlock_client **ret,
                        char *why, size_t whylen);
 int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why,
                           size_t whylen);
 int bench_declare_empty(size_t *declared, char *why, size_t whylen);
+
+/* mstat.c: the masters' own counters, summed over N */
+#define MSTAT_CMDS 24
+struct mstat_cmd {
+    char name[24];                    /* "evalsha", "set", ... */
+    uint64_t calls, usec;
+};
+struct mstat {
+    int ok;                           /* every master answered */
+    double cpu_s;                     /* INFO cpu: user + sys */
+    int n;
+    struct mstat_cmd cmd[MSTAT_CMDS]; /* INFO commandstats */
+};
+void masters_stat(struct mstat *s);
+double masters_cpu_s(void);           /* CPU s so far, or -1 */
+void masters_delta(struct result *r, const struct mstat *before, uint64_t cycles);
 
 /* ophook.c: the library's op hook, counting into a struct opstats */
 void opstats_hook(struct opstats *s, redlock_config *cfg); /* before client_new */

@@ -281,7 +281,7 @@ int contend_run(const struct contend_opts *o, struct result *r)
     int k, failed_start, have_thread = 0;
     uint64_t cpu = 0;
     pthread_t th;
-    double mcpu0;
+    struct mstat m0 = { 0 };
 
     if (!sh) {
         result_note(r, "error: mmap: %s", strerror(errno));
@@ -302,7 +302,8 @@ int contend_run(const struct contend_opts *o, struct result *r)
         register_child(pid);
     }
     failed_start = await_ready(sh, k);
-    mcpu0 = o->during ? -1 : masters_cpu_s();
+    if (!o->during)
+        masters_stat(&m0);
     sh->t_end = now_us() + 50000u + (uint64_t)(o->duration_s * 1e6);
     sh->t_start = now_us() + 50000u;
     if (o->during) {
@@ -318,7 +319,7 @@ int contend_run(const struct contend_opts *o, struct result *r)
     r->cycles_per_s = (double)r->ok / o->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;
-    masters_cpu_delta(r, mcpu0, r->ok);
+    masters_delta(r, &m0, r->ok);
     contention_json(r, k, o->hold_us);
     wait_json(r, &o->wait);
     if (o->reconnect_max_ms)

@@ -236,7 +236,7 @@ int load_async(const struct load_opts *o, struct result *r)
     struct timeval tv = { 0, 200000 };
     struct event *tick;
     uint64_t cpu0;
-    double mcpu0;
+    struct mstat m0 = { 0 };
 
     memset(&L, 0, sizeof(L));
     L.o = o;
@@ -254,7 +254,8 @@ int load_async(const struct load_opts *o, struct result *r)
     tick = event_new(L.base, -1, EV_PERSIST, load_tick, &L);
     event_add(tick, &tv);
 
-    mcpu0 = o->before || o->sys ? -1 : masters_cpu_s();   /* broken masters do not answer */
+    if (!o->before && !o->sys)        /* broken masters do not answer */
+        masters_stat(&m0);
     if (o->before)
         o->before(o->before_arg);
     cpu0 = cpu_us();
@@ -265,7 +266,7 @@ int load_async(const struct load_opts *o, struct result *r)
     r->cycles_per_s = (double)L.cycles / r->duration_s;
     if (L.cycles)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)L.cycles;
-    masters_cpu_delta(r, mcpu0, L.cycles);
+    masters_delta(r, &m0, L.cycles);
     if (L.stuck)
         result_note(r, "error: %d operations never completed (callback missing?)", L.stuck);
     event_free(tick);
@@ -355,7 +356,7 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
     redlock_client *c = NULL;
     struct bthread *b = calloc((size_t)threads, sizeof(*b));
     uint64_t t0, cpu0, cycles = 0;
-    double mcpu0;
+    struct mstat m0 = { 0 };
     char why[300];
     int i, started = threads;
 
@@ -366,7 +367,8 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
         free(b);
         return -1;
     }
-    mcpu0 = sys ? -1 : masters_cpu_s();
+    if (!sys)
+        masters_stat(&m0);
     opstats_start(&r->lib);
     cpu0 = cpu_us();
     t0 = now_us();
@@ -393,7 +395,7 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
     r->cycles_per_s = (double)cycles / r->duration_s;
     if (cycles)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)cycles;
-    masters_cpu_delta(r, mcpu0, cycles);
+    masters_delta(r, &m0, cycles);
     if (started < threads)
         result_note(r, "only %d of %d threads started", started, threads);
     redlock_client_free(c);

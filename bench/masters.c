@@ -1,7 +1,7 @@
 /* masters.c - reaching the masters: the redlock_config every scenario
- * starts from, clients that are known to be connected before a clock
- * starts, and plain-hiredis probes (PING, INFO cpu) that do not go through
- * the library under test.
+ * starts from, clients that are known to be connected (and voting) before
+ * a clock starts, declaring masters empty, and a plain-hiredis PING that
+ * does not go through the library under test.
  */
 #include "bench.h"
 
@@ -74,60 +74,6 @@ int wait_masters_up(unsigned timeout_ms)
             return -1;
         sleep_us(50000);
     }
-}
-
-/* CPU seconds used so far by all N masters (INFO cpu, user + sys), or -1
- * if one does not answer. Read before and after a scenario, it says how
- * busy the masters were: on a 2-core box they share the cores with us. */
-double masters_cpu_s(void)
-{
-    struct timeval tv = { 0, 300000 };
-    double total = 0;
-    int i;
-
-    for (i = 0; i < config.n_masters; i++) {
-        redisContext *rc = redisConnectWithTimeout(config.host[i], config.port[i], tv);
-        redisReply *rep;
-        const char *p;
-        double v = -1;
-
-        if (!rc || rc->err) {
-            redisFree(rc);
-            return -1;
-        }
-        redisSetTimeout(rc, tv);
-        rep = redisCommand(rc, "INFO cpu");
-        if (rep && rep->type == REDIS_REPLY_STRING) {
-            double sys = -1, user = -1;
-
-            if ((p = strstr(rep->str, "used_cpu_sys:")) != NULL)
-                sys = strtod(p + 13, NULL);
-            if ((p = strstr(rep->str, "used_cpu_user:")) != NULL)
-                user = strtod(p + 14, NULL);
-            if (sys >= 0 && user >= 0)
-                v = sys + user;
-        }
-        if (rep)
-            freeReplyObject(rep);
-        redisFree(rc);
-        if (v < 0)
-            return -1;
-        total += v;
-    }
-    return total;
-}
-
-/* Fill @r's masters' CPU figures from a masters_cpu_s() taken at the start
- * (@before) and one taken now, over r->duration_s. */
-void masters_cpu_delta(struct result *r, double before, uint64_t cycles)
-{
-    double after;
-
-    if (before < 0 || r->duration_s <= 0 || (after = masters_cpu_s()) < 0)
-        return;
-    r->masters_cores = (after - before) / r->duration_s;
-    if (cycles)
-        r->masters_cpu_us_per_cycle = (after - before) * 1e6 / (double)cycles;
 }
 
 /* redlock_client_new(); 0, or -1 with @why filled. */
