@@ -7,11 +7,12 @@
  *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
  *                                key; K waiters on one client
  *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
- *   capacity.c raw.c             clock estimates, cluster-up.sh and fault
+ *   capacity.c quorum.c raw.c    clock estimates, cluster-up.sh and fault
  *                                schedules, timeline data and plot, lock
  *                                windows (overlap, fairness), syscall counts,
  *                                how a contender waits, reaching the masters,
- *                                the floor's capacity phase and raw commands
+ *                                the floor's capacity phase, raw quorum and
+ *                                raw commands
  *   options.c util.c ophook.c    command line; clocks, signals, progress;
  *   mstat.c                      the library's op hook; the masters' counters
  *   state.c hist.c               the shared config and results; histograms
@@ -128,6 +129,8 @@ struct result {
     double syscalls_per_cycle;        /* uncontended*: < 0: not counted */
     double epoll_ctl_per_cycle;
     double first_grant_ms;            /* timeline: quorum back -> first grant; < 0: n/a */
+    uint64_t raw_all_p99;             /* kill*, pause*: raw quorum of all N before the */
+    uint64_t raw_live_p99;            /* fault, and of the masters it spares; 0: n/a */
     char extra[4096];                 /* more JSON members: ",\"k\":v..." */
 };
 
@@ -382,6 +385,10 @@ int contend_run(const struct contend_opts *o, struct result *r);
 /* inproc.c */
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
                struct result *r);
+
+/* quorum.c: raw SET quorums next to a fault (all N vs the masters it spares) */
+int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all,
+                       struct hist *live, char *why, size_t len);
 
 /* scenarios: floor.c, clock.c, latency.c, contention.c, faults.c, restart.c */
 void scenario_floor(void);

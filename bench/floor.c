@@ -67,65 +67,6 @@ static void single_next(struct floor_state *fs)
     }
 }
 
-/* --- all masters, majority-th reply -------------------------------------- */
-
-static void quorum_next(struct floor_state *fs);
-
-static void quorum_on_del(redisAsyncContext *ac, void *reply, void *pd)
-{
-    struct floor_state *fs = pd;
-
-    (void)ac;
-    if (!floor_reply_ok(reply))
-        fs->broken = 1;
-    if (++fs->replies == fs->n) {
-        if (fs->broken)
-            event_base_loopbreak(fs->base);
-        else
-            quorum_next(fs);
-    }
-}
-
-static void quorum_on_set(redisAsyncContext *ac, void *reply, void *pd)
-{
-    struct floor_state *fs = pd;
-    int m;
-
-    (void)ac;
-    if (!floor_reply_ok(reply))
-        fs->broken = 1;
-    fs->replies++;
-    if (fs->replies == fs->n / 2 + 1)
-        hist_add(&fs->quorum, now_us() - fs->t0);
-    if (fs->replies < fs->n)
-        return;
-    if (fs->broken) {
-        event_base_loopbreak(fs->base);
-        return;
-    }
-    fs->replies = 0;
-    for (m = 0; m < fs->n; m++)
-        if (floor_send_del(fs, m, fs->key, quorum_on_del, fs) != REDIS_OK)
-            fs->broken = 1;
-}
-
-static void quorum_next(struct floor_state *fs)
-{
-    int m;
-
-    if (now_us() >= fs->deadline || fs->quorum.count >= config.max_ops || stop_requested()) {
-        event_base_loopbreak(fs->base);
-        return;
-    }
-    snprintf(fs->key, sizeof(fs->key), "rlbench:%s:floorq:%llu", config.run_id,
-             (unsigned long long)fs->seq++);
-    fs->replies = 0;
-    fs->t0 = now_us();
-    for (m = 0; m < fs->n; m++)
-        if (floor_send_set(fs, m, fs->key, quorum_on_set, fs) != REDIS_OK)
-            fs->broken = 1;
-}
-
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct floor_state *fs = arg;
@@ -151,6 +92,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static int floor_latency(struct floor_state *fs, struct result *r, double d, double *quorum_cpu)
 {
     uint64_t c0 = cpu_us(), t0 = now_us();
+    int m;
 
     floor_set_phase(fs, PH_SINGLE, 0.75 * d);
     single_next(fs);
@@ -160,10 +102,13 @@ static int floor_latency(struct floor_state *fs, struct result *r, double d, dou
     if (fs->broken)
         return -1;
 
+    for (m = 0; m < fs->n; m++)
+        fs->sel[m] = m;
+    fs->n_sel = fs->n;
+    fs->need = fs->n / 2 + 1;
     floor_set_phase(fs, PH_QUORUM, 0.5 * d);
     c0 = cpu_us();
-    quorum_next(fs);
-    event_base_dispatch(fs->base);
+    floor_quorum_run(fs, &fs->quorum);
     if (fs->quorum.count)
         *quorum_cpu = (double)(cpu_us() - c0) / (double)fs->quorum.count;
     return fs->broken ? -1 : 0;
@@ -211,43 +156,26 @@ static void floor_record(struct floor_state *fs, struct result *r, double d, dou
 void scenario_floor(void)
 {
     struct result *r = result_new("floor");
-    struct floor_state *fs = calloc(1, sizeof(*fs));
     struct timeval tv = { 0, 200000 };
     /* a few seconds pin the floor down; longer runs only wait longer */
     double d = config.duration_s < 4.0 ? config.duration_s : 4.0, quorum_cpu = -1;
     struct capacity raw = { 0, 0, -1 }, script = { 0, 0, -1 };
     uint64_t clock_t0 = 0;
     redlock_client *clock_c = clock_client_start(&clock_t0);
-    int m;
+    struct floor_state *fs;
+    char why[200];
 
-    if (!fs || !(fs->base = event_base_new())) {
-        result_note(r, "error: cannot create an event loop");
+    if (!(fs = floor_open(why, sizeof(why)))) {
+        result_note(r, "error: %s", why);
         redlock_client_free(clock_c);
-        free(fs);
         return;
     }
-    fs->n = config.n_masters;
-    hist_init(&fs->set);
-    hist_init(&fs->del);
-    hist_init(&fs->quorum);
     fs->tick = event_new(fs->base, -1, EV_PERSIST, on_tick, fs);
     event_add(fs->tick, &tv);
-
-    if (floor_connect(fs, r) == 0) {
-        if (floor_latency(fs, r, d, &quorum_cpu) == 0 &&
-            floor_capacity(fs, r, d, &raw, &script) == 0)
-            floor_record(fs, r, d, quorum_cpu, &raw, &script);
-        else if (!r->note[0])
-            result_note(r, "error: a master failed or answered oddly during the floor");
-    }
-    for (m = 0; m < fs->n; m++)
-        if (fs->ac[m])
-            redisAsyncFree(fs->ac[m]);
-    /* hiredis frees the contexts' events from its cleanup hook */
-    event_free(fs->tick);
-    event_base_free(fs->base);
-    free(fs->chains);
-    free(fs);
+    if (floor_latency(fs, r, d, &quorum_cpu) == 0 && floor_capacity(fs, r, d, &raw, &script) == 0)
+        floor_record(fs, r, d, quorum_cpu, &raw, &script);
+    else if (!r->note[0])
+        result_note(r, "error: a master failed or answered oddly during the floor");
+    floor_close(fs);
     clock_client_report(clock_c, clock_t0, r);
 }
-

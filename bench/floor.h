@@ -1,4 +1,5 @@
-/* floor.h - the state the floor's files share (floor.c, capacity.c, raw.c):
+/* floor.h - the state the floor's files share (floor.c, capacity.c, quorum.c,
+ * raw.c):
  * plain hiredis connections to every master on one libevent loop, and the
  * figures each phase fills. Private to those three files.
  */
@@ -28,6 +29,10 @@ struct floor_state {
     uint64_t seq;                     /* key counter */
     char key[96];
     int replies;                      /* quorum phase: replies so far */
+    int sel[BENCH_MAX_MASTERS];       /* quorum phase: the masters asked, */
+    int n_sel;
+    int need;                         /* ... the reply that is timed, */
+    struct hist *qh;                  /* ... and where it is recorded */
     struct hist set, del, quorum;
     /* capacity */
     struct chain *chains;
@@ -46,11 +51,15 @@ struct capacity {
 
 /* raw.c */
 extern const char floor_token[33];    /* 32 bytes, like a real token */
-int floor_connect(struct floor_state *fs, struct result *r);
+struct floor_state *floor_open(char *why, size_t len); /* connected to all N, or NULL */
+void floor_close(struct floor_state *fs);
 void floor_set_phase(struct floor_state *fs, enum floor_phase ph, double seconds);
 int floor_reply_ok(const redisReply *r);
 int floor_send_set(struct floor_state *fs, int m, const char *key, redisCallbackFn *cb, void *pd);
 int floor_send_del(struct floor_state *fs, int m, const char *key, redisCallbackFn *cb, void *pd);
+
+/* quorum.c */
+void floor_quorum_run(struct floor_state *fs, struct hist *h);
 
 /* capacity.c */
 int floor_capacity(struct floor_state *fs, struct result *r, double d, struct capacity *raw,

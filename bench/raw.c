@@ -5,6 +5,7 @@
  */
 #include "floor.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
@@ -38,27 +39,35 @@ int floor_reply_ok(const redisReply *r)
     return r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_INTEGER);
 }
 
+/* The context is hiredis' to free after this call when the connect
+ * failed (0.14 and 1.x alike): forget it. */
+static void forget(struct floor_state *fs, const redisAsyncContext *ac)
+{
+    int i;
+
+    for (i = 0; i < fs->n; i++)
+        if (fs->ac[i] == ac)
+            fs->ac[i] = NULL;
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
     struct floor_state *fs = ac->data;
 
-    if (status == REDIS_OK)
+    if (status == REDIS_OK) {
         fs->connected++;
-    else
+    } else {
         fs->conn_failed++;
+        forget(fs, ac);
+    }
     if (fs->connected + fs->conn_failed == fs->n)
         event_base_loopbreak(fs->base);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
-    struct floor_state *fs = ac->data;
-    int i;
-
     (void)status;
-    for (i = 0; i < fs->n; i++)
-        if (fs->ac[i] == ac)
-            fs->ac[i] = NULL;
+    forget(ac->data, ac);
 }
 
 void floor_set_phase(struct floor_state *fs, enum floor_phase ph, double seconds)
@@ -68,18 +77,30 @@ void floor_set_phase(struct floor_state *fs, enum floor_phase ph, double seconds
     fs->deadline = fs->phase_start + (uint64_t)(seconds * 1e6);
 }
 
-/* Connect to every master; 0, or -1 with the row's note set. */
-int floor_connect(struct floor_state *fs, struct result *r)
+/* A floor state on a loop of its own, connected to every master over
+ * plain hiredis; NULL with @why filled if it cannot be. */
+struct floor_state *floor_open(char *why, size_t len)
 {
+    struct floor_state *fs = calloc(1, sizeof(*fs));
     int m;
 
+    if (!fs || !(fs->base = event_base_new())) {
+        snprintf(why, len, "cannot create an event loop");
+        free(fs);
+        return NULL;
+    }
+    fs->n = config.n_masters;
+    hist_init(&fs->set);
+    hist_init(&fs->del);
+    hist_init(&fs->quorum);
     floor_set_phase(fs, PH_CONNECT, 3.0);
     for (m = 0; m < fs->n; m++) {
         fs->ac[m] = redisAsyncConnect(config.host[m], config.port[m]);
         if (!fs->ac[m] || fs->ac[m]->err) {
-            result_note(r, "error: connect %s:%d: %s", config.host[m],
-                        config.port[m], fs->ac[m] ? fs->ac[m]->errstr : "out of memory");
-            return -1;
+            snprintf(why, len, "connect %s:%d: %s", config.host[m], config.port[m],
+                     fs->ac[m] ? fs->ac[m]->errstr : "out of memory");
+            floor_close(fs);
+            return NULL;
         }
         fs->ac[m]->data = fs;
         redisLibeventAttach(fs->ac[m], fs->base);
@@ -88,9 +109,24 @@ int floor_connect(struct floor_state *fs, struct result *r)
     }
     event_base_dispatch(fs->base);
     if (fs->connected != fs->n) {
-        result_note(r, "error: %d of %d masters did not connect", fs->n - fs->connected, fs->n);
-        return -1;
+        snprintf(why, len, "%d of %d masters did not connect", fs->n - fs->connected, fs->n);
+        floor_close(fs);
+        return NULL;
     }
-    return 0;
+    return fs;
 }
 
+void floor_close(struct floor_state *fs)
+{
+    int m;
+
+    for (m = 0; m < fs->n; m++)
+        if (fs->ac[m])
+            redisAsyncFree(fs->ac[m]);
+    /* hiredis frees the contexts' events from its cleanup hook */
+    if (fs->tick)
+        event_free(fs->tick);
+    event_base_free(fs->base);
+    free(fs->chains);
+    free(fs);
+}
