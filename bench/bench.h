@@ -87,6 +87,7 @@ struct opstats {
     uint64_t attempts;                /* summed over them */
     struct hist attempts_h;           /* attempts per acquire (exact below 256) */
     struct hist waited;               /* waited_us: the call to its decision */
+    uint64_t votes[BENCH_MAX_MASTERS][REDLOCK_VOTE_EXCLUDED + 1]; /* by master, kind */
 };
 
 /* One scenario's figures. Latencies in µs. */
@@ -241,6 +242,7 @@ void opstats_hook(struct opstats *s, redlock_config *cfg); /* before client_new 
 void opstats_start(struct opstats *s);   /* count from now on (after warm-up) */
 void opstats_merge(struct opstats *dst, const struct opstats *src);
 void opstats_line(char *buf, size_t len, const struct opstats *s);
+void opstats_votes_line(char *buf, size_t len, const struct opstats *s);
 
 /* waiting.c: how a contender waits for a busy lock: a deadline per call
  * (redlock_acquire_with), the polling fallback, pub/sub on the client. */

@@ -6,12 +6,16 @@
  * The hook runs on the client's loop thread (a blocking client's I/O
  * thread); one struct opstats per client, read once the client is freed.
  * Calls nothing in redlock-bench but hist.c.
+ * The deciding attempt's vote from each master is counted too: what the
+ * library did with each master (asked it and counted it, was still waiting
+ * for it, or did not ask it at all).
  */
 #include "bench.h"
 
 static void on_op(const redlock_op_info *info, void *arg)
 {
     struct opstats *s = arg;
+    uint32_t m;
 
     if (info->kind != REDLOCK_OP_ACQUIRE || !__atomic_load_n(&s->on, __ATOMIC_ACQUIRE))
         return;
@@ -20,6 +24,9 @@ static void on_op(const redlock_op_info *info, void *arg)
     s->attempts += info->attempts;
     hist_add(&s->attempts_h, info->attempts);
     hist_add(&s->waited, info->waited_us);
+    for (m = 0; info->outcome && m < info->outcome->n_masters && m < BENCH_MAX_MASTERS; m++)
+        if ((unsigned)info->outcome->votes[m].kind <= REDLOCK_VOTE_EXCLUDED)
+            s->votes[m][info->outcome->votes[m].kind]++;
 }
 
 /* Count into @s from the client made with @cfg; nothing is counted until
@@ -37,11 +44,16 @@ void opstats_start(struct opstats *s)
 
 void opstats_merge(struct opstats *dst, const struct opstats *src)
 {
+    int m, k;
+
     dst->acquires += src->acquires;
     dst->ok += src->ok;
     dst->attempts += src->attempts;
     hist_merge(&dst->attempts_h, &src->attempts_h);
     hist_merge(&dst->waited, &src->waited);
+    for (m = 0; m < BENCH_MAX_MASTERS; m++)
+        for (k = 0; k <= REDLOCK_VOTE_EXCLUDED; k++)
+            dst->votes[m][k] += src->votes[m][k];
 }
 
 /* "1234 acquires, 1.02 attempts each (p99 3, max 7); waited p50 83 us, ..." */
@@ -55,4 +67,30 @@ void opstats_line(char *buf, size_t len, const struct opstats *s)
              (unsigned long long)hist_pct(&s->attempts_h, 0.99),
              (unsigned long long)s->attempts_h.max, (unsigned long long)hist_pct(&s->waited, 0.5),
              (unsigned long long)hist_pct(&s->waited, 0.99), (unsigned long long)s->waited.max);
+}
+
+/* ":12203 pending 510, down 12718; :12204 ..." for the masters whose votes
+ * were not all ok; "" when every vote was. */
+void opstats_votes_line(char *buf, size_t len, const struct opstats *s)
+{
+    size_t used = 0;
+    int m, k, first;
+
+    buf[0] = '\0';
+    for (m = 0; m < config.n_masters && used < len; m++) {
+        uint64_t other = 0;
+
+        for (k = 0; k <= REDLOCK_VOTE_EXCLUDED; k++)
+            other += k == REDLOCK_VOTE_OK ? 0 : s->votes[m][k];
+        if (!other)
+            continue;
+        used += (size_t)snprintf(buf + used, len - used, "%s:%d", used ? "; " : "", config.port[m]);
+        for (k = 0, first = 1; k <= REDLOCK_VOTE_EXCLUDED && used < len; k++) {
+            if (!s->votes[m][k])
+                continue;
+            used += (size_t)snprintf(buf + used, len - used, "%s %s %llu", first ? "" : ",",
+                                     redlock_vote_kind_name(k), (unsigned long long)s->votes[m][k]);
+            first = 0;
+        }
+    }
 }

@@ -49,6 +49,26 @@ static void json_num(FILE *f, const char *name, double v, int valid)
         fprintf(f, ",\"%s\":null", name);
 }
 
+/* The deciding attempt's votes, per master: "votes":[{"ok":n,...},...] */
+static void json_votes(FILE *f, const struct opstats *s)
+{
+    int m, k, first;
+
+    fputs(",\"votes\":[", f);
+    for (m = 0; m < config.n_masters; m++) {
+        fputs(m ? ",{" : "{", f);
+        for (k = 0, first = 1; k <= REDLOCK_VOTE_EXCLUDED; k++) {
+            if (!s->votes[m][k])
+                continue;
+            fprintf(f, "%s\"%s\":%llu", first ? "" : ",", redlock_vote_kind_name(k),
+                    (unsigned long long)s->votes[m][k]);
+            first = 0;
+        }
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
 /* The library's own figures (op hook): "lib":{...}, when it saw acquires. */
 static void json_lib(FILE *f, const struct opstats *s)
 {
@@ -59,6 +79,7 @@ static void json_lib(FILE *f, const struct opstats *s)
             (double)s->attempts / (double)s->acquires);
     json_pcts(f, "attempts", &s->attempts_h);
     json_pcts(f, "waited_us", &s->waited);
+    json_votes(f, s);
     fputc('}', f);
 }
 
@@ -270,6 +291,9 @@ static void print_row_notes(const struct result *r)
     if (r->lib.acquires) {
         opstats_line(lib, sizeof(lib), &r->lib);
         printf("  %-20s library (op hook): %s\n", r->scenario, lib);
+        opstats_votes_line(lib, sizeof(lib), &r->lib);
+        if (lib[0])
+            printf("  %-20s votes not ok, by master (deciding attempt): %s\n", r->scenario, lib);
     }
     if (r->masters_cores >= 0)
         printf("  %-20s masters: %.2f cores busy, %.1f us CPU per cycle (all %d together)%s%s\n",
