@@ -1,148 +1,162 @@
-/* acquire.c - acquire with --wait: a deadline on top of the library's own
- * retries.
+/* acquire.c - `lock` and `run` take their lock: one call of the library
+ * with the wait of this command, and a thread that cancels it on a signal.
  *
- * The waiting itself happens inside the library: with --wait, every call
- * makes at least one retry (retry_count >= 1, retry_delay = --retry-delay),
- * and while it waits between attempts it listens for the holder's release
- * on pub/sub (config.pubsub_wait, on unless --no-pubsub), so a waiter gets
- * the lock about one round trip after the release instead of up to one
- * retry delay later. Sleeping here instead would defeat that: nobody would
- * be listening. This loop only keeps calling until the deadline, so a
- * script can say "wait up to 10 minutes" without computing retry counts;
- * each call lasts at most one retry delay plus jitter (plus the attempts),
- * which bounds how late past the deadline we give up, and how long a signal
- * waits (`run`) before it ends the wait.
+ * The waiting happens inside the library (redlock_acquire_with()): an
+ * attempt that finds the lock held joins the queue on the masters and is
+ * woken, in its turn, by the release that hands it over, with a poll every
+ * --retry-delay (plus up to half that in jitter) as the fallback, until
+ * --wait's deadline. So no loop here.
+ *
+ * A blocking call cannot be interrupted by a signal handler, which may do
+ * next to nothing; so while it waits, a small thread reads signals.c's
+ * self-pipe and fires the call's redlock_cancel on SIGINT, SIGTERM or
+ * SIGHUP. The library then releases the attempt in flight on every master
+ * it may have written to and returns ECANCELED; had the lock become ours
+ * just before, we release it: a command told to stop holds nothing. A
+ * SIGCONT (fg after a ^Z) wakes the thread too, but does not cancel.
  */
 #include "acquire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "report.h"
 
-/* Failures that another attempt may not see: the holder may release, a
- * master may come back. Setup errors (AUTH, WRONGTYPE, bad argument) will
- * not pass by waiting. */
-static int retryable(int rc)
+/* The cancel source of the last acquire, freed by cli_acquire_cleanup().
+ * The blocking call returns before its operation is gone from the I/O
+ * thread, which still unregisters from the source then: freeing it at the
+ * return would pull it from under that thread. Once the client is freed,
+ * every operation is. */
+static redlock_cancel *spent;
+
+/* The thread that turns a terminating signal into a cancel. */
+struct watcher {
+    redlock_cancel *cc;
+    int stop[2];           /* written once the call has returned */
+    int signal;            /* the signal that fired cc (read after the join) */
+    pthread_t thread;
+};
+
+static void *watch(void *arg)
 {
-    switch (rc) {
-    case REDLOCK_ECONFLICT:
-    case REDLOCK_ENOQUORUM:
-    case REDLOCK_EEXPIRED:
-    case REDLOCK_ETIMEOUT:
-    case REDLOCK_ECONNECT:
-    case REDLOCK_EBUSY:
-        return 1;
-    default:
-        return 0;
-    }
-}
+    struct watcher *w = arg;
 
-/* Failures the library itself retried, having waited between attempts
- * (acquire.c in the library): calling again at once is not a busy loop. */
-static int waited_in_library(int rc)
-{
-    return rc == REDLOCK_ECONFLICT || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EEXPIRED;
-}
-
-/* Sleep @us, or less if @ab asks us to stop. Return: 1 if it did (the
- * signal in st->signal). */
-static int sleep_or_abort(const struct cli_abort *ab, uint64_t us, struct cli_acquire_stats *st)
-{
-    uint64_t deadline = cli_now_us() + us;
-
-    if (ab == NULL) {
-        struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
-
-        while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-            ;
-        return 0;
-    }
     for (;;) {
-        struct pollfd p = {.fd = ab->fd, .events = POLLIN};
-        uint64_t now = cli_now_us();
-        int r = poll(&p, 1, now >= deadline ? 0 : (int)((deadline - now + 999) / 1000));
+        struct pollfd p[2] = {{.fd = cli_signal_fd(), .events = POLLIN},
+                              {.fd = w->stop[0], .events = POLLIN}};
+        int sig;
 
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return 0;
-        st->signal = ab->signal();
-        if (st->signal != 0)
-            return 1;
-        if (cli_now_us() >= deadline)
-            return 0;
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return NULL;   /* cannot happen with valid fds; do not spin */
+        }
+        if (p[1].revents != 0)
+            return NULL;
+        sig = cli_pending_term_signal();
+        if (sig != 0) {
+            w->signal = sig;
+            redlock_cancel_fire(w->cc);
+            return NULL;
+        }
     }
 }
 
-static int acquire_once(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_lock,
-                        redlock_outcome *out, redlock_error *err)
+static int watcher_start(struct watcher *w)
 {
-    if (o->n_resources == 1 && !o->fence)
-        return redlock_acquire(c, o->set[0].name, o->set[0].len, o->ttl_ms, ret_lock, out, err);
-    return redlock_acquire_set(c, o->set, o->n_resources, o->ttl_ms,
-                               o->fence ? REDLOCK_FENCE : 0, ret_lock, out, err);
+    sigset_t all, old;
+    int rc;
+
+    memset(w, 0, sizeof(*w));
+    w->stop[0] = w->stop[1] = -1;
+    if (redlock_cancel_new(&w->cc) != 0)
+        return -1;
+    if (pipe2(w->stop, O_CLOEXEC) < 0)
+        goto fail;
+    /* Handlers run on the other threads: this one only reads the pipe. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&w->thread, NULL, watch, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        return 0;
+    errno = rc;
+fail:
+    if (w->stop[0] >= 0) {
+        close(w->stop[0]);
+        close(w->stop[1]);
+    }
+    redlock_cancel_free(w->cc);
+    return -1;
 }
 
-uint32_t cli_acquire_retry_count(const struct cli_opts *o)
+/* Return: the signal that cancelled the call, or 0. */
+static int watcher_stop(struct watcher *w)
 {
-    if (o->wait_ms == 0)
-        return o->retry;
-    return o->retry > 0 ? o->retry : 1;
+    char b = 0;
+
+    if (write(w->stop[1], &b, 1) < 0) {
+        /* a pipe nobody else writes to cannot be full */
+    }
+    pthread_join(w->thread, NULL);
+    close(w->stop[0]);
+    close(w->stop[1]);
+    redlock_cancel_free(spent);
+    spent = w->cc;
+    return w->signal;
 }
 
-uint32_t cli_acquire_retry_delay(const struct cli_opts *o)
+void cli_acquire_cleanup(void)
 {
-    /* A wait shorter than the delay: do not overshoot it by a whole delay. */
-    if (o->wait_ms > 0 && o->wait_ms < o->retry_delay_ms)
-        return (uint32_t)o->wait_ms;
-    return o->retry_delay_ms;
+    redlock_cancel_free(spent);
+    spent = NULL;
 }
 
-int cli_acquire(const struct cli_opts *o, redlock_client *c, const struct cli_abort *ab,
-                redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
-                struct cli_acquire_stats *st)
+int cli_acquire(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_lock,
+                redlock_outcome *out, redlock_error *err, struct cli_acquire_stats *st)
 {
     uint64_t start = cli_now_us();
-    uint64_t deadline = start + o->wait_ms * 1000u;
-    uint32_t delay_ms = cli_acquire_retry_delay(o);
+    redlock_acquire_opts opts;
+    struct watcher w;
     int rc;
 
     memset(st, 0, sizeof(*st));
-    for (;;) {
-        uint64_t now, delay;
-
-        memset(out, 0, sizeof(*out));
-        memset(err, 0, sizeof(*err));
-        rc = acquire_once(o, c, ret_lock, out, err);
-        st->attempts += out->attempts > 0 ? out->attempts : 1;
-        now = cli_now_us();
-        if (rc == 0 || o->wait_ms == 0 || !retryable(rc) || now >= deadline)
-            break;
-        if (ab != NULL && sleep_or_abort(ab, 0, st)) {
-            st->waited_us = cli_now_us() - start;
-            return CLI_ACQUIRE_INTERRUPTED;
-        }
-        if (waited_in_library(rc)) {
-            cli_note("attempt %u: %s; still waiting, %llu ms left", st->attempts,
-                     redlock_strerror(rc), (unsigned long long)((deadline - now) / 1000u));
-            continue;
-        }
-        delay = (uint64_t)delay_ms * 1000u + (uint64_t)cli_jitter(delay_ms / 2) * 1000u;
-        if (delay > deadline - now)
-            delay = deadline - now;
-        cli_note("attempt %u: %s; retrying in %llu ms", st->attempts, redlock_strerror(rc),
-                 (unsigned long long)(delay / 1000u));
-        if (sleep_or_abort(ab, delay, st)) {
-            st->waited_us = cli_now_us() - start;
-            return CLI_ACQUIRE_INTERRUPTED;
-        }
+    memset(out, 0, sizeof(*out));
+    memset(err, 0, sizeof(*err));
+    redlock_acquire_opts_init(&opts);
+    opts.ttl_ms = o->ttl_ms;
+    opts.flags = o->fence ? REDLOCK_FENCE : 0;
+    opts.retry_delay_ms = o->retry_delay_ms;
+    opts.retry_jitter_ms = o->retry_delay_ms / 2;
+    /* Without --wait, the client's: --retry polls (config.c), 0 by default. */
+    if (o->wait_set)
+        opts.wait_ms = o->wait_ms;
+    if (watcher_start(&w) < 0) {
+        snprintf(err->msg, sizeof(err->msg), "cannot watch for signals while waiting: %s",
+                 strerror(errno));
+        return REDLOCK_ESYS;
     }
+    opts.cancel = w.cc;
+    rc = redlock_acquire_with(c, o->set, o->n_resources, &opts, ret_lock, out, err);
+    st->signal = watcher_stop(&w);
+    st->attempts = out->attempts > 0 ? out->attempts : 1;
     st->waited_us = cli_now_us() - start;
-    return rc;
+    if (st->signal == 0)
+        return rc;
+    if (rc == 0) {
+        /* Ours a moment before the signal: nobody will use it. */
+        redlock_release(c, *ret_lock, NULL, NULL);
+        redlock_lock_free(*ret_lock);
+        *ret_lock = NULL;
+    }
+    return CLI_ACQUIRE_INTERRUPTED;
 }
 
 int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *out)
@@ -152,6 +166,19 @@ int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *ou
     if (rc == REDLOCK_ECONFLICT)
         return (int)o->conflict_exit;
     return report_exit_for(rc, out);
+}
+
+int cli_acquire_interrupted(const struct cli_opts *o, const struct cli_acquire_stats *st,
+                            redlock_error *err)
+{
+    memset(err, 0, sizeof(*err));
+    err->code = REDLOCK_ECANCELED;
+    err->master = -1;
+    snprintf(err->msg, sizeof(err->msg), "interrupted by SIG%s while waiting for the lock, after "
+             "%u attempt(s) and %llu ms: nothing is held", sigabbrev_np(st->signal),
+             st->attempts, (unsigned long long)(st->waited_us / 1000u));
+    cli_error("%s: %s", o->cmd_name, err->msg);
+    return 128 + st->signal;
 }
 
 void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *o,

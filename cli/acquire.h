@@ -1,4 +1,5 @@
-/* acquire.h - taking a lock for `lock` and `run`, with --wait. */
+/* acquire.h - taking a lock for `lock` and `run`: how long to wait is said
+ * per call (--wait), and SIGINT, SIGTERM or SIGHUP cancel the wait. */
 #ifndef REDLOCK_CLI_ACQUIRE_H
 #define REDLOCK_CLI_ACQUIRE_H
 
@@ -8,36 +9,38 @@
 #include "opts.h"
 
 /* Returned by cli_acquire() instead of a REDLOCK_E* code when a signal
- * asked us to stop while waiting between attempts (st->signal says which). */
+ * cancelled the wait (st->signal says which). Nothing is held then. */
 #define CLI_ACQUIRE_INTERRUPTED 1
 
 struct cli_acquire_stats {
     unsigned attempts;     /* acquire attempts, over all of --wait */
-    uint64_t waited_us;    /* from the first attempt to the outcome */
+    uint64_t waited_us;    /* from the call to the outcome */
     int signal;            /* CLI_ACQUIRE_INTERRUPTED: the signal */
 };
 
-/* How `run` tells a wait to stop: @fd becomes readable when a signal came,
- * and signal() says whether one that ends us did (draining @fd: a SIGCONT
- * after a ^Z, say, wakes the wait but does not end it). */
-struct cli_abort {
-    int fd;
-    int (*signal)(void);   /* the terminating signal that came, or 0 */
-};
+/* Acquire o->set (all or none; fenced with o->fence) for o->ttl_ms, in
+ * one call of the library, waiting as --wait says (without it: --retry
+ * polls, none by default), polling every --retry-delay plus jitter when no
+ * release wakes us. A terminating signal (cli_signals_setup() must have
+ * run) cancels the wait: the library releases the attempt in flight on
+ * the masters, and so do we if the lock was ours by then.
+ * Return: 0, a REDLOCK_E* code, or CLI_ACQUIRE_INTERRUPTED. */
+int cli_acquire(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_lock,
+                redlock_outcome *out, redlock_error *err, struct cli_acquire_stats *st);
 
-/* Acquire o->set (all or none; fenced with o->fence) for o->ttl_ms. With
- * o->wait_ms > 0, call again while the failure is one that can pass (held
- * elsewhere, no quorum, too slow), until the deadline; the library waits
- * between attempts inside each call (see acquire.c), woken by releases. The
- * last attempt's outcome is what is reported. @ab (or NULL) is checked
- * between calls. Return: 0, a REDLOCK_E* code, or CLI_ACQUIRE_INTERRUPTED. */
-int cli_acquire(const struct cli_opts *o, redlock_client *c, const struct cli_abort *ab,
-                redlock_lock **ret_lock, redlock_outcome *out, redlock_error *err,
-                struct cli_acquire_stats *st);
+/* Free what cli_acquire() keeps until the client is freed (call after
+ * redlock_client_free()). */
+void cli_acquire_cleanup(void);
 
 /* The exit status for cli_acquire()'s @rc: the table (cli.h), with
  * -E/--conflict-exit-code for a lock held elsewhere. */
 int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *out);
+
+/* After CLI_ACQUIRE_INTERRUPTED: the message on stderr, and @err as the
+ * JSON's error (ECANCELED). Return: the exit status, 128 + the signal, as
+ * a shell reports a command a signal ended. */
+int cli_acquire_interrupted(const struct cli_opts *o, const struct cli_acquire_stats *st,
+                            redlock_error *err);
 
 /* The members of a lock's or run's JSON object that say how the lock was
  * taken: token, fence, ttl_ms, validity_ms, acquired_on, attempts,
@@ -45,11 +48,5 @@ int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *ou
 void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *o,
                       const redlock_lock *lock, const redlock_outcome *out,
                       const struct cli_acquire_stats *st);
-
-/* The client's retry_count and retry_delay_ms for these options: --retry and
- * --retry-delay, but with --wait at least one retry per call, and a delay no
- * longer than the wait. */
-uint32_t cli_acquire_retry_count(const struct cli_opts *o);
-uint32_t cli_acquire_retry_delay(const struct cli_opts *o);
 
 #endif

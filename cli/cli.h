@@ -56,6 +56,15 @@ int cli_exit_for(int rc);
  * (setup), as the library does for errors in replies. */
 int cli_exit_for_masters(int rc, const int *errs, size_t n);
 
+/* signals.c: SIGINT, SIGTERM and SIGHUP (and SIGCHLD, SIGCONT: wake-ups
+ * only) written into a self-pipe by their handlers. */
+int cli_signals_setup(void);            /* -1 with errno */
+int cli_signal_fd(void);                /* readable when a signal came: one byte each */
+int cli_pending_term_signal(void);      /* drain it: the last terminating signal, or 0 */
+void cli_signals_default(void);         /* in a child, before exec: async-signal-safe */
+/* sigaction(@fn, @flags) for each of @sigs. */
+int cli_signals_handle(const int *sigs, size_t n, void (*fn)(int), int flags);
+
 /* Monotonic clock, µs. */
 uint64_t cli_now_us(void);
 

@@ -4,6 +4,7 @@
  */
 #include "commands.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,8 +21,18 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
     struct cli_acquire_stats st;
     int rc, code;
 
-    rc = cli_acquire(o, c, NULL, &lock, &out, &err, &st);
-    code = cli_acquire_exit(o, rc, &out);
+    /* ^C while waiting: cancel, leave nothing behind, exit 128 + N. */
+    if (cli_signals_setup() < 0) {
+        cli_error("lock: cannot set up signal handling: %s", strerror(errno));
+        return CLI_EXIT_SOFTWARE;
+    }
+    rc = cli_acquire(o, c, &lock, &out, &err, &st);
+    if (rc == CLI_ACQUIRE_INTERRUPTED) {
+        code = cli_acquire_interrupted(o, &st, &err);
+        rc = REDLOCK_ECANCELED;
+    } else {
+        code = cli_acquire_exit(o, rc, &out);
+    }
     if (rc == 0) {
         /* The token on the first line; with --fence the fencing token on
          * the second, so `read -r t; read -r f` takes both. */
@@ -36,7 +47,7 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
                  (unsigned long long)out.elapsed_us, (long long)out.validity_ms);
     } else if (code == CLI_EXIT_USAGE) {
         cli_usage_error("lock: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
-    } else {
+    } else if (rc != REDLOCK_ECANCELED) {
         report_error_set("lock", o->set, o->n_resources, rc, &err, &out);
         report_votes(c, &out, 1);
     }

@@ -409,13 +409,13 @@ static void ping_table(const struct cli_opts *o, redlock_client *c, const redloc
                !m->excluded ? "counts" : m->excluded_why[0] ? m->excluded_why : "excluded");
     }
     printf("%u/%zu masters reachable, %u count toward a quorum of %zu (clock policy %s, "
-           "restart guard %s)\n", k->answered, n, k->counting, redlock_client_quorum(c),
+           "memory guard %s)\n", k->answered, n, k->counting, redlock_client_quorum(c),
            clock_policy_name(policy), o->no_restart_guard ? "off" : "on");
     fflush(stdout);
 }
 
 /* ping: reachability, round trip and clock of every master, and whether
- * its vote would count toward a quorum now (clock monitor, restart guard). */
+ * its vote would count toward a quorum now (clock monitor, memory guard). */
 int cli_cmd_ping(const struct cli_opts *o, redlock_client *c)
 {
     const int policy = o->clock_policy >= 0 ? o->clock_policy : REDLOCK_CLOCK_WARN;

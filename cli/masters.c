@@ -1,183 +1,274 @@
-/* masters.c - redlock-cli's list of masters: "host:port,[v6]:port,...".
+/* masters.c - where redlock-cli's list of masters comes from, and its check.
  *
- * Checked here so that a typo in a cron job's --masters is one line naming
- * the entry, before any connection is tried. The library checks the list
- * again (and resolves it); once it exports a check of its own, this file
- * goes.
+ * --masters LIST, else --masters-file FILE, else $REDLOCK_MASTERS; there is
+ * no default. The list is checked by the library (redlock_masters_check()),
+ * not by a parser of our own, so the CLI accepts exactly what the library
+ * does, and a typo in a cron job's list is one line naming the entry before
+ * any connection is tried.
+ *
+ * Secrets. A URL may carry a password (redis://user:secret@host). On the
+ * command line ps(1) would show it to every user of the machine, so
+ * --masters refuses it; the environment and a file are not shown. The
+ * library's messages quote the entry they are about, so a message about a
+ * list that may hold a password is made from a copy with the passwords
+ * masked.
  */
 #include "opts.h"
 
 #include <ctype.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli.h"
 
-/* Append @len bytes of @s to the growing string *@buf. */
-static int buf_append(char **buf, size_t *used, size_t *cap, const char *s, size_t len)
-{
-    if (*used + len + 1 > *cap) {
-        size_t ncap = (*cap ? *cap * 2 : 128);
-        char *n;
+#define MASTERS_FILE_MAX 65536   /* bytes: 16 entries of up to 1 KiB, and room to spare */
+#define MASK "***"
 
-        while (ncap < *used + len + 1)
-            ncap *= 2;
-        n = realloc(*buf, ncap);
-        if (n == NULL)
-            return -1;
-        *buf = n;
-        *cap = ncap;
-    }
-    memcpy(*buf + *used, s, len);
-    *used += len;
-    (*buf)[*used] = '\0';
-    return 0;
+/* The library's message without its own "masters: " in front: we name
+ * the source instead. */
+static const char *lib_msg(const redlock_error *err, int rc)
+{
+    const char *m = err->msg[0] ? err->msg : redlock_strerror(rc);
+
+    return strncmp(m, "masters: ", 9) == 0 ? m + 9 : m;
 }
 
-struct master_entry {
-    const char *host;   /* into the scratch copy */
-    size_t host_len;
-    int bracketed;      /* IPv6 written as [addr] */
-    unsigned port;
-};
-
-/* Entry @idx (1-based, for messages) at @p, already trimmed, into @e. */
-static int parse_entry(char *p, size_t idx, const char *from, struct master_entry *e)
+/* Where an entry's credentials may begin: after its scheme ("redis://"),
+ * if it starts with one (letters, digits, "+-." and "://", as RFC 3986
+ * has it), else at its start. */
+static const char *after_scheme(const char *e, size_t len)
 {
-    char *colon;
-    uint64_t port;
+    size_t i = 0;
 
-    if (*p == '[') {
-        char *rb = strchr(p, ']');
+    while (i < len && (isalnum((unsigned char)e[i]) || strchr("+-.", e[i]) != NULL))
+        i++;
+    return i > 0 && i + 3 <= len && memcmp(e + i, "://", 3) == 0 ? e + i + 3 : e;
+}
 
-        if (rb == NULL || rb == p + 1 || rb[1] != ':') {
-            cli_usage_error("%s: entry %zu '%s' is not [IPV6]:PORT (e.g. [::1]:7000)", from, idx,
-                            p);
-            return -1;
-        }
-        e->host = p + 1;
-        e->host_len = (size_t)(rb - p - 1);
-        e->bracketed = 1;
-        colon = rb + 1;
-    } else {
-        colon = strrchr(p, ':');
-        if (colon == NULL || colon == p) {
-            cli_usage_error("%s: entry %zu '%s' is not HOST:PORT (e.g. 127.0.0.1:7000)", from,
-                            idx, p);
-            return -1;
-        }
-        if (memchr(p, ':', (size_t)(colon - p)) != NULL) {
-            cli_usage_error("%s: entry %zu '%s': write IPv6 addresses as [ADDR]:PORT", from, idx,
-                            p);
-            return -1;
-        }
-        e->host = p;
-        e->host_len = (size_t)(colon - p);
-        e->bracketed = 0;
+/* Entry @e (@len bytes) with what could be a password masked: everything
+ * after the scheme, and after the user name if there is one, up to the
+ * last '@'. Wider than what the
+ * library reads as a password, on purpose: a malformed entry may hold one
+ * where the library does not look. Appended to @out (room for len +
+ * sizeof(MASK)). */
+static void mask_entry(const char *e, size_t len, char *out)
+{
+    const char *from = after_scheme(e, len), *at = NULL;
+    size_t o = strlen(out);
+
+    for (size_t i = len; i > 0 && at == NULL; i--)
+        if (e[i - 1] == '@')
+            at = e + i - 1;
+    if (at == NULL || at < from) {
+        memcpy(out + o, e, len);
+        out[o + len] = '\0';
+        return;
     }
-    for (size_t k = 0; k < e->host_len; k++) {
-        if (isspace((unsigned char)e->host[k]) || !isprint((unsigned char)e->host[k])) {
-            cli_usage_error("%s: entry %zu '%s': the host name contains a space or control "
-                            "character", from, idx, p);
-            return -1;
+    /* Keep the user name (up to a ':', if that part holds no '@'): it
+     * helps to find the entry, and is no secret. */
+    for (const char *p = from; p < at && *p != '@'; p++) {
+        if (*p == ':') {
+            from = p + 1;
+            break;
         }
     }
-    if (cli_parse_u64(colon + 1, 1, 65535, &port) < 0) {
-        cli_usage_error("%s: entry %zu '%s': the port must be a number from 1 to 65535", from,
-                        idx, p);
+    memcpy(out + o, e, (size_t)(from - e));
+    o += (size_t)(from - e);
+    memcpy(out + o, MASK, sizeof(MASK) - 1);
+    o += sizeof(MASK) - 1;
+    memcpy(out + o, at, len - (size_t)(at - e));
+    out[o + len - (size_t)(at - e)] = '\0';
+}
+
+/* @list with every entry masked (mask_entry), or NULL when out of memory. */
+static char *masked_list(const char *list)
+{
+    size_t n = 1;
+    char *out;
+
+    for (const char *p = list; *p; p++)
+        n += (*p == ',');
+    out = malloc(strlen(list) + n * sizeof(MASK) + 1);
+    if (out == NULL)
+        return NULL;
+    out[0] = '\0';
+    for (const char *p = list;;) {
+        const char *comma = strchrnul(p, ',');
+
+        mask_entry(p, (size_t)(comma - p), out);
+        if (*comma == '\0')
+            return out;
+        strcat(out, ",");
+        p = comma + 1;
+    }
+}
+
+/* The list failed the library's check with @err: say why, without a
+ * password. The masked copy gives the same verdict and a message that is
+ * safe to print, unless masking removed the fault itself (a bad %-escape
+ * in a password): then name the entry, masked. */
+static void explain(const char *list, const char *from, int rc, const redlock_error *err)
+{
+    char *masked;
+    redlock_error merr;
+    size_t idx = 1;
+
+    if (strchr(list, '@') == NULL) {
+        cli_usage_error("%s: %s", from, lib_msg(err, rc));
+        return;
+    }
+    masked = masked_list(list);
+    if (masked == NULL) {
+        cli_usage_error("%s: out of memory", from);
+        return;
+    }
+    memset(&merr, 0, sizeof(merr));
+    rc = redlock_masters_check(masked, NULL, NULL, &merr);
+    if (rc != 0) {
+        cli_usage_error("%s: %s", from, lib_msg(&merr, rc));
+        free(masked);
+        return;
+    }
+    for (const char *p = list; *p; p++) {
+        const char *comma = strchrnul(p, ',');
+        char *one = strndup(p, (size_t)(comma - p));
+
+        if (one != NULL && redlock_masters_check(one, NULL, NULL, NULL) != 0) {
+            char shown[128] = "";
+            char *m = masked_list(one);
+
+            if (m != NULL)
+                cli_printable(m, strlen(m), shown, sizeof(shown));
+            cli_usage_error("%s: entry %zu (%s): its user:password@ part is malformed (a bad "
+                            "%%-escape, or too long; the password is not shown)", from, idx,
+                            shown);
+            free(m);
+            free(one);
+            free(masked);
+            return;
+        }
+        free(one);
+        if (*comma == '\0')
+            break;
+        p = comma;
+        idx++;
+    }
+    cli_usage_error("%s: malformed (the passwords in it are not shown)", from);
+    free(masked);
+}
+
+/* The first entry of @list that carries a password, 1-based. */
+static size_t entry_with_secret(const char *list)
+{
+    size_t idx = 1;
+
+    for (const char *p = list;;) {
+        const char *comma = strchrnul(p, ',');
+        char *one = strndup(p, (size_t)(comma - p));
+        int secret = 0;
+
+        if (one != NULL && redlock_masters_check(one, NULL, &secret, NULL) == 0 && secret) {
+            free(one);
+            return idx;
+        }
+        free(one);
+        if (*comma == '\0')
+            return idx;
+        p = comma + 1;
+        idx++;
+    }
+}
+
+/* @list from @from into o->masters, if the library accepts it. */
+static int take(struct cli_opts *o, const char *list, const char *from, int in_argv,
+                int *ret_secret)
+{
+    redlock_error err;
+    size_t n = 0;
+    int secret = 0, rc;
+
+    memset(&err, 0, sizeof(err));
+    rc = redlock_masters_check(list, &n, &secret, &err);
+    if (rc != 0) {
+        explain(list, from, rc, &err);
         return -1;
     }
-    e->port = (unsigned)port;
-    return 0;
-}
-
-/* @e in normal form ("host:port", "[v6]:port"), after a comma unless first. */
-static int append_entry(char **norm, size_t *used, size_t *cap, const struct master_entry *e,
-                        int first)
-{
-    char portbuf[16];
-
-    snprintf(portbuf, sizeof(portbuf), ":%u", e->port);
-    if ((!first && buf_append(norm, used, cap, ",", 1) < 0) ||
-        (e->bracketed && buf_append(norm, used, cap, "[", 1) < 0) ||
-        buf_append(norm, used, cap, e->host, e->host_len) < 0 ||
-        (e->bracketed && buf_append(norm, used, cap, "]", 1) < 0) ||
-        buf_append(norm, used, cap, portbuf, strlen(portbuf)) < 0)
+    if (secret && in_argv) {
+        cli_usage_error("%s: entry %zu carries a password, which ps(1) shows to every user: put "
+                        "the list in $REDLOCK_MASTERS or a file (--masters-file FILE), or the "
+                        "password in --password-file", from, entry_with_secret(list));
         return -1;
-    return 0;
-}
-
-/* Cut the next comma-separated entry off *@next, with spaces around it
- * dropped. */
-static char *next_entry(char **next)
-{
-    char *p = *next, *end = strchr(p, ',');
-
-    *next = end ? end + 1 : NULL;
-    if (end)
-        *end = '\0';
-    while (*p == ' ' || *p == '\t')
-        p++;
-    end = p + strlen(p);
-    while (end > p && (end[-1] == ' ' || end[-1] == '\t'))
-        *--end = '\0';
-    return p;
-}
-
-/* Parse "host:port,[v6]:port,..." from @src (named @from in messages) into
- * a normalised list: spaces around entries dropped, ports in plain decimal.
- * Duplicates are refused here, by name: the library refuses them again after
- * resolving, which also catches 127.0.0.1 vs localhost. */
-int cli_parse_masters(struct cli_opts *o, const char *src, const char *from)
-{
-    struct master_entry ents[REDLOCK_MAX_MASTERS];
-    char *scratch = strdup(src);
-    char *norm = NULL, *next = scratch;
-    size_t n = 0, used = 0, cap = 0;
-
-    if (scratch == NULL)
-        goto oom;
-    while (next != NULL) {
-        char *p = next_entry(&next);
-
-        if (*p == '\0') {
-            if (n == 0 && next == NULL)
-                cli_usage_error("%s is empty: give HOST:PORT[,HOST:PORT...]", from);
-            else
-                cli_usage_error("%s: empty entry %zu: remove the extra comma", from, n + 1);
-            goto fail;
-        }
-        if (n == REDLOCK_MAX_MASTERS) {
-            cli_usage_error("%s: more than %d masters: give at most %d", from,
-                            REDLOCK_MAX_MASTERS, REDLOCK_MAX_MASTERS);
-            goto fail;
-        }
-        if (parse_entry(p, n + 1, from, &ents[n]) < 0)
-            goto fail;
-        for (size_t k = 0; k < n; k++) {
-            if (ents[k].port == ents[n].port && ents[k].host_len == ents[n].host_len &&
-                strncasecmp(ents[k].host, ents[n].host, ents[n].host_len) == 0) {
-                cli_usage_error("%s: master %s is listed twice (entries %zu and %zu): list each "
-                                "master once", from, p, k + 1, n + 1);
-                goto fail;
-            }
-        }
-        if (append_entry(&norm, &used, &cap, &ents[n], n == 0) < 0)
-            goto oom;
-        n++;
     }
-    free(scratch);
     free(o->masters);
-    o->masters = norm;
+    o->masters = strdup(list);
+    if (o->masters == NULL) {
+        cli_usage_error("%s: out of memory", from);
+        return -1;
+    }
     o->n_masters = n;
-    o->masters_from = from;
+    if (ret_secret != NULL)
+        *ret_secret = secret;
     return 0;
-oom:
-    cli_usage_error("out of memory while parsing %s", from);
-fail:
-    free(scratch);
-    free(norm);
-    return -1;
+}
+
+/* A masters file: the list as --masters takes it, or one entry per line
+ * (a newline separates entries as a comma does; blank lines at the end
+ * are dropped). It may carry passwords: read like a password file. */
+static int take_file(struct cli_opts *o, const char *path)
+{
+    char *text = NULL, *w;
+    size_t len;
+    int rc, shared = 0, secret = 0;
+
+    if (cli_read_secret_file("--masters-file", path, MASTERS_FILE_MAX, &text, &shared) < 0)
+        return -1;
+    /* Blank lines at the end are no entries. */
+    len = strlen(text);
+    while (len > 0 && strchr("\r\n \t", text[len - 1]) != NULL)
+        text[--len] = '\0';
+    w = text;
+    for (const char *r = text; *r; r++) {
+        if (*r == '\r' && r[1] == '\n')
+            continue;
+        *w++ = *r == '\n' ? ',' : *r;
+    }
+    *w = '\0';
+    rc = take(o, text, "--masters-file", 0, &secret);
+    if (rc == 0 && secret && shared)
+        cli_warn_shared_secret("--masters-file", path);
+    explicit_bzero(text, len);
+    free(text);
+    return rc;
+}
+
+int cli_load_masters(struct cli_opts *o)
+{
+    const char *env = getenv("REDLOCK_MASTERS");
+    int rc;
+
+    if (o->masters_arg != NULL && o->masters_file != NULL) {
+        cli_usage_error("--masters and --masters-file both name the masters: give one");
+        return CLI_PARSE_USAGE;
+    }
+    if (o->masters_arg != NULL) {
+        rc = take(o, o->masters_arg, "--masters", 1, NULL);
+    } else if (o->masters_file != NULL) {
+        rc = take_file(o, o->masters_file);
+    } else if (env != NULL && env[0] != '\0') {
+        /* Empty counts as unset, as for $REDLOCK_PASSWORD. */
+        rc = take(o, env, "$REDLOCK_MASTERS", 0, NULL);
+    } else {
+        /* A cron job that lost its environment must not lock (or fail to
+         * lock) a cluster nobody named. */
+        cli_usage_error("no masters: give --masters HOST:PORT,... or set $REDLOCK_MASTERS "
+                        "(there is no default)");
+        return CLI_PARSE_CONFIG;
+    }
+    if (rc < 0)
+        return CLI_PARSE_USAGE;
+    if (o->n_masters % 2 == 0)
+        cli_warn("warning: %zu masters: an even number tolerates no more failures than %zu "
+                 "(quorum %zu of %zu); use an odd number", o->n_masters, o->n_masters - 1,
+                 o->n_masters / 2 + 1, o->n_masters);
+    return CLI_PARSE_OK;
 }

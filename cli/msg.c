@@ -87,7 +87,8 @@ int cli_exit_for(int rc)
     case REDLOCK_ETIMEOUT:
     case REDLOCK_ECONNECT:
     case REDLOCK_EBUSY:
-    case REDLOCK_EUNTRUSTED:   /* excluded masters (clock, restart guard) */
+    case REDLOCK_EUNAVAIL:     /* loading its data, or busy: it passes */
+    case REDLOCK_EUNTRUSTED:   /* excluded masters (clock, memory guard) */
         return CLI_EXIT_UNAVAILABLE;
     /* Waiting will not help: a person must fix the password, the ACL... */
     case REDLOCK_EAUTH:
@@ -98,7 +99,9 @@ int cli_exit_for(int rc)
     case REDLOCK_EPROTO:
     case REDLOCK_EREPLY:
         return CLI_EXIT_CONFIG;
-    default:   /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, unknown */
+    /* ECANCELED: we cancel only on a signal, and then exit 128 + its
+     * number (acquire.c); from anywhere else it is our bug. */
+    default:   /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, ECANCELED, unknown */
         return CLI_EXIT_SOFTWARE;
     }
 }

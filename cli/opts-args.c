@@ -23,6 +23,7 @@ static const struct {
     {"run", CLI_CMD_RUN, REDLOCK_SET_MAX},              /* RESOURCE... -- CMD */
     {"status", CLI_CMD_STATUS, 1},                      /* RESOURCE */
     {"ping", CLI_CMD_PING, 0},
+    {"declare-empty", CLI_CMD_DECLARE_EMPTY, 0},
 };
 
 #define N_CMDS (sizeof(cmd_defs) / sizeof(cmd_defs[0]))
@@ -145,7 +146,7 @@ static int assign_positionals(struct cli_opts *o, const struct cli_positionals *
     };
     int n_res = ps->n;
 
-    if (o->cmd == CLI_CMD_PING)
+    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_DECLARE_EMPTY)
         return 0;
     if (o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND) {
         if (ps->n < 2) {
@@ -202,20 +203,17 @@ static int check_run_command(struct cli_opts *o)
     return 0;
 }
 
+/* The library's rule for a token (redlock_lock_new() would refuse it
+ * otherwise, after the masters were contacted). */
 static int check_token(const struct cli_opts *o)
 {
-    size_t tl = strlen(o->token);
-    int printable = 1;
+    redlock_error err;
 
-    for (size_t k = 0; k < tl; k++)
-        if (o->token[k] <= ' ' || o->token[k] > '~')
-            printable = 0;
-    if (tl == 0 || tl > REDLOCK_TOKEN_MAX || !printable) {
-        cli_usage_error("%s: TOKEN must be 1 to %d printable characters without spaces, as "
-                        "printed by 'redlock-cli lock'", o->cmd_name, REDLOCK_TOKEN_MAX);
-        return -1;
-    }
-    return 0;
+    memset(&err, 0, sizeof(err));
+    if (redlock_token_check(o->token, &err) == 0)
+        return 0;
+    cli_usage_error("%s: TOKEN: %s", o->cmd_name, err.msg);
+    return -1;
 }
 
 /* What needs the whole command: resources and TOKEN, run's CMD, the ttl. */

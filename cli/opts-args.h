@@ -10,7 +10,7 @@
 #include "opts.h"
 
 #define CMD_BIT(c) (1u << (c))
-#define CMD_LIST "lock, unlock, extend, run, status, ping"
+#define CMD_LIST "lock, unlock, extend, run, status, ping, declare-empty"
 
 /* The positional words after the command name, sorted out once all are in:
  * unlock and extend take the last one as TOKEN, as cp(1) takes its last

@@ -1,6 +1,6 @@
 /* opts-value.c - the values redlock-cli's options take: numbers, durations,
- * signals, the drift factor and the clock policy, and the check that a ttl
- * leaves some validity.
+ * --wait, signals, the drift factor and the clock policy, and the check
+ * that a ttl leaves some validity (the library's).
  *
  * Each parser is strict (no sign, no spaces, no trailing garbage, a range),
  * so that a typo is an error rather than a different lock.
@@ -67,6 +67,24 @@ int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint6
         return 0;
     }
     return -1;
+}
+
+int cli_parse_wait(const char *val, int64_t *ret)
+{
+    uint64_t ms;
+
+    if (strcmp(val, "forever") == 0) {
+        *ret = CLI_WAIT_FOREVER;
+        return 0;
+    }
+    if (cli_parse_duration_ms(val, 0, (uint64_t)CLI_WAIT_MAX_MS, &ms) < 0) {
+        cli_usage_error("--wait '%s': expected forever, or a duration from 0 (one attempt) to a "
+                        "year: a whole number and a unit (ms, s, m, h, d; none means ms), e.g. "
+                        "30s, 10m", val);
+        return -1;
+    }
+    *ret = (int64_t)ms;
+    return 0;
 }
 
 /* Signals whose default action does not end a process: sending one when
@@ -150,32 +168,23 @@ int cli_parse_clock_policy(const char *val, int *ret)
     return 0;
 }
 
-/* validity = ttl - elapsed - (ceil(ttl * drift) + 2 ms): refuse a ttl that
- * leaves nothing once the margin is taken, rather than fail every attempt
- * with an expired lease. The library's own arithmetic, repeated until it
- * exports a check of its own. */
+/* The library's check, with the drift factor in force (its default when
+ * --drift-factor is not given). A factor that leaves no ttl any validity
+ * is the factor's fault, not the ttl's: name the option that is wrong. */
 int cli_check_ttl_margin(const struct cli_opts *o)
 {
-    double f = o->drift_factor >= 0 ? o->drift_factor : 0.01;
-    double margin = ceil((double)o->ttl_ms * f) + 2.0;
-    double guess;
-    uint32_t min;
+    redlock_config defaults;
+    redlock_error err;
+    double f;
 
-    if ((double)o->ttl_ms > margin + 1.0)
+    redlock_config_init(&defaults);
+    f = o->drift_factor >= 0 ? o->drift_factor : defaults.drift_factor;
+    memset(&err, 0, sizeof(err));
+    if (redlock_ttl_check(o->ttl_ms, f, &err) == 0)
         return 0;
-    /* t - ceil(t * f) > 3 holds from about 3 / (1 - f) on. */
-    guess = floor(3.0 / (1.0 - f)) - 2.0;
-    if (guess > (double)REDLOCK_TTL_MAX_MS)
-        guess = REDLOCK_TTL_MAX_MS;
-    min = guess < 1.0 ? 1u : (uint32_t)guess;
-    while (min < REDLOCK_TTL_MAX_MS && (double)min <= ceil((double)min * f) + 3.0)
-        min++;
-    if (min == REDLOCK_TTL_MAX_MS) {
-        cli_usage_error("--drift-factor %g leaves no validity for any ttl: use a smaller factor "
-                        "(e.g. 0.01)", f);
-        return -1;
-    }
-    cli_usage_error("--ttl %u: too short to leave any validity after the clock-drift margin "
-                    "(%.0f ms): use at least %u", (unsigned)o->ttl_ms, margin, (unsigned)min);
+    if (redlock_ttl_check(REDLOCK_TTL_MAX_MS, f, NULL) != 0)
+        cli_usage_error("--drift-factor: %s", err.msg);
+    else
+        cli_usage_error("--ttl: %s", err.msg);
     return -1;
 }

@@ -7,8 +7,9 @@
  * it, so that options may come before or after the command, as users type
  * them, and so that `run R -- CMD` can tell its two kinds of `--` apart.
  * Nothing here talks to a master: parsing ends with a validated struct
- * cli_opts. The values' own parsers are in opts-value.c, masters.c and
- * password.c.
+ * cli_opts, and with the library's own check of the configuration made
+ * from it (config.c). The values' own parsers are in opts-value.c,
+ * masters.c and secret-file.c.
  */
 #include "opts.h"
 
@@ -28,9 +29,9 @@ enum opt_kind {
     OPT_FLAG,      /* int field = 1 */
     OPT_COUNT,     /* int field += 1 (-vv) */
     OPT_STRING,    /* const char *field = the value */
+    OPT_SECRET,    /* the same, for a value that may hold a password: never echoed */
     OPT_U32,       /* uint32_t field: a whole number of @unit in [min, max] */
     OPT_MS32,      /* uint32_t field: a duration in ms, [min, max] */
-    OPT_MS64,      /* uint64_t field: a duration in ms, [min, max] */
     OPT_CUSTOM,    /* custom(o, value) parses and stores it */
     OPT_HELP,      /* print help, exit 0 */
     OPT_VERSION,   /* print the version, exit 0 */
@@ -43,7 +44,7 @@ struct opt_def {
     unsigned char kind;    /* enum opt_kind */
     unsigned cmds;         /* commands that accept it (CMD_BIT); CMDS_ALL = global */
     size_t field;          /* offsetof(struct cli_opts, ...) */
-    uint64_t min, max;     /* OPT_U32, OPT_MS32, OPT_MS64 */
+    uint64_t min, max;     /* OPT_U32, OPT_MS32 */
     const char *unit;      /* OPT_U32: what the number counts, for messages */
     int (*custom)(struct cli_opts *o, const char *val);
 };
@@ -56,6 +57,12 @@ static int set_drift(struct cli_opts *o, const char *val)
 static int set_clock_policy(struct cli_opts *o, const char *val)
 {
     return cli_parse_clock_policy(val, &o->clock_policy);
+}
+
+static int set_wait(struct cli_opts *o, const char *val)
+{
+    o->wait_set = 1;
+    return cli_parse_wait(val, &o->wait_ms);
 }
 
 static int set_signal(struct cli_opts *o, const char *val)
@@ -101,11 +108,13 @@ static int set_command(struct cli_opts *o, const char *val)
 #define CUSTOM(n, s, cmds, fn) {n, s, OPT_CUSTOM, cmds, 0, 0, 0, NULL, fn}
 
 static const struct opt_def opt_defs[] = {
-    STRING("masters", 0, CMDS_ALL, masters_arg),
-    MS32("timeout-ms", CMDS_ALL, timeout_ms, 1, 3600000),
-    MS32("connect-timeout-ms", CMDS_ALL, connect_timeout_ms, 1, 3600000),
+    {"masters", 0, OPT_SECRET, CMDS_ALL, F(masters_arg), 0, 0, NULL, NULL},
+    STRING("masters-file", 0, CMDS_ALL, masters_file),
+    /* The library's ranges (config.c checks the whole against it too). */
+    MS32("timeout-ms", CMDS_ALL, timeout_ms, 1, 600000),
+    MS32("connect-timeout-ms", CMDS_ALL, connect_timeout_ms, 1, 600000),
     U32("retry", 0, CMDS_ALL, retry, 0, 1000000, "retries"),
-    MS32("retry-delay", CMDS_ALL, retry_delay_ms, 1, 3600000),
+    MS32("retry-delay", CMDS_ALL, retry_delay_ms, 1, 600000),
     CUSTOM("drift-factor", 0, CMDS_ALL, set_drift),
     CUSTOM("prefix", 0, CMDS_ALL, set_prefix),
     CUSTOM("user", 0, CMDS_ALL, set_user),
@@ -119,7 +128,7 @@ static const struct opt_def opt_defs[] = {
     {"version", 'V', OPT_VERSION, CMDS_ALL, 0, 0, 0, NULL, NULL},
     MS32("ttl", CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN), ttl_ms,
          1, REDLOCK_TTL_MAX_MS),
-    {"wait", 0, OPT_MS64, CMDS_LOCK_RUN, F(wait_ms), 0, CLI_WAIT_MAX_MS, NULL, NULL},
+    CUSTOM("wait", 0, CMDS_LOCK_RUN, set_wait),
     MS32("kill-after", CMD_BIT(CLI_CMD_RUN), kill_after_ms, 0, 3600000),
     CUSTOM("clock-policy", 0, CMDS_ALL, set_clock_policy),
     MS32("restart-guard-ms", CMDS_ALL, restart_guard_ms, 0, REDLOCK_TTL_MAX_MS),
@@ -168,11 +177,7 @@ static int set_number(struct cli_opts *o, const struct opt_def *d, const char *v
                         d->name, val, (unsigned long long)d->min, (unsigned long long)d->max);
         return -1;
     }
-    if (d->kind == OPT_MS64) {
-        uint64_t w = v;
-
-        memcpy(field, &w, sizeof(w));
-    } else {
+    {
         uint32_t w = (uint32_t)v;
 
         memcpy(field, &w, sizeof(w));
@@ -191,15 +196,19 @@ static int apply(struct cli_opts *o, struct parse_state *ps, const struct opt_de
     /* A value given twice is a script's mistake (two --ttl: which one did
      * it mean?), not a last-one-wins. Flags may repeat. */
     if (val != NULL && ps->given[id] != NULL) {
-        cli_usage_error("--%s given twice ('%s', then '%s'): give it once", d->name,
-                        ps->given[id], val);
+        if (d->kind == OPT_SECRET)
+            cli_usage_error("--%s given twice: give it once", d->name);
+        else
+            cli_usage_error("--%s given twice ('%s', then '%s'): give it once", d->name,
+                            ps->given[id], val);
         return CLI_PARSE_USAGE;
     }
     ps->given[id] = val != NULL ? val : "";
     switch (d->kind) {
     case OPT_FLAG: *(int *)(void *)field = 1; return CLI_PARSE_OK;
     case OPT_COUNT: (*(int *)(void *)field)++; return CLI_PARSE_OK;
-    case OPT_STRING: *(const char **)(void *)field = val; return CLI_PARSE_OK;
+    case OPT_STRING:
+    case OPT_SECRET: *(const char **)(void *)field = val; return CLI_PARSE_OK;
     case OPT_HELP: help(); return CLI_PARSE_EXIT_0;
     case OPT_VERSION: print_version(); return CLI_PARSE_EXIT_0;
     case OPT_CUSTOM: return d->custom(o, val) < 0 ? CLI_PARSE_USAGE : CLI_PARSE_OK;
@@ -350,6 +359,11 @@ static int check_command(struct cli_opts *o, const struct parse_state *ps)
                         "give one of them");
         return -1;
     }
+    if (o->retry > 0 && o->wait_set) {
+        cli_usage_error("--retry and --wait both say how long to wait: give --wait alone (a "
+                        "duration, or forever)");
+        return -1;
+    }
     if (o->cmd == CLI_CMD_NONE) {
         cli_usage_error("missing COMMAND: use one of %s (see --help)", CMD_LIST);
         return -1;
@@ -366,38 +380,21 @@ static int check_command(struct cli_opts *o, const struct parse_state *ps)
     return cli_args_check(o, &ps->pos);
 }
 
-/* Masters: --masters, else $REDLOCK_MASTERS (empty counts as unset, as
- * for $REDLOCK_PASSWORD); there is no default. A cron job that lost its
- * environment must not lock (or fail to lock) a cluster nobody named. */
-static int load_masters(struct cli_opts *o)
-{
-    const char *env = getenv("REDLOCK_MASTERS");
-
-    if (o->masters_arg != NULL) {
-        if (cli_parse_masters(o, o->masters_arg, "--masters") < 0)
-            return CLI_PARSE_USAGE;
-    } else if (env != NULL && env[0] != '\0') {
-        if (cli_parse_masters(o, env, "$REDLOCK_MASTERS") < 0)
-            return CLI_PARSE_USAGE;
-    } else {
-        cli_usage_error("no masters: give --masters HOST:PORT,... or set $REDLOCK_MASTERS "
-                        "(there is no default)");
-        return CLI_PARSE_CONFIG;
-    }
-    if (o->n_masters % 2 == 0)
-        cli_warn("warning: %zu masters: an even number tolerates no more failures than %zu "
-                 "(quorum %zu of %zu); use an odd number", o->n_masters, o->n_masters - 1,
-                 o->n_masters / 2 + 1, o->n_masters);
-    return CLI_PARSE_OK;
-}
-
 /* Password: the file, else the environment. Never argv. */
 static int load_password(struct cli_opts *o)
 {
     const char *env = getenv("REDLOCK_PASSWORD");
 
-    if (o->password_file != NULL)
-        return cli_read_password_file(o, o->password_file);
+    if (o->password_file != NULL) {
+        int shared = 0;
+
+        if (cli_read_secret_file("--password-file", o->password_file, CLI_PASSWORD_MAX,
+                                 &o->password, &shared) < 0)
+            return -1;
+        if (shared)
+            cli_warn_shared_secret("--password-file", o->password_file);
+        return 0;
+    }
     if (env != NULL && env[0] != '\0') {
         o->password = strdup(env);
         if (o->password == NULL) {
@@ -437,10 +434,12 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
     }
     if (check_command(o, &ps) < 0)
         return CLI_PARSE_USAGE;
-    r = load_masters(o);
+    r = cli_load_masters(o);
     if (r != CLI_PARSE_OK)
         return r;
-    return load_password(o) < 0 ? CLI_PARSE_USAGE : CLI_PARSE_OK;
+    if (load_password(o) < 0 || cli_config_check(o) < 0)
+        return CLI_PARSE_USAGE;
+    return CLI_PARSE_OK;
 }
 
 void cli_opts_done(struct cli_opts *o)

@@ -1,9 +1,11 @@
 /* opts.h - redlock-cli's command line: one struct filled by cli_opts_parse().
  *
- * Parsing is strict: every number is checked for garbage and range, every
- * master address for shape and duplicates, and every failure is one line on
- * stderr that names the problem and the fix, then exit 64 (78 when the
- * setup itself is missing: no masters configured).
+ * Parsing is strict: every number is checked for garbage and range, and
+ * what the library has rules for (the masters, the ttl and its margin, a
+ * token, the whole configuration) is checked by the library's own checks,
+ * so the CLI accepts exactly what the library does. Every failure is one
+ * line on stderr that names the option, the problem and the fix, then exit
+ * 64 (78 when the setup itself is missing: no masters configured).
  */
 #ifndef REDLOCK_CLI_OPTS_H
 #define REDLOCK_CLI_OPTS_H
@@ -21,6 +23,7 @@ enum cli_cmd {
     CLI_CMD_RUN,
     CLI_CMD_STATUS,
     CLI_CMD_PING,
+    CLI_CMD_DECLARE_EMPTY,
 };
 
 #define CLI_DEFAULT_TTL_MS 30000u
@@ -29,8 +32,12 @@ enum cli_cmd {
 #define CLI_DEFAULT_PING_SAMPLES 5u
 #define CLI_PING_PROBE_MS 100u     /* ping: clock probe interval, and time between pings */
 #define CLI_RUN_WATCHDOG_DIVISOR 2u /* run: extend when half the ttl is left (run.c) */
-#define CLI_WAIT_MAX_MS 31536000000ull /* --wait: a year keeps µs deadlines far from overflow */
+#define CLI_RUN_MAX_EXTENDS 1000000u    /* run: default --max-extends */
+#define CLI_RUN_MAX_LEASE_MS 604800000u /* run: default --max-lease: 7 days */
+#define CLI_WAIT_MAX_MS 31536000000ll /* --wait: a year; longer is `forever` */
+#define CLI_WAIT_FOREVER REDLOCK_WAIT_FOREVER /* --wait forever */
 #define CLI_SHELL "/bin/sh"         /* run -c STRING runs CLI_SHELL -c STRING */
+#define CLI_PASSWORD_MAX 4096       /* bytes: Redis has no limit, a file this big is a mistake */
 
 struct cli_opts {
     /* command and its arguments (pointers into argv) */
@@ -49,8 +56,9 @@ struct cli_opts {
 
     /* connection */
     const char *masters_arg;     /* --masters as typed, or NULL */
-    char *masters;               /* normalised "host:port,...": owned */
-    const char *masters_from;    /* "--masters" or "$REDLOCK_MASTERS" */
+    const char *masters_file;    /* --masters-file as typed, or NULL */
+    char *masters;               /* the list used, as the library takes it: owned;
+                                    may carry passwords (never from argv) */
     size_t n_masters;
     const char *prefix;          /* key prefix, or NULL */
     const char *user;            /* ACL user, or NULL */
@@ -58,8 +66,8 @@ struct cli_opts {
     char *password;              /* owned; wiped by cli_opts_done(); never printed */
     uint32_t timeout_ms;         /* per-master request timeout; 0 = library default */
     uint32_t connect_timeout_ms; /* 0 = library default */
-    uint32_t retry;              /* library retries per acquire attempt */
-    uint32_t retry_delay_ms;     /* between acquire attempts, before jitter */
+    uint32_t retry;              /* without --wait: polls after the first attempt */
+    uint32_t retry_delay_ms;     /* the polling fallback while waiting, before jitter */
     double drift_factor;         /* < 0: library default */
 
     /* clock monitor and restart guard */
@@ -71,7 +79,9 @@ struct cli_opts {
     /* command options */
     uint32_t ttl_ms;             /* lock, extend, run */
     int ttl_set;
-    uint64_t wait_ms;            /* lock, run: retry until this deadline; 0 = one attempt */
+    int64_t wait_ms;             /* lock, run: wait up to this long; 0 = one attempt;
+                                    CLI_WAIT_FOREVER */
+    int wait_set;                /* --wait was given */
     int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
     int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
     uint32_t conflict_exit;      /* lock, run: exit code when held elsewhere (-E) */
@@ -103,7 +113,8 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
 void cli_opts_done(struct cli_opts *o);
 
 /* The pieces of the parser, one file each (opts-value.c, masters.c,
- * password.c). Each prints its own one-line error. Return: 0 or -1. */
+ * secret-file.c, config.c). Each prints its own one-line error. Return: 0
+ * or -1. */
 
 /* Strict unsigned decimal: digits only, no sign, no spaces, in [min, max].
  * Prints nothing. */
@@ -111,16 +122,35 @@ int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
 /* A duration: a whole number and an optional unit (ms, s, m, h, d; none
  * means ms), in [min_ms, max_ms]. Prints nothing. */
 int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
+/* --wait: a duration up to CLI_WAIT_MAX_MS, or `forever`. */
+int cli_parse_wait(const char *val, int64_t *ret);
 /* A signal by name (TERM, SIGTERM, any case) or number, that ends a
  * process by default. @opt names the option in the message. */
 int cli_parse_signal(const char *opt, const char *val, int *ret);
 int cli_parse_drift(const char *val, double *ret);
 int cli_parse_clock_policy(const char *val, int *ret);
-/* "host:port,[v6]:port,..." from @src into o->masters (normalised). */
-int cli_parse_masters(struct cli_opts *o, const char *src, const char *from);
-/* The whole of @path (minus one trailing newline) into o->password. */
-int cli_read_password_file(struct cli_opts *o, const char *path);
-/* The ttl leaves some validity after the clock-drift margin. */
+/* The masters: --masters, --masters-file or $REDLOCK_MASTERS, checked by
+ * the library, into o->masters. Return: CLI_PARSE_OK, _USAGE or _CONFIG. */
+int cli_load_masters(struct cli_opts *o);
+/* The whole of the file or pipe @path (minus one trailing newline), named
+ * @opt in messages, at most @max bytes and without NUL, into *@ret (owned:
+ * wipe and free it); *@ret_shared: a regular file that others may read.
+ * Never blocks for ever; messages never show the content. */
+int cli_read_secret_file(const char *opt, const char *path, size_t max, char **ret,
+                         int *ret_shared);
+/* The warning for a secret file that others may read. */
+void cli_warn_shared_secret(const char *opt, const char *path);
+/* The ttl leaves some validity after the clock-drift margin (the
+ * library's check, with the drift factor in force). */
 int cli_check_ttl_margin(const struct cli_opts *o);
+
+/* config.c: the library's configuration for @o (no hooks: main() adds
+ * them), and the library's check of it at the end of parsing. */
+void cli_config_fill(const struct cli_opts *o, redlock_config *cfg);
+int cli_config_check(const struct cli_opts *o);
+/* run's floor: the validity left when the watchdog stops retrying failed
+ * extensions and CMD is told to stop, a tenth of the ttl and at least four
+ * request timeouts (time for an extension to fail and be tried again). */
+uint32_t cli_run_floor_ms(const struct cli_opts *o);
 
 #endif

@@ -33,22 +33,22 @@ static void help(void)
 "      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
 "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
 "Options (before or after COMMAND); durations T: 250ms 30s 5m 2h 1d, bare = ms\n"
-"  --masters H:P,...  or $REDLOCK_MASTERS: required, there is no default\n"
-"  --ttl T (30s)    --wait T (0: one attempt)    -E N  exit N if held (75)\n"
-"  --timeout-ms T     per-master timeout   --connect-timeout-ms T\n"
-"  --retry N (0)      --retry-delay T (200ms)      --drift-factor F (0.01)\n"
-"  --no-pubsub   --max-extends N (1e6)   --max-lease T (7d)   -s SIG (TERM)\n"
+"  --masters H:P,... | --masters-file F | $REDLOCK_MASTERS: required (no default)\n"
+"  --ttl T (30s)  --wait T|forever (0: one attempt)  -E N  exit N if held (75)\n"
+"  --timeout-ms T  --connect-timeout-ms T  --retry N  --retry-delay T (200ms)\n"
+"  --no-pubsub  --drift-factor F (0.01)  --max-extends N (1e6) --max-lease T (7d)\n"
 "  --clock-policy warn|exclude|off  --restart-guard-ms T|--no-restart-guard\n"
 "  --prefix STR       --user U   --password-file F (else $REDLOCK_PASSWORD)\n"
 "  --json   one JSON object on stdout    -q quiet   -v verbose   -h   -V\n"
 "Exit status (JSON fields and the rest: see redlock-cli(1)):\n"
 "  0 ok   64 bad usage or input   68 unknown master host   70 internal error\n"
-"  69 no quorum: masters down, slow or excluded   77 masters refuse AUTH\n"
+"  69 no quorum: masters down, slow, loading or excluded  77 masters refuse AUTH\n"
 "  78 setup: no masters given; wrong key type, not Redis, error replies\n"
 "  75 held by another client (or -E N); unlock/extend: not held by TOKEN\n"
+"  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
 "  run: CMD's status; 124 lock lost or --max-* reached (CMD got SIG, then\n"
 "       SIGKILL after --kill-after or at the lease's end); 126/127 CMD not run\n"
-"Example: redlock-cli run nightly --ttl 10s --wait 10m -E 0 -- ./backup.sh\n",
+"  declare-empty   new masters vote at once (never one that crashed: see man)\n",
           stdout);
 }
 
@@ -77,44 +77,11 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
     redlock_error err;
     int rc;
 
-    redlock_config_init(&cfg);
-    cfg.masters = o->masters;
-    if (o->prefix != NULL)
-        cfg.key_prefix = o->prefix;
-    cfg.username = o->user;
-    cfg.password = o->password;
-    if (o->timeout_ms > 0)
-        cfg.node_timeout_ms = o->timeout_ms;
-    if (o->connect_timeout_ms > 0)
-        cfg.connect_timeout_ms = o->connect_timeout_ms;
-    /* One attempt per call unless --retry or --wait: with --wait the
-     * library waits between attempts, listening for the release on pub/sub
-     * unless --no-pubsub, and acquire.c keeps calling until the deadline. */
-    cfg.retry_count = cli_acquire_retry_count(o);
-    cfg.retry_delay_ms = cli_acquire_retry_delay(o);
-    cfg.retry_jitter_ms = cfg.retry_delay_ms / 2;
-    cfg.pubsub_wait = !o->no_pubsub;
-    /* run: the library's watchdog keeps the lock (run.c). */
-    if (o->cmd == CLI_CMD_RUN) {
-        cfg.watchdog_divisor = CLI_RUN_WATCHDOG_DIVISOR;
-        if (o->max_extends > 0)
-            cfg.watchdog_max_extends = o->max_extends;
-        if (o->max_lease_ms > 0)
-            cfg.watchdog_max_lease_ms = o->max_lease_ms;
+    cli_config_fill(o, &cfg);
+    if (o->cmd == CLI_CMD_RUN && cli_run_config(&cfg) < 0) {
+        cli_error("run: cannot make a pipe: %s", strerror(errno));
+        return CLI_EXIT_SOFTWARE;
     }
-    if (o->drift_factor >= 0)
-        cfg.drift_factor = o->drift_factor;
-    if (o->clock_policy >= 0)
-        cfg.clock_policy = o->clock_policy;
-    if (o->no_restart_guard)
-        cfg.restart_guard = 0;
-    if (o->restart_guard_ms_set)
-        cfg.restart_guard_ms = o->restart_guard_ms;
-    /* ping reports clock rates: a rate needs two samples, and a process
-     * that lives for one ping would otherwise see none at the default
-     * interval (1 s). */
-    if (o->cmd == CLI_CMD_PING)
-        cfg.clock_probe_ms = CLI_PING_PROBE_MS;
     /* The library is silent unless asked; -v shows its log, which has the
      * clock and restart events as warnings; without -v the event hook
      * prints just those. */
@@ -136,6 +103,13 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
             cli_error("cannot create client: %s", why);
         return cli_exit_for(rc);
     }
+    /* The client connects in the background, and a first request would
+     * wait behind the handshakes while its --timeout-ms (50 ms) runs: on a
+     * loaded machine the handshake alone may take longer, and a master
+     * that is fine would count as slow. So wait for a quorum to be up
+     * first, for --connect-timeout-ms at most; what is not up by then the
+     * command reports, master by master. */
+    redlock_ready(*ret, 0, cfg.connect_timeout_ms, NULL, NULL);
     return 0;
 }
 
@@ -186,12 +160,16 @@ int main(int argc, char **argv)
     case CLI_CMD_PING:
         code = cli_cmd_ping(&o, c);
         break;
+    case CLI_CMD_DECLARE_EMPTY:
+        code = cli_cmd_declare_empty(&o, c);
+        break;
     default:
         code = CLI_EXIT_SOFTWARE;
         break;
     }
 out:
     redlock_client_free(c);
+    cli_acquire_cleanup();
     cli_opts_done(&o);
     if (fflush(stdout) != 0 && code == 0)
         code = CLI_EXIT_SOFTWARE;

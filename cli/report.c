@@ -14,7 +14,7 @@
 
 static int vote_is_failure(int kind)
 {
-    /* An excluded master (clock untrusted, restart guard) answered, or
+    /* An excluded master (clock untrusted, memory guard) answered, or
      * would have, but its vote does not count: say so, with the why. */
     return kind == REDLOCK_VOTE_TIMEOUT || kind == REDLOCK_VOTE_DOWN ||
            kind == REDLOCK_VOTE_ERROR || kind == REDLOCK_VOTE_EXCLUDED;

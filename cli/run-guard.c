@@ -13,13 +13,16 @@
  * if sooner).
  *
  * The guard also knows when the lease ends (we tell it at every extension).
- * The watchdog extends with half the ttl left and we notice within a tenth:
- * with a third left and no news, we are stopped (SIGSTOP, which we cannot
- * catch), stuck, or losing the lock. Unless we said we are stopping CMD
- * ourselves, the guard then stops CMD's group (SIGSTOP: reversible, and no
- * write lands while it waits), continues it if news of an extension comes,
- * and kills it (SIGKILL) when the lease ends. Stopping a third early leaves
- * the guard that much room to be scheduled late. It lives in a process group
+ * The watchdog extends with half the ttl left; when extensions fail it
+ * retries down to run's floor (a tenth of the ttl, or more), and then we
+ * stop CMD ourselves and tell the guard so. With half the floor left
+ * (RUN_GUARD_MARGIN_MS) and no news, we are stopped (SIGSTOP, which we
+ * cannot catch) or stuck. The guard then stops CMD's group (SIGSTOP: reversible,
+ * and no write lands while it waits), continues it if news of an extension
+ * comes, and kills it (SIGKILL) when the lease ends. Stopping that early
+ * leaves the guard room to be scheduled late; stopping no earlier lets a
+ * run that rides out a blip (masters paused for a while) keep CMD running
+ * as long as the library keeps the lock. It lives in a process group
  * of its own, so a terminal's ^C or ^Z, or a kill of our job's group, does
  * not reach it, and it stands down once CMD has exited.
  *
@@ -112,8 +115,8 @@ struct guard_state {
     int losing;             /* we are stopping CMD ourselves: no freezing */
 };
 
-/* The lease's end came, or a third of it is left without news (see the top
- * of the file). Return: the poll timeout until the next of those, in ms. */
+/* The lease's end came, or only the margin is left without news (see the
+ * top of the file). Return: the poll timeout until the next of those, in ms. */
 static int guard_deadlines(const struct guard_plan *g, struct guard_state *s)
 {
     uint64_t now = mono_us(), next;
@@ -220,7 +223,7 @@ int run_guard_start(const struct cli_opts *o)
     g.fd = p[0];
     g.signal = o->loss_signal;
     g.kill_after_us = (uint64_t)o->kill_after_ms * 1000u;
-    g.freeze_us = (uint64_t)o->ttl_ms * 1000u / 3;
+    g.freeze_us = (uint64_t)RUN_GUARD_MARGIN_MS(o) * 1000u;
     snprintf(g.gone, sizeof(g.gone), "%s: run: redlock-cli is gone and nobody extends the lock: "
              "stopping CMD's process group (SIG%s, SIGKILL within %u ms)\n", CLI_NAME,
              sigabbrev_np(o->loss_signal), (unsigned)o->kill_after_ms);

@@ -14,10 +14,16 @@
 
 #include "opts.h"
 
+/* The guard stops CMD's group when this much validity is left and no news
+ * came (run-guard.c), and a ^Z-ed run lets CMD go on only with more left:
+ * half run's floor (cli_run_floor_ms), so that a run riding out a blip
+ * stops CMD itself, with the floor left, before the guard has to. */
+#define RUN_GUARD_MARGIN_MS(o) (cli_run_floor_ms(o) / 2u)
+
 struct run_result {
-    unsigned extends;         /* extensions seen (the watchdog's, by their effect) */
-    unsigned extend_failures; /* extensions that failed */
-    unsigned wd_restarts;     /* watchdog started again after a failure that can pass */
+    unsigned extends;         /* the watchdog's extensions that succeeded */
+    unsigned extend_failures; /* ... that failed */
+    unsigned wd_restarts;     /* extensions the watchdog tried again after a failure */
     unsigned stops;           /* SIGTSTP/SIGTTIN/SIGTTOU passed on to CMD's group */
     int lost;                 /* the lock could no longer be vouched for: exit 124 */
     int limit_reached;        /* ... because --max-extends or --max-lease was reached */
@@ -29,20 +35,18 @@ struct run_result {
     int released;             /* release succeeded */
 };
 
-/* The watchdog as the main loop sees it. */
+/* The library's watchdog as the main loop sees it. */
 struct watch {
-    uint32_t max_extends;     /* caps in force: ours, else the library's */
+    uint32_t max_extends;     /* caps in force (config.c) */
     uint32_t max_lease_ms;
-    uint64_t started_us;      /* the first start: the caps count from here */
+    uint64_t started_us;      /* the caps count from here */
     uint64_t until_us;        /* latest end of validity seen: moves on with each extension */
-    uint64_t restart_at;      /* 0, or when to start the watchdog again */
     int running;              /* started, and no lost message read since */
+    int last_failed;          /* the last extension failed */
 };
 
-/* run-signals.c: what a signal does to us and to CMD. */
+/* run-signals.c: job control (signals.c has the rest). */
 int run_signals_setup(void);          /* before the acquire: -1 with errno */
-int run_signal_fd(void);              /* readable when a signal came: one byte per signal */
-int run_pending_term_signal(void);    /* drain it: the last terminating signal, or 0 */
 void run_signals_default(void);       /* in CMD's child, before exec: async-signal-safe */
 void run_cmd_started(pid_t pgid);     /* from now on, stop signals reach CMD's group (0: none) */
 int run_cmd_was_stopped(void);        /* a ^Z stopped CMD's group, and nobody continued it */
@@ -50,11 +54,14 @@ void run_cmd_resumed(void);           /* ... and now it is continued */
 void run_signal_cmd(pid_t pid, int sig); /* CMD's group; CMD itself if it left the group */
 
 /* run-supervise.c: the watchdog, and the loop while CMD runs. */
+int run_events_open(void);            /* before the client exists: -1 with errno */
+void run_on_op(const redlock_op_info *info, void *arg);   /* the client's op hook */
 int run_watch_start(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                     struct watch *w, redlock_error *err);
 void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                    struct watch *w, struct run_result *r);
-void run_note_extends(const redlock_lock *lock, struct watch *w, struct run_result *r);
+/* After redlock_watchdog_stop(): count what the watchdog did until then. */
+void run_watch_drain(redlock_lock *lock, struct watch *w, struct run_result *r);
 
 /* run-exec.c: start CMD in a process group of its own. Return: 0, with
  * r->pid set, or -1 with r->exec_errno set (CMD did not start, and r->pid

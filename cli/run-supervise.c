@@ -1,23 +1,22 @@
-/* run-supervise.c - `run` while CMD runs: the watchdog, and the loop that
- * stops CMD when the lock can no longer be vouched for.
+/* run-supervise.c - `run` while CMD runs: the library's watchdog keeps the
+ * lock, and a loop stops CMD when the lock can no longer be vouched for.
  *
- * The library's watchdog extends the lock on the client's I/O thread
- * whenever half the ttl is left (watchdog_divisor 2). A poll() loop hears
- * signals (a self-pipe) and the watchdog's lost callback (a second pipe).
- * When the lock can no longer be vouched for - the token lost its
- * majority, the lease ran out, the --max-extends/--max-lease cap was
- * reached, or extends kept failing until only a third of the ttl was left
- * - CMD's group gets the loss signal (--signal, SIGTERM by default), then
- * SIGKILL after --kill-after, and we exit 124, as timeout(1) does: the lock
- * is what bounds CMD's time.
+ * The watchdog extends the lock on the client's I/O thread whenever half
+ * the ttl is left (watchdog_divisor 2), within run's caps (--max-extends,
+ * --max-lease) and above run's floor (config.c). An extension that fails
+ * for a reason that can pass (no quorum: masters down, paused or loading)
+ * is retried by the library until only the floor of validity is left; the
+ * retry policy is the library's alone. Its lost callback ends the lock: the token lost its
+ * majority, the lease ran out, a cap was reached, or retries came down to
+ * the floor. Then CMD's group gets the loss signal (--signal, SIGTERM by
+ * default), then SIGKILL after --kill-after, and we exit 124, as timeout(1)
+ * does: the lock is what bounds CMD's time.
  *
- * The watchdog stops at the first failed extension. A failure that can
- * pass (no quorum: masters down or slow) is not the end of the lock, so we
- * retry: every ttl/10 (at least 10 ms) we start the watchdog again, which
- * extends at once, until only ttl/3 of validity is left. Giving up there,
- * rather than at zero, leaves CMD a third of the ttl to stop while the
- * lock is still ours. A restarted watchdog counts its caps from zero, so
- * from the first restart on we enforce what is left of them here.
+ * The library tells us what happens on its I/O thread, where we may not
+ * block: the op hook (every extension, and its outcome) and the lost
+ * callback write a message into a pipe, and a poll() loop on this thread
+ * reads it beside the signals (signals.c's self-pipe). Each extension moves
+ * the lease's end on, which the guard learns (run-guard.c).
  *
  * Stop signals (^Z) are handled in run-signals.c; when we are continued,
  * resume() decides whether CMD may go on.
@@ -41,54 +40,78 @@ enum run_state {
     RUN_STOPPING,   /* lock lost: CMD got the loss signal, SIGKILL at kill_deadline */
 };
 
-/* What the watchdog's lost callback hands the main loop, through wd_pipe. */
-struct wd_msg {
-    int status;
-    redlock_error err;
+/* What the I/O thread hands the loop, through ev_pipe. */
+enum wd_event {
+    WD_EXTENDED = 1,   /* an extension succeeded */
+    WD_FAILED,         /* an extension failed (the watchdog decides what next) */
+    WD_LOST,           /* the watchdog stopped: status says why */
 };
 
-static int wd_pipe[2] = {-1, -1};
+struct wd_msg {
+    int kind;          /* enum wd_event */
+    int status;
+    redlock_error err; /* WD_LOST */
+};
 
-/* On the library's I/O thread: it must not block or call back into the
- * library. One message per watchdog start, far below the pipe's capacity
- * and PIPE_BUF (so it arrives whole); were it lost, the loop would still
- * see the validity run down. */
-static void on_watchdog_lost(redlock_client *c, redlock_lock *lock, int status,
-                             const redlock_error *err, void *arg)
+/* Made before the client, so that the I/O thread never sees it change. */
+static int ev_pipe[2] = {-1, -1};
+
+int run_events_open(void)
+{
+    return pipe2(ev_pipe, O_CLOEXEC | O_NONBLOCK);
+}
+
+/* On the I/O thread: it must not block or call back into the library.
+ * Messages are far below PIPE_BUF (each arrives whole), and the loop
+ * drains the pipe at every turn, a few a second at most, far below its
+ * capacity; were one lost all the same, the loop would still see the
+ * validity run down. */
+static void post(int kind, int status, const redlock_error *err)
 {
     struct wd_msg m;
 
-    (void)c;
-    (void)lock;
-    (void)arg;
     memset(&m, 0, sizeof(m));
+    m.kind = kind;
     m.status = status;
     if (err != NULL)
         m.err = *err;
-    if (write(wd_pipe[1], &m, sizeof(m)) < 0) {
+    if (ev_pipe[1] >= 0 && write(ev_pipe[1], &m, sizeof(m)) < 0) {
         /* see above */
     }
 }
 
-#define CLI_RUN_MAX_EXTENDS 1000000u        /* default --max-extends */
-#define CLI_RUN_MAX_LEASE_MS 604800000u     /* default --max-lease: 7 days */
+void run_on_op(const redlock_op_info *info, void *arg)
+{
+    (void)arg;
+    /* run's only extensions are the watchdog's. */
+    if (info->kind == REDLOCK_OP_EXTEND)
+        post(info->status == 0 ? WD_EXTENDED : WD_FAILED, info->status, NULL);
+}
+
+static void on_watchdog_lost(redlock_client *c, redlock_lock *lock, int status,
+                             const redlock_error *err, void *arg)
+{
+    (void)c;
+    (void)lock;
+    (void)arg;
+    post(WD_LOST, status, err);
+}
 
 int run_watch_start(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                     struct watch *w, redlock_error *err)
 {
+    redlock_config cfg;
     int64_t left = redlock_lock_validity_ms(lock);
     int rc;
 
     memset(w, 0, sizeof(*w));
-    if (wd_pipe[0] < 0 && pipe2(wd_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-        snprintf(err->msg, sizeof(err->msg), "cannot make a pipe: %s", strerror(errno));
+    if (ev_pipe[0] < 0) {
+        snprintf(err->msg, sizeof(err->msg), "no pipe for the watchdog's news");
         return REDLOCK_ESYS;
     }
-    /* Batch jobs (a nightly backup) run for hours: the library's one-hour
-     * default would stop them by surprise. Still limited, as the spec asks,
-     * but by a week. */
-    w->max_extends = o->max_extends ? o->max_extends : CLI_RUN_MAX_EXTENDS;
-    w->max_lease_ms = o->max_lease_ms ? o->max_lease_ms : CLI_RUN_MAX_LEASE_MS;
+    cli_config_fill(o, &cfg);
+    w->max_extends = cfg.watchdog_max_extends;
+    w->max_lease_ms = cfg.watchdog_max_lease_ms;
     w->started_us = cli_now_us();
     w->until_us = w->started_us + (left > 0 ? (uint64_t)left * 1000u : 0);
     rc = redlock_watchdog_start(c, lock, on_watchdog_lost, NULL, err);
@@ -96,12 +119,8 @@ int run_watch_start(const struct cli_opts *o, redlock_client *c, redlock_lock *l
     return rc;
 }
 
-/* Count extensions by their effect: each moves the end of validity on by
- * about half a ttl. redlock_lock_validity_ms() rounds down to the ms, so a
- * move of more than 2 ms is an extension, not rounding. Exact as long as
- * we look more often than the watchdog extends (every ttl/10 vs ttl/2).
- * The guard learns of each new end. */
-void run_note_extends(const redlock_lock *lock, struct watch *w, struct run_result *r)
+/* The lease's end, as the lock says now: tell the guard if it moved on. */
+static void note_until(const redlock_lock *lock, struct watch *w)
 {
     int64_t left = redlock_lock_validity_ms(lock);
     uint64_t until;
@@ -109,25 +128,34 @@ void run_note_extends(const redlock_lock *lock, struct watch *w, struct run_resu
     if (left <= 0)
         return;
     until = cli_now_us() + (uint64_t)left * 1000u;
-    if (until > w->until_us + 2000u) {
-        r->extends++;
+    if (until > w->until_us) {
         w->until_us = until;
         run_guard_until(until);
     }
 }
 
-static int limits_reached(const struct watch *w, const struct run_result *r, uint64_t now)
+/* An extension's outcome: count it. */
+static void note_extension(const redlock_lock *lock, struct watch *w, struct run_result *r,
+                           const struct wd_msg *m)
 {
-    return r->extends >= w->max_extends ||
-           (now - w->started_us) / 1000u >= (uint64_t)w->max_lease_ms;
+    if (w->last_failed)
+        r->wd_restarts++;
+    w->last_failed = (m->kind == WD_FAILED);
+    if (m->kind == WD_EXTENDED) {
+        r->extends++;
+        note_until(lock, w);
+        return;
+    }
+    r->extend_failures++;
 }
 
-/* A loss that waiting cannot cure: the token no longer holds a majority,
- * the lease ran out, a cap was reached, or the client is going away. */
-static int loss_is_final(int rc)
+void run_watch_drain(redlock_lock *lock, struct watch *w, struct run_result *r)
 {
-    return rc == REDLOCK_ENOTHELD || rc == REDLOCK_EEXPIRED || rc == REDLOCK_ELIMIT ||
-           rc == REDLOCK_ESHUTDOWN || rc == REDLOCK_EINVAL || rc == REDLOCK_ENOMEM;
+    struct wd_msg m;
+
+    while (read(ev_pipe[0], &m, sizeof(m)) == (ssize_t)sizeof(m))
+        if (m.kind != WD_LOST)
+            note_extension(lock, w, r, &m);
 }
 
 static int ms_until(uint64_t now, uint64_t t)
@@ -146,9 +174,8 @@ struct loop {
     struct watch *w;
     struct run_result *r;
     enum run_state state;
-    uint64_t retry_us;        /* after a failure that can pass, extend again this often */
     uint64_t tick_us;         /* look at the lock at least this often */
-    int64_t floor_ms;         /* give up with this much validity left */
+    int64_t margin_ms;        /* the guard's margin (RUN_GUARD_MARGIN_MS) */
     uint64_t kill_deadline;   /* RUN_STOPPING: SIGKILL then */
     int killed;               /* SIGKILL sent */
 };
@@ -173,9 +200,10 @@ static void declare_lost(struct loop *l)
     r->limit_reached = 1;
     snprintf(r->lost_err.msg, sizeof(r->lost_err.msg),
              "watchdog limit reached (--max-extends %u, --max-lease %u ms) after %u extensions "
-             "and %llu ms: the lock is no longer extended", l->w->max_extends,
-             l->w->max_lease_ms, r->extends,
-             (unsigned long long)((cli_now_us() - l->w->started_us) / 1000u));
+             "and %llu ms: the lock is no longer extended, and lapses in %lld ms",
+             l->w->max_extends, l->w->max_lease_ms, r->extends,
+             (unsigned long long)((cli_now_us() - l->w->started_us) / 1000u),
+             (long long)redlock_lock_validity_ms(l->lock));
     report_error_set("run", l->o->set, l->o->n_resources, r->lost_rc, &r->lost_err, NULL);
 }
 
@@ -199,69 +227,8 @@ static void lose_expired(struct loop *l, const char *why)
     lose(l);
 }
 
-/* Start the watchdog again after a failure that can pass, if the lock and
- * the caps allow. Return: 1 if the lock is lost now (r->lost_rc set). */
-static int restart_watchdog(struct loop *l, int64_t left, uint64_t now)
-{
-    redlock_error err;
-    int rc;
-
-    l->w->restart_at = 0;
-    if (left <= l->floor_ms)
-        return 1;   /* with the last failure's code and message */
-    if (limits_reached(l->w, l->r, now)) {
-        l->r->lost_rc = REDLOCK_ELIMIT;
-        return 1;
-    }
-    /* Extends at once: less than ttl/2 is left. */
-    memset(&err, 0, sizeof(err));
-    rc = redlock_watchdog_start(l->c, l->lock, on_watchdog_lost, NULL, &err);
-    if (rc != 0) {
-        l->r->lost_rc = rc;
-        l->r->lost_err = err;
-        return 1;
-    }
-    l->w->running = 1;
-    l->r->wd_restarts++;
-    return 0;
-}
-
-/* RUN_HOLDING, at the top of each turn: is the lock still ours? Return:
- * the poll timeout, or -2 when the lock was just lost. */
-static int check_holding(struct loop *l, uint64_t now)
-{
-    struct watch *w = l->w;
-    int64_t left;
-    int timeout;
-
-    run_note_extends(l->lock, w, l->r);
-    left = redlock_lock_validity_ms(l->lock);
-    if (left <= 0) {
-        /* We were not scheduled for a whole lease (swapped, SIGSTOP), and
-         * neither was the watchdog. */
-        lose_expired(l, "the lease ran out before it could be extended");
-        return -2;
-    }
-    if (w->restart_at != 0 && now >= w->restart_at) {
-        if (restart_watchdog(l, left, now)) {
-            lose(l);
-            return -2;
-        }
-    } else if (l->r->wd_restarts > 0 && w->running && limits_reached(w, l->r, now)) {
-        /* A restarted watchdog counts its caps from zero: what is left of
-         * ours is enforced here. */
-        l->r->lost_rc = REDLOCK_ELIMIT;
-        lose(l);
-        return -2;
-    }
-    timeout = ms_until(now, now + l->tick_us);
-    if (w->restart_at != 0 && ms_until(now, w->restart_at) < timeout)
-        timeout = ms_until(now, w->restart_at);
-    return timeout;
-}
-
 /* We were continued after a ^Z: let CMD go on only while the lock is ours
- * for long enough (see the top of the file). */
+ * for long enough (see run-signals.c). */
 static void resume(struct loop *l)
 {
     int64_t left = redlock_lock_validity_ms(l->lock);
@@ -283,7 +250,7 @@ static void resume(struct loop *l)
         l->killed = 1;
         return;
     }
-    if (l->state == RUN_HOLDING && left <= l->floor_ms)
+    if (l->state == RUN_HOLDING && left <= l->margin_ms)
         lose_expired(l, "the lease was nearly out when redlock-cli was continued");
     else if (l->state == RUN_HOLDING)
         cli_note("run: continued with %lld ms of the lease left: continuing CMD",
@@ -297,7 +264,7 @@ static void read_signals(struct loop *l)
     unsigned char sigs[64];
     ssize_t n;
 
-    while ((n = read(run_signal_fd(), sigs, sizeof(sigs))) > 0) {
+    while ((n = read(cli_signal_fd(), sigs, sizeof(sigs))) > 0) {
         for (ssize_t i = 0; i < n; i++) {
             if (sigs[i] == SIGCONT && run_cmd_was_stopped())
                 resume(l);
@@ -311,33 +278,35 @@ static void read_signals(struct loop *l)
     }
 }
 
-/* The watchdog stopped: give up, or try again in a while. */
+/* What the watchdog did: count it, warn of a failed extension (the
+ * library retries it while it can), give up when it stops. */
 static void read_watchdog(struct loop *l)
 {
     struct wd_msg m;
 
-    while (read(wd_pipe[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
-        int64_t left;
+    while (read(ev_pipe[0], &m, sizeof(m)) == (ssize_t)sizeof(m)) {
+        if (m.kind != WD_LOST) {
+            int recovered = m.kind == WD_EXTENDED && l->w->last_failed;
 
+            note_extension(l->lock, l->w, l->r, &m);
+            if (l->state != RUN_HOLDING)
+                continue;
+            if (m.kind == WD_FAILED)
+                cli_warn("warning: run: extend failed (%s); validity left %lld ms",
+                         redlock_strerror(m.status),
+                         (long long)redlock_lock_validity_ms(l->lock));
+            else if (recovered)
+                cli_warn("run: extended again after %u failed extension(s); validity left "
+                         "%lld ms", l->r->extend_failures,
+                         (long long)redlock_lock_validity_ms(l->lock));
+            continue;
+        }
         l->w->running = 0;
         if (l->state != RUN_HOLDING)
             continue;
         l->r->lost_rc = m.status;
         l->r->lost_err = m.err;
-        if (m.status != REDLOCK_ELIMIT && m.status != REDLOCK_ESHUTDOWN)
-            l->r->extend_failures++;
-        left = redlock_lock_validity_ms(l->lock);
-        if (loss_is_final(m.status) || left <= l->floor_ms) {
-            /* ENOTHELD: a majority has another token, or none: the lock
-             * is gone, retrying cannot bring it back. */
-            lose(l);
-            continue;
-        }
-        /* One line per retry; the cause in full once, if it comes to
-         * giving up. */
-        cli_warn("warning: run: extend failed (%s); retrying, validity left %lld ms",
-                 redlock_strerror(m.status), (long long)left);
-        l->w->restart_at = cli_now_us() + l->retry_us;
+        lose(l);
     }
 }
 
@@ -360,36 +329,48 @@ static int reap(struct loop *l)
     return 1;
 }
 
+/* The poll timeout for this turn, or -2 when the lock was just lost. */
+static int turn_timeout(struct loop *l, uint64_t now)
+{
+    if (l->state == RUN_HOLDING) {
+        /* The watchdog's lost callback says when the lock is gone; this
+         * catches what it cannot: we were not scheduled for a whole lease
+         * (swapped, SIGSTOP), and neither was the watchdog. */
+        if (redlock_lock_validity_ms(l->lock) <= 0) {
+            lose_expired(l, "the lease ran out before it could be extended");
+            return -2;
+        }
+        return ms_until(now, now + l->tick_us);
+    }
+    if (l->killed)
+        return -1;
+    if (now >= l->kill_deadline) {
+        run_signal_cmd(l->r->pid, SIGKILL);
+        l->killed = 1;
+        return -1;
+    }
+    return ms_until(now, l->kill_deadline);
+}
+
 void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                    struct watch *w, struct run_result *r)
 {
     const uint64_t ttl_us = (uint64_t)o->ttl_ms * 1000u;
-    struct loop l = {o, c, lock, w, r, RUN_HOLDING, 0, 0, (int64_t)(o->ttl_ms / 3), 0, 0};
+    struct loop l = {o, c, lock, w, r, RUN_HOLDING, 0, 0, 0, 0};
 
-    /* After a failure that can pass, extend again every ttl/10 (at least
-     * 10 ms) until only ttl/3 of validity is left (see the top of the
-     * file). Between events, look at the lock as often, at most every
-     * second. */
-    l.retry_us = ttl_us / 10 > 10000 ? ttl_us / 10 : 10000;
-    l.tick_us = l.retry_us < 1000000 ? l.retry_us : 1000000;
+    /* Look at the lock every tenth of the ttl (at least 10 ms, at most a
+     * second) between events. */
+    l.tick_us = ttl_us / 10 > 10000 ? ttl_us / 10 : 10000;
+    if (l.tick_us > 1000000)
+        l.tick_us = 1000000;
+    l.margin_ms = (int64_t)RUN_GUARD_MARGIN_MS(o);
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = run_signal_fd(), .events = POLLIN},
-                                {.fd = wd_pipe[0], .events = POLLIN}};
-        uint64_t now = cli_now_us();
-        int timeout = -1;
+        struct pollfd pfd[2] = {{.fd = cli_signal_fd(), .events = POLLIN},
+                                {.fd = ev_pipe[0], .events = POLLIN}};
+        int timeout = turn_timeout(&l, cli_now_us());
 
-        if (l.state == RUN_HOLDING) {
-            timeout = check_holding(&l, now);
-            if (timeout == -2)
-                continue;
-        } else if (!l.killed) {
-            if (now >= l.kill_deadline) {
-                run_signal_cmd(r->pid, SIGKILL);
-                l.killed = 1;
-            } else {
-                timeout = ms_until(now, l.kill_deadline);
-            }
-        }
+        if (timeout == -2)
+            continue;
         if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
             break;   /* cannot happen with valid fds; do not spin */
         read_signals(&l);

@@ -179,11 +179,11 @@ static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                 struct watch *w, struct run_result *r)
 {
     redlock_error err;
-    int rc, sig = run_pending_term_signal();
+    int rc, sig = cli_pending_term_signal();
 
     if (sig != 0) {
         /* Told to stop before CMD started: do not start it. */
-        cli_error("run: interrupted by signal %d before CMD started", sig);
+        cli_error("run: interrupted by SIG%s before CMD started", sigabbrev_np(sig));
         return 128 + sig;
     }
     /* From here the library extends the lock, before CMD even starts. */
@@ -207,7 +207,7 @@ static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
     run_supervise(o, c, lock, w, r);
     /* No more extensions, and no lost callback after this returns. */
     redlock_watchdog_stop(c, lock);
-    run_note_extends(lock, w, r);
+    run_watch_drain(lock, w, r);
     return cmd_exit(lock, r);
 }
 
@@ -230,6 +230,14 @@ static void release(const struct cli_opts *o, redlock_client *c, redlock_lock *l
     }
 }
 
+int cli_run_config(redlock_config *cfg)
+{
+    if (run_events_open() < 0)
+        return -1;
+    cfg->op_fn = run_on_op;
+    return 0;
+}
+
 int cli_run(const struct cli_opts *o, redlock_client *c)
 {
     redlock_lock *lock = NULL;
@@ -239,7 +247,6 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
     struct run_result r;
     struct watch w;
     struct run_report rep = {0, NULL, NULL, &acq, &st, NULL, NULL};
-    struct cli_abort ab = {-1, run_pending_term_signal};
     int rc, code;
 
     memset(&r, 0, sizeof(r));
@@ -248,20 +255,20 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
         cli_error("run: cannot set up signal handling: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
-    ab.fd = run_signal_fd();
-    rc = cli_acquire(o, c, &ab, &lock, &acq, &err, &st);
-    if (rc == CLI_ACQUIRE_INTERRUPTED) {
-        cli_error("run: interrupted by signal %d while waiting for the lock", st.signal);
-        return 128 + st.signal;
-    }
+    rc = cli_acquire(o, c, &lock, &acq, &err, &st);
     if (rc != 0) {
-        code = cli_acquire_exit(o, rc, &acq);
-        if (code == CLI_EXIT_USAGE) {
-            cli_usage_error("run: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
-            return code;
+        if (rc == CLI_ACQUIRE_INTERRUPTED) {
+            code = cli_acquire_interrupted(o, &st, &err);
+            rc = REDLOCK_ECANCELED;
+        } else {
+            code = cli_acquire_exit(o, rc, &acq);
+            if (code == CLI_EXIT_USAGE) {
+                cli_usage_error("run: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
+                return code;
+            }
+            report_error_set("run", o->set, o->n_resources, rc, &err, &acq);
+            report_votes(c, &acq, 1);
         }
-        report_error_set("run", o->set, o->n_resources, rc, &err, &acq);
-        report_votes(c, &acq, 1);
         rep.rc = rc;
         rep.err = &err;
         if (o->json)

@@ -10,6 +10,11 @@
  * client opens its sockets): CMD inherits those, and no others. */
 void cli_run_note_inherited_fds(void);
 
+/* What run adds to the client's configuration (before the client is
+ * made): the hook that tells it of the watchdog's extensions. Return: 0,
+ * or -1 with errno. */
+int cli_run_config(redlock_config *cfg);
+
 /* Acquire, run o->run_argv with the lock held and extended, release.
  * Return: the exit code (CMD's status, 124, 126, 127, or ours). */
 int cli_run(const struct cli_opts *o, redlock_client *c);

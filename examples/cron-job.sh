@@ -14,12 +14,10 @@ set -u
 name=$1; shift
 msgs=$(mktemp) || exit 70
 trap 'rm -f "$msgs"' EXIT
-# TODO(lead): --ttl 60s once durations take units.
 # CMD's stderr goes to fd 3 (ours), so that $msgs holds redlock-cli's messages only.
 exec 3>&2
-redlock-cli run "$name" --ttl 60000 -- sh -c 'exec "$@" 2>&3' sh "$@" 2>"$msgs"; rc=$?
-# 75 is also what CMD may return itself: a conflict is 75 with redlock-cli saying so.
-# TODO(lead): with redlock-cli's coming -E/--conflict-exit-code, test for that code instead.
-if [ "$rc" -eq 75 ] && grep -q 'held by another client' "$msgs"; then exit 0; fi
-cat "$msgs" >&2
+# -E 0: a lock held by another host is exit 0, like flock -E 0; its one line
+# of news is no news for cron, so it is left out. A CMD exiting 75 is CMD's.
+redlock-cli run "$name" --ttl 60s -E 0 -- sh -c 'exec "$@" 2>&3' sh "$@" 2>"$msgs"; rc=$?
+grep -v 'held by another client' "$msgs" >&2
 exit "$rc"

@@ -6,8 +6,9 @@
  * thread), through the I/O thread for a blocking one, which then cancels
  * the ops of its client under the same mutex (rl_cancel_run). Ops register
  * and unregister on their loop's thread, so an op a request names is alive
- * when that thread runs it. The source is refcounted: a request in flight
- * to an I/O thread keeps it alive after redlock_cancel_free().
+ * when that thread runs it. The source is refcounted: every op registered
+ * with it and every request in flight to an I/O thread keep it alive after
+ * redlock_cancel_free().
  */
 #include "cancel.h"
 #include "loop.h"
@@ -69,6 +70,10 @@ bool rl_cancel_register(rl_cancel_reg *reg, redlock_cancel *cc, redlock_client *
     pthread_mutex_lock(&cc->mu);
     bool fired = cc->fired;
     if (!fired) {
+        /* The registration holds a reference: the op unregisters on its
+         * loop's thread after its callback ran, and a blocking caller may
+         * free the source the moment its call returned. */
+        cc->refs++;
         reg->cc = cc;
         reg->c = c;
         reg->op = op;
@@ -93,6 +98,7 @@ void rl_cancel_unregister(rl_cancel_reg *reg)
     }
     pthread_mutex_unlock(&cc->mu);
     reg->cc = NULL;
+    rl_cancel_unref(cc);
 }
 
 /* On @c's loop thread: cancel every op of @c registered with @cc, one at a

@@ -462,3 +462,82 @@ Test(async, free_inside_a_callback_waits_for_it_then_ends_every_op)
     redlock_lock_free(a.lock);
     core_del_all(free_res, strlen(free_res));
 }
+
+/* ---- status, ping and readiness on the caller's loop -------------------------------- */
+
+struct st_rec {
+    int runs;
+    int status;
+    uint32_t answered;
+    int held_on;
+    char token[REDLOCK_TOKEN_MAX + 1];
+};
+
+static void on_status(redlock_client *c, int status, const redlock_status *st,
+                      const redlock_error *err, void *arg)
+{
+    (void)c; (void)err;
+    struct st_rec *r = arg;
+    r->runs++;
+    r->status = status;
+    r->answered = st->n_answered;
+    r->held_on = (int)st->n_held;
+    memcpy(r->token, st->majority_token, sizeof(r->token));
+    cr_expect(zero(int, in_call), "called back inside the _async call");
+}
+
+static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
+{
+    (void)c;
+    struct st_rec *r = arg;
+    r->runs++;
+    r->status = status;
+    r->answered = (uint32_t)n_up;
+}
+
+Test(async, ready_status_and_ping_work_on_an_async_client)
+{
+    /* No polling with ping: readiness is awaited, then status and ping
+     * run on the loop like every other operation. */
+    struct st_rec ready = { 0 }, st = { 0 }, ping = { 0 };
+    redlock_error e;
+    in_call = 1;
+    cr_assert(eq(int, redlock_ready_async(client, 0, 5000, on_ready, &ready, &e), 0), "%s", e.msg);
+    in_call = 0;
+    cr_assert(CORE_RUN_UNTIL(base, ready.runs == 1, 6000), "ready never called back");
+    cr_assert(eq(int, ready.status, 0));
+    cr_expect(ge(u32, ready.answered, 3), "the quorum is connected");
+
+    char res[128];
+    tc_resource(res, sizeof(res), NULL);
+    struct rec a = { 0 };
+    start_acquire(client, res, &a);
+    wait_done(&a, "acquire");
+    in_call = 1;
+    cr_assert(eq(int, redlock_status_get_async(client, res, strlen(res), on_status, &st, &e), 0),
+              "%s", e.msg);
+    cr_assert(eq(int, redlock_ping_async(client, on_status, &ping, &e), 0), "%s", e.msg);
+    in_call = 0;
+    cr_assert(CORE_RUN_UNTIL(base, st.runs == 1 && ping.runs == 1, 5000), "no callback");
+    cr_expect(eq(int, st.status, 0));
+    cr_expect(eq(int, st.held_on, 5));
+    cr_expect(eq(str, st.token, (char *)redlock_lock_token(a.lock)));
+    cr_expect(eq(int, ping.status, 0));
+    cr_expect(eq(u32, ping.answered, 5));
+    redlock_lock_free(a.lock);
+    core_del_all(res, strlen(res));
+
+    /* Readiness that cannot come: a timeout, once, from the loop. */
+    struct st_rec never = { 0 };
+    redlock_config cfg;
+    core_config(&cfg);
+    char *masters = tc_masters_with(0, "127.0.0.1:1");
+    cfg.masters = masters;
+    redlock_client *c = core_client_async(&cfg, base);
+    cr_assert(eq(int, redlock_ready_async(c, 5, 200, on_ready, &never, &e), 0), "%s", e.msg);
+    cr_assert(CORE_RUN_UNTIL(base, never.runs == 1, 3000), "the timeout never came");
+    cr_expect(eq(int, never.status, REDLOCK_ETIMEOUT));
+    cr_expect(le(u32, never.answered, 4));
+    redlock_client_free(c);
+    free(masters);
+}

@@ -12,6 +12,7 @@
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
 
 #include <redlock.h>
 
@@ -121,3 +122,56 @@ Test(bad_input, null_client_lock_or_callback_is_einval)
     redlock_client_free(NULL);
 }
 
+
+/* Per-call acquire options: every bad value is refused before anything is
+ * sent, with one line that names the field. */
+struct opts_case {
+    const char *name;
+    void (*spoil)(redlock_acquire_opts *o);
+    const char *field;
+};
+
+static void no_ttl(redlock_acquire_opts *o) { o->ttl_ms = 0; }
+static void ttl_too_long(redlock_acquire_opts *o) { o->ttl_ms = REDLOCK_TTL_MAX_MS + 1u; }
+static void bad_flags(redlock_acquire_opts *o) { o->flags = 0x80; }
+static void negative_wait(redlock_acquire_opts *o) { o->wait_ms = -7; }
+static void endless_wait(redlock_acquire_opts *o) { o->wait_ms = REDLOCK_WAIT_MAX_MS + 1; }
+static void long_delay(redlock_acquire_opts *o) { o->retry_delay_ms = 600001; }
+static void long_jitter(redlock_acquire_opts *o) { o->retry_jitter_ms = 600001; }
+static void no_size(redlock_acquire_opts *o) { o->size = 0; }
+
+static const struct opts_case opts_cases[] = {
+    { "no ttl", no_ttl, "ttl" },
+    { "ttl too long", ttl_too_long, "ttl" },
+    { "unknown flags", bad_flags, "flags" },
+    { "negative wait", negative_wait, "wait_ms" },
+    { "wait beyond 2^40 ms", endless_wait, "wait_ms" },
+    { "retry delay too long", long_delay, "retry_delay_ms" },
+    { "retry jitter too long", long_jitter, "retry_jitter_ms" },
+    { "size not set by init", no_size, "redlock_acquire_opts_init" },
+};
+
+ParameterizedTestParameters(bad_input, bad_acquire_options_are_named)
+{
+    CORE_CASE_INDEXES(opts_cases);
+}
+
+ParameterizedTest(size_t *i, bad_input, bad_acquire_options_are_named)
+{
+    const struct opts_case *k = &opts_cases[*i];
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = TTL_MS;
+    k->spoil(&o);
+    redlock_resource r = { "r", 1 };
+    redlock_lock *l = NULL;
+    redlock_error e;
+    int rc = redlock_acquire_with(fx.c, &r, 1, &o, &l, NULL, &e);
+    cr_assert(eq(int, rc, REDLOCK_EINVAL), "%s: %s", k->name, redlock_err_name(rc));
+    cr_expect(zero(ptr, l));
+    cr_expect(strstr(e.msg, k->field) != NULL, "%s: the message does not name %s: %s", k->name,
+              k->field, e.msg);
+    cr_expect(strchr(e.msg, '\n') == NULL);
+    /* NULL options */
+    cr_expect(eq(int, redlock_acquire_with(fx.c, &r, 1, NULL, &l, NULL, &e), REDLOCK_EINVAL));
+}

@@ -67,6 +67,20 @@ static const struct masters_case masters_cases[] = {
     { ",127.0.0.1:7000", REDLOCK_EINVAL },
     { "127.0.0.1:7000,,127.0.0.1:7001", REDLOCK_EINVAL },
     { SEVENTEEN, REDLOCK_EINVAL },
+    { "0127.0.0.1:7000", REDLOCK_EINVAL },   /* octal to inet_aton: 87.0.0.1, another host */
+    { "127.0.0.01:7000", REDLOCK_EINVAL },
+    { "0x7f.0.0.1:7000", REDLOCK_EINVAL },
+    { "ftp://127.0.0.1:7000", REDLOCK_EINVAL },             /* unknown scheme */
+    { "redis://127.0.0.1:7000?db=1", REDLOCK_EINVAL },      /* the db is /N */
+    { "redis://127.0.0.1:7000/x", REDLOCK_EINVAL },
+    { "redis://127.0.0.1:7000/65536", REDLOCK_EINVAL },
+    { "redis://user@127.0.0.1:7000", REDLOCK_EINVAL },      /* user without password */
+    { "redis://u:@127.0.0.1:7000", REDLOCK_EINVAL },        /* empty password */
+    { "redis://u:%zz@127.0.0.1:7000", REDLOCK_EINVAL },     /* bad %-escape */
+    { "unix://", REDLOCK_EINVAL },
+    { "unix://relative.sock", REDLOCK_EINVAL },
+    { "unix:///tmp/x.sock?db=z", REDLOCK_EINVAL },
+    { "unix:///tmp/x.sock,unix:///tmp/x.sock", REDLOCK_EINVAL },
     { "nonexistent.invalid:7000", REDLOCK_ERESOLVE },
     { "127.0.0.1:7000,nonexistent.invalid:7000", REDLOCK_ERESOLVE },
 };

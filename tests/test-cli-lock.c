@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "cluster.h"
+#include "fake.h"
 #include "jsonread.h"
 
 TestSuite(lock, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
@@ -296,12 +297,12 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     take_token(holder.out, t);
     cli_free(&holder);
 
-    /* The waiter finds it held and listens for the release on every
-     * master; then the holder unlocks. With a 5 s retry delay, only the
-     * release's message can wake it. */
+    /* The waiter finds it held and joins the queue on every master; then
+     * the holder unlocks, which hands the lock to the queue's head. With a
+     * 5 s retry delay, only the release's message can wake it. */
     t0 = now_ms();
     cli_start(&p, waiter, NULL);
-    await_subscribed(res, 5000);
+    await_waiting(res, 5000);
     cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
     t_rel = now_ms();
     cli_free(&holder);
@@ -317,7 +318,8 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     /* With --no-pubsub the same waiter, once its first attempt has failed,
      * sleeps out its retry delay: the release does not wake it. */
     mon = monitor_start(0);
-    snprintf(set_cmd, sizeof(set_cmd), "\"SET\" \"%s\"", res);
+    /* Its first attempt (the acquire script, with the key among its keys). */
+    snprintf(set_cmd, sizeof(set_cmd), "\"%s\"", res);
     cli_start(&p, poller, NULL);
     monitor_await(mon, set_cmd, 5000);
     monitor_stop(mon);
@@ -390,4 +392,133 @@ Test(lock, conflict_exit_code_replaces_75_for_a_held_lock_only)
     cr_assert(eq(int, cli(&p, "lock", "other", "-E3", "--masters", masters), 69), "stderr: %s",
               p.err);
     cli_free(&p);
+}
+
+Test(lock, wait_forever_gets_the_lock_once_it_is_released)
+{
+    struct cli_proc holder, p;
+    char res[128], t[40], buf[40];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+    cli_bg(&p, "lock", res, "--wait", "forever", "--json");
+    await_waiting(res, 5000);
+    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
+    cli_free(&holder);
+    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    jstr(p.out, "token", buf, sizeof(buf));
+    /* Held on a majority (a master the release reached last may still have
+     * had the old key when the waiter's attempt got there). */
+    cr_assert(holders(res, buf) >= tc_n() / 2 + 1, "held on %d masters", holders(res, buf));
+    cli_free(&p);
+}
+
+Test(lock, wait_0_makes_one_attempt)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res), 0));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "0", "--retry-delay", "10ms", "--json"), 75));
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
+    cli_free(&p);
+}
+
+Test(lock, a_signal_while_waiting_cancels_the_wait_and_exits_128_plus_n)
+{
+    static const int sigs[] = {SIGINT, SIGTERM};
+    struct cli_proc holder, p;
+    char res[128], t[40], buf[64];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        uint64_t t0;
+
+        /* A poll every 10 minutes: only the cancel can end this wait soon. */
+        cli_bg(&p, "lock", res, "--wait", "forever", "--retry-delay", "10m", "--json");
+        await_waiting(res, 5000);
+        t0 = now_ms();
+        cr_assert(kill(p.pid, sigs[i]) == 0);
+        cr_assert(eq(int, cli_wait(&p), 128 + sigs[i]), "stderr: %s", p.err);
+        cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+        cr_assert(strstr(p.err, "interrupted by SIG") != NULL, "stderr: %s", p.err);
+        assert_one_json_object(p.out);
+        cr_assert(eq(int, jint(p.out, "exit"), 128 + sigs[i]));
+        cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECANCELED"));
+        cr_assert(jnull(p.out, "token"));
+        cli_free(&p);
+    }
+    /* The holder's lock was not touched. */
+    cr_assert(eq(int, holders(res, t), tc_n()));
+}
+
+Test(lock, a_cancel_releases_the_attempt_in_flight_on_every_master)
+{
+    struct cli_proc p;
+    char res[128], priv[128];
+
+    /* Two of three masters paused: the attempt's SET is granted by the
+     * third, and waits for the others until a node timeout (2 s). */
+    tc_resource(res, sizeof(res), NULL);
+    private_start(3, 5, tc_password(), priv, sizeof(priv));
+    private_pause(1);
+    private_pause(2);
+    cli_bg(&p, "lock", res, "--masters", priv, "--timeout-ms", "2s");
+    await_private_key(0, res, 1, 5000);
+    /* ^C now: the release follows on every master the SET went to. */
+    cr_assert(kill(p.pid, SIGINT) == 0);
+    cr_assert(eq(int, cli_wait(&p), 128 + SIGINT), "stderr: %s", p.err);
+    cr_assert(eq(str, p.out, ""));
+    cli_free(&p);
+    cr_assert(eq(int, private_pttl(0, res), -2), "the granted key was left behind");
+    /* The paused ones run the SET, then the release queued behind it. */
+    private_resume(1);
+    private_resume(2);
+    await_private_key(1, res, 0, 5000);
+    await_private_key(2, res, 0, 5000);
+}
+
+Test(lock, masters_loading_their_data_are_waited_for_then_69)
+{
+    static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
+    tc_fake *f[3];
+    struct cli_proc p;
+    char res[128], masters[512], buf[64];
+    uint64_t t0;
+    int unavail = 0;
+
+    tc_resource(res, sizeof(res), NULL);
+    for (int i = 0; i < 3; i++)
+        f[i] = tc_fake_start(loading, sizeof(loading) - 1, NULL);
+    snprintf(masters, sizeof(masters), "%s,%s,%s,%s,%s", tc_addr(0), tc_addr(1),
+             tc_fake_addr(f[0]), tc_fake_addr(f[1]), tc_fake_addr(f[2]));
+    /* Loading passes: a wait goes on trying (it used to give up at once,
+     * as for a broken setup), and what is left is "no quorum", 69. */
+    t0 = now_ms();
+    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters, "--wait", "1s",
+                          "--retry-delay", "100ms", "--json"), 69), "stderr: %s", p.err);
+    cr_assert(now_ms() - t0 >= 1000, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
+    assert_one_json_object(p.out);
+    cr_assert(jint(p.out, "attempts") >= 2, "%s", p.out);
+    for (int i = 2; i < 5; i++) {
+        const char *m = jindex(jreq(p.out, "masters"), i);
+
+        if (!jnull(m, "error") && strcmp(jstr(m, "error", buf, sizeof(buf)), "EUNAVAIL") == 0)
+            unavail++;
+    }
+    cr_assert(eq(int, unavail, 3), "%s", p.out);
+    cr_assert(strstr(p.err, "LOADING") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    for (int i = 0; i < 3; i++)
+        tc_fake_stop(f[i]);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was left behind");
 }

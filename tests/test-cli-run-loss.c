@@ -1,8 +1,8 @@
 /* test-cli-run-loss.c - redlock-cli run when the lock cannot be kept: the
- * key lost on a majority, masters dead, the watchdog's caps, extends that
- * fail and recover, the loss signal (-s); and run itself stopped (^Z,
- * SIGSTOP) or killed (SIGKILL), where CMD's children must not write once
- * the lock may have lapsed.
+ * key lost on a majority, the watchdog's caps, the loss signal (-s); and
+ * run itself stopped (^Z, SIGSTOP) or killed (SIGKILL), where CMD's
+ * children must not write once the lock may have lapsed. (Masters that
+ * fail under run: test-cli-run-faults.c.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,59 +52,6 @@ Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
     cli_free(&p);
 }
 
-Test(run_loss, run_exits_124_when_a_majority_of_masters_dies, .timeout = 60)
-{
-    struct cli_proc p;
-    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX * 2 + 256], priv[256], masters[512];
-    pid_t child, grandchild;
-    uint64_t t0;
-
-    tc_resource(res, sizeof(res), NULL);
-    /* 2 shared masters + 3 private ones that this test may kill. */
-    private_start(3, 5, tc_password(), priv, sizeof(priv));
-    snprintf(masters, sizeof(masters), "%s,%s,%s", tc_addr(0), tc_addr(1), priv);
-    make_fifo(fifo, sizeof(fifo));
-    /* CMD starts a grandchild, then reports both pids. */
-    snprintf(script, sizeof(script), "sleep 60 & echo $$ $! > '%s'; wait", fifo);
-    cli_bg(&p, "run", res, "--masters", masters, "--ttl", "1500", "--json", "--", "sh", "-c",
-           script);
-    {
-        char buf[64] = {0};
-        int fd = open(fifo, O_RDONLY);
-        long a = 0, b = 0;
-
-        cr_assert(fd >= 0);
-        cr_assert(read(fd, buf, sizeof(buf) - 1) > 0);
-        close(fd);
-        cr_assert(eq(int, sscanf(buf, "%ld %ld", &a, &b), 2), "'%s'", buf);
-        child = (pid_t)a;
-        grandchild = (pid_t)b;
-    }
-    t0 = now_ms();
-    for (int i = 0; i < 3; i++)
-        private_kill(i);
-    /* The watchdog's extensions now fail (no quorum), and run starts it
-     * again while validity remains; once a third of the ttl is left, CMD
-     * gets SIGTERM, its whole process group with it. */
-    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 < 1500 + 2000 + 1000, "took %llu ms",
-              (unsigned long long)(now_ms() - t0));
-    cr_assert(process_gone(child), "CMD (pid %ld) still runs", (long)child);
-    cr_assert(process_gone(grandchild), "CMD's child (pid %ld) still runs", (long)grandchild);
-    cr_assert(strstr(p.err, "lock lost") != NULL, "%s", p.err);
-    assert_one_json_object(p.out);
-    {
-        char code[32];
-
-        cr_assert(jbool(p.out, "lock_lost"));
-        cr_assert(yes(!jbool(p.out, "limit_reached")));
-        cr_assert(jint(p.out, "extend_failures") >= 1, "%s", p.out);
-        cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", code, sizeof(code)), "ENOQUORUM"),
-                  "%s", p.out);
-    }
-    cli_free(&p);
-}
-
 Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
 {
     struct cli_proc p;
@@ -145,53 +92,6 @@ Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
     cr_assert(eq(int, jint(p.out, "max_lease_ms"), 604800000));
     cr_assert(yes(!jbool(p.out, "limit_reached")));
     cli_free(&p);
-}
-
-Test(run_loss, run_retries_a_failed_extend_while_validity_remains, .timeout = 60)
-{
-    struct cli_proc p;
-    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128], token[64];
-    char *err;
-
-    tc_resource(res, sizeof(res), NULL);
-    make_fifo(fifo, sizeof(fifo));
-    snprintf(script, sizeof(script), "echo \"$REDLOCK_TOKEN\" > '%s'; sleep 4", fifo);
-    cli_bg(&p, "run", res, "--ttl", "3000", "--json", "--", "sh", "-c", script);
-    read_line_from_fifo(fifo, token, sizeof(token));
-    cr_assert(eq(sz, strlen(token), 32), "'%s'", token);
-
-    /* A majority of the keys turns into lists: the watchdog's extension
-     * (due when 1.5 s are left) fails with WRONGTYPE, which is not "held by
-     * someone else": run warns and tries again every 300 ms while more than
-     * a third of the ttl is left. Repaired in time, it carries on. */
-    for (int i = 0; i < tc_n() / 2 + 1; i++) {
-        redisReply *r = tc_cmd(i, "DEL %s", res);
-
-        freeReplyObject(r);
-        r = tc_cmd(i, "RPUSH %s x", res);
-        cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
-        freeReplyObject(r);
-    }
-    err = await_file_contains(p.err_path, "extend failed", 3000);
-    cr_assert(strstr(err, "warning: run: extend failed") != NULL, "stderr: %s", err);
-    free(err);
-    for (int i = 0; i < tc_n() / 2 + 1; i++) {
-        redisReply *r = tc_cmd(i, "DEL %s", res);
-
-        freeReplyObject(r);
-        r = tc_cmd(i, "SET %s %s PX 3000", res, token);
-        cr_assert(r != NULL && r->type == REDIS_REPLY_STATUS);
-        freeReplyObject(r);
-    }
-    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "extend_failures") >= 1, "%s", p.out);
-    cr_assert(jint(p.out, "watchdog_restarts") >= 1, "%s", p.out);
-    cr_assert(jint(p.out, "extends") >= 2, "%s", p.out);
-    cr_assert(yes(!jbool(p.out, "lock_lost")));
-    cr_assert(jbool(p.out, "released"));
-    cli_free(&p);
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
 }
 
 /* CMD for the tests below: a grandchild that appends CLOCK_REALTIME stamps
@@ -413,7 +313,7 @@ Test(run_loss, a_stop_while_waiting_for_the_lock_does_not_end_the_wait)
     take_token(holder.out, t);
     cli_free(&holder);
     cli_bg(&p, "run", res, "--wait", "20s", "--", "true");
-    await_subscribed(res, 5000);
+    await_waiting(res, 5000);
     /* ^Z and fg while it waits: the SIGCONT wakes the wait, but it is not
      * a signal to give up on. */
     cr_assert(kill(p.pid, SIGTSTP) == 0);

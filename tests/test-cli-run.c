@@ -297,3 +297,27 @@ Test(run, conflict_exit_code_0_skips_cmd_quietly)
                  75));
     cli_free(&p);
 }
+
+Test(run, sigterm_while_waiting_for_the_lock_cancels_it_and_cmd_never_runs)
+{
+    struct cli_proc holder, p;
+    char res[128], t[40], marker[SCRATCH_MAX + 32], buf[64];
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(marker, sizeof(marker), "%s/ran", cli_tmpdir);
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
+    take_token(holder.out, t);
+    cli_free(&holder);
+    cli_bg(&p, "run", res, "--wait", "forever", "--json", "--", "touch", marker);
+    await_waiting(res, 5000);
+    cr_assert(kill(p.pid, SIGTERM) == 0);
+    cr_assert(eq(int, cli_wait(&p), 128 + SIGTERM), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "interrupted by SIGTERM") != NULL, "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECANCELED"));
+    cr_assert(jnull(p.out, "child"));
+    cr_assert(yes(!jbool(p.out, "released")));
+    cli_free(&p);
+    cr_assert(access(marker, F_OK) != 0, "CMD ran");
+    cr_assert(eq(int, holders(res, t), tc_n()), "the holder's lock was touched");
+}

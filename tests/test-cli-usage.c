@@ -62,6 +62,8 @@ static struct bad_input bad_inputs[] = {
     {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100", "--max-extends", "3", NULL},
      NULL},
     {"ping takes no argument", {"ping", "r", NULL}, NULL},
+    {"declare-empty takes no argument", {"declare-empty", "r", NULL}, NULL},
+    {"ttl on declare-empty", {"declare-empty", "--ttl", "1s", NULL}, NULL},
     {"ttl zero", {"lock", "r", "--ttl", "0", NULL}, NULL},
     {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
     {"ttl not a number", {"lock", "r", "--ttl", "abc", NULL}, NULL},
@@ -134,6 +136,8 @@ static struct bad_input bad_inputs[] = {
     {"ttl unit without number", {"lock", "r", "--ttl", "s", NULL}, NULL},
     {"ttl given twice", {"lock", "r", "--ttl", "10s", "--ttl=20s", NULL}, NULL},
     {"masters given twice", {"ping", "--masters", "h:1", "--masters", "h:2", NULL}, NULL},
+    {"masters given twice, with a password",
+     {"ping", "--masters", "redis://:s3cret@h:1", "--masters", "h:2", NULL}, NULL},
     {"wait beyond a year", {"lock", "r", "--wait", "366d", NULL}, NULL},
     {"kill-after beyond an hour", {"run", "r", "--kill-after", "2h", "--", "true", NULL}, NULL},
     {"retry-delay in capitals", {"lock", "r", "--retry-delay", "5S", NULL}, NULL},
@@ -155,6 +159,32 @@ static struct bad_input bad_inputs[] = {
     {"signal beyond SIGRTMAX", {"run", "r", "-s", "65", "--", "true", NULL}, NULL},
     {"signal on lock", {"lock", "r", "-s", "TERM", NULL}, NULL},
     {"password file is a character device", {"ping", "--password-file", "/dev/zero", NULL}, NULL},
+    {"a password in --masters", {"ping", "--masters", "redis://:s3cret@127.0.0.1:7000", NULL},
+     NULL},
+    {"a password in --masters, with a user",
+     {"lock", "r", "--masters=127.0.0.1:7001,redis://bob:s3cret@127.0.0.1:7000", NULL}, NULL},
+    {"a malformed URL with a password", {"ping", NULL},
+     "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1:7x"},
+    {"a bad %-escape in a URL's password", {"ping", NULL},
+     "REDLOCK_MASTERS=redis://u:s3cret%zz@127.0.0.1:7000"},
+    {"credentials without a scheme", {"ping", NULL}, "REDLOCK_MASTERS=u:s3cret@127.0.0.1:7000"},
+    {"a trailing comma after a password", {"ping", NULL},
+     "REDLOCK_MASTERS=redis://:s3cret@127.0.0.1:7000,"},
+    {"master with leading zeros", {"ping", "--masters", "0127.0.0.1:7000", NULL}, NULL},
+    {"master with an unknown scheme", {"ping", "--masters", "http://127.0.0.1:7000", NULL}, NULL},
+    {"unix socket with a relative path", {"ping", "--masters", "unix://redis.sock", NULL}, NULL},
+    {"masters and a masters file", {"ping", "--masters", "h:1", "--masters-file", "/dev/null",
+                                    NULL}, NULL},
+    {"missing masters file", {"ping", "--masters-file", "/no/such/file", NULL}, NULL},
+    {"masters file is a character device", {"ping", "--masters-file", "/dev/null", NULL}, NULL},
+    {"wait forever misspelt", {"lock", "r", "--wait", "forevr", NULL}, NULL},
+    {"wait forever on unlock", {"unlock", "r", "tok", "--wait", "forever", NULL}, NULL},
+    {"retry with wait", {"lock", "r", "--retry", "3", "--wait", "1s", NULL}, NULL},
+    {"retry-delay beyond ten minutes", {"lock", "r", "--retry-delay", "11m", NULL}, NULL},
+    {"timeout beyond ten minutes", {"ping", "--timeout-ms", "11m", NULL}, NULL},
+    {"user without a password", {"ping", "--user", "bob", NULL}, NULL},
+    {"token with a control byte", {"unlock", "r", "a\x01b", NULL}, NULL},
+    {"token too long", {"extend", "r", LONG_256, "--ttl", "1s", NULL}, NULL},
 };
 
 #define N_BAD_INPUTS (sizeof(bad_inputs) / sizeof(bad_inputs[0]))
@@ -248,7 +278,7 @@ Test(usage, even_number_of_masters_is_a_warning)
 Test(usage, help_fits_one_screen_and_lists_exit_codes)
 {
     struct cli_proc p;
-    const char *codes[] = {"64", "69", "75", "77", "78", "124", "126", "127"};
+    const char *codes[] = {"64", "69", "75", "77", "78", "124", "126", "127", "128+N"};
     const char *line;
     size_t lines = 0;
 
@@ -314,6 +344,84 @@ Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
               p.out, p.err);
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "ping", "--masters", masters), 77));
+    cli_free(&p);
+}
+
+/* @text into a new file @name in the scratch dir, with @mode; its path. */
+static void write_file(char *path, size_t size, const char *name, const char *text, mode_t mode)
+{
+    FILE *f;
+
+    snprintf(path, size, "%s/%s", cli_tmpdir, name);
+    f = fopen(path, "w");
+    cr_assert(f != NULL);
+    fputs(text, f);
+    fclose(f);
+    cr_assert(chmod(path, mode) == 0);
+}
+
+static void assert_no_secret(const struct cli_proc *p)
+{
+    cr_assert(strstr(p->out, "s3cret") == NULL && strstr(p->err, "s3cret") == NULL,
+              "the password was printed: %s%s", p->out, p->err);
+}
+
+Test(usage, passwords_in_master_urls_come_from_the_environment_or_a_file, .timeout = 60)
+{
+    struct cli_proc p;
+    char priv[64], url[128], env_url[160], env_bad[160], addr[128], file[SCRATCH_MAX + 32];
+    char text[160], res[128];
+    const char *env[] = {env_url, NULL};
+    const char *bad[] = {env_bad, NULL};
+
+    tc_resource(res, sizeof(res), NULL);
+    private_start(1, 9, "url-s3cret", priv, sizeof(priv));
+    snprintf(url, sizeof(url), "redis://:url-s3cret@%s", priv);
+    snprintf(env_url, sizeof(env_url), "REDLOCK_MASTERS=%s", url);
+    snprintf(env_bad, sizeof(env_bad), "REDLOCK_MASTERS=redis://:wr0ng-s3cret@%s", priv);
+
+    /* From the environment: used, and shown without its password. */
+    cr_assert(eq(int, cli_env(&p, env, "ping", "-v", "--samples", "1", "--json",
+                              (const char *)NULL), 0), "stderr: %s", p.err);
+    assert_no_secret(&p);
+    assert_one_json_object(p.out);
+    snprintf(text, sizeof(text), "redis://%s", priv);
+    cr_assert(eq(str, jstr(jindex(jreq(p.out, "masters"), 0), "addr", addr, sizeof(addr)), text));
+    cli_free(&p);
+    cr_assert(eq(int, cli_env(&p, env, "lock", res, "-vv", "--json", (const char *)NULL), 0),
+              "stderr: %s", p.err);
+    assert_no_secret(&p);
+    cli_free(&p);
+    /* run's CMD gets the list, password and all, to call redlock-cli. */
+    cr_assert(eq(int, cli_env(&p, env, "run", "other", "-c",
+                              "\"$REDLOCK_CLI\" -q status \"$REDLOCK_RESOURCE\"",
+                              (const char *)NULL), 0), "stderr: %s", p.err);
+    cli_free(&p);
+
+    /* From a file, one entry per line; a warning if others may read it. */
+    snprintf(text, sizeof(text), "%s\n", url);
+    write_file(file, sizeof(file), "masters", text, 0600);
+    cr_assert(eq(int, cli(&p, "status", res, "--masters-file", file), 0), "stderr: %s", p.err);
+    assert_no_secret(&p);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    cr_assert(chmod(file, 0644) == 0);
+    cr_assert(eq(int, cli(&p, "status", res, "--masters-file", file), 0), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "readable by others") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+
+    /* Never in argv: ps(1) would show it. */
+    cr_assert(eq(int, cli(&p, "ping", "--masters", url), 64));
+    assert_no_secret(&p);
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "REDLOCK_MASTERS") != NULL && strstr(p.err, "--masters-file") != NULL,
+              "%s", p.err);
+    cli_free(&p);
+
+    /* A wrong one: refused by the master (77), and still never printed. */
+    cr_assert(eq(int, cli_env(&p, bad, "lock", res, "-vv", "--json", (const char *)NULL), 77),
+              "stderr: %s", p.err);
+    assert_no_secret(&p);
     cli_free(&p);
 }
 
@@ -443,11 +551,18 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     /* The defaults the code has. */
     cr_assert(strstr(out, "default 1000000") != NULL, "--max-extends' default");
     cr_assert(strstr(out, "default 1000,") == NULL, "--max-extends' old default");
-    for (size_t i = 0; i < 5; i++) {
-        static const char *const said[] = {"77", "78", "conflict-exit-code", "signal", "command"};
+    {
+        static const char *const said[] = {"77", "78", "conflict-exit-code", "signal", "command",
+                                           "--masters-file", "forever", "EUNAVAIL", "ECANCELED",
+                                           "128 + N", "redis://", "unix://", "the floor",
+                                           "declare-empty"};
 
-        cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
+        for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
+            cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
     }
+    /* What the code no longer does. */
+    cr_assert(strstr(out, "a third of the ttl") == NULL, "run's old retry policy");
+    cr_assert(strstr(out, "cannot be cut short") == NULL, "--wait's old waiting");
     free(out);
     free(err);
 }

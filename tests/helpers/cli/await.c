@@ -25,17 +25,41 @@
 
 #include "cluster.h"
 
+/* What CMD writes into @fifo (a line), within FIFO_WAIT_MS. Opened
+ * non-blocking and polled, as the awaits below: a blocking open would wait
+ * for ever if redlock-cli died before CMD ran, and a test that hangs until
+ * criterion kills it leaves its private masters running. */
+#define FIFO_WAIT_MS 20000
+
+static void pause_5ms(void);
+
+static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
+{
+    uint64_t deadline = now_ms() + FIFO_WAIT_MS;
+    int fd = open(fifo, O_RDONLY | O_NONBLOCK);
+    ssize_t n;
+
+    cr_assert(fd >= 0, "open %s: %s", fifo, strerror(errno));
+    /* No writer yet reads as an end: look again until one has written. */
+    while ((n = read(fd, buf, size - 1)) <= 0) {
+        cr_assert(n == 0 || errno == EAGAIN, "read %s: %s", fifo, strerror(errno));
+        if (now_ms() >= deadline) {
+            close(fd);
+            cr_assert_fail("nothing written into %s within %d ms", fifo, FIFO_WAIT_MS);
+        }
+        pause_5ms();
+    }
+    close(fd);
+    buf[n] = '\0';
+    return n;
+}
+
 /* Wait until CMD (started by `run`) writes its pid into the FIFO. */
 pid_t read_pid_from_fifo(const char *fifo)
 {
     char buf[32] = {0};
-    int fd = open(fifo, O_RDONLY);   /* blocks until CMD opens it */
-    ssize_t n;
 
-    cr_assert(fd >= 0, "open %s: %s", fifo, strerror(errno));
-    n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    cr_assert(n > 0, "nothing read from the FIFO");
+    fifo_read(fifo, buf, sizeof(buf));
     return (pid_t)atol(buf);
 }
 
@@ -60,14 +84,7 @@ int process_gone(pid_t pid)
 /* A line CMD (started by `run`) writes into the FIFO. */
 void read_line_from_fifo(const char *fifo, char *buf, size_t size)
 {
-    int fd = open(fifo, O_RDONLY);
-    ssize_t n;
-
-    cr_assert(fd >= 0, "open %s: %s", fifo, strerror(errno));
-    n = read(fd, buf, size - 1);
-    close(fd);
-    cr_assert(n > 0, "nothing read from the FIFO");
-    buf[n] = '\0';
+    fifo_read(fifo, buf, size);
     buf[strcspn(buf, "\n")] = '\0';
 }
 
@@ -202,28 +219,34 @@ void monitor_stop(struct monitor *m)
     free(m);
 }
 
-void await_subscribed(const char *channel, int timeout_ms)
+void await_waiting(const char *res, int timeout_ms)
 {
     uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    size_t len = strlen(res);
+    char *key = malloc(len + 2);
 
+    cr_assert(key != NULL);
+    /* The library's queue of waiters for @res: a sorted set "res\0q". */
+    memcpy(key, res, len);
+    memcpy(key + len, "\0q", 2);
     for (int i = 0; i < tc_n();) {
-        redisReply *r = tc_cmd(i, "PUBSUB NUMSUB %s", channel);
-        long long subs = 0;
+        redisReply *r = tc_cmd(i, "ZCARD %b", key, len + 2);
+        long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
 
-        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[1]->type == REDIS_REPLY_INTEGER)
-            subs = r->element[1]->integer;
         if (r != NULL)
             freeReplyObject(r);
-        if (subs > 0) {
+        if (n > 0) {
             i++;
             continue;
         }
-        if (now_ms() >= deadline)
-            cr_assert_fail("nobody subscribed to '%s' on master %d within %d ms", channel, i,
+        if (now_ms() >= deadline) {
+            free(key);
+            cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i,
                            timeout_ms);
+        }
         pause_5ms();
     }
+    free(key);
 }
 
 /* The process group of @pid (field 5 of /proc/PID/stat), or -1. */
@@ -334,6 +357,22 @@ void await_key_gone(const char *key, int timeout_ms)
         if (now_ms() >= deadline)
             cr_assert_fail("'%s' is still on %d masters after %d ms", key,
                            tc_key_count(key, strlen(key)), timeout_ms);
+        pause_5ms();
+    }
+}
+
+void await_private_key(int i, const char *key, int present, int timeout_ms)
+{
+    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+
+    for (;;) {
+        long long pttl = private_pttl(i, key);
+
+        if (present ? pttl >= -1 : pttl == -2)
+            return;
+        if (now_ms() >= deadline)
+            cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s",
+                           key, i, pttl, timeout_ms, present ? "there" : "gone");
         pause_5ms();
     }
 }

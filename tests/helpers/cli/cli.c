@@ -23,12 +23,20 @@
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <hiredis/hiredis.h>
 
 #include "cluster.h"
 #include "jsonread.h"
 
 char cli_tmpdir[SCRATCH_MAX];
 static char private_dir[SCRATCH_MAX + 16]; /* a private cluster's state dir, if any */
+static int private_port0;                  /* its master 0's port */
+/* redlock-cli processes started and not reaped yet: a test that fails
+ * half-way leaves them to cli_teardown(), which kills them, rather than
+ * running (`lock --wait forever`) or stopped (^Z) for ever. */
+#define MAX_LIVE 16
+static pid_t live[MAX_LIVE];
+static char private_pw[128];               /* its password, or "" */
 
 const char *cli_path(void)
 {
@@ -152,6 +160,11 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
 
     p->pid = fork();
     cr_assert(p->pid >= 0, "fork: %s", strerror(errno));
+    for (size_t i = 0; p->pid > 0 && i < MAX_LIVE; i++)
+        if (live[i] == 0) {
+            live[i] = p->pid;
+            break;
+        }
     if (p->pid == 0) {
         int in = open("/dev/null", O_RDONLY);
         int out = open(p->out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -184,6 +197,9 @@ int cli_wait(struct cli_proc *p)
 
     while (waitpid(p->pid, &st, 0) < 0)
         cr_assert(yes(errno == EINTR), "waitpid: %s", strerror(errno));
+    for (size_t i = 0; i < MAX_LIVE; i++)
+        if (live[i] == p->pid)
+            live[i] = 0;
     p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     p->out = slurp(p->out_path);
     p->err = slurp(p->err_path);
@@ -295,6 +311,16 @@ int private_cluster(const char *const *args)
 
 void cli_teardown(void)
 {
+    /* SIGKILL works on a stopped process too; a `run` killed so has its
+     * guard stop CMD's group. */
+    for (size_t i = 0; i < MAX_LIVE; i++) {
+        if (live[i] > 0) {
+            kill(live[i], SIGKILL);
+            waitpid(live[i], NULL, 0);
+        }
+        live[i] = 0;
+    }
+    private_port0 = 0;
     if (private_dir[0] != '\0') {
         const char *stop[] = {"stop", NULL};
 
@@ -317,6 +343,8 @@ void private_start(int n, int offset, const char *password, char *masters, size_
     snprintf(nbuf, sizeof(nbuf), "%d", n);
     snprintf(pbuf, sizeof(pbuf), "%d", base + offset);
     snprintf(private_dir, sizeof(private_dir), "%s/cluster", cli_tmpdir);
+    private_port0 = base + offset;
+    snprintf(private_pw, sizeof(private_pw), "%s", password != NULL ? password : "");
     if (password != NULL) {
         args[k++] = "--requirepass";
         args[k++] = password;
@@ -331,13 +359,60 @@ void private_start(int n, int offset, const char *password, char *masters, size_
                                  base + offset + i);
 }
 
-void private_kill(int i)
+/* cluster-up.sh @what @i on the private cluster: kill, pause, resume. */
+static void private_fault(const char *what, int i)
 {
     char ibuf[16];   /* any int: the ASan build checks the bound */
-    const char *args[] = {"kill", ibuf, NULL};
+    const char *args[] = {what, ibuf, NULL};
 
     snprintf(ibuf, sizeof(ibuf), "%d", i);
-    cr_assert(eq(int, private_cluster(args), 0));
+    cr_assert(eq(int, private_cluster(args), 0), "cluster-up.sh %s %d failed", what, i);
+}
+
+void private_kill(int i)
+{
+    private_fault("kill", i);
+}
+
+void private_pause(int i)
+{
+    private_fault("pause", i);
+}
+
+void private_resume(int i)
+{
+    private_fault("resume", i);
+}
+
+redisReply *private_cmd(int i, const char *fmt, ...)
+{
+    struct timeval tv = {1, 0};
+    redisContext *c;
+    redisReply *r = NULL;
+    va_list ap;
+
+    cr_assert(private_port0 > 0, "no private cluster");
+    c = redisConnectWithTimeout("127.0.0.1", private_port0 + i, tv);
+    if (c != NULL && c->err == 0 && redisSetTimeout(c, tv) == REDIS_OK) {
+        if (private_pw[0] != '\0')
+            freeReplyObject(redisCommand(c, "AUTH %s", private_pw));
+        va_start(ap, fmt);
+        r = redisvCommand(c, fmt, ap);
+        va_end(ap);
+    }
+    if (c != NULL)
+        redisFree(c);
+    return r;
+}
+
+long long private_pttl(int i, const char *key)
+{
+    redisReply *r = private_cmd(i, "PTTL %s", key);
+    long long v = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+
+    if (r != NULL)
+        freeReplyObject(r);
+    return v;
 }
 
 /* Masters that refuse connections: loopback ports bound but never listened

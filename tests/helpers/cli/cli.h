@@ -34,7 +34,8 @@ static inline int yes(int cond)
 
 extern char cli_tmpdir[SCRATCH_MAX];   /* this test's scratch dir */
 void cli_setup(void);
-void cli_teardown(void);                /* stops a private cluster, removes the dir */
+void cli_teardown(void);  /* kills what the test left running, stops a private cluster,
+                            removes the dir */
 
 /* ------------------------------------------------------------------------ */
 /* Running the binary                                                       */
@@ -100,7 +101,14 @@ long long master_pttl(int i, const char *key);
  * list to @masters. One private cluster per test, stopped by cli_teardown. */
 void private_start(int n, int offset, const char *password, char *masters, size_t size);
 void private_kill(int i);
+void private_pause(int i);            /* SIGSTOP: its socket stays open, it answers nothing */
+void private_resume(int i);
 int private_cluster(const char *const *args);   /* cluster-up.sh on it: its status */
+/* A command to private master @i, as redisCommand() formats it: the reply
+ * (free it), or NULL if it did not answer within a second. */
+struct redisReply *private_cmd(int i, const char *fmt, ...);
+/* PTTL of @key on private master @i: -2 absent, -1 no ttl, -3 no answer. */
+long long private_pttl(int i, const char *key);
 /* Masters that refuse connections: loopback ports bound but never listened
  * on, so nothing else can take them while the test runs. */
 void dead_masters(char *buf, size_t size, int n);
@@ -127,8 +135,9 @@ struct monitor *monitor_start(int master);
 /* Until a command line containing @needle (e.g. "\"SET\" \"res\"") goes by. */
 void monitor_await(struct monitor *m, const char *needle, int timeout_ms);
 void monitor_stop(struct monitor *m);
-/* Until every master has at least one subscriber on @channel. */
-void await_subscribed(const char *channel, int timeout_ms);
+/* Until every master has a waiter queued for @res (an acquire waiting in
+ * its turn: the library's queue, "res\0q"). */
+void await_waiting(const char *res, int timeout_ms);
 /* Until every process in group @pgid is stopped (and there is one).
  * Zombies do not count as members. */
 void await_group_stopped(pid_t pgid, int timeout_ms);
@@ -137,6 +146,8 @@ int group_alive(pid_t pgid);          /* some process is in group @pgid */
 void await_file_grows(const char *path, long long size, int timeout_ms);
 /* Until no master has @key. */
 void await_key_gone(const char *key, int timeout_ms);
+/* Until private master @i has @key (@present), or has it no more. */
+void await_private_key(int i, const char *key, int present, int timeout_ms);
 long long realtime_ns(void);          /* CLOCK_REALTIME, as `date +%s%N` prints it */
 /* The last line of @path that starts with a digit, as a number (0: none). */
 long long last_stamp(const char *path);

@@ -1,9 +1,11 @@
-/* password.c - the AUTH password from --password-file.
+/* secret-file.c - files that hold secrets: the AUTH password
+ * (--password-file) and a masters list that may carry passwords
+ * (--masters-file).
  *
  * A file, or a pipe (`--password-file <(pass show redis)`): never argv,
  * where ps(1) would show it. Opened non-blocking, so that a FIFO nobody
  * writes to, or a device, cannot hang a cron job: a pipe gets
- * PASSWORD_PIPE_WAIT_MS to deliver the password and its end, anything else
+ * SECRET_PIPE_WAIT_MS to deliver its content and its end, anything else
  * that is not a regular file is refused. Messages never include the content.
  */
 #include "opts.h"
@@ -18,8 +20,7 @@
 
 #include "cli.h"
 
-#define PASSWORD_MAX 4096            /* bytes: Redis has no limit, a file this big is a mistake */
-#define PASSWORD_PIPE_WAIT_MS 5000   /* a pipe's writer has this long to write and close */
+#define SECRET_PIPE_WAIT_MS 5000   /* a pipe's writer has this long to write and close */
 
 /* Wait for @fd (a pipe) to have data or an end. Return: 1 if it may, 0 on
  * timeout. *@hup is set once the writer is known to have come and gone. */
@@ -43,22 +44,30 @@ static int pipe_wait(int fd, uint64_t deadline_us, int *hup)
     }
 }
 
-/* Read all of @fd into @buf (PASSWORD_MAX + 2 bytes). Return: the length,
- * or -1 after a message. */
-static ssize_t read_all(int fd, const char *path, int is_pipe, char *buf)
+/* What is being read, for messages. */
+struct secret_file {
+    const char *opt;        /* "--password-file" */
+    const char *path;
+    size_t max;             /* bytes */
+    int is_pipe;
+};
+
+/* Read all of @fd into @buf (f->max + 2 bytes). Return: the length, or -1
+ * after a message. */
+static ssize_t read_all(int fd, const struct secret_file *f, char *buf)
 {
-    uint64_t deadline = cli_now_us() + (uint64_t)PASSWORD_PIPE_WAIT_MS * 1000u;
+    uint64_t deadline = cli_now_us() + (uint64_t)SECRET_PIPE_WAIT_MS * 1000u;
     size_t len = 0;
     int hup = 0;
 
     for (;;) {
-        ssize_t r = read(fd, buf + len, PASSWORD_MAX + 1 - len);
+        ssize_t r = read(fd, buf + len, f->max + 1 - len);
 
         if (r > 0) {
             len += (size_t)r;
-            if (len > PASSWORD_MAX) {
-                cli_usage_error("--password-file '%s': longer than %d bytes: the file should "
-                                "hold only the password", path, PASSWORD_MAX);
+            if (len > f->max) {
+                cli_usage_error("%s '%s': longer than %zu bytes: is it the right file?", f->opt,
+                                f->path, f->max);
                 return -1;
             }
             continue;
@@ -67,17 +76,17 @@ static ssize_t read_all(int fd, const char *path, int is_pipe, char *buf)
             continue;
         /* A FIFO without a writer reads as an end at once: wait for a
          * writer to come, as a blocking open would, but not for ever. */
-        if ((r == 0 && is_pipe && len == 0 && !hup) || (r < 0 && errno == EAGAIN)) {
+        if ((r == 0 && f->is_pipe && len == 0 && !hup) || (r < 0 && errno == EAGAIN)) {
             if (!pipe_wait(fd, deadline, &hup)) {
-                cli_usage_error("--password-file '%s': a pipe that gave no password and no end "
-                                "within %d s: write the password and close it, or give a "
-                                "regular file", path, PASSWORD_PIPE_WAIT_MS / 1000);
+                cli_usage_error("%s '%s': a pipe that gave nothing and no end within %d s: "
+                                "write to it and close it, or give a regular file", f->opt,
+                                f->path, SECRET_PIPE_WAIT_MS / 1000);
                 return -1;
             }
             continue;
         }
         if (r < 0) {
-            cli_usage_error("--password-file '%s': %s: give a readable file", path,
+            cli_usage_error("%s '%s': %s: give a readable file", f->opt, f->path,
                             strerror(errno));
             return -1;
         }
@@ -85,8 +94,10 @@ static ssize_t read_all(int fd, const char *path, int is_pipe, char *buf)
     }
 }
 
-int cli_read_password_file(struct cli_opts *o, const char *path)
+int cli_read_secret_file(const char *opt, const char *path, size_t max, char **ret,
+                         int *ret_shared)
 {
+    struct secret_file f = {opt, path, max, 0};
     char *buf = NULL;
     struct stat st;
     ssize_t got;
@@ -95,20 +106,20 @@ int cli_read_password_file(struct cli_opts *o, const char *path)
 
     fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) {
-        cli_usage_error("--password-file '%s': %s: give a readable file", path, strerror(errno));
+        cli_usage_error("%s '%s': %s: give a readable file", opt, path, strerror(errno));
         return -1;
     }
     if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))) {
-        cli_usage_error("--password-file '%s': not a regular file or a pipe: give a file "
-                        "holding the password", path);
+        cli_usage_error("%s '%s': not a regular file or a pipe: give a file", opt, path);
         goto fail;
     }
-    buf = malloc(PASSWORD_MAX + 2);
+    f.is_pipe = S_ISFIFO(st.st_mode);
+    buf = malloc(max + 2);
     if (buf == NULL) {
-        cli_usage_error("out of memory while reading --password-file");
+        cli_usage_error("out of memory while reading %s", opt);
         goto fail;
     }
-    got = read_all(fd, path, S_ISFIFO(st.st_mode), buf);
+    got = read_all(fd, &f, buf);
     if (got < 0)
         goto fail;
     close(fd);
@@ -120,26 +131,27 @@ int cli_read_password_file(struct cli_opts *o, const char *path)
     if (len > 0 && buf[len - 1] == '\r')
         buf[--len] = '\0';
     if (len == 0) {
-        cli_usage_error("--password-file '%s' is empty: put the password in it, or drop the "
-                        "option", path);
+        cli_usage_error("%s '%s' is empty: fill it, or drop the option", opt, path);
         goto fail;
     }
     if (strlen(buf) != len) {
-        cli_usage_error("--password-file '%s' contains a NUL byte: the file should hold only "
-                        "the password", path);
+        cli_usage_error("%s '%s' contains a NUL byte: is it the right file?", opt, path);
         goto fail;
     }
-    if (S_ISREG(st.st_mode) && (st.st_mode & 0077) != 0)
-        cli_warn("warning: password file '%s' is readable by others (chmod 600 '%s')", path,
-                 path);
-    o->password = buf;
+    *ret_shared = S_ISREG(st.st_mode) && (st.st_mode & 0077) != 0;
+    *ret = buf;
     return 0;
 fail:
     if (buf != NULL) {
-        explicit_bzero(buf, PASSWORD_MAX + 2);
+        explicit_bzero(buf, max + 2);
         free(buf);
     }
     if (fd >= 0)
         close(fd);
     return -1;
+}
+
+void cli_warn_shared_secret(const char *opt, const char *path)
+{
+    cli_warn("warning: %s '%s' is readable by others (chmod 600 '%s')", opt, path, path);
 }
