@@ -57,7 +57,8 @@ static int master_info(int i, const char *section, struct mstat *s)
         rep = redisCommand(rc, "INFO %s", section);
     }
     if (rep && rep->type == REDIS_REPLY_STRING) {
-        double sys = info_num(rep->str, "used_cpu_sys:"), user = info_num(rep->str, "used_cpu_user:");
+        double sys = info_num(rep->str, "used_cpu_sys:");
+        double user = info_num(rep->str, "used_cpu_user:");
 
         ok = 1;
         if (strcmp(section, "cpu") == 0 && (ok = sys >= 0 && user >= 0))

@@ -69,8 +69,11 @@ void opstats_line(char *buf, size_t len, const struct opstats *s)
              (unsigned long long)hist_pct(&s->waited, 0.99), (unsigned long long)s->waited.max);
 }
 
-/* ":12203 pending 510, down 12718; :12204 ..." for the masters whose votes
- * were not all ok; "" when every vote was. */
+/* ":12203 pending 510, down 12718; :12204 ..." for the masters that failed
+ * or were left out of some deciding attempt (down, timeout, error, excluded,
+ * not asked); "" when none was. A master still pending at the decision (the
+ * early quorum did not wait for it) or holding the key is how a healthy
+ * master looks, and alone does not list it. */
 void opstats_votes_line(char *buf, size_t len, const struct opstats *s)
 {
     size_t used = 0;
@@ -81,7 +84,8 @@ void opstats_votes_line(char *buf, size_t len, const struct opstats *s)
         uint64_t other = 0;
 
         for (k = 0; k <= REDLOCK_VOTE_EXCLUDED; k++)
-            other += k == REDLOCK_VOTE_OK ? 0 : s->votes[m][k];
+            if (k != REDLOCK_VOTE_OK && k != REDLOCK_VOTE_PENDING && k != REDLOCK_VOTE_HELD)
+                other += s->votes[m][k];
         if (!other)
             continue;
         used += (size_t)snprintf(buf + used, len - used, "%s:%d", used ? "; " : "", config.port[m]);

@@ -293,7 +293,8 @@ static void print_row_notes(const struct result *r)
         printf("  %-20s library (op hook): %s\n", r->scenario, lib);
         opstats_votes_line(lib, sizeof(lib), &r->lib);
         if (lib[0])
-            printf("  %-20s votes not ok, by master (deciding attempt): %s\n", r->scenario, lib);
+            printf("  %-20s masters failing or left out (deciding attempt's votes): %s\n",
+                   r->scenario, lib);
     }
     if (r->masters_cores >= 0)
         printf("  %-20s masters: %.2f cores busy, %.1f us CPU per cycle (all %d together)%s%s\n",
