@@ -7,11 +7,14 @@
  *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
  *                                key; K waiters on one client
  *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
- *                                clock estimates, cluster-up.sh and fault
+ *   capacity.c quorum.c raw.c    clock estimates, cluster-up.sh and fault
  *                                schedules, timeline data and plot, lock
  *                                windows (overlap, fairness), syscall counts,
- *                                how a contender waits, reaching the masters
- *   options.c util.c             command line; clocks, signals, progress
+ *                                how a contender waits, reaching the masters,
+ *                                the floor's capacity phase, raw quorum and
+ *                                raw commands
+ *   options.c util.c ophook.c    command line; clocks, signals, progress;
+ *   mstat.c                      the library's op hook; the masters' counters
  *   state.c hist.c               the shared config and results; histograms
  */
 #ifndef BENCH_H
@@ -75,6 +78,18 @@ struct config {
 
 extern struct config config;
 
+/* What the library said about every acquire through its op hook
+ * (redlock_config.op_fn): its own count of attempts and of the time each
+ * call waited. Plain data, like struct tally. */
+struct opstats {
+    int on;                           /* counting (not during warm-up); atomic */
+    uint64_t acquires, ok;            /* completed acquire calls; succeeded */
+    uint64_t attempts;                /* summed over them */
+    struct hist attempts_h;           /* attempts per acquire (exact below 256) */
+    struct hist waited;               /* waited_us: the call to its decision */
+    uint64_t votes[BENCH_MAX_MASTERS][REDLOCK_VOTE_EXCLUDED + 1]; /* by master, kind */
+};
+
 /* One scenario's figures. Latencies in µs. */
 struct result {
     char scenario[32];
@@ -96,6 +111,7 @@ struct result {
     double cpu_us_per_cycle;          /* < 0: not applicable */
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
+    char masters_cmds[200];           /* the costliest commands per cycle, or "" */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
     /* contention rows */
     struct hist handoff;              /* release returned -> next holder's acquire
@@ -108,12 +124,14 @@ struct result {
     int n_owners;                     /* processes or waiters */
     uint64_t grants_by[BENCH_MAX_CLIENTS]; /* per owner */
     double fairness_jain;             /* over grants_by; < 0: n/a */
-    uint64_t attempts;                /* acquire attempts, all calls (outcome.attempts) */
+    struct opstats lib;               /* the library's own figures (op hook) */
     int64_t inversions;               /* inproc: grants that overtook an older waiter;
                                          < 0: not measured */
     double syscalls_per_cycle;        /* uncontended*: < 0: not counted */
     double epoll_ctl_per_cycle;
     double first_grant_ms;            /* timeline: quorum back -> first grant; < 0: n/a */
+    uint64_t raw_all_p99;             /* kill*, pause*: raw quorum of all N before the */
+    uint64_t raw_live_p99;            /* fault, and of the masters it spares; 0: n/a */
     char extra[4096];                 /* more JSON members: ",\"k\":v..." */
 };
 
@@ -195,28 +213,49 @@ void bench_config_fill(redlock_config *cfg, uint32_t retries);
 const char *bench_hiredis_version(void); /* the hiredis headers built against */
 int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms); /* all N answer PING: 0, else -1 */
-double masters_cpu_s(void);           /* INFO cpu summed over N, or -1 */
-void masters_cpu_delta(struct result *r, double before, uint64_t cycles);
+int wait_masters_vote(void);          /* all N vote in acquires again: 0, else -1 */
 struct event_base;
 int bench_async_client(struct event_base *base, const redlock_config *cfg, redlock_client **ret,
                        char *why, size_t whylen);
 int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why,
                           size_t whylen);
+int bench_declare_empty(size_t *declared, char *why, size_t whylen);
 
-/* waiting.c: how a contender waits for a busy lock. Today the library
- * takes the wait as per-client retry settings; when it takes them per call
- * (a deadline, cancel), only waiting.c changes. */
+/* mstat.c: the masters' own counters, summed over N */
+#define MSTAT_CMDS 24
+struct mstat_cmd {
+    char name[24];                    /* "evalsha", "set", ... */
+    uint64_t calls, usec;
+};
+struct mstat {
+    int ok;                           /* every master answered */
+    double cpu_s;                     /* INFO cpu: user + sys */
+    int n;
+    struct mstat_cmd cmd[MSTAT_CMDS]; /* INFO commandstats */
+};
+void masters_stat(struct mstat *s);
+double masters_cpu_s(void);           /* CPU s so far, or -1 */
+void masters_delta(struct result *r, const struct mstat *before, uint64_t cycles);
+
+/* ophook.c: the library's op hook, counting into a struct opstats */
+void opstats_hook(struct opstats *s, redlock_config *cfg); /* before client_new */
+void opstats_start(struct opstats *s);   /* count from now on (after warm-up) */
+void opstats_merge(struct opstats *dst, const struct opstats *src);
+void opstats_line(char *buf, size_t len, const struct opstats *s);
+void opstats_votes_line(char *buf, size_t len, const struct opstats *s);
+
+/* waiting.c: how a contender waits for a busy lock: a deadline per call
+ * (redlock_acquire_with), the polling fallback, pub/sub on the client. */
 struct wait_policy {
-    uint32_t wait_ms;                 /* give up after about this long */
+    uint32_t wait_ms;                 /* deadline: give up this long after the call */
     uint32_t retry_delay_ms;          /* polling fallback: delay ... */
     uint32_t retry_jitter_ms;         /* ... plus 0..jitter */
     int pubsub;                       /* wake on a release (pub/sub), or poll only */
 };
 struct wait_policy wait_policy_default(int pubsub); /* --wait-ms, --retry-* */
-uint32_t wait_retry_count(const struct wait_policy *w);
 void wait_config(const struct wait_policy *w, redlock_config *cfg);
 int wait_acquire(redlock_client *c, const struct wait_policy *w, const char *res, uint32_t ttl_ms,
-                 redlock_lock **lock, uint32_t *attempts);
+                 redlock_lock **lock);
 int wait_acquire_async(redlock_client *c, const struct wait_policy *w, const char *res,
                        uint32_t ttl_ms, redlock_acquire_cb cb, void *arg);
 void wait_json(struct result *r, const struct wait_policy *w);
@@ -250,11 +289,20 @@ struct timeline {
     struct hist *acq;                 /* n_buckets histograms */
     volatile uint64_t heal_us;        /* set by the fault thread when heal starts */
     volatile uint64_t quorum_us;      /* a quorum of masters answers PING again */
+    volatile uint64_t declared_us;    /* the healed masters were declared empty */
+    size_t declared;                  /* ... how many of them */
+    char declare_err[160];            /* why the declare failed, or "" */
+    int gated;                        /* atomic: the load starts no acquire now */
+    int in_flight;                    /* atomic: acquires the load has in flight */
     uint64_t recovered_us;            /* first success after heal_us */
+    uint64_t failed_before_grant;     /* acquires failed after the declare, before it */
+    uint64_t connected_us[BENCH_MAX_MASTERS]; /* the load client's latest connect */
     int n_events;
     double ev_t[TL_MAX_EVENTS];       /* s since t0 */
     char ev_label[TL_MAX_EVENTS][48];
 };
+int timeline_begin(struct timeline *tl);  /* 0: gated, start nothing now */
+void timeline_on_log(int level, const char *msg, void *arg); /* log_fn, arg: tl */
 void timeline_record(struct timeline *tl, uint64_t t_us, uint64_t lat_us, int ok);
 void timeline_event(struct timeline *tl, uint64_t t_us, const char *label);
 void report_timeline(const struct timeline *tl);
@@ -271,6 +319,8 @@ struct fault_step {
     double at_s;                      /* since the schedule's t0 */
     const char *action;               /* cluster-up.sh command */
     int idx;                          /* master index, -1 for heal */
+    int declare;                      /* heal: then declare the healed masters
+                                         empty, the load held off meanwhile */
 };
 struct schedule {
     struct fault_step steps[24];
@@ -280,6 +330,7 @@ struct schedule {
     int errors;
 };
 void sched_add(struct schedule *s, double at, const char *action, int idx);
+void sched_add_declared_heal(struct schedule *s, double at);
 void sched_run(struct schedule *s);
 void sched_during(void *arg, uint64_t t0);  /* contend_opts.during for a schedule */
 
@@ -330,9 +381,16 @@ struct contend_opts {
 };
 int contend_run(const struct contend_opts *o, struct result *r);
 
+/* restart.c: when the restart* scenarios restart masters, s after the start */
+#define RESTART_AT_S 0.8
+
 /* inproc.c */
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
                struct result *r);
+
+/* quorum.c: raw SET quorums next to a fault (all N vs the masters it spares) */
+int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all,
+                       struct hist *live, char *why, size_t len);
 
 /* scenarios: floor.c, clock.c, latency.c, contention.c, faults.c, restart.c */
 void scenario_floor(void);

@@ -100,11 +100,12 @@ int cluster_run(const char *action, int index)
     return cluster_script_run(args, NULL, 0);
 }
 
+/* Between scenarios: every master up and voting again. */
 int cluster_heal(void)
 {
-    if (cluster_run("heal", -1) != 0)
+    if (cluster_run("heal", -1) != 0 || wait_masters_up(10000) != 0)
         return -1;
-    return wait_masters_up(10000);
+    return wait_masters_vote();
 }
 
 /* k distinct master indices, chosen by --seed. */
@@ -145,8 +146,20 @@ void sched_add(struct schedule *s, double at, const char *action, int idx)
         s->steps[s->n].at_s = at;
         s->steps[s->n].action = action;
         s->steps[s->n].idx = idx;
+        s->steps[s->n].declare = 0;
         s->n++;
     }
+}
+
+/* A heal after which the healed masters are declared empty (see
+ * sched_heal_declared). */
+void sched_add_declared_heal(struct schedule *s, double at)
+{
+    int n = s->n;
+
+    sched_add(s, at, "heal", -1);
+    if (s->n > n)
+        s->steps[n].declare = 1;
 }
 
 /* While a heal runs: the moment a quorum of masters answers PING again.
@@ -173,13 +186,44 @@ static void *quorum_probe(void *arg)
     return NULL;
 }
 
+/* Hold the timeline's load off and wait until none of its acquires is in
+ * flight (they fail fast while a majority is down), at most 5 s. */
+static void gate_close(struct timeline *tl)
+{
+    uint64_t deadline = now_us() + 5000000u;
+
+    __atomic_store_n(&tl->gated, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&tl->in_flight, __ATOMIC_SEQ_CST) > 0 && now_us() < deadline)
+        sleep_us(200);
+}
+
+/* After the heal: declare the healed masters empty, as an operator who puts
+ * masters back into service would, then let the load go. The masters the
+ * timeline heals were killed more than a ttl before (timeline_schedule), so
+ * they cannot have forgotten a live lock; without the declare the restart
+ * guard would keep them out for the longest ttl in use, by design (the
+ * restart-guard row shows that wait). The load is held off from the heal
+ * to the declare because its first acquire to reach a master without a
+ * marker would start that guard window, which a declare never shortens. */
+static void heal_declared(struct timeline *tl)
+{
+    if (bench_declare_empty(&tl->declared, tl->declare_err, sizeof(tl->declare_err)) == 0) {
+        tl->declared_us = now_us();
+        timeline_event(tl, tl->declared_us, "declared empty");
+    }
+    __atomic_store_n(&tl->gated, 0, __ATOMIC_SEQ_CST);
+}
+
 static void sched_step(struct schedule *s, const struct fault_step *st)
 {
-    uint64_t now = now_us();
+    uint64_t now;
     pthread_t probe;
-    int probing = 0;
+    int probing = 0, declare = st->declare && s->tl;
     char label[48];
 
+    if (declare)
+        gate_close(s->tl);
+    now = now_us();
     /* events are marked when the command starts: signals land at once,
      * and restarted masters listen well before cluster-up.sh has
      * finished checking them */
@@ -197,6 +241,8 @@ static void sched_step(struct schedule *s, const struct fault_step *st)
         s->errors++;
     if (probing)
         pthread_join(probe, NULL);
+    if (declare)
+        heal_declared(s->tl);
 }
 
 void sched_run(struct schedule *s)

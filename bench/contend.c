@@ -3,7 +3,8 @@
  * Each child runs its own blocking client and logs, for every lock it gets,
  * its window (windows.c) and when its release returned. Children write into
  * one MAP_SHARED region, one slice each; the parent merges the windows and
- * checks them. The wait (pub/sub or polling, how long) is waiting.c's.
+ * checks them. The wait (pub/sub or polling, how long) is waiting.c's;
+ * attempts and the time waited are the library's (its op hook, ophook.c).
  */
 #include "bench.h"
 
@@ -25,8 +26,9 @@ struct child_out {
     volatile uint64_t ok_now;         /* for the progress line */
     uint64_t restarts_seen;           /* REDLOCK_EVENT_RESTART, from the I/O thread */
     char errmsg[200];
-    uint64_t cpu_us, n_win, attempts;
+    uint64_t cpu_us, n_win;
     struct tally t;
+    struct opstats lib;               /* written by the child's I/O thread */
 };
 
 struct shared {
@@ -72,6 +74,7 @@ static redlock_client *child_client(struct child_out *co, const struct contend_o
         cfg.restart_guard = 0;
     cfg.event_fn = child_on_event;
     cfg.event_arg = co;
+    opstats_hook(&co->lib, &cfg);
     if (bench_blocking_client(&cfg, &c, co->errmsg, sizeof(co->errmsg)) < 0)
         return NULL;
     return c;
@@ -83,14 +86,12 @@ static void child_cycle(redlock_client *c, struct child_out *co, struct window *
 {
     redlock_lock *lock = NULL;
     uint64_t t0 = now_us(), t1, t2, vend;
-    uint32_t attempts = 0;
     int64_t v;
     int rc;
 
-    rc = wait_acquire(c, &o->wait, res, o->ttl_ms, &lock, &attempts);
+    rc = wait_acquire(c, &o->wait, res, o->ttl_ms, &lock);
     t1 = now_us();
     co->t.ops++;
-    co->attempts += attempts;
     if (rc != 0) {
         tally_fail(&co->t, rc, t1 - t0);
         return;
@@ -127,6 +128,8 @@ static void child_main(struct shared *sh, int idx, const struct contend_opts *o,
     bench_in_child();
     alarm((unsigned)(o->duration_s + 60));
     tally_init(&co->t);
+    hist_init(&co->lib.attempts_h);
+    hist_init(&co->lib.waited);
     if (!(c = child_client(co, o))) {
         co->ready = -1;
         _exit(1);
@@ -137,6 +140,7 @@ static void child_main(struct shared *sh, int idx, const struct contend_opts *o,
     if (now_us() < sh->t_start)
         sleep_us(sh->t_start - now_us());
     cpu0 = cpu_us();
+    opstats_start(&co->lib);
     while (now_us() < sh->t_end && co->n_win < sh->cap && !stop_requested())
         child_cycle(c, co, &w[co->n_win], o, res);
     co->cpu_us = cpu_us() - cpu0;
@@ -231,7 +235,7 @@ static void collect(struct shared *sh, int k, struct result *r, uint64_t *cpu)
         struct child_out *co = child_at(sh, i);
 
         result_add_tally(r, &co->t);
-        r->attempts += co->attempts;
+        opstats_merge(&r->lib, &co->lib);
         *cpu += co->cpu_us;
         r->restarts_seen += __atomic_load_n(&co->restarts_seen, __ATOMIC_RELAXED);
         if (co->ready == -1 && !r->note[0])
@@ -277,7 +281,7 @@ int contend_run(const struct contend_opts *o, struct result *r)
     int k, failed_start, have_thread = 0;
     uint64_t cpu = 0;
     pthread_t th;
-    double mcpu0;
+    struct mstat m0 = { 0 };
 
     if (!sh) {
         result_note(r, "error: mmap: %s", strerror(errno));
@@ -298,7 +302,8 @@ int contend_run(const struct contend_opts *o, struct result *r)
         register_child(pid);
     }
     failed_start = await_ready(sh, k);
-    mcpu0 = o->during ? -1 : masters_cpu_s();
+    if (!o->during)
+        masters_stat(&m0);
     sh->t_end = now_us() + 50000u + (uint64_t)(o->duration_s * 1e6);
     sh->t_start = now_us() + 50000u;
     if (o->during) {
@@ -314,7 +319,7 @@ int contend_run(const struct contend_opts *o, struct result *r)
     r->cycles_per_s = (double)r->ok / o->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;
-    masters_cpu_delta(r, mcpu0, r->ok);
+    masters_delta(r, &m0, r->ok);
     contention_json(r, k, o->hold_us);
     wait_json(r, &o->wait);
     if (o->reconnect_max_ms)

@@ -21,16 +21,62 @@ struct fault_arg {
     int idx[BENCH_MAX_MASTERS];
     int k;
     int errors;
+    struct hist raw_all, raw_live;    /* raw quorum just before the fault */
+    char raw_err[200];                /* why it is missing, or "" */
 };
+
+/* Just before the fault, what it will cost a raw quorum: the masters it
+ * spares must answer in full where a healthy quorum picks the fastest. */
+static void raw_before(struct fault_arg *fa)
+{
+    int keep[BENCH_MAX_MASTERS], k = 0, m, i, hit;
+
+    hist_init(&fa->raw_all);
+    hist_init(&fa->raw_live);
+    for (m = 0; m < config.n_masters; m++) {
+        for (i = 0, hit = 0; i < fa->k; i++)
+            hit |= fa->idx[i] == m;
+        if (!hit)
+            keep[k++] = m;
+    }
+    if (k > config.n_masters / 2 &&
+        raw_quorum_compare(keep, k, 1.0, &fa->raw_all, &fa->raw_live, fa->raw_err,
+                           sizeof(fa->raw_err)) != 0)
+        hist_init(&fa->raw_live);
+}
 
 static void inject(void *arg)
 {
     struct fault_arg *fa = arg;
     int i;
 
+    raw_before(fa);
     for (i = 0; i < fa->k; i++)
         if (cluster_run(fa->action, fa->idx[i]) != 0)
             fa->errors++;
+}
+
+/* The raw quorum figures of raw_before(), in the row (JSON and note). */
+static void raw_report(const struct fault_arg *fa, struct result *r)
+{
+    if (!fa->raw_live.count) {
+        if (fa->raw_err[0] && !r->note[0])
+            result_note(r, "raw quorum before the fault not measured: %s", fa->raw_err);
+        return;
+    }
+    r->raw_all_p99 = hist_pct(&fa->raw_all, 0.99);
+    r->raw_live_p99 = hist_pct(&fa->raw_live, 0.99);
+    result_extra_pcts(r, "raw_quorum_all_us", &fa->raw_all);
+    result_extra_pcts(r, "raw_quorum_spared_us", &fa->raw_live);
+    if (!r->note[0])
+        result_note(r, "raw SET quorum just before the fault (no library, 100 ms slices "
+                    "alternating): %d of %d masters p50 %llu us, p99 %llu us; %d of the %d it "
+                    "spares p50 %llu us, p99 %llu us (p99 %.2f x)", config.n_masters / 2 + 1,
+                    config.n_masters, (unsigned long long)hist_pct(&fa->raw_all, 0.5),
+                    (unsigned long long)r->raw_all_p99, config.n_masters / 2 + 1,
+                    config.n_masters - fa->k, (unsigned long long)hist_pct(&fa->raw_live, 0.5),
+                    (unsigned long long)r->raw_live_p99,
+                    (double)r->raw_live_p99 / (double)(r->raw_all_p99 ? r->raw_all_p99 : 1));
 }
 
 static void fault_scenario(const char *name, const char *action, int k, double duration_s)
@@ -52,6 +98,7 @@ static void fault_scenario(const char *name, const char *action, int k, double d
     if (fa.errors && !r->note[0])
         result_note(r, "error: cluster-up.sh %s failed %d times", action, fa.errors);
     result_extra(r, ",\"inflight\":1,\"retries\":0");
+    raw_report(&fa, r);
 }
 
 void scenario_kill1(void)
@@ -130,6 +177,9 @@ static void tl_start(void *arg)
 static void timeline_schedule(struct schedule *s, struct result *r, double T)
 {
     int idx[BENCH_MAX_MASTERS] = { 0 }, q = config.n_masters / 2 + 1, i;
+    /* the majority stays down this long: longer than a ttl, and the heal
+     * may declare them empty (cluster.c: heal_declared) */
+    int declare = T * 1.5 / 12 > (double)config.ttl_ms / 1000.0;
 
     /* at (in twelfths of T), action, which of the picked masters; the
      * second of each pair only where there are five masters or more */
@@ -144,41 +194,88 @@ static void timeline_schedule(struct schedule *s, struct result *r, double T)
             sched_add(s, T * plan[i].at / 12, plan[i].action, idx[plan[i].pick]);
     for (i = 0; i < q; i++)
         sched_add(s, T * 8 / 12, "kill", idx[i]);
-    sched_add(s, T * 9.5 / 12, "heal", -1);
+    if (declare)
+        sched_add_declared_heal(s, T * 9.5 / 12);
+    else
+        sched_add(s, T * 9.5 / 12, "heal", -1);
     snprintf(r->fault, sizeof(r->fault), "schedule over %.0f s: kill 2, restart, pause 2, "
-             "resume, kill %d (no quorum), heal", T, q);
+             "resume, kill %d (no quorum) for %.1f s, heal%s", T, q, T * 1.5 / 12,
+             declare ? " and declare the healed masters empty" :
+             " (not declared: down for less than a ttl)");
 }
 
-/* Issue 13: from the moment a quorum answers again (the probe in
- * cluster.c) to the first acquire that succeeds. A grant needs a quorum,
- * so one that comes first only means the probe was late by up to a
- * millisecond: it counts as 0. */
-static void timeline_recovery(struct timeline *tl, struct result *r, double T)
+/* When the load client connected again to each master it reconnected to
+ * after the heal, in ms from @ref (negative: before it, while the load was
+ * held off, so its own reconnect timer did it): into the JSON and @buf. */
+static void timeline_reconnects(const struct timeline *tl, struct result *r, uint64_t ref,
+                                char *buf, size_t len)
 {
+    size_t used = 0;
+    int m;
+
+    buf[0] = '\0';
+    result_extra(r, ",\"reconnect_ms\":{");
+    for (m = 0; m < config.n_masters && used < len; m++) {
+        double ms = ((double)tl->connected_us[m] - (double)ref) / 1000.0;
+
+        if (tl->connected_us[m] <= tl->heal_us)
+            continue;
+        result_extra(r, "%s\"%d\":%.1f", used ? "," : "", config.port[m], ms);
+        used += (size_t)snprintf(buf + used, len - used, "%s:%d %+.1f ms", used ? ", " : "",
+                                 config.port[m], ms);
+    }
+    result_extra(r, "}");
+}
+
+/* Issue 13: how fast the client uses masters that came back. From the
+ * moment the healed masters could vote again to the first acquire that
+ * succeeds: when they were declared empty (the timeline's heal declares
+ * them), or else when a quorum answers PING again (the probe in cluster.c;
+ * then the restart guard's window is part of the figure). A grant that
+ * comes first counts as 0. */
+static void timeline_recovery(struct timeline *tl, struct result *r)
+{
+    uint64_t ref = tl->declared_us ? tl->declared_us : tl->quorum_us;
+    char rec[160];
+
     if (!tl->heal_us)
         return;
-    if (!tl->recovered_us) {
-        result_extra(r, ",\"recovery_after_heal_ms\":null,\"first_grant_after_heal_ms\":null");
-        result_note(r, "no acquire succeeded after the final heal (%.1f s left in the run)",
-                    (double)(tl->t0 + (uint64_t)(T * 1e6) - tl->heal_us) / 1e6);
+    result_extra(r, ",\"declared_masters\":%zu,\"quorum_back_after_heal_ms\":", tl->declared);
+    if (tl->quorum_us)
+        result_extra(r, "%.1f", (double)(tl->quorum_us - tl->heal_us) / 1000.0);
+    else
+        result_extra(r, "null");
+    if (tl->declared_us)
+        result_extra(r, ",\"declared_after_heal_ms\":%.1f",
+                     (double)(tl->declared_us - tl->heal_us) / 1000.0);
+    if (!tl->recovered_us || !ref) {
+        result_extra(r, ",\"first_grant_after_heal_ms\":null");
+        result_note(r, "%s%s", tl->declare_err[0] ? "error: declare: " : "",
+                    tl->declare_err[0] ? tl->declare_err :
+                    !tl->recovered_us ? "no acquire succeeded after the final heal" :
+                    "the quorum probe never saw a quorum after the final heal");
         return;
     }
     timeline_event(tl, tl->recovered_us, "first grant");
-    result_extra(r, ",\"recovery_after_heal_ms\":%.1f",
+    timeline_reconnects(tl, r, ref, rec, sizeof(rec));
+    r->first_grant_ms = tl->recovered_us > ref ? (double)(tl->recovered_us - ref) / 1000.0 : 0.0;
+    result_extra(r, ",\"first_grant_after_heal_ms\":%.1f,\"failed_before_first_grant\":%llu,"
+                 "\"recovery_after_heal_ms\":%.1f", r->first_grant_ms,
+                 (unsigned long long)tl->failed_before_grant,
                  (double)(tl->recovered_us - tl->heal_us) / 1000.0);
-    if (!tl->quorum_us) {
-        result_extra(r, ",\"first_grant_after_heal_ms\":null");
-        result_note(r, "first grant %.0f ms after cluster-up.sh heal started; the quorum probe "
-                    "never saw a quorum", (double)(tl->recovered_us - tl->heal_us) / 1000.0);
-        return;
-    }
-    r->first_grant_ms = tl->recovered_us > tl->quorum_us ?
-                        (double)(tl->recovered_us - tl->quorum_us) / 1000.0 : 0.0;
-    result_extra(r, ",\"quorum_back_after_heal_ms\":%.1f,\"first_grant_after_heal_ms\":%.1f",
-                 (double)(tl->quorum_us - tl->heal_us) / 1000.0, r->first_grant_ms);
-    result_note(r, "first grant after heal: %.1f ms after a quorum answered PING again (%.0f ms "
-                "after cluster-up.sh heal started)", r->first_grant_ms,
-                (double)(tl->recovered_us - tl->heal_us) / 1000.0);
+    if (tl->declared_us)
+        result_note(r, "first grant after heal: %.1f ms after the %zu healed masters were declared "
+                    "empty (%llu acquires failed in between; the client reconnected %s); the "
+                    "load was held off from the heal to the declare, %.0f ms, as an operator "
+                    "declares masters before they serve", r->first_grant_ms, tl->declared,
+                    (unsigned long long)tl->failed_before_grant, rec[0] ? rec : "to none",
+                    (double)(tl->declared_us - tl->heal_us) / 1000.0);
+    else
+        result_note(r, "%s%s%sfirst grant after heal: %.1f ms after a quorum answered PING "
+                    "again, the restart guard's window included (not declared empty); the "
+                    "client reconnected %s", tl->declare_err[0] ? "error: declare: " : "",
+                    tl->declare_err, tl->declare_err[0] ? "; " : "", r->first_grant_ms,
+                    rec[0] ? rec : "to none");
 }
 
 void scenario_timeline(void)
@@ -221,7 +318,7 @@ void scenario_timeline(void)
         result_note(r, "error: %d cluster-up.sh commands failed", s.errors);
     result_extra(r, ",\"inflight\":4,\"bucket_ms\":%u,\"fail_backoff_us\":%u",
                  TL_BUCKET_US / 1000u, config.fail_backoff_us);
-    timeline_recovery(tl, r, T);
+    timeline_recovery(tl, r);
     report_timeline(tl);
     free(tl->acq);
     free(tl);

@@ -114,8 +114,8 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
 
     (void)c;
     (void)err;
+    (void)out;
     wt->waiting = 0;
-    ip->r->attempts += out ? out->attempts : 0;
     if (status != 0) {
         ip->r->failed++;
         hist_add(&ip->r->fail, t - wt->t0);
@@ -203,6 +203,7 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
 
     bench_config_fill(&cfg, 0);
     wait_config(w, &cfg);
+    opstats_hook(&r->lib, &cfg);
     ip.base = event_base_new();
     ip.ws = calloc((size_t)ip.k, sizeof(*ip.ws));
     if (!ip.base || !ip.ws || bench_async_client(ip.base, &cfg, &ip.c, why, sizeof(why)) < 0) {
@@ -211,6 +212,7 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
     }
     snprintf(ip.res, sizeof(ip.res), "inproc:%llu", (unsigned long long)bench_rand() % 1000000u);
     r->inversions = 0;
+    opstats_start(&r->lib);
     cpu0 = cpu_us();
     /* waiters stop queueing at the deadline; those still waiting then are
      * served (or give up) after it, and count: the rates are over the

@@ -125,6 +125,11 @@ static void slot_next(struct slot *s)
         slot_finish(s);
         return;
     }
+    if (L->o->tl && !timeline_begin(L->o->tl)) {
+        /* the timeline holds the load off while it declares masters */
+        event_base_once(L->base, -1, EV_TIMEOUT, slot_deferred, s, &tv);
+        return;
+    }
     s->keylen = (size_t)snprintf(s->key, sizeof(s->key), "%s:%u:%llu", L->o->label, s->id,
                                  (unsigned long long)s->n++);
     L->r->ops++;
@@ -174,6 +179,12 @@ static int load_client(struct load *L, struct result *r)
     int rc;
 
     bench_config_fill(&cfg, o->retries);
+    opstats_hook(&r->lib, &cfg);
+    if (o->tl) {
+        cfg.log_fn = timeline_on_log;
+        cfg.log_arg = o->tl;
+        cfg.log_level = REDLOCK_LOG_INFO;
+    }
     if (!o->settle_ms) {
         if (bench_async_client(L->base, &cfg, &L->c, why, sizeof(why)) == 0)
             return 0;
@@ -206,6 +217,7 @@ static void load_loop(struct load *L)
         o->tl->t0 = L->t_start;
     L->deadline = L->t_start + (uint64_t)(o->duration_s * 1e6);
     L->active = o->inflight;
+    opstats_start(&L->r->lib);
     if (o->sys)
         sysc_start(o->sys);
     for (i = 0; i < o->inflight; i++) {
@@ -224,7 +236,7 @@ int load_async(const struct load_opts *o, struct result *r)
     struct timeval tv = { 0, 200000 };
     struct event *tick;
     uint64_t cpu0;
-    double mcpu0;
+    struct mstat m0 = { 0 };
 
     memset(&L, 0, sizeof(L));
     L.o = o;
@@ -242,7 +254,8 @@ int load_async(const struct load_opts *o, struct result *r)
     tick = event_new(L.base, -1, EV_PERSIST, load_tick, &L);
     event_add(tick, &tv);
 
-    mcpu0 = o->before || o->sys ? -1 : masters_cpu_s();   /* broken masters do not answer */
+    if (!o->before && !o->sys)        /* broken masters do not answer */
+        masters_stat(&m0);
     if (o->before)
         o->before(o->before_arg);
     cpu0 = cpu_us();
@@ -253,7 +266,7 @@ int load_async(const struct load_opts *o, struct result *r)
     r->cycles_per_s = (double)L.cycles / r->duration_s;
     if (L.cycles)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)L.cycles;
-    masters_cpu_delta(r, mcpu0, L.cycles);
+    masters_delta(r, &m0, L.cycles);
     if (L.stuck)
         result_note(r, "error: %d operations never completed (callback missing?)", L.stuck);
     event_free(tick);
@@ -343,17 +356,20 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
     redlock_client *c = NULL;
     struct bthread *b = calloc((size_t)threads, sizeof(*b));
     uint64_t t0, cpu0, cycles = 0;
-    double mcpu0;
+    struct mstat m0 = { 0 };
     char why[300];
     int i, started = threads;
 
     bench_config_fill(&cfg, 0);
+    opstats_hook(&r->lib, &cfg);
     if (!b || bench_blocking_client(&cfg, &c, why, sizeof(why)) < 0) {
         result_note(r, "error: %s", b ? why : "out of memory");
         free(b);
         return -1;
     }
-    mcpu0 = sys ? -1 : masters_cpu_s();
+    if (!sys)
+        masters_stat(&m0);
+    opstats_start(&r->lib);
     cpu0 = cpu_us();
     t0 = now_us();
     for (i = 0; i < threads; i++) {
@@ -379,7 +395,7 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
     r->cycles_per_s = (double)cycles / r->duration_s;
     if (cycles)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)cycles;
-    masters_cpu_delta(r, mcpu0, cycles);
+    masters_delta(r, &m0, cycles);
     if (started < threads)
         result_note(r, "only %d of %d threads started", started, threads);
     redlock_client_free(c);

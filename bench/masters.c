@@ -1,7 +1,7 @@
 /* masters.c - reaching the masters: the redlock_config every scenario
- * starts from, clients that are known to be connected before a clock
- * starts, and plain-hiredis probes (PING, INFO cpu) that do not go through
- * the library under test.
+ * starts from, clients that are known to be connected (and voting) before
+ * a clock starts, declaring masters empty, and a plain-hiredis PING that
+ * does not go through the library under test.
  */
 #include "bench.h"
 
@@ -76,60 +76,6 @@ int wait_masters_up(unsigned timeout_ms)
     }
 }
 
-/* CPU seconds used so far by all N masters (INFO cpu, user + sys), or -1
- * if one does not answer. Read before and after a scenario, it says how
- * busy the masters were: on a 2-core box they share the cores with us. */
-double masters_cpu_s(void)
-{
-    struct timeval tv = { 0, 300000 };
-    double total = 0;
-    int i;
-
-    for (i = 0; i < config.n_masters; i++) {
-        redisContext *rc = redisConnectWithTimeout(config.host[i], config.port[i], tv);
-        redisReply *rep;
-        const char *p;
-        double v = -1;
-
-        if (!rc || rc->err) {
-            redisFree(rc);
-            return -1;
-        }
-        redisSetTimeout(rc, tv);
-        rep = redisCommand(rc, "INFO cpu");
-        if (rep && rep->type == REDIS_REPLY_STRING) {
-            double sys = -1, user = -1;
-
-            if ((p = strstr(rep->str, "used_cpu_sys:")) != NULL)
-                sys = strtod(p + 13, NULL);
-            if ((p = strstr(rep->str, "used_cpu_user:")) != NULL)
-                user = strtod(p + 14, NULL);
-            if (sys >= 0 && user >= 0)
-                v = sys + user;
-        }
-        if (rep)
-            freeReplyObject(rep);
-        redisFree(rc);
-        if (v < 0)
-            return -1;
-        total += v;
-    }
-    return total;
-}
-
-/* Fill @r's masters' CPU figures from a masters_cpu_s() taken at the start
- * (@before) and one taken now, over r->duration_s. */
-void masters_cpu_delta(struct result *r, double before, uint64_t cycles)
-{
-    double after;
-
-    if (before < 0 || r->duration_s <= 0 || (after = masters_cpu_s()) < 0)
-        return;
-    r->masters_cores = (after - before) / r->duration_s;
-    if (cycles)
-        r->masters_cpu_us_per_cycle = (after - before) * 1e6 / (double)cycles;
-}
-
 /* redlock_client_new(); 0, or -1 with @why filled. */
 static int client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
                       char *why, size_t whylen)
@@ -145,34 +91,54 @@ static int client_new(const redlock_config *cfg, struct event_base *base, redloc
     return -1;
 }
 
-/* A blocking client whose every master answered redlock_ping (connections
- * open in the background). 0, or -1 with @why filled. */
+/* A blocking client connected to every master (connections open in the
+ * background; redlock_ready says when all N are past their handshake).
+ * 0, or -1 with @why filled. */
 int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char *why, size_t whylen)
 {
-    redlock_status st;
-    uint64_t deadline;
+    redlock_error err;
+    int rc;
 
     if (client_new(cfg, NULL, ret, why, whylen) < 0)
         return -1;
-    deadline = now_us() + 5000000u;
-    for (;;) {
-        memset(&st, 0, sizeof(st));
-        if (redlock_ping(*ret, &st, NULL) == 0 && st.n_answered == (uint32_t)config.n_masters)
-            return 0;
-        if (now_us() > deadline || stop_requested()) {
-            snprintf(why, whylen, "not every master answered PING within 5 s");
-            redlock_client_free(*ret);
-            *ret = NULL;
-            return -1;
-        }
-        sleep_us(20000);
-    }
+    memset(&err, 0, sizeof(err));
+    rc = redlock_ready(*ret, (size_t)config.n_masters, 5000, NULL, &err);
+    if (rc == 0)
+        return 0;
+    snprintf(why, whylen, "not every master connected within 5 s: %s: %.120s",
+             redlock_err_name(rc), err.msg);
+    redlock_client_free(*ret);
+    *ret = NULL;
+    return -1;
+}
+
+/* Declare the masters that have no memory marker empty, as an operator who
+ * puts masters back into service after they lost their data would
+ * (redlock_declare_empty): they count at once instead of after the restart
+ * guard's window. Safe only for masters that were down longer than any
+ * lock's ttl (the caller's to know). 0, or -1 with @why filled. */
+int bench_declare_empty(size_t *declared, char *why, size_t whylen)
+{
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_error err;
+    int rc;
+
+    bench_config_fill(&cfg, 0);
+    if (bench_blocking_client(&cfg, &c, why, whylen) < 0)
+        return -1;
+    memset(&err, 0, sizeof(err));
+    rc = redlock_declare_empty(c, declared, &err);
+    if (rc != 0)
+        snprintf(why, whylen, "redlock_declare_empty: %s: %.120s", redlock_err_name(rc), err.msg);
+    redlock_client_free(c);
+    return rc == 0 ? 0 : -1;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Warm-up: a fresh client's connections are made in the background, and    */
-/* the header offers no "connected" query, so cycle until every master took  */
-/* part (no vote DOWN/TIMEOUT/ERROR) three times in a row.                  */
+/* Warm-up: connected is not enough, a master must also vote (its memory    */
+/* marker old enough, its clock trusted), so cycle until every master took  */
+/* part (no vote DOWN/TIMEOUT/ERROR/EXCLUDED) three times in a row.         */
 /* ------------------------------------------------------------------------ */
 
 struct warm {
@@ -267,16 +233,42 @@ int bench_async_client(struct event_base *base, const redlock_config *cfg, redlo
     memset(&w, 0, sizeof(w));
     w.base = base;
     w.c = *ret;
-    w.deadline = now_us() + 5000000u;
+    /* a master that lost its data sits out the restart guard's window, at
+     * most the longest ttl in use (the bench's) */
+    w.deadline = now_us() + 5000000u + (uint64_t)config.ttl_ms * 1000u;
     w.retry = evtimer_new(base, warm_retry_cb, &w);
     warm_try(&w);
     event_base_dispatch(base);
     event_free(w.retry);
     if (w.done != 1) {
-        snprintf(why, whylen, "warm-up: not every master took part in an acquire within 5 s");
+        snprintf(why, whylen, "warm-up: not every master took part in an acquire within "
+                 "5 s + ttl");
         redlock_client_free(*ret);
         *ret = NULL;
         return -1;
     }
     return 0;
+}
+
+/* Every master votes again: a client cycles until all N took part in three
+ * acquires in a row. After a heal, masters restarted without their data sit
+ * out the restart guard's window first; the next scenario must not start
+ * inside it. 0, or -1. */
+int wait_masters_vote(void)
+{
+    struct event_base *base = event_base_new();
+    redlock_client *c = NULL;
+    redlock_config cfg;
+    char why[300];
+    int rc;
+
+    if (!base)
+        return -1;
+    bench_config_fill(&cfg, 0);
+    rc = bench_async_client(base, &cfg, &c, why, sizeof(why));
+    if (rc != 0)
+        fprintf(stderr, "redlock-bench: %s\n", why);
+    redlock_client_free(c);
+    event_base_free(base);
+    return rc;
 }

@@ -49,6 +49,40 @@ static void json_num(FILE *f, const char *name, double v, int valid)
         fprintf(f, ",\"%s\":null", name);
 }
 
+/* The deciding attempt's votes, per master: "votes":[{"ok":n,...},...] */
+static void json_votes(FILE *f, const struct opstats *s)
+{
+    int m, k, first;
+
+    fputs(",\"votes\":[", f);
+    for (m = 0; m < config.n_masters; m++) {
+        fputs(m ? ",{" : "{", f);
+        for (k = 0, first = 1; k <= REDLOCK_VOTE_EXCLUDED; k++) {
+            if (!s->votes[m][k])
+                continue;
+            fprintf(f, "%s\"%s\":%llu", first ? "" : ",", redlock_vote_kind_name(k),
+                    (unsigned long long)s->votes[m][k]);
+            first = 0;
+        }
+        fputc('}', f);
+    }
+    fputc(']', f);
+}
+
+/* The library's own figures (op hook): "lib":{...}, when it saw acquires. */
+static void json_lib(FILE *f, const struct opstats *s)
+{
+    if (!s->acquires)
+        return;
+    fprintf(f, ",\"lib\":{\"acquires\":%llu,\"ok\":%llu,\"attempts_per_acquire\":%.3f",
+            (unsigned long long)s->acquires, (unsigned long long)s->ok,
+            (double)s->attempts / (double)s->acquires);
+    json_pcts(f, "attempts", &s->attempts_h);
+    json_pcts(f, "waited_us", &s->waited);
+    json_votes(f, s);
+    fputc('}', f);
+}
+
 void report_json_line(FILE *f, const struct result *r)
 {
     int i, first = 1;
@@ -96,6 +130,7 @@ void report_json_line(FILE *f, const struct result *r)
         first = 0;
     }
     fputc('}', f);
+    json_lib(f, &r->lib);
     if (r->skipped)
         fputs(",\"skipped\":true", f);
     if (r->note[0]) {
@@ -229,8 +264,7 @@ static void print_contention_notes(const struct result *r)
         printf("  %-20s grants per %s:", r->scenario, who);
         for (i = 0; i < r->n_owners; i++)
             printf(" %llu", (unsigned long long)r->grants_by[i]);
-        printf("; Jain's fairness %.3f; %.2f attempts per acquire", r->fairness_jain,
-               r->ops ? (double)r->attempts / (double)r->ops : 0.0);
+        printf("; Jain's fairness %.3f", r->fairness_jain);
         if (r->inversions >= 0)
             printf("; %lld grants overtook an older waiter (inversions)", (long long)r->inversions);
         printf("\n");
@@ -239,7 +273,7 @@ static void print_contention_notes(const struct result *r)
 
 static void print_row_notes(const struct result *r)
 {
-    char errs[256] = "";
+    char errs[256] = "", lib[256];
     size_t used = 0;
     int j;
 
@@ -254,9 +288,18 @@ static void print_row_notes(const struct result *r)
         printf("  %-20s failed acquires: %s; time to fail p50 %llu us, p99 %llu us, max %llu us\n",
                r->scenario, errs, (unsigned long long)hist_pct(&r->fail, 0.5),
                (unsigned long long)hist_pct(&r->fail, 0.99), (unsigned long long)r->fail.max);
+    if (r->lib.acquires) {
+        opstats_line(lib, sizeof(lib), &r->lib);
+        printf("  %-20s library (op hook): %s\n", r->scenario, lib);
+        opstats_votes_line(lib, sizeof(lib), &r->lib);
+        if (lib[0])
+            printf("  %-20s masters failing or left out (deciding attempt's votes): %s\n",
+                   r->scenario, lib);
+    }
     if (r->masters_cores >= 0)
-        printf("  %-20s masters: %.2f cores busy, %.1f us CPU per cycle (all %d together)\n",
-               r->scenario, r->masters_cores, r->masters_cpu_us_per_cycle, config.n_masters);
+        printf("  %-20s masters: %.2f cores busy, %.1f us CPU per cycle (all %d together)%s%s\n",
+               r->scenario, r->masters_cores, r->masters_cpu_us_per_cycle, config.n_masters,
+               r->masters_cmds[0] ? "; most time in " : "", r->masters_cmds);
     if (r->release_failed)
         printf("  %-20s %llu releases did not return 0\n", r->scenario,
                (unsigned long long)r->release_failed);

@@ -17,8 +17,8 @@
 /*                                                                          */
 /* Each variant isolates one remedy: restart (none: the library's restart   */
 /* guard turned off, to show the danger), restart-guard (the library's      */
-/* guard, on by default: the contenders saw every master before, so a new   */
-/* run_id keeps it out of quorums for the longest ttl they used),           */
+/* guard, on by default: a restarted master has lost its memory marker, so  */
+/* it does not vote until the longest ttl in use has passed),               */
 /* restart-delayed (the operator waits a ttl; guard off, so the delay alone */
 /* is what is measured) and restart-aof (appendfsync always; the guard is   */
 /* on but leaves such masters alone).                                       */
@@ -31,7 +31,7 @@ static void restart_scenario(const char *name, enum restart_kind kind)
     struct result *r = result_new(name);
     struct schedule s;
     int idx[3];
-    double t_restart = 0.8, dur;
+    double t_restart = RESTART_AT_S, dur;
     /* 4 contenders: with holds of ttl/3, more would only wait longer */
     struct contend_opts o = { .clients = config.clients < 4 ? config.clients : 4,
                               .ttl_ms = config.ttl_ms,

@@ -48,6 +48,8 @@ void result_clear(struct result *r)
     hist_init(&r->rel);
     hist_init(&r->fail);
     hist_init(&r->handoff);
+    hist_init(&r->lib.attempts_h);
+    hist_init(&r->lib.waited);
     r->cycles_per_s = -1;
     r->cpu_us_per_cycle = -1;
     r->masters_cpu_us_per_cycle = -1;

@@ -21,10 +21,25 @@ const char *timeline_plot_msg(void)
     return plot_msg;
 }
 
+/* The load asks before each acquire: 0 while the fault thread holds it
+ * off. The count goes up before the gate is read, and the fault thread
+ * sets the gate before it reads the count (both sequentially consistent),
+ * so once it has seen the count at 0 no acquire is in flight or starts. */
+int timeline_begin(struct timeline *tl)
+{
+    __atomic_add_fetch(&tl->in_flight, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&tl->gated, __ATOMIC_SEQ_CST))
+        return 1;
+    __atomic_sub_fetch(&tl->in_flight, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+/* One acquire that timeline_begin() let start has completed. */
 void timeline_record(struct timeline *tl, uint64_t t_us, uint64_t lat_us, int ok)
 {
     int b;
 
+    __atomic_sub_fetch(&tl->in_flight, 1, __ATOMIC_SEQ_CST);
     if (t_us < tl->t0)
         return;
     b = (int)((t_us - tl->t0) / TL_BUCKET_US);
@@ -36,7 +51,31 @@ void timeline_record(struct timeline *tl, uint64_t t_us, uint64_t lat_us, int ok
         tl->ok[b]++;
         hist_add(&tl->acq[b], lat_us);
     } else {
+        if (tl->declared_us && t_us > tl->declared_us && !tl->recovered_us)
+            tl->failed_before_grant++;
         tl->failed[b]++;
+    }
+}
+
+/* The load client's log hook, at INFO: "master N (addr): connected" says
+ * when it (re)connected to master N, which is what "first grant after
+ * heal" depends on. On the client's loop, the load's own thread. */
+void timeline_on_log(int level, const char *msg, void *arg)
+{
+    struct timeline *tl = arg;
+    uint64_t t = now_us();
+    unsigned m;
+    int end = 0;
+    char label[48];
+
+    (void)level;
+    if (sscanf(msg, "master %u (%*[^)]): connected%n", &m, &end) != 1 || end == 0 ||
+        m >= (unsigned)config.n_masters)
+        return;
+    tl->connected_us[m] = t;
+    if (tl->t0 && t >= tl->t0) {
+        snprintf(label, sizeof(label), "connect :%d", config.port[m]);
+        timeline_event(tl, t, label);
     }
 }
 

@@ -112,7 +112,5 @@ void contention_json(struct result *r, int clients, uint32_t hold_us)
         result_extra(r, "%.3f", r->fairness_jain);
     else
         result_extra(r, "null");
-    result_extra(r, ",\"attempts_per_acquire\":%.2f,\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f",
-                 r->ops ? (double)r->attempts / (double)r->ops : 0.0, r->max_gap_ms,
-                 r->max_gap_at_s);
+    result_extra(r, ",\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f", r->max_gap_ms, r->max_gap_at_s);
 }
