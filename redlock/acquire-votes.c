@@ -7,6 +7,7 @@
  * vector) and a count the deciding code in acquire.c reads.
  */
 #include "acquire.h"
+#include "memory.h"
 #include "outcome.h"
 
 #include <stdio.h>
@@ -54,8 +55,7 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         return;
     }
     redlock_client *c = op->c;
-    if ((uint32_t)x[2] > c->fleet_ttl_ms)
-        c->fleet_ttl_ms = (uint32_t)x[2];
+    rl_memory_learned(c, (uint32_t)x[2]);
     if (x[0] == 1) {
         acq_count_ok(a, idx, (uint64_t)x[1], sent);
     } else if (x[0] == 0) {

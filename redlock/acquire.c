@@ -35,6 +35,7 @@
 #include "kinds.h"
 #include "drift.h"
 #include "lock.h"
+#include "memory.h"
 #include "outcome.h"
 #include "script.h"
 
@@ -250,11 +251,6 @@ static void acq_decide(rl_op *op)
 
 /* ---- attempts ------------------------------------------------------------------ */
 
-static uint32_t max3(uint32_t a, uint32_t b, uint32_t c)
-{
-    return a > b ? (a > c ? a : c) : (b > c ? b : c);
-}
-
 /* This attempt's command. Plain SET NX PX when nothing else is asked; the
  * acquire script when the master must check its memory marker (the restart
  * guard, on by default), when this is a waiter (its place in the queue, its
@@ -272,8 +268,7 @@ static rl_fanout *acq_command(rl_acquire *a)
         .waiter = a->waiter.member,
         .ticket = a->waiter.ticket,
         .lease_ms = a->lease_ms,
-        .window_ms = max3(max3(a->w.ttl_ms, c->max_ttl_ms, c->fleet_ttl_ms),
-                          c->cfg.restart_guard_ms, 1),
+        .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
     };
     rl_cmd cmd;
     if (!args.fenced && !args.queued && !args.marked && op->nres == 1)

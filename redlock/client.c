@@ -8,6 +8,7 @@
 #include "types.h"
 #include "addr.h"
 #include "loop.h"
+#include "memory.h"
 #include "config.h"
 #include "op.h"
 #include "probe.h"
@@ -86,6 +87,12 @@ static void client_on_probe(evutil_socket_t fd, short what, void *arg)
         rl_probe_node(&c->nodes[i], c->cfg.clock_policy != REDLOCK_CLOCK_OFF);
 }
 
+static void client_on_maxttl(rl_node *n, uint32_t maxttl_ms, void *arg)
+{
+    (void)n;
+    rl_memory_learned(arg, maxttl_ms);
+}
+
 static void client_on_node_state(rl_node *n, void *arg)
 {
     redlock_client *c = arg;
@@ -125,7 +132,7 @@ static void client_destroy(redlock_client *c)
 static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
 {
     c->env = (rl_node_env){ .base = c->base, .cfg = &c->cfg, .tls = c->tls,
-                            .fleet_ttl_ms = &c->fleet_ttl_ms, .on_state = client_on_node_state,
+                            .on_maxttl = client_on_maxttl, .on_state = client_on_node_state,
                             .on_message = rl_wait_on_message, .arg = c };
     if (rl_ops_init(c) != 0)
         goto oom;

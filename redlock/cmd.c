@@ -129,3 +129,9 @@ void rl_cmd_marker(rl_cmd *c, int id)
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, RL_YOUNG_KEY, RL_YOUNG_KEY_LEN);
 }
+
+void rl_cmd_raise(rl_cmd *c, uint32_t window_ms)
+{
+    rl_cmd_marker(c, RL_SCRIPT_RAISE);
+    arg_num(c, window_ms);
+}

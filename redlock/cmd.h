@@ -59,5 +59,6 @@ void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);
 void rl_cmd_marker(rl_cmd *c, int script);   /* RL_SCRIPT_MARKER or _DECLARE */
+void rl_cmd_raise(rl_cmd *c, uint32_t window_ms);
 
 #endif

@@ -21,7 +21,8 @@ typedef struct rl_node_env {
     struct event_base *base;
     const redlock_config *cfg;
     const rl_tls *tls;                 /* NULL: no master uses TLS */
-    uint32_t *fleet_ttl_ms;            /* the longest ttl any master's marker reported */
+    /* A marker read reported @maxttl_ms, the longest ttl that master saw. */
+    void (*on_maxttl)(rl_node *n, uint32_t maxttl_ms, void *arg);
     /* A node came up (handshake done) or went down. Optional. */
     void (*on_state)(rl_node *n, void *arg);
     /* A message on the node's subscriber connection. Optional. */

@@ -211,6 +211,23 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0)\n"
         "redis.call('del', KEYS[2])\n"
         "return 1\n",
+    /* A client learned of a longer ttl than the window it stamped (memory.c):
+     * lengthen a window that is still running to ARGV[1], keeping its start.
+     * KEYS: the marker, its young key. A master that already counts has
+     * served its window and remembers everything since: left alone. */
+    [RL_SCRIPT_RAISE] =
+        "if redis.call('exists', KEYS[1]) == 0 then return 0 end\n"
+        "local left = redis.call('pttl', KEYS[2])\n"
+        "if left <= 0 then return 0 end\n"
+        "local want = tonumber(ARGV[1])\n"
+        "local window = tonumber(redis.call('hget', KEYS[1], 'window')) or 0\n"
+        "if want <= window then return 0 end\n"
+        "redis.call('hset', KEYS[1], 'window', want)\n"
+        "if want > (tonumber(redis.call('hget', KEYS[1], 'maxttl')) or 0) then\n"
+        "  redis.call('hset', KEYS[1], 'maxttl', want)\n"
+        "end\n"
+        "redis.call('pexpire', KEYS[2], want - (window - left))\n"
+        "return 1\n",
 };
 
 static char shas[RL_SCRIPT_COUNT][41];

@@ -10,6 +10,7 @@ enum rl_script {
     RL_SCRIPT_FENCE,     /* counter = max(counter, value) on every key */
     RL_SCRIPT_MARKER,    /* the memory marker: {age, window, maxttl}, or {-1, 0, 0} */
     RL_SCRIPT_DECLARE,   /* a marker that counts at once, where there is none */
+    RL_SCRIPT_RAISE,     /* lengthen a running window: 1 raised, 0 nothing to do */
     RL_SCRIPT_COUNT
 };
 
