@@ -20,6 +20,14 @@ void cli_config_fill(const struct cli_opts *o, redlock_config *cfg)
         cfg->key_prefix = o->prefix;
     cfg->username = o->user;
     cfg->password = o->password;
+    cfg->tls = o->tls;
+    cfg->tls_ca_file = o->tls_ca_file;
+    cfg->tls_ca_dir = o->tls_ca_dir;
+    cfg->tls_cert_file = o->tls_cert_file;
+    cfg->tls_key_file = o->tls_key_file;
+    cfg->tls_server_name = o->tls_server_name;
+    if (o->tls_insecure)
+        cfg->tls_verify = 0;
     if (o->timeout_ms > 0)
         cfg->node_timeout_ms = o->timeout_ms;
     if (o->connect_timeout_ms > 0)

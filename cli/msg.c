@@ -15,6 +15,39 @@
 int cli_quiet;
 int cli_verbose;
 
+/* The library's messages name its configuration fields; here the user
+ * typed options. Longest first, so that a field is never cut by a shorter
+ * one that starts it. */
+static const char *const words[][2] = {
+    { "set tls_cert_file and tls_key_file", "give --cert and --key" },
+    { "config.tls_* is set", "a TLS option is given" },
+    { "set config.tls = 1", "add --tls" },
+    { "config.tls_cert_file", "--cert" },
+    { "config.tls_key_file", "--key" },
+    { "config.tls_ca_file", "--cacert" },
+    { "config.tls_ca_dir", "--cacertdir" },
+    { "config.tls_server_name", "--sni" },
+    { "tls_server_name", "--sni" },
+    { "tls_ca_file", "--cacert" },
+};
+
+static void cli_words(char *line, size_t size)
+{
+    for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
+        const char *from = words[w][0], *to = words[w][1];
+        size_t fl = strlen(from), tl = strlen(to);
+        char *at = line;
+        while ((at = strstr(at, from)) != NULL) {
+            size_t rest = strlen(at + fl);
+            if ((size_t)(at - line) + tl + rest + 1 > size)
+                break;
+            memmove(at + tl, at + fl, rest + 1);
+            memcpy(at, to, tl);
+            at += tl;
+        }
+    }
+}
+
 static void vmsg(const char *fmt, va_list ap)
 {
     char line[1024];
@@ -22,6 +55,7 @@ static void vmsg(const char *fmt, va_list ap)
     /* One write per line, so lines from concurrent processes (or the
      * library's log thread) do not interleave mid-line. */
     vsnprintf(line, sizeof(line), fmt, ap);
+    cli_words(line, sizeof(line));
     fprintf(stderr, "%s: %s\n", CLI_NAME, line);
 }
 

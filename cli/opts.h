@@ -70,6 +70,15 @@ struct cli_opts {
     uint32_t retry_delay_ms;     /* the polling fallback while waiting, before jitter */
     double drift_factor;         /* < 0: library default */
 
+    /* TLS (redis-cli's spellings); rediss:// masters use it without --tls */
+    int tls;                     /* --tls: every host:port master over TLS */
+    const char *tls_ca_file;     /* --cacert */
+    const char *tls_ca_dir;      /* --cacertdir */
+    const char *tls_cert_file;   /* --cert */
+    const char *tls_key_file;    /* --key */
+    const char *tls_server_name; /* --sni */
+    int tls_insecure;            /* --insecure: no certificate check */
+
     /* clock monitor and restart guard */
     int clock_policy;            /* enum redlock_clock_policy; < 0: library default */
     uint32_t restart_guard_ms;   /* 0: library default (the longest ttl used) */

@@ -60,8 +60,11 @@ void report_votes(const redlock_client *c, const redlock_outcome *out, int faile
         if (addr == NULL)
             addr = "?";
         if (vote_is_failure(v->kind)) {
+            /* A failure's own line already names the cause, the first
+             * masters and the counts: each master's line is for -v. A
+             * success that some masters refused is worth a warning. */
             if (failed)
-                cli_error("%s: %s", addr, vote_cause(v));
+                cli_note("%s: %s", addr, vote_cause(v));
             else
                 cli_warn("warning: %s: %s", addr, vote_cause(v));
         } else {

@@ -26,6 +26,14 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
         detail = n->errstr;
     else if (code == REDLOCK_EAUTH && len >= 6 && memcmp(str, "NOAUTH", 6) == 0)
         detail = "the master requires a password (none was given: set one)";
+    /* Redis 7 ends an error raised inside a script with " script: <sha>,
+     * on @user_script:<line>.": ours, and nothing the user can act on. */
+    char cut[REDLOCK_VOTE_DETAIL_LEN];
+    const char *tail = detail == str ? strstr(str, " script: ") : NULL;
+    if (tail) {
+        snprintf(cut, sizeof(cut), "%.*s", (int)(tail - str), str);
+        detail = cut;
+    }
     /* LOADING, BUSY: the master is there but cannot answer for now, like
      * one that is down, not one that is misconfigured. */
     rl_vote_set(v, code == REDLOCK_EUNAVAIL ? REDLOCK_VOTE_DOWN : REDLOCK_VOTE_ERROR, code,
@@ -111,9 +119,14 @@ static int setup_failure(const rl_op *op, const tally *t, const char *what, redl
         uint32_t m = 0;
         while (op->out.votes[m].kind != REDLOCK_VOTE_ERROR || op->out.votes[m].err != code)
             m++;
-        rl_seterr(e, code, (int)m, "%s: master %s: %s (%s; %u of %u masters fail this way)",
-                  what, c->nodes[m].addr.name, op->out.votes[m].detail, hint(code),
-                  t->per_code[-code], c->n);
+        /* A detail that carries its own advice (TLS's, "is this a Redis
+         * server?") needs no second one. */
+        const char *d = op->out.votes[m].detail;
+        size_t dl = strlen(d);
+        bool advised = strncmp(d, "TLS", 3) == 0 || (dl > 1 && strcmp(d + dl - 2, "?)") == 0);
+        rl_seterr(e, code, (int)m, "%s: master %s: %s (%s%s%u of %u masters fail this way)",
+                  what, c->nodes[m].addr.name, d, advised ? "" : hint(code),
+                  advised ? "" : "; ", t->per_code[-code], c->n);
         return code;
     }
     return 0;

@@ -9,10 +9,12 @@
  */
 #include "transport-private.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if RL_HAVE_TLS
 #include <arpa/inet.h>
@@ -108,8 +110,10 @@ int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_t
     const char *file = NULL;
     const char *what = tls_load(t, cfg, &file);
     if (what) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%.80s\": cannot load it: %s", what, file,
-                  ssl_err());
+        /* OpenSSL says "system lib" for a file it cannot open: say why. */
+        int err = file && file[0] != '(' && access(file, R_OK) != 0 ? errno : 0;
+        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%.80s\": cannot %s it: %s", what, file,
+                  err ? "read" : "load", err ? strerror(err) : ssl_err());
         rl_tls_free(t);
         return REDLOCK_EINVAL;
     }
@@ -130,7 +134,7 @@ void rl_tls_free(rl_tls *t)
     free(t);
 }
 
-static bool ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_t len);
+static int ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_t len);
 
 /* An SSL object for one master: the name it must prove (SNI too, unless it
  * is an address), handed to hiredis, which drives the handshake and owns
@@ -160,12 +164,13 @@ int rl_tls_attach(rl_conn *c, const rl_tls *t, const rl_addr *a, char *why, size
         /* On loopback the handshake can fail right here, verification
          * included: the same words as when it fails later. */
         const char *e = c->ac->c.errstr;
+        int code = REDLOCK_ECONNECT;
         if (strstr(e, "refused"))
             snprintf(why, len, "connection refused (is redis-server running?)");
-        else if (!ssl_reason(ssl, c->cert_asked, false, why, len))
+        else if (!(code = ssl_reason(ssl, c->cert_asked, false, why, len)))
             snprintf(why, len, "TLS: %.100s", e[0] ? e : ssl_err());
         SSL_free(ssl);
-        return REDLOCK_ECONNECT;
+        return code ? code : REDLOCK_ECONNECT;
     }
     c->ssl = ssl;
     c->tls = true;
@@ -183,9 +188,12 @@ void rl_tls_clear_errors(void)
 }
 
 /* What to do about a failure OpenSSL names by @reason, or NULL. Votes
- * keep 95 characters of a reason: the advice is short. */
-static const char *tls_advice(int reason)
+ * keep 95 characters of a reason: the advice is short. @code: EAUTH when
+ * one side does not accept the other's certificate (waiting will not fix
+ * it), EPROTO when the other end does not speak TLS. */
+static const char *tls_advice(int reason, int *code)
 {
+    *code = REDLOCK_EAUTH;
     switch (reason) {
     case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
     case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
@@ -194,6 +202,9 @@ static const char *tls_advice(int reason)
     case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
     case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
         return "the master does not trust our certificate";
+    }
+    *code = REDLOCK_EPROTO;
+    switch (reason) {
     case SSL_R_WRONG_VERSION_NUMBER:
     case SSL_R_PACKET_LENGTH_TOO_LONG:
     case SSL_R_UNKNOWN_PROTOCOL:
@@ -202,42 +213,45 @@ static const char *tls_advice(int reason)
     case SSL_R_UNEXPECTED_EOF_WHILE_READING:
         return "is this a TLS port?";
     }
+    *code = REDLOCK_ECONNECT;
     return NULL;
 }
 
 /* Why the TLS connection on @ssl failed: the certificate check, or what
- * OpenSSL queued, or the certificate the master asked for. false when
- * TLS has nothing to say (the socket failed under it: refused, reset). */
-static bool ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_t len)
+ * OpenSSL queued, or the certificate the master asked for; the error code
+ * that says so (tls_advice). 0 when TLS has nothing to say (the socket
+ * failed under it: refused, reset). */
+static int ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_t len)
 {
     long v = SSL_get_verify_result(ssl);
+    int code;
     if ((SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) && v != X509_V_OK) {
         bool name = v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH;
         snprintf(out, len, "TLS: certificate verify failed: %s (%s)",
                  X509_verify_cert_error_string(v), name ? "see tls_server_name" : "tls_ca_file?");
-        return true;
+        return REDLOCK_EAUTH;
     }
     unsigned long e = ERR_peek_last_error();
     if (e && ERR_GET_LIB(e) == ERR_LIB_SSL) {
         const char *reason = ERR_reason_error_string(e);
-        const char *advice = tls_advice(ERR_GET_REASON(e));
+        const char *advice = tls_advice(ERR_GET_REASON(e), &code);
         snprintf(out, len, "TLS%s: %.60s%s%s%s",
                  SSL_is_init_finished(ssl) ? "" : " handshake failed",
                  reason ? reason : "unknown reason", advice ? " (" : "", advice ? advice : "",
                  advice ? ")" : "");
-        return true;
+        return code;
     }
     if (cert_asked && !answered) {
         snprintf(out, len, "TLS: the master wants a client certificate (set tls_cert_file and "
                  "tls_key_file)");
-        return true;
+        return REDLOCK_EAUTH;
     }
-    return false;
+    return 0;
 }
 
-bool rl_tls_reason(rl_conn *c, char *out, size_t len)
+int rl_tls_reason(rl_conn *c, char *out, size_t len)
 {
-    return c->ssl && ssl_reason(c->ssl, c->cert_asked, c->answered, out, len);
+    return c->ssl ? ssl_reason(c->ssl, c->cert_asked, c->answered, out, len) : 0;
 }
 #else
 int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_tls **ret,

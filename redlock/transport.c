@@ -34,8 +34,11 @@ static void conn_note_error(rl_conn *c)
     const char *what = ac->errstr && ac->errstr[0] ? ac->errstr : "connection lost";
     c->err = REDLOCK_ECONNECT;
 #if RL_HAVE_TLS
-    if (c->tls && !c->refused && rl_tls_reason(c, c->why, sizeof(c->why)))
+    int tls_code = c->tls && !c->refused ? rl_tls_reason(c, c->why, sizeof(c->why)) : 0;
+    if (tls_code) {
+        c->err = tls_code;
         return;
+    }
 #endif
     if (ac->err == REDIS_ERR_OOM && c->refused) {
         c->err = REDLOCK_EPROTO;
@@ -422,7 +425,7 @@ int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_co
 #if RL_HAVE_TLS
     if (!rc && o->tls) {
         rc = rl_tls_attach(c, o->tls, a, why, whylen);
-        if (rc == REDLOCK_ECONNECT) {
+        if (rc == REDLOCK_ECONNECT || rc == REDLOCK_EAUTH || rc == REDLOCK_EPROTO) {
             /* Report it like a failure found later: commands may be
              * queued, then every one fails with it, then on_close. */
             c->doomed = true;
