@@ -427,6 +427,30 @@ static void expect_shutdown(const struct rec *r, const char *what)
     cr_expect(eq(int, r->out.status, REDLOCK_ESHUTDOWN), "%s", what);
 }
 
+/* A release fired and the client freed at once, without running the loop
+ * again: its callback says ESHUTDOWN (nobody waited for the answer), but
+ * the release itself was queued, and the free sends what the sockets take
+ * at once. The keys go now, not at the end of their 10 s ttl. */
+Test(async, a_release_queued_just_before_the_free_still_reaches_the_masters)
+{
+    struct rec acq = { 0 }, rel = { 0 };
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    start_acquire(client, res, &acq);
+    wait_done(&acq, "acquire");
+    cr_assert(eq(int, acq.status, 0), "%s", acq.err.msg);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), tc_n()));
+    cr_assert(eq(int, redlock_release_async(client, acq.lock, on_op, &rel, NULL), 0));
+    redlock_client_free(client);
+    client = NULL;
+    cr_expect(eq(int, rel.runs, 1));
+    cr_expect(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 2000),
+              "%d keys left: the release was dropped with the client",
+              tc_key_count(res, strlen(res)));
+    redlock_lock_free(acq.lock);
+}
+
 Test(async, free_with_operations_in_flight_calls_each_back_once_with_eshutdown)
 {
     struct rec b = { 0 }, c = { 0 }, late = { 0 };

@@ -480,8 +480,11 @@ int redlock_client_new(const redlock_config *cfg, struct event_base *base,
  * outcome, if already decided): async callbacks run before this call
  * returns; blocking calls waiting in other threads return. Called from one
  * of the client's own callbacks, the free is deferred until that callback
- * returns (hiredis' rule), and runs before control is back in your loop. Locks held are not released; they
- * expire after their ttl. redlock_lock objects stay valid (free them).
+ * returns (hiredis' rule), and runs before control is back in your loop.
+ * Locks held are not released; they expire after their ttl. A release (or
+ * extend) already started is written to each master whose socket takes it
+ * at once, though its callback says ESHUTDOWN: release, then free, loses no
+ * release. redlock_lock objects stay valid (free them).
  * Thread-safety: blocking clients: calls already waiting in other threads
  * return REDLOCK_ESHUTDOWN; starting a call during or after this one is
  * undefined (join those threads first).
