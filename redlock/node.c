@@ -330,6 +330,10 @@ static void node_connect(rl_node *n)
     evtimer_del(n->timer);
     int rc = rl_conn_open(&o, &node_hooks, n, &n->conn, why, sizeof(why));
     if (rc) {
+        /* Refused at once (a missing unix socket, a refusal on loopback):
+         * said once, not at every retry of the backoff. */
+        if (n->err != rc || strcmp(n->errstr, why) != 0)
+            rl_node_log(n, REDLOCK_LOG_INFO, "connect failed: %s", why);
         n->conn = NULL;
         node_set_down(n, rc, "%s", why);
         node_schedule_reconnect(n);
