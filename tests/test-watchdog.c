@@ -387,3 +387,30 @@ Test(watchdog, does_not_report_a_lock_lost_that_paused_masters_may_hold)
 {
     lost_at_the_floor(1);
 }
+
+/* Freeing a lock whose watchdog runs stops the watchdog (the header allows
+ * it): no extension after the free (ASan would see one touch freed
+ * memory), no loss reported, and the key lapses with its ttl. */
+Test(watchdog, freeing_the_lock_stops_its_watchdog)
+{
+    int extended = 0;
+    extends x = EXTENDS_INIT(&extended, 2);
+    redlock_client *c = client(0, &x);
+    char res[128];
+    tc_resource(res, sizeof(res), "freed");
+    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL);
+    lost lo = LOST_INIT;
+    redlock_error err;
+    cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
+    cr_assert(TC_AWAIT(__atomic_load_n(&extended, __ATOMIC_ACQUIRE), 10 * TTL_MS),
+              "the watchdog never extended");
+    redlock_lock_free(l);
+    int at_free = extensions(&x);
+    /* The key was extended to a full ttl at most just before the free. */
+    cr_expect(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 3 * TTL_MS),
+              "the key outlived its ttl: the watchdog still extends a freed lock");
+    cr_expect(le(int, extensions(&x), at_free + 1), "%d extensions after the free",
+              extensions(&x) - at_free);
+    cr_expect(eq(int, losses(&lo), 0), "a loss reported for a lock the caller freed");
+    redlock_client_free(c);
+}
