@@ -5,7 +5,7 @@
  * process with threads (the library's I/O thread), the child may only make
  * async-signal-safe calls, so no malloc, no setenv, no execvp.
  */
-#include "run-internal.h"
+#include "run-parts.h"
 
 #include <dirent.h>
 #include <errno.h>

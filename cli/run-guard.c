@@ -30,7 +30,7 @@
  * thread), so it makes only async-signal-safe calls: its two messages are
  * formatted before fork().
  */
-#include "run-internal.h"
+#include "run-parts.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -15,7 +15,7 @@
  * whole job stops. (Refusing could not cover SIGSTOP anyway; for that, and
  * for our death, the guard process watches the lease: run-guard.c.)
  */
-#include "run-internal.h"
+#include "run-parts.h"
 
 #include <errno.h>
 #include <signal.h>

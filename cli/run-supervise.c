@@ -21,7 +21,7 @@
  * Stop signals (^Z) are handled in run-signals.c; when we are continued,
  * resume() decides whether CMD may go on.
  */
-#include "run-internal.h"
+#include "run-parts.h"
 
 #include <errno.h>
 #include <fcntl.h>

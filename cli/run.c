@@ -17,7 +17,7 @@
 #include "cli.h"
 #include "json.h"
 #include "report.h"
-#include "run-internal.h"
+#include "run-parts.h"
 
 /* The head of run's JSON object when CMD could not be started: not a
  * library failure, so the code is an errno name. */

@@ -1,11 +1,11 @@
-/* run-internal.h - the pieces of `redlock-cli run`, shared between run.c
+/* run-parts.h - the pieces of `redlock-cli run`, shared between run.c
  * (the command's course), run-supervise.c (signals and the loop while CMD
  * runs), run-exec.c (starting CMD) and run-guard.c (the process that stops
  * CMD's group if redlock-cli dies). Not for the rest of the CLI: run.h is
  * the interface.
  */
-#ifndef REDLOCK_CLI_RUN_INTERNAL_H
-#define REDLOCK_CLI_RUN_INTERNAL_H
+#ifndef REDLOCK_CLI_RUN_PARTS_H
+#define REDLOCK_CLI_RUN_PARTS_H
 
 #include <stdint.h>
 #include <sys/types.h>
