@@ -36,10 +36,12 @@ extern int cli_verbose;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug 
  * prints (unless -q); cli_usage_error() always prints, even with -q, since
  * exit 64 must explain itself; cli_warn() is suppressed by -q; cli_note()
  * prints only with -v. */
-void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+enum cli_level { CLI_SAY_USAGE, CLI_SAY_ERROR, CLI_SAY_WARN, CLI_SAY_NOTE };
+void cli_say(enum cli_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define cli_usage_error(...) cli_say(CLI_SAY_USAGE, __VA_ARGS__)
+#define cli_error(...) cli_say(CLI_SAY_ERROR, __VA_ARGS__)
+#define cli_warn(...) cli_say(CLI_SAY_WARN, __VA_ARGS__)
+#define cli_note(...) cli_say(CLI_SAY_NOTE, __VA_ARGS__)
 
 /* @len bytes of @p as a printable C string in @buf (bytes outside 0x20..0x7e
  * as \xNN; cut with "..." when longer than @cap allows), for messages about

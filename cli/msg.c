@@ -59,42 +59,11 @@ static void vmsg(const char *fmt, va_list ap)
     fprintf(stderr, "%s: %s\n", CLI_NAME, line);
 }
 
-void cli_usage_error(const char *fmt, ...)
+void cli_say(enum cli_level level, const char *fmt, ...)
 {
     va_list ap;
 
-    va_start(ap, fmt);
-    vmsg(fmt, ap);
-    va_end(ap);
-}
-
-void cli_error(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (cli_quiet)
-        return;
-    va_start(ap, fmt);
-    vmsg(fmt, ap);
-    va_end(ap);
-}
-
-void cli_warn(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (cli_quiet)
-        return;
-    va_start(ap, fmt);
-    vmsg(fmt, ap);
-    va_end(ap);
-}
-
-void cli_note(const char *fmt, ...)
-{
-    va_list ap;
-
-    if (cli_quiet || cli_verbose < 1)
+    if ((level != CLI_SAY_USAGE && cli_quiet) || (level == CLI_SAY_NOTE && cli_verbose < 1))
         return;
     va_start(ap, fmt);
     vmsg(fmt, ap);

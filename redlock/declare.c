@@ -84,13 +84,6 @@ int rl_declare_start(redlock_client *c, rl_declare_cb cb, void *arg, redlock_err
     op->attempt_us = rl_now_us();
     rl_cmd cmd;
     rl_cmd_marker(&cmd, RL_SCRIPT_DECLARE);
-    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-    if (!f) {
-        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory");
-        rl_op_finish(op, REDLOCK_ENOMEM);
-        return 0;
-    }
-    uint32_t all = (1u << c->n) - 1;
-    rl_round_start(op, f, all, all, false, true);
+    rl_round_send(op, &cmd, "declare-empty", RL_ALL, RL_ALL, false, true);
     return 0;
 }

@@ -153,14 +153,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
     op->attempt_us = rl_now_us();
     rl_cmd cmd;
     rl_cmd_extend(&cmd, &op->k, x->token, ttl_ms);
-    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-    if (!f) {
-        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
-        rl_op_finish(op, REDLOCK_ENOMEM);
-        return 0;
-    }
-    uint32_t all = (1u << c->n) - 1;
-    rl_round_start(op, f, all, all, true, true);
+    rl_round_send(op, &cmd, "extend", RL_ALL, RL_ALL, true, true);
     return 0;
 }
 

@@ -211,14 +211,7 @@ static int insp_start(redlock_client *c, bool ping, const void *resource, size_t
         rl_cmd_time(&cmd);
     else
         rl_cmd_status(&cmd, &op->k);
-    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-    if (!f) {
-        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory");
-        rl_op_finish(op, REDLOCK_ENOMEM);
-        return 0;
-    }
-    uint32_t all = (1u << c->n) - 1;
-    rl_round_start(op, f, all, all, false, true);
+    rl_round_send(op, &cmd, ping ? "ping" : "status", RL_ALL, RL_ALL, false, true);
     return 0;
 }
 

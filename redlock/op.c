@@ -128,6 +128,19 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
     round_decide(op);
 }
 
+void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send,
+                   uint32_t count, bool priority, bool votes)
+{
+    rl_fanout *f = rl_fanout_new(op->c->nodes, cmd);
+    if (!f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending %s", what);
+        rl_op_finish(op, REDLOCK_ENOMEM);
+        return;
+    }
+    uint32_t all = (1u << op->c->n) - 1;
+    rl_round_start(op, f, send & all, count & all, priority, votes);
+}
+
 
 /* ---- the op's life ---------------------------------------------------------- */
 

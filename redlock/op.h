@@ -94,6 +94,12 @@ void rl_op_disarm(rl_op *op);
  * dropped. */
 void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
                     bool votes);
+/* The same, from @cmd: the fanout is made here. Out of memory finishes the
+ * op with ENOMEM (@what names the command in the message). @send and
+ * @count: RL_ALL for every master. */
+#define RL_ALL UINT32_MAX
+void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send,
+                   uint32_t count, bool priority, bool votes);
 /* Stop the current round: later answers are dropped. */
 void rl_round_end(rl_op *op);
 

@@ -48,19 +48,12 @@ static void rel_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
 static void rel_send(rl_release *r, uint32_t mask)
 {
     rl_op *op = &r->op;
-    redlock_client *c = op->c;
     op->attempts++;
     rl_cmd cmd;
     rl_cmd_release(&cmd, &op->k, r->token, true, NULL);   /* hand over to the next waiter */
-    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-    if (!f) {
-        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending release");
-        rl_op_finish(op, REDLOCK_ENOMEM);
-        return;
-    }
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
-    rl_round_start(op, f, mask, mask, true, true);
+    rl_round_send(op, &cmd, "release", mask, mask, true, true);
 }
 
 static bool vote_is_transient(const redlock_vote *v)
