@@ -63,7 +63,8 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         a->n_fail++;
     } else {
         char d[REDLOCK_VOTE_DETAIL_LEN];
-        snprintf(d, sizeof(d), "memory marker %.1f s old, counts at %.1f s (lost its data?)",
+        snprintf(d, sizeof(d),
+                 "memory marker %.1f s old, counts at %.1f s (lost its data? if new: declare it empty)",
                  x[1] / 1000.0, x[2] / 1000.0);
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
         rl_node_marker(&c->nodes[idx], x[1], (uint32_t)x[2], (uint32_t)x[2]);

@@ -130,7 +130,8 @@ bool rl_trust_memory_young(const rl_trust *t, rl_monotime now, char *why, size_t
     if (age_ms >= t->window_ms)
         return false;
     snprintf(why, len, "memory marker %.1f s old, counts at %.1f s (it lost its data: restart "
-             "without persistence, FLUSHALL or eviction)", age_ms / 1000.0,
+             "without persistence, FLUSHALL or eviction; or it is new: declare it empty)",
+             age_ms / 1000.0,
              t->window_ms / 1000.0);
     return true;
 }
