@@ -351,7 +351,7 @@ fail_master() {
 declare_empty() {
     local i out
     for i in "$@"; do
-        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0) return 1" 1 "\x00redlock:marker"' |
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1) return 1" 1 "\x00redlock:marker"' |
             timeout 5 redis-cli -h "$HOST" -p "$(port_of "$i")" 2>&1) ||
             { fail_master "$i" "cannot write its memory marker: $out"; return 1; }
         [[ $out == 0 || $out == 1 ]] ||

@@ -87,10 +87,10 @@ static void client_on_probe(evutil_socket_t fd, short what, void *arg)
         rl_probe_node(&c->nodes[i], c->cfg.clock_policy != REDLOCK_CLOCK_OFF);
 }
 
-static void client_on_maxttl(rl_node *n, uint32_t maxttl_ms, void *arg)
+static void client_on_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
+                             void *arg)
 {
-    (void)n;
-    rl_memory_learned(arg, maxttl_ms);
+    rl_memory_marker(arg, n->idx, age_ms, window_ms, maxttl_ms);
 }
 
 static void client_on_node_state(rl_node *n, void *arg)
@@ -132,7 +132,7 @@ static void client_destroy(redlock_client *c)
 static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
 {
     c->env = (rl_node_env){ .base = c->base, .cfg = &c->cfg, .tls = c->tls,
-                            .on_maxttl = client_on_maxttl, .on_state = client_on_node_state,
+                            .on_marker = client_on_marker, .on_state = client_on_node_state,
                             .on_message = rl_wait_on_message, .arg = c };
     if (rl_ops_init(c) != 0)
         goto oom;

@@ -60,7 +60,7 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 {
     uint32_t n = k->locks.n;
     script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n : 0) + (a->queued ? 2 * n : 0) +
-                                     (a->marked ? 2 : 0));
+                                     (a->marked ? 1 : 0));
     arg_keys(c, &k->locks);
     if (a->fenced)
         arg_keys(c, &k->fences);
@@ -68,10 +68,8 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
         arg_keys(c, &k->queues);
         arg_keys(c, &k->leases);
     }
-    if (a->marked) {
+    if (a->marked)
         arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
-        arg(c, RL_YOUNG_KEY, RL_YOUNG_KEY_LEN);
-    }
     static const char *const flags[8] = { "", "f", "q", "fq", "m", "fm", "qm", "fqm" };
     arg_str(c, a->token);
     arg_num(c, a->ttl_ms);
@@ -95,12 +93,16 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_ov
     arg_str(c, leave ? leave : "");
 }
 
-void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
+void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked)
 {
-    script(c, RL_SCRIPT_EXTEND, k->locks.n);
+    /* @marked: the memory marker hears of the new ttl (the memory guard). */
+    script(c, RL_SCRIPT_EXTEND, k->locks.n + (marked ? 1 : 0));
     arg_keys(c, &k->locks);
+    if (marked)
+        arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg_str(c, token);
     arg_num(c, ttl_ms);
+    arg(c, marked ? "1" : "0", 1);
 }
 
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value)
@@ -125,9 +127,8 @@ void rl_cmd_time(rl_cmd *c)
 
 void rl_cmd_marker(rl_cmd *c, int id)
 {
-    script(c, id, 2);
+    script(c, id, 1);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
-    arg(c, RL_YOUNG_KEY, RL_YOUNG_KEY_LEN);
 }
 
 void rl_cmd_raise(rl_cmd *c, uint32_t window_ms)

@@ -54,7 +54,7 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
  * up (@match its reservation, @leave its queue entry). */
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
                     const char *leave);
-void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
+void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);

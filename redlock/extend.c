@@ -152,7 +152,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
     op->attempts = 1;
     op->attempt_us = rl_now_us();
     rl_cmd cmd;
-    rl_cmd_extend(&cmd, &op->k, x->token, ttl_ms);
+    rl_cmd_extend(&cmd, &op->k, x->token, ttl_ms, c->cfg.restart_guard);
     rl_round_send(op, &cmd, "extend", RL_ALL, RL_ALL, true, true);
     return 0;
 }

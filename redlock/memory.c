@@ -10,7 +10,10 @@
  * whenever the client learns of a longer ttl than any window it has asked
  * for, it sends every master a raise: it lengthens a window that is still
  * running and changes nothing else. On each master the raise follows the
- * acquire on the same connection, so it lands after the stamp it corrects.
+ * acquire on the same connection, so it lands after the stamp it corrects;
+ * and a master that reports a young window shorter than the longest ttl the
+ * client knows (a vote, a handshake, a probe) is raised on the spot, so a
+ * raise that could not be sent is made good at the next word from it.
  */
 #include "memory.h"
 #include "fanout.h"
@@ -30,6 +33,19 @@ uint32_t rl_memory_window(redlock_client *c, uint32_t ttl_ms)
     return w;
 }
 
+/* The raise script to the masters in @mask. Sent after whatever is already
+ * queued on each connection, a stamp included. */
+static void raise_on(redlock_client *c, uint32_t mask, uint32_t window_ms)
+{
+    rl_cmd cmd;
+    rl_cmd_raise(&cmd, window_ms);
+    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
+    for (uint32_t i = 0; f && i < c->n; i++)
+        if (mask & (1u << i))
+            rl_fanout_send(f, i, true);
+    rl_fanout_detach(f);
+}
+
 void rl_memory_learned(redlock_client *c, uint32_t maxttl_ms)
 {
     c->fleet_ttl_ms = max2(c->fleet_ttl_ms, maxttl_ms);
@@ -37,10 +53,17 @@ void rl_memory_learned(redlock_client *c, uint32_t maxttl_ms)
     if (maxttl_ms <= c->asked_window_ms || c->asked_window_ms == 0 || c->freeing)
         return;
     c->asked_window_ms = maxttl_ms;
-    rl_cmd cmd;
-    rl_cmd_raise(&cmd, maxttl_ms);
-    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-    for (uint32_t i = 0; f && i < c->n; i++)
-        rl_fanout_send(f, i, true);   /* a master that is down has no stamp of ours to fix */
-    rl_fanout_detach(f);
+    /* A master this cannot reach now tells us its window when it answers
+     * again (its handshake or a vote): rl_memory_marker() raises it then. */
+    raise_on(c, (1u << c->n) - 1, maxttl_ms);
+}
+
+void rl_memory_marker(redlock_client *c, uint32_t idx, int64_t age_ms, uint32_t window_ms,
+                      uint32_t maxttl_ms)
+{
+    rl_memory_learned(c, maxttl_ms);
+    if (!c->cfg.restart_guard || c->freeing || age_ms < 0 || (uint64_t)age_ms >= window_ms ||
+        window_ms >= c->fleet_ttl_ms)
+        return;
+    raise_on(c, 1u << idx, c->fleet_ttl_ms);
 }

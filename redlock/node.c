@@ -185,7 +185,7 @@ static void on_config(void *arg, const rl_reply *r, int err, const char *why)
 void rl_node_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms)
 {
     rl_trust_marker(&n->trust, age_ms, window_ms, maxttl_ms, rl_now_us());
-    n->env->on_maxttl(n, maxttl_ms, n->env->arg);
+    n->env->on_marker(n, age_ms, window_ms, maxttl_ms, n->env->arg);
 }
 
 static void on_marker(void *arg, const rl_reply *r, int err, const char *why)

@@ -21,8 +21,10 @@ typedef struct rl_node_env {
     struct event_base *base;
     const redlock_config *cfg;
     const rl_tls *tls;                 /* NULL: no master uses TLS */
-    /* A marker read reported @maxttl_ms, the longest ttl that master saw. */
-    void (*on_maxttl)(rl_node *n, uint32_t maxttl_ms, void *arg);
+    /* A marker read (or a vote) reported the master's memory marker: its
+     * age (-1: none), its window and the longest ttl that master saw. */
+    void (*on_marker)(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
+                      void *arg);
     /* A node came up (handshake done) or went down. Optional. */
     void (*on_state)(rl_node *n, void *arg);
     /* A message on the node's subscriber connection. Optional. */

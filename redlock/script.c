@@ -18,9 +18,7 @@
  *                the time the waiter started waiting (its ticket)
  *   K "\0l"      the same members, score = when the waiter's lease ends
  *   "\0redlock:marker"  the master's memory marker: a hash {born, window,
- *                maxttl} with no ttl (see the acquire script)
- *   "\0redlock:young"   exists, with a ttl, while a reborn marker's window
- *                lasts
+ *                maxttl, served} with no ttl (HEARD, the acquire script)
  * A NUL cannot be part of a resource name or of the prefix, so none of these
  * can ever be another resource's lock key.
  *
@@ -60,6 +58,30 @@
     "  redis.call('publish', chan, head .. '|' .. by)\n"                       \
     "end\n"
 
+/* The marker at KEYS[mk] hears of a ttl `want` in use: the fleet's longest
+ * (maxttl) is raised to it, and so is the window of a master that is still
+ * young (a master that has served its window remembers every grant made
+ * since its rebirth, so its window never moves again). Returns nil without
+ * a marker; else maxttl and, while the window runs on the master's own
+ * clock, the marker's age. `served` records that the window has passed, so
+ * a trusted master answers with one HMGET and no TIME; a marker without it
+ * (a rebirth, a declared master before its first vote, a client older than
+ * the flag) is judged by born + window, which is the rule itself. */
+#define HEARD                                                                   \
+    "local function heard(mk, want)\n"                                          \
+    "  local m = redis.call('hmget', KEYS[mk], 'maxttl', 'served')\n"           \
+    "  if not m[1] then return nil end\n"                                       \
+    "  local maxttl = tonumber(m[1]) or 0\n"                                    \
+    "  if want > maxttl then maxttl = want redis.call('hset', KEYS[mk], 'maxttl', want) end\n" \
+    "  if m[2] then return maxttl, nil end\n"                                   \
+    "  " NOW_MS                                                                 \
+    "  local b = redis.call('hmget', KEYS[mk], 'born', 'window')\n"             \
+    "  local age, window = now - (tonumber(b[1]) or 0), tonumber(b[2]) or 0\n"  \
+    "  if age >= window then redis.call('hset', KEYS[mk], 'served', 1) return maxttl, nil end\n" \
+    "  if want > window then redis.call('hset', KEYS[mk], 'window', want) end\n" \
+    "  return maxttl, age\n"                                                    \
+    "end\n"
+
 static const char *const bodies[RL_SCRIPT_COUNT] = {
     /* Release. KEYS: n locks, their n queues, their n lease sets.
      * ARGV[1] the value to remove (a token; for a waiter that gives up, its
@@ -87,22 +109,27 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "return 0\n",
     /* Extend: all or nothing on this master. Only if every key still holds
      * our token; a key that is gone (0) or another's (-1) extends nothing,
-     * so extend never resurrects a lock. */
+     * so extend never resurrects a lock. KEYS: n locks, then (ARGV[3] '1')
+     * the memory marker, which hears of the new ttl first: a lock extended
+     * to a longer ttl is a longer ttl in use (NOTES.md §4). */
     [RL_SCRIPT_EXTEND] =
-        "for i = 1, #KEYS do\n"
+        HEARD
+        "local n = #KEYS\n"
+        "if ARGV[3] == '1' then n = n - 1 heard(#KEYS, tonumber(ARGV[2])) end\n"
+        "for i = 1, n do\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == false then return 0 end\n"
         "  if v ~= ARGV[1] then return -1 end\n"
         "end\n"
-        "for i = 1, #KEYS do redis.call('pexpire', KEYS[i], ARGV[2]) end\n"
+        "for i = 1, n do redis.call('pexpire', KEYS[i], ARGV[2]) end\n"
         "return 1\n",
     [RL_SCRIPT_STATUS] =
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
     /* Acquire. KEYS: n locks, then (flag f) n fence counters, then (flag q)
-     * n queues and n lease sets, then (flag m) the marker and its "young"
-     * key. ARGV: 1 token, 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its
-     * ticket, 7 its lease (ms), 8 the memory window the client asks for
-     * (its longest ttl, the longest any master reported, restart_guard_ms).
+     * n queues and n lease sets, then (flag m) the memory marker. ARGV: 1
+     * token, 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its ticket, 7 its
+     * lease (ms), 8 the memory window the client asks for (its longest ttl,
+     * the longest any master reported, restart_guard_ms).
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
      * granted, 0 held (nothing written but the waiter's place in the
      * queue), -2 this master's memory cannot be trusted yet (nothing
@@ -113,13 +140,13 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * eviction), so a lock it granted may still be live elsewhere: it
      * votes for nobody until `window` (the longest ttl in use when it was
      * reborn, raised while it is still young as clients learn of longer
-     * ones) has passed on its own clock. The rebirth writes the marker and
-     * a young key that expires when the window ends, so a trusted master
-     * answers with two reads (HGET, PTTL) and no TIME; a declared master
-     * has no young key. A key may be set when it is absent, or reserved
-     * for this very waiter (the hand-off); one key and no queue is a bare
-     * SET NX, the uncontended case. */
+     * ones) has passed on its own clock (HEARD). A key may be set when it
+     * is absent, or reserved for this very waiter (the hand-off); one key
+     * and no queue is a bare SET NX, the uncontended case, and a refused
+     * SET reads the key, so that a key of another type says WRONGTYPE at
+     * once instead of "held". */
     [RL_SCRIPT_ACQUIRE] =
+        HEARD
         "local n = tonumber(ARGV[3])\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
         "local queued = string.find(ARGV[4], 'q', 1, true)\n"
@@ -129,28 +156,20 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "local maxttl = 0\n"
         "if string.find(ARGV[4], 'm', 1, true) then\n"
         "  local want = tonumber(ARGV[8])\n"
-        "  local mt = redis.call('hget', KEYS[k], 'maxttl')\n"
+        "  local mt, age = heard(k, want)\n"
         "  if not mt then\n"
         "    " NOW_MS
         "    redis.call('hset', KEYS[k], 'born', now, 'window', want, 'maxttl', want)\n"
-        "    redis.call('set', KEYS[k + 1], '1', 'PX', want)\n"
         "    return {-2, 0, want}\n"
         "  end\n"
-        "  maxttl = tonumber(mt) or 0\n"
-        "  if want > maxttl then maxttl = want redis.call('hset', KEYS[k], 'maxttl', want) end\n"
-        "  local left = redis.call('pttl', KEYS[k + 1])\n"
-        "  if left > 0 then\n"
-        "    local window = tonumber(redis.call('hget', KEYS[k], 'window')) or 0\n"
-        "    local age = window - left\n"
-        "    if want > window then\n"
-        "      redis.call('hset', KEYS[k], 'window', want)\n"
-        "      redis.call('pexpire', KEYS[k + 1], want - age)\n"
-        "    end\n"
-        "    return {-2, age, maxttl}\n"
-        "  end\n"
+        "  maxttl = mt\n"
+        "  if age then return {-2, age, maxttl} end\n"
         "end\n"
         "if n == 1 and not queued then\n"
-        "  if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return {0, 0, maxttl} end\n"
+        "  if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
+        "    redis.call('get', KEYS[1])\n"
+        "    return {0, 0, maxttl}\n"
+        "  end\n"
         "else\n"
         "  local mine = '\\1' .. ARGV[5]\n"
         "  for i = 1, n do\n"
@@ -194,39 +213,27 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "return 1\n",
     /* The marker as it stands, without creating it: {age, window, maxttl},
      * or {-1, 0, 0} when there is none. For the handshake and the probes.
-     * KEYS: the marker, its young key. The acquire script trusts a marker
-     * once its young key is gone; the window reported is cut to the age
-     * then, so that both always agree. */
+     * A marker that has served its window reports it as over, whatever the
+     * clock says since: the acquire script goes by the same flag. */
     [RL_SCRIPT_MARKER] =
         NOW_MS
-        "local m = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl')\n"
+        "local m = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl', 'served')\n"
         "if not m[1] then return {-1, 0, 0} end\n"
         "local age, window = now - tonumber(m[1]), tonumber(m[2]) or 0\n"
-        "if age < window and redis.call('exists', KEYS[2]) == 0 then window = age end\n"
+        "if m[4] and window > age then window = age end\n"
         "return {age, window, tonumber(m[3]) or 0}\n",
     /* An operator declares a new master empty: a marker that counts at once,
      * only where there is none. Returns 1 if created, 0 if one was there. */
     [RL_SCRIPT_DECLARE] =
         "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
-        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0)\n"
-        "redis.call('del', KEYS[2])\n"
+        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0, 'served', 1)\n"
         "return 1\n",
-    /* A client learned of a longer ttl than the window it stamped (memory.c):
-     * lengthen a window that is still running to ARGV[1], keeping its start.
-     * KEYS: the marker, its young key. A master that already counts has
-     * served its window and remembers everything since: left alone. */
+    /* A client learned of a longer ttl than a window it may have stamped
+     * (memory.c): the marker hears of it (HEARD), which lengthens a window
+     * still running and leaves a served one alone. Returns 1. */
     [RL_SCRIPT_RAISE] =
-        "if redis.call('exists', KEYS[1]) == 0 then return 0 end\n"
-        "local left = redis.call('pttl', KEYS[2])\n"
-        "if left <= 0 then return 0 end\n"
-        "local want = tonumber(ARGV[1])\n"
-        "local window = tonumber(redis.call('hget', KEYS[1], 'window')) or 0\n"
-        "if want <= window then return 0 end\n"
-        "redis.call('hset', KEYS[1], 'window', want)\n"
-        "if want > (tonumber(redis.call('hget', KEYS[1], 'maxttl')) or 0) then\n"
-        "  redis.call('hset', KEYS[1], 'maxttl', want)\n"
-        "end\n"
-        "redis.call('pexpire', KEYS[2], want - (window - left))\n"
+        HEARD
+        "heard(1, tonumber(ARGV[1]))\n"
         "return 1\n",
 };
 

@@ -17,9 +17,6 @@ enum rl_script {
 /* The memory marker's key (it starts with a NUL: no lock key can be it). */
 #define RL_MARKER_KEY "\0redlock:marker"
 #define RL_MARKER_KEY_LEN (sizeof(RL_MARKER_KEY) - 1)
-/* Exists, with a ttl, while a reborn marker's window lasts. */
-#define RL_YOUNG_KEY "\0redlock:young"
-#define RL_YOUNG_KEY_LEN (sizeof(RL_YOUNG_KEY) - 1)
 
 const char *rl_script_body(int id);
 const char *rl_script_sha(int id);   /* 40 hex chars */

@@ -277,7 +277,7 @@ wait_masters() {
 declare_empty() {
     local i out
     for ((i = 0; i < N; i++)); do
-        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0) return 1" 1 "\x00redlock:marker"' |
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1) return 1" 1 "\x00redlock:marker"' |
             timeout 5 redis-cli -h "$(ns_addr "$i")" -p "$PORT" 2>&1) || true
         [[ $out == 0 || $out == 1 ]] ||
             { printf '%s: master %d: cannot write its memory marker: %s\n' "$PROG" "$i" "$out" >&2; return 1; }

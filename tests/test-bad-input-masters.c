@@ -216,13 +216,13 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
 
     tc_resource(res, sizeof(res), NULL);
     plant_wrongtype(*k, res, 0, tc_n());
-    /* Default retries. A "nil" from SET NX looks like a lock held by
-     * someone else until the cleanup release meets the key; the library
-     * sends that release to "held" masters on the last attempt only, so
-     * the verdict comes then: EWRONGTYPE, never ECONFLICT. */
+    /* Default retries (three polls): a key of another type is said at the
+     * first attempt, which reads the key when SET NX refuses it; no poll
+     * waits for it to go away. EWRONGTYPE, never ECONFLICT. */
     c = core_client(NULL, -1);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s: %s", w->type, redlock_err_name(rc), e.msg);
+    cr_expect(eq(u32, out.attempts, 1), "%s: said after %u attempts", w->type, out.attempts);
     cr_expect(zero(ptr, l));
     core_expect_msg(&e, w->type);
     /* Names the master and says what to do. */

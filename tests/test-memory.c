@@ -511,3 +511,83 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
     core_must_release(c, t.l);
     redlock_client_free(c);
 }
+
+/* ---- the marker is the rule, whatever else is on the master ---------------- */
+
+/* Master @m's marker, written by hand: born now on its own clock, a window,
+ * and no "served" flag (as a client older than the flag leaves it, or an
+ * operator's HDEL). */
+static void young_marker_by_hand(int m, long long window_ms)
+{
+    redisReply *t = tc_cmd(m, "TIME");
+    cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2);
+    long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+    freeReplyObject(t);
+    freeReplyObject(tc_cmd(m, "DEL %b", marker, sizeof(marker) - 1));
+    redisReply *r = tc_cmd(m, "HSET %b born %lld window %lld maxttl %lld", marker,
+                           sizeof(marker) - 1, now, window_ms, window_ms);
+    cr_assert(r && r->type == REDIS_REPLY_INTEGER, "HSET of the marker failed");
+    freeReplyObject(r);
+}
+
+/* A marker whose window still runs on the master's clock keeps the master
+ * out, with or without the flag a served window leaves; once the window
+ * has passed, the master counts again and the flag is set. Two other
+ * masters are down, so every quorum needs master LOSER's vote. */
+Test(memory, a_marker_without_its_served_flag_is_judged_by_its_window)
+{
+    enum { WINDOW_MS = 1500 };
+    redlock_client *c = client(1, -1);
+    redlock_outcome out;
+    redlock_error e;
+    redlock_lock *l = NULL;
+    char res[128];
+
+    need_aof(0);
+    tc_resource(res, sizeof(res), NULL);
+    tc_kill(0);
+    tc_kill(1);
+    young_marker_by_hand(LOSER, WINDOW_MS);
+    int rc = redlock_acquire(c, res, strlen(res), 1000, &l, &out, &e);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_EXCLUDED), "master %d voted %s (%s)",
+              LOSER, redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
+    cr_expect(strstr(out.votes[LOSER].detail, "memory marker") != NULL, "vote detail: %s",
+              out.votes[LOSER].detail);
+
+    /* The window passes on the master's own clock: it counts again. */
+    cr_expect(TC_AWAIT(redlock_acquire(c, res, strlen(res), 1000, &l, &out, &e) == 0,
+                       3 * WINDOW_MS), "master %d never counted again: %s", LOSER, e.msg);
+    if (l)
+        core_must_release(c, l);
+    redisReply *s = tc_cmd(LOSER, "HGET %b served", marker, sizeof(marker) - 1);
+    cr_expect(s && s->type == REDIS_REPLY_STRING, "the served flag was not set");
+    freeReplyObject(s);
+    redlock_client_free(c);
+}
+
+/* An extension is a ttl in use too: the masters' maxttl hears of it, so a
+ * master that loses its data later waits for the extended ttl, not for the
+ * ttl the lock was first taken with. */
+Test(memory, an_extension_raises_the_fleets_longest_ttl)
+{
+    enum { SHORT_TTL_MS = 1000, LONG_TTL_MS = 9000 };
+    redlock_client *c = client(1, -1);
+    redlock_error e;
+    char res[128];
+
+    need_aof(0);
+    tc_resource(res, sizeof(res), NULL);
+    redlock_lock *l = core_must_acquire(c, res, SHORT_TTL_MS, NULL);
+    cr_assert(eq(int, redlock_extend(c, l, LONG_TTL_MS, NULL, &e), 0), "%s", e.msg);
+    int raised = 0;
+    for (int m = 0; m < tc_n(); m++) {
+        redisReply *r = tc_cmd(m, "HGET %b maxttl", marker, sizeof(marker) - 1);
+        raised += r && r->type == REDIS_REPLY_STRING && atoll(r->str) >= LONG_TTL_MS;
+        freeReplyObject(r);
+    }
+    cr_expect(ge(int, raised, 3), "only %d masters heard of the %u ms extension", raised,
+              LONG_TTL_MS);
+    core_must_release(c, l);
+    redlock_client_free(c);
+}

@@ -281,12 +281,10 @@ void tc_declare_empty(int i)
      * that counts at once, where there is none. */
     static const char script[] =
         "if redis.call('exists', KEYS[1]) == 1 then return 0 end "
-        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0) "
-        "redis.call('del', KEYS[2]) return 1";
-    static const char key[] = "\0redlock:marker", young[] = "\0redlock:young";
+        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0, 'served', 1) return 1";
+    static const char key[] = "\0redlock:marker";
     for (int k = i < 0 ? 0 : i; k < (i < 0 ? tc_n() : i + 1); k++) {
-        redisReply *r = tc_cmd(k, "EVAL %s 2 %b %b", script, key, sizeof(key) - 1, young,
-                               sizeof(young) - 1);
+        redisReply *r = tc_cmd(k, "EVAL %s 1 %b", script, key, sizeof(key) - 1);
         if (!r || r->type != REDIS_REPLY_INTEGER)
             tc_fail("declaring master %d empty: %s", k, r && r->str ? r->str : "no answer");
         freeReplyObject(r);
