@@ -74,7 +74,8 @@ void rl_acq_leave_queues(rl_acquire *a)
     snprintf(reserved, sizeof(reserved), "\1%s", a->waiter.member);
     rl_cmd cmd;
     rl_cmd_release(&cmd, &op->k, reserved, true, a->waiter.member);
-    rl_fanout *f = mask && !c->freeing ? rl_fanout_new(c->nodes, &cmd) : NULL;
+    /* Also while the client is being freed: the shutdown writes it out. */
+    rl_fanout *f = mask ? rl_fanout_new(c->nodes, &cmd) : NULL;
     for (uint32_t i = 0; f && i < c->n; i++)
         if (mask & (1u << i))
             rl_fanout_send(f, i, true);

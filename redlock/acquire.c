@@ -67,7 +67,7 @@ static void acq_after_cleanup(rl_acquire *a)
     int status = op->status;
     if (a->cancelled) {
         rl_seterr(&op->err, a->cancelled, -1, "acquire: %s after %u attempt(s) and %llu ms",
-                  a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "stopped", op->attempts,
+                  a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts,
                   (unsigned long long)((rl_now_us() - op->started_us) / 1000));
         rl_op_finish(op, a->cancelled);
         return;
@@ -354,8 +354,8 @@ static void acq_cancel(rl_op *op, int status)
     a->cancelled = status;
     switch (a->phase) {
     case ACQ_WAITING:
-        rl_seterr(&op->err, status, -1, "acquire: cancelled while waiting, after %u attempt(s)",
-                  op->attempts);
+        rl_seterr(&op->err, status, -1, "acquire: %s while waiting, after %u attempt(s)",
+                  status == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts);
         rl_op_finish(op, status);
         break;
     case ACQ_VOTING:

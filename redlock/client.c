@@ -102,13 +102,20 @@ static void client_on_node_state(rl_node *n, void *arg)
 }
 
 /* On the loop's thread: everything that waits on this client ends now,
- * each exactly once (watchdogs, ops, readiness waiters). */
+ * each exactly once (watchdogs, ops, readiness waiters), and what that
+ * queued for the masters (cleanup releases, waiters' leaves) is written.
+ * Once: a blocking client's I/O thread runs it, then client_destroy on the
+ * caller's thread finds it done. */
 static void client_shutdown(redlock_client *c)
 {
+    if (c->freeing)
+        return;
     c->freeing = true;
     rl_watchdog_stop_all(c);
     rl_ops_shutdown(c);
     rl_ready_close(c);
+    for (uint32_t i = 0; i < c->n; i++)
+        rl_node_flush(&c->nodes[i]);
 }
 
 /* Tear down on the loop's thread (or after the I/O thread has exited). */

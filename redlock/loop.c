@@ -278,20 +278,28 @@ int rl_loop_call(redlock_client *c, rl_loop_fn *fn, void *arg)
     return rl_loop_submit(c, &call);
 }
 
-void rl_loop_post(redlock_client *c, rl_loop_fn *fn, void *arg)
+bool rl_loop_post(redlock_client *c, rl_loop_fn *fn, void *arg)
 {
     if (!c->blk) {
         fn(c, arg);
-        return;
+        return true;
     }
     rl_call *call = calloc(1, sizeof(*call));
     if (!call)
-        return;   /* out of memory: what it would do is not done (a cancel) */
+        return false;
     call->fn = fn;
     call->fn_arg = arg;
     call->posted = true;
     struct rl_blocking *b = c->blk;
     pthread_mutex_lock(&b->mu);
-    enqueue(b, call);
+    /* The pass that sees the stop takes the queue for the last time: a
+     * call queued after it would wait in a queue nobody reads, holding
+     * what it was given. */
+    bool ok = !b->stop;
+    if (ok)
+        enqueue(b, call);
     pthread_mutex_unlock(&b->mu);
+    if (!ok)
+        free(call);
+    return ok;
 }

@@ -41,7 +41,9 @@ void rl_call_done(redlock_client *c, rl_call *call, int status, const redlock_ou
  * right here). 0, or REDLOCK_ESHUTDOWN / ESYS (it did not run). */
 int rl_loop_call(redlock_client *c, rl_loop_fn *fn, void *arg);
 /* Run @fn on @c's loop thread soon, without waiting (async clients: right
- * here). From any thread. */
-void rl_loop_post(redlock_client *c, rl_loop_fn *fn, void *arg);
+ * here). From any thread. False when it will never run: the client is
+ * being freed (its I/O thread takes no more work), or no memory; the
+ * caller then undoes what it handed over with @arg. */
+bool rl_loop_post(redlock_client *c, rl_loop_fn *fn, void *arg);
 
 #endif

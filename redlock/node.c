@@ -389,6 +389,11 @@ void rl_node_start(rl_node *n)
     node_connect(n);
 }
 
+void rl_node_flush(rl_node *n)
+{
+    rl_conn_flush(n->conn);
+}
+
 /* No reconnect is scheduled from here on (the timer is gone). The NULL
  * replies that closing delivers land in fanouts whose owners have already
  * completed and let go. */

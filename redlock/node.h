@@ -54,6 +54,8 @@ struct rl_node {
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);
 void rl_node_start(rl_node *n);
+/* Write the commands queued on the master's connection (client free). */
+void rl_node_flush(rl_node *n);
 void rl_node_close(rl_node *n);
 
 /* Queue one command. 0: @fn will run exactly once (reply, or NULL and why);

@@ -263,6 +263,12 @@ oom:
     return NULL;
 }
 
+/* Deliveries running on this thread, of any client: a callback of one
+ * client that starts an op on another client of the same loop must not
+ * have that op delivered in this same pass either (two clients retrying
+ * into each other would hold the loop forever). */
+static _Thread_local int deliver_depth;
+
 void rl_op_finish(rl_op *op, int status)
 {
     if (op->done)
@@ -294,7 +300,7 @@ void rl_op_finish(rl_op *op, int status)
     if (event_pending(c->deliver_ev, EV_TIMEOUT, NULL))
         return;
     static const struct timeval zero = { 0, 0 };
-    if (c->in_deliver)
+    if (deliver_depth > 0)
         evtimer_add(c->deliver_ev, &zero);
     else
         event_active(c->deliver_ev, EV_TIMEOUT, 1);
@@ -365,14 +371,14 @@ static void on_deliver(evutil_socket_t fd, short what, void *arg)
     redlock_client *c = arg;
     rl_op *last = c->done_tail;
     rl_client_enter(c);
-    c->in_deliver = true;
+    deliver_depth++;
     while (c->done_head) {
         rl_op *op = done_pop(c);
         deliver_one(op);
         if (op == last)
             break;
     }
-    c->in_deliver = false;
+    deliver_depth--;
     if (c->done_head && !event_pending(c->deliver_ev, EV_TIMEOUT, NULL)) {
         static const struct timeval zero = { 0, 0 };
         evtimer_add(c->deliver_ev, &zero);
@@ -388,6 +394,17 @@ int rl_ops_init(redlock_client *c)
 
 void rl_ops_shutdown(redlock_client *c)
 {
+    /* First as a cancel: an acquire with SETs in flight queues the release
+     * of its token on every master the SET may have reached (the sockets
+     * are flushed before they close), instead of leaving a lock nobody
+     * holds to expire. What still waits for an answer then ends here. */
+    for (rl_op *op = c->ops; op; op = op->next) {
+        if (!op->done) {
+            rl_seterr(&op->err, REDLOCK_ESHUTDOWN, -1,
+                      "client freed while the operation was in flight");
+            rl_op_cancel(op, REDLOCK_ESHUTDOWN);
+        }
+    }
     for (;;) {
         for (rl_op *op = c->ops; op; op = op->next) {
             if (!op->done) {

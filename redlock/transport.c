@@ -167,6 +167,27 @@ bool rl_conn_is_tls(const rl_conn *c)
     return c && c->tls;
 }
 
+/* The client is being freed: commands queued and not yet written (a
+ * release, a waiter's leave, the cleanup of an acquire cut short) go out now
+ * if the socket takes them at once. Nothing waits for them; without this a
+ * leave queued just before redlock_client_free() would be lost, and the next
+ * release would hand the lock to a waiter that is gone. On the loop's thread
+ * (a blocking client's I/O thread, whose signals are blocked: a peer that
+ * closed gives EPIPE, not SIGPIPE in the host). */
+void rl_conn_flush(rl_conn *c)
+{
+    if (!c || c->closing || c->doomed || !c->ac)
+        return;
+    int done = 0;
+    redisContext *rc = &c->ac->c;
+    if ((rc->flags & REDIS_CONNECTED) && !rc->err &&
+#if RL_HAVE_TLS
+        (!c->tls || rl_tls_handshake_done(c)) &&
+#endif
+        rc->obuf && sdslen(rc->obuf) > 0)
+        (void)redisBufferWrite(rc, &done);
+}
+
 void rl_conn_close(rl_conn *c, int err, const char *why)
 {
     if (!c || c->closing || !c->ac)
@@ -183,20 +204,6 @@ void rl_conn_close(rl_conn *c, int err, const char *why)
 #endif
         snprintf(c->why, sizeof(c->why), "%.120s%s", why, more);
     }
-    /* The client is being freed: commands queued and not yet written (a
-     * release or a waiter's leave, sent without waiting for the answer)
-     * go out now if the socket takes them at once. Nothing waits for them;
-     * without this a leave queued just before redlock_client_free() would
-     * be lost, and the next release would hand the lock to a waiter that
-     * is gone. */
-    int done = 0;
-    redisContext *rc = &c->ac->c;
-    if (err == REDLOCK_ESHUTDOWN && !c->doomed && (rc->flags & REDIS_CONNECTED) && !rc->err &&
-#if RL_HAVE_TLS
-        (!c->tls || rl_tls_handshake_done(c)) &&
-#endif
-        rc->obuf && sdslen(rc->obuf) > 0)
-        (void)redisBufferWrite(rc, &done);
     /* Inside a hiredis callback this only marks the context; hiredis frees
      * it (and runs every pending callback with NULL) once it unwinds. */
     redisAsyncFree(c->ac);

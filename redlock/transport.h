@@ -89,6 +89,10 @@ uint32_t rl_conn_pending(const rl_conn *c);
 
 bool rl_conn_is_tls(const rl_conn *c);
 
+/* Write what is queued, if the socket takes it at once (the client is
+ * being freed; on the loop's thread). */
+void rl_conn_flush(rl_conn *c);
+
 /* Close with @err/@why: pending reply functions get NULL with them, then
  * on_close runs. Safe from inside a reply function. */
 void rl_conn_close(rl_conn *c, int err, const char *why);

@@ -51,7 +51,6 @@ struct redlock_client {
     rl_op *ops;                   /* in flight, not yet delivered */
     rl_op *done_head, *done_tail; /* finished, waiting for delivery */
     struct event *deliver_ev;     /* runs the delivery queue (op.c) */
-    bool in_deliver;              /* inside it: later finishes wait a pass */
     struct rl_blocking *blk;      /* NULL for async clients */
     uint64_t rng;                 /* xorshift state for retry jitter */
     struct event *probe_ev;       /* clock monitor: TIME to every master */

@@ -261,6 +261,7 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
 struct spin {
     const char *res;
     int runs, stop;
+    redlock_client *a, *b;   /* set: each client's callback retries on the other */
 };
 
 static void on_spin(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
@@ -271,6 +272,8 @@ static void on_spin(redlock_client *c, int status, redlock_lock *lock, const red
     (void)status; (void)out; (void)err;
     redlock_lock_free(lock);
     s->runs++;
+    if (s->a)
+        c = c == s->a ? s->b : s->a;
     if (!s->stop && redlock_acquire_async(c, s->res, strlen(s->res), TTL_MS, on_spin, s, NULL) != 0)
         s->stop = 1;
 }
@@ -281,35 +284,70 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     *(int *)arg = 1;
 }
 
-Test(async, a_callback_that_retries_at_once_cannot_starve_the_loop)
+/* Masters that refused us and that we will not dial again for a minute:
+ * every acquire is answered at once (down), so a callback's retry finishes
+ * inside the callback; a reconnect would put a socket wait between two
+ * retries and hide a loop that never yields. */
+static redlock_client *refused_client(void)
 {
-    char masters[128], res[128];
+    static char masters[128];
     redlock_config cfg;
-    redlock_error e;
-    int ticked = 0;
 
     snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
              tc_dead_port(), tc_dead_port(), tc_dead_port());
-    redlock_client_free(client);
     core_config(&cfg);
     cfg.masters = masters;
     cfg.retry_count = 0;
-    client = core_client_async(&cfg, base);
-    run_for(50);    /* let the refusals land, as above */
+    cfg.reconnect_min_ms = cfg.reconnect_max_ms = 60000;
+    return core_client_async(&cfg, base);
+}
 
-    tc_resource(res, sizeof(res), NULL);
-    struct spin s = { .res = res };
+/* Spin @s from @first until a 20 ms timer fires: it fires only if the loop
+ * gets past the deliveries. */
+static void spin_until_a_timer_fires(struct spin *s, redlock_client *first, int min_runs)
+{
+    int ticked = 0;
+    redlock_error e;
     struct event *tick = evtimer_new(base, on_tick, &ticked);
     struct timeval tv = { 0, 20000 };
+
+    run_for(50);    /* let the refusals land, as above */
     cr_assert(not(zero(ptr, tick)));
     evtimer_add(tick, &tv);
-    cr_assert(eq(int, redlock_acquire_async(client, res, strlen(res), TTL_MS, on_spin, &s, &e), 0),
-              "%s", e.msg);
+    cr_assert(eq(int, redlock_acquire_async(first, s->res, strlen(s->res), TTL_MS, on_spin, s, &e),
+                 0), "%s", e.msg);
     cr_assert(tc_run_until(base, &ticked, WAIT_MS), "the timer never fired");
-    cr_expect(gt(int, s.runs, 1), "the callback ran %d times", s.runs);
-    s.stop = 1;
+    cr_expect(ge(int, s->runs, min_runs), "the callbacks ran %d times", s->runs);
+    s->stop = 1;
     run_for(50);
     event_free(tick);
+}
+
+Test(async, a_callback_that_retries_at_once_cannot_starve_the_loop)
+{
+    char res[128];
+
+    redlock_client_free(client);
+    client = refused_client();
+    tc_resource(res, sizeof(res), NULL);
+    struct spin s = { .res = res };
+    spin_until_a_timer_fires(&s, client, 2);
+}
+
+/* The same with two clients on one loop, each callback retrying on the
+ * other: neither client is delivering when the other's op finishes, so only
+ * a rule that spans clients keeps the pass finite. */
+Test(async, two_clients_retrying_into_each_other_cannot_starve_the_loop)
+{
+    char res[128];
+
+    redlock_client_free(client);
+    client = refused_client();
+    redlock_client *other = refused_client();
+    tc_resource(res, sizeof(res), NULL);
+    struct spin s = { .res = res, .a = client, .b = other };
+    spin_until_a_timer_fires(&s, client, 3);
+    redlock_client_free(other);
 }
 
 Test(async, error_return_never_runs_the_callback)
@@ -575,6 +613,39 @@ static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
     r->runs++;
     r->status = status;
     r->answered = (uint32_t)n_up;
+}
+
+/* An acquire whose SETs are written but not answered when the client is
+ * freed: its token may be on every master, and nobody will ever hold it.
+ * The free releases it (the cleanup of a cancelled attempt, written with the
+ * SETs), so the resource is free at once instead of after the ttl. */
+Test(async, a_free_releases_an_acquire_in_flight_instead_of_leaving_its_keys)
+{
+    struct rec acq = { 0 };
+    char res[128];
+    long long seen[REDLOCK_MAX_MASTERS];
+
+    struct st_rec ready = { 0 };
+    cr_assert(eq(int, redlock_ready_async(client, tc_n(), 5000, on_ready, &ready, NULL), 0));
+    cr_assert(CORE_RUN_UNTIL(base, ready.runs == 1 && ready.status == 0, 6000),
+              "the masters never all connected");
+    tc_resource(res, sizeof(res), NULL);
+    for (int m = 0; m < tc_n(); m++)
+        seen[m] = core_acquires_seen(m);
+    start_acquire(client, res, &acq);   /* queued on every connection */
+    redlock_client_free(client);
+    client = NULL;
+    cr_expect(eq(int, acq.runs, 1));
+    cr_expect(eq(int, acq.status, REDLOCK_ESHUTDOWN), "%s", redlock_err_name(acq.status));
+    /* Each master ran the acquire (the script and its SET count two), and
+     * then the release written behind it. */
+    for (int m = 0; m < tc_n(); m++)
+        cr_expect(TC_AWAIT(core_acquires_seen(m) >= seen[m] + 2, 2000),
+                  "master %d never ran the acquire (%lld commands)", m,
+                  core_acquires_seen(m) - seen[m]);
+    cr_expect(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 2000),
+              "the free left the attempt's keys on %d masters", tc_key_count(res, strlen(res)));
+    redlock_lock_free(acq.lock);
 }
 
 Test(async, ready_status_and_ping_work_on_an_async_client)

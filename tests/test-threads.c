@@ -7,7 +7,7 @@
  * resource they all share, recording when it held the shared lock:
  * [acquire returned, release called) on CLOCK_MONOTONIC. Those intervals
  * must never overlap. Freeing the client wakes the threads still waiting
- * in it with ESHUTDOWN.
+ * in it with ESHUTDOWN, also while another thread fires their cancel.
  *
  * A plain program with its own main() printing TAP, not a criterion one:
  * suite "threads" also runs under ThreadSanitizer (tools/run-tests.sh), and
@@ -351,6 +351,80 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
         core_del_all(workers[i].own, strlen(workers[i].own));
 }
 
+/* A cancel fired from one thread while another frees the client: the
+ * source hands the client a request for its I/O thread; the free must
+ * neither lose that request's hold on the source (a leak) nor let it reach
+ * a client already gone (ASan, TSan). Rounds, because the two race. */
+struct canceller {
+    redlock_client *c;
+    redlock_cancel *cc;
+    const char *res;
+    pthread_barrier_t *go;
+    int rc;
+};
+
+static void *waiting_acquire(void *arg)
+{
+    struct canceller *k = arg;
+    redlock_acquire_opts o;
+    redlock_resource r = { k->res, strlen(k->res) };
+    redlock_lock *l = NULL;
+
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = TTL_MS;
+    o.wait_ms = REDLOCK_WAIT_FOREVER;
+    o.cancel = k->cc;
+    k->rc = redlock_acquire_with(k->c, &r, 1, &o, &l, NULL, NULL);
+    redlock_lock_free(l);
+    return NULL;
+}
+
+static void *fire(void *arg)
+{
+    struct canceller *k = arg;
+
+    pthread_barrier_wait(k->go);
+    redlock_cancel_fire(k->cc);
+    return NULL;
+}
+
+static void a_cancel_fired_while_the_client_is_freed_ends_the_wait_once(void)
+{
+    char res[128];
+    pthread_barrier_t go;
+    long long seen;
+
+    tc_resource(res, sizeof(res), "threads/cancel-free");
+    for (int m = 0; m < tc_n(); m++)
+        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+    pthread_barrier_init(&go, NULL, 2);
+    for (int round = 0; round < 20; round++) {
+        struct canceller k = { .res = res, .go = &go, .rc = 0 };
+        pthread_t waiter, firer;
+
+        k.c = core_client(NULL, -1);
+        CHECK(redlock_cancel_new(&k.cc) == 0, "redlock_cancel_new");
+        seen = core_acquires_seen(0);
+        if (pthread_create(&waiter, NULL, waiting_acquire, &k) != 0 ||
+            pthread_create(&firer, NULL, fire, &k) != 0)
+            abort();
+        /* The acquire is waiting once its first attempt reached master 0. */
+        uint64_t t0 = tc_now_us();
+        while (core_acquires_seen(0) <= seen && tc_now_us() - t0 < 5000000)
+            ;
+        CHECK(core_acquires_seen(0) > seen, "round %d: the acquire never reached master 0", round);
+        pthread_barrier_wait(&go);
+        redlock_client_free(k.c);
+        pthread_join(firer, NULL);
+        pthread_join(waiter, NULL);
+        CHECK(k.rc == REDLOCK_ECANCELED || k.rc == REDLOCK_ESHUTDOWN,
+              "round %d: the wait ended with %s", round, redlock_err_name(k.rc));
+        redlock_cancel_free(k.cc);
+    }
+    pthread_barrier_destroy(&go);
+    core_del_all(res, strlen(res));
+}
+
 int main(void)
 {
     static const struct {
@@ -363,6 +437,8 @@ int main(void)
           calls_from_many_threads_proceed_in_parallel },
         { "threads::freeing_the_client_returns_eshutdown_to_waiting_threads",
           freeing_the_client_returns_eshutdown_to_waiting_threads },
+        { "threads::a_cancel_fired_while_the_client_is_freed_ends_the_wait_once",
+          a_cancel_fired_while_the_client_is_freed_ends_the_wait_once },
     };
     const int n = (int)(sizeof(tests) / sizeof(tests[0]));
     int failed = 0;
