@@ -213,7 +213,7 @@ static void lose(struct loop *l)
     const struct cli_opts *o = l->o;
 
     declare_lost(l);
-    cli_error("run: %s: stopping CMD (pid %ld): SIG%s, SIGKILL in %u ms",
+    cli_error("run: %s: stopping CMD (pid %ld): SIG%s, SIGKILL if it is still there in %u ms",
               l->r->limit_reached ? "lease limit reached" : "lock lost", (long)l->r->pid,
               sigabbrev_np(o->loss_signal), (unsigned)o->kill_after_ms);
     run_signal_cmd(l->r->pid, o->loss_signal);
