@@ -81,8 +81,9 @@ void rl_guard_free(rl_conn *c);
  * loopback); ENOMEM when TLS could not start at all. */
 int rl_tls_attach(rl_conn *c, const rl_tls *t, const rl_addr *a, char *why, size_t len);
 /* Why a TLS connection failed, in words a user can act on, and its code
- * (EAUTH: a certificate refused; EPROTO: not TLS; ECONNECT); 0 when TLS
- * has nothing to say (the failure is not TLS's). */
+ * (EAUTH: a certificate refused; EPROTO: not TLS; ECONNECT: the master
+ * went away, and always once it answered); 0 when TLS has nothing to say
+ * (the failure is not TLS's). */
 int rl_tls_reason(rl_conn *c, char *out, size_t len);   /* REDLOCK_E*, or 0 */
 /* Has the TLS handshake finished? */
 bool rl_tls_handshake_done(const rl_conn *c);

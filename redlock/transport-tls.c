@@ -134,7 +134,7 @@ void rl_tls_free(rl_tls *t)
     free(t);
 }
 
-static int ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_t len);
+static int ssl_reason(SSL *ssl, const rl_conn *c, char *out, size_t len);
 
 /* An SSL object for one master: the name it must prove (SNI too, unless it
  * is an address), handed to hiredis, which drives the handshake and owns
@@ -167,7 +167,7 @@ int rl_tls_attach(rl_conn *c, const rl_tls *t, const rl_addr *a, char *why, size
         int code = REDLOCK_ECONNECT;
         if (strstr(e, "refused"))
             snprintf(why, len, "connection refused (is redis-server running?)");
-        else if (!(code = ssl_reason(ssl, c->cert_asked, false, why, len)))
+        else if (!(code = ssl_reason(ssl, c, why, len)))
             snprintf(why, len, "TLS: %.100s", e[0] ? e : ssl_err());
         SSL_free(ssl);
         return code ? code : REDLOCK_ECONNECT;
@@ -187,10 +187,11 @@ void rl_tls_clear_errors(void)
     ERR_clear_error();
 }
 
-/* What to do about a failure OpenSSL names by @reason, or NULL. Votes
- * keep 95 characters of a reason: the advice is short. @code: EAUTH when
- * one side does not accept the other's certificate (waiting will not fix
- * it), EPROTO when the other end does not speak TLS. */
+/* What to do about a handshake OpenSSL says failed for @reason, or NULL.
+ * Votes keep 95 characters of a reason: the advice is short. @code: EAUTH
+ * when one side does not accept the other (waiting will not fix it),
+ * EPROTO when the other end does not speak TLS, else ECONNECT. For a
+ * connection that never answered only: see ssl_reason. */
 static const char *tls_advice(int reason, int *code)
 {
     *code = REDLOCK_EAUTH;
@@ -210,21 +211,22 @@ static const char *tls_advice(int reason, int *code)
     case SSL_R_UNKNOWN_PROTOCOL:
     case SSL_R_RECORD_TOO_SMALL:
         return "is this the master's plain port?";
-    case SSL_R_UNEXPECTED_EOF_WHILE_READING:
-        return "is this a TLS port?";
     }
     *code = REDLOCK_ECONNECT;
     return NULL;
 }
 
-/* Why the TLS connection on @ssl failed: the certificate check, or what
- * OpenSSL queued, or the certificate the master asked for; the error code
- * that says so (tls_advice). 0 when TLS has nothing to say (the socket
- * failed under it: refused, reset). */
-static int ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_t len)
+/* Why the TLS connection on @ssl of @c failed: the certificate check, or
+ * what OpenSSL queued, or the certificate the master asked for; the error
+ * code that says so (tls_advice). 0 when TLS has nothing to say (the socket
+ * failed under it: refused, reset).
+ *
+ * Only a connection that never answered can fail for its setup. Not
+ * SSL_is_init_finished(): it turns false again at a fatal error, and a TLS
+ * 1.3 master checks our certificate after our side has finished. */
+static int ssl_reason(SSL *ssl, const rl_conn *c, char *out, size_t len)
 {
     long v = SSL_get_verify_result(ssl);
-    int code;
     if ((SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) && v != X509_V_OK) {
         bool name = v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH;
         snprintf(out, len, "TLS: certificate verify failed: %s (%s)",
@@ -234,14 +236,30 @@ static int ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_
     unsigned long e = ERR_peek_last_error();
     if (e && ERR_GET_LIB(e) == ERR_LIB_SSL) {
         const char *reason = ERR_reason_error_string(e);
+        reason = reason ? reason : "unknown reason";
+        if (c->answered) {
+            /* Both ends accepted each other: what TLS says now (an
+             * unexpected EOF, most often: the master crashed or was
+             * killed) means the master went away, as a reset would. */
+            snprintf(out, len, "connection lost: TLS: %.60s", reason);
+            return REDLOCK_ECONNECT;
+        }
+        if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+            /* A close without an alert: a master (or a proxy in front of
+             * it) going away. A master refusing us sends an alert first,
+             * and a plain port answers a ClientHello with an error line,
+             * or waits. */
+            snprintf(out, len, "TLS handshake cut short: the master closed the connection "
+                     "(going down? its TLS port?)");
+            return REDLOCK_ECONNECT;
+        }
+        int code;
         const char *advice = tls_advice(ERR_GET_REASON(e), &code);
-        snprintf(out, len, "TLS%s: %.60s%s%s%s",
-                 SSL_is_init_finished(ssl) ? "" : " handshake failed",
-                 reason ? reason : "unknown reason", advice ? " (" : "", advice ? advice : "",
-                 advice ? ")" : "");
+        snprintf(out, len, "TLS handshake failed: %.60s%s%s%s", reason, advice ? " (" : "",
+                 advice ? advice : "", advice ? ")" : "");
         return code;
     }
-    if (cert_asked && !answered) {
+    if (c->cert_asked && !c->answered) {
         snprintf(out, len, "TLS: the master wants a client certificate (set tls_cert_file and "
                  "tls_key_file)");
         return REDLOCK_EAUTH;
@@ -251,7 +269,7 @@ static int ssl_reason(SSL *ssl, bool cert_asked, bool answered, char *out, size_
 
 int rl_tls_reason(rl_conn *c, char *out, size_t len)
 {
-    return c->ssl ? ssl_reason(c->ssl, c->cert_asked, c->answered, out, len) : 0;
+    return c->ssl ? ssl_reason(c->ssl, c, out, len) : 0;
 }
 #else
 int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_tls **ret,

@@ -218,6 +218,59 @@ Test(tls, server_name_picks_the_name_the_certificate_must_hold)
     lock_round_trip(&cfg, 1);
 }
 
+/* A TLS master that dies mid-session (SIGKILL: no close_notify, so OpenSSL
+ * reads an unexpected EOF) is down, like a plain one: the handshake was
+ * fine, so neither its certificate nor its port is to blame, and the next
+ * acquire wins on the other two and counts it as down. Once it is back, the
+ * client reconnects to it. */
+Test(tls, a_killed_master_is_down_not_misconfigured)
+{
+    char masters[256];
+    redlock_config cfg;
+    three_masters("rediss://127.0.0.1:%d,rediss://127.0.0.1:%d,rediss://127.0.0.1:%d", masters,
+                  &cfg);
+    /* No reconnect for 3 s: the next acquire's vote carries the reason the
+     * connection ended, not that of a reconnect refused on the dead port. */
+    cfg.reconnect_min_ms = cfg.reconnect_max_ms = 3000;
+    redlock_client *c = NULL;
+    redlock_error e;
+    cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &e), 0), "%s", e.msg);
+    cr_assert(eq(int, redlock_ready(c, 3, 10000, NULL, &e), 0), "%s", e.msg);
+    cr_assert(eq(int, redlock_declare_empty(c, NULL, &e), 0), "%s", e.msg);
+    char res[128];
+    tc_resource(res, sizeof(res), NULL);
+    redlock_lock *l = NULL;
+    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
+    redlock_lock_free(l);
+
+    ts_server_stop(servers[1]);
+    servers[1] = NULL;
+    char tag[64];
+    snprintf(tag, sizeof(tag), "master 1 (rediss://127.0.0.1:%d)", ts_port(2));
+    cr_assert(TC_AWAIT(ts_log_has(tag, "disconnected"), 10000), "log:\n%s", ts_log_text());
+
+    redlock_outcome out;
+    l = NULL;
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    const redlock_vote *v = &out.votes[1];
+    cr_log_info("master 1: %s %s: %s", redlock_vote_kind_name(v->kind), redlock_err_name(v->err),
+                v->detail);
+    cr_expect(eq(int, v->kind, REDLOCK_VOTE_DOWN), "%s: %s", redlock_vote_kind_name(v->kind),
+              v->detail);
+    cr_expect(eq(int, v->err, REDLOCK_ECONNECT), "%s: %s", redlock_err_name(v->err), v->detail);
+    cr_expect(zero(ptr, strstr(v->detail, "TLS port")), "%s", v->detail);
+    cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
+    redlock_lock_free(l);
+
+    tls_server(2, TLS_OPTIONAL);
+    rc = redlock_ready(c, 3, 20000, NULL, &e);
+    cr_expect(eq(int, rc, 0), "%s; log:\n%s", e.msg, ts_log_text());
+    redlock_client_free(c);
+}
+
 /* ---- it fails, clearly ----------------------------------------------------------- */
 
 Test(tls, wrong_ca_is_a_one_line_error)
