@@ -192,13 +192,17 @@ void rl_tls_clear_errors(void)
  * when one side does not accept the other (waiting will not fix it),
  * EPROTO when the other end does not speak TLS, else ECONNECT. For a
  * connection that never answered only: see ssl_reason. */
-static const char *tls_advice(int reason, int *code)
+static const char *tls_advice(int reason, bool cert_asked, int *code)
 {
     *code = REDLOCK_EAUTH;
     switch (reason) {
     case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
-    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
         return "set tls_cert_file and tls_key_file";
+    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+        /* TLS 1.2's word for a client certificate missing, and for no
+         * version or cipher in common: only the first case asks for one. */
+        return cert_asked ? "set tls_cert_file and tls_key_file"
+                          : "client certificate? TLS version?";
     case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
     case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
     case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
@@ -254,7 +258,7 @@ static int ssl_reason(SSL *ssl, const rl_conn *c, char *out, size_t len)
             return REDLOCK_ECONNECT;
         }
         int code;
-        const char *advice = tls_advice(ERR_GET_REASON(e), &code);
+        const char *advice = tls_advice(ERR_GET_REASON(e), c->cert_asked, &code);
         snprintf(out, len, "TLS handshake failed: %.60s%s%s%s", reason, advice ? " (" : "",
                  advice ? advice : "", advice ? ")" : "");
         return code;
