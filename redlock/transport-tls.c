@@ -10,6 +10,7 @@
 #include "transport-private.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,8 +111,11 @@ int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_t
     const char *file = NULL;
     const char *what = tls_load(t, cfg, &file);
     if (what) {
-        /* OpenSSL says "system lib" for a file it cannot open: say why. */
-        int err = file && file[0] != '(' && access(file, R_OK) != 0 ? errno : 0;
+        /* OpenSSL says "system lib" for a file it cannot open: say why.
+         * As the effective user, the one it opened the file as (setuid,
+         * sudo -u); access() would ask for the real one. */
+        int err = file && file[0] != '(' && faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) != 0
+                      ? errno : 0;
         rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%.80s\": cannot %s it: %s", what, file,
                   err ? "read" : "load", err ? strerror(err) : ssl_err());
         rl_tls_free(t);

@@ -10,9 +10,12 @@
  * A build without TLS (hiredis 0.14) skips these, each with one line, and
  * runs only no_tls_build_refuses_tls_with_einval.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -394,6 +397,33 @@ Test(tls, unloadable_tls_files_are_einval_naming_the_field)
     cfg.tls = 1;
     cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL));
     cr_expect(not(zero(ptr, strstr(e.msg, "unix socket"))), "%s", e.msg);
+}
+
+/* Readable is for the effective user, the one OpenSSL opens the file as
+ * (a setuid program, sudo -u): root's own file, as "nobody" would see it. */
+Test(tls, an_unreadable_tls_file_says_so_for_the_effective_user)
+{
+    need_tls();
+    if (geteuid() != 0)
+        cr_skip_test("needs root, to read a file as another effective user");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/ca-root-only.crt", ts_dir());
+    FILE *f = fopen(path, "w");
+    cr_assert(not(zero(ptr, f)), "%s: %s", path, strerror(errno));
+    fclose(f);
+    cr_assert(eq(int, chmod(path, 0600), 0), "%s", strerror(errno));
+
+    redlock_config cfg;
+    redlock_client *c = NULL;
+    redlock_error e;
+    config(&cfg, "rediss://127.0.0.1:1");
+    cfg.tls_ca_file = path;
+    cr_assert(eq(int, seteuid(65534), 0), "seteuid: %s", strerror(errno));
+    int rc = redlock_client_new(&cfg, NULL, &c, &e);
+    cr_assert(eq(int, seteuid(0), 0), "seteuid back: %s", strerror(errno));
+    cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s", redlock_err_name(rc));
+    cr_expect(zero(ptr, c));
+    cr_expect(not(zero(ptr, strstr(e.msg, "cannot read it: Permission denied"))), "%s", e.msg);
 }
 
 Test(tls, no_tls_build_refuses_tls_with_einval)
