@@ -6,7 +6,9 @@
  */
 #include "cli.h"
 
+#include <ctype.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -17,7 +19,7 @@ int cli_verbose;
 
 /* The library's messages name its configuration fields; here the user
  * typed options. Longest first, so that a field is never cut by a shorter
- * one that starts it. */
+ * one that starts it; whole words only (whole_word). */
 static const char *const words[][2] = {
     { "set tls_cert_file and tls_key_file", "give --cert and --key" },
     { "config.tls_* is set", "a TLS option is given" },
@@ -31,6 +33,26 @@ static const char *const words[][2] = {
     { "tls_ca_file", "--cacert" },
 };
 
+/* Can @ch be part of a name: a word, a path, an address? */
+static bool name_char(char ch)
+{
+    return isalnum((unsigned char)ch) || (ch != '\0' && strchr("_./-:@~", ch));
+}
+
+/* Is the field name at @at (@len bytes of @line) a word of its own, not a
+ * piece of a path, an address or a master's text that happens to hold it?
+ * A '.' or ':' right after it ends a sentence only when a space or the end
+ * of the line follows. */
+static bool whole_word(const char *line, const char *at, size_t len)
+{
+    const char *end = at + len;
+    if (at > line && name_char(at[-1]))
+        return false;
+    if (!name_char(*end))
+        return true;
+    return (*end == '.' || *end == ':') && (end[1] == '\0' || isspace((unsigned char)end[1]));
+}
+
 static void cli_words(char *line, size_t size)
 {
     for (size_t w = 0; w < sizeof(words) / sizeof(words[0]); w++) {
@@ -38,6 +60,10 @@ static void cli_words(char *line, size_t size)
         size_t fl = strlen(from), tl = strlen(to);
         char *at = line;
         while ((at = strstr(at, from)) != NULL) {
+            if (!whole_word(line, at, fl)) {
+                at += fl;
+                continue;
+            }
             size_t rest = strlen(at + fl);
             if ((size_t)(at - line) + tl + rest + 1 > size)
                 break;

@@ -157,6 +157,9 @@ Test(cli_tls, bad_tls_options_are_64_in_one_line)
     } cases[] = {
         { "--cacert", "/nonexistent/ca.crt", "No such file" },
         { "--cacert", "/etc/hostname", "--cacert" },
+        /* A path holding a field's name is the user's: it stays as typed. */
+        { "--cacert", "/nonexistent/tls_ca_file/config.tls_key_file.crt",
+          "\"/nonexistent/tls_ca_file/config.tls_key_file.crt\": cannot read it" },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         int rc = cli(&p, "--masters", masters, "--tls", cases[i].opt, cases[i].val, "lock", res);

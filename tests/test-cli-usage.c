@@ -449,6 +449,27 @@ Test(usage, no_masters_is_a_configuration_error_78)
     cli_free(&p);
 }
 
+/* The CLI says --cacert where the library says config.tls_ca_file, but
+ * only for the word itself: a path or an address that holds it is the
+ * user's, and stays as typed. */
+Test(usage, field_names_become_options_as_whole_words_only)
+{
+    struct cli_proc p;
+    const char *sock = "unix:///nonexistent/tls_ca_file/config.tls_key_file.sock";
+
+    cr_assert(eq(int, cli(&p, "--masters", sock, "ping"), 69), "stderr: %s", p.err);
+    cr_expect(strstr(p.err, sock) != NULL, "the address was rewritten: %s", p.err);
+    cr_expect(strstr(p.err, "--cacert") == NULL && strstr(p.err, "--key") == NULL, "%s", p.err);
+    cli_free(&p);
+    /* The words themselves still are rewritten (in a build without TLS
+     * too: this is the configuration check). */
+    cr_assert(eq(int, cli(&p, "--masters", tc_addr(0), "--cacert", "/x/tls_ca_file", "ping"), 64),
+              "stderr: %s", p.err);
+    cr_expect(strstr(p.err, "a TLS option is given") != NULL, "%s", p.err);
+    cr_expect(strstr(p.err, "add --tls") != NULL, "%s", p.err);
+    cli_free(&p);
+}
+
 /* A child that opens @fifo for writing, writes @text and closes it: the
  * writer of a password pipe. */
 static pid_t fifo_writer(const char *fifo, const char *text)
