@@ -40,6 +40,7 @@ Test(history, records_from_redlock_objects_are_accepted)
     memset(&o, 0, sizeof(o));
     o.n_masters = 5;
     o.n_ok = 3;
+    o.attempts = 2;
     o.votes[0].kind = o.votes[2].kind = o.votes[4].kind = REDLOCK_VOTE_OK;
     cr_expect(eq(u32, hist_oks(&o), 0x15u));
     uint64_t t = hist_now_us();
@@ -62,6 +63,7 @@ Test(history, records_from_redlock_objects_are_accepted)
     cr_expect(strstr(line, "\"oks\":21,\"n_ok\":3") != NULL, "%s", line);
     cr_expect(strstr(line, "\"fence\":0") != NULL, "%s", line);
     cr_expect(strstr(line, "\"vend\":") != NULL, "%s", line);
+    cr_expect(strstr(line, "\"attempts\":2") != NULL, "%s", line);
     hc_expect_clean(p, NULL, NULL);
     cr_expect(strstr(hc_out, "checked 5 ops, 1 holder, 0 violations") != NULL, "%s", hc_out);
 }

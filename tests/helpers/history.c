@@ -157,6 +157,8 @@ int hist_write(hist *h, const hist_rec *r)
     if (r->op == HIST_ACQUIRE || r->op == HIST_EXTEND)
         put(&b, ",\"fence\":%llu,\"ttl\":%u,\"oks\":%u,\"n_ok\":%u", (unsigned long long)r->fence,
             r->ttl_ms, r->oks, r->n_ok);
+    if (r->op == HIST_ACQUIRE && r->attempts)
+        put(&b, ",\"attempts\":%u", r->attempts);
     if (r->op == HIST_RELEASE)
         put(&b, ",\"oks\":%u,\"n_ok\":%u", r->oks, r->n_ok);
     if (r->votes)
@@ -270,6 +272,7 @@ int hist_acquire(hist *h, const char *client, const void *res, size_t len, uint3
         r.res_len = len;
     }
     r.ttl_ms = ttl_ms;
+    r.attempts = out ? out->attempts : 0;
     return hist_write(h, &r);
 }
 

@@ -49,6 +49,9 @@ enum hist_op {
  * @ttl_ms:      the ttl asked for (acquire, extend)
  * @oks:         bitmask of masters whose vote was OK (bit i = master i)
  * @n_ok:        number of OK votes the decision counted
+ * @attempts:    acquire: attempts made (the outcome's), each with a token
+ *               of its own that a failed one may leave on a master it
+ *               could not release; 0: not known (left out of the line)
  * @votes:       one letter per master, what it said (hist_votes()), or NULL
  * @late:        use: the client knew its lease had lapsed (not a claim)
  * @master:      fault and key lines: the master's index, or -1
@@ -71,6 +74,7 @@ typedef struct hist_rec {
     uint32_t ttl_ms;
     uint32_t oks;
     uint32_t n_ok;
+    uint32_t attempts;
     const char *votes;
     int late;
     int master;
@@ -111,7 +115,8 @@ int hist_write(hist *h, const hist_rec *r);
  * @rc:        what the call returned
  * @lock:      acquire: the new lock (NULL on failure); extend/release: the
  *             lock the call was about
- * @out:       the call's outcome (may be NULL): gives oks and n_ok
+ * @out:       the call's outcome (may be NULL): gives oks and n_ok, and
+ *             an acquire's attempts
  *
  * The completion time is read here, then the lock's validity, so the
  * window written, [complete, complete + validity), never outlasts the

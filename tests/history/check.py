@@ -24,8 +24,13 @@ each lock, the window in which its holder was entitled to act, and reports:
              someone else's lock (flagged for review)
   key        (with --snapshot) a key seen on a master at the end that has
              no ttl, a ttl above any ttl used, or a token no successful
-             operation returned and an expiry beyond the ttl of the last
-             failed acquire: locks left behind by a failed acquire. A
+             operation returned and an expiry beyond the ttl of every
+             acquire that had a failed attempt: locks left behind by a
+             failed attempt. Tokens are fresh per attempt, and a failed
+             attempt's release can be lost with its connection (the master
+             keeps that key for its ttl), so such a key comes from a failed
+             acquire or from an earlier attempt of a granted one
+             ("attempts" > 1); either completed after its SET. A
              hand-off reservation ("\x01" + hand|channel|id, NOTES.md
              section 5) names a waiter, not a holder: it may be left for
              a waiter that is gone, and must lapse within its hand window
@@ -81,6 +86,7 @@ class Rec:
         self.fence = self._int("fence") or 0
         self.ttl = self._int("ttl") or 0
         self.oks = self._int("oks") or 0
+        self.attempts = self._int("attempts") or 1   # absent: one attempt
         self.late = bool(self._int("late"))
         self.master = self._int("master")
         self.lost = bool(self._int("lost"))
@@ -389,15 +395,17 @@ class Checker:
             return
         known = {}
         ttl = {}
-        failed = {}
+        failed = {}   # res -> the acquire with a failed attempt whose bound ends last
         for r in self.recs:
             if r.op in ("acquire", "extend") and r.res is not None:
                 ttl[r.res] = max(ttl.get(r.res, 0), r.ttl)
             if r.op in ("acquire", "extend") and r.rc == 0:
                 known.setdefault((r.res, r.token), r)
-            if r.op == "acquire" and r.rc != 0:
+            if r.op == "acquire" and (r.rc != 0 or r.attempts > 1):
+                # a failed attempt SET its key before the acquire
+                # completed: it lapses by complete + ttl
                 f = failed.get(r.res)
-                if f is None or r.complete > f.complete:
+                if f is None or r.complete + r.ttl * 1000 > f.complete + f.ttl * 1000:
                     failed[r.res] = r
         grace = self.opts.grace_ms * 1000
         for k in keys:
@@ -425,14 +433,14 @@ class Checker:
             f = failed.get(k.res)
             if f is None:
                 self.violation("key", where + ": no successful operation returned this token and "
-                               "no acquire of this resource failed", [k])
+                               "no attempt to acquire this resource failed", [k])
                 continue
             limit = f.complete + f.ttl * 1000 + grace
             if expiry > limit:
-                self.violation("key", where + ": left by a failed acquire, yet expires at %s, "
-                               "%.1f ms after the last failed acquire (%s, done %s) plus its ttl"
-                               % (self.t(expiry), (expiry - limit + grace) / 1000.0, f.where(),
-                                  self.t(f.complete)), [k, f])
+                self.violation("key", where + ": left by a failed acquire attempt, yet expires at "
+                               "%s, %.1f ms after the last acquire with one (%s, done %s) plus "
+                               "its ttl" % (self.t(expiry), (expiry - limit + grace) / 1000.0,
+                                            f.where(), self.t(f.complete)), [k, f])
 
     # ---- output --------------------------------------------------------------------
 
