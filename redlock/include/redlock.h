@@ -484,7 +484,9 @@ int redlock_client_new(const redlock_config *cfg, struct event_base *base,
  * Locks held are not released; they expire after their ttl. A release (or
  * extend) already started is written to each master whose socket takes it
  * at once, though its callback says ESHUTDOWN: release, then free, loses no
- * release. redlock_lock objects stay valid (free them).
+ * release. An acquire still in flight is undone the same way (the release
+ * of its attempt is written behind its SETs), and a waiting one leaves its
+ * queues. redlock_lock objects stay valid (free them).
  * Thread-safety: blocking clients: calls already waiting in other threads
  * return REDLOCK_ESHUTDOWN; starting a call during or after this one is
  * undefined (join those threads first).
