@@ -110,7 +110,7 @@ static struct bad_input bad_inputs[] = {
     {"bad $REDLOCK_MASTERS", {"ping", NULL}, "REDLOCK_MASTERS=127.0.0.1:x"},
     {"missing password file", {"ping", "--password-file", "/no/such/file", NULL}, NULL},
     {"password file is a directory", {"ping", "--password-file", "/", NULL}, NULL},
-    {"empty password file", {"ping", "--password-file", "/dev/null", NULL}, NULL},
+    {"password file is a character device", {"ping", "--password-file", "/dev/null", NULL}, NULL},
     {"password on the command line", {"ping", "--password", "s3cret", NULL}, NULL},
     {"password on the command line, =", {"ping", "--password=s3cret", NULL}, NULL},
     {"password as -a", {"ping", "-a", "s3cret", NULL}, NULL},
@@ -216,6 +216,25 @@ ParameterizedTest(int *index, usage, bad_input_exits_64)
     cli_free(&p);
 }
 
+
+/* Not in the table: an empty regular file needs a path made at run time. */
+Test(usage, an_empty_password_file_exits_64_and_says_so)
+{
+    char path[] = "/tmp/redlock-empty-pw-XXXXXX";
+    const char *args[] = {"ping", "--password-file", path, NULL};
+    struct cli_proc p;
+    int fd = mkstemp(path);
+
+    cr_assert(fd >= 0, "mkstemp: %s", strerror(errno));
+    close(fd);
+    cli_start(&p, args, NULL);
+    int status = cli_wait(&p);
+    unlink(path);
+    cr_assert(eq(int, status, 64), "exit %d, stderr: %s", status, p.err);
+    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_expect(strstr(p.err, "is empty") != NULL, "%s", p.err);
+    cli_free(&p);
+}
 
 Test(usage, a_set_holds_at_most_64_resources)
 {
