@@ -110,7 +110,7 @@ static struct bad_input bad_inputs[] = {
     {"bad $REDLOCK_MASTERS", {"ping", NULL}, "REDLOCK_MASTERS=127.0.0.1:x"},
     {"missing password file", {"ping", "--password-file", "/no/such/file", NULL}, NULL},
     {"password file is a directory", {"ping", "--password-file", "/", NULL}, NULL},
-    {"password file is a character device", {"ping", "--password-file", "/dev/null", NULL}, NULL},
+    {"password file is /dev/null", {"ping", "--password-file", "/dev/null", NULL}, NULL},
     {"password on the command line", {"ping", "--password", "s3cret", NULL}, NULL},
     {"password on the command line, =", {"ping", "--password=s3cret", NULL}, NULL},
     {"password as -a", {"ping", "-a", "s3cret", NULL}, NULL},
