@@ -73,7 +73,7 @@ void rl_acq_leave_queues(rl_acquire *a)
     char reserved[RL_WAITER_MAX + 1];
     snprintf(reserved, sizeof(reserved), "\1%s", a->waiter.member);
     rl_cmd cmd;
-    rl_cmd_release(&cmd, &op->k, reserved, true, a->waiter.member);
+    rl_cmd_release(&cmd, &op->k, reserved, true, &(rl_place){ a->waiter.member, 0, 0 });
     /* Also while the client is being freed: the shutdown writes it out. */
     rl_fanout *f = mask ? rl_fanout_new(c->nodes, &cmd) : NULL;
     for (uint32_t i = 0; f && i < c->n; i++)

@@ -125,7 +125,16 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * pending when an early failure was decided (their SET may land a
      * moment later); never from masters that timed out. A master that said
      * "held" wrote nothing: its release is only worth sending on the last
-     * attempt, where its answer tells a holder from a key of another type. */
+     * attempt, where its answer tells a holder from a key of another type.
+     *
+     * A key we free goes to the queue's head, as a release's does: left
+     * free, it would go to whichever attempt comes first, and with masters
+     * silent (every split vote then waits out the node timeout) two
+     * attempts that each took part of the masters keep blocking each other
+     * round after round. A waiter keeps its place on every master its
+     * attempt reached (a master that said OK dequeued it), so all masters
+     * agree on the head; the head is not woken by its own cleanup, which
+     * would only retry against the same holder: its poll finds the key. */
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
@@ -141,7 +150,8 @@ static void acq_attempt_failed(rl_acquire *a, int status)
             wait |= 1u << i;
     }
     rl_cmd cmd;
-    rl_cmd_release(&cmd, &op->k, a->token, false, NULL);   /* no hand-over: wakes nobody */
+    rl_place stay = { a->waiter.member, a->waiter.ticket, a->lease_ms };
+    rl_cmd_release(&cmd, &op->k, a->token, true, a->waiter.joined ? &stay : NULL);
     rl_fanout *f = send ? rl_fanout_new(c->nodes, &cmd) : NULL;
     if (send && !f)
         rl_log(&c->cfg, REDLOCK_LOG_WARN,

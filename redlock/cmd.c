@@ -82,7 +82,7 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 }
 
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
-                    const char *leave)
+                    const rl_place *place)
 {
     script(c, RL_SCRIPT_RELEASE, 3 * k->locks.n);
     arg_keys(c, &k->locks);
@@ -90,7 +90,14 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_ov
     arg_keys(c, &k->leases);
     arg_str(c, match);
     arg(c, hand_over ? "1" : "0", 1);
-    arg_str(c, leave ? leave : "");
+    arg_str(c, place ? place->waiter : "");
+    if (place && place->ticket) {
+        arg_num(c, place->ticket);
+        arg_num(c, place->lease_ms);
+    } else {
+        arg(c, "", 0);
+        arg(c, "0", 1);
+    }
 }
 
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked)

@@ -49,11 +49,20 @@ typedef struct rl_acquire_args {
 /* SET key token NX PX ttl: one lock, no fence, no queue, no marker. */
 void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
-/* Remove @match from the locks: a release (@hand_over: the next waiter gets
- * each key), a failed attempt's cleanup (no hand-over), or a waiter giving
- * up (@match its reservation, @leave its queue entry). */
+/* A waiter's place in the queues, as a release changes it: @waiter leaves
+ * them (@ticket 0), or keeps its place (its @ticket and @lease_ms). */
+typedef struct rl_place {
+    const char *waiter;
+    uint64_t ticket;
+    uint32_t lease_ms;
+} rl_place;
+
+/* Remove @match from the locks and hand each key to its next waiter (or,
+ * without @hand_over, delete it): a release, a failed attempt's cleanup
+ * (its waiter, if any, keeps its place), or a waiter giving up (@match its
+ * reservation; it leaves). @place may be NULL. */
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
-                    const char *leave);
+                    const rl_place *place);
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);

@@ -40,11 +40,14 @@
 
 /* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop
  * waiters whose lease ended, reserve K for the head for as long as its
- * reservation may wait, and tell it on its client's channel. Without a
- * queue (the common case) it is a DEL: the queue's existence is checked
- * first so that an uncontended release costs the master three calls. */
+ * reservation may wait, and tell it on its client's channel, unless the
+ * head is `self` (a failed attempt's cleanup handing its key back to its
+ * own waiter: that waiter finds it at its next poll, and a wake-up would
+ * only have it retry at once against the same holder). Without a queue (the
+ * common case) it is a DEL: the queue's existence is checked first so that
+ * an uncontended release costs the master three calls. */
 #define HAND_OVER                                                              \
-    "local function hand_over(i, n, by)\n"                                     \
+    "local function hand_over(i, n, by, self)\n"                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
     "  if redis.call('exists', q) == 0 then redis.call('del', KEYS[i]) return end\n" \
     "  " NOW_MS                                                               \
@@ -55,7 +58,17 @@
     "  if not head then redis.call('del', KEYS[i]) return end\n"               \
     "  local hand, chan = string.match(head, '^(%d+)|([^|]*)|')\n"             \
     "  redis.call('set', KEYS[i], '\\1' .. head, 'PX', tonumber(hand) or 1000)\n" \
-    "  redis.call('publish', chan, head .. '|' .. by)\n"                       \
+    "  if head ~= self then redis.call('publish', chan, head .. '|' .. by) end\n" \
+    "end\n"
+
+/* Waiter w takes its place (its ticket; kept if it has one) in queue q and
+ * its lease in l is renewed; both sets outlive the lease. */
+#define JOIN                                                                   \
+    "local function join(q, l, w, ticket, lease)\n"                            \
+    "  " NOW_MS                                                               \
+    "  redis.call('zadd', q, 'NX', ticket, w)\n"                               \
+    "  redis.call('zadd', l, now + lease, w)\n"                                \
+    "  redis.call('pexpire', q, 2 * lease) redis.call('pexpire', l, 2 * lease)\n" \
     "end\n"
 
 /* The marker at KEYS[mk] hears of a ttl `want` in use: the fleet's longest
@@ -86,22 +99,28 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     /* Release. KEYS: n locks, their n queues, their n lease sets.
      * ARGV[1] the value to remove (a token; for a waiter that gives up, its
      * reservation "\1" .. waiter), ARGV[2] '1' to hand each key to its next
-     * waiter (a release), '0' to just delete (a failed attempt's own
-     * cleanup: it wakes nobody), ARGV[3] a waiter to take out of the queues
-     * (or ''). Returns -1 if any key holds another value (we had lost it),
-     * 1 if we removed something, 0 if everything was already gone. */
+     * waiter, '0' to just delete, ARGV[3] a waiter (or ''): with ARGV[4] ''
+     * it leaves the queues (it gives up); with ARGV[4] its ticket and
+     * ARGV[5] its lease it keeps its place there (the cleanup of its failed
+     * attempt, which may have been granted, and so dequeued, here). Returns
+     * -1 if any key holds another value (we had lost it), 1 if we removed
+     * something, 0 if everything was already gone. */
     [RL_SCRIPT_RELEASE] =
         HAND_OVER
+        JOIN
         "local n = #KEYS / 3\n"
         "local mine, other = 0, 0\n"
+        "local stays = ARGV[3] ~= '' and ARGV[4] ~= ''\n"
         "for i = 1, n do\n"
-        "  if ARGV[3] ~= '' then\n"
+        "  if stays then\n"
+        "    join(KEYS[n + i], KEYS[2 * n + i], ARGV[3], ARGV[4], tonumber(ARGV[5]))\n"
+        "  elseif ARGV[3] ~= '' then\n"
         "    redis.call('zrem', KEYS[n + i], ARGV[3]) redis.call('zrem', KEYS[2 * n + i], ARGV[3])\n"
         "  end\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
         "    mine = mine + 1\n"
-        "    if ARGV[2] == '1' then hand_over(i, n, ARGV[1]) else redis.call('del', KEYS[i]) end\n"
+        "    if ARGV[2] == '1' then hand_over(i, n, ARGV[1], stays and ARGV[3]) else redis.call('del', KEYS[i]) end\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"
@@ -147,6 +166,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * once instead of "held". */
     [RL_SCRIPT_ACQUIRE] =
         HEARD
+        JOIN
         "local n = tonumber(ARGV[3])\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
         "local queued = string.find(ARGV[4], 'q', 1, true)\n"
@@ -176,13 +196,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    local v = redis.call('get', KEYS[i])\n"
         "    if v and not (queued and v == mine) then\n"
         "      if queued then\n"
-        "        " NOW_MS
-        "        local lease = tonumber(ARGV[7])\n"
         "        for j = 0, n - 1 do\n"
-        "          redis.call('zadd', KEYS[qk + j], 'NX', ARGV[6], ARGV[5])\n"
-        "          redis.call('zadd', KEYS[qk + n + j], now + lease, ARGV[5])\n"
-        "          redis.call('pexpire', KEYS[qk + j], 2 * lease)\n"
-        "          redis.call('pexpire', KEYS[qk + n + j], 2 * lease)\n"
+        "          join(KEYS[qk + j], KEYS[qk + n + j], ARGV[5], ARGV[6], tonumber(ARGV[7]))\n"
         "        end\n"
         "      end\n"
         "      return {0, 0, maxttl}\n"

@@ -5,7 +5,10 @@
  * tests check what a user relies on: woken at once by the release, served
  * in the order waiters started, a deadline honoured, a cancel that leaves
  * nothing behind, a dead waiter that stalls the next one only for a bounded
- * time, and wake-ups that nobody can forge and cleanups that wake nobody.
+ * time, wake-ups that nobody can forge, cleanups that wake nobody when
+ * nobody waits, and a head that stays the head on every master (a waiter
+ * keeps its place where its failed attempt got an OK; a key a failed
+ * attempt frees goes to the head).
  * Time is the subject of some of them (a deadline, a bound): those compare
  * elapsed times with the figures the library promises, with the slack a
  * loaded machine needs, and say so.
@@ -402,8 +405,9 @@ Test(wait, a_forged_or_stray_message_costs_nothing)
 
 Test(wait, a_failed_attempts_cleanup_wakes_nobody)
 {
-    /* Another client's attempt gets OK on two masters and fails: its
-     * cleanup deletes its own keys there and publishes nothing. */
+    /* Another client's attempt gets OK on two masters and fails, with
+     * nobody waiting: its cleanup deletes its own keys there and publishes
+     * nothing. */
     char res[128];
     tc_resource(res, sizeof(res), "quiet-cleanup");
     for (int m = 0; m < 3; m++)
@@ -423,4 +427,119 @@ Test(wait, a_failed_attempts_cleanup_wakes_nobody)
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 3), "the cleanup left a key");
     core_del_all(res, strlen(res));
     redlock_client_free(c);
+}
+
+/* ---- the head stays the head on every master ----------------------------------- */
+
+struct seen {
+    int status;                   /* 1 until the callback ran */
+    unsigned attempts;
+    redlock_lock *lock;
+};
+
+static void on_seen(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                    const redlock_error *err, void *arg)
+{
+    (void)c; (void)err;
+    struct seen *s = arg;
+    s->status = status;
+    s->attempts = out->attempts;
+    s->lock = lock;
+}
+
+Test(wait, a_waiter_granted_on_some_masters_keeps_its_place_on_them)
+{
+    /* Masters 3 and 4 are someone else's, so a grant needs 0, 1 and 2.
+     * Waiters W1 then W2 queue everywhere; master 0 frees up and W1's next
+     * poll gets an OK there but fails. W1 must still be the head on master
+     * 0: else the holder's release hands 0 to W2 and 1, 2 to W1, wakes
+     * both, and neither can win. */
+    char res[128];
+    tc_resource(res, sizeof(res), "split-head");
+    size_t rlen = strlen(res);
+    for (int m = 3; m < 5; m++)
+        core_plant(m, res, rlen, "someone-else", TTL_MS);
+    redlock_client *holder = client(0, 200);
+    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    struct event_base *base = event_base_new();
+    redlock_client *c = core_client_async(NULL, base);
+    redlock_resource r = { res, rlen };
+    redlock_cancel *cc;
+    cr_assert(eq(int, redlock_cancel_new(&cc), 0));
+    struct seen w1 = { 1, 0, NULL }, w2 = { 1, 0, NULL };
+    redlock_acquire_opts o1 = opts(20000, 1000), o2 = opts(20000, 10000);
+    o2.cancel = cc;
+    redlock_error e;
+    cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o1, on_seen, &w1, &e), 0), "%s", e.msg);
+    cr_assert(CORE_RUN_UNTIL(base, queued_everywhere(res, 1), 5000), "W1 never queued");
+    cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o2, on_seen, &w2, &e), 0), "%s", e.msg);
+    cr_assert(CORE_RUN_UNTIL(base, queued_everywhere(res, 2), 5000), "W2 never queued");
+    freeReplyObject(tc_cmd(0, "DEL %b", res, rlen));
+    /* W1's next poll (W2's is 10 s away) on master 0: its acquire script
+     * reads the key, and so does its cleanup's release script; then W1 is
+     * idle again. Nothing else reads it meanwhile. */
+    long long before = core_info_num(0, "commandstats", "cmdstat_get");
+    cr_assert(CORE_RUN_UNTIL(base, core_info_num(0, "commandstats", "cmdstat_get") >= before + 2,
+                             5000), "W1 never polled");
+    /* The holder's key is back on master 0, so its release hands 0 over too. */
+    core_plant(0, res, rlen, redlock_lock_token(l), TTL_MS);
+    redlock_release(holder, l, NULL, NULL);
+    redlock_lock_free(l);
+    cr_assert(CORE_RUN_UNTIL(base, w1.status != 1, 10000), "W1 never got the lock");
+    cr_expect(eq(int, w1.status, 0), "W1: %s", redlock_err_name(w1.status));
+    redlock_cancel_fire(cc);
+    cr_assert(CORE_RUN_UNTIL(base, w2.status != 1, 5000), "W2 never ended");
+    cr_expect(eq(int, w2.status, REDLOCK_ECANCELED), "W2: %s", redlock_err_name(w2.status));
+    cr_expect(eq(u32, w2.attempts, 1), "the release woke W2, which was not the head: %u attempts",
+              w2.attempts);
+    if (w1.lock)
+        redlock_release_async(c, w1.lock, core_free_lock_cb, NULL, NULL);
+    CORE_RUN_UNTIL(base, tc_key_count(res, rlen) == 2, 2000);
+    core_del_all(res, rlen);
+    redlock_cancel_free(cc);
+    redlock_client_free(holder);
+    redlock_client_free(c);
+    event_base_free(base);
+}
+
+Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
+{
+    /* Left free, the key would go to whichever attempt comes first: with
+     * masters silent, two attempts that each took part of the masters then
+     * block each other for a node timeout, round after round. Here another
+     * client's one-shot attempt takes masters 0 and 1 and fails: its
+     * cleanup reserves them for the waiter at the head. */
+    char res[128];
+    tc_resource(res, sizeof(res), "freed-to-head");
+    size_t rlen = strlen(res);
+    for (int m = 0; m < tc_n(); m++)
+        core_plant(m, res, rlen, "someone-else", TTL_MS);
+    redlock_cancel *cc;
+    cr_assert(eq(int, redlock_cancel_new(&cc), 0));
+    waiter w = { client(1, 5000), res, opts(20000, 5000), -100, 0, NULL };
+    w.o.cancel = cc;
+    pthread_t t;
+    pthread_create(&t, NULL, wait_for_it, &w);
+    cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
+    for (int m = 0; m < 2; m++)
+        freeReplyObject(tc_cmd(m, "DEL %b", res, rlen));
+    redlock_client *c = client(0, 200);
+    redlock_lock *l = NULL;
+    redlock_resource r = { res, rlen };
+    redlock_acquire_opts o = opts(0, 200);
+    cr_assert(eq(int, redlock_acquire_with(c, &r, 1, &o, &l, NULL, NULL), REDLOCK_ECONFLICT));
+    for (int m = 0; m < 2; m++) {
+        redisReply *v = NULL;
+        bool reserved = TC_AWAIT((freeReplyObject(v), v = tc_cmd(m, "GET %b", res, rlen),
+                                  v && v->type == REDIS_REPLY_STRING && v->str[0] == '\1'), 3000);
+        freeReplyObject(v);
+        cr_expect(reserved, "master %d: the freed key went to nobody", m);
+    }
+    redlock_cancel_fire(cc);
+    pthread_join(t, NULL);
+    cr_expect(eq(int, w.rc, REDLOCK_ECANCELED), "%s", redlock_err_name(w.rc));
+    redlock_cancel_free(cc);
+    core_del_all(res, rlen);
+    redlock_client_free(c);
+    redlock_client_free(w.c);
 }
