@@ -133,8 +133,8 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * attempts that each took part of the masters keep blocking each other
      * round after round. A waiter keeps its place on every master its
      * attempt reached (a master that said OK dequeued it), so all masters
-     * agree on the head; the head is not woken by its own cleanup, which
-     * would only retry against the same holder: its poll finds the key. */
+     * agree on the head. The hand-over is quiet: no cleanup wakes anyone
+     * (the head's poll finds its reservation, which outlives a poll). */
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
@@ -151,7 +151,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
     }
     rl_cmd cmd;
     rl_place stay = { a->waiter.member, a->waiter.ticket, a->lease_ms };
-    rl_cmd_release(&cmd, &op->k, a->token, true, a->waiter.joined ? &stay : NULL);
+    rl_cmd_release(&cmd, &op->k, a->token, false, a->waiter.joined ? &stay : NULL);
     rl_fanout *f = send ? rl_fanout_new(c->nodes, &cmd) : NULL;
     if (send && !f)
         rl_log(&c->cfg, REDLOCK_LOG_WARN,

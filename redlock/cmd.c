@@ -81,7 +81,7 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
     arg_num(c, a->window_ms);
 }
 
-void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
+void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
                     const rl_place *place)
 {
     script(c, RL_SCRIPT_RELEASE, 3 * k->locks.n);
@@ -89,7 +89,7 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_ov
     arg_keys(c, &k->queues);
     arg_keys(c, &k->leases);
     arg_str(c, match);
-    arg(c, hand_over ? "1" : "0", 1);
+    arg(c, wake ? "1" : "0", 1);
     arg_str(c, place ? place->waiter : "");
     if (place && place->ticket) {
         arg_num(c, place->ticket);

@@ -57,11 +57,12 @@ typedef struct rl_place {
     uint32_t lease_ms;
 } rl_place;
 
-/* Remove @match from the locks and hand each key to its next waiter (or,
- * without @hand_over, delete it): a release, a failed attempt's cleanup
- * (its waiter, if any, keeps its place), or a waiter giving up (@match its
- * reservation; it leaves). @place may be NULL. */
-void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool hand_over,
+/* Remove @match from the locks and hand each key to its next waiter (a
+ * DEL where nobody waits), waking it if @wake: a release and a waiter giving
+ * up (@match its reservation; @place leaves) wake; a failed attempt's
+ * cleanup (its waiter, if any, keeps its @place) never does. @place may be
+ * NULL. */
+void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
                     const rl_place *place);
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);

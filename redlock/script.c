@@ -40,14 +40,15 @@
 
 /* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop
  * waiters whose lease ended, reserve K for the head for as long as its
- * reservation may wait, and tell it on its client's channel, unless the
- * head is `self` (a failed attempt's cleanup handing its key back to its
- * own waiter: that waiter finds it at its next poll, and a wake-up would
- * only have it retry at once against the same holder). Without a queue (the
- * common case) it is a DEL: the queue's existence is checked first so that
- * an uncontended release costs the master three calls. */
+ * reservation may wait, and, if `wake`, tell it on its client's channel. A
+ * failed attempt's cleanup hands over quietly: the head finds the
+ * reservation at its next poll, well within the reservation's life, and no
+ * cleanup ever wakes anyone (waking at every failed attempt is the herd
+ * this queue exists to avoid). Without a queue (the common case) it is a
+ * DEL: the queue's existence is checked first so that an uncontended
+ * release costs the master three calls. */
 #define HAND_OVER                                                              \
-    "local function hand_over(i, n, by, self)\n"                               \
+    "local function hand_over(i, n, by, wake)\n"                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
     "  if redis.call('exists', q) == 0 then redis.call('del', KEYS[i]) return end\n" \
     "  " NOW_MS                                                               \
@@ -58,7 +59,7 @@
     "  if not head then redis.call('del', KEYS[i]) return end\n"               \
     "  local hand, chan = string.match(head, '^(%d+)|([^|]*)|')\n"             \
     "  redis.call('set', KEYS[i], '\\1' .. head, 'PX', tonumber(hand) or 1000)\n" \
-    "  if head ~= self then redis.call('publish', chan, head .. '|' .. by) end\n" \
+    "  if wake then redis.call('publish', chan, head .. '|' .. by) end\n"     \
     "end\n"
 
 /* Waiter w takes its place (its ticket; kept if it has one) in queue q and
@@ -99,7 +100,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     /* Release. KEYS: n locks, their n queues, their n lease sets.
      * ARGV[1] the value to remove (a token; for a waiter that gives up, its
      * reservation "\1" .. waiter), ARGV[2] '1' to hand each key to its next
-     * waiter, '0' to just delete, ARGV[3] a waiter (or ''): with ARGV[4] ''
+     * waiter and wake it, '0' to hand over quietly (a failed attempt's
+     * cleanup), ARGV[3] a waiter (or ''): with ARGV[4] ''
      * it leaves the queues (it gives up); with ARGV[4] its ticket and
      * ARGV[5] its lease it keeps its place there (the cleanup of its failed
      * attempt, which may have been granted, and so dequeued, here). Returns
@@ -120,7 +122,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
         "    mine = mine + 1\n"
-        "    if ARGV[2] == '1' then hand_over(i, n, ARGV[1], stays and ARGV[3]) else redis.call('del', KEYS[i]) end\n"
+        "    hand_over(i, n, ARGV[1], ARGV[2] == '1')\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"

@@ -508,7 +508,8 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
      * masters silent, two attempts that each took part of the masters then
      * block each other for a node timeout, round after round. Here another
      * client's one-shot attempt takes masters 0 and 1 and fails: its
-     * cleanup reserves them for the waiter at the head. */
+     * cleanup reserves them for the waiter at the head, quietly (no cleanup
+     * wakes anyone: the head's poll finds its reservation). */
     char res[128];
     tc_resource(res, sizeof(res), "freed-to-head");
     size_t rlen = strlen(res);
@@ -527,6 +528,7 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
     redlock_lock *l = NULL;
     redlock_resource r = { res, rlen };
     redlock_acquire_opts o = opts(0, 200);
+    long long published[2] = { publishes(0), publishes(1) };
     cr_assert(eq(int, redlock_acquire_with(c, &r, 1, &o, &l, NULL, NULL), REDLOCK_ECONFLICT));
     for (int m = 0; m < 2; m++) {
         redisReply *v = NULL;
@@ -534,6 +536,7 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
                                   v && v->type == REDIS_REPLY_STRING && v->str[0] == '\1'), 3000);
         freeReplyObject(v);
         cr_expect(reserved, "master %d: the freed key went to nobody", m);
+        cr_expect(eq(i64, publishes(m), published[m]), "master %d: the cleanup woke the head", m);
     }
     redlock_cancel_fire(cc);
     pthread_join(t, NULL);
