@@ -75,9 +75,5 @@ void rl_acq_leave_queues(rl_acquire *a)
     rl_cmd cmd;
     rl_cmd_release(&cmd, &op->k, reserved, true, &(rl_place){ a->waiter.member, 0, 0 });
     /* Also while the client is being freed: the shutdown writes it out. */
-    rl_fanout *f = mask ? rl_fanout_new(c->nodes, &cmd) : NULL;
-    for (uint32_t i = 0; f && i < c->n; i++)
-        if (mask & (1u << i))
-            rl_fanout_send(f, i, true);
-    rl_fanout_detach(f);
+    rl_fanout_fire(c->nodes, c->n, &cmd, mask);
 }

@@ -149,15 +149,12 @@ void redlock_cancel_fire(redlock_cancel *cc)
          * I/O thread, under this lock) has not ended and the client cannot
          * be freed under us. An async client runs the cancel right here, on
          * its own thread, and that takes the lock: post after letting go. */
-        bool posted = false, refused = false;
-        if (c && c->blk) {
-            posted = true;
-            refused = !rl_loop_post(c, cancel_on_loop, cc);
-        }
+        bool blocking = c && c->blk;
+        bool refused = blocking && !rl_loop_post(c, cancel_on_loop, cc);
         pthread_mutex_unlock(&cc->mu);
         if (!c)
             break;
-        if (!posted)
+        if (!blocking)
             rl_loop_post(c, cancel_on_loop, cc);
         else if (refused)
             rl_cancel_unref(cc);   /* the client is going: its shutdown ends the op */

@@ -127,6 +127,15 @@ void rl_fanout_detach(rl_fanout *f)
     fanout_unref(f);
 }
 
+void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask)
+{
+    rl_fanout *f = mask ? rl_fanout_new(nodes, cmd) : NULL;
+    for (uint32_t i = 0; f && i < n; i++)
+        if (mask & (1u << i))
+            rl_fanout_send(f, i, true);
+    rl_fanout_detach(f);
+}
+
 static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *why)
 {
     rl_slot *s = arg;

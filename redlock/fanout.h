@@ -23,5 +23,8 @@ int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority);
 rl_monotime rl_fanout_sent_us(const rl_fanout *f, uint32_t idx);
 /* The owner lets go: later replies are dropped, memory goes with the last. */
 void rl_fanout_detach(rl_fanout *f);
+/* @cmd to the masters in @mask (of @n), nobody reading the replies: sent and
+ * forgotten (a waiter's leave, a window's raise). Nothing is sent on OOM. */
+void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask);
 
 #endif

@@ -39,11 +39,7 @@ static void raise_on(redlock_client *c, uint32_t mask, uint32_t window_ms)
 {
     rl_cmd cmd;
     rl_cmd_raise(&cmd, window_ms);
-    rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-    for (uint32_t i = 0; f && i < c->n; i++)
-        if (mask & (1u << i))
-            rl_fanout_send(f, i, true);
-    rl_fanout_detach(f);
+    rl_fanout_fire(c->nodes, c->n, &cmd, mask);
 }
 
 void rl_memory_learned(redlock_client *c, uint32_t maxttl_ms)

@@ -406,13 +406,9 @@ void rl_ops_shutdown(redlock_client *c)
         }
     }
     for (;;) {
-        for (rl_op *op = c->ops; op; op = op->next) {
-            if (!op->done) {
-                rl_seterr(&op->err, REDLOCK_ESHUTDOWN, -1,
-                          "client freed while the operation was in flight");
-                rl_op_finish(op, REDLOCK_ESHUTDOWN);
-            }
-        }
+        for (rl_op *op = c->ops; op; op = op->next)
+            if (!op->done)
+                rl_op_finish(op, REDLOCK_ESHUTDOWN);   /* its message: the pass above */
         rl_op *op = done_pop(c);
         if (!op)
             break;
