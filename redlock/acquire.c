@@ -134,7 +134,11 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * round after round. A waiter keeps its place on every master its
      * attempt reached (a master that said OK dequeued it), so all masters
      * agree on the head. The hand-over is quiet: no cleanup wakes anyone
-     * (the head's poll finds its reservation, which outlives a poll). */
+     * (the head's poll finds its reservation, which outlives a poll). On
+     * the last attempt the waiter leaves the queues in the same script,
+     * first: a key it frees then goes to the next waiter, or is deleted,
+     * and is never handed back to a waiter that is about to give up (which
+     * would leave a reservation behind the acquire's return). */
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
@@ -150,7 +154,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
             wait |= 1u << i;
     }
     rl_cmd cmd;
-    rl_place stay = { a->waiter.member, a->waiter.ticket, a->lease_ms };
+    rl_place stay = { a->waiter.member, last ? 0 : a->waiter.ticket, a->lease_ms };
     rl_cmd_release(&cmd, &op->k, a->token, false, a->waiter.joined ? &stay : NULL);
     rl_fanout *f = send ? rl_fanout_new(c->nodes, &cmd) : NULL;
     if (send && !f)
