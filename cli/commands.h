@@ -14,5 +14,6 @@ int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c);   /* unlock, 
 int cli_cmd_status(const struct cli_opts *o, redlock_client *c);     /* inspect.c */
 int cli_cmd_ping(const struct cli_opts *o, redlock_client *c);
 int cli_cmd_declare_empty(const struct cli_opts *o, redlock_client *c); /* cmd-declare.c */
+int cli_cmd_readmit(const struct cli_opts *o, redlock_client *c);
 
 #endif

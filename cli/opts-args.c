@@ -24,6 +24,7 @@ static const struct {
     {"status", CLI_CMD_STATUS, 1},                      /* RESOURCE */
     {"ping", CLI_CMD_PING, 0},
     {"declare-empty", CLI_CMD_DECLARE_EMPTY, 0},
+    {"readmit", CLI_CMD_READMIT, 0},
 };
 
 #define N_CMDS (sizeof(cmd_defs) / sizeof(cmd_defs[0]))
@@ -146,7 +147,7 @@ static int assign_positionals(struct cli_opts *o, const struct cli_positionals *
     };
     int n_res = ps->n;
 
-    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_DECLARE_EMPTY)
+    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_DECLARE_EMPTY || o->cmd == CLI_CMD_READMIT)
         return 0;
     if (o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND) {
         if (ps->n < 2) {

@@ -133,7 +133,8 @@ static const struct opt_def opt_defs[] = {
     {"verbose", 'v', OPT_COUNT, CMDS_ALL, F(verbose), 0, 0, NULL, NULL},
     {"help", 'h', OPT_HELP, CMDS_ALL, 0, 0, 0, NULL, NULL},
     {"version", 'V', OPT_VERSION, CMDS_ALL, 0, 0, 0, NULL, NULL},
-    MS32("ttl", CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN), ttl_ms,
+    MS32("ttl", CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN) |
+                    CMD_BIT(CLI_CMD_READMIT), ttl_ms,
          1, REDLOCK_TTL_MAX_MS),
     CUSTOM("wait", 0, CMDS_LOCK_RUN, set_wait),
     MS32("kill-after", CMD_BIT(CLI_CMD_RUN), kill_after_ms, 0, 3600000),

@@ -24,6 +24,7 @@ enum cli_cmd {
     CLI_CMD_STATUS,
     CLI_CMD_PING,
     CLI_CMD_DECLARE_EMPTY,
+    CLI_CMD_READMIT,
 };
 
 #define CLI_DEFAULT_TTL_MS 30000u

@@ -48,7 +48,7 @@ static void help(void)
 "  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
 "  run: CMD's status; 124 lock lost or --max-* reached (CMD got SIG, then\n"
 "       SIGKILL after --kill-after or at the lease's end); 126/127 CMD not run\n"
-"  declare-empty   new masters vote at once (never one that crashed: see man)\n",
+"  declare-empty   empty new masters vote at once; readmit: every one (see man)\n",
           stdout);
 }
 
@@ -162,6 +162,9 @@ int main(int argc, char **argv)
         break;
     case CLI_CMD_DECLARE_EMPTY:
         code = cli_cmd_declare_empty(&o, c);
+        break;
+    case CLI_CMD_READMIT:
+        code = cli_cmd_readmit(&o, c);
         break;
     default:
         code = CLI_EXIT_SOFTWARE;

@@ -23,7 +23,7 @@ static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotim
     char w[REDLOCK_VOTE_DETAIL_LEN];
     /* Checked again on the OK itself: facts about a master (its clock, its
      * eviction policy) can change while the SET is in flight. */
-    if (rl_node_excluded(&op->c->nodes[idx], w, sizeof(w))) {
+    if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
         a->n_fail++;
         return;
@@ -35,20 +35,23 @@ static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotim
 }
 
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held, {-2, age, maxttl} this master's memory is too young to count. */
+ * held, {-2, age, maxttl} this master's memory is too young to count (age
+ * -1: reborn, its window not measured yet). */
 static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
 {
     rl_op *op = &a->op;
     redlock_vote *v = &op->out.votes[idx];
-    long long x[3] = { 0, 0, 0 };
-    bool ok = rl_reply_elements(r) == 3;
-    for (size_t i = 0; ok && i < 3; i++) {
+    long long x[4] = { 0, 0, 0, 0 };
+    size_t k = rl_reply_elements(r);
+    bool ok = k == 3 || k == 4;
+    for (size_t i = 0; ok && i < k; i++) {
         const rl_reply *e = rl_reply_element(r, i);
         ok = rl_reply_type(e) == RL_REPLY_INTEGER;
         if (ok)
             x[i] = rl_reply_integer(e);
     }
-    if (!ok || x[1] < 0 || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS) {
+    if (!ok || x[1] < (x[0] == -2 ? -1 : 0) || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS ||
+        x[3] < 0 || x[3] > REDLOCK_TTL_MAX_MS) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
                     sent);
         a->n_fail++;
@@ -62,12 +65,18 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         a->n_fail++;
     } else {
+        /* What the master says of itself; the last CHECK on it may know
+         * more (the cause, the window): the vote says what the node knows. */
+        rl_node *n = &c->nodes[idx];
+        rl_marker m = { .age_ms = x[1] < 0 ? 0 : x[1], .window_ms = (uint32_t)x[3],
+                        .maxttl_ms = (uint32_t)x[2],
+                        .state = x[1] < 0 ? RL_MEM_PENDING : RL_MEM_YOUNG,
+                        .cause = n->trust.mem_cause ? n->trust.mem_cause : RL_MEM_CAUSE_LOST };
+        rl_node_marker(n, &m);
         char d[REDLOCK_VOTE_DETAIL_LEN];
-        snprintf(d, sizeof(d),
-                 "memory marker %.1f s old, counts at %.1f s (lost its data? if new: declare it empty)",
-                 x[1] / 1000.0, x[2] / 1000.0);
+        if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
+            snprintf(d, sizeof(d), "memory not trusted yet");
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
-        rl_node_marker(&c->nodes[idx], x[1], (uint32_t)x[2], (uint32_t)x[2]);
         a->n_fail++;
     }
 }

@@ -25,6 +25,7 @@ typedef struct rl_req {
     size_t min_masters;           /* ready */
     uint32_t timeout_ms;
     size_t n_up;
+    bool readmit;                 /* declare: readmit (ttl_ms: the fleet bound) */
 } rl_req;
 
 static rl_req *REQ(rl_call *call)
@@ -105,7 +106,8 @@ static void on_declared(redlock_client *c, int status, uint32_t declared,
 
 static int start_declare(redlock_client *c, rl_call *call, redlock_error *e)
 {
-    return rl_declare_start(c, on_declared, REQ(call), e);
+    rl_req *req = REQ(call);
+    return rl_declare_start(c, req->readmit, req->ttl_ms, on_declared, req, e);
 }
 
 static int start_ready(redlock_client *c, rl_call *call, redlock_error *e)
@@ -256,7 +258,26 @@ int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error
         return rc;
     rl_req req = { .call.start = start_declare, .call.err = reterr };
     rc = rl_loop_submit(c, &req.call);
-    if (ret_declared && (rc == 0 || rc == REDLOCK_ENOQUORUM))
+    if (ret_declared && (rc == 0 || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EINVAL))
         *ret_declared = req.n_up;
+    return rc;
+}
+
+int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitted,
+                    redlock_error *reterr)
+{
+    int rc = check_blocking(c, reterr);
+    if (rc)
+        return rc;
+    if (max_ttl_ms > REDLOCK_TTL_MAX_MS) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "readmit: max_ttl_ms %u > %u", max_ttl_ms,
+                  (unsigned)REDLOCK_TTL_MAX_MS);
+        return REDLOCK_EINVAL;
+    }
+    rl_req req = { .call.start = start_declare, .call.err = reterr, .readmit = true,
+                   .ttl_ms = max_ttl_ms };
+    rc = rl_loop_submit(c, &req.call);
+    if (ret_readmitted && (rc == 0 || rc == REDLOCK_ENOQUORUM))
+        *ret_readmitted = req.n_up;
     return rc;
 }

@@ -87,10 +87,9 @@ static void client_on_probe(evutil_socket_t fd, short what, void *arg)
         rl_probe_node(&c->nodes[i], c->cfg.clock_policy != REDLOCK_CLOCK_OFF);
 }
 
-static void client_on_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
-                             void *arg)
+static void client_on_marker(rl_node *n, const rl_marker *m, void *arg)
 {
-    rl_memory_marker(arg, n->idx, age_ms, window_ms, maxttl_ms);
+    rl_memory_marker(arg, n->idx, m);
 }
 
 static void client_on_node_state(rl_node *n, void *arg)
@@ -114,6 +113,7 @@ static void client_shutdown(redlock_client *c)
     rl_watchdog_stop_all(c);
     rl_ops_shutdown(c);
     rl_ready_close(c);
+    rl_memory_free(c);
     for (uint32_t i = 0; i < c->n; i++)
         rl_node_flush(&c->nodes[i]);
 }

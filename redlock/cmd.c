@@ -60,7 +60,7 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 {
     uint32_t n = k->locks.n;
     script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n : 0) + (a->queued ? 2 * n : 0) +
-                                     (a->marked ? 1 : 0));
+                                     (a->marked ? 2 : 0));
     arg_keys(c, &k->locks);
     if (a->fenced)
         arg_keys(c, &k->fences);
@@ -68,8 +68,10 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
         arg_keys(c, &k->queues);
         arg_keys(c, &k->leases);
     }
-    if (a->marked)
+    if (a->marked) {
         arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+        arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    }
     static const char *const flags[8] = { "", "f", "q", "fq", "m", "fm", "qm", "fqm" };
     arg_str(c, a->token);
     arg_num(c, a->ttl_ms);
@@ -84,10 +86,11 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
                     const rl_place *place)
 {
-    script(c, RL_SCRIPT_RELEASE, 3 * k->locks.n);
+    script(c, RL_SCRIPT_RELEASE, 3 * k->locks.n + 1);
     arg_keys(c, &k->locks);
     arg_keys(c, &k->queues);
     arg_keys(c, &k->leases);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);   /* a key deleted leaves the index */
     arg_str(c, match);
     arg(c, wake ? "1" : "0", 1);
     arg_str(c, place ? place->waiter : "");
@@ -103,10 +106,12 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked)
 {
     /* @marked: the memory marker hears of the new ttl (the memory guard). */
-    script(c, RL_SCRIPT_EXTEND, k->locks.n + (marked ? 1 : 0));
+    script(c, RL_SCRIPT_EXTEND, k->locks.n + (marked ? 2 : 0));
     arg_keys(c, &k->locks);
-    if (marked)
+    if (marked) {
         arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+        arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    }
     arg_str(c, token);
     arg_num(c, ttl_ms);
     arg(c, marked ? "1" : "0", 1);
@@ -142,4 +147,38 @@ void rl_cmd_raise(rl_cmd *c, uint32_t window_ms)
 {
     rl_cmd_marker(c, RL_SCRIPT_RAISE);
     arg_num(c, window_ms);
+}
+
+void rl_cmd_leases(rl_cmd *c)
+{
+    script(c, RL_SCRIPT_LEASES, 2);
+    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+}
+
+void rl_cmd_settle(rl_cmd *c, const char *run_id, uint32_t window_ms, bool tight)
+{
+    rl_cmd_marker(c, RL_SCRIPT_SETTLE);
+    arg_str(c, run_id);
+    arg_num(c, window_ms);
+    arg(c, tight ? "1" : "0", 1);
+}
+
+void rl_cmd_vouch(rl_cmd *c, const char *run_id, bool durable)
+{
+    rl_cmd_marker(c, RL_SCRIPT_VOUCH);
+    arg_str(c, run_id);
+    arg(c, durable ? "1" : "0", 1);
+}
+
+void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms)
+{
+    script(c, RL_SCRIPT_DECLARE, 2);
+    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg(c, readmit ? "readmit" : "empty", readmit ? 7 : 5);
+    if (max_ttl_ms)
+        arg_num(c, max_ttl_ms);
+    else
+        arg(c, "", 0);
 }

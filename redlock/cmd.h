@@ -68,7 +68,15 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);
-void rl_cmd_marker(rl_cmd *c, int script);   /* RL_SCRIPT_MARKER or _DECLARE */
+void rl_cmd_marker(rl_cmd *c, int script);   /* a script of the marker alone */
+/* declare-empty, or (@readmit) readmit with the fleet bound @max_ttl_ms (0: kept). */
+void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms);
 void rl_cmd_raise(rl_cmd *c, uint32_t window_ms);
+/* The memory guard's fleet-wide steps (settle.c, node.c): how long may the
+ * leases a master granted still live; a pending master's window; the
+ * marker's process keeps every write (@durable) or not. */
+void rl_cmd_leases(rl_cmd *c);
+void rl_cmd_settle(rl_cmd *c, const char *run_id, uint32_t window_ms, bool tight);
+void rl_cmd_vouch(rl_cmd *c, const char *run_id, bool durable);
 
 #endif

@@ -1,19 +1,29 @@
-/* declare.c - an operator declares new masters empty (redlock_declare_empty).
+/* declare.c - an operator's word on masters: declare-empty and readmit.
  *
- * A master without a memory marker votes for nobody until the longest ttl
- * in use has passed (script.c): it may have forgotten a lock. A master that
- * is new on purpose has nothing to forget; this gives each master that has
- * no marker one that counts at once, and leaves every existing marker
- * alone, so a master that lost its data on its own keeps its wait. Safety
- * rests on the operator's word here, as it does for any new deployment.
+ * A master that lost its data, or restarted with data that may lack grants,
+ * votes for nobody until the leases it may have granted have ended
+ * (script.c, memory.c). A master that is new on purpose has nothing to
+ * forget: declare-empty makes its marker count at once, but only where the
+ * master holds no key at all (a master that reloaded data is not new, and
+ * is refused, named in the error), and leaves a marker that counts alone.
+ * readmit is for an operator who checked the fleet (no lock is live that
+ * such a master may have granted): every master counts at once, keys or
+ * not, and the fleet's bound for unmeasured windows may be reset. Safety
+ * rests on the operator's word there, as it does for any new deployment.
  */
 #include "kinds.h"
 #include "outcome.h"
 #include "script.h"
 
+#include <stdio.h>
+
 typedef struct rl_declare {
     rl_op op;
-    uint32_t declared;            /* markers created */
+    uint32_t declared;            /* markers that count now, by this op */
+    uint32_t refused;             /* masters that hold keys (declare-empty) */
+    int64_t keys;                 /* how many, on the first one refused */
+    uint32_t first_refused;
+    bool readmit;
     rl_declare_cb cb;
     void *arg;
 } rl_declare;
@@ -30,12 +40,24 @@ static void dec_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     if (!r) {
         rl_vote_failed(v, err, why, sent);
     } else if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) >= 0) {
-        DEC(op)->declared += rl_reply_integer(r) == 1;
-        rl_vote_set(v, REDLOCK_VOTE_OK, 0, rl_reply_integer(r) == 1 ? "declared empty"
-                                                                    : "has a marker: left alone",
+        rl_declare *d = DEC(op);
+        d->declared += rl_reply_integer(r) == 1;
+        rl_vote_set(v, REDLOCK_VOTE_OK, 0,
+                    rl_reply_integer(r) == 0 ? "counts already: left alone"
+                    : d->readmit            ? "readmitted: counts at once"
+                                            : "declared empty: counts at once",
                     sent);
         /* What it remembers changed: the next probe reads the new marker. */
         op->c->nodes[idx].trust.marker_known = false;
+    } else if (rl_reply_type(r) == RL_REPLY_INTEGER) {
+        rl_declare *d = DEC(op);
+        char w[REDLOCK_VOTE_DETAIL_LEN];
+        snprintf(w, sizeof(w), "holds %lld keys: not new, left as it is", -rl_reply_integer(r));
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EINVAL, w, sent);
+        if (!d->refused++) {
+            d->first_refused = idx;
+            d->keys = -rl_reply_integer(r);
+        }
     } else if (rl_reply_type(r) == RL_REPLY_ERROR) {
         rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
     } else {
@@ -51,7 +73,17 @@ static void dec_decide(rl_op *op)
     for (uint32_t i = 0; i < op->c->n; i++)
         ok += op->out.votes[i].kind == REDLOCK_VOTE_OK;
     op->out.n_ok = ok;
-    rl_op_finish(op, ok >= op->c->quorum ? 0 : rl_outcome_failure(op, "declare-empty", &op->err));
+    rl_declare *d = DEC(op);
+    if (d->refused) {
+        const rl_node *n = &op->c->nodes[d->first_refused];
+        rl_seterr(&op->err, REDLOCK_EINVAL, (int)d->first_refused,
+                  "declare-empty: master %u (%s) holds %lld keys, so it is not new: it sits out "
+                  "until its leases end (%u of %u refused; %u declared)", n->idx, n->addr.name,
+                  (long long)d->keys, d->refused, op->c->n, d->declared);
+        rl_op_finish(op, REDLOCK_EINVAL);
+        return;
+    }
+    rl_op_finish(op, ok >= op->c->quorum ? 0 : rl_outcome_failure(op, op->ops->name, &op->err));
 }
 
 static void dec_deliver(rl_op *op)
@@ -68,22 +100,33 @@ static const rl_op_ops declare_ops = {
     .deliver = dec_deliver,
 };
 
-int rl_declare_start(redlock_client *c, rl_declare_cb cb, void *arg, redlock_error *e)
+static const rl_op_ops readmit_ops = {
+    .kind = REDLOCK_OP_DECLARE,
+    .name = "readmit",
+    .on_vote = dec_on_vote,
+    .decide = dec_decide,
+    .deliver = dec_deliver,
+};
+
+int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
+                     void *arg, redlock_error *e)
 {
     if (c->freeing) {
         rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
         return REDLOCK_ESHUTDOWN;
     }
-    rl_op *op = rl_op_new(c, &declare_ops, sizeof(rl_declare), NULL, 0, 0, e);
+    rl_op *op = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0,
+                          0, e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_declare *d = DEC(op);
     d->cb = cb;
     d->arg = arg;
+    d->readmit = readmit;
     op->attempts = 1;
     op->attempt_us = rl_now_us();
     rl_cmd cmd;
-    rl_cmd_marker(&cmd, RL_SCRIPT_DECLARE);
-    rl_round_send(op, &cmd, "declare-empty", RL_ALL, RL_ALL, false, true);
+    rl_cmd_declare(&cmd, readmit, max_ttl_ms);
+    rl_round_send(op, &cmd, op->ops->name, RL_ALL, RL_ALL, false, true);
     return 0;
 }

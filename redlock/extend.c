@@ -51,7 +51,7 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend",
                                     REDLOCK_ENOTHELD) != REDLOCK_VOTE_OK) {
         x->n_fail++;
-    } else if (rl_node_excluded(&op->c->nodes[idx], w, sizeof(w))) {
+    } else if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
         x->n_fail++;

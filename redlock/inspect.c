@@ -119,8 +119,9 @@ static void guard_view(redlock_client *c, redlock_status *st)
         m->uptime_s = t->uptime_s;
         m->aof_always = t->aof_always;
         m->tls = rl_conn_is_tls(n->conn);
-        m->memory_age_ms = !t->marker_known || t->marker_absent ? -1
-                                                                 : (int64_t)(now - t->born_us) / 1000;
+        /* -1: not known, or reborn and its window not measured yet. */
+        m->memory_age_ms = !t->marker_known || t->mem_state == RL_MEM_PENDING
+                               ? -1 : (int64_t)(now - t->born_us) / 1000;
         m->memory_window_ms = t->window_ms;
         m->maxmemory = t->maxmemory;
         snprintf(m->eviction_policy, sizeof(m->eviction_policy), "%s", t->policy);

@@ -182,34 +182,83 @@ static void on_config(void *arg, const rl_reply *r, int err, const char *why)
     rl_trust_config(&n->trust, pairs, k);
 }
 
-void rl_node_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms)
+void rl_node_marker(rl_node *n, const rl_marker *m)
 {
-    rl_trust_marker(&n->trust, age_ms, window_ms, maxttl_ms, rl_now_us());
-    n->env->on_marker(n, age_ms, window_ms, maxttl_ms, n->env->arg);
+    rl_trust_marker(&n->trust, m, rl_now_us());
+    n->env->on_marker(n, m, n->env->arg);
 }
 
+/* The CHECK script's answer {age, window, maxttl, state, cause, durable}. Its
+ * success is what lets votes on this connection count (rl_trust_excluded):
+ * every vote sent on it runs after it on the master. */
 static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
 {
     (void)err; (void)why;
     rl_node *n = arg;
-    if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 3)
+    if (r && rl_reply_type(r) == RL_REPLY_ERROR) {
+        /* Loading its data, or busy: the handshake's PING meets the same
+         * and reconnects; anything else keeps its votes out, named. */
+        size_t len;
+        const char *s = rl_reply_str(r, &len);
+        if (rl_classify_error_reply(s, len) != REDLOCK_EUNAVAIL)
+            snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                     "memory check failed: %.60s", s);
         return;
-    long long v[3];
-    for (size_t i = 0; i < 3; i++) {
+    }
+    if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 6)
+        return;
+    long long v[6];
+    for (size_t i = 0; i < 6; i++) {
         const rl_reply *e = rl_reply_element(r, i);
         if (rl_reply_type(e) != RL_REPLY_INTEGER)
             return;
         v[i] = rl_reply_integer(e);
     }
-    if (v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 || v[2] > REDLOCK_TTL_MAX_MS)
+    if (v[0] < 0 || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 ||
+        v[2] > REDLOCK_TTL_MAX_MS || v[3] < RL_MEM_COUNTS || v[3] > RL_MEM_PENDING ||
+        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_RESTART || v[5] < 0 || v[5] > 1)
         return;
-    rl_node_marker(n, v[0], (uint32_t)v[1], (uint32_t)v[2]);
+    n->trust.checked = true;
+    n->trust.vouched = (int)v[5];   /* what the marker says now: vouch() mends it */
+    n->trust.check_err[0] = '\0';
+    rl_marker m = { .age_ms = v[0], .window_ms = (uint32_t)v[1], .maxttl_ms = (uint32_t)v[2],
+                    .state = (int)v[3], .cause = (int)v[4] };
+    rl_node_marker(n, &m);
+}
+
+static void on_vouched(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_node *n = arg;
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+        n->trust.vouched = n->trust.aof_always;
+}
+
+/* Tell the marker whether this process keeps every acknowledged write
+ * (AOF, appendfsync always), when that changed: a marker that outlives a
+ * restart is trusted only if the process before it was vouched for (the
+ * CHECK script). A change at run time is seen at the next probe. */
+static void vouch(rl_node *n)
+{
+    rl_trust *t = &n->trust;
+    if (!n->env->cfg->restart_guard || !t->checked || !t->run_id[0] || n->state == RL_NODE_DOWN ||
+        t->vouched == (int)t->aof_always)
+        return;
+    rl_cmd cmd;
+    rl_cmd_vouch(&cmd, t->run_id, t->aof_always);
+    cmd.argv[0] = "EVAL";   /* as the CHECK: no SCRIPT LOAD needed */
+    cmd.len[0] = 4;
+    cmd.argv[1] = rl_script_body(RL_SCRIPT_VOUCH);
+    cmd.len[1] = strlen(cmd.argv[1]);
+    rl_conn_send(n->conn, on_vouched, n, cmd.argc, cmd.argv, cmd.len);
 }
 
 static void on_config_last(void *arg, const rl_reply *r, int err, const char *why)
 {
     on_config(arg, r, err, why);
-    ((rl_node *)arg)->asking_memory = false;
+    rl_node *n = arg;
+    n->asking_memory = false;
+    vouch(n);
 }
 
 int rl_node_ask_memory(rl_node *n, rl_conn *conn)
@@ -224,8 +273,8 @@ int rl_node_ask_memory(rl_node *n, rl_conn *conn)
     cmd.len[1] = strlen(cmd.argv[1]);
     static const char *cfg[3] = { "CONFIG", "GET", "maxmemory*" };
     static const size_t clen[3] = { 6, 3, 10 };
-    static const char *fsync[3] = { "CONFIG", "GET", "appendfsync" };
-    static const size_t flen[3] = { 6, 3, 11 };
+    static const char *fsync[3] = { "CONFIG", "GET", "append*" };
+    static const size_t flen[3] = { 6, 3, 7 };
     int rc = rl_conn_send(conn, on_marker, n, cmd.argc, cmd.argv, cmd.len);
     if (!rc)
         rc = rl_conn_send(conn, on_config, n, 3, cfg, clen);
@@ -340,6 +389,11 @@ static void node_connect(rl_node *n)
         return;
     }
     n->state = RL_NODE_CONNECTING;
+    /* A new connection may reach another process: who it is is checked
+     * again (CHECK) before its votes count, and vouched for again. */
+    n->trust.checked = false;
+    n->trust.check_err[0] = '\0';
+    n->trust.vouched = -1;
     rc = node_handshake(n);
     if (rc) {
         node_fail(n, rc, "cannot queue the handshake");
@@ -414,6 +468,19 @@ void rl_node_close(rl_node *n)
 bool rl_node_excluded(const rl_node *n, char *why, size_t len)
 {
     return rl_trust_excluded(&n->trust, CFG(n), rl_now_us(), why, len);
+}
+
+bool rl_node_vote_counts(const rl_node *n, char *why, size_t len)
+{
+    if (rl_node_excluded(n, why, len))
+        return false;
+    if (CFG(n)->restart_guard && !n->trust.checked) {
+        /* The CHECK's answer comes before any vote's on one connection:
+         * a vote without it ran on a process nobody has checked. */
+        snprintf(why, len, "who the master is was not checked on this connection");
+        return false;
+    }
+    return true;
 }
 
 void rl_node_event(rl_node *n, int event, const char *fmt, ...)

@@ -21,10 +21,8 @@ typedef struct rl_node_env {
     struct event_base *base;
     const redlock_config *cfg;
     const rl_tls *tls;                 /* NULL: no master uses TLS */
-    /* A marker read (or a vote) reported the master's memory marker: its
-     * age (-1: none), its window and the longest ttl that master saw. */
-    void (*on_marker)(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
-                      void *arg);
+    /* A CHECK (or a vote) reported the master's memory marker. */
+    void (*on_marker)(rl_node *n, const rl_marker *m, void *arg);
     /* A node came up (handshake done) or went down. Optional. */
     void (*on_state)(rl_node *n, void *arg);
     /* A message on the node's subscriber connection. Optional. */
@@ -67,16 +65,19 @@ void rl_node_close(rl_node *n);
 int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
                  const size_t *argvlen, bool priority);
 
-/* Should @n's vote not count now (clock, eviction)? Writes why. */
+/* Should @n not be asked now (clock, eviction, a failed CHECK)? Writes why. */
 bool rl_node_excluded(const rl_node *n, char *why, size_t len);
+/* May an OK that @n sent now count: not excluded, and who the master is
+ * was checked on this connection (CHECK)? Writes why not. */
+bool rl_node_vote_counts(const rl_node *n, char *why, size_t len);
 
-/* What a master said of its memory marker ({age, window, maxttl} as from
- * the marker and acquire scripts): kept on the node, and the longest ttl
- * goes to the client's fleet-wide figure. */
-void rl_node_marker(rl_node *n, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms);
+/* What a master said of its memory marker (the CHECK and acquire scripts):
+ * kept on the node, and passed to the client (the longest ttl, a master
+ * whose window must be settled). */
+void rl_node_marker(rl_node *n, const rl_marker *m);
 
 /* The handshake's and the probes' questions about memory and eviction:
- * queue them on @conn (EVAL of the marker script; CONFIG GET). */
+ * queue them on @conn (EVAL of the CHECK script; CONFIG GET). */
 int rl_node_ask_memory(rl_node *n, rl_conn *conn);
 
 /* The subscriber connection, opened (with AUTH) if there is none. NULL when

@@ -55,6 +55,13 @@ int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
                     gone_err ? "key expired or deleted" : "already expired", sent_us);
     } else if (i == -1) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
+    } else if (i == -2) {
+        /* The extend script on a master whose memory is not trusted (a
+         * reborn master may hold our key from an old snapshot). */
+        char d[REDLOCK_VOTE_DETAIL_LEN];
+        if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
+            snprintf(d, sizeof(d), "memory not trusted: it lost its data or restarted");
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent_us);
     } else if (type == RL_REPLY_ERROR) {
         rl_vote_error_reply(v, n, r, sent_us);
     } else {

@@ -17,8 +17,12 @@
  *   K "\0q"      the waiters' queue: a sorted set, member = waiter, score =
  *                the time the waiter started waiting (its ticket)
  *   K "\0l"      the same members, score = when the waiter's lease ends
- *   "\0redlock:marker"  the master's memory marker: a hash {born, window,
- *                maxttl, served} with no ttl (HEARD, the acquire script)
+ *   "\0redlock:marker"  the master's memory marker: a hash with no ttl
+ *                {born, window, maxttl, served, run, durable, pending,
+ *                tight, cause} (CHECK, HEARD; NOTES.md §4)
+ *   "\0redlock:held"    the lock keys this master granted while it was
+ *                trusted: a set, so that the fleet can tell how long the
+ *                leases live now when a master forgets (LEASES)
  * A NUL cannot be part of a resource name or of the prefix, so none of these
  * can ever be another resource's lock key.
  *
@@ -38,7 +42,8 @@
 #define NOW_MS "local t = redis.call('time')\n" \
                "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
-/* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop
+/* Hand K (ARGV-free: i, n) to its first live waiter, or delete it (and
+ * take it out of the index of held keys `idx`, if given): drop
  * waiters whose lease ended, reserve K for the head for as long as its
  * reservation may wait, and, if `wake`, tell it on its client's channel. A
  * failed attempt's cleanup hands over quietly: the head finds the
@@ -48,15 +53,17 @@
  * DEL: the queue's existence is checked first so that an uncontended
  * release costs the master three calls. */
 #define HAND_OVER                                                              \
-    "local function hand_over(i, n, by, wake)\n"                               \
+    "local function hand_over(i, n, by, wake, idx)\n"                          \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
-    "  if redis.call('exists', q) == 0 then redis.call('del', KEYS[i]) return end\n" \
+    "  local function free() redis.call('del', KEYS[i])\n"                    \
+    "    if idx then redis.call('srem', idx, KEYS[i]) end end\n"             \
+    "  if redis.call('exists', q) == 0 then free() return end\n"             \
     "  " NOW_MS                                                               \
     "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
     "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
     "  end\n"                                                                  \
     "  local head = redis.call('zrange', q, 0, 0)[1]\n"                        \
-    "  if not head then redis.call('del', KEYS[i]) return end\n"               \
+    "  if not head then free() return end\n"                                  \
     "  local hand, chan = string.match(head, '^(%d+)|([^|]*)|')\n"             \
     "  redis.call('set', KEYS[i], '\\1' .. head, 'PX', tonumber(hand) or 1000)\n" \
     "  if wake then redis.call('publish', chan, head .. '|' .. by) end\n"     \
@@ -72,32 +79,62 @@
     "  redis.call('pexpire', q, 2 * lease) redis.call('pexpire', l, 2 * lease)\n" \
     "end\n"
 
-/* The marker at KEYS[mk] hears of a ttl `want` in use: the fleet's longest
- * (maxttl) is raised to it, and so is the window of a master that is still
- * young (a master that has served its window remembers every grant made
- * since its rebirth, so its window never moves again). Returns nil without
- * a marker; else maxttl and, while the window runs on the master's own
- * clock, the marker's age. `served` records that the window has passed, so
- * a trusted master answers with one HMGET and no TIME; a marker without it
- * (a rebirth, a declared master before its first vote, a client older than
- * the flag) is judged by born + window, which is the rule itself. */
+/* The marker at KEYS[mk] hears of a ttl `want` in use, and says whether
+ * this master's vote may count. The fleet's longest ttl (maxttl, the bound
+ * for a window nobody could measure) is raised to `want`; so is a window
+ * still running that was set from that bound (a `tight` window was measured
+ * from every master's live leases and needs no raise). Returns nil without
+ * a marker; else maxttl and: nil (it counts), -1 (its memory is lost and
+ * its window not settled yet: `pending`), or the marker's age (and its
+ * window) while the window runs on the master's own clock. `served` records that the window
+ * has passed, so a trusted master answers with one HMGET and no TIME. Who
+ * the master is (its run_id) was checked when the connection was made
+ * (CHECK), before any vote on it: a marker here is this process's own. */
 #define HEARD                                                                   \
     "local function heard(mk, want)\n"                                          \
-    "  local m = redis.call('hmget', KEYS[mk], 'maxttl', 'served')\n"           \
-    "  if not m[1] then return nil end\n"                                       \
+    "  local m = redis.call('hmget', KEYS[mk], 'maxttl', 'served', 'pending', 'tight')\n" \
+    "  if not m[1] and redis.call('exists', KEYS[mk]) == 0 then return nil end\n" \
     "  local maxttl = tonumber(m[1]) or 0\n"                                    \
     "  if want > maxttl then maxttl = want redis.call('hset', KEYS[mk], 'maxttl', want) end\n" \
     "  if m[2] then return maxttl, nil end\n"                                   \
+    "  if m[3] then return maxttl, -1 end\n"                                    \
     "  " NOW_MS                                                                 \
     "  local b = redis.call('hmget', KEYS[mk], 'born', 'window')\n"             \
     "  local age, window = now - (tonumber(b[1]) or 0), tonumber(b[2]) or 0\n"  \
     "  if age >= window then redis.call('hset', KEYS[mk], 'served', 1) return maxttl, nil end\n" \
-    "  if want > window then redis.call('hset', KEYS[mk], 'window', want) end\n" \
-    "  return maxttl, age\n"                                                    \
+    "  if want > window and not m[4] then window = want redis.call('hset', KEYS[mk], 'window', want) end\n" \
+    "  return maxttl, math.max(age, 0), window\n"                               \
+    "end\n"
+
+/* A master whose marker is gone lost its data (FLUSHALL, eviction, a
+ * restart without persistence): it is reborn, pending until a client
+ * measures how long the leases it may have granted can still live. */
+#define RUN_ID                                                                  \
+    "local function run_id()\n"                                                \
+    "  return string.match(redis.call('info', 'server'), 'run_id:(%x+)') or ''\n" \
+    "end\n"
+
+#define REBORN                                                                  \
+    "local function reborn(mk, maxttl, cause, run)\n"                           \
+    "  " NOW_MS                                                                 \
+    "  redis.call('hset', KEYS[mk], 'born', now, 'window', 0, 'maxttl', maxttl, 'pending', 1,\n" \
+    "             'cause', cause, 'run', run)\n"                                \
+    "  redis.call('hdel', KEYS[mk], 'served', 'durable', 'tight')\n"            \
+    "end\n"
+
+/* Keys KEYS[first..first+n-1], just granted, join the index of held keys
+ * KEYS[ik]; one member picked at random leaves it if its key is gone (a
+ * holder that never released), so the index stays near the live locks. */
+#define INDEX                                                                   \
+    "local function index(ik, first, n)\n"                                      \
+    "  for i = first, first + n - 1 do redis.call('sadd', KEYS[ik], KEYS[i]) end\n" \
+    "  local r = redis.call('srandmember', KEYS[ik])\n"                         \
+    "  if r and redis.call('exists', r) == 0 then redis.call('srem', KEYS[ik], r) end\n" \
     "end\n"
 
 static const char *const bodies[RL_SCRIPT_COUNT] = {
-    /* Release. KEYS: n locks, their n queues, their n lease sets.
+    /* Release. KEYS: n locks, their n queues, their n lease sets, then the
+     * index of held keys (a key deleted here leaves it).
      * ARGV[1] the value to remove (a token; for a waiter that gives up, its
      * reservation "\1" .. waiter), ARGV[2] '1' to hand each key to its next
      * waiter and wake it, '0' to hand over quietly (a failed attempt's
@@ -110,7 +147,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_RELEASE] =
         HAND_OVER
         JOIN
-        "local n = #KEYS / 3\n"
+        "local n = math.floor(#KEYS / 3)\n"
+        "local idx = KEYS[3 * n + 1]\n"
         "local mine, other = 0, 0\n"
         "local stays = ARGV[3] ~= '' and ARGV[4] ~= ''\n"
         "for i = 1, n do\n"
@@ -122,7 +160,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
         "    mine = mine + 1\n"
-        "    hand_over(i, n, ARGV[1], ARGV[2] == '1')\n"
+        "    hand_over(i, n, ARGV[1], ARGV[2] == '1', idx)\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"
@@ -131,43 +169,58 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     /* Extend: all or nothing on this master. Only if every key still holds
      * our token; a key that is gone (0) or another's (-1) extends nothing,
      * so extend never resurrects a lock. KEYS: n locks, then (ARGV[3] '1')
-     * the memory marker, which hears of the new ttl first: a lock extended
-     * to a longer ttl is a longer ttl in use (NOTES.md §4). */
+     * the memory marker and the index of held keys. The marker hears of the
+     * new ttl first, and a master whose memory is not trusted extends
+     * nothing (-2): a master that reloaded an old snapshot may hold our key
+     * again, but its vote must not count towards a lease (NOTES.md §4). */
     [RL_SCRIPT_EXTEND] =
         HEARD
         "local n = #KEYS\n"
-        "if ARGV[3] == '1' then n = n - 1 heard(#KEYS, tonumber(ARGV[2])) end\n"
+        "local marked = ARGV[3] == '1'\n"
+        "if marked then\n"
+        "  n = n - 2\n"
+        "  local mt, age = heard(n + 1, tonumber(ARGV[2]))\n"
+        "  if not mt or age then return -2 end\n"
+        "end\n"
         "for i = 1, n do\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == false then return 0 end\n"
         "  if v ~= ARGV[1] then return -1 end\n"
         "end\n"
-        "for i = 1, n do redis.call('pexpire', KEYS[i], ARGV[2]) end\n"
+        "for i = 1, n do\n"
+        "  redis.call('pexpire', KEYS[i], ARGV[2])\n"
+        "  if marked then redis.call('sadd', KEYS[n + 2], KEYS[i]) end\n"
+        "end\n"
         "return 1\n",
     [RL_SCRIPT_STATUS] =
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
     /* Acquire. KEYS: n locks, then (flag f) n fence counters, then (flag q)
-     * n queues and n lease sets, then (flag m) the memory marker. ARGV: 1
+     * n queues and n lease sets, then (flag m) the memory marker and the
+     * index of held keys. ARGV: 1
      * token, 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its ticket, 7 its
      * lease (ms), 8 the memory window the client asks for (its longest ttl,
      * the longest any master reported, restart_guard_ms).
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
      * granted, 0 held (nothing written but the waiter's place in the
      * queue), -2 this master's memory cannot be trusted yet (nothing
-     * written).
+     * written; age -1: its window is not settled yet), and then a fourth
+     * element, the window.
      *
      * The marker: a master whose memory marker is missing has lost its
-     * data (a restart without persistence, FLUSHALL, lost AOF files, an
-     * eviction), so a lock it granted may still be live elsewhere: it
-     * votes for nobody until `window` (the longest ttl in use when it was
-     * reborn, raised while it is still young as clients learn of longer
-     * ones) has passed on its own clock (HEARD). A key may be set when it
+     * data (FLUSHALL, lost AOF files, an eviction; a restart is caught
+     * earlier, by CHECK), so a lock it granted may still be live elsewhere:
+     * it is reborn (REBORN) and votes for nobody until a client has settled
+     * its window (SETTLE) and the window has passed on its own clock
+     * (HEARD). Keys granted here join the index of held keys. A key may be set when it
      * is absent, or reserved for this very waiter (the hand-off); one key
      * and no queue is a bare SET NX, the uncontended case, and a refused
      * SET reads the key, so that a key of another type says WRONGTYPE at
      * once instead of "held". */
     [RL_SCRIPT_ACQUIRE] =
         HEARD
+        RUN_ID
+        REBORN
+        INDEX
         JOIN
         "local n = tonumber(ARGV[3])\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
@@ -176,22 +229,23 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "local fk = k if fenced then k = k + n end\n"
         "local qk = k if queued then k = k + 2 * n end\n"
         "local maxttl = 0\n"
-        "if string.find(ARGV[4], 'm', 1, true) then\n"
+        "local marked = string.find(ARGV[4], 'm', 1, true)\n"
+        "if marked then\n"
         "  local want = tonumber(ARGV[8])\n"
-        "  local mt, age = heard(k, want)\n"
+        "  local mt, age, window = heard(k, want)\n"
         "  if not mt then\n"
-        "    " NOW_MS
-        "    redis.call('hset', KEYS[k], 'born', now, 'window', want, 'maxttl', want)\n"
-        "    return {-2, 0, want}\n"
+        "    reborn(k, want, 'lost', run_id())\n"
+        "    return {-2, -1, want, 0}\n"
         "  end\n"
         "  maxttl = mt\n"
-        "  if age then return {-2, age, maxttl} end\n"
+        "  if age then return {-2, age, maxttl, window or 0} end\n"
         "end\n"
         "if n == 1 and not queued then\n"
         "  if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
         "    redis.call('get', KEYS[1])\n"
         "    return {0, 0, maxttl}\n"
         "  end\n"
+        "  if marked then index(k + 1, 1, 1) end\n"
         "else\n"
         "  local mine = '\\1' .. ARGV[5]\n"
         "  for i = 1, n do\n"
@@ -206,6 +260,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    end\n"
         "  end\n"
         "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
+        "  if marked then index(k + 1, 1, n) end\n"
         "  if queued then\n"
         "    for j = 0, n - 1 do\n"
         "      redis.call('zrem', KEYS[qk + j], ARGV[5]) redis.call('zrem', KEYS[qk + n + j], ARGV[5])\n"
@@ -228,22 +283,69 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  if c < f then redis.call('set', KEYS[i], ARGV[1]) end\n"
         "end\n"
         "return 1\n",
-    /* The marker as it stands, without creating it: {age, window, maxttl},
-     * or {-1, 0, 0} when there is none. For the handshake and the probes.
-     * A marker that has served its window reports it as over, whatever the
-     * clock says since: the acquire script goes by the same flag. */
+    /* CHECK: run before any vote on a new connection (the handshake) and
+     * at every probe. Who is this master? A Redis process has a run_id of
+     * its own, new at every start; a marker belongs to the process that
+     * wrote `run`. Another process's marker (a restart that reloaded RDB or
+     * AOF, a promoted replica, a restore from backup) may have outlived
+     * grants that the data it came with lacks, so the master is reborn
+     * unless the marker vouches that the process before kept every write
+     * (`durable`: AOF appendfsync always, VOUCH). No marker: reborn too. A
+     * marker without `run` was written before run ids were kept: adopted.
+     * ARGV[1]: the longest ttl the client knows (a new marker's maxttl).
+     * Returns {age, window, maxttl, state, cause, durable}: state 0 counts,
+     * 1 its window runs, 2 pending (no window yet); cause 0, 1 lost its data
+     * (no marker), 2 another process's marker; durable 1 if this process is
+     * vouched for. A served marker reports its
+     * window as over, whatever the clock says since: HEARD goes by the flag. */
     [RL_SCRIPT_MARKER] =
+        RUN_ID
+        REBORN
+        "local run = run_id()\n"
+        "local m = redis.call('hmget', KEYS[1], 'run', 'durable', 'maxttl')\n"
+        "if redis.call('exists', KEYS[1]) == 0 then\n"
+        "  reborn(1, tonumber(ARGV[1]) or 0, 'lost', run)\n"
+        "elseif not m[1] then\n"
+        "  redis.call('hset', KEYS[1], 'run', run)\n"
+        "elseif m[1] ~= run then\n"
+        "  if m[2] == m[1] then\n"
+        "    redis.call('hset', KEYS[1], 'run', run) redis.call('hdel', KEYS[1], 'durable')\n"
+        "  else\n"
+        "    reborn(1, tonumber(m[3]) or 0, 'restart', run)\n"
+        "  end\n"
+        "end\n"
         NOW_MS
-        "local m = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl', 'served')\n"
-        "if not m[1] then return {-1, 0, 0} end\n"
-        "local age, window = now - tonumber(m[1]), tonumber(m[2]) or 0\n"
-        "if m[4] and window > age then window = age end\n"
-        "return {age, window, tonumber(m[3]) or 0}\n",
-    /* An operator declares a new master empty: a marker that counts at once,
-     * only where there is none. Returns 1 if created, 0 if one was there. */
+        "local f = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl', 'served', 'pending', 'cause',\n"
+        "                     'durable')\n"
+        "local age, window = now - (tonumber(f[1]) or 0), tonumber(f[2]) or 0\n"
+        "local state = 0\n"
+        "if f[5] then state = 2 elseif not f[4] and age < window then state = 1 end\n"
+        "if f[4] and window > age then window = age end\n"
+        "local cause = 0\n"
+        "if f[6] == 'lost' then cause = 1 elseif f[6] == 'restart' then cause = 2 end\n"
+        "local durable = 0\n"
+        "if f[7] == run then durable = 1 end\n"
+        "return {math.max(age, 0), window, tonumber(f[3]) or 0, state, cause, durable}\n",
+    /* An operator declares a master new and empty: its marker counts at
+     * once. KEYS: the marker, the index of held keys. Left alone where the
+     * marker already counts (0); refused where the database holds keys
+     * besides those two (-keys: not new, or it
+     * reloaded data that may lack grants); else 1. ARGV[1] 'readmit': the
+     * operator checked the fleet and takes the risk; keys or not, the
+     * master counts at once (1), and the fleet bound maxttl is reset to
+     * ARGV[2] where given. */
     [RL_SCRIPT_DECLARE] =
-        "if redis.call('exists', KEYS[1]) == 1 then return 0 end\n"
-        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'maxttl', 0, 'served', 1)\n"
+        RUN_ID
+        "local m = redis.call('hmget', KEYS[1], 'served', 'run', 'pending')\n"
+        "local run = run_id()\n"
+        "local readmit = ARGV[1] == 'readmit'\n"
+        "if readmit and ARGV[2] ~= '' then redis.call('hset', KEYS[1], 'maxttl', ARGV[2]) end\n"
+        "if m[1] and m[2] == run and not m[3] then return 0 end\n"
+        "local keys = redis.call('dbsize') - redis.call('exists', KEYS[1], KEYS[2])\n"
+        "if keys > 0 and not readmit then return -keys end\n"
+        "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'served', 1, 'run', run)\n"
+        "redis.call('hsetnx', KEYS[1], 'maxttl', 0)\n"
+        "redis.call('hdel', KEYS[1], 'pending', 'cause', 'tight')\n"
         "return 1\n",
     /* A client learned of a longer ttl than a window it may have stamped
      * (memory.c): the marker hears of it (HEARD), which lengthens a window
@@ -251,6 +353,45 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_RAISE] =
         HEARD
         "heard(1, tonumber(ARGV[1]))\n"
+        "return 1\n",
+    /* LEASES: how long may locks granted here still live? KEYS: the marker,
+     * the index of held keys. A master whose vote counts answers {1, the
+     * longest pttl among its held keys, maxttl} (keys that are gone leave
+     * the index); one that does not (reborn, window running) {0, 0,
+     * maxttl}: it grants nothing, so it holds nothing that counts. */
+    [RL_SCRIPT_LEASES] =
+        HEARD
+        "local mt, age = heard(1, 0)\n"
+        "if not mt then return {0, 0, 0} end\n"
+        "if age then return {0, 0, mt} end\n"
+        "local longest = 0\n"
+        "for _, k in ipairs(redis.call('smembers', KEYS[2])) do\n"
+        "  local t = redis.call('pttl', k)\n"
+        "  if t == -2 then redis.call('srem', KEYS[2], k) elseif t > longest then longest = t end\n"
+        "end\n"
+        "return {1, longest, mt}\n",
+    /* SETTLE: a pending master gets its window, from now on its own clock.
+     * ARGV: the run_id the client saw pending (a later rebirth is not
+     * settled by reports taken before it), the window, '1' if measured
+     * from every master's leases (tight: no raise needed). 1 settled, 0 not
+     * pending (or another process). */
+    [RL_SCRIPT_SETTLE] =
+        NOW_MS
+        "local m = redis.call('hmget', KEYS[1], 'run', 'pending')\n"
+        "if m[1] ~= ARGV[1] or not m[2] then return 0 end\n"
+        "redis.call('hset', KEYS[1], 'born', now, 'window', ARGV[2])\n"
+        "redis.call('hdel', KEYS[1], 'pending')\n"
+        "if ARGV[3] == '1' then redis.call('hset', KEYS[1], 'tight', 1)\n"
+        "else redis.call('hdel', KEYS[1], 'tight') end\n"
+        "return 1\n",
+    /* VOUCH: process ARGV[1] runs with AOF appendfsync always (ARGV[2]
+     * '1'): its marker may outlive a restart; or it no longer does ('0').
+     * Only the marker's own process is vouched for. 1 done, 0 not ours. */
+    [RL_SCRIPT_VOUCH] =
+        "local m = redis.call('hmget', KEYS[1], 'run', 'durable')\n"
+        "if m[1] ~= ARGV[1] then return 0 end\n"
+        "if ARGV[2] == '1' then redis.call('hset', KEYS[1], 'durable', ARGV[1])\n"
+        "elseif m[2] then redis.call('hdel', KEYS[1], 'durable') end\n"
         "return 1\n",
 };
 

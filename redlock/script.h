@@ -8,15 +8,21 @@ enum rl_script {
     RL_SCRIPT_STATUS,    /* {value or false, pttl} */
     RL_SCRIPT_ACQUIRE,   /* sets: all keys or none; fenced: returns the max counter */
     RL_SCRIPT_FENCE,     /* counter = max(counter, value) on every key */
-    RL_SCRIPT_MARKER,    /* the memory marker: {age, window, maxttl}, or {-1, 0, 0} */
-    RL_SCRIPT_DECLARE,   /* a marker that counts at once, where there is none */
+    RL_SCRIPT_MARKER,    /* CHECK: who the master is; {age, window, maxttl, state, cause} */
+    RL_SCRIPT_DECLARE,   /* an empty master's marker counts at once: 1, 0 already, -keys */
     RL_SCRIPT_RAISE,     /* lengthen a running window: 1 raised, 0 nothing to do */
+    RL_SCRIPT_LEASES,    /* {counts, longest pttl of held keys, maxttl} */
+    RL_SCRIPT_SETTLE,    /* a pending master's window: 1 settled, 0 not pending */
+    RL_SCRIPT_VOUCH,     /* the marker's process keeps every write (AOF always) or not */
     RL_SCRIPT_COUNT
 };
 
 /* The memory marker's key (it starts with a NUL: no lock key can be it). */
 #define RL_MARKER_KEY "\0redlock:marker"
 #define RL_MARKER_KEY_LEN (sizeof(RL_MARKER_KEY) - 1)
+/* The index of lock keys granted while trusted (a set; script.c). */
+#define RL_HELD_KEY "\0redlock:held"
+#define RL_HELD_KEY_LEN (sizeof(RL_HELD_KEY) - 1)
 
 const char *rl_script_body(int id);
 const char *rl_script_sha(int id);   /* 40 hex chars */

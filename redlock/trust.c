@@ -19,6 +19,7 @@ void rl_trust_init(rl_trust *t, const redlock_config *cfg)
 {
     memset(t, 0, sizeof(*t));
     t->maxmemory = -1;
+    t->vouched = -1;
     drift_monitor_init(&t->clock, cfg->drift_factor, cfg->clock_jump_ms, cfg->clock_window_ms,
                        cfg->clock_readmit_ms);
 }
@@ -56,7 +57,8 @@ bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41])
     }
     if (run_id[0])
         memcpy(t->run_id, run_id, sizeof(t->run_id));
-    t->aof_always = aof[0] == '1';   /* and appendfsync always: rl_trust_config */
+    t->aof_on = aof[0] == '1';
+    t->aof_always = t->aof_on && t->fsync_always;
     return restarted;
 }
 
@@ -74,19 +76,23 @@ void rl_trust_config(rl_trust *t, const char *const *pairs, size_t n)
         else if (strcmp(pairs[i], "maxmemory-policy") == 0)
             snprintf(t->policy, sizeof(t->policy), "%s", pairs[i + 1]);
         else if (strcmp(pairs[i], "appendfsync") == 0)
-            t->aof_always = t->aof_always && strcmp(pairs[i + 1], "always") == 0;
+            t->fsync_always = strcmp(pairs[i + 1], "always") == 0;
+        else if (strcmp(pairs[i], "appendonly") == 0)
+            t->aof_on = strcmp(pairs[i + 1], "yes") == 0;
     }
+    t->aof_always = t->aof_on && t->fsync_always;
 }
 
-void rl_trust_marker(rl_trust *t, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
-                     rl_monotime now)
+void rl_trust_marker(rl_trust *t, const rl_marker *m, rl_monotime now)
 {
     t->marker_known = true;
-    t->marker_absent = age_ms < 0;
-    uint64_t age_us = age_ms > 0 ? (uint64_t)age_ms * 1000 : 0;
+    t->mem_state = m->state;
+    if (m->cause != RL_MEM_CAUSE_NONE || m->state == RL_MEM_COUNTS)
+        t->mem_cause = m->cause;
+    uint64_t age_us = m->age_ms > 0 ? (uint64_t)m->age_ms * 1000 : 0;
     t->born_us = now > age_us ? now - age_us : 1;
-    t->window_ms = window_ms;
-    t->maxttl_ms = maxttl_ms;
+    t->window_ms = m->window_ms;
+    t->maxttl_ms = m->maxttl_ms;
 }
 
 /* maxmemory set with a policy that evicts keys with a ttl (volatile-*) or
@@ -108,6 +114,10 @@ bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime
                  cfg->clock_readmit_ms / 1000.0);
         return true;
     }
+    if (cfg->restart_guard && !t->checked && t->check_err[0]) {
+        snprintf(why, len, "%s", t->check_err);
+        return true;
+    }
     if (cfg->restart_guard && evicts(t)) {
         /* Within a vote's 96 bytes: "volatile-lru" and a 1 GiB limit fit. */
         snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction; maxmemory %lld)",
@@ -117,21 +127,29 @@ bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime
     return false;
 }
 
+/* Why a master sits out, in words that fit a vote's detail (96 bytes). */
+static const char *cause_words(int cause)
+{
+    switch (cause) {
+    case RL_MEM_CAUSE_RESTART: return "restarted, its data may lack grants";
+    case RL_MEM_CAUSE_LOST: return "lost its data (or is new)";
+    default: return "its memory is new";
+    }
+}
+
 bool rl_trust_memory_young(const rl_trust *t, rl_monotime now, char *why, size_t len)
 {
-    if (!t->marker_known)
+    if (!t->marker_known || t->mem_state == RL_MEM_COUNTS)
         return false;
-    if (t->marker_absent) {
-        snprintf(why, len, "no memory marker: a restart without persistence, FLUSHALL or "
-                 "eviction (or a new master): counts after the longest ttl in use");
+    if (t->mem_state == RL_MEM_PENDING) {
+        snprintf(why, len, "%s: memory marker pending until the fleet's leases are measured",
+                 cause_words(t->mem_cause));
         return true;
     }
     uint64_t age_ms = (now - t->born_us) / 1000;
     if (age_ms >= t->window_ms)
         return false;
-    snprintf(why, len, "memory marker %.1f s old, counts at %.1f s (it lost its data: restart "
-             "without persistence, FLUSHALL or eviction; or it is new: declare it empty)",
-             age_ms / 1000.0,
-             t->window_ms / 1000.0);
+    snprintf(why, len, "%s: memory marker %.1f s old, counts at %.1f s",
+             cause_words(t->mem_cause), age_ms / 1000.0, t->window_ms / 1000.0);
     return true;
 }

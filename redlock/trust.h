@@ -14,6 +14,18 @@
 #include "common.h"
 #include "monitor.h"
 
+/* What a master said of its memory marker (the CHECK and acquire scripts,
+ * script.c). */
+enum rl_mem_state { RL_MEM_COUNTS, RL_MEM_YOUNG, RL_MEM_PENDING };
+enum rl_mem_cause { RL_MEM_CAUSE_NONE, RL_MEM_CAUSE_LOST, RL_MEM_CAUSE_RESTART };
+typedef struct rl_marker {
+    int64_t age_ms;               /* since it was born (or settled) */
+    uint32_t window_ms;           /* it counts once this old */
+    uint32_t maxttl_ms;           /* the longest ttl any client told it */
+    int state;                    /* enum rl_mem_state */
+    int cause;                    /* enum rl_mem_cause: why it was reborn */
+} rl_marker;
+
 typedef struct rl_trust {
     /* clock monitor (drift/monitor.h), fed by probe.c */
     drift_monitor clock;
@@ -23,11 +35,21 @@ typedef struct rl_trust {
     /* who the master is (INFO at the handshake): restart events, ping */
     char run_id[41];              /* "" until the first INFO reply */
     int64_t uptime_s;
-    bool aof_always;              /* appendonly yes and appendfsync always */
+    bool aof_on;                  /* appendonly yes (INFO, CONFIG) */
+    bool fsync_always;            /* appendfsync always (CONFIG) */
+    bool aof_always;              /* both: every acknowledged write is on disk */
+    int vouched;                  /* what this connection told the marker of that:
+                                     -1 nothing yet, 0 not durable, 1 durable */
+
+    /* Who the master is was checked on this connection (the CHECK script,
+     * before any vote on it): until then, and if it failed, no vote counts. */
+    bool checked;
+    char check_err[REDLOCK_VOTE_DETAIL_LEN];
 
     /* memory: the marker as last read (handshake, probes, acquires) */
     bool marker_known;            /* read at least once */
-    bool marker_absent;           /* none: the master lost its data (or is new) */
+    int mem_state;                /* enum rl_mem_state */
+    int mem_cause;                /* enum rl_mem_cause */
     rl_monotime born_us;          /* monotonic estimate of the marker's birth */
     uint32_t window_ms;           /* it counts once this old */
     uint32_t maxttl_ms;           /* the longest ttl any client told it */
@@ -47,16 +69,16 @@ bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41]);
  * appendfsync (any of them; the others are left alone). NULL: refused. */
 void rl_trust_config(rl_trust *t, const char *const *pairs, size_t n);
 
-/* The marker as a master reported it at @now: @age_ms (< 0: none),
- * @window_ms, @maxttl_ms. */
-void rl_trust_marker(rl_trust *t, int64_t age_ms, uint32_t window_ms, uint32_t maxttl_ms,
-                     rl_monotime now);
+/* The marker as a master reported it at @now. */
+void rl_trust_marker(rl_trust *t, const rl_marker *m, rl_monotime now);
 
-/* Should the master's vote not count now (clock, eviction)? Writes why. */
+/* Should the master's vote not count now (clock, eviction, who it is not
+ * checked)? Writes why. */
 bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
                        size_t len);
 
-/* The marker's state in words, for ping ("" if it counts). */
+/* The marker's state in words, for ping and votes: why the master sits
+ * out, until when, what would change that. False if it counts. */
 bool rl_trust_memory_young(const rl_trust *t, rl_monotime now, char *why, size_t len);
 
 #endif

@@ -57,6 +57,7 @@ struct redlock_client {
     uint32_t max_ttl_ms;          /* longest ttl requested so far */
     uint32_t fleet_ttl_ms;        /* longest ttl any master's memory marker reported */
     uint32_t asked_window_ms;     /* longest memory window an acquire asked for (memory.c) */
+    struct rl_settle *settle;     /* measuring a reborn master's window (memory.c) */
     struct rl_watchdog *wds;      /* running watchdogs */
     struct rl_wait *wait;         /* waiting for locks (wait.c) */
     struct rl_ready *ready;       /* readiness waiters (ready.c) */

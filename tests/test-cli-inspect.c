@@ -361,36 +361,46 @@ Test(inspect, masters_come_from_the_environment)
     cli_free(&p);
 }
 
-Test(inspect, declare_empty_lets_new_masters_vote_at_once_and_leaves_markers_alone)
+Test(inspect, declare_empty_lets_new_masters_vote_at_once_and_refuses_masters_with_keys)
 {
     struct cli_proc p;
     char res[128], priv[64];
     static const char marker[] = "\0redlock:marker";
 
     /* A new master without its marker (as a deployment's, before anyone
-     * declared it): the memory guard keeps it out for the ttl. */
+     * declared it): the memory guard keeps it out. */
     tc_resource(res, sizeof(res), NULL);
     private_start(1, 8, NULL, priv, sizeof(priv));
     freeReplyObject(private_cmd(0, "DEL %b", marker, sizeof(marker) - 1));
     cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--ttl", "1h"), 69),
               "stderr: %s", p.err);
     cli_free(&p);
-    /* That acquire stamped a marker: declare-empty leaves it alone. */
+    /* That acquire marked it, and it is still new and empty: declare-empty
+     * works (the dead end it used to be: "0 of 1 declared", then a wait). */
     cr_assert(eq(int, cli(&p, "declare-empty", "--masters", priv, "--json"), 0), "stderr: %s",
               p.err);
     assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "declared"), 0), "%s", p.out);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--ttl", "1h"), 69));
-    cli_free(&p);
-
-    /* Declared before any acquire: it votes at once. */
-    freeReplyObject(private_cmd(0, "DEL %b", marker, sizeof(marker) - 1));
-    cr_assert(eq(int, cli(&p, "declare-empty", "--masters", priv), 0), "stderr: %s", p.err);
-    cr_assert(strstr(p.out, "1 of 1 masters declared empty") != NULL, "%s", p.out);
+    cr_assert(eq(int, jint(p.out, "declared"), 1), "%s", p.out);
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--ttl", "1h"), 0), "stderr: %s",
               p.err);
     cr_assert(is_token(p.out));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "declare-empty", "--masters", priv), 0), "stderr: %s", p.err);
+    cr_assert(strstr(p.out, "0 of 1 masters declared empty (the others counted already)") != NULL,
+              "%s", p.out);
+    cli_free(&p);
+
+    /* A master that lost its marker but holds keys is not new: refused,
+     * one line, a non-zero exit; the lock key is still there. */
+    freeReplyObject(private_cmd(0, "DEL %b", marker, sizeof(marker) - 1));
+    cr_assert(eq(int, cli(&p, "declare-empty", "--masters", priv), 64), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "holds 1 keys, so it is not new") != NULL, "%s", p.err);
+    cr_assert(eq(int, (int)(strchr(p.err, '\n') - p.err + 1), (int)strlen(p.err)),
+              "one line: %s", p.err);
+    cli_free(&p);
+    /* The operator checked: readmit. */
+    cr_assert(eq(int, cli(&p, "readmit", "--masters", priv), 0), "stderr: %s", p.err);
+    cr_assert(strstr(p.out, "1 of 1 masters readmitted") != NULL, "%s", p.out);
     cli_free(&p);
 }

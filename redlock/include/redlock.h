@@ -1019,20 +1019,42 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
 /* ------------------------------------------------------------------------ */
 
 /**
- * redlock_declare_empty() - Tell masters without a memory marker that they are new
+ * redlock_declare_empty() - Tell masters that are new and empty that they may vote at once
  *
- * A master whose memory marker is missing does not vote for the longest ttl
- * in use (it may have forgotten a lock). For masters that are new on purpose
- * (a fresh deployment: nothing to forget), an operator can say so: every
- * master that has NO marker gets one stamped as old enough to count at once.
- * Masters that have one are left alone, so a master that crashed and lost its
- * data keeps its wait. Never call this for a master that restarted on its own.
- * @ret_declared: optional: how many masters got a marker
- * Return: 0 (a majority answered), REDLOCK_ENOQUORUM, REDLOCK_EINVAL,
- * REDLOCK_ESHUTDOWN, REDLOCK_EASYNC. Blocking clients.
+ * A master that lost its data (no memory marker), or that restarted with data
+ * that may lack grants (its marker belongs to another process: RDB, AOF without
+ * appendfsync always, a promoted replica, a backup), sits out until the leases
+ * it may have granted have ended, as measured from the other masters (or, when
+ * they cannot all be measured, the longest ttl in use). A fresh deployment's
+ * masters are in that state too, with nothing to forget: this makes every
+ * master that holds NO key besides its marker count at once. Masters whose
+ * marker counts already are left alone; a master that holds keys is not new,
+ * is left as it is, and the call fails with REDLOCK_EINVAL naming it.
+ * @ret_declared: optional: how many masters were declared
+ * Return: 0 (a majority answered), REDLOCK_EINVAL (a master holds keys; the
+ * message names it), REDLOCK_ENOQUORUM, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
+ * Blocking clients.
  */
 REDLOCK_API
 int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error *reterr);
+
+/**
+ * redlock_readmit() - Let every master vote at once, after an operator checked the fleet
+ *
+ * The risk, once: a master that sits out may have granted a lock that is still
+ * live and that it has forgotten; readmitting it lets a second client take that
+ * lock while the first still holds it. Call it only when you know no such lock
+ * is live (every holder stopped, or every ttl since the restart has passed).
+ * @max_ttl_ms: 0, or the longest ttl the fleet's clients use: the bound a
+ * master sits out when its window cannot be measured (it replaces the longest
+ * ttl ever recorded on each master's marker)
+ * @ret_readmitted: optional: how many masters were readmitted
+ * Return: 0, REDLOCK_ENOQUORUM, REDLOCK_EINVAL, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
+ * Blocking clients.
+ */
+REDLOCK_API
+int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitted,
+                    redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */
