@@ -136,11 +136,21 @@ Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = 
      .fini = core_fx_fini)
 {
     char addr[32];
+    redlock_status st;
     int rc;
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_dead_port());
     core_fx_masters_with(4, addr);
+    /* One connection per master, so master 4 stays down with its refusal.
+     * On loopback a refusal may come a loop turn after connect(): an
+     * acquire that reconnected would queue its SET there, and the other
+     * four could make the quorum first (a "pending" vote). */
+    fx.cfg.reconnect_min_ms = fx.cfg.reconnect_max_ms = 60000;
     core_fx_client(4);
+    cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(fx.c, &st, NULL),
+                        st.masters[4].err == REDLOCK_ECONNECT),
+                       10000),
+              "master 4: %s: %s", redlock_err_name(st.masters[4].err), st.masters[4].detail);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(eq(int, fx.out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
