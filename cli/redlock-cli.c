@@ -75,6 +75,7 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
 {
     redlock_config cfg;
     redlock_error err;
+    size_t up = 0;
     int rc;
 
     cli_config_fill(o, &cfg);
@@ -109,7 +110,24 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
      * that is fine would count as slow. So wait for a quorum to be up
      * first, for --connect-timeout-ms at most; what is not up by then the
      * command reports, master by master. */
-    redlock_ready(*ret, 0, cfg.connect_timeout_ms, NULL, NULL);
+    memset(&err, 0, sizeof(err));
+    rc = redlock_ready(*ret, 0, cfg.connect_timeout_ms, &up, &err);
+    /* Two entries that are one redis-server (a socket and a port, two
+     * dbs) are wrong input, like two entries with one address: refused
+     * here. The library knows once both handshakes read the run_id, and a
+     * quorum can be up before the later one did; a ping waits behind every
+     * handshake still going, so after it the answer is final. Paid only
+     * when a master is not up; its vote would never count anyway. */
+    if (rc != REDLOCK_EINVAL && up < redlock_client_masters(*ret)) {
+        redlock_status st;
+
+        redlock_ping(*ret, &st, NULL);
+        rc = redlock_ready(*ret, 0, 1, NULL, &err);
+    }
+    if (rc == REDLOCK_EINVAL) {
+        cli_usage_error("%s", err.msg);
+        return cli_exit_for(rc);
+    }
     return 0;
 }
 

@@ -7,6 +7,7 @@
  * vector) and a count the deciding code in acquire.c reads.
  */
 #include "acquire.h"
+#include "identity.h"
 #include "memory.h"
 #include "outcome.h"
 
@@ -25,6 +26,13 @@ static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotim
      * eviction policy) can change while the SET is in flight. */
     if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
+        a->n_fail++;
+        return;
+    }
+    /* One redis-server behind two entries holds one key, not two: its
+     * second OK is no vote (identity.c). */
+    if (rl_round_same_server(op, idx, w, sizeof(w))) {
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EINVAL, w, sent);
         a->n_fail++;
         return;
     }
@@ -112,9 +120,11 @@ static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int 
 
 /* The fence write-back: an acknowledgement or not (the vote vector keeps
  * what the acquire itself saw). */
-static void acq_on_fence_ack(rl_acquire *a, const rl_reply *r)
+static void acq_on_fence_ack(rl_acquire *a, uint32_t idx, const rl_reply *r)
 {
-    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+    char w[REDLOCK_VOTE_DETAIL_LEN];
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1 &&
+        !rl_round_same_server(&a->op, idx, w, sizeof(w)))
         a->n_ok++;
     else
         a->n_fail++;
@@ -141,7 +151,7 @@ void rl_acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const c
     rl_acquire *a = ACQ(op);
     switch (a->phase) {
     case ACQ_VOTING: acq_on_set_vote(a, idx, r, err, why, sent); break;
-    case ACQ_FENCING: acq_on_fence_ack(a, r); break;
+    case ACQ_FENCING: acq_on_fence_ack(a, idx, r); break;
     case ACQ_CLEANUP: acq_on_cleanup(a, idx, r); break;
     }
 }

@@ -326,7 +326,9 @@ static void acq_attempt_start(rl_acquire *a)
     for (uint32_t i = 0; i < c->n; i++) {
         char why[REDLOCK_VOTE_DETAIL_LEN];
         if (rl_node_excluded(&c->nodes[i], why, sizeof(why))) {
-            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, why,
+            /* A twin (identity.c) is wrong input, not an untrusted master. */
+            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED,
+                        c->nodes[i].twin >= 0 ? REDLOCK_EINVAL : REDLOCK_EUNTRUSTED, why,
                         rl_now_us());
             a->n_fail++;
         } else {

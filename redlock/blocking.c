@@ -8,6 +8,7 @@
 #include "kinds.h"
 #include "loop.h"
 #include "ready.h"
+#include "identity.h"
 
 #include <string.h>
 
@@ -61,8 +62,12 @@ static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
     rl_req *req = arg;
     req->n_up = n_up;
     redlock_error e;
-    rl_seterr(&e, status, -1, "%zu of %u masters connected, %zu wanted", n_up, c->n,
-              req->min_masters);
+    const rl_node *twin = status == REDLOCK_EINVAL ? rl_identity_refused(c) : NULL;
+    if (twin)
+        rl_identity_seterr(c, twin, &e);
+    else
+        rl_seterr(&e, status, -1, "%zu of %u masters connected, %zu wanted", n_up, c->n,
+                  req->min_masters);
     rl_call_done(c, &req->call, status, NULL, &e);
 }
 

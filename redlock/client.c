@@ -10,6 +10,7 @@
 #include "loop.h"
 #include "memory.h"
 #include "config.h"
+#include "identity.h"
 #include "op.h"
 #include "probe.h"
 #include "ready.h"
@@ -92,6 +93,11 @@ static void client_on_marker(rl_node *n, const rl_marker *m, void *arg)
     rl_memory_marker(arg, n->idx, m);
 }
 
+static int client_on_identity(const rl_node *n, void *arg)
+{
+    return rl_identity_twin(arg, n);
+}
+
 static void client_on_node_state(rl_node *n, void *arg)
 {
     redlock_client *c = arg;
@@ -140,6 +146,7 @@ static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
 {
     c->env = (rl_node_env){ .base = c->base, .cfg = &c->cfg, .tls = c->tls,
                             .on_marker = client_on_marker, .on_state = client_on_node_state,
+                            .on_identity = client_on_identity,
                             .on_message = rl_wait_on_message, .arg = c };
     if (rl_ops_init(c) != 0)
         goto oom;

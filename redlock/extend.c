@@ -18,6 +18,7 @@
  */
 #include "kinds.h"
 #include "drift.h"
+#include "identity.h"
 #include "lock.h"
 #include "outcome.h"
 
@@ -54,6 +55,10 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     } else if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
+        x->n_fail++;
+    } else if (rl_round_same_server(op, idx, w, sizeof(w))) {
+        /* Another entry's server, already counted this round (identity.c). */
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EINVAL, w, sent);
         x->n_fail++;
     } else {
         x->n_ok++;

@@ -99,6 +99,7 @@ static void node_on_close(rl_conn *conn, int err, const char *why, void *arg)
     if (conn != n->conn)
         return;
     n->conn = NULL;
+    n->id_current = false;
     bool was_up = n->state == RL_NODE_UP;
     if (n->state != RL_NODE_DOWN)
         node_set_down(n, err, "%s", why);
@@ -161,6 +162,23 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
     if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), old))
         rl_node_event(n, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)", old,
                       n->trust.run_id, (long long)n->trust.uptime_s);
+    n->id_current = n->trust.run_id[0] != '\0';
+    int twin = n->id_current && n->env->on_identity ? n->env->on_identity(n, n->env->arg) : -1;
+    if (twin < 0)
+        return;
+    /* Another entry of the list reaches this very redis-server (another
+     * address form, another db): one server's word would count twice. The
+     * later of the two is refused. Closing here fails every command queued
+     * behind the handshake, votes included, before any of their replies is
+     * read: replies come in order, and this is INFO's. It reconnects with
+     * the backoff of any failed handshake and is refused again while the
+     * other one is up. */
+    char msg[REDLOCK_VOTE_DETAIL_LEN];
+    snprintf(msg, sizeof(msg), "same server as master %d (run_id %.8s): each master must be a "
+             "separate redis-server", twin, n->trust.run_id);
+    n->twin = twin;
+    node_fail(n, REDLOCK_EINVAL, msg);
+    node_notify(n);
 }
 
 static void on_config(void *arg, const rl_reply *r, int err, const char *why)
@@ -305,6 +323,7 @@ static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
         return;
     }
     n->state = RL_NODE_UP;
+    n->twin = -1;
     n->err = 0;
     n->errstr[0] = '\0';
     n->backoff_ms = CFG(n)->reconnect_min_ms;
@@ -376,6 +395,7 @@ static void node_connect(rl_node *n)
                        .max_reply_bytes = cfg->max_reply_bytes };
     char why[REDLOCK_VOTE_DETAIL_LEN] = "";
     n->connect_us = rl_now_us();
+    n->id_current = false;
     evtimer_del(n->timer);
     int rc = rl_conn_open(&o, &node_hooks, n, &n->conn, why, sizeof(why));
     if (rc) {
@@ -433,6 +453,7 @@ int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr
     n->err = REDLOCK_ECONNECT;
     snprintf(n->errstr, sizeof(n->errstr), "not connected yet");
     n->backoff_ms = env->cfg->reconnect_min_ms;
+    n->twin = -1;
     rl_trust_init(&n->trust, env->cfg);
     n->timer = evtimer_new(env->base, node_on_timer, n);
     return n->timer ? 0 : REDLOCK_ENOMEM;
@@ -467,6 +488,13 @@ void rl_node_close(rl_node *n)
 
 bool rl_node_excluded(const rl_node *n, char *why, size_t len)
 {
+    if (n->twin >= 0) {
+        /* Refused as another name for master twin: never counts (its
+         * connection is closed; this guards any reply that outlived it). */
+        snprintf(why, len, "same server as master %d: each master must be a separate redis-server",
+                 n->twin);
+        return true;
+    }
     return rl_trust_excluded(&n->trust, CFG(n), rl_now_us(), why, len);
 }
 

@@ -25,6 +25,9 @@ typedef struct rl_node_env {
     void (*on_marker)(rl_node *n, const rl_marker *m, void *arg);
     /* A node came up (handshake done) or went down. Optional. */
     void (*on_state)(rl_node *n, void *arg);
+    /* The handshake read the master's run_id: the index of another master
+     * of this client connected to that same server now, or -1. Optional. */
+    int (*on_identity)(const rl_node *n, void *arg);
     /* A message on the node's subscriber connection. Optional. */
     void (*on_message)(rl_node *n, const char *channel, size_t clen, const char *msg,
                        size_t mlen, void *arg);
@@ -48,6 +51,8 @@ struct rl_node {
     rl_conn *sub;                 /* subscriber connection (waiting), or NULL */
     rl_trust trust;               /* clock and memory facts (trust.h) */
     bool asking_memory;           /* a marker/CONFIG probe is in flight */
+    bool id_current;              /* trust.run_id was read on this connection */
+    int twin;                     /* refused as the same server as master twin; -1: not */
 };
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);
@@ -65,7 +70,8 @@ void rl_node_close(rl_node *n);
 int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
                  const size_t *argvlen, bool priority);
 
-/* Should @n not be asked now (clock, eviction, a failed CHECK)? Writes why. */
+/* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
+ * twin)? Writes why. */
 bool rl_node_excluded(const rl_node *n, char *why, size_t len);
 /* May an OK that @n sent now count: not excluded, and who the master is
  * was checked on this connection (CHECK)? Writes why not. */

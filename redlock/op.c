@@ -81,7 +81,7 @@ void rl_round_end(rl_op *op)
 {
     rl_fanout_detach(op->round);
     op->round = NULL;
-    op->pending_mask = op->counted_mask = op->sent_mask = 0;
+    op->pending_mask = op->counted_mask = op->sent_mask = op->server_mask = 0;
     evtimer_del(op->round_timer);
 }
 

@@ -58,6 +58,8 @@ struct rl_op {
     uint32_t sent_mask;           /* masters the round's command went to */
     uint32_t pending_mask;        /* counted masters that have not answered */
     uint32_t counted_mask;        /* masters whose answers count */
+    uint32_t server_mask;         /* masters whose OK counted this round ... */
+    uint64_t server_id[REDLOCK_MAX_MASTERS];  /* ... and their run_id's hash (identity.c) */
     struct event *round_timer;    /* the node timeout of the current round */
     struct event *timer;          /* the kind's own (retry delay, ...) */
 

@@ -6,6 +6,7 @@
  * reach us through the nodes' env hook (client.c), so nothing polls.
  */
 #include "ready.h"
+#include "identity.h"
 
 #include <event2/event.h>
 
@@ -77,23 +78,28 @@ static void ready_on_timeout(evutil_socket_t fd, short what, void *arg)
     ready_deliver(r);
 }
 
-/* Enough are up: deliver on the next pass (we may be inside a reply). */
-static void ready_fire(rl_ready *r)
+/* Enough are up (0), or the master list is wrong (EINVAL): deliver on the
+ * next pass (we may be inside a reply). */
+static void ready_fire(rl_ready *r, int status)
 {
     static const struct timeval zero = { 0, 0 };
     if (evtimer_pending(r->now, NULL))
         return;
     evtimer_del(r->timeout);
-    r->status = 0;
+    r->status = status;
     evtimer_add(r->now, &zero);
 }
 
+/* Two entries found to be one server: the list itself is wrong, and
+ * waiting longer cannot fix it, so every waiter hears it now, however many
+ * masters are up. */
 void rl_ready_check(redlock_client *c)
 {
     size_t up = up_count(c);
+    bool twins = rl_identity_refused(c) != NULL;
     for (rl_ready *r = c->ready; r; r = r->next)
-        if (up >= r->min)
-            ready_fire(r);
+        if (twins || up >= r->min)
+            ready_fire(r, twins ? REDLOCK_EINVAL : 0);
 }
 
 int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
@@ -129,8 +135,7 @@ int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
     c->ready = r;
     struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
     evtimer_add(r->timeout, &tv);
-    if (up_count(c) >= r->min)
-        ready_fire(r);
+    rl_ready_check(c);
     return 0;
 }
 

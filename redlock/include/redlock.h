@@ -457,6 +457,15 @@ typedef struct redlock_lock redlock_lock;
  * make this call fail (its votes fail until it is back). Host names are
  * resolved here, once.
  *
+ * Two entries with one address are refused here (EINVAL). Two entries that
+ * reach one redis-server otherwise (a unix socket and a port, two dbs) are
+ * known once both handshakes have read the server's INFO run_id: the later
+ * one is then refused (its votes fail with EINVAL: "same server as master
+ * K"), redlock_ready() and redlock_ready_async() report REDLOCK_EINVAL with
+ * one line naming both entries, and ping shows it on that master. Its votes
+ * never count, whenever it is found: no round counts two OKs from one
+ * run_id. Not checked when a master's ACL refuses INFO.
+ *
  * Return: 0, REDLOCK_EINVAL (bad config: the message names the field),
  * REDLOCK_ERESOLVE (a host name does not resolve), REDLOCK_ENOMEM,
  * REDLOCK_ESYS (I/O thread could not start).
@@ -988,8 +997,10 @@ int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg,
                        redlock_error *reterr);
 
 /* Readiness: @status is 0 once @n_up masters (at least the number asked for)
- * are connected and past their handshake, or REDLOCK_ETIMEOUT with how many
- * were. Runs once, from the loop. */
+ * are connected and past their handshake, REDLOCK_ETIMEOUT with how many
+ * were, or REDLOCK_EINVAL as soon as two masters are found to be one
+ * redis-server (see redlock_client_new(); redlock_ping() says which).
+ * Runs once, from the loop. */
 typedef void (*redlock_ready_cb)(redlock_client *c, int status, size_t n_up, void *arg);
 
 /**
@@ -1008,7 +1019,8 @@ int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_
 /**
  * redlock_ready() - Block until @min_masters masters are connected (0: the quorum)
  * @ret_n_up: optional: how many were up when it returned
- * Return: 0, REDLOCK_ETIMEOUT, REDLOCK_EINVAL, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
+ * Return: 0, REDLOCK_ETIMEOUT, REDLOCK_EINVAL (also: two masters are one
+ * redis-server; @reterr names both entries), REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
  */
 REDLOCK_API
 int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
