@@ -37,7 +37,10 @@ TestSuite(process_aof, .fini = tc_heal, .timeout = 55);
 #define TTL_US (CONTEND_TTL_MS * 1000ull)
 
 enum restart_mode { WITH_AOF, GUARD_ON, GUARD_OFF };
-enum lost_by { RESTART, FLUSH };   /* how master 2 loses its memory */
+/* How master 2 loses its memory: a restart without persistence, FLUSHALL,
+ * or a restart that reloads an RDB snapshot taken before H's lock (its
+ * marker comes back as it was served, H's key does not). */
+enum lost_by { RESTART, FLUSH, SNAPSHOT };
 
 /* When each fault of the scenario happened (hist_now_us()). */
 struct restarts {
@@ -93,6 +96,8 @@ static struct restarts restart_under_h(run *r, int aof, enum lost_by how, redloc
         tc_kill(2);
         tc_restart(2);
         run_fault(r, "kill+restart", 2, !aof, t.of2);
+        if (how == SNAPSHOT)
+            tc_master_rm(2, "dump.rdb");   /* loaded: later restarts start empty */
     }
     t.of2_done = hist_now_us();
 
@@ -164,6 +169,11 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof",
               aof ? "with" : "without");
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);   /* contention runs */
+    if (how == SNAPSHOT) {
+        redisReply *v = tc_cmd(2, "SAVE");
+        cr_assert(v && v->type == REDIS_REPLY_STATUS, "SAVE on master 2 failed");
+        freeReplyObject(v);
+    }
     hl = h_acquires(r, hc);
     t = restart_under_h(r, aof, how, hl);
 
@@ -207,7 +217,7 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
         }
     }
     cr_log_info("%s %s, %s: grants counting master 2 within a ttl of it: %d, after: %d",
-                how == FLUSH ? "FLUSHALL" : "restart", mode == WITH_AOF ? "with AOF" :
+                how == FLUSH ? "FLUSHALL" : how == SNAPSHOT ? "restart from a snapshot" : "restart", mode == WITH_AOF ? "with AOF" :
                 mode == GUARD_ON ? "guard on" : "guard off",
                 kind == CONTEND_ONE_SHOT ? "one-shot clients" : "clients kept", counted2,
                 after_window);
@@ -355,4 +365,19 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
               "window", (admitted - t1) / 1000.0, WINDOW_MS);
     cr_log_info("readmitted %.0f ms after the first acquire met it (window %u ms)",
                 (admitted - t1) / 1000.0, WINDOW_MS);
+}
+
+Test(process, restart_from_an_older_snapshot_no_second_holder)
+{
+    plain_scenario(GUARD_ON, SNAPSHOT, CONTEND_THREADS);
+}
+
+Test(process, one_shot_clients_restart_from_an_older_snapshot_no_second_holder)
+{
+    plain_scenario(GUARD_ON, SNAPSHOT, CONTEND_ONE_SHOT);
+}
+
+Test(process, one_shot_clients_restart_from_an_older_snapshot_guard_off_shows_two_holders)
+{
+    plain_scenario(GUARD_OFF, SNAPSHOT, CONTEND_ONE_SHOT);
 }
