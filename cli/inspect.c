@@ -378,6 +378,21 @@ static void ping_json(const struct cli_opts *o, redlock_client *c, int code, int
 
 #define PING_ROW "%-*s  %-5s  %7s  %10s  %-15s  %-9s  %5s  %11s  %-8s  %7s  %-6s  %s\n"
 
+/* Masters that sit out for their memory (the memory guard): what would
+ * change that, once, after the table. Waiting does, until the time the
+ * QUORUM column gives; an operator can act sooner, at a risk. */
+static void ping_memory_hint(const redlock_status *st, size_t n)
+{
+    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
+        if (st->masters[i].excluded && strstr(st->masters[i].excluded_why, "memory marker")) {
+            printf("masters that sit out count again by themselves when the leases they may have\n"
+                   "forgotten end; new and empty: `declare-empty`; checked that no lock they forgot\n"
+                   "is live: `readmit` (its risk: redlock-cli(1))\n");
+            return;
+        }
+    }
+}
+
 static void ping_table(const struct cli_opts *o, redlock_client *c, const redlock_status *st,
                        const struct ping_counts *k, int policy)
 {
@@ -411,6 +426,7 @@ static void ping_table(const struct cli_opts *o, redlock_client *c, const redloc
     printf("%u/%zu masters reachable, %u count toward a quorum of %zu (clock policy %s, "
            "memory guard %s)\n", k->answered, n, k->counting, redlock_client_quorum(c),
            clock_policy_name(policy), o->no_restart_guard ? "off" : "on");
+    ping_memory_hint(st, n);
     fflush(stdout);
 }
 

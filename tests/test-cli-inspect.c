@@ -185,6 +185,13 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
     }
     cr_assert(strstr(p.err, "count toward a quorum") != NULL, "stderr: %s", p.err);
     cli_free(&p);
+    /* The table says why, until when, and what would change it. */
+    cr_assert(eq(int, cli(&p, "ping", "--masters", priv, "--samples", "1",
+                          "--restart-guard-ms", "1h"), 0), "stderr: %s", p.err);
+    cr_assert(strstr(p.out, "counts at 3600.0 s") != NULL, "%s", p.out);
+    cr_assert(strstr(p.out, "`readmit`") != NULL && strstr(p.out, "`declare-empty`") != NULL,
+              "%s", p.out);
+    cli_free(&p);
 
     /* run is refused the same way, before CMD starts. */
     cr_assert(eq(int, cli(&p, "run", res, "--masters", priv, "--", "sh", "-c", "echo ran"), 69),
