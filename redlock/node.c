@@ -218,7 +218,13 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
          * and reconnects; anything else keeps its votes out, named. */
         size_t len;
         const char *s = rl_reply_str(r, &len);
-        if (rl_classify_error_reply(s, len) != REDLOCK_EUNAVAIL)
+        int code = rl_classify_error_reply(s, len);
+        if (code == REDLOCK_EUNAVAIL)
+            return;
+        if (strstr(s, "can't run this command") || code == REDLOCK_EAUTH)
+            snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                     "memory check refused by the ACL: the user needs +info and +eval");
+        else
             snprintf(n->trust.check_err, sizeof(n->trust.check_err),
                      "memory check failed: %.60s", s);
         return;

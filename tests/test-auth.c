@@ -256,3 +256,38 @@ Test(auth, acl_user_and_password_work_and_a_wrong_one_is_eauth)
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
 }
+
+/* The memory guard reads who the master is (INFO, inside the CHECK script)
+ * before any vote on a connection: a user whose ACL refuses INFO cannot be
+ * checked, so its votes do not count, and the vote says what is missing. */
+Test(auth, an_acl_without_info_keeps_the_master_out_and_says_why)
+{
+    redlock_config cfg;
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char res[128], user[64];
+
+    snprintf(user, sizeof(user), "rl-noinfo-%ld", (long)getpid());
+    for (int i = 0; i < tc_n(); i++) {
+        redisReply *r = tc_cmd(i, "ACL SETUSER %s on >user-password ~* &* +@all -info", user);
+
+        cr_assert(r && r->type == REDIS_REPLY_STATUS, "ACL SETUSER: %s", r ? r->str : "-");
+        freeReplyObject(r);
+    }
+    auth_config(&cfg, user, "user-password");
+    c = core_client(&cfg, -1);
+    tc_resource(res, sizeof(res), NULL);
+    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, out.votes[0].kind, REDLOCK_VOTE_EXCLUDED), "%s",
+              redlock_vote_kind_name(out.votes[0].kind));
+    cr_expect(strstr(out.votes[0].detail, "refused by the ACL: the user needs +info") != NULL,
+              "%s", out.votes[0].detail);
+    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a key was written");
+    redlock_lock_free(l);
+    redlock_client_free(c);
+    for (int i = 0; i < tc_n(); i++)
+        freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
+}
