@@ -1,8 +1,11 @@
-/* acquire.c - take a lock: SET NX PX on every master at once, decide early.
+/* acquire.c - take a lock: ask every master at once, decide early.
  *
  * One op covers every attempt of one acquire. Each attempt:
  *   1. a fresh token and a monotonic start time;
- *   2. SET key token NX PX ttl to all N masters (one round);
+ *   2. the acquire script to all N masters (one round): with the defaults
+ *      it checks the master's memory marker, then SET key token NX PX ttl
+ *      (or takes a reserved key, or queues a waiter); a bare SET NX PX when
+ *      the restart guard is off and the acquire does not wait;
  *   3. decide the moment the outcome is known: success at the quorum-th OK,
  *      failure the moment fewer than a quorum of masters can still say OK,
  *      or at the node timeout for masters that have not answered;
@@ -13,9 +16,8 @@
  *      at most one node timeout), then wait: for the release that wakes us
  *      (wait.c), or the poll timer, until the wait's deadline.
  *
- * Sets of resources and fencing use one Lua script per master instead of
- * SET (all keys or none; fenced: also INCR each resource's counter and
- * return the largest). A fenced acquire that reached a quorum writes the
+ * Sets of resources and fencing are the same script (all keys or none;
+ * fenced: also INCR each resource's counter and return the largest). A fenced acquire that reached a quorum writes the
  * largest value back to every master (counter = max(counter, value)) and
  * succeeds only once a majority acknowledged it, with validity measured at
  * that moment.

@@ -2,18 +2,22 @@
  *
  * Where one acquire goes, in one sitting (NOTES.md §12 has the map):
  *
- *   redlock_acquire()           blocking.c   queue the call for the I/O thread
- *    redlock_acquire_with_async acquire.c    one op (the whole acquire, all attempts)
- *     rl_round_start            op.c         a round: one command, every master, a timer
- *      rl_fanout_send           fanout.c     SET key token NX PX ttl, built once
- *       rl_node_send            node.c       onto that master's connection (bounded)
- *        rl_conn_send           transport.c  hiredis; one write per loop pass
+ *   redlock_acquire()           blocking.c   checks, then one call to the I/O thread
+ *    rl_loop_submit             loop.c       the queue and an eventfd; the caller sleeps
+ *     start_acquire             blocking.c   on the I/O thread
+ *      rl_acquire_start         acquire.c    one op (the whole acquire, all attempts)
+ *       acq_attempt_start       acquire.c    a token, the command (cmd.c), a fanout
+ *        rl_round_start         op.c         a round: one command, every master, a timer
+ *         rl_fanout_send        fanout.c     the acquire script (or SET NX PX), built once
+ *          rl_node_send         node.c       onto that master's connection (bounded)
+ *           rl_conn_send        transport.c  hiredis; one write per loop pass
  *   ... a reply arrives ...
- *        conn_on_reply          transport.c  in send order, exactly once
- *       fanout_on_reply         fanout.c     NOSCRIPT -> EVAL; late replies dropped
- *      round_on_vote            op.c         not late? count it: ops->on_vote, ->decide
- *     acq_on_vote, acq_decide   acquire.c    a quorum of OKs, or a majority out of reach
- *    rl_op_finish -> deliver    op.c         next loop pass: the op hook, then the callback
+ *           conn_on_reply       transport.c  in send order, exactly once
+ *          fanout_on_reply      fanout.c     NOSCRIPT -> EVAL; late replies dropped
+ *         round_on_vote         op.c         not late? count it: ops->on_vote, ->decide
+ *        rl_acq_on_vote         acquire-votes.c  the vote (and whether it may count)
+ *       acq_decide              acquire.c    a quorum of OKs, or a majority out of reach
+ *      rl_op_finish, on_deliver op.c         next loop pass: the op hook, then acq_deliver
  *
  * Ownership in one paragraph: an op belongs to the client until its
  * callback has run. A fanout belongs to itself: it holds one reference per

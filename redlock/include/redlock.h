@@ -2,15 +2,27 @@
  *
  * A lock on a resource is held when a majority (N/2+1) of N independent
  * masters store the lock's random token under the resource's key, with a
- * time to live. redlock_acquire() sends `SET key token NX PX ttl` to every
- * master at once, decides the moment a majority has answered OK (or can no
- * longer answer OK), and returns a lease whose validity is
+ * time to live. redlock_acquire() asks every master at once and decides the
+ * moment a majority has answered OK (or can no longer answer OK), and
+ * returns a lease whose validity is
  *
  *     validity = ttl - elapsed - (ttl * drift_factor + 2 ms)
  *
+ * What each master is sent: with the defaults (restart_guard on), one Lua
+ * script (EVALSHA) that checks the master's memory marker and, if the master
+ * counts, does `SET key token NX PX ttl` and notes the key in the master's
+ * index of held keys; an acquire that may wait also takes a place in the
+ * resource's queue, and the client's first waiting acquire subscribes to the
+ * client's own wake-up channel on every master (one connection each). With
+ * restart_guard = 0, an acquire that does not wait is a bare `SET NX PX`.
+ * Every new connection first checks which redis-server process it reached
+ * (INFO run_id) against the marker: NOTES.md §4.
+ *
  * Inside that validity no other client can hold the same resource, under the
  * timing assumptions stated in NOTES.md (bounded clock rates on masters and
- * client; no master restarted without persistence inside a ttl).
+ * client; nobody deletes lock keys by hand). A master that restarts or loses
+ * its data is kept out of quorums by the memory guard until the leases it
+ * may have granted have ended.
  *
  * Two ways to use one client:
  *  - async: pass your event_base to redlock_client_new(); call the *_async
