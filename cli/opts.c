@@ -162,8 +162,8 @@ struct parse_state {
 
 static void print_version(void)
 {
-    printf("%s %s (library %s, header %s)\n", CLI_NAME, REDLOCK_VERSION_STRING,
-           redlock_version(), REDLOCK_VERSION_STRING);
+    printf("%s %s (library %s, header %s; TLS %s)\n", CLI_NAME, REDLOCK_VERSION_STRING,
+           redlock_version(), REDLOCK_VERSION_STRING, redlock_has_tls() ? "yes" : "no");
 }
 
 /* A number or duration option's value into its field. */

@@ -28,6 +28,15 @@ const char *redlock_version(void)
     return REDLOCK_VERSION_STRING;
 }
 
+int redlock_has_tls(void)
+{
+#if RL_HAVE_TLS
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* Every string of the config, copied into one block that the client owns;
  * the config's pointers are moved onto the copies. */
 static int copy_strings(redlock_client *c)

@@ -44,6 +44,20 @@ Test(version, runtime_matches_header)
                      REDLOCK_VERSION_PATCH));
 }
 
+/* redlock_has_tls() says what the config check does with a TLS config. */
+Test(version, has_tls_tells_whether_a_tls_config_is_accepted)
+{
+    redlock_config cfg;
+    redlock_error e;
+
+    redlock_config_init(&cfg);
+    cfg.masters = "127.0.0.1:1";
+    cfg.tls = 1;
+    int rc = redlock_config_check(&cfg, &e);
+    cr_assert(eq(int, redlock_has_tls() ? 0 : REDLOCK_EINVAL, rc), "has_tls %d, check: %s",
+              redlock_has_tls(), rc ? e.msg : "ok");
+}
+
 Test(errors, codes_are_negative_and_distinct)
 {
     cr_assert(gt(sz, N_CODES, 10));

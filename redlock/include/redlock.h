@@ -1088,6 +1088,15 @@ int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitt
 REDLOCK_API
 const char *redlock_version(void);
 
+/**
+ * redlock_has_tls() - Was the library linked built with TLS to masters?
+ *
+ * 1: config.tls and rediss:// URLs work (hiredis >= 1.0 with hiredis_ssl).
+ * 0: asking for TLS fails in redlock_client_new() with REDLOCK_EINVAL.
+ */
+REDLOCK_API
+int redlock_has_tls(void);
+
 #ifdef __cplusplus
 }
 #endif
