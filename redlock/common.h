@@ -29,6 +29,7 @@ void rl_seterr(redlock_error *e, int code, int master, const char *fmt, ...)
 
 /* Classify a master's error reply ("WRONGTYPE ...", "NOAUTH ...") into REDLOCK_E*. */
 int rl_classify_error_reply(const char *str, size_t len);
+bool rl_reply_is_acl_denial(const char *str, size_t len);   /* NOPERM and kin */
 
 /* Is this error reply one that passes by itself (LOADING, BUSY, TRYAGAIN,
  * MASTERDOWN): the master is there but cannot answer for a while? */

@@ -55,10 +55,19 @@ int rl_classify_error_reply(const char *str, size_t len)
      * somewhere in the message, not always at its start. */
     if (has(str, len, "WRONGTYPE"))
         return REDLOCK_EWRONGTYPE;
-    if (has(str, len, "NOAUTH") || has(str, len, "WRONGPASS") || has(str, len, "NOPERM") ||
+    if (has(str, len, "NOAUTH") || has(str, len, "WRONGPASS") || rl_reply_is_acl_denial(str, len) ||
         has(str, len, "invalid password") || has(str, len, "invalid username"))
         return REDLOCK_EAUTH;
     return REDLOCK_EREPLY;
+}
+
+/* The user is who it says, but its ACL lacks a command, key or channel:
+ * NOPERM, or (inside a script) "The user executing the script can't run
+ * this command". Classified as EAUTH, worded as what it is. */
+bool rl_reply_is_acl_denial(const char *str, size_t len)
+{
+    return str && (has(str, len, "NOPERM") || has(str, len, "can't run this command") ||
+                   has(str, len, "no permissions to access"));
 }
 
 /* Replies a healthy master gives while it cannot serve for a moment: it is

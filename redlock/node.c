@@ -221,7 +221,7 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
         int code = rl_classify_error_reply(s, len);
         if (code == REDLOCK_EUNAVAIL)
             return;
-        if (strstr(s, "can't run this command") || code == REDLOCK_EAUTH)
+        if (rl_reply_is_acl_denial(s, len))
             snprintf(n->trust.check_err, sizeof(n->trust.check_err),
                      "memory check refused by the ACL: the user needs +info and +eval");
         else

@@ -22,10 +22,22 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
     const char *str = rl_reply_str(r, &len);
     int code = rl_classify_error_reply(str, len);
     const char *detail = str;
-    if (code == REDLOCK_EAUTH && n->err == REDLOCK_EAUTH && n->errstr[0])
+    char acl[REDLOCK_VOTE_DETAIL_LEN];
+    if (code == REDLOCK_EAUTH && n->err == REDLOCK_EAUTH && n->errstr[0]) {
         detail = n->errstr;
-    else if (code == REDLOCK_EAUTH && len >= 6 && memcmp(str, "NOAUTH", 6) == 0)
+    } else if (code == REDLOCK_EAUTH && len >= 6 && memcmp(str, "NOAUTH", 6) == 0) {
         detail = "the master requires a password (none was given: set one)";
+    } else if (rl_reply_is_acl_denial(str, len)) {
+        /* Not a password problem: the user is known, its ACL lacks a
+         * command, a key or a channel redlock uses. Name it. */
+        const char *q = memchr(str, '\'', len);
+        const char *q2 = q ? memchr(q + 1, '\'', len - (size_t)(q + 1 - str)) : NULL;
+        if (q && q2)
+            snprintf(acl, sizeof(acl), "ACL: the user may not run %.*s", (int)(q2 - q + 1), q);
+        else
+            snprintf(acl, sizeof(acl), "ACL: the user may not run a command (or key) redlock uses");
+        detail = acl;
+    }
     /* Redis 7 ends an error raised inside a script with " script: <sha>,
      * on @user_script:<line>.": ours, and nothing the user can act on. */
     char cut[REDLOCK_VOTE_DETAIL_LEN];
@@ -131,8 +143,10 @@ static int setup_failure(const rl_op *op, const tally *t, const char *what, redl
         const char *d = op->out.votes[m].detail;
         size_t dl = strlen(d);
         bool advised = strncmp(d, "TLS", 3) == 0 || (dl > 1 && strcmp(d + dl - 2, "?)") == 0);
+        bool acl = strncmp(d, "ACL:", 4) == 0;
         rl_seterr(e, code, (int)m, "%s: master %s: %s (%s%s%u of %u masters fail this way)",
-                  what, c->nodes[m].addr.name, d, advised ? "" : hint(code),
+                  what, c->nodes[m].addr.name, d,
+                  advised ? "" : acl ? "grant what README's ACL section lists" : hint(code),
                   advised ? "" : "; ", t->per_code[-code], c->n);
         return code;
     }

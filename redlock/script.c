@@ -21,8 +21,9 @@
  *                {born, window, maxttl, served, run, durable, pending,
  *                tight, cause} (CHECK, HEARD; NOTES.md §4)
  *   "\0redlock:held"    the lock keys this master granted while it was
- *                trusted: a set, so that the fleet can tell how long the
- *                leases live now when a master forgets (LEASES)
+ *                trusted, scored by when their leases end (a sorted set),
+ *                so that the fleet can tell how long the leases live now
+ *                when a master forgets (LEASES)
  * A NUL cannot be part of a resource name or of the prefix, so none of these
  * can ever be another resource's lock key.
  *
@@ -56,7 +57,7 @@
     "local function hand_over(i, n, by, wake, idx)\n"                          \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
     "  local function free() redis.call('del', KEYS[i])\n"                    \
-    "    if idx then redis.call('srem', idx, KEYS[i]) end end\n"             \
+    "    if idx then redis.call('zrem', idx, KEYS[i]) end end\n"             \
     "  if redis.call('exists', q) == 0 then free() return end\n"             \
     "  " NOW_MS                                                               \
     "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
@@ -122,14 +123,20 @@
     "  redis.call('hdel', KEYS[mk], 'served', 'durable', 'tight')\n"            \
     "end\n"
 
-/* Keys KEYS[first..first+n-1], just granted, join the index of held keys
- * KEYS[ik]; one member picked at random leaves it if its key is gone (a
- * holder that never released), so the index stays near the live locks. */
+/* Keys KEYS[first..first+n-1], just granted with `ttl`, join the index of
+ * held keys KEYS[ik], scored by when their lease ends on this master's
+ * clock (PEXPIRETIME: no TIME call); entries whose lease ended before now
+ * (the grant's own time: its end minus its ttl) leave it, so the index
+ * holds the live leases and never the history. The index names keys and
+ * never reads them: a user whose ACL covers one key prefix can keep it. */
 #define INDEX                                                                   \
-    "local function index(ik, first, n)\n"                                      \
-    "  for i = first, first + n - 1 do redis.call('sadd', KEYS[ik], KEYS[i]) end\n" \
-    "  local r = redis.call('srandmember', KEYS[ik])\n"                         \
-    "  if r and redis.call('exists', r) == 0 then redis.call('srem', KEYS[ik], r) end\n" \
+    "local function index(ik, first, n, ttl)\n"                                 \
+    "  local e = 0\n"                                                          \
+    "  for i = first, first + n - 1 do\n"                                       \
+    "    e = redis.call('pexpiretime', KEYS[i])\n"                               \
+    "    redis.call('zadd', KEYS[ik], e, KEYS[i])\n"                             \
+    "  end\n"                                                                  \
+    "  redis.call('zremrangebyscore', KEYS[ik], '-inf', '(' .. (e - ttl))\n"     \
     "end\n"
 
 static const char *const bodies[RL_SCRIPT_COUNT] = {
@@ -189,7 +196,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "end\n"
         "for i = 1, n do\n"
         "  redis.call('pexpire', KEYS[i], ARGV[2])\n"
-        "  if marked then redis.call('sadd', KEYS[n + 2], KEYS[i]) end\n"
+        "  if marked then\n"
+        "    redis.call('zadd', KEYS[n + 2], redis.call('pexpiretime', KEYS[i]), KEYS[i])\n"
+        "  end\n"
         "end\n"
         "return 1\n",
     [RL_SCRIPT_STATUS] =
@@ -245,7 +254,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    redis.call('get', KEYS[1])\n"
         "    return {0, 0, maxttl}\n"
         "  end\n"
-        "  if marked then index(k + 1, 1, 1) end\n"
+        "  if marked then index(k + 1, 1, 1, tonumber(ARGV[2])) end\n"
         "else\n"
         "  local mine = '\\1' .. ARGV[5]\n"
         "  for i = 1, n do\n"
@@ -260,7 +269,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    end\n"
         "  end\n"
         "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
-        "  if marked then index(k + 1, 1, n) end\n"
+        "  if marked then index(k + 1, 1, n, tonumber(ARGV[2])) end\n"
         "  if queued then\n"
         "    for j = 0, n - 1 do\n"
         "      redis.call('zrem', KEYS[qk + j], ARGV[5]) redis.call('zrem', KEYS[qk + n + j], ARGV[5])\n"
@@ -291,7 +300,11 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * grants that the data it came with lacks, so the master is reborn
      * unless the marker vouches that the process before kept every write
      * (`durable`: AOF appendfsync always, VOUCH). No marker: reborn too. A
-     * marker without `run` was written before run ids were kept: adopted.
+     * marker without `run` was written before run ids were kept (an older
+     * redlock, or by hand): adopted only if this process loaded nothing
+     * from disk when it started (no AOF, no keys from an RDB), so that the
+     * marker was written while it ran; else it may come from a snapshot
+     * older than a grant, and the master is reborn.
      * ARGV[1]: the longest ttl the client knows (a new marker's maxttl).
      * Returns {age, window, maxttl, state, cause, durable}: state 0 counts,
      * 1 its window runs, 2 pending (no window yet); cause 0, 1 lost its data
@@ -306,7 +319,12 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "if redis.call('exists', KEYS[1]) == 0 then\n"
         "  reborn(1, tonumber(ARGV[1]) or 0, 'lost', run)\n"
         "elseif not m[1] then\n"
-        "  redis.call('hset', KEYS[1], 'run', run)\n"
+        "  local p = redis.call('info', 'persistence')\n"
+        "  if string.match(p, 'aof_enabled:0') and string.match(p, 'rdb_last_load_keys_loaded:0\\r') then\n"
+        "    redis.call('hset', KEYS[1], 'run', run)\n"
+        "  else\n"
+        "    reborn(1, tonumber(m[3]) or 0, 'restart', run)\n"
+        "  end\n"
         "elseif m[1] ~= run then\n"
         "  if m[2] == m[1] then\n"
         "    redis.call('hset', KEYS[1], 'run', run) redis.call('hdel', KEYS[1], 'durable')\n"
@@ -356,20 +374,20 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "return 1\n",
     /* LEASES: how long may locks granted here still live? KEYS: the marker,
      * the index of held keys. A master whose vote counts answers {1, the
-     * longest pttl among its held keys, maxttl} (keys that are gone leave
-     * the index); one that does not (reborn, window running) {0, 0,
+     * time left of the latest lease end in its index, maxttl} (ended
+     * entries leave it); one that does not (reborn, window running) {0, 0,
      * maxttl}: it grants nothing, so it holds nothing that counts. */
     [RL_SCRIPT_LEASES] =
         HEARD
         "local mt, age = heard(1, 0)\n"
         "if not mt then return {0, 0, 0} end\n"
         "if age then return {0, 0, mt} end\n"
-        "local longest = 0\n"
-        "for _, k in ipairs(redis.call('smembers', KEYS[2])) do\n"
-        "  local t = redis.call('pttl', k)\n"
-        "  if t == -2 then redis.call('srem', KEYS[2], k) elseif t > longest then longest = t end\n"
-        "end\n"
-        "return {1, longest, mt}\n",
+        NOW_MS
+        "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now)\n"
+        "local top = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n"
+        "local left = 0\n"
+        "if top[2] then left = math.max(tonumber(top[2]) - now, 0) end\n"
+        "return {1, left, mt}\n",
     /* SETTLE: a pending master gets its window, from now on its own clock.
      * ARGV: the run_id the client saw pending (a later rebirth is not
      * settled by reports taken before it), the window, '1' if measured

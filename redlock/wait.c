@@ -40,12 +40,34 @@ static struct rl_wait *wait_state(redlock_client *c)
     return ws;
 }
 
+/* The answer to the PUBLISH that follows a SUBSCRIBE on the command
+ * connection. A subscriber connection swallows an error to SUBSCRIBE (no
+ * reply function waits for it), so the channel right is asked this way:
+ * an ACL that refuses PUBLISH on the channel refuses SUBSCRIBE too. Said
+ * once per connection; waiting still works, by polling. */
+static void on_channel_probe(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_node *n = arg;
+    size_t len;
+    const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
+    if (s && rl_reply_is_acl_denial(s, len))
+        rl_node_log(n, REDLOCK_LOG_WARN, "the ACL refuses the wake-up channel: waiters poll "
+                    "instead; grant the user &redlock:wake:* (README: the ACL redlock %s)",
+                    "needs");
+}
+
 static void subscribe(redlock_client *c, struct rl_wait *ws, rl_node *n)
 {
     rl_conn *sub = rl_node_subscriber(n);
-    if (sub && ws->subscribed[n->idx] != sub &&
-        rl_conn_subscribe(sub, ws->channel, strlen(ws->channel), true) == 0)
-        ws->subscribed[n->idx] = sub;
+    if (!sub || ws->subscribed[n->idx] == sub ||
+        rl_conn_subscribe(sub, ws->channel, strlen(ws->channel), true) != 0)
+        return;
+    ws->subscribed[n->idx] = sub;
+    /* A message that names no waiter is dropped by every client (below). */
+    const char *argv[3] = { "PUBLISH", ws->channel, "probe" };
+    size_t lens[3] = { 7, strlen(ws->channel), 5 };
+    rl_node_send(n, on_channel_probe, n, 3, argv, lens, false);
     (void)c;
 }
 

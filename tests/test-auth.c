@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -20,6 +21,7 @@
 
 #include "cluster.h"
 #include "core.h"
+#include "spawn.h"
 
 #define TTL_MS 10000u
 #define FALLBACK_PASSWORD "test-auth fallback"
@@ -287,6 +289,190 @@ Test(auth, an_acl_without_info_keeps_the_master_out_and_says_why)
               "%s", out.votes[0].detail);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a key was written");
     redlock_lock_free(l);
+    redlock_client_free(c);
+    for (int i = 0; i < tc_n(); i++)
+        freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
+}
+
+/* ---- the ACL README.md gives a redlock user ---------------------------- */
+
+/* Warnings the library logged, for the ACL tests. */
+static char acl_log[4096];
+static void acl_log_fn(int level, const char *msg, void *arg)
+{
+    (void)arg;
+    size_t used = strlen(acl_log);
+    if (level >= REDLOCK_LOG_WARN && used + strlen(msg) + 2 < sizeof(acl_log))
+        snprintf(acl_log + used, sizeof(acl_log) - used, "%s\n", msg);
+}
+
+/* Run README's `redis-cli ACL SETUSER redlock ...` line on every master,
+ * as user @user, password "acl-pass", with @edit applied (NULL: as it is;
+ * else a sed expression for the line). */
+static void readme_acl(const char *user, const char *edit)
+{
+    const char *path = getenv("REDLOCK_README");
+    cr_assert(path != NULL, "REDLOCK_README not set (tests/meson.build)");
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "cannot open %s", path);
+    static char line[2048];
+    int found = 0;
+    while (!found && fgets(line, sizeof(line), f))
+        found = strncmp(line, "redis-cli ACL SETUSER redlock ", 30) == 0;
+    fclose(f);
+    cr_assert(found, "README.md has no `redis-cli ACL SETUSER redlock` line");
+    line[strcspn(line, "\n")] = '\0';
+    for (int i = 0; i < tc_n(); i++) {
+        char script[3072], out[512];
+        snprintf(script, sizeof(script),
+                 "line=$(printf '%%s' \"$1\" | sed -e 's/^redis-cli ACL SETUSER redlock /ACL SETUSER %s /' "
+                 "-e 's/PASSWORD/acl-pass/' -e 's/~locks:/~acl-%s:/' %s%s%s); "
+                 "eval \"redis-cli -p %d -a \\\"$2\\\" --no-auth-warning $line\"",
+                 user, user, edit ? "-e '" : "", edit ? edit : "", edit ? "'" : "", tc_port(i));
+        const char *argv[] = { "sh", "-c", script, "sh", line, tc_password(), NULL };
+        int rc = tc_spawn(argv, out, sizeof(out));
+        cr_assert(eq(int, rc, 0), "README's ACL line on master %d: exit %d: %s", i, rc, out);
+        cr_assert(strncmp(out, "OK", 2) == 0, "README's ACL line on master %d: %s", i, out);
+    }
+}
+
+static redlock_client *acl_client(const char *user, char *prefix, size_t size)
+{
+    redlock_config cfg;
+
+    snprintf(prefix, size, "acl-%s:", user);
+    auth_config(&cfg, user, "acl-pass");
+    cfg.key_prefix = prefix;
+    cfg.log_fn = acl_log_fn;
+    cfg.log_level = REDLOCK_LOG_WARN;
+    cfg.retry_count = 20;
+    cfg.retry_delay_ms = 20;
+    return core_client(&cfg, -1);
+}
+
+/* B's waiting acquire, on a thread of its own while A still holds. */
+struct waiter_arg {
+    redlock_client *c;
+    const redlock_resource *one;
+    const redlock_acquire_opts *o;
+    redlock_lock *l;
+    int rc;
+};
+
+static void *waiter_main(void *p)
+{
+    struct waiter_arg *w = p;
+    w->rc = redlock_acquire_with(w->c, w->one, 1, w->o, &w->l, NULL, NULL);
+    return NULL;
+}
+
+/* Everything redlock does works for a user with exactly README's ACL: the
+ * guard's check, a fenced acquire, extend, a waiter that queues, subscribes
+ * and is handed the lock by the release (PUBLISH), ping, declare-empty. */
+Test(auth, the_readme_acl_is_all_a_redlock_user_needs)
+{
+    char user[64], prefix[80], res[128], qkey[256];
+    redlock_lock *a = NULL;
+    redlock_error e;
+    redlock_status st;
+
+    snprintf(user, sizeof(user), "rl-readme-%ld", (long)getpid());
+    readme_acl(user, NULL);
+    acl_log[0] = '\0';
+    redlock_client *c1 = acl_client(user, prefix, sizeof(prefix));
+    redlock_client *c2 = acl_client(user, prefix, sizeof(prefix));
+    tc_resource(res, sizeof(res), NULL);
+    redlock_resource one = { res, strlen(res) };
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = TTL_MS;
+    o.flags = REDLOCK_FENCE;
+    int rc = redlock_acquire_with(c1, &one, 1, &o, &a, NULL, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, redlock_extend(c1, a, TTL_MS, NULL, &e), 0), "extend: %s", e.msg);
+
+    o.wait_ms = 5000;
+    o.retry_delay_ms = 2000;   /* B is woken by the hand-off, not by its poll */
+    o.retry_jitter_ms = 0;
+    struct waiter_arg w = { c2, &one, &o, NULL, -1 };
+    pthread_t t;
+    cr_assert(eq(int, pthread_create(&t, NULL, waiter_main, &w), 0));
+    int qlen = snprintf(qkey, sizeof(qkey), "%s%s", prefix, res) + 2;
+    memcpy(qkey + qlen - 2, "\0q", 2);
+    cr_expect(TC_AWAIT(({ redisReply *q = tc_cmd(0, "ZCARD %b", qkey, (size_t)qlen);
+                          int n = q && q->type == REDIS_REPLY_INTEGER ? (int)q->integer : 0;
+                          freeReplyObject(q); n >= 1; }), 3000), "B never queued");
+    uint64_t t0 = tc_now_us();
+    cr_expect(eq(int, redlock_release(c1, a, NULL, &e), 0), "release: %s", e.msg);
+    pthread_join(t, NULL);
+    cr_assert(eq(int, w.rc, 0), "B: %s", redlock_err_name(w.rc));
+    cr_expect(lt(u64, tc_now_us() - t0, 1500000ull), "B was not woken by the release");
+    cr_expect(gt(u64, redlock_lock_fence(w.l), redlock_lock_fence(a)), "fences increase");
+    cr_expect(eq(int, redlock_release(c2, w.l, NULL, &e), 0), "release B: %s", e.msg);
+    memset(&st, 0, sizeof(st));
+    cr_expect(eq(int, redlock_ping(c1, &st, &e), 0), "ping: %s", e.msg);
+    for (int i = 0; i < tc_n(); i++)
+        cr_expect(not(st.masters[i].excluded), "master %d excluded: %s", i,
+                  st.masters[i].excluded_why);
+    size_t declared = 99;
+    cr_expect(eq(int, redlock_declare_empty(c1, &declared, &e), 0), "declare-empty: %s", e.msg);
+    cr_expect(eq(str, acl_log, ""), "warnings with README's ACL:\n%s", acl_log);
+    redlock_lock_free(a);
+    redlock_lock_free(w.l);
+    redlock_client_free(c1);
+    redlock_client_free(c2);
+    for (int i = 0; i < tc_n(); i++)
+        freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
+}
+
+/* Without the channel, a waiting client says so once per master and polls; a
+ * command the ACL refuses is named in the vote, not "check the password". */
+Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
+{
+    char user[64], prefix[80], res[128];
+    redlock_lock *a = NULL, *b = NULL;
+    redlock_outcome out;
+    redlock_error e;
+
+    snprintf(user, sizeof(user), "rl-nochan-%ld", (long)getpid());
+    readme_acl(user, "s/ resetchannels [^ ]*/ resetchannels/");
+    acl_log[0] = '\0';
+    redlock_client *c1 = acl_client(user, prefix, sizeof(prefix));
+    redlock_client *c2 = acl_client(user, prefix, sizeof(prefix));
+    tc_resource(res, sizeof(res), NULL);
+    a = core_must_acquire(c1, res, 300, NULL);
+    redlock_resource one = { res, strlen(res) };
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = TTL_MS;
+    o.wait_ms = 5000;
+    int rc = redlock_acquire_with(c2, &one, 1, &o, &b, &out, &e);   /* by polling */
+    cr_assert(eq(int, rc, 0), "B: %s: %s", redlock_err_name(rc), e.msg);
+    int said = 0;
+    for (const char *p = acl_log; (p = strstr(p, "refuses the wake-up channel")); p++)
+        said++;
+    /* Both clients waited (redlock_acquire() with retry_count polls): each
+     * says it once per master. */
+    cr_expect(eq(int, said, 2 * tc_n()), "said %d times (once per client and master):\n%s",
+              said, acl_log);
+    cr_expect(strstr(acl_log, "&redlock:wake:*") != NULL, "names the channel:\n%s", acl_log);
+    redlock_release(c2, b, NULL, NULL);
+    redlock_lock_free(a);
+    redlock_lock_free(b);
+    redlock_client_free(c1);
+    redlock_client_free(c2);
+    for (int i = 0; i < tc_n(); i++) {
+        freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
+        freeReplyObject(tc_cmd(i, "ACL SETUSER %s on >acl-pass ~* &* +@all -evalsha", user));
+    }
+
+    redlock_config cfg;
+    auth_config(&cfg, user, "acl-pass");
+    redlock_client *c = core_client(&cfg, -1);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &a, &out, &e);
+    cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(strstr(e.msg, "ACL: the user may not run 'evalsha'") != NULL &&
+                  strstr(e.msg, "password") == NULL, "%s", e.msg);
     redlock_client_free(c);
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
