@@ -369,10 +369,20 @@ fail_master() {
 # 'heal' stand for a crash, and a crashed master must wait its window.
 # (The same as redlock_declare_empty(); the key starts with a NUL, which
 # only redis-cli's quoted input can write, hence stdin.)
+#
+# The marker names the process that wrote it (`run`: its INFO run_id), as
+# redlock_declare_empty's does: a marker without one is adopted by the next
+# process that finds it, so a snapshot (RDB, or an AOF that lost its tail)
+# taken before any client stamped it would let a restarted master count at
+# once with leases it forgot.
 declare_empty() {
-    local i out
+    local i out run
     for i in "$@"; do
-        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1) return 1" 1 "\x00redlock:marker"' |
+        run=$(timeout 2 redis-cli -h "$HOST" -p "$(port_of "$i")" info server 2>/dev/null |
+            tr -d '\r' | sed -n 's/^run_id://p')
+        [[ $run =~ ^[0-9a-f]{40}$ ]] ||
+            { fail_master "$i" "cannot read its run_id for its memory marker"; return 1; }
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1, '"'"'run'"'"', ARGV[1]) return 1" 1 "\x00redlock:marker" '"$run" |
             timeout 5 redis-cli -h "$HOST" -p "$(port_of "$i")" 2>&1) ||
             { fail_master "$i" "cannot write its memory marker: $out"; return 1; }
         [[ $out == 0 || $out == 1 ]] ||
