@@ -27,7 +27,7 @@ HOST=127.0.0.1
 
 usage() {
     cat <<EOF
-usage: $PROG [-n N] [-p BASEPORT] [-d DIR] [--aof] [--requirepass PASS] COMMAND [I]
+usage: $PROG [-n N] [-p BASEPORT] [-d DIR] [--persist MODE | --aof] [--requirepass PASS] COMMAND [I]
 
 Runs N independent redis-server masters on $HOST:BASEPORT..BASEPORT+N-1.
 
@@ -35,8 +35,12 @@ options:
   -n N                  number of masters (default 5)
   -p BASEPORT           port of master 0 (default 7000)
   -d DIR                state dir (default ./.cluster-BASEPORT)
-  --aof                 persistence: appendonly yes, appendfsync always
-                        (default: none; a restarted master comes back empty)
+  --persist MODE        persistence: none (default: a restarted master comes
+                        back empty), rdb (Redis's default snapshots, save 3600 1
+                        300 100 60 10000; SAVE by hand with 'cli I SAVE'),
+                        everysec (appendonly yes, appendfsync everysec) or
+                        always (appendonly yes, appendfsync always)
+  --aof                 the same as --persist always
   --requirepass PASS    masters require AUTH PASS
   -h, --help            this text
 
@@ -79,7 +83,7 @@ is_uint() {
 
 # --- arguments ---------------------------------------------------------------
 
-opt_n='' opt_port='' opt_dir='' opt_aof='' opt_pass='' opt_pass_set=0
+opt_n='' opt_port='' opt_dir='' opt_persist='' opt_pass='' opt_pass_set=0
 command='' index=''
 cli_args=()
 
@@ -105,8 +109,16 @@ while (($#)); do
         shift 2
         ;;
     --aof)
-        opt_aof=1
+        opt_persist=always
         shift
+        ;;
+    --persist)
+        (($# >= 2)) || usage_error "--persist needs a value"
+        case $2 in
+        none | rdb | everysec | always) opt_persist=$2 ;;
+        *) usage_error "--persist must be none, rdb, everysec or always, got '$2'" ;;
+        esac
+        shift 2
         ;;
     --requirepass)
         (($# >= 2)) || usage_error "--requirepass needs a value"
@@ -172,6 +184,7 @@ fi
 N=5
 BASEPORT=7000
 AOF=0
+PERSIST=
 PASSWORD=
 SERVER=
 
@@ -192,7 +205,7 @@ if [[ -f $ENVFILE ]]; then
     if [[ $command == start ]]; then
         # start takes only what it is given now; the old N is still needed
         # to find masters of an earlier run that are alive.
-        N=5 BASEPORT=7000 AOF=0 PASSWORD='' SERVER=''
+        N=5 BASEPORT=7000 AOF=0 PERSIST='' PASSWORD='' SERVER=''
     fi
 elif [[ $command != start ]]; then
     die "no cluster in $DIR ($ENVFILE missing: run '$PROG ... start' first)"
@@ -203,7 +216,11 @@ if [[ $command == start || -z $SERVER ]]; then
 fi
 [[ -n $opt_n ]] && N=$opt_n
 [[ -n $opt_port ]] && BASEPORT=$opt_port
-[[ -n $opt_aof ]] && AOF=1
+# An older cluster.env has AOF=0|1 and no PERSIST.
+[[ -n $PERSIST ]] || { ((AOF)) && PERSIST=always || PERSIST=none; }
+[[ -n $opt_persist ]] && PERSIST=$opt_persist
+AOF=0
+[[ $PERSIST == always ]] && AOF=1
 ((opt_pass_set)) && PASSWORD=$opt_pass
 ((BASEPORT + N - 1 <= 65535)) || usage_error "ports $BASEPORT..$((BASEPORT + N - 1)) exceed 65535"
 
@@ -284,13 +301,17 @@ write_conf() {
         # between would see it empty and report a live master as exited.
         echo "logfile $(conf_quote "$mdir/redis.log")"
         echo "dir $(conf_quote "$mdir")"
-        echo 'save ""'
+        if [[ $PERSIST == rdb ]]; then
+            echo "save 3600 1 300 100 60 10000"
+        else
+            echo 'save ""'
+        fi
         # Fault tests stall a master with DEBUG SLEEP; redis 7 refuses DEBUG
         # unless enabled, and "local" keeps it to loopback connections.
         echo "enable-debug-command local"
-        if ((AOF)); then
+        if [[ $PERSIST == always || $PERSIST == everysec ]]; then
             echo "appendonly yes"
-            echo "appendfsync always"
+            echo "appendfsync $PERSIST"
         else
             echo "appendonly no"
         fi
@@ -348,10 +369,20 @@ fail_master() {
 # 'heal' stand for a crash, and a crashed master must wait its window.
 # (The same as redlock_declare_empty(); the key starts with a NUL, which
 # only redis-cli's quoted input can write, hence stdin.)
+#
+# The marker names the process that wrote it (`run`: its INFO run_id), as
+# redlock_declare_empty's does: a marker without one is adopted by the next
+# process that finds it, so a snapshot (RDB, or an AOF that lost its tail)
+# taken before any client stamped it would let a restarted master count at
+# once with leases it forgot.
 declare_empty() {
-    local i out
+    local i out run
     for i in "$@"; do
-        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1) return 1" 1 "\x00redlock:marker"' |
+        run=$(timeout 2 redis-cli -h "$HOST" -p "$(port_of "$i")" info server 2>/dev/null |
+            tr -d '\r' | sed -n 's/^run_id://p')
+        [[ $run =~ ^[0-9a-f]{40}$ ]] ||
+            { fail_master "$i" "cannot read its run_id for its memory marker"; return 1; }
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1, '"'"'run'"'"', ARGV[1]) return 1" 1 "\x00redlock:marker" '"$run" |
             timeout 5 redis-cli -h "$HOST" -p "$(port_of "$i")" 2>&1) ||
             { fail_master "$i" "cannot write its memory marker: $out"; return 1; }
         [[ $out == 0 || $out == 1 ]] ||
@@ -436,6 +467,7 @@ save_env() {
         printf 'N=%q\n' "$N"
         printf 'BASEPORT=%q\n' "$BASEPORT"
         printf 'AOF=%q\n' "$AOF"
+        printf 'PERSIST=%q\n' "$PERSIST"
         printf 'PASSWORD=%q\n' "$PASSWORD"
         printf 'SERVER=%q\n' "$SERVER"
     } >"$ENVFILE.tmp"

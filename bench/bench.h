@@ -121,6 +121,11 @@ struct result {
     double max_gap_ms;                /* longest time nobody held the lock */
     double max_gap_at_s;              /* ... from this long after the start */
     uint64_t restarts_seen;           /* master restarts the clients saw */
+    double sat_out_ms;                /* restart-persist-*: longest time a restarted
+                                         master did not count; < 0: n/a */
+    int sat_out_open;                 /* ... one still did not count at the end */
+    uint64_t waiters_killed;          /* contention-deadwaiter: SIGKILLed waiters */
+    double handoff_ratio;             /* ... hand-offs/s against its baseline; < 0: n/a */
     int n_owners;                     /* processes or waiters */
     uint64_t grants_by[BENCH_MAX_CLIENTS]; /* per owner */
     double fairness_jain;             /* over grants_by; < 0: n/a */
@@ -374,6 +379,8 @@ struct contend_opts {
     struct wait_policy wait;
     uint32_t reconnect_max_ms;        /* 0: the library's default */
     int restart_guard_off;            /* cfg.restart_guard = 0 (it is on by default) */
+    double kill_waiter_every_s;       /* > 0: SIGKILL a waiting contender this often
+                                         and start a new one in its place */
     const char *label;
     /* runs in the parent while the children contend; @t0 is their start */
     void (*during)(void *arg, uint64_t t0);
@@ -414,6 +421,8 @@ void scenario_restart(void);
 void scenario_restart_guard(void);
 void scenario_restart_delayed(void);
 void scenario_restart_aof(void);
+void scenario_restart_persist(void);
+void scenario_contention_deadwaiter(void);
 
 /* report.c, targets.c */
 void report_json_line(FILE *f, const struct result *r);

@@ -24,6 +24,7 @@ struct window {
 struct child_out {
     volatile int ready;               /* connected; 1 ok, -1 failed */
     volatile uint64_t ok_now;         /* for the progress line */
+    volatile int waiting;             /* in an acquire call: a waiter, not a holder */
     uint64_t restarts_seen;           /* REDLOCK_EVENT_RESTART, from the I/O thread */
     char errmsg[200];
     uint64_t cpu_us, n_win;
@@ -89,7 +90,9 @@ static void child_cycle(redlock_client *c, struct child_out *co, struct window *
     int64_t v;
     int rc;
 
+    co->waiting = 1;
     rc = wait_acquire(c, &o->wait, res, o->ttl_ms, &lock);
+    co->waiting = 0;
     t1 = now_us();
     co->t.ops++;
     if (rc != 0) {
@@ -189,17 +192,66 @@ static int await_ready(struct shared *sh, int k)
     }
 }
 
-/* Reap the children by pid, never waitpid(-1): the fault thread's
- * cluster-up.sh runs are our children too, and it reaps them itself. */
-static void reap(struct shared *sh, pid_t *pids, int k, const char *label, struct result *r)
+static pid_t spawn(struct shared *sh, int idx, const struct contend_opts *o, const char *res)
 {
-    uint64_t t_hard = sh->t_end + 30000000u;
-    int alive = k, i, status;
+    pid_t pid;
+
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0)
+        child_main(sh, idx, o, res);
+    if (pid > 0)
+        register_child(pid);
+    return pid;
+}
+
+/* contention-deadwaiter: SIGKILL one contender that is waiting (inside its
+ * acquire call, so queued, not holding), chosen at random, and start a new
+ * one in a fresh slot so the number of live contenders stays the same.
+ * Returns 1 if one was killed. */
+static int kill_a_waiter(struct shared *sh, pid_t *pids, int *k, int k_max,
+                         const struct contend_opts *o, const char *res)
+{
+    int cand[BENCH_MAX_CLIENTS], n = 0, i, v;
+
+    for (i = 0; i < *k; i++)
+        if (pids[i] > 0 && child_at(sh, i)->ready == 1 && child_at(sh, i)->waiting)
+            cand[n++] = i;
+    if (n == 0 || *k >= k_max)
+        return 0;
+    v = cand[bench_rand() % (uint64_t)n];
+    if (kill(pids[v], SIGKILL) != 0)
+        return 0;
+    pids[*k] = spawn(sh, *k, o, res);
+    if (pids[*k] > 0)
+        (*k)++;
+    return 1;
+}
+
+/* Reap the children by pid, never waitpid(-1): the fault thread's
+ * cluster-up.sh runs are our children too, and it reaps them itself.
+ * With o->kill_waiter_every_s, kill waiters as the run goes (slots up to
+ * @k_max; *k grows). */
+static void reap(struct shared *sh, pid_t *pids, int *k, int k_max, const struct contend_opts *o,
+                 const char *res, struct result *r)
+{
+    uint64_t t_hard = sh->t_end + 30000000u, every = (uint64_t)(o->kill_waiter_every_s * 1e6);
+    uint64_t next_kill = sh->t_start + every;
+    int alive = *k, i, status;
 
     while (alive > 0) {
         uint64_t ok = 0, t = now_us();
 
-        for (i = 0; i < k; i++) {
+        if (every && t >= next_kill && t + 200000u < sh->t_end) {
+            int before = *k;
+
+            if (kill_a_waiter(sh, pids, k, k_max, o, res)) {
+                r->waiters_killed++;
+                alive += *k - before;
+                next_kill += every;
+            }
+        }
+        for (i = 0; i < *k; i++) {
             if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == pids[i]) {
                 unregister_child(pids[i]);
                 pids[i] = -1;
@@ -208,18 +260,18 @@ static void reap(struct shared *sh, pid_t *pids, int k, const char *label, struc
         }
         if (alive == 0)
             break;
-        for (i = 0; i < k; i++)
+        for (i = 0; i < *k; i++)
             ok += child_at(sh, i)->ok_now;
         if (t > sh->t_start)
-            progress(label, (double)(t - sh->t_start) / 1e6,
+            progress(o->label, (double)(t - sh->t_start) / 1e6,
                      (double)(sh->t_end - sh->t_start) / 1e6, ok, 0);
         if (t > t_hard) {
-            for (i = 0; i < k; i++)
+            for (i = 0; i < *k; i++)
                 if (pids[i] > 0)
                     kill(pids[i], SIGKILL);
             result_note(r, "error: contenders did not finish; killed");
         }
-        sleep_us(50000);
+        sleep_us(every ? 10000 : 50000);
     }
 }
 
@@ -274,32 +326,34 @@ static void *during_main(void *arg)
 
 int contend_run(const struct contend_opts *o, struct result *r)
 {
-    struct shared *sh = shared_map(o->clients, o->duration_s);
+    /* slots for the contenders started in place of killed waiters */
+    int k_max = o->clients + (o->kill_waiter_every_s > 0
+                              ? (int)(o->duration_s / o->kill_waiter_every_s) + 1 : 0);
+    struct shared *sh;
     struct during_arg da = { o, 0 };
     pid_t pids[BENCH_MAX_CLIENTS];
     char res[96];
-    int k, failed_start, have_thread = 0;
+    int k, n_start, failed_start, have_thread = 0;
     uint64_t cpu = 0;
     pthread_t th;
     struct mstat m0 = { 0 };
 
+    if (k_max > BENCH_MAX_CLIENTS)
+        k_max = BENCH_MAX_CLIENTS;
+    sh = shared_map(k_max, o->duration_s);
     if (!sh) {
         result_note(r, "error: mmap: %s", strerror(errno));
         return -1;
     }
     snprintf(res, sizeof(res), "%s:%llu", o->label, (unsigned long long)bench_rand() % 1000000u);
-    fflush(NULL);
     for (k = 0; k < o->clients && k < BENCH_MAX_CLIENTS; k++) {
-        pid_t pid = fork();
+        pid_t pid = spawn(sh, k, o, res);
 
-        if (pid == 0)
-            child_main(sh, k, o, res);
         if (pid < 0) {
             result_note(r, "error: fork: %s", strerror(errno));
             break;
         }
         pids[k] = pid;
-        register_child(pid);
     }
     failed_start = await_ready(sh, k);
     if (!o->during)
@@ -310,7 +364,8 @@ int contend_run(const struct contend_opts *o, struct result *r)
         da.t0 = sh->t_start;
         have_thread = pthread_create(&th, NULL, during_main, &da) == 0;
     }
-    reap(sh, pids, k, o->label, r);
+    n_start = k;
+    reap(sh, pids, &k, k_max, o, res, r);
     if (have_thread)
         pthread_join(th, NULL);
 
@@ -320,7 +375,10 @@ int contend_run(const struct contend_opts *o, struct result *r)
     if (r->ok)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;
     masters_delta(r, &m0, r->ok);
-    contention_json(r, k, o->hold_us);
+    contention_json(r, n_start, o->hold_us);
+    if (o->kill_waiter_every_s > 0)
+        result_extra(r, ",\"kill_waiter_every_s\":%.1f,\"waiters_killed\":%llu,\"slots\":%d",
+                     o->kill_waiter_every_s, (unsigned long long)r->waiters_killed, k);
     wait_json(r, &o->wait);
     if (o->reconnect_max_ms)
         result_extra(r, ",\"reconnect_max_ms\":%u", o->reconnect_max_ms);

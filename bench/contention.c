@@ -5,6 +5,9 @@
  *   contention, contention-poll             K processes, hold 0
  *   contention-hold, contention-hold-poll   K processes, hold --hold-us
  *   contention-inproc                       K waiters on one client, hold --hold-us
+ *   contention-deadwaiter                   K processes, hold 0, a waiting one
+ *                                           SIGKILLed every 2 s (and replaced),
+ *                                           against its own baseline without kills
  * Every row checks its lock windows for overlap.
  */
 #include "bench.h"
@@ -48,4 +51,43 @@ void scenario_contention_inproc(void)
     contention_json(r, config.clients, config.hold_us);
     wait_json(r, &w);
     result_extra(r, ",\"inversions\":%lld", (long long)r->inversions);
+}
+
+/* Issue 18: a waiter that dies while queued must not stall the hand-offs.
+ * The same K processes twice, hold 0, pub/sub: first without kills (the
+ * baseline row), then with a waiting process SIGKILLed every 2 s and a new
+ * one started in its place; the row reports hand-offs per second (grants
+ * to another process) against the baseline's. Target: >= 0.8 x. */
+#define DEADWAITER_EVERY_S 2.0
+
+void scenario_contention_deadwaiter(void)
+{
+    struct result *b = result_new("contention-deadwaiter-base");
+    struct result *r;
+    struct contend_opts o = { .clients = config.clients, .duration_s = config.duration_s,
+                              .ttl_ms = config.ttl_ms, .hold_us = 0,
+                              .wait = wait_policy_default(1),
+                              .label = "contention-deadwaiter-base" };
+    double base, got;
+
+    /* at least two kills in the run */
+    if (o.duration_s < 2.0 * DEADWAITER_EVERY_S + 0.5)
+        o.duration_s = 2.0 * DEADWAITER_EVERY_S + 0.5;
+    contend_run(&o, b);
+    r = result_new("contention-deadwaiter");
+    o.label = "contention-deadwaiter";
+    o.kill_waiter_every_s = DEADWAITER_EVERY_S;
+    contend_run(&o, r);
+    base = b->duration_s > 0 ? (double)b->owner_changes / b->duration_s : 0;
+    got = r->duration_s > 0 ? (double)r->owner_changes / r->duration_s : 0;
+    if (base > 0)
+        r->handoff_ratio = got / base;
+    result_extra(r, ",\"base_handoffs_per_s\":%.1f,"
+                 "\"handoff_ratio\":%.3f,\"handoff_ratio_target\":0.8", base,
+                 r->handoff_ratio);
+    if (!r->note[0])
+        result_note(r, "%llu waiters SIGKILLed (one every %.0f s, each replaced): %.0f hand-offs/s "
+                    "against %.0f without kills = %.2f x (target >= 0.8); no holder for up to "
+                    "%.0f ms", (unsigned long long)r->waiters_killed, DEADWAITER_EVERY_S, got,
+                    base, r->handoff_ratio, r->max_gap_ms);
 }

@@ -30,6 +30,7 @@ static const struct scenario scenarios[] = {
     { "contention-hold", scenario_contention_hold, 0 },
     { "contention-hold-poll", scenario_contention_hold_poll, 0 },
     { "contention-inproc", scenario_contention_inproc, 0 },
+    { "contention-deadwaiter", scenario_contention_deadwaiter, 0 },
     { "kill1", scenario_kill1, 1 },
     { "kill2", scenario_kill2, 1 },
     { "kill3", scenario_kill3, 1 },
@@ -38,6 +39,7 @@ static const struct scenario scenarios[] = {
     { "restart-guard", scenario_restart_guard, 1 },
     { "restart-delayed", scenario_restart_delayed, 1 },
     { "restart-aof", scenario_restart_aof, 1 },
+    { "restart-persist", scenario_restart_persist, 1 },
     { "timeline", scenario_timeline, 1 },
 };
 #define N_SCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))

@@ -1,9 +1,15 @@
-/* restart.c - masters restarted without persistence mid-contention: the
- * textbook way to hand one lock to two holders, and the remedies.
+/* restart.c - masters restarted mid-contention: without persistence (the
+ * textbook way to hand one lock to two holders) and the remedies, and
+ * under each persistence mode (restart-persist-*).
  */
 #include "bench.h"
 
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------------ */
 /* Restart without persistence, mid-contention                              */
@@ -24,11 +30,107 @@
 /* on but leaves such masters alone).                                       */
 /* ------------------------------------------------------------------------ */
 
-enum restart_kind { RESTART_EMPTY, RESTART_GUARD, RESTART_DELAYED, RESTART_AOF };
+enum restart_kind { RESTART_EMPTY, RESTART_GUARD, RESTART_DELAYED, RESTART_AOF,
+                    RESTART_PERSIST };
 
-static void restart_scenario(const char *name, enum restart_kind kind)
+/* restart-persist: after the schedule's heal, how long each restarted
+ * master kept out of quorums, seen through redlock_ping on a client of its
+ * own (what an operator's `redlock-cli ping` shows). */
+struct sat_out {
+    struct schedule *s;
+    int idx[3], k;
+    double contend_s;                 /* the contenders stop this long after t0 */
+    uint64_t healed_us;               /* the heal returned: every master answers PING */
+    double ms[3];                     /* < 0: still out when the watch ended */
+    uint32_t window_ms;               /* the largest memory_window_ms ping showed */
+    char why[REDLOCK_VOTE_DETAIL_LEN];/* the first excluded_why seen */
+    char err[160];
+};
+
+static void sat_out_during(void *arg, uint64_t t0)
+{
+    struct sat_out *so = arg;
+    redlock_config cfg;
+    redlock_client *c = NULL;
+    uint64_t end = t0 + (uint64_t)(so->contend_s * 1e6);
+    int left = so->k, i;
+
+    sched_during(so->s, t0);
+    so->healed_us = now_us();
+    for (i = 0; i < 3; i++)
+        so->ms[i] = -1;
+    bench_config_fill(&cfg, 0);
+    cfg.reconnect_max_ms = 20;
+    if (bench_blocking_client(&cfg, &c, so->err, sizeof(so->err)) < 0)
+        return;
+    while (left > 0 && now_us() < end && !stop_requested()) {
+        redlock_status st;
+        redlock_error err;
+        uint64_t t;
+
+        memset(&err, 0, sizeof(err));
+        redlock_ping(c, &st, &err);
+        t = now_us();
+        for (i = 0; i < so->k; i++) {
+            const redlock_master_state *m = &st.masters[so->idx[i]];
+
+            if (so->ms[i] >= 0)
+                continue;
+            if (m->memory_window_ms > so->window_ms)
+                so->window_ms = m->memory_window_ms;
+            if (m->excluded && !so->why[0])
+                snprintf(so->why, sizeof(so->why), "%s", m->excluded_why);
+            if (m->err == 0 && !m->excluded) {
+                so->ms[i] = (double)(t - so->healed_us) / 1000.0;
+                left--;
+            }
+        }
+        if (left > 0)
+            sleep_us(10000);
+    }
+    redlock_client_free(c);
+}
+
+/* The row's figures: the longest time a restarted master sat out, each
+ * one's, and the longest time the contenders (always waiting) had no
+ * holder. */
+static void persist_report(struct result *r, const struct sat_out *so, const char *persist,
+                           double t_restart)
+{
+    char each[96];
+    size_t used = 0;
+    int i;
+
+    each[0] = '\0';
+    r->sat_out_ms = 0;
+    for (i = 0; i < so->k; i++) {
+        if (so->ms[i] < 0)
+            r->sat_out_open = 1;
+        else if (so->ms[i] > r->sat_out_ms)
+            r->sat_out_ms = so->ms[i];
+        used += (size_t)snprintf(each + used, sizeof(each) - used, "%s%.0f", i ? "," : "",
+                                 so->ms[i]);
+        if (used >= sizeof(each))
+            break;
+    }
+    result_extra(r, ",\"persist\":\"%s\",\"sat_out_ms\":[%s],\"sat_out_open\":%s,"
+                 "\"memory_window_ms\":%u,\"no_holder_ms\":%.1f", persist, each,
+                 r->sat_out_open ? "true" : "false", so->window_ms, r->max_gap_ms);
+    if (so->err[0] && !r->note[0])
+        result_note(r, "error: ping client: %s", so->err);
+    if (!r->note[0] && r->checked)
+        result_note(r, "%s: %llu overlaps in %llu windows; restarted masters sat out %s ms "
+                    "(ping; -1: still out at the end; window up to %u ms%s%.60s); waiters and "
+                    "no holder for %.0f ms from %.2f s (restart at %.1f s)", persist,
+                    (unsigned long long)r->violations, (unsigned long long)r->checked, each,
+                    so->window_ms, so->why[0] ? "; " : "", so->why, r->max_gap_ms,
+                    r->max_gap_at_s, t_restart);
+}
+
+static void restart_scenario(const char *name, enum restart_kind kind, const char *persist)
 {
     struct result *r = result_new(name);
+    struct sat_out so;
     struct schedule s;
     int idx[3];
     double t_restart = RESTART_AT_S, dur;
@@ -74,19 +176,35 @@ static void restart_scenario(const char *name, enum restart_kind kind)
         dur = t_restart + 1.5;
         /* the guard keeps the restarted masters out for a ttl: leave as
          * long again after it for the contenders to resume */
-        if (kind == RESTART_GUARD)
+        if (kind == RESTART_GUARD || kind == RESTART_PERSIST)
             dur = t_restart + 2.0 * (double)config.ttl_ms / 1000.0 + 0.5;
         snprintf(r->fault, sizeof(r->fault), "SIGKILL :%d,:%d; then SIGKILL :%d and restart "
                  "all three at once (%s)", config.port[idx[0]], config.port[idx[1]],
                  config.port[idx[2]],
-                 kind == RESTART_AOF ? "appendonly, appendfsync always" : "no persistence");
+                 kind == RESTART_AOF ? "appendonly, appendfsync always" :
+                 persist ? persist : "no persistence");
     }
     if (dur < config.duration_s)
         dur = config.duration_s;
     o.duration_s = dur;
+    if (kind == RESTART_PERSIST) {
+        memset(&so, 0, sizeof(so));
+        so.s = &s;
+        so.k = config.n_masters >= 5 ? 3 : 2;
+        so.idx[0] = idx[0];
+        so.idx[1] = so.k == 3 ? idx[1] : idx[2];
+        so.idx[2] = idx[2];
+        so.contend_s = dur;
+        o.during = sat_out_during;
+        o.arg = &so;
+    }
     contend_run(&o, r);
     if (s.errors && !r->note[0])
         result_note(r, "error: %d cluster-up.sh commands failed", s.errors);
+    if (kind == RESTART_PERSIST) {
+        persist_report(r, &so, persist, t_restart);
+        return;
+    }
     if (!r->note[0] && r->checked)
         result_note(r, "restart guard %s; %llu master restarts seen by the %d contenders; "
                     "longest time without a holder %.0f ms, from %.2f s (faults at 0 and "
@@ -98,57 +216,146 @@ static void restart_scenario(const char *name, enum restart_kind kind)
 
 void scenario_restart(void)
 {
-    restart_scenario("restart", RESTART_EMPTY);
+    restart_scenario("restart", RESTART_EMPTY, NULL);
 }
 
 void scenario_restart_guard(void)
 {
-    restart_scenario("restart-guard", RESTART_GUARD);
+    restart_scenario("restart-guard", RESTART_GUARD, NULL);
 }
 
 void scenario_restart_delayed(void)
 {
-    restart_scenario("restart-delayed", RESTART_DELAYED);
+    restart_scenario("restart-delayed", RESTART_DELAYED, NULL);
 }
 
-/* The same with masters that persist every write: restart-aof runs its own
- * --aof cluster (ports --aof-base-port.., dir DIR-aof) for the scenario and
- * stops it afterwards, so the main cluster's mode is left alone. */
-void scenario_restart_aof(void)
+/* A cluster of its own for one scenario, on --aof-base-port.. (the main
+ * cluster's mode is left alone): config points at it until own_cluster_end. */
+struct own_cluster {
+    char masters[1024];
+    char host[BENCH_MAX_MASTERS][64];
+    int port[BENCH_MAX_MASTERS];
+    const char *cluster_dir;
+    const char *dir;
+};
+
+static int own_cluster_begin(struct own_cluster *oc, const char *dir, const char *persist)
 {
-    char port[16], n[16], list[1024], saved_masters[1024], saved_host[BENCH_MAX_MASTERS][64];
-    const char *saved_dir = config.cluster_dir;
-    int saved_port[BENCH_MAX_MASTERS], i, rc;
-    const char *start[] = { "-n", n, "-p", port, "-d", config.aof_dir, "--aof", "start", NULL };
-    const char *stop[] = { "-d", config.aof_dir, "stop", NULL };
+    char port[16], n[16], list[1024];
+    const char *start[] = { "-n", n, "-p", port, "-d", dir, "--persist", persist, "start", NULL };
+    const char *stop[] = { "-d", dir, "stop", NULL };
+    int i;
 
     snprintf(port, sizeof(port), "%d", config.aof_base_port);
     snprintf(n, sizeof(n), "%d", config.n_masters);
-    rc = cluster_script_run(start, list, sizeof(list));
-    if (rc != 0) {
-        struct result *r = result_new("restart-aof");
-
-        result_note(r, "error: cannot start the --aof cluster on port %d in %s",
-                 config.aof_base_port, config.aof_dir);
+    if (cluster_script_run(start, list, sizeof(list)) != 0) {
         cluster_script_run(stop, NULL, 0);
-        return;
+        return -1;
     }
-    memcpy(saved_masters, config.masters, sizeof(saved_masters));
-    memcpy(saved_host, config.host, sizeof(saved_host));
-    memcpy(saved_port, config.port, sizeof(saved_port));
+    oc->dir = dir;
+    oc->cluster_dir = config.cluster_dir;
+    memcpy(oc->masters, config.masters, sizeof(oc->masters));
+    memcpy(oc->host, config.host, sizeof(oc->host));
+    memcpy(oc->port, config.port, sizeof(oc->port));
     snprintf(config.masters, sizeof(config.masters), "%s", list);
     for (i = 0; i < config.n_masters; i++) {
         snprintf(config.host[i], sizeof(config.host[i]), "127.0.0.1");
         config.port[i] = config.aof_base_port + i;
     }
-    config.cluster_dir = config.aof_dir;
+    config.cluster_dir = dir;
+    return 0;
+}
 
-    restart_scenario("restart-aof", RESTART_AOF);
+static void own_cluster_end(struct own_cluster *oc)
+{
+    const char *stop[] = { "-d", oc->dir, "stop", NULL };
+
     cluster_heal();
-
     cluster_script_run(stop, NULL, 0);
-    config.cluster_dir = saved_dir;
-    memcpy(config.masters, saved_masters, sizeof(saved_masters));
-    memcpy(config.host, saved_host, sizeof(saved_host));
-    memcpy(config.port, saved_port, sizeof(saved_port));
+    config.cluster_dir = oc->cluster_dir;
+    memcpy(config.masters, oc->masters, sizeof(oc->masters));
+    memcpy(config.host, oc->host, sizeof(oc->host));
+    memcpy(config.port, oc->port, sizeof(oc->port));
+}
+
+/* The same with masters that persist every write: restart-aof runs its own
+ * --persist always cluster in DIR-aof and stops it afterwards. */
+void scenario_restart_aof(void)
+{
+    struct own_cluster oc;
+
+    if (own_cluster_begin(&oc, config.aof_dir, "always") != 0) {
+        struct result *r = result_new("restart-aof");
+
+        result_note(r, "error: cannot start the --aof cluster on port %d in %s",
+                    config.aof_base_port, config.aof_dir);
+        return;
+    }
+    restart_scenario("restart-aof", RESTART_AOF, NULL);
+    own_cluster_end(&oc);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Restart under each persistence mode (issue 18)                           */
+/*                                                                          */
+/* The restart-guard fault (two masters down, a holder on the other three,  */
+/* one of those restarted, all three back at once) on a fresh cluster per   */
+/* mode: none; rdb (SAVE on every master before the contention, so the      */
+/* restarted one reloads a snapshot that has its marker but none of the     */
+/* leases granted since); AOF everysec (SIGKILL loses nothing the kernel    */
+/* got, so what is tested is the run_id rule: a restart that AOF always did */
+/* not vouch for is reborn, whatever the file kept); AOF always (vouched:   */
+/* counts at once). One row per mode: overlaps, how long each restarted     */
+/* master sat out (redlock_ping: excluded), the longest time the waiting    */
+/* contenders had no holder.                                                */
+/* ------------------------------------------------------------------------ */
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void persist_mode(const char *dir, const char *mode)
+{
+    char name[32], idx[16];
+    const char *stop[] = { "-d", dir, "stop", NULL };
+    const char *save[] = { "-d", dir, "cli", idx, "SAVE", NULL };
+    struct own_cluster oc;
+    int i;
+
+    snprintf(name, sizeof(name), "restart-persist-%s", mode);
+    /* fresh masters: nothing left from an earlier mode or run to load */
+    if (access(dir, F_OK) == 0) {
+        cluster_script_run(stop, NULL, 0);
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
+    if (own_cluster_begin(&oc, dir, mode) != 0) {
+        struct result *r = result_new(name);
+
+        result_note(r, "error: cannot start the --persist %s cluster on port %d in %s", mode,
+                    config.aof_base_port, dir);
+        return;
+    }
+    if (strcmp(mode, "rdb") == 0) {
+        for (i = 0; i < config.n_masters; i++) {
+            snprintf(idx, sizeof(idx), "%d", i);
+            cluster_script_run(save, NULL, 0);
+        }
+    }
+    restart_scenario(name, RESTART_PERSIST, mode);
+    own_cluster_end(&oc);
+}
+
+void scenario_restart_persist(void)
+{
+    static const char *const modes[] = { "none", "rdb", "everysec", "always" };
+    char dir[600];
+    size_t i;
+
+    snprintf(dir, sizeof(dir), "%s-persist", config.cluster_dir);
+    for (i = 0; i < sizeof(modes) / sizeof(modes[0]) && !stop_requested(); i++)
+        persist_mode(dir, modes[i]);
 }

@@ -55,6 +55,8 @@ void result_clear(struct result *r)
     r->masters_cpu_us_per_cycle = -1;
     r->masters_cores = -1;
     r->fairness_jain = -1;
+    r->sat_out_ms = -1;
+    r->handoff_ratio = -1;
     r->inversions = -1;
     r->syscalls_per_cycle = -1;
     r->epoll_ctl_per_cycle = -1;

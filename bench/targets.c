@@ -233,6 +233,39 @@ static void reliability_targets(void)
     }
 }
 
+/* Issue 18: restarts under each persistence mode, dead waiters. */
+static void memory_targets(void)
+{
+    static const char *const modes[] = { "none", "rdb", "everysec", "always" };
+    const struct result *c;
+    char name[40], what[80], got[200];
+    size_t i;
+
+    for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        snprintf(name, sizeof(name), "restart-persist-%s", modes[i]);
+        if ((c = result_find(name)) == NULL)
+            continue;
+        snprintf(got, sizeof(got), "%llu overlaps in %llu windows; sat out %s%.0f ms; no holder "
+                 "%.0f ms", (unsigned long long)c->violations, (unsigned long long)c->checked,
+                 c->sat_out_open ? "> " : "", c->sat_out_ms, c->max_gap_ms);
+        snprintf(what, sizeof(what), "restart, %s: no second holder", modes[i]);
+        target(what, got, c->violations == 0 && c->checked > 0 && row_ok(c), 1);
+    }
+    if ((c = result_find("restart-persist-always")) != NULL && c->sat_out_ms >= 0) {
+        /* vouched: back at the first look, whatever that look costs */
+        snprintf(got, sizeof(got), "%.0f ms", c->sat_out_ms);
+        target("restart, AOF always: counts again within 100 ms", got,
+               !c->sat_out_open && c->sat_out_ms <= 100.0, 1);
+    }
+    if ((c = result_find("contention-deadwaiter")) != NULL) {
+        snprintf(got, sizeof(got), "%.2f x (%llu waiters killed)", c->handoff_ratio,
+                 (unsigned long long)c->waiters_killed);
+        target("a waiter SIGKILLed every 2 s: hand-offs/s >= 0.8 x without", got,
+               c->handoff_ratio >= 0.8 && c->waiters_killed > 0 && row_ok(c),
+               c->handoff_ratio >= 0);
+    }
+}
+
 void report_targets(void)
 {
     printf("\ntargets (issue 7: latency, throughput, faults, safety):\n");
@@ -245,4 +278,6 @@ void report_targets(void)
     transport_targets();
     printf("\ntargets (issue 13: reliability):\n");
     reliability_targets();
+    printf("\ntargets (issue 18: restarts by persistence mode, dead waiters):\n");
+    memory_targets();
 }

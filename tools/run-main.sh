@@ -2,8 +2,8 @@
 # tools/run-main.sh - the README's main job, in one command:
 #   install what is missing (tools/deps.sh), build with meson + ninja, start
 #   five fresh masters with cluster-up.sh, run redlock-bench against them
-#   (floor, latency, throughput, contention, kill/pause/restart faults and a
-#   timeline), and stop the masters again, whatever happens.
+#   (floor, latency, throughput, contention, dead waiters, kill/pause/restart
+#   faults, restarts by persistence mode and a timeline), and stop the masters again, whatever happens.
 #
 # It prints one line per step; what the tools say (apt, meson, ninja,
 # cluster-up.sh) goes to $BENCH_OUT/run-main.log, and the end of that log
@@ -12,8 +12,9 @@
 # usage: tools/run-main.sh [redlock-bench options...]
 #   e.g. tools/run-main.sh --duration 5 --scenarios floor,uncontended,pause2
 # environment:
-#   BENCH_BASE_PORT  first master's port (default 7000; the restart-aof
-#                    scenario runs its own --aof masters at BASE+10..)
+#   BENCH_BASE_PORT  first master's port (default 7000; the restart-aof and
+#                    restart-persist scenarios run their own masters at
+#                    BASE+10.., one cluster at a time)
 #   BENCH_OUT        where results.jsonl, the timeline plot and the log go
 #                    (default out)
 #   BUILD_DIR        meson build dir (default build)
@@ -28,6 +29,7 @@ BUILD=${BUILD_DIR:-build}
 N=5
 DIR=$ROOT/.cluster-bench-$BASE_PORT
 AOF_DIR=$DIR-aof
+PERSIST_DIR=$DIR-persist
 CLUSTER=$ROOT/cluster-up.sh
 STEPS=5
 
@@ -81,7 +83,7 @@ build() {
 # 3. masters: ours only, on our ports, in our dirs; stopped on any exit
 stop_masters() {
     local d
-    for d in "$DIR" "$AOF_DIR"; do
+    for d in "$DIR" "$AOF_DIR" "$PERSIST_DIR"; do
         if [[ -f $d/cluster.env ]]; then
             "$CLUSTER" -d "$d" stop || echo "could not stop the masters in $d"
         fi
@@ -94,7 +96,7 @@ start_masters() {
 }
 on_exit() {
     local rc=$?
-    if [[ -f $DIR/cluster.env || -f $AOF_DIR/cluster.env ]]; then
+    if [[ -f $DIR/cluster.env || -f $AOF_DIR/cluster.env || -f $PERSIST_DIR/cluster.env ]]; then
         printf 'run-main: [%d/%d] stopping the masters ... ' "$STEPS" "$STEPS" >&2
         if stop_masters >>"$LOG" 2>&1; then printf 'ok\n' >&2; else printf 'FAILED\n' >&2; fi
     fi
@@ -110,7 +112,7 @@ step 2 "building redlock-bench in $BUILD" build
 step 3 "starting $N masters on 127.0.0.1:$BASE_PORT.. ($DIR)" start_masters
 
 # 4. the benchmark: its report is the output of this job
-printf 'run-main: [4/%d] redlock-bench (about 2 minutes; report below)\n' "$STEPS" >&2
+printf 'run-main: [4/%d] redlock-bench (about 2.5 minutes; report below)\n' "$STEPS" >&2
 rc=0
 "$BUILD/bench/redlock-bench" --masters "$MASTERS" \
     --cluster-script "$CLUSTER" --cluster-dir "$DIR" \
