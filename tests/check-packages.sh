@@ -6,11 +6,15 @@
 # Nothing is installed: each package is unpacked (dpkg -x) into a temp dir.
 #   - contents: each package holds what it should and nothing from another;
 #     the symbols file lists exactly what the library exports;
+#   - TLS: libredlock.so.0 holds the vendored hiredis 1.2 (needs no
+#     libhiredis, needs libssl.so.3, and libredlock0 depends on libssl3);
+#     nothing depends on or requires a hiredis package or .pc file;
 #   - redlock-cli runs from its unpacked package, with LD_LIBRARY_PATH at the
-#     unpacked libredlock0 alone, and takes and releases a lock;
+#     unpacked libredlock0 alone, says "TLS yes", takes and releases a lock,
+#     and does so over TLS too, on a TLS redis-server of its own;
 #   - examples/hello.c as libredlock-dev ships it builds with pkg-config alone
 #     (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR at the unpacked package),
-#     shared and static, and runs;
+#     shared and static (libredlock.a holds hiredis too), and runs;
 #   - redlock-bench runs from its unpacked package.
 # Needs masters: without $REDLOCK_TEST_MASTERS it runs itself under
 # tests/with-cluster.sh (base port 7040 + $REDLOCK_TEST_PORT_OFFSET). TAP on
@@ -144,11 +148,25 @@ check "libredlock-dev depends on libredlock0 (= $version)" \
     depends_on libredlock-dev "libredlock0 \\(= $version\\)"
 dev_depends() {
     local d
-    for d in libhiredis-dev libevent-dev libssl-dev; do
+    for d in libevent-dev libssl-dev; do
         depends_on libredlock-dev "$d( \\([^)]*\\))?" || return 1
     done
 }
 check "libredlock-dev depends on the -dev packages redlock.pc requires" dev_depends
+# hiredis is vendored (debian/rules): no package may ask for Debian's.
+no_hiredis_depends() {
+    local p deps
+    for p in "${packages[@]}"; do
+        deps=$(dpkg-deb -f "${deb[$p]}" Depends)
+        if grep -q hiredis <<<"$deps"; then
+            echo "$p Depends: $deps"
+            return 1
+        fi
+    done
+}
+check "no package depends on a hiredis package (it is vendored)" no_hiredis_depends
+check "libredlock0 depends on libssl3 (TLS, through shlibs)" \
+    depends_on libredlock0 "libssl3( \\([^)]*\\))?"
 check "redlock-cli depends on libredlock0" depends_on redlock-cli "libredlock0 \\(>= [^)]*\\)"
 check "redlock-bench depends on libredlock0" depends_on redlock-bench "libredlock0 \\(>= [^)]*\\)"
 
@@ -179,6 +197,15 @@ symbols_match() {
     fi
 }
 check "the symbols file lists exactly what libredlock.so.0 exports" symbols_match
+vendored_hiredis() {
+    local needed
+    needed=$(readelf -d "$tmp/lib/$lib/libredlock.so.0" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    if grep -q hiredis <<<"$needed" || ! grep -qx 'libssl\.so\.3' <<<"$needed"; then
+        echo "libredlock.so.0 needs: ${needed//$'\n'/ }"
+        return 1
+    fi
+}
+check "libredlock.so.0 holds hiredis (needs no libhiredis) and needs libssl.so.3" vendored_hiredis
 
 # --- redlock-cli from its package -------------------------------------------------------
 
@@ -196,6 +223,10 @@ cli_version() {
     cli -V | grep -F "redlock-cli $upstream (library $upstream"
 }
 check "redlock-cli -V names version $upstream" cli_version
+cli_tls() {
+    cli -V | grep -F "TLS yes"
+}
+check "redlock-cli -V says TLS yes" cli_tls
 cli_lock_unlock() {
     local res="check-packages-$$" token
     token=$(cli lock "$res" --ttl 10000) || return 1
@@ -210,6 +241,48 @@ cli_man() {
     grep -q '^\.TH REDLOCK-CLI 1 ' <<<"$page"
 }
 check "the redlock-cli man page is a man page" cli_man
+
+# A TLS master of our own (a CA, a certificate for 127.0.0.1, redis-server
+# with its TLS port only), beside the cluster's ports.
+tls_master() {
+    local d=$tmp/tls port=$((REDLOCK_TEST_BASEPORT + 10)) i
+    mkdir -p -- "$d"
+    printf '[v3]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n[req]\ndistinguished_name=dn\n[dn]\n' >"$d/ca.ext"
+    printf '[v3]\nsubjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$d/server.ext"
+    openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout "$d/ca.key" \
+        -out "$d/ca.crt" -days 1 -subj "/CN=check-packages CA" -extensions v3 -config "$d/ca.ext" &&
+        openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:P-256 -keyout "$d/server.key" \
+            -out "$d/server.csr" -subj /CN=127.0.0.1 &&
+        openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+            -out "$d/server.crt" -days 1 -extfile "$d/server.ext" -extensions v3 || return 1
+    "${REDLOCK_TEST_SERVER:-redis-server}" --port 0 --tls-port "$port" --bind 127.0.0.1 \
+        --tls-cert-file "$d/server.crt" --tls-key-file "$d/server.key" --tls-ca-cert-file "$d/ca.crt" \
+        --tls-auth-clients no --save '' --appendonly no --dir "$d" --logfile "$d/log" \
+        --pidfile "$d/pid" --daemonize yes || return 1
+    for ((i = 0; i < 100; i++)); do
+        grep -q 'eady to accept connections' "$d/log" 2>/dev/null && { echo "127.0.0.1:$port" >"$d/addr"; return 0; }
+        sleep 0.05
+    done
+    cat -- "$d/log"
+    return 1
+}
+stop_tls_master() {
+    [[ -f $tmp/tls/pid ]] && kill "$(cat -- "$tmp/tls/pid")" 2>/dev/null
+    return 0
+}
+trap 'stop_tls_master; rm -rf -- "$tmp"' EXIT
+cli_over_tls() {
+    tls_master || return 1
+    local res="check-packages-tls-$$" token
+    local -a opts=(--masters "$(cat -- "$tmp/tls/addr")" --tls --cacert "$tmp/tls/ca.crt")
+    LD_LIBRARY_PATH=$tmp/lib/$lib "$tmp/cli/usr/bin/redlock-cli" "${opts[@]}" declare-empty || return 1
+    token=$(LD_LIBRARY_PATH=$tmp/lib/$lib "$tmp/cli/usr/bin/redlock-cli" "${opts[@]}" lock "$res" --ttl 10000) ||
+        return 1
+    [[ $token =~ ^[0-9a-f]{32}$ ]] || { echo "lock printed '$token'"; return 1; }
+    LD_LIBRARY_PATH=$tmp/lib/$lib "$tmp/cli/usr/bin/redlock-cli" "${opts[@]}" unlock "$res" "$token"
+}
+check "redlock-cli takes and releases a lock over TLS (--tls --cacert)" cli_over_tls
+stop_tls_master
 
 # --- a program against libredlock-dev, with pkg-config alone ------------------------------
 

@@ -4,8 +4,10 @@
 #   tools/package.sh [OUTDIR]          (default: out/deb)
 #
 # Installs what is missing (debhelper, lintian and debian/control's
-# Build-Depends; needs root for that), copies the source tree to a scratch
-# dir, runs `dpkg-buildpackage -us -uc -b` there and `lintian` on the result,
+# Build-Depends; needs root for that), builds the hiredis 1.2 with TLS that
+# the packages vendor (tools/deps.sh --hiredis12, into .deps/ of this
+# checkout; debian/rules finds it through REDLOCK_HIREDIS12), copies the
+# source tree to a scratch dir, runs `dpkg-buildpackage -us -uc -b` there and `lintian` on the result,
 # and leaves libredlock0, libredlock-dev, redlock-cli and redlock-bench
 # (.deb, plus .changes and .buildinfo; no -dbgsym packages unless
 # DEB_BUILD_OPTIONS is set) in OUTDIR. lintian errors fail the run;
@@ -74,6 +76,20 @@ else
     say "tools and Build-Depends present"
 fi
 rm -f -- "$out/apt.log"
+
+# --- the vendored hiredis --------------------------------------------------------
+
+# debian/rules links libredlock against it statically (TLS; Debian 12's
+# hiredis 0.14.1 has none). deps.sh prints its prefix on stdout, its steps on
+# stderr; a second run finds it built and takes a moment.
+say "hiredis 1.2 with TLS, to vendor: tools/deps.sh --hiredis12"
+if ! REDLOCK_HIREDIS12=$("$ROOT/tools/deps.sh" --hiredis12 2>"$out/deps.log"); then
+    echo "$PROG: failed: tools/deps.sh --hiredis12; full log: $out/deps.log; last lines:" >&2
+    tail -n 20 -- "$out/deps.log" | sed 's/^/    /' >&2
+    exit 1
+fi
+export REDLOCK_HIREDIS12
+rm -f -- "$out/deps.log"
 
 # --- one version, two places --------------------------------------------------
 

@@ -12,8 +12,8 @@
 #   tsan       build-tsan/       hiredis 0.14.1   suite 'threads' under
 #                                                 ThreadSanitizer
 #   fuzz       build-fuzz/       hiredis 0.14.1   tools/fuzz.sh, briefly
-#   packages   (a scratch copy)  hiredis 0.14.1   tools/package.sh builds the
-#                                                 Debian packages (lintian
+#   packages   (a scratch copy)  hiredis 1.2, TLS tools/package.sh builds the
+#                                (vendored)       Debian packages (lintian
 #                                                 errors fail it), and
 #                                                 tests/check-packages.sh
 #                                                 checks them
@@ -51,7 +51,10 @@ HIREDIS12_READY=1
 # already built, another engineer's benchmark running: load 3-5): plain
 # 152 s (41 of them the netns tests), asan 190 s, tsan 2 s, asan + tsan
 # builds 81 s, fuzz 38 s with its build, valkey 115 s: 578 s in all;
-# packages, measured alone, 27 s. A fresh clone adds the plain build (about
+# packages, measured alone, 27 s; 52 s on 2026-11-27 (load about 8, hiredis
+# 1.2 already in .deps/, which a fresh clone builds in about 10 s more), with
+# the TLS packages and their checks, against 37 s for the same run just
+# before them. A fresh clone adds the plain build (about
 # 40 s). hiredis12, measured alone (nice -n 10 tools/run-tests.sh --only
 # hiredis12, both its build dirs fresh, load 5-9 from other engineers'
 # runs): 565 s, of which the ASan and fuzz builds about 200, the suites 267,
