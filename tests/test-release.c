@@ -296,3 +296,40 @@ Test(release, released_resource_can_be_acquired_at_once)
     redlock_lock_free(a);
     redlock_client_free(c);
 }
+
+/* redlock_lock_check(): held with its validity left while a quorum holds
+ * the token; not held once a majority lost it (here: deleted by hand, as
+ * a master that forgot it and was readmitted would); not held after a
+ * release; an expired validity is said as such. */
+Test(release, lock_check_says_held_and_how_long_until_a_majority_lost_it)
+{
+    char res[128];
+    redlock_error e;
+    int64_t left = -1;
+    redlock_lock *l;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    core_barrier(fx.c);
+    cr_assert(eq(int, redlock_lock_check(fx.c, l, &left, &e), 0), "%s", e.msg);
+    cr_expect(gt(i64, left, 0));
+    cr_expect(le(i64, left, (int64_t)TTL_MS));
+    for (int m = 0; m < 2; m++)
+        freeReplyObject(tc_cmd(m, "DEL %s", res));
+    cr_assert(eq(int, redlock_lock_check(fx.c, l, &left, &e), 0), "3 of 5 still hold it: %s",
+              e.msg);
+    freeReplyObject(tc_cmd(2, "DEL %s", res));
+    cr_assert(eq(int, redlock_lock_check(fx.c, l, &left, &e), REDLOCK_ENOTHELD));
+    cr_expect(eq(i64, left, 0));
+    cr_expect(strstr(e.msg, "the token is on 2 of 5 masters") != NULL, "%s", e.msg);
+    redlock_release(fx.c, l, NULL, NULL);
+    cr_expect(eq(int, redlock_lock_check(fx.c, l, &left, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+    redlock_lock_free(l);
+
+    l = core_must_acquire(fx.c, res, 60, NULL);
+    cr_expect(TC_AWAIT(redlock_lock_validity_ms(l) <= 0, 1000));
+    int rc = redlock_lock_check(fx.c, l, &left, &e);
+    cr_expect(rc == REDLOCK_EEXPIRED || rc == REDLOCK_ENOTHELD, "%s: %s", redlock_err_name(rc),
+              e.msg);
+    redlock_lock_free(l);
+}

@@ -983,6 +983,24 @@ int redlock_status_get(redlock_client *c, const void *resource, size_t len,
                        redlock_status *ret, redlock_error *reterr);
 
 /**
+ * redlock_lock_check() - Is @lock still held, and for how long?
+ * @ret_left_ms: optional: the validity left (ms) when held, else 0
+ *
+ * Reads every resource of @lock on every master (as redlock_status_get())
+ * and counts the masters that store the lock's token on all of them. Held
+ * means: a quorum of them do, and the lock's own validity (its client's
+ * clock: redlock_lock_validity_ms()) has not run out; the masters can only
+ * shorten that promise, never lengthen it. Read-only.
+ * Return: 0 (held; @ret_left_ms set); REDLOCK_ENOTHELD (a majority does not
+ * hold the token: released, expired, taken over); REDLOCK_EEXPIRED (the
+ * validity ran out); REDLOCK_ENOQUORUM (too many masters silent to tell);
+ * REDLOCK_EINVAL; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC. Blocking clients.
+ */
+REDLOCK_API
+int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret_left_ms,
+                       redlock_error *reterr);
+
+/**
  * redlock_ping() - Round trip and clock offset (TIME) of every master
  * @ret: filled on success (0) and also on ENOQUORUM
  *
