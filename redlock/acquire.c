@@ -88,6 +88,7 @@ static void acq_after_cleanup(rl_acquire *a)
          * have run it after our SET reached it (two connections, no order
          * between them). Try again now, as if woken now. */
         a->wake_pending = false;
+        a->by_wake = true;
         acq_attempt_start(a);
         return;
     }
@@ -139,6 +140,12 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * first: a key it frees then goes to the next waiter, or is deleted,
      * and is never handed back to a waiter that is about to give up (which
      * would leave a reservation behind the acquire's return). */
+    /* A woken attempt that no master said OK to found no reservation for
+     * us (a real wake-up is sent after the reservation is made, so the
+     * master that sent it says OK): the message was stray or forged, and
+     * wake-ups wait for the next poll (acq_wake). */
+    if (a->by_wake && a->phase == ACQ_VOTING && a->n_ok == 0)
+        a->wakes_idle = true;
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
@@ -338,11 +345,18 @@ static void acq_attempt_start(rl_acquire *a)
     rl_round_start(op, f, ask, ask, false, true);
 }
 
-/* A release may have freed the resource: try now instead of at the poll. */
+/* A release may have freed the resource: try now instead of at the poll.
+ * Anyone who can read the queue (ZRANGE) can publish a waiter's name, so a
+ * wake-up is a hint with a budget: once a woken attempt found no
+ * reservation, wake-ups are ignored until the poll timer fires, and
+ * messages cost at most one attempt per poll interval. A real hand-off's
+ * attempt finds its reservation and keeps the budget. A wake-up in the
+ * last poll interval does not end the wait: the deadline's own attempt
+ * still comes (acq_after_cleanup schedules it again). */
 static void acq_wake(rl_waiter *w)
 {
     rl_acquire *a = (rl_acquire *)(void *)((char *)w - offsetof(rl_acquire, waiter));
-    if (a->op.done)
+    if (a->op.done || a->wakes_idle)
         return;
     if (a->phase != ACQ_WAITING) {
         a->wake_pending = true;   /* voting or cleaning up: retry when this attempt fails */
@@ -350,6 +364,8 @@ static void acq_wake(rl_waiter *w)
     }
     rl_monotime now = rl_now_us();
     a->poll_rest_us = a->poll_at_us > now ? a->poll_at_us - now : 1;
+    a->final = false;
+    a->by_wake = true;
     rl_op_disarm(&a->op);
     acq_attempt_start(a);
 }
@@ -361,6 +377,7 @@ static void acq_on_timer(rl_op *op)
         return;
     if (a->by_polls)
         a->polls_left--;
+    a->by_wake = a->wakes_idle = false;   /* a new poll interval: wake-ups act again */
     acq_attempt_start(a);   /* the poll (or the deadline's last try) */
 }
 
