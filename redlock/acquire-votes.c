@@ -62,7 +62,7 @@ static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongt
 }
 
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held, {-2, age, maxttl} this master's memory is too young to count (age
+ * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl} this master's memory is too young to count (age
  * -1: reborn, its window not measured yet), {-3, j, maxttl, wrongtype}
  * resource j's fence counter is garbage. */
 static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
@@ -92,6 +92,8 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
     } else if (x[0] == 0) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         a->n_fail++;
+        if (x[1] == 1)
+            a->reserved_seen = true;   /* part of a set is ours: the wake-up was real */
     } else if (x[0] == -3) {
         acq_bad_counter(a, idx, (uint32_t)x[1], x[3] == 1, sent);
     } else {

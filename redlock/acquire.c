@@ -142,9 +142,10 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * would leave a reservation behind the acquire's return). */
     /* A woken attempt that no master said OK to found no reservation for
      * us (a real wake-up is sent after the reservation is made, so the
-     * master that sent it says OK): the message was stray or forged, and
-     * wake-ups wait for the next poll (acq_wake). */
-    if (a->by_wake && a->phase == ACQ_VOTING && a->n_ok == 0)
+     * master that sent it says OK, or, for a set whose other keys are
+     * still held, says which key is ours): the message was stray or
+     * forged, and wake-ups wait for the next poll (acq_wake). */
+    if (a->by_wake && a->phase == ACQ_VOTING && a->n_ok == 0 && !a->reserved_seen)
         a->wakes_idle = true;
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
@@ -306,6 +307,7 @@ static void acq_attempt_start(rl_acquire *a)
     op->attempts++;
     a->phase = ACQ_VOTING;
     a->wake_pending = false;
+    a->reserved_seen = false;
     a->n_ok = a->n_fail = 0;
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));
@@ -375,6 +377,13 @@ static void acq_on_timer(rl_op *op)
     rl_acquire *a = ACQ(op);
     if (a->phase != ACQ_WAITING)
         return;
+    rl_monotime now = rl_now_us();
+    if (a->final && now < a->deadline_us) {
+        /* The loop's timer may fire a little early (a coarse clock): the
+         * deadline's attempt starts at the deadline, not before it. */
+        rl_op_arm(op, (uint32_t)((a->deadline_us - now + 999) / 1000));
+        return;
+    }
     if (a->by_polls)
         a->polls_left--;
     a->by_wake = a->wakes_idle = false;   /* a new poll interval: wake-ups act again */

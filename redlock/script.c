@@ -250,7 +250,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * the longest any master reported, restart_guard_ms).
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
      * granted, 0 held (nothing written but the waiter's place in the
-     * queue), -2 this master's memory cannot be trusted yet (nothing
+     * queue; the second element 1 if one of a set's keys is reserved for
+     * this waiter: a wake-up for it was real, acquire.c), -2 this master's memory cannot be trusted yet (nothing
      * written; age -1: its window is not settled yet), and then a fourth
      * element, the window; -3 the fence counter of resource j (0-based,
      * the second element) is garbage: not a decimal integer below 10^18
@@ -316,7 +317,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "          join(KEYS[qk + j], KEYS[qk + n + j], ARGV[5], ARGV[6], tonumber(ARGV[7]))\n"
         "        end\n"
         "      end\n"
-        "      return {0, 0, maxttl}\n"
+        "      local r = 0\n"
+        "      for j = 1, n do if queued and j ~= i and redis.call('get', KEYS[j]) == mine then r = 1 end end\n"
+        "      return {0, r, maxttl}\n"
         "    end\n"
         "  end\n"
         "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"

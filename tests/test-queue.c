@@ -380,3 +380,65 @@ Test(queue, a_wait_ends_at_its_deadline_with_wake_ups_in_its_last_interval)
         cr_expect(le(long, ms, 1000 + 400 + 300), "ended at %ld ms", ms);
     }
 }
+
+typedef struct set_waiter {
+    redlock_client *c;
+    redlock_resource r[2];
+    redlock_acquire_opts o;
+    int rc;
+    uint64_t done_us;
+    redlock_lock *lock;
+} set_waiter;
+
+static void *wait_for_set(void *arg)
+{
+    set_waiter *w = arg;
+    w->rc = redlock_acquire_with(w->c, w->r, 2, &w->o, &w->lock, NULL, NULL);
+    w->done_us = tc_now_us();
+    return NULL;
+}
+
+static bool seen_everywhere(const long long *before, long long more)
+{
+    for (int m = 0; m < tc_n(); m++)
+        if (core_acquires_seen(m) < before[m] + more)
+            return false;
+    return true;
+}
+
+Test(queue, a_set_woken_for_one_key_is_woken_again_for_the_next)
+{
+    /* A waiter for {x, y}: x is released (reserved for it, woken: its
+     * attempt finds y still held, but x reserved for it, so the wake-up
+     * was real), then y: the second wake-up acts at once, not at the
+     * waiter's 1.5 s poll. */
+    char x[128], y[128];
+    tc_resource(x, sizeof(x), "set-x");
+    tc_resource(y, sizeof(y), "set-y");
+    redlock_client *holder = client(200);
+    redlock_lock *lx = core_must_acquire(holder, x, TTL_MS, NULL);
+    redlock_lock *ly = core_must_acquire(holder, y, TTL_MS, NULL);
+    set_waiter w = { client(SLOW_POLL_MS), { { x, strlen(x) }, { y, strlen(y) } },
+                     opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL };
+    pthread_t t;
+    pthread_create(&t, NULL, wait_for_set, &w);
+    cr_assert(TC_AWAIT(queued_everywhere(x, 1) && queued_everywhere(y, 1), 5000),
+              "the set waiter never queued");
+    long long before[16];
+    for (int m = 0; m < tc_n(); m++)
+        before[m] = core_acquires_seen(m);
+    core_must_release(holder, lx);
+    /* The release and the woken attempt, on every master. */
+    cr_assert(TC_AWAIT(seen_everywhere(before, 2), 3000), "the woken attempt never came");
+    uint64_t released = tc_now_us();
+    core_must_release(holder, ly);
+    pthread_join(t, NULL);
+    cr_assert(eq(int, w.rc, 0), "%s", redlock_err_name(w.rc));
+    long ms = (long)((w.done_us - released) / 1000);
+    cr_expect(lt(long, ms, 300), "the second wake-up waited for the poll: %ld ms", ms);
+    core_must_release(w.c, w.lock);
+    redlock_client_free(w.c);
+    redlock_client_free(holder);
+    core_del_all(x, strlen(x));
+    core_del_all(y, strlen(y));
+}
