@@ -83,6 +83,15 @@ static void acq_after_cleanup(rl_acquire *a)
         return;
     }
     a->phase = ACQ_WAITING;
+    /* A woken attempt that found no reservation for us anywhere (a real
+     * wake-up is published after the reservation is made, so the master
+     * that sent it has one; for a set, some of its keys may still be
+     * held): the message was stray or forged. Wake-ups, this one's
+     * followers included, wait for the next poll (acq_wake). */
+    if (a->by_wake && !a->found) {
+        a->wakes_idle = true;
+        a->wake_pending = false;
+    }
     if (a->wake_pending) {
         /* A release woke us while this attempt was in flight: a master may
          * have run it after our SET reached it (two connections, no order
@@ -140,13 +149,11 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * first: a key it frees then goes to the next waiter, or is deleted,
      * and is never handed back to a waiter that is about to give up (which
      * would leave a reservation behind the acquire's return). */
-    /* A woken attempt that no master said OK to found no reservation for
-     * us (a real wake-up is sent after the reservation is made, so the
-     * master that sent it says OK, or, for a set whose other keys are
-     * still held, says which key is ours): the message was stray or
-     * forged, and wake-ups wait for the next poll (acq_wake). */
-    if (a->by_wake && a->phase == ACQ_VOTING && a->n_ok == 0 && !a->reserved_seen)
-        a->wakes_idle = true;
+    /* Did this attempt find the key free or reserved for us anywhere? An
+     * OK, a set's key reserved for us, or (for a master whose answer was
+     * still pending at the decision) the cleanup removing our token there
+     * (acq_on_cleanup) says so. acq_after_cleanup reads it. */
+    a->found = a->phase == ACQ_FENCING || a->n_ok > 0 || a->reserved_seen;
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
