@@ -41,8 +41,10 @@ void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
  * reservation may wait for it (hand) and how long its place lasts without
  * news (lease) follow from its polling: its poll timer finds a reservation
  * whose wake-up was lost well within the hand-off window, and refreshes
- * its place well within its lease; a waiter that died costs the next one
- * at most a lease plus a hand-off window. */
+ * its place well within its lease. A reservation cuts its waiter's lease
+ * to the reservation's end (script.c, HAND_OVER), so a waiter that died
+ * is reserved for once: it costs the next one at most a hand-off window
+ * plus that one's poll (720 ms with the defaults). */
 void rl_acq_join_queue(rl_acquire *a)
 {
     redlock_client *c = a->op.c;

@@ -42,9 +42,29 @@ static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotim
         a->fence = fence;
 }
 
+/* Master @idx keeps garbage in the fence counter of resource @j: it is
+ * named, as the key at fault, and nothing was written. Not repaired: only
+ * an operator knows which value is safe (never below a fence handed out). */
+static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongtype,
+                            rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    char d[REDLOCK_VOTE_DETAIL_LEN];
+    if (j >= op->k.locks.n)
+        j = 0;
+    int len = (int)(op->k.locks.len[j] - c->prefix_len);
+    snprintf(d, sizeof(d), "fence counter %.*s\\0fence %s", len > 40 ? 40 : len,
+             op->k.locks.v[j] + c->prefix_len,
+             wrongtype ? "is not a string" : "is not an integer");
+    rl_vote_set(&op->out.votes[idx], REDLOCK_VOTE_ERROR, REDLOCK_EWRONGTYPE, d, sent);
+    a->n_fail++;
+}
+
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held, {-2, age, maxttl} this master's memory is too young to count (age
- * -1: reborn, its window not measured yet). */
+ * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl} this master's memory is too young to count (age
+ * -1: reborn, its window not measured yet), {-3, j, maxttl, wrongtype}
+ * resource j's fence counter is garbage. */
 static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
 {
     rl_op *op = &a->op;
@@ -58,7 +78,7 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         if (ok)
             x[i] = rl_reply_integer(e);
     }
-    if (!ok || x[1] < (x[0] == -2 ? -1 : 0) || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS ||
+    if (!ok || x[0] < -3 || x[1] < (x[0] == -2 ? -1 : 0) || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS ||
         x[3] < 0 || x[3] > REDLOCK_TTL_MAX_MS) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
                     sent);
@@ -72,6 +92,10 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
     } else if (x[0] == 0) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         a->n_fail++;
+        if (x[1] == 1)
+            a->reserved_seen = true;   /* part of a set is ours: the wake-up was real */
+    } else if (x[0] == -3) {
+        acq_bad_counter(a, idx, (uint32_t)x[1], x[3] == 1, sent);
     } else {
         /* What the master says of itself; the last CHECK on it may know
          * more (the cause, the window): the vote says what the node knows. */
@@ -136,6 +160,10 @@ static void acq_on_fence_ack(rl_acquire *a, uint32_t idx, const rl_reply *r)
 static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
 {
     redlock_vote *v = &a->op.out.votes[idx];
+    /* 1: our token was there, so this attempt's SET found the key free or
+     * reserved for us, even if its answer came after the decision. */
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+        a->found = true;
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
     if (s && v->kind == REDLOCK_VOTE_HELD && rl_classify_error_reply(s, len) == REDLOCK_EWRONGTYPE) {

@@ -85,11 +85,21 @@ static void acq_after_cleanup(rl_acquire *a)
         return;
     }
     a->phase = ACQ_WAITING;
+    /* A woken attempt that found no reservation for us anywhere (a real
+     * wake-up is published after the reservation is made, so the master
+     * that sent it has one; for a set, some of its keys may still be
+     * held): the message was stray or forged. Wake-ups, this one's
+     * followers included, wait for the next poll (acq_wake). */
+    if (a->by_wake && !a->found) {
+        a->wakes_idle = true;
+        a->wake_pending = false;
+    }
     if (a->wake_pending) {
         /* A release woke us while this attempt was in flight: a master may
          * have run it after our SET reached it (two connections, no order
          * between them). Try again now, as if woken now. */
         a->wake_pending = false;
+        a->by_wake = true;
         acq_attempt_start(a);
         return;
     }
@@ -141,6 +151,11 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * first: a key it frees then goes to the next waiter, or is deleted,
      * and is never handed back to a waiter that is about to give up (which
      * would leave a reservation behind the acquire's return). */
+    /* Did this attempt find the key free or reserved for us anywhere? An
+     * OK, a set's key reserved for us, or (for a master whose answer was
+     * still pending at the decision) the cleanup removing our token there
+     * (acq_on_cleanup) says so. acq_after_cleanup reads it. */
+    a->found = a->phase == ACQ_FENCING || a->n_ok > 0 || a->reserved_seen;
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
     uint32_t send = 0, wait = 0;
@@ -301,6 +316,7 @@ static void acq_attempt_start(rl_acquire *a)
     op->attempts++;
     a->phase = ACQ_VOTING;
     a->wake_pending = false;
+    a->reserved_seen = false;
     a->n_ok = a->n_fail = 0;
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));
@@ -340,11 +356,18 @@ static void acq_attempt_start(rl_acquire *a)
     rl_round_start(op, f, ask, ask, false, true);
 }
 
-/* A release may have freed the resource: try now instead of at the poll. */
+/* A release may have freed the resource: try now instead of at the poll.
+ * Anyone who can read the queue (ZRANGE) can publish a waiter's name, so a
+ * wake-up is a hint with a budget: once a woken attempt found no
+ * reservation, wake-ups are ignored until the poll timer fires, and
+ * messages cost at most one attempt per poll interval. A real hand-off's
+ * attempt finds its reservation and keeps the budget. A wake-up in the
+ * last poll interval does not end the wait: the deadline's own attempt
+ * still comes (acq_after_cleanup schedules it again). */
 static void acq_wake(rl_waiter *w)
 {
     rl_acquire *a = (rl_acquire *)(void *)((char *)w - offsetof(rl_acquire, waiter));
-    if (a->op.done)
+    if (a->op.done || a->wakes_idle)
         return;
     if (a->phase != ACQ_WAITING) {
         a->wake_pending = true;   /* voting or cleaning up: retry when this attempt fails */
@@ -352,6 +375,8 @@ static void acq_wake(rl_waiter *w)
     }
     rl_monotime now = rl_now_us();
     a->poll_rest_us = a->poll_at_us > now ? a->poll_at_us - now : 1;
+    a->final = false;
+    a->by_wake = true;
     rl_op_disarm(&a->op);
     acq_attempt_start(a);
 }
@@ -361,8 +386,16 @@ static void acq_on_timer(rl_op *op)
     rl_acquire *a = ACQ(op);
     if (a->phase != ACQ_WAITING)
         return;
+    rl_monotime now = rl_now_us();
+    if (a->final && now < a->deadline_us) {
+        /* The loop's timer may fire a little early (a coarse clock): the
+         * deadline's attempt starts at the deadline, not before it. */
+        rl_op_arm(op, (uint32_t)((a->deadline_us - now + 999) / 1000));
+        return;
+    }
     if (a->by_polls)
         a->polls_left--;
+    a->by_wake = a->wakes_idle = false;   /* a new poll interval: wake-ups act again */
     acq_attempt_start(a);   /* the poll (or the deadline's last try) */
 }
 

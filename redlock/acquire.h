@@ -32,6 +32,10 @@ typedef struct rl_acquire {
     bool final;                   /* the deadline came: this attempt is the last */
     int cancelled;                /* 0, or the status to finish with after cleanup */
     bool wake_pending;            /* a wake-up came during an attempt: try again at once */
+    bool by_wake;                 /* this attempt was started by a wake-up */
+    bool reserved_seen;           /* a master said held, but a key of the set is ours */
+    bool found;                   /* this attempt found a key free or reserved for us */
+    bool wakes_idle;              /* a woken attempt found nothing this poll: wake-ups wait */
     rl_waiter waiter;             /* wake-ups from releases (wait.c) */
     rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
     redlock_lock *lock;           /* the result */

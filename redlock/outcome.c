@@ -85,11 +85,14 @@ int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
     return v->kind;
 }
 
-static const char *hint(int code)
+static const char *hint(int code, const char *detail)
 {
     switch (code) {
     case REDLOCK_EAUTH: return "check the password (and the ACL user, if any)";
     case REDLOCK_EWRONGTYPE:
+        /* A counter going back would hand out a fence twice: no reset. */
+        if (strncmp(detail, "fence counter ", 14) == 0)
+            return "SET it to the largest fence any master handed out, never lower";
         return "another program stores a non-string under this key: use a key prefix "
                "or another resource name";
     case REDLOCK_EPROTO: return "is that address a Redis server?";
@@ -143,10 +146,10 @@ static int setup_failure(const rl_op *op, const tally *t, const char *what, redl
         const char *d = op->out.votes[m].detail;
         size_t dl = strlen(d);
         bool advised = strncmp(d, "TLS", 3) == 0 || (dl > 1 && strcmp(d + dl - 2, "?)") == 0);
-        bool acl = strncmp(d, "ACL:", 4) == 0;
         rl_seterr(e, code, (int)m, "%s: master %s: %s (%s%s%u of %u masters fail this way)",
                   what, c->nodes[m].addr.name, d,
-                  advised ? "" : acl ? "grant what README's ACL section lists" : hint(code),
+                  advised ? "" : strncmp(d, "ACL:", 4) == 0 ? "grant what README's ACL section lists"
+                                                          : hint(code, d),
                   advised ? "" : "; ", t->per_code[-code], c->n);
         return code;
     }

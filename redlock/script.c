@@ -43,38 +43,85 @@
 #define NOW_MS "local t = redis.call('time')\n" \
                "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
+/* Are q and l usable as a queue and its leases? False when there is no
+ * queue (nothing to do), or when either key holds another type: then both
+ * are deleted (the waiters still alive join again, with their old tickets,
+ * at their next attempt) and the master's log names the key. */
+#define QUEUE_OK                                                               \
+    "local function drop_queue(q, l, bad)\n"                                   \
+    "  redis.log(redis.LOG_WARNING, 'redlock: deleted ' .. string.gsub(bad, '%z', '\\\\0') ..\n" \
+    "            ' (a waiters\\' queue key of type ' .. redis.call('type', bad).ok .. ')')\n" \
+    "  redis.call('del', q, l)\n"                                              \
+    "end\n"                                                                    \
+    "local function queue_ok(q, l)\n"                                          \
+    "  local tq = redis.call('type', q).ok\n"                                  \
+    "  if tq == 'none' then return false end\n"                                \
+    "  if tq ~= 'zset' then drop_queue(q, l, q) return false end\n"            \
+    "  local tl = redis.call('type', l).ok\n"                                  \
+    "  if tl == 'zset' or tl == 'none' then return true end\n"                 \
+    "  drop_queue(q, l, l)\n"                                                  \
+    "  return false\n"                                                         \
+    "end\n"
+
 /* Hand K (ARGV-free: i, n) to its first live waiter, or delete it (and
- * take it out of the index of held keys `idx`, if given): drop
- * waiters whose lease ended, reserve K for the head for as long as its
- * reservation may wait, and, if `wake`, tell it on its client's channel. A
- * failed attempt's cleanup hands over quietly: the head finds the
- * reservation at its next poll, well within the reservation's life, and no
- * cleanup ever wakes anyone (waking at every failed attempt is the herd
- * this queue exists to avoid). Without a queue (the common case) it is a
- * DEL: the queue's existence is checked first so that an uncontended
- * release costs the master three calls. */
+ * take it out of the index of held keys `idx`, if given): drop waiters
+ * whose lease ended, reserve K for the head for as long as its reservation
+ * may wait, and, if `wake`, tell it on its client's channel. A failed
+ * attempt's cleanup hands over quietly: the head finds the reservation at
+ * its next poll, well within the reservation's life, and no cleanup ever
+ * wakes anyone (waking at every failed attempt is the herd this queue
+ * exists to avoid). Without a queue (the common case) it is a DEL: the
+ * queue's type is checked first so that an uncontended release costs the
+ * master three calls.
+ *
+ * Only a live waiter is reserved for: a head that is not a waiter's name
+ * ("hand|redlock:wake:<hex>|<hex>") or has no lease entry ending later is
+ * dropped here, so garbage in the queue costs one release a ZREM, never a
+ * reservation that nobody can take. Reserving cuts the head's lease to the
+ * reservation's end: a live waiter renews it with its next attempt (its
+ * poll comes before the reservation lapses, by construction), a dead one
+ * is dropped by the next hand-off instead of being reserved for again
+ * until its old lease ends. A queue or lease key of another type is ours
+ * (K "\0q" is no one else's name) and garbage: it is deleted, and the
+ * master's log names it. At most 64 heads are dropped per call; past
+ * that the key is simply freed. */
 #define HAND_OVER                                                              \
     "local function hand_over(i, n, by, wake, idx)\n"                          \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
     "  local function free() redis.call('del', KEYS[i])\n"                    \
     "    if idx then redis.call('zrem', idx, KEYS[i]) end end\n"             \
-    "  if redis.call('exists', q) == 0 then free() return end\n"             \
+    "  if not queue_ok(q, l) then free() return end\n"                       \
     "  " NOW_MS                                                               \
     "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
     "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
     "  end\n"                                                                  \
-    "  local head = redis.call('zrange', q, 0, 0)[1]\n"                        \
-    "  if not head then free() return end\n"                                  \
-    "  local hand, chan = string.match(head, '^(%d+)|([^|]*)|')\n"             \
-    "  redis.call('set', KEYS[i], '\\1' .. head, 'PX', tonumber(hand) or 1000)\n" \
-    "  if wake then redis.call('publish', chan, head .. '|' .. by) end\n"     \
+    "  for _ = 1, 64 do\n"                                                     \
+    "    local head = redis.call('zrange', q, 0, 0)[1]\n"                      \
+    "    if not head then break end\n"                                         \
+    "    local hand, chan = string.match(head, '^(%d+)|(redlock:wake:%x+)|%x+$')\n" \
+    "    local lease = tonumber(redis.call('zscore', l, head))\n"               \
+    "    hand = tonumber(hand)\n"                                              \
+    "    if hand and hand > 0 and hand <= 2147483647 and lease and lease > now then\n" \
+    "      redis.call('set', KEYS[i], '\\1' .. head, 'PX', hand)\n"            \
+    "      if lease > now + hand then redis.call('zadd', l, 'XX', now + hand, head) end\n" \
+    "      if wake then redis.call('publish', chan, head .. '|' .. by) end\n"   \
+    "      return\n"                                                           \
+    "    end\n"                                                                \
+    "    redis.call('zrem', q, head) redis.call('zrem', l, head)\n"            \
+    "  end\n"                                                                  \
+    "  free()\n"                                                               \
     "end\n"
 
 /* Waiter w takes its place (its ticket; kept if it has one) in queue q and
- * its lease in l is renewed; both sets outlive the lease. */
+ * its lease in l is renewed; both sets outlive the lease. A queue key of
+ * another type is dropped first (QUEUE_OK); the ZADDs are tried with pcall
+ * so that the common case costs no TYPE call. */
 #define JOIN                                                                   \
     "local function join(q, l, w, ticket, lease)\n"                            \
     "  " NOW_MS                                                               \
+    "  local function bad(r) return type(r) == 'table' and r.err end\n"        \
+    "  if bad(redis.pcall('zadd', q, 'NX', ticket, w)) then drop_queue(q, l, q) end\n" \
+    "  if bad(redis.pcall('zadd', l, now + lease, w)) then drop_queue(q, l, l) end\n" \
     "  redis.call('zadd', q, 'NX', ticket, w)\n"                               \
     "  redis.call('zadd', l, now + lease, w)\n"                                \
     "  redis.call('pexpire', q, 2 * lease) redis.call('pexpire', l, 2 * lease)\n" \
@@ -152,6 +199,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * -1 if any key holds another value (we had lost it), 1 if we removed
      * something, 0 if everything was already gone. */
     [RL_SCRIPT_RELEASE] =
+        QUEUE_OK
         HAND_OVER
         JOIN
         "local n = math.floor(#KEYS / 3)\n"
@@ -162,7 +210,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  if stays then\n"
         "    join(KEYS[n + i], KEYS[2 * n + i], ARGV[3], ARGV[4], tonumber(ARGV[5]))\n"
         "  elseif ARGV[3] ~= '' then\n"
-        "    redis.call('zrem', KEYS[n + i], ARGV[3]) redis.call('zrem', KEYS[2 * n + i], ARGV[3])\n"
+        "    redis.pcall('zrem', KEYS[n + i], ARGV[3]) redis.pcall('zrem', KEYS[2 * n + i], ARGV[3])\n"
         "  end\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
@@ -211,9 +259,14 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * the longest any master reported, restart_guard_ms).
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
      * granted, 0 held (nothing written but the waiter's place in the
-     * queue), -2 this master's memory cannot be trusted yet (nothing
+     * queue; the second element 1 if one of a set's keys is reserved for
+     * this waiter: a wake-up for it was real, acquire.c), -2 this master's memory cannot be trusted yet (nothing
      * written; age -1: its window is not settled yet), and then a fourth
-     * element, the window.
+     * element, the window; -3 the fence counter of resource j (0-based,
+     * the second element) is garbage: not a decimal integer below 10^18
+     * (fourth element 0) or a key of another type (1). Counters are
+     * checked before anything is written, and never repaired: a counter
+     * reset would hand out a fence already used (NOTES.md §5).
      *
      * The marker: a master whose memory marker is missing has lost its
      * data (FLUSHALL, lost AOF files, an eviction; a restart is caught
@@ -230,6 +283,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         RUN_ID
         REBORN
         INDEX
+        QUEUE_OK
         JOIN
         "local n = tonumber(ARGV[3])\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
@@ -249,6 +303,13 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  maxttl = mt\n"
         "  if age then return {-2, age, maxttl, window or 0} end\n"
         "end\n"
+        "if fenced then\n"
+        "  for j = 0, n - 1 do\n"
+        "    local v = redis.pcall('get', KEYS[fk + j])\n"
+        "    if type(v) == 'table' then return {-3, j, maxttl, 1} end\n"
+        "    if v and not (string.match(v, '^%d+$') and #v <= 18) then return {-3, j, maxttl, 0} end\n"
+        "  end\n"
+        "end\n"
         "if n == 1 and not queued then\n"
         "  if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
         "    redis.call('get', KEYS[1])\n"
@@ -265,14 +326,16 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "          join(KEYS[qk + j], KEYS[qk + n + j], ARGV[5], ARGV[6], tonumber(ARGV[7]))\n"
         "        end\n"
         "      end\n"
-        "      return {0, 0, maxttl}\n"
+        "      local r = 0\n"
+        "      for j = 1, n do if queued and j ~= i and redis.call('get', KEYS[j]) == mine then r = 1 end end\n"
+        "      return {0, r, maxttl}\n"
         "    end\n"
         "  end\n"
         "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
         "  if marked then index(k + 1, 1, n, tonumber(ARGV[2])) end\n"
         "  if queued then\n"
         "    for j = 0, n - 1 do\n"
-        "      redis.call('zrem', KEYS[qk + j], ARGV[5]) redis.call('zrem', KEYS[qk + n + j], ARGV[5])\n"
+        "      redis.pcall('zrem', KEYS[qk + j], ARGV[5]) redis.pcall('zrem', KEYS[qk + n + j], ARGV[5])\n"
         "    end\n"
         "  end\n"
         "end\n"

@@ -7,8 +7,11 @@
  * ("hand|channel|id") and ticket, keeps the client subscribed to its
  * channel on every master (one SUBSCRIBE per master for the client's life,
  * not per wait), and routes a message to the waiter it names. A message
- * that names no waiter of ours costs nothing; a wake-up only starts an
- * ordinary attempt, so none can give anyone a lock (NOTES.md §5).
+ * that names no waiter of ours costs nothing; one that names a waiter (its
+ * name can be read from the queue) costs at most one attempt per poll
+ * interval unless that attempt finds a reservation (acq_wake); a wake-up
+ * only starts an ordinary attempt, so none can give anyone a lock
+ * (NOTES.md §5).
  */
 #include "wait.h"
 
