@@ -110,7 +110,9 @@ static void expect_ready_refuses(const char *masters, const char *a, const char 
     size_t up = 9;
     int rc = redlock_ready(c, 0, 10000, &up, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(sz, up, 1), "one of the twins is up, the dead master is not");
+    /* Refused the moment the later twin's INFO is read: the earlier one may
+     * still be finishing its handshake (up 0) or be up (1); never both. */
+    cr_expect(le(sz, up, 1), "%zu up: never both twins, never the dead master", up);
     core_expect_msg(&e, "ready");
     char want[1024];
     expected_msg(want, sizeof(want), a, b, run_id);
