@@ -439,6 +439,8 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
             o->ttl_set = 1;
         if (ps.given[id] && strcmp(opt_defs[id].name, "restart-guard-ms") == 0)
             o->restart_guard_ms_set = 1;
+        if (ps.given[id] && strcmp(opt_defs[id].name, "conflict-exit-code") == 0)
+            o->conflict_exit_set = 1;
     }
     if (check_command(o, &ps) < 0)
         return CLI_PARSE_USAGE;

@@ -95,6 +95,7 @@ struct cli_opts {
     int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
     int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
     uint32_t conflict_exit;      /* lock, run: exit code when held elsewhere (-E) */
+    int conflict_exit_set;       /* -E given: a conflict is then silent unless -v */
     uint32_t max_extends;        /* run: --max-extends (watchdog); 0 = library default */
     uint32_t max_lease_ms;       /* run: --max-lease (watchdog); 0 = library default */
     uint32_t kill_after_ms;      /* run: loss signal -> SIGKILL grace */

@@ -378,7 +378,11 @@ Test(lock, conflict_exit_code_replaces_75_for_a_held_lock_only)
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "lock", res), 0));
     cli_free(&p);
+    /* flock -n -E: silent on a conflict; -v says who holds it. */
     cr_assert(eq(int, cli(&p, "lock", res, "-E", "3"), 3), "stderr: %s", p.err);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "-E", "3", "-v"), 3), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "lock", res, "--conflict-exit-code=42", "--json"), 42));

@@ -283,7 +283,7 @@ Test(run, conflict_exit_code_0_skips_cmd_quietly)
     cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30s"), 0));
     cli_free(&p);
     /* flock -E 0: a cron job that finds the lock held skips its turn. */
-    cr_assert(eq(int, cli(&p, "-q", "run", res, "-E", "0", "--", "touch", marker), 0),
+    cr_assert(eq(int, cli(&p, "run", res, "-E", "0", "--", "touch", marker), 0),
               "stderr: %s", p.err);
     cr_assert(eq(str, p.err, ""));
     cli_free(&p);
