@@ -166,6 +166,15 @@ static void print_version(void)
            redlock_version(), REDLOCK_VERSION_STRING);
 }
 
+/* A bare number given to an option whose name ends in -ms. */
+static int bare_ms_name(const char *name, const char *val)
+{
+    size_t n = strlen(name), v = strlen(val);
+
+    return n > 3 && strcmp(name + n - 3, "-ms") == 0 && v > 0 &&
+           strspn(val, "0123456789.") == v;
+}
+
 /* A number or duration option's value into its field. */
 static int set_number(struct cli_opts *o, const struct opt_def *d, const char *val)
 {
@@ -179,10 +188,16 @@ static int set_number(struct cli_opts *o, const struct opt_def *d, const char *v
                             (unsigned long long)d->max);
             return -1;
         }
+    } else if (bare_ms_name(d->name, val)) {
+        /* --timeout-ms 50: the name says ms, the rule says seconds; which
+         * one the user meant nobody can tell, so neither wins. */
+        cli_usage_error("--%s '%s': give a unit, e.g. %sms (a bare number would be seconds)",
+                        d->name, val, val);
+        return -1;
     } else if (cli_parse_duration_ms(val, d->min, d->max, &v) < 0) {
-        cli_usage_error("--%s '%s': expected a duration from %llu ms to %llu ms: a whole number "
-                        "and a unit (ms, s, m, h, d; none means ms), e.g. 250ms, 30s, 5m, 2h",
-                        d->name, val, (unsigned long long)d->min, (unsigned long long)d->max);
+        cli_usage_error("--%s '%s': expected a duration from %llu ms to %llu ms: "
+                        CLI_DURATION_FORMS, d->name, val, (unsigned long long)d->min,
+                        (unsigned long long)d->max);
         return -1;
     }
     {

@@ -130,8 +130,15 @@ void cli_opts_done(struct cli_opts *o);
 /* Strict unsigned decimal: digits only, no sign, no spaces, in [min, max].
  * Prints nothing. */
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
-/* A duration: a whole number and an optional unit (ms, s, m, h, d; none
- * means ms), in [min_ms, max_ms]. Prints nothing. */
+/* The duration rule, said once for --help's sake and every message: a bare
+ * number is seconds (as flock -w, timeout and etcdctl read it), decimals
+ * may be given with or without a unit, and a fraction of a millisecond is
+ * refused. */
+#define CLI_DURATION_FORMS                                                     \
+    "seconds (30, 0.5), or a number and a unit: 250ms, 1.5s, 2m, 1.5h, 1d"
+
+/* A duration as CLI_DURATION_FORMS says, in whole ms, in [min_ms, max_ms].
+ * Prints nothing. */
 int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
 /* --wait: a duration up to CLI_WAIT_MAX_MS, or `forever`. */
 int cli_parse_wait(const char *val, int64_t *ret);

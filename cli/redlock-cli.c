@@ -32,7 +32,7 @@ static void help(void)
 "  run RES... [--fence] [-s SIG] [--kill-after T] [--max-extends N|--max-lease T]\n"
 "      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
 "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
-"Options (before or after COMMAND); durations T: 250ms 30s 5m 2h 1d, bare = ms\n"
+"Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"
 "  --masters H:P|URL,... | --masters-file F | $REDLOCK_MASTERS: required\n"
 "  --ttl T (30s)  --wait T|forever (0: one attempt)  -E N  exit N if held (75)\n"
 "  --timeout-ms T  --connect-timeout-ms T  --retry N  --retry-delay T (200ms)\n"

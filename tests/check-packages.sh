@@ -198,7 +198,7 @@ cli_version() {
 check "redlock-cli -V names version $upstream" cli_version
 cli_lock_unlock() {
     local res="check-packages-$$" token
-    token=$(cli lock "$res" --ttl 10000) || return 1
+    token=$(cli lock "$res" --ttl 10s) || return 1
     [[ $token =~ ^[0-9a-f]{32}$ ]] || { echo "lock printed '$token'"; return 1; }
     cli status "$res" | grep -F "$token" >/dev/null || { echo "status does not show $token"; return 1; }
     cli unlock "$res" "$token"

@@ -46,7 +46,7 @@ Test(run, run_keeps_the_lock_across_many_ttls, .timeout = 60)
     /* ttl 1 s, CMD 4.5 s: after 4.5 ttls CMD checks, through the CLI
      * itself, that its token still holds a majority. The watchdog extends
      * whenever half the ttl is left, about every 0.49 s: 9 extensions. */
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--json", "--", "sh", "-c",
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--json", "--", "sh", "-c",
                           "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
                           " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
                           " esac; echo \"$s\" >&2; exit 9"),
@@ -125,7 +125,7 @@ Test(run, run_with_a_set_holds_every_member_until_cmd_exits, .timeout = 60)
     tc_resource(b, sizeof(b), NULL);
     /* ttl 1 s, CMD 1.5 s: then every member is still held by CMD's token
      * on a majority, and a lock on one member alone is refused. */
-    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000", "--json", "--", "sh", "-c",
+    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000ms", "--json", "--", "sh", "-c",
                           "sleep 1.5; printf '%s\\n' \"$REDLOCK_RESOURCES\" | "
                           "while IFS= read -r r; do s=$(\"$REDLOCK_CLI\" status \"$r\") || exit 8;"
                           " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) ;;"
@@ -222,8 +222,8 @@ Test(run, racing_runs_never_overlap, .timeout = 90)
              "echo start $(date +%%s%%N) >> '%s'; sleep 1.3; echo end $(date +%%s%%N) >> '%s'",
              stamps, stamps);
     for (int i = 0; i < RACERS; i++) {
-        const char *args[] = {"run", res, "--ttl", "1000", "--wait", "30000", "--retry-delay",
-                              "50", "--", "sh", "-c", script, NULL};
+        const char *args[] = {"run", res, "--ttl", "1000ms", "--wait", "30000ms", "--retry-delay",
+                              "50ms", "--", "sh", "-c", script, NULL};
 
         cli_start(&p[i], args, NULL);
     }
