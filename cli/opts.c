@@ -136,8 +136,10 @@ static const struct opt_def opt_defs[] = {
     MS32("ttl", CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN) |
                     CMD_BIT(CLI_CMD_READMIT), ttl_ms,
          1, REDLOCK_TTL_MAX_MS),
-    CUSTOM("wait", 0, CMDS_LOCK_RUN, set_wait),
-    MS32("kill-after", CMD_BIT(CLI_CMD_RUN), kill_after_ms, 0, 3600000),
+    /* -w, -n, -k as flock(1) and timeout(1) spell them. */
+    CUSTOM("wait", 'w', CMDS_LOCK_RUN, set_wait),
+    FLAG("nonblock", 'n', CMDS_LOCK_RUN, nonblock),
+    {"kill-after", 'k', OPT_MS32, CMD_BIT(CLI_CMD_RUN), F(kill_after_ms), 0, 3600000, NULL, NULL},
     CUSTOM("clock-policy", 0, CMDS_ALL, set_clock_policy),
     MS32("restart-guard-ms", CMDS_ALL, restart_guard_ms, 0, REDLOCK_TTL_MAX_MS),
     FLAG("no-restart-guard", 0, CMDS_ALL, no_restart_guard),
@@ -382,6 +384,11 @@ static int check_command(struct cli_opts *o, const struct parse_state *ps)
                         "give one of them");
         return -1;
     }
+    if (o->nonblock && (o->wait_set || o->retry > 0)) {
+        cli_usage_error("-n (--nonblock) means one attempt, %s says wait: give one of them",
+                        o->wait_set ? "--wait" : "--retry");
+        return -1;
+    }
     if (o->retry > 0 && o->wait_set) {
         cli_usage_error("--retry and --wait both say how long to wait: give --wait alone (a "
                         "duration, or forever)");
@@ -459,6 +466,11 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
     }
     if (check_command(o, &ps) < 0)
         return CLI_PARSE_USAGE;
+    if (o->nonblock) {
+        /* flock -n: one attempt, a conflict exits at once (75, or -E). */
+        o->wait_set = 1;
+        o->wait_ms = 0;
+    }
     r = cli_load_masters(o);
     if (r != CLI_PARSE_OK)
         return r;

@@ -92,6 +92,7 @@ struct cli_opts {
     int64_t wait_ms;             /* lock, run: wait up to this long; 0 = one attempt;
                                     CLI_WAIT_FOREVER */
     int wait_set;                /* --wait was given */
+    int nonblock;                /* -n: one attempt, as flock -n (same as --wait 0) */
     int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
     int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
     uint32_t conflict_exit;      /* lock, run: exit code when held elsewhere (-E) */

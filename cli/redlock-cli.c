@@ -29,12 +29,12 @@ static void help(void)
 "  lock RES... [--fence]   take every RES or none; print the token (and fence)\n"
 "  unlock RES... TOKEN     release them on a majority (TOKEN is the last word)\n"
 "  extend RES... TOKEN --ttl T              extend them on a majority\n"
-"  run RES... [--fence] [-s SIG] [--kill-after T] [--max-extends N|--max-lease T]\n"
+"  run RES... [--fence] [-s SIG] [-k T] [--max-extends N|--max-lease T]\n"
 "      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
 "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
 "Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"
 "  --masters H:P|URL,... | --masters-file F | $REDLOCK_MASTERS: required\n"
-"  --ttl T (30s)  --wait T|forever (0: one attempt)  -E N  exit N if held (75)\n"
+"  --ttl T (30s)  -w|--wait T|forever  -n|--nonblock  -E N  exit N if held (75)\n"
 "  --timeout-ms T  --connect-timeout-ms T  --retry N  --retry-delay T (200ms)\n"
 "  --no-pubsub  --drift-factor F (0.01)  --max-extends N (1e6) --max-lease T (7d)\n"
 "  --clock-policy warn|exclude|off  --restart-guard-ms T|--no-restart-guard\n"
@@ -47,7 +47,7 @@ static void help(void)
 "  75 held by another client (or -E N); unlock/extend: not held by TOKEN\n"
 "  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
 "  run: CMD's status; 124 lock lost or --max-* reached (CMD got SIG, then\n"
-"       SIGKILL after --kill-after or at the lease's end); 126/127 CMD not run\n"
+"       SIGKILL after -k/--kill-after or the lease ends); 126/127 CMD not run\n"
 "  declare-empty   empty new masters vote at once; readmit: every one (see man)\n",
           stdout);
 }

@@ -336,6 +336,28 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     cli_free(&p);
 }
 
+Test(lock, flock_short_options_n_and_w)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800ms"), 0));
+    cli_free(&p);
+    /* flock -n: one attempt, a conflict exits at once, 75 or -E's. */
+    cr_assert(eq(int, cli(&p, "lock", res, "-n", "--json"), 75), "stderr: %s", p.err);
+    cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "-nE", "3"), 3), "stderr: %s", p.err);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    /* flock -w SECONDS: waits, and gets it once the ttl lapses. */
+    cr_assert(eq(int, cli(&p, "lock", res, "-w", "5", "--retry-delay", "50ms", "--json"), 0),
+              "stderr: %s", p.err);
+    cr_assert(jint(p.out, "attempts") >= 1);
+    cli_free(&p);
+}
+
 Test(lock, durations_take_units)
 {
     struct cli_proc p;

@@ -52,6 +52,22 @@ Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
     cli_free(&p);
 }
 
+Test(run_loss, k_is_kill_after_as_in_timeout)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    /* timeout -k: a CMD that ignores SIGTERM gets SIGKILL after -k. */
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1s", "--max-lease", "300ms", "-k", "0.3",
+                          "--json", "--", "sh", "-c", "trap '' TERM; sleep 30"), 124),
+              "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "SIGKILL if it is still there in 300 ms") != NULL, "stderr: %s",
+              p.err);
+    cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGKILL), "%s", p.out);
+    cli_free(&p);
+}
+
 Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
 {
     struct cli_proc p;
