@@ -151,6 +151,7 @@ static const struct opt_def opt_defs[] = {
     MS32("max-lease", CMD_BIT(CLI_CMD_RUN), max_lease_ms, 1, UINT32_MAX),
     CUSTOM("command", 'c', CMD_BIT(CLI_CMD_RUN), set_command),
     CUSTOM("signal", 's', CMD_BIT(CLI_CMD_RUN), set_signal),
+    FLAG("foreground", 0, CMD_BIT(CLI_CMD_RUN), foreground),
 };
 
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))

@@ -101,6 +101,7 @@ struct cli_opts {
     uint32_t max_lease_ms;       /* run: --max-lease (watchdog); 0 = library default */
     uint32_t kill_after_ms;      /* run: loss signal -> SIGKILL grace */
     int loss_signal;             /* run: sent to CMD's group when the lock is lost (-s) */
+    int foreground;              /* run: CMD's group takes the terminal (--foreground) */
     uint32_t samples;            /* ping: pings, CLI_PING_PROBE_MS apart */
 
     /* output */

@@ -29,7 +29,7 @@ static void help(void)
 "  lock RES... [--fence]   take every RES or none; print the token (and fence)\n"
 "  unlock RES... TOKEN     release them on a majority (TOKEN is the last word)\n"
 "  extend RES... TOKEN --ttl T              extend them on a majority\n"
-"  run RES... [--fence] [-s SIG] [-k T] [--max-extends N|--max-lease T]\n"
+"  run RES... [--fence] [-s SIG] [-k|--kill-after T] [--foreground] [--max-*]\n"
 "      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
 "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
 "Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"

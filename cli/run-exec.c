@@ -89,7 +89,46 @@ struct exec_plan {
     char **paths;            /* candidates to execve(), in $PATH order */
     size_t n_paths;
     int pdeath_signal;       /* CMD gets it if we die before the guard knows it */
+    int tty_fd;              /* --foreground: the terminal CMD's group takes, or -1 */
 };
+
+/* --foreground: the controlling terminal, while CMD's group holds it. */
+static int fg_tty = -1;
+
+/* The controlling terminal, if we are its foreground group: a run started
+ * in the background (`&`) must not take the terminal from the shell's
+ * foreground job. -1 when there is none: CMD then runs as without
+ * --foreground. */
+static int foreground_tty(void)
+{
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    if (tcgetpgrp(fd) != getpgrp()) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void run_tty_restore(void)
+{
+    sigset_t ttou, old;
+
+    if (fg_tty < 0)
+        return;
+    /* We are a background group now: tcsetpgrp() would get SIGTTOU, whose
+     * handler stops CMD's group and us (run-signals.c). Blocked, the
+     * kernel lets the call through. */
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    tcsetpgrp(fg_tty, getpgrp());
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    close(fg_tty);
+    fg_tty = -1;
+}
 
 static void plan_free(struct exec_plan *p)
 {
@@ -254,6 +293,7 @@ static int plan_exec(struct exec_plan *p, const struct cli_opts *o, const redloc
     memset(p, 0, sizeof(*p));
     p->argv = o->run_argv;
     p->pdeath_signal = o->loss_signal;
+    p->tty_fd = fg_tty;
     if (plan_fds(p) < 0 || plan_env(p, o, lock) < 0)
         return -1;
     return plan_paths(p, o->run_argv[0]);
@@ -271,6 +311,12 @@ child_exec(const struct exec_plan *p, int errfd, const sigset_t *mask, pid_t par
     /* Own process group: termination reaches CMD's children too, and a
      * terminal's ^C reaches only us, so CMD does not get it twice. */
     setpgid(0, 0);
+    /* --foreground: CMD's group takes the terminal, so that CMD can read
+     * it (a background group reading it gets SIGTTIN). Done here as well
+     * as in the parent, so that CMD never runs before it is done; every
+     * signal is still blocked, SIGTTOU too, so the call is let through. */
+    if (p->tty_fd >= 0)
+        tcsetpgrp(p->tty_fd, getpid());
     /* If redlock-cli dies (SIGKILL, OOM), nobody extends the lock any more.
      * The guard (run-guard.c) stops the whole group then; this covers CMD
      * itself until the guard has heard of it. */
@@ -308,6 +354,8 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
     ssize_t n;
     pid_t pid, parent = getpid();
 
+    if (o->foreground)
+        fg_tty = foreground_tty();
     if (plan_exec(&plan, o, lock) < 0) {
         plan_free(&plan);
         r->exec_errno = ENOMEM;
@@ -331,11 +379,14 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
         /* Also here, so that the group exists before we ever signal it.
          * The child may have exec'd already (EACCES): then it set it. */
         setpgid(pid, pid);
+        if (fg_tty >= 0)
+            tcsetpgrp(fg_tty, pid);
         run_cmd_started(pid);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(errpipe[1]);
     if (pid < 0) {
+        run_tty_restore();
         close(errpipe[0]);
         plan_free(&plan);
         r->exec_errno = err;
@@ -351,6 +402,7 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
         r->exec_errno = err;
         while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
             ;
+        run_tty_restore();
         run_cmd_started(0);
         return -1;
     }

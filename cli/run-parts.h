@@ -67,6 +67,8 @@ void run_watch_drain(redlock_lock *lock, struct watch *w, struct run_result *r);
  * r->pid set, or -1 with r->exec_errno set (CMD did not start, and r->pid
  * is 0 or reaped already). */
 int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run_result *r);
+/* --foreground: give the terminal back to our group once CMD is reaped. */
+void run_tty_restore(void);
 
 /* run-guard.c: a process that outlives us, and stops CMD's group if we die
  * (SIGKILL, OOM) or stop (SIGSTOP) while the lease runs out. */

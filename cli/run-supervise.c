@@ -325,6 +325,7 @@ static int reap(struct loop *l)
     run_guard_done();
     while (waitpid(l->r->pid, &l->r->status, 0) < 0 && errno == EINTR)
         ;
+    run_tty_restore();
     run_cmd_started(0);
     return 1;
 }
@@ -383,5 +384,6 @@ void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lo
     run_guard_done();
     while (waitpid(r->pid, &r->status, 0) < 0 && errno == EINTR)
         ;
+    run_tty_restore();
     run_cmd_started(0);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -271,6 +272,38 @@ Test(run, c_runs_a_shell_string_under_the_lock)
     /* The long spelling, before the command name. */
     cr_assert(eq(int, cli(&p, "--command=exit 0", "run", res), 0), "stderr: %s", p.err);
     cli_free(&p);
+}
+
+Test(run, foreground_lets_cmd_read_the_terminal)
+{
+    struct cli_proc p;
+    char res[128], cmd[2048], out[4096];
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    /* Without a terminal (stdin /dev/null, no tty): as without the flag. */
+    cr_assert(eq(int, cli(&p, "run", res, "--foreground", "--", "true"), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    if (access("/usr/bin/script", X_OK) != 0)
+        cr_skip_test("script(1) is not installed: no pty to test with");
+    /* In a pty (script(1)): CMD reads the terminal, as under flock, and the
+     * shell reads it again after: the terminal was given back. Without
+     * --foreground CMD would stop on SIGTTIN and this would hang. */
+    snprintf(cmd, sizeof(cmd),
+             "printf 'hello\\nworld\\n' | REDLOCK_MASTERS='%s' timeout 20 script -qec "
+             "\"'%s' run '%s' --foreground -c 'read x; echo got:\\$x'; read y; "
+             "echo after:\\$y\" /dev/null", tc_masters(), cli_path(), res);
+    f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    while (n < sizeof(out) - 1 && fgets(out + n, (int)(sizeof(out) - n), f) != NULL)
+        n += strlen(out + n);
+    out[n] = '\0';
+    rc = pclose(f);
+    cr_assert(eq(int, WEXITSTATUS(rc), 0), "output: %s", out);
+    cr_assert(strstr(out, "got:hello") != NULL, "output: %s", out);
+    cr_assert(strstr(out, "after:world") != NULL, "output: %s", out);
 }
 
 Test(run, conflict_exit_code_0_skips_cmd_quietly)

@@ -170,6 +170,7 @@ static struct bad_input bad_inputs[] = {
     {"signal zero", {"run", "r", "-s", "0", "--", "true", NULL}, NULL},
     {"signal beyond SIGRTMAX", {"run", "r", "-s", "65", "--", "true", NULL}, NULL},
     {"signal on lock", {"lock", "r", "-s", "TERM", NULL}, NULL},
+    {"foreground on lock", {"lock", "r", "--foreground", NULL}, NULL},
     {"password file is a character device", {"ping", "--password-file", "/dev/zero", NULL}, NULL},
     {"a password in --masters", {"ping", "--masters", "redis://:s3cret@127.0.0.1:7000", NULL},
      NULL},
