@@ -30,7 +30,10 @@ enum cli_exit {
 
 /* Verbosity, set once by main() from -q / -v before anything is printed. */
 extern int cli_quiet;    /* 1: errors only, no warnings or notes */
-extern int cli_verbose;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
+extern int cli_verbose;
+/* Where the value a message is about came from ("$REDLOCK_TLS",
+ * "FILE:LINE"), said before the message; NULL for the command line. */
+extern const char *cli_msg_source;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
 
 /* One line on stderr, prefixed with "redlock-cli: ". cli_error() always
  * prints (unless -q); cli_usage_error() always prints, even with -q, since

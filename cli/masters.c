@@ -251,7 +251,8 @@ int cli_load_masters(struct cli_opts *o)
         return CLI_PARSE_USAGE;
     }
     if (o->masters_arg != NULL) {
-        rc = take(o, o->masters_arg, "--masters", 1, NULL);
+        rc = take(o, o->masters_arg, o->masters_arg_from ? o->masters_arg_from : "--masters",
+                  o->masters_arg_from == NULL, NULL);
     } else if (o->masters_file != NULL) {
         rc = take_file(o, o->masters_file);
     } else if (env != NULL && env[0] != '\0') {

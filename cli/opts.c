@@ -13,6 +13,7 @@
  */
 #include "opts.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "conf.h"
 #include "opts-args.h"
 
 #define CMDS_ALL 0u
@@ -119,6 +121,7 @@ static const struct opt_def opt_defs[] = {
     CUSTOM("prefix", 0, CMDS_ALL, set_prefix),
     CUSTOM("user", 0, CMDS_ALL, set_user),
     STRING("password-file", 0, CMDS_ALL, password_file),
+    STRING("config", 0, CMDS_ALL, config_file),
     {"password", 'a', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL},
     {"password", 'p', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL},
     FLAG("tls", 0, CMDS_ALL, tls),
@@ -436,6 +439,153 @@ static int load_password(struct cli_opts *o)
     return 0;
 }
 
+/* What a config file may set: the connection and the library's tuning,
+ * the same for every command. Not a command's options (a --ttl there would
+ * silently change every lock), nor the output (--json there would break
+ * the scripts that read it), nor the password itself (give password-file). */
+static int settable(const struct opt_def *d)
+{
+    return d->cmds == CMDS_ALL && d->kind != OPT_HELP && d->kind != OPT_VERSION &&
+           d->kind != OPT_REFUSED && d->kind != OPT_COUNT && strcmp(d->name, "json") != 0 &&
+           strcmp(d->name, "quiet") != 0 && strcmp(d->name, "config") != 0;
+}
+
+static const struct opt_def *find_opt(const char *name)
+{
+    for (size_t k = 0; k < N_OPTS; k++)
+        if (strcmp(opt_defs[k].name, name) == 0)
+            return &opt_defs[k];
+    return NULL;
+}
+
+static int given(const struct parse_state *ps, const char *name)
+{
+    const struct opt_def *d = find_opt(name);
+
+    return d != NULL && ps->given[d - opt_defs] != NULL;
+}
+
+static int env_set(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0';
+}
+
+/* @val for option @d from @source (named in messages): a flag takes yes
+ * or no, as a file and the environment can say either. */
+static int apply_from(struct cli_opts *o, struct parse_state *ps, const struct opt_def *d,
+                      const char *val, const char *source)
+{
+    int r = CLI_PARSE_OK;
+
+    cli_msg_source = source;
+    if (d->kind == OPT_FLAG) {
+        int on = strcmp(val, "yes") == 0 || strcmp(val, "true") == 0 || strcmp(val, "on") == 0 ||
+                 strcmp(val, "1") == 0;
+        int off = strcmp(val, "no") == 0 || strcmp(val, "false") == 0 ||
+                  strcmp(val, "off") == 0 || strcmp(val, "0") == 0;
+
+        if (!on && !off) {
+            cli_usage_error("--%s '%s': expected yes or no (true/false, on/off, 1/0)", d->name,
+                            val);
+            r = CLI_PARSE_USAGE;
+        } else {
+            /* Given either way: REDLOCK_TLS=no overrides a file's tls = yes. */
+            ps->given[d - opt_defs] = val;
+            if (on)
+                *(int *)(void *)((char *)o + d->field) = 1;
+        }
+    } else {
+        r = apply(o, ps, d, val, NULL);
+    }
+    cli_msg_source = NULL;
+    return r;
+}
+
+/* Does a higher source already say what config line @d would? The masters
+ * count as one setting whichever way they are given, and so does the
+ * password. */
+static int shadowed(const struct parse_state *ps, const struct opt_def *d)
+{
+    if (strcmp(d->name, "masters") == 0 || strcmp(d->name, "masters-file") == 0)
+        return given(ps, "masters") || given(ps, "masters-file") || env_set("REDLOCK_MASTERS");
+    if (strcmp(d->name, "password-file") == 0)
+        return given(ps, "password-file") || env_set("REDLOCK_PASSWORD");
+    return given(ps, d->name);
+}
+
+/* Below the command line, above the config file: every option a config
+ * file may set, as REDLOCK_<NAME> (--cacert: REDLOCK_CACERT, --timeout-ms:
+ * REDLOCK_TIMEOUT_MS). REDLOCK_MASTERS and REDLOCK_PASSWORD have their own
+ * readers (masters.c, load_password()). */
+static int layer_env(struct cli_opts *o, struct parse_state *ps)
+{
+    for (size_t k = 0; k < N_OPTS; k++) {
+        const struct opt_def *d = &opt_defs[k];
+        char name[64], source[66], *q;
+        int r;
+
+        if (!settable(d) || strcmp(d->name, "masters") == 0)
+            continue;
+        snprintf(name, sizeof(name), "REDLOCK_%s", d->name);
+        for (q = name; *q; q++)
+            *q = *q == '-' ? '_' : (char)toupper((unsigned char)*q);
+        if (shadowed(ps, d) || !env_set(name))
+            continue;
+        snprintf(source, sizeof(source), "$%s", name);
+        r = apply_from(o, ps, d, getenv(name), source);
+        if (r != CLI_PARSE_OK)
+            return r;
+    }
+    return CLI_PARSE_OK;
+}
+
+/* --config FILE, else the default file (if there is one): the lowest
+ * source. Lines a higher source already set are skipped. */
+static int layer_conf(struct cli_opts *o, struct parse_state *ps)
+{
+    char dflt[4096], source[4200];
+    const char *seen[N_OPTS];
+    int r = CLI_PARSE_OK;
+
+    o->conf = calloc(1, sizeof(*o->conf));
+    if (o->conf == NULL) {
+        cli_usage_error("out of memory while reading the config file");
+        return CLI_PARSE_USAGE;
+    }
+    if (cli_conf_load(o->config_file ? o->config_file : cli_conf_default_path(dflt, sizeof(dflt)),
+                      o->config_file != NULL, o->conf) < 0)
+        return CLI_PARSE_USAGE;
+    memset(seen, 0, sizeof(seen));
+    for (size_t i = 0; i < o->conf->n && r == CLI_PARSE_OK; i++) {
+        const char *key = o->conf->e[i].key, *val = o->conf->e[i].val;
+        const struct opt_def *d = find_opt(key);
+
+        snprintf(source, sizeof(source), "%s:%u", o->conf->path, o->conf->e[i].line);
+        cli_msg_source = source;
+        if (d == NULL || !settable(d)) {
+            cli_usage_error("'%s': %s: keys are the long names of the connection options "
+                            "(masters, user, password-file, tls, cacert, prefix, timeout-ms...)",
+                            key, d == NULL ? "unknown key" : "a command's or the output's option");
+            r = CLI_PARSE_USAGE;
+        } else if (seen[d - opt_defs] != NULL) {
+            cli_usage_error("%s given twice: give it once", key);
+            r = CLI_PARSE_USAGE;
+        }
+        cli_msg_source = NULL;
+        if (r != CLI_PARSE_OK)
+            break;
+        seen[d - opt_defs] = val;
+        if (shadowed(ps, d))
+            continue;
+        r = apply_from(o, ps, d, val, source);
+        if (r == CLI_PARSE_OK && strcmp(d->name, "masters") == 0)
+            o->masters_arg_from = o->conf->path;   /* a file: passwords allowed */
+    }
+    return r;
+}
+
 int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void))
 {
     struct parse_state ps;
@@ -453,6 +603,13 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
     o->loss_signal = SIGTERM;
 
     r = parse_args(o, &ps, argc, argv, help);
+    if (r != CLI_PARSE_OK)
+        return r;
+    /* The command line first, then what it left unsaid: the environment,
+     * then the config file. */
+    r = layer_env(o, &ps);
+    if (r == CLI_PARSE_OK)
+        r = layer_conf(o, &ps);
     if (r != CLI_PARSE_OK)
         return r;
     cli_quiet = o->quiet;
@@ -489,4 +646,9 @@ void cli_opts_done(struct cli_opts *o)
     }
     free(o->masters);
     o->masters = NULL;
+    if (o->conf != NULL) {
+        cli_conf_free(o->conf);
+        free(o->conf);
+        o->conf = NULL;
+    }
 }

@@ -15,6 +15,8 @@
 
 #include <redlock.h>
 
+struct cli_conf;
+
 enum cli_cmd {
     CLI_CMD_NONE = 0,
     CLI_CMD_LOCK,
@@ -57,6 +59,9 @@ struct cli_opts {
 
     /* connection */
     const char *masters_arg;     /* --masters as typed, or NULL */
+    const char *masters_arg_from; /* NULL: argv; else the config file it came from */
+    const char *config_file;     /* --config as typed, or NULL: the default file */
+    struct cli_conf *conf;       /* owned: the config file read (values point into it) */
     const char *masters_file;    /* --masters-file as typed, or NULL */
     char *masters;               /* the list used, as the library takes it: owned;
                                     may carry passwords (never from argv) */

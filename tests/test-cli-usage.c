@@ -624,3 +624,124 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     free(out);
     free(err);
 }
+
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert(f != NULL, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* status R --json run with @env and @args: is R held under the prefix in
+ * force? (The lock was taken under "cmd:", and each source names another
+ * prefix but one.) */
+static int held_with(const char *const *env, const char *res, const char *arg1,
+                     const char *arg2)
+{
+    struct cli_proc p;
+    int held;
+
+    cr_assert(eq(int, cli_env(&p, env, "status", res, "--json", arg1, arg2, (const char *)NULL),
+                 0), "stderr: %s", p.err);
+    held = jbool(p.out, "held");
+    cli_free(&p);
+    return held;
+}
+
+Test(usage, connection_options_from_environment_and_config_files_in_order)
+{
+    struct cli_proc p;
+    char res[128], xdg[SCRATCH_MAX + 16], dir[SCRATCH_MAX + 32], dflt[SCRATCH_MAX + 48],
+        conf[SCRATCH_MAX + 32], xdg_env[SCRATCH_MAX + 32], text[512], dead[256];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--prefix", "cmd:"), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    snprintf(xdg, sizeof(xdg), "%s/xdg", cli_tmpdir);
+    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
+    snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
+    snprintf(conf, sizeof(conf), "%s/other.conf", cli_tmpdir);
+    snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
+    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0);
+    put_file(dflt, "# the default file\nprefix = cmd:\n");
+    put_file(conf, "  prefix=conf:  \n\n");
+    {
+        const char *e_dflt[] = {xdg_env, NULL};
+        const char *e_env[] = {xdg_env, "REDLOCK_PREFIX=cmd:", NULL};
+        const char *e_env_other[] = {xdg_env, "REDLOCK_PREFIX=env:", NULL};
+
+        /* The default file is read ... */
+        cr_assert(held_with(e_dflt, res, NULL, NULL));
+        /* ... unless --config names another, which counts instead. */
+        cr_assert(not(held_with(e_dflt, res, "--config", conf)));
+        /* The environment beats the config file; the command line beats
+         * the environment. */
+        cr_assert(held_with(e_env, res, "--config", conf));
+        cr_assert(held_with(e_env_other, res, "--prefix=cmd:", NULL));
+        cr_assert(not(held_with(e_env_other, res, NULL, NULL)));
+    }
+    /* The masters: a file's list counts only without $REDLOCK_MASTERS, and
+     * may carry a password (a file, not argv). */
+    dead_masters(dead, sizeof(dead), 3);
+    snprintf(text, sizeof(text), "masters = %s\ntls = no\n", dead);
+    put_file(conf, text);
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    {
+        const char *no_env[] = {"!REDLOCK_MASTERS", NULL};
+
+        cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 69));
+        cli_free(&p);
+        snprintf(text, sizeof(text), "masters = redis://:s3cret@%.*s\n",
+                 (int)strcspn(tc_masters(), ","), tc_masters());
+        put_file(conf, text);
+        /* Taken (argv would refuse it: 64), then refused by the master,
+         * which has no password: 77. */
+        cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 77),
+                  "stderr: %s", p.err);
+        cr_assert(strstr(p.err, "s3cret") == NULL, "stderr: %s", p.err);
+        cli_free(&p);
+    }
+    /* $REDLOCK_TLS=no outweighs a file's tls = yes; a bad value is named
+     * with its source. */
+    put_file(conf, "tls = yes\n");
+    {
+        const char *tls_no[] = {"REDLOCK_TLS=no", NULL};
+        const char *tls_bad[] = {"REDLOCK_TLS=maybe", NULL};
+        const char *user[] = {"REDLOCK_USER=bob", NULL};
+        const char *timeout[] = {"REDLOCK_TIMEOUT_MS=50", NULL};
+
+        cr_assert(eq(int, cli_env(&p, tls_no, "ping", "--config", conf, (const char *)NULL), 0),
+                  "stderr: %s", p.err);
+        cli_free(&p);
+        cr_assert(eq(int, cli_env(&p, tls_bad, "ping", (const char *)NULL), 64));
+        cr_assert(strstr(p.err, "$REDLOCK_TLS: --tls 'maybe'") != NULL, "stderr: %s", p.err);
+        cli_free(&p);
+        cr_assert(eq(int, cli_env(&p, timeout, "ping", (const char *)NULL), 64));
+        cr_assert(strstr(p.err, "$REDLOCK_TIMEOUT_MS: --timeout-ms '50': give a unit") != NULL,
+                  "stderr: %s", p.err);
+        cli_free(&p);
+        cr_assert(eq(int, cli_env(&p, user, "ping", (const char *)NULL), 64));
+        cr_assert(strstr(p.err, "'bob' needs a password") != NULL, "stderr: %s", p.err);
+        cli_free(&p);
+    }
+    /* A file's mistakes: one line each, with FILE:LINE. */
+    put_file(conf, "ttl = 5\n");
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(strstr(p.err, "other.conf:1: 'ttl': a command's or the output's option") != NULL,
+              "stderr: %s", p.err);
+    cli_free(&p);
+    put_file(conf, "# ok\nprefix\n");
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(strstr(p.err, "other.conf:2: expected 'key = value'") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    put_file(conf, "user = a\nuser = b\n");
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(strstr(p.err, "other.conf:2: user given twice") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "ping", "--config", "/no/such/file.conf"), 64));
+    cr_assert(eq(str, p.err, "redlock-cli: --config '/no/such/file.conf': no such file\n"));
+    cli_free(&p);
+}
