@@ -102,8 +102,11 @@ usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh)"
 required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
 $lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c"
 allowed[redlock-cli]="usr/bin/redlock-cli
-usr/share/man/man1/redlock-cli\\.1\\.gz"
-required[redlock-cli]="usr/bin/redlock-cli usr/share/man/man1/redlock-cli.1.gz"
+usr/share/man/man1/redlock-cli\\.1\\.gz
+usr/share/bash-completion/completions/redlock-cli
+usr/share/zsh/vendor-completions/_redlock-cli"
+required[redlock-cli]="usr/bin/redlock-cli usr/share/man/man1/redlock-cli.1.gz
+usr/share/bash-completion/completions/redlock-cli usr/share/zsh/vendor-completions/_redlock-cli"
 allowed[redlock-bench]="usr/bin/redlock-bench
 usr/share/man/man1/redlock-bench\\.1\\.gz"
 required[redlock-bench]="usr/bin/redlock-bench usr/share/man/man1/redlock-bench.1.gz"
