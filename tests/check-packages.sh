@@ -98,7 +98,7 @@ usr/include/redlock/version\\.h
 $lib/libredlock\\.(a|so)
 $lib/pkgconfig/redlock\\.pc
 usr/share/doc/libredlock-dev/(README|NOTES)\\.md(\\.gz)?
-usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh)"
+usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh|service|timer)"
 required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
 $lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c"
 allowed[redlock-cli]="usr/bin/redlock-cli
