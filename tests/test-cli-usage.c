@@ -17,6 +17,8 @@
 #include <criterion/new/assert.h>
 #include <criterion/parameterized.h>
 
+#include <redlock.h>
+
 #include "cli.h"
 #include "cluster.h"
 #include "jsonread.h"
@@ -184,6 +186,11 @@ static struct bad_input bad_inputs[] = {
     {"a trailing comma after a password", {"ping", NULL},
      "REDLOCK_MASTERS=redis://:s3cret@127.0.0.1:7000,"},
     {"master with leading zeros", {"ping", "--masters", "0127.0.0.1:7000", NULL}, NULL},
+    {"master: an IPv4 address with a trailing dot", {"ping", "--masters", "127.0.0.1.:7000", NULL},
+     NULL},
+    {"master URL: an IPv4 address with a trailing dot", {"ping", NULL},
+     "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1./0"},
+    {"insecure without TLS", {"ping", "--insecure", NULL}, NULL},
     {"master with an unknown scheme", {"ping", "--masters", "http://127.0.0.1:7000", NULL}, NULL},
     {"unix socket with a relative path", {"ping", "--masters", "unix://redis.sock", NULL}, NULL},
     {"masters and a masters file", {"ping", "--masters", "h:1", "--masters-file", "/dev/null",
@@ -606,6 +613,8 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     cr_assert(strstr(out, "{\"code\": \"ECONFLICT\", \"message\": \"...\"}") != NULL,
               "the JSON error example: %s", strstr(out, "ECONFLICT") ? strstr(out, "ECONFLICT") - 20
                                                                     : out);
+    /* The footer names the version built (meson fills it in). */
+    cr_assert(strstr(out, "redlock " REDLOCK_VERSION_STRING) != NULL, "the footer's version");
     /* The defaults the code has. */
     cr_assert(strstr(out, "default 1000000") != NULL, "--max-extends' default");
     cr_assert(strstr(out, "default 1000,") == NULL, "--max-extends' old default");
