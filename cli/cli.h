@@ -64,6 +64,9 @@ int cli_exit_for_masters(int rc, const int *errs, size_t n);
 /* signals.c: SIGINT, SIGTERM and SIGHUP (and SIGCHLD, SIGCONT: wake-ups
  * only) written into a self-pipe by their handlers. */
 int cli_signals_setup(void);            /* -1 with errno */
+/* SIGCHLD also when a child stops (run --foreground: the terminal's ^Z
+ * stops CMD, not us). Return: 0, or -1 with errno. */
+int cli_signals_child_stops(void);
 int cli_signal_fd(void);                /* readable when a signal came: one byte each */
 int cli_pending_term_signal(void);      /* drain it: the last terminating signal, or 0 */
 void cli_signals_default(void);         /* in a child, before exec: async-signal-safe */

@@ -112,20 +112,34 @@ static int foreground_tty(void)
     return fd;
 }
 
-void run_tty_restore(void)
+int run_tty_held(void)
+{
+    return fg_tty >= 0;
+}
+
+int run_tty_give(pid_t pgid)
 {
     sigset_t ttou, old;
+    int rc;
 
+    if (fg_tty < 0)
+        return 0;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    rc = tcsetpgrp(fg_tty, pgid);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc == 0;
+}
+
+void run_tty_restore(void)
+{
     if (fg_tty < 0)
         return;
     /* We are a background group now: tcsetpgrp() would get SIGTTOU, whose
      * handler stops CMD's group and us (run-signals.c). Blocked, the
      * kernel lets the call through. */
-    sigemptyset(&ttou);
-    sigaddset(&ttou, SIGTTOU);
-    pthread_sigmask(SIG_BLOCK, &ttou, &old);
-    tcsetpgrp(fg_tty, getpgrp());
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    run_tty_give(getpgrp());
     close(fg_tty);
     fg_tty = -1;
 }
@@ -356,6 +370,10 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
 
     if (o->foreground)
         fg_tty = foreground_tty();
+    if (fg_tty >= 0 && cli_signals_child_stops() < 0) {
+        close(fg_tty);
+        fg_tty = -1;
+    }
     if (plan_exec(&plan, o, lock) < 0) {
         plan_free(&plan);
         r->exec_errno = ENOMEM;

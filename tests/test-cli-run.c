@@ -306,6 +306,30 @@ Test(run, foreground_lets_cmd_read_the_terminal)
     cr_assert(strstr(out, "after:world") != NULL, "output: %s", out);
 }
 
+Test(run, foreground_job_control_at_an_interactive_shell, .timeout = 60)
+{
+    char res[128], cmd[2048], out[4096];
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    if (access("/usr/bin/python3", X_OK) != 0 || access("/bin/bash", X_OK) != 0)
+        cr_skip_test("python3 or bash is not installed: no interactive shell in a pty");
+    tc_resource(res, sizeof(res), NULL);
+    /* ^Z stops CMD and redlock-cli with it; fg gives CMD the terminal
+     * again (tests/helpers/cli/pty-job-control.py). */
+    snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s' '%s' 2>&1", TCLI_PTY_SCRIPT, cli_path(),
+             tc_masters(), res);
+    f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    while (n < sizeof(out) - 1 && fgets(out + n, (int)(sizeof(out) - n), f) != NULL)
+        n += strlen(out + n);
+    out[n] = '\0';
+    rc = pclose(f);
+    cr_assert(eq(int, WEXITSTATUS(rc), 0), "%s", out);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+}
+
 Test(run, conflict_exit_code_0_skips_cmd_quietly)
 {
     struct cli_proc p;
