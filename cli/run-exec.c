@@ -94,6 +94,7 @@ struct exec_plan {
 
 /* --foreground: the controlling terminal, while CMD's group holds it. */
 static int fg_tty = -1;
+static pid_t fg_pgid;   /* CMD's group, once it was given the terminal */
 
 /* The controlling terminal, if we are its foreground group: a run started
  * in the background (`&`) must not take the terminal from the shell's
@@ -117,31 +118,41 @@ int run_tty_held(void)
     return fg_tty >= 0;
 }
 
-int run_tty_give(pid_t pgid)
+/* The terminal from group @from to group @to, if @from holds it: never
+ * take it from whoever the shell gave it to meanwhile (after a ^Z and
+ * `bg`, the shell itself). SIGTTOU is blocked around tcsetpgrp(): called
+ * from a background group, it would otherwise send us SIGTTOU, whose
+ * handler stops CMD's group and us (run-signals.c); blocked, the kernel
+ * lets the call through. */
+static int tty_pass(pid_t from, pid_t to)
 {
     sigset_t ttou, old;
     int rc;
 
-    if (fg_tty < 0)
+    if (fg_tty < 0 || tcgetpgrp(fg_tty) != from)
         return 0;
     sigemptyset(&ttou);
     sigaddset(&ttou, SIGTTOU);
     pthread_sigmask(SIG_BLOCK, &ttou, &old);
-    rc = tcsetpgrp(fg_tty, pgid);
+    rc = tcsetpgrp(fg_tty, to);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return rc == 0;
+}
+
+int run_tty_give(pid_t pgid)
+{
+    return tty_pass(getpgrp(), pgid);
 }
 
 void run_tty_restore(void)
 {
     if (fg_tty < 0)
         return;
-    /* We are a background group now: tcsetpgrp() would get SIGTTOU, whose
-     * handler stops CMD's group and us (run-signals.c). Blocked, the
-     * kernel lets the call through. */
-    run_tty_give(getpgrp());
+    if (fg_pgid > 0)
+        tty_pass(fg_pgid, getpgrp());
     close(fg_tty);
     fg_tty = -1;
+    fg_pgid = 0;
 }
 
 static void plan_free(struct exec_plan *p)
@@ -397,8 +408,11 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
         /* Also here, so that the group exists before we ever signal it.
          * The child may have exec'd already (EACCES): then it set it. */
         setpgid(pid, pid);
-        if (fg_tty >= 0)
+        if (fg_tty >= 0) {
+            /* The child may have taken it already: then ours is a no-op. */
             tcsetpgrp(fg_tty, pid);
+            fg_pgid = pid;
+        }
         run_cmd_started(pid);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -70,8 +70,8 @@ void run_watch_drain(redlock_lock *lock, struct watch *w, struct run_result *r);
 int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run_result *r);
 /* --foreground: give the terminal back to our group once CMD is reaped. */
 void run_tty_restore(void);
-/* --foreground: the terminal to group @pgid (SIGTTOU blocked). Return: 1
- * if done, 0 without --foreground's terminal or on failure. */
+/* --foreground: the terminal to group @pgid, if our group holds it (after
+ * `fg`, not after `bg`). Return: 1 if done, else 0. */
 int run_tty_give(pid_t pgid);
 int run_tty_held(void);               /* --foreground took the terminal for CMD */
 
