@@ -168,6 +168,14 @@ int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *ou
     return report_exit_for(rc, out);
 }
 
+int cli_acquire_quiet(const struct cli_opts *o, int rc)
+{
+    /* flock -n -E N prints nothing on a conflict: whoever asked for -E
+     * expects the lock to be busy at times, and a cron job's stderr is
+     * mail. -v still says who holds it. */
+    return rc == REDLOCK_ECONFLICT && o->conflict_exit_set && o->verbose == 0;
+}
+
 int cli_acquire_interrupted(const struct cli_opts *o, const struct cli_acquire_stats *st,
                             redlock_error *err)
 {

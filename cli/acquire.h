@@ -36,6 +36,10 @@ void cli_acquire_cleanup(void);
  * -E/--conflict-exit-code for a lock held elsewhere. */
 int cli_acquire_exit(const struct cli_opts *o, int rc, const redlock_outcome *out);
 
+/* Nothing to say on stderr for cli_acquire()'s @rc: a conflict with -E
+ * given and no -v, as flock -n -E N is silent. JSON still goes to stdout. */
+int cli_acquire_quiet(const struct cli_opts *o, int rc);
+
 /* After CLI_ACQUIRE_INTERRUPTED: the message on stderr, and @err as the
  * JSON's error (ECANCELED). Return: the exit status, 128 + the signal, as
  * a shell reports a command a signal ended. */

@@ -30,7 +30,10 @@ enum cli_exit {
 
 /* Verbosity, set once by main() from -q / -v before anything is printed. */
 extern int cli_quiet;    /* 1: errors only, no warnings or notes */
-extern int cli_verbose;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
+extern int cli_verbose;
+/* Where the value a message is about came from ("$REDLOCK_TLS",
+ * "FILE:LINE"), said before the message; NULL for the command line. */
+extern const char *cli_msg_source;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
 
 /* One line on stderr, prefixed with "redlock-cli: ". cli_error() always
  * prints (unless -q); cli_usage_error() always prints, even with -q, since
@@ -61,6 +64,9 @@ int cli_exit_for_masters(int rc, const int *errs, size_t n);
 /* signals.c: SIGINT, SIGTERM and SIGHUP (and SIGCHLD, SIGCONT: wake-ups
  * only) written into a self-pipe by their handlers. */
 int cli_signals_setup(void);            /* -1 with errno */
+/* SIGCHLD also when a child stops (run --foreground: the terminal's ^Z
+ * stops CMD, not us). Return: 0, or -1 with errno. */
+int cli_signals_child_stops(void);
 int cli_signal_fd(void);                /* readable when a signal came: one byte each */
 int cli_pending_term_signal(void);      /* drain it: the last terminating signal, or 0 */
 void cli_signals_default(void);         /* in a child, before exec: async-signal-safe */

@@ -47,7 +47,7 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
                  (unsigned long long)out.elapsed_us, (long long)out.validity_ms);
     } else if (code == CLI_EXIT_USAGE) {
         cli_usage_error("lock: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
-    } else if (rc != REDLOCK_ECANCELED) {
+    } else if (rc != REDLOCK_ECANCELED && !cli_acquire_quiet(o, rc)) {
         report_error_set("lock", o->set, o->n_resources, rc, &err, &out);
         report_votes(c, &out, 1);
     }

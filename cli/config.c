@@ -87,6 +87,15 @@ int cli_config_check(const struct cli_opts *o)
                         "$REDLOCK_PASSWORD", o->user);
         return -1;
     }
+    /* The library checks the TLS files, not the verify flag (its default
+     * is on): --insecure alone would pass, where --cacert alone is refused.
+     * The same answer for both. */
+    if (o->tls_insecure && !o->tls && o->masters != NULL &&
+        strcasestr(o->masters, "rediss://") == NULL) {
+        cli_usage_error("--insecure is given but no master uses TLS (add --tls or write masters "
+                        "as rediss://...)");
+        return -1;
+    }
     cli_config_fill(o, &cfg);
     memset(&err, 0, sizeof(err));
     if (redlock_config_check(&cfg, &err) == 0)

@@ -16,6 +16,7 @@
 
 int cli_quiet;
 int cli_verbose;
+const char *cli_msg_source;
 
 /* The library's messages name its configuration fields; here the user
  * typed options. Longest first, so that a field is never cut by a shorter
@@ -82,7 +83,10 @@ static void vmsg(const char *fmt, va_list ap)
      * library's log thread) do not interleave mid-line. */
     vsnprintf(line, sizeof(line), fmt, ap);
     cli_words(line, sizeof(line));
-    fprintf(stderr, "%s: %s\n", CLI_NAME, line);
+    if (cli_msg_source != NULL)
+        fprintf(stderr, "%s: %s: %s\n", CLI_NAME, cli_msg_source, line);
+    else
+        fprintf(stderr, "%s: %s\n", CLI_NAME, line);
 }
 
 void cli_say(enum cli_level level, const char *fmt, ...)

@@ -44,29 +44,71 @@ static const struct {
     const char *unit;
     uint64_t ms;
 } duration_units[] = {
-    {"", 1}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
+    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
 };
+
+/* Decimal digits, at most one '.', with a digit on both sides of it: what
+ * strtod() accepts beyond that (hex floats, exponents, inf, nan, spaces,
+ * signs) is never what a user meant by a duration or a factor. *@end is
+ * after the number. */
+static int strict_decimal(const char *s, const char **end)
+{
+    const char *p = s;
+
+    if (!isdigit((unsigned char)*p))
+        return -1;
+    while (isdigit((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        p++;
+        if (!isdigit((unsigned char)*p))
+            return -1;
+        while (isdigit((unsigned char)*p))
+            p++;
+    }
+    *end = p;
+    return 0;
+}
 
 int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret)
 {
-    char *end;
-    unsigned long long v;
+    const char *end, *p;
+    uint64_t mul = 0, whole = 0, frac = 0, scale = 1;
 
-    if (leading_number(s, &v, &end) < 0)
+    if (s == NULL || strict_decimal(s, &end) < 0)
         return -1;
-    for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
-        if (strcmp(end, duration_units[i].unit) != 0)
-            continue;
-        /* Overflow is out of range, whatever the bound. */
-        if (v > UINT64_MAX / duration_units[i].ms)
+    for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
+        if (strcmp(end, duration_units[i].unit) == 0)
+            mul = duration_units[i].ms;
+    if (mul == 0)
+        return -1;
+    /* Exact integer arithmetic: 1.5h is 5400000 ms, not a float's guess;
+     * more than 12 digits before the point or 9 after it is out of any range we take. */
+    for (p = s; isdigit((unsigned char)*p); p++) {
+        if (p - s >= 12)
             return -1;
-        v *= duration_units[i].ms;
-        if (v < min_ms || v > max_ms)
-            return -1;
-        *ret = v;
-        return 0;
+        whole = whole * 10 + (uint64_t)(*p - '0');
     }
-    return -1;
+    if (*p == '.') {
+        const char *f0 = ++p;
+
+        for (; p < end; p++) {
+            if (p - f0 >= 9)
+                return -1;
+            frac = frac * 10 + (uint64_t)(*p - '0');
+            scale *= 10;
+        }
+    }
+    /* A fraction of a millisecond is not a duration we can keep: refused
+     * rather than rounded, so 0.5ms never silently becomes 0 or 1. */
+    if (frac * mul % scale != 0)
+        return -1;
+    if (whole > UINT64_MAX / mul / 2)
+        return -1;
+    *ret = whole * mul + frac * mul / scale;
+    if (*ret < min_ms || *ret > max_ms)
+        return -1;
+    return 0;
 }
 
 int cli_parse_wait(const char *val, int64_t *ret)
@@ -79,8 +121,7 @@ int cli_parse_wait(const char *val, int64_t *ret)
     }
     if (cli_parse_duration_ms(val, 0, (uint64_t)CLI_WAIT_MAX_MS, &ms) < 0) {
         cli_usage_error("--wait '%s': expected forever, or a duration from 0 (one attempt) to a "
-                        "year: a whole number and a unit (ms, s, m, h, d; none means ms), e.g. "
-                        "30s, 10m", val);
+                        "year: " CLI_DURATION_FORMS, val);
         return -1;
     }
     *ret = (int64_t)ms;
@@ -135,10 +176,11 @@ int cli_parse_signal(const char *opt, const char *val, int *ret)
 
 int cli_parse_drift(const char *val, double *ret)
 {
+    const char *dend;
     char *end;
     double f;
 
-    if (val[0] == '\0' || isspace((unsigned char)val[0]) || val[0] == '+' || val[0] == '-')
+    if (strict_decimal(val, &dend) < 0 || *dend != '\0')
         goto bad;
     errno = 0;
     f = strtod(val, &end);
@@ -147,7 +189,8 @@ int cli_parse_drift(const char *val, double *ret)
     *ret = f;
     return 0;
 bad:
-    cli_usage_error("--drift-factor '%s': expected a fraction of the ttl, 0 <= F < 1 (e.g. 0.01)",
+    cli_usage_error("--drift-factor '%s': expected a fraction of the ttl in decimals, 0 <= F < 1 "
+                    "(e.g. 0.01)",
                     val);
     return -1;
 }

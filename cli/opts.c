@@ -13,6 +13,7 @@
  */
 #include "opts.h"
 
+#include <ctype.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "conf.h"
 #include "opts-args.h"
 
 #define CMDS_ALL 0u
@@ -119,6 +121,7 @@ static const struct opt_def opt_defs[] = {
     CUSTOM("prefix", 0, CMDS_ALL, set_prefix),
     CUSTOM("user", 0, CMDS_ALL, set_user),
     STRING("password-file", 0, CMDS_ALL, password_file),
+    STRING("config", 0, CMDS_ALL, config_file),
     {"password", 'a', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL},
     {"password", 'p', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL},
     FLAG("tls", 0, CMDS_ALL, tls),
@@ -136,8 +139,10 @@ static const struct opt_def opt_defs[] = {
     MS32("ttl", CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN) |
                     CMD_BIT(CLI_CMD_READMIT), ttl_ms,
          1, REDLOCK_TTL_MAX_MS),
-    CUSTOM("wait", 0, CMDS_LOCK_RUN, set_wait),
-    MS32("kill-after", CMD_BIT(CLI_CMD_RUN), kill_after_ms, 0, 3600000),
+    /* -w, -n, -k as flock(1) and timeout(1) spell them. */
+    CUSTOM("wait", 'w', CMDS_LOCK_RUN, set_wait),
+    FLAG("nonblock", 'n', CMDS_LOCK_RUN, nonblock),
+    {"kill-after", 'k', OPT_MS32, CMD_BIT(CLI_CMD_RUN), F(kill_after_ms), 0, 3600000, NULL, NULL},
     CUSTOM("clock-policy", 0, CMDS_ALL, set_clock_policy),
     MS32("restart-guard-ms", CMDS_ALL, restart_guard_ms, 0, REDLOCK_TTL_MAX_MS),
     FLAG("no-restart-guard", 0, CMDS_ALL, no_restart_guard),
@@ -149,6 +154,7 @@ static const struct opt_def opt_defs[] = {
     MS32("max-lease", CMD_BIT(CLI_CMD_RUN), max_lease_ms, 1, UINT32_MAX),
     CUSTOM("command", 'c', CMD_BIT(CLI_CMD_RUN), set_command),
     CUSTOM("signal", 's', CMD_BIT(CLI_CMD_RUN), set_signal),
+    FLAG("foreground", 0, CMD_BIT(CLI_CMD_RUN), foreground),
 };
 
 #define N_OPTS (sizeof(opt_defs) / sizeof(opt_defs[0]))
@@ -166,6 +172,15 @@ static void print_version(void)
            redlock_version(), REDLOCK_VERSION_STRING, redlock_has_tls() ? "yes" : "no");
 }
 
+/* A bare number given to an option whose name ends in -ms. */
+static int bare_ms_name(const char *name, const char *val)
+{
+    size_t n = strlen(name), v = strlen(val);
+
+    return n > 3 && strcmp(name + n - 3, "-ms") == 0 && v > 0 &&
+           strspn(val, "0123456789.") == v;
+}
+
 /* A number or duration option's value into its field. */
 static int set_number(struct cli_opts *o, const struct opt_def *d, const char *val)
 {
@@ -179,10 +194,16 @@ static int set_number(struct cli_opts *o, const struct opt_def *d, const char *v
                             (unsigned long long)d->max);
             return -1;
         }
+    } else if (bare_ms_name(d->name, val)) {
+        /* --timeout-ms 50: the name says ms, the rule says seconds; which
+         * one the user meant nobody can tell, so neither wins. */
+        cli_usage_error("--%s '%s': give a unit, e.g. %sms (a bare number would be seconds)",
+                        d->name, val, val);
+        return -1;
     } else if (cli_parse_duration_ms(val, d->min, d->max, &v) < 0) {
-        cli_usage_error("--%s '%s': expected a duration from %llu ms to %llu ms: a whole number "
-                        "and a unit (ms, s, m, h, d; none means ms), e.g. 250ms, 30s, 5m, 2h",
-                        d->name, val, (unsigned long long)d->min, (unsigned long long)d->max);
+        cli_usage_error("--%s '%s': expected a duration from %llu ms to %llu ms: "
+                        CLI_DURATION_FORMS, d->name, val, (unsigned long long)d->min,
+                        (unsigned long long)d->max);
         return -1;
     }
     {
@@ -367,6 +388,11 @@ static int check_command(struct cli_opts *o, const struct parse_state *ps)
                         "give one of them");
         return -1;
     }
+    if (o->nonblock && (o->wait_set || o->retry > 0)) {
+        cli_usage_error("-n (--nonblock) means one attempt, %s says wait: give one of them",
+                        o->wait_set ? "--wait" : "--retry");
+        return -1;
+    }
     if (o->retry > 0 && o->wait_set) {
         cli_usage_error("--retry and --wait both say how long to wait: give --wait alone (a "
                         "duration, or forever)");
@@ -413,6 +439,153 @@ static int load_password(struct cli_opts *o)
     return 0;
 }
 
+/* What a config file may set: the connection and the library's tuning,
+ * the same for every command. Not a command's options (a --ttl there would
+ * silently change every lock), nor the output (--json there would break
+ * the scripts that read it), nor the password itself (give password-file). */
+static int settable(const struct opt_def *d)
+{
+    return d->cmds == CMDS_ALL && d->kind != OPT_HELP && d->kind != OPT_VERSION &&
+           d->kind != OPT_REFUSED && d->kind != OPT_COUNT && strcmp(d->name, "json") != 0 &&
+           strcmp(d->name, "quiet") != 0 && strcmp(d->name, "config") != 0;
+}
+
+static const struct opt_def *find_opt(const char *name)
+{
+    for (size_t k = 0; k < N_OPTS; k++)
+        if (strcmp(opt_defs[k].name, name) == 0)
+            return &opt_defs[k];
+    return NULL;
+}
+
+static int given(const struct parse_state *ps, const char *name)
+{
+    const struct opt_def *d = find_opt(name);
+
+    return d != NULL && ps->given[d - opt_defs] != NULL;
+}
+
+static int env_set(const char *name)
+{
+    const char *v = getenv(name);
+
+    return v != NULL && v[0] != '\0';
+}
+
+/* @val for option @d from @source (named in messages): a flag takes yes
+ * or no, as a file and the environment can say either. */
+static int apply_from(struct cli_opts *o, struct parse_state *ps, const struct opt_def *d,
+                      const char *val, const char *source)
+{
+    int r = CLI_PARSE_OK;
+
+    cli_msg_source = source;
+    if (d->kind == OPT_FLAG) {
+        int on = strcmp(val, "yes") == 0 || strcmp(val, "true") == 0 || strcmp(val, "on") == 0 ||
+                 strcmp(val, "1") == 0;
+        int off = strcmp(val, "no") == 0 || strcmp(val, "false") == 0 ||
+                  strcmp(val, "off") == 0 || strcmp(val, "0") == 0;
+
+        if (!on && !off) {
+            cli_usage_error("--%s '%s': expected yes or no (true/false, on/off, 1/0)", d->name,
+                            val);
+            r = CLI_PARSE_USAGE;
+        } else {
+            /* Given either way: REDLOCK_TLS=no overrides a file's tls = yes. */
+            ps->given[d - opt_defs] = val;
+            if (on)
+                *(int *)(void *)((char *)o + d->field) = 1;
+        }
+    } else {
+        r = apply(o, ps, d, val, NULL);
+    }
+    cli_msg_source = NULL;
+    return r;
+}
+
+/* Does a higher source already say what config line @d would? The masters
+ * count as one setting whichever way they are given, and so does the
+ * password. */
+static int shadowed(const struct parse_state *ps, const struct opt_def *d)
+{
+    if (strcmp(d->name, "masters") == 0 || strcmp(d->name, "masters-file") == 0)
+        return given(ps, "masters") || given(ps, "masters-file") || env_set("REDLOCK_MASTERS");
+    if (strcmp(d->name, "password-file") == 0)
+        return given(ps, "password-file") || env_set("REDLOCK_PASSWORD");
+    return given(ps, d->name);
+}
+
+/* Below the command line, above the config file: every option a config
+ * file may set, as REDLOCK_<NAME> (--cacert: REDLOCK_CACERT, --timeout-ms:
+ * REDLOCK_TIMEOUT_MS). REDLOCK_MASTERS and REDLOCK_PASSWORD have their own
+ * readers (masters.c, load_password()). */
+static int layer_env(struct cli_opts *o, struct parse_state *ps)
+{
+    for (size_t k = 0; k < N_OPTS; k++) {
+        const struct opt_def *d = &opt_defs[k];
+        char name[64], source[66], *q;
+        int r;
+
+        if (!settable(d) || strcmp(d->name, "masters") == 0)
+            continue;
+        snprintf(name, sizeof(name), "REDLOCK_%s", d->name);
+        for (q = name; *q; q++)
+            *q = *q == '-' ? '_' : (char)toupper((unsigned char)*q);
+        if (shadowed(ps, d) || !env_set(name))
+            continue;
+        snprintf(source, sizeof(source), "$%s", name);
+        r = apply_from(o, ps, d, getenv(name), source);
+        if (r != CLI_PARSE_OK)
+            return r;
+    }
+    return CLI_PARSE_OK;
+}
+
+/* --config FILE, else the default file (if there is one): the lowest
+ * source. Lines a higher source already set are skipped. */
+static int layer_conf(struct cli_opts *o, struct parse_state *ps)
+{
+    char dflt[4096], source[4200];
+    const char *seen[N_OPTS];
+    int r = CLI_PARSE_OK;
+
+    o->conf = calloc(1, sizeof(*o->conf));
+    if (o->conf == NULL) {
+        cli_usage_error("out of memory while reading the config file");
+        return CLI_PARSE_USAGE;
+    }
+    if (cli_conf_load(o->config_file ? o->config_file : cli_conf_default_path(dflt, sizeof(dflt)),
+                      o->config_file != NULL, o->conf) < 0)
+        return CLI_PARSE_USAGE;
+    memset(seen, 0, sizeof(seen));
+    for (size_t i = 0; i < o->conf->n && r == CLI_PARSE_OK; i++) {
+        const char *key = o->conf->e[i].key, *val = o->conf->e[i].val;
+        const struct opt_def *d = find_opt(key);
+
+        snprintf(source, sizeof(source), "%s:%u", o->conf->path, o->conf->e[i].line);
+        cli_msg_source = source;
+        if (d == NULL || !settable(d)) {
+            cli_usage_error("'%s': %s: keys are the long names of the connection options "
+                            "(masters, user, password-file, tls, cacert, prefix, timeout-ms...)",
+                            key, d == NULL ? "unknown key" : "a command's or the output's option");
+            r = CLI_PARSE_USAGE;
+        } else if (seen[d - opt_defs] != NULL) {
+            cli_usage_error("%s given twice: give it once", key);
+            r = CLI_PARSE_USAGE;
+        }
+        cli_msg_source = NULL;
+        if (r != CLI_PARSE_OK)
+            break;
+        seen[d - opt_defs] = val;
+        if (shadowed(ps, d))
+            continue;
+        r = apply_from(o, ps, d, val, source);
+        if (r == CLI_PARSE_OK && strcmp(d->name, "masters") == 0)
+            o->masters_arg_from = o->conf->path;   /* a file: passwords allowed */
+    }
+    return r;
+}
+
 int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void))
 {
     struct parse_state ps;
@@ -432,6 +605,13 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
     r = parse_args(o, &ps, argc, argv, help);
     if (r != CLI_PARSE_OK)
         return r;
+    /* The command line first, then what it left unsaid: the environment,
+     * then the config file. */
+    r = layer_env(o, &ps);
+    if (r == CLI_PARSE_OK)
+        r = layer_conf(o, &ps);
+    if (r != CLI_PARSE_OK)
+        return r;
     cli_quiet = o->quiet;
     cli_verbose = o->verbose;
     for (size_t id = 0; id < N_OPTS; id++) {
@@ -439,9 +619,16 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
             o->ttl_set = 1;
         if (ps.given[id] && strcmp(opt_defs[id].name, "restart-guard-ms") == 0)
             o->restart_guard_ms_set = 1;
+        if (ps.given[id] && strcmp(opt_defs[id].name, "conflict-exit-code") == 0)
+            o->conflict_exit_set = 1;
     }
     if (check_command(o, &ps) < 0)
         return CLI_PARSE_USAGE;
+    if (o->nonblock) {
+        /* flock -n: one attempt, a conflict exits at once (75, or -E). */
+        o->wait_set = 1;
+        o->wait_ms = 0;
+    }
     r = cli_load_masters(o);
     if (r != CLI_PARSE_OK)
         return r;
@@ -459,4 +646,9 @@ void cli_opts_done(struct cli_opts *o)
     }
     free(o->masters);
     o->masters = NULL;
+    if (o->conf != NULL) {
+        cli_conf_free(o->conf);
+        free(o->conf);
+        o->conf = NULL;
+    }
 }

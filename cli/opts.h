@@ -15,6 +15,8 @@
 
 #include <redlock.h>
 
+struct cli_conf;
+
 enum cli_cmd {
     CLI_CMD_NONE = 0,
     CLI_CMD_LOCK,
@@ -57,6 +59,9 @@ struct cli_opts {
 
     /* connection */
     const char *masters_arg;     /* --masters as typed, or NULL */
+    const char *masters_arg_from; /* NULL: argv; else the config file it came from */
+    const char *config_file;     /* --config as typed, or NULL: the default file */
+    struct cli_conf *conf;       /* owned: the config file read (values point into it) */
     const char *masters_file;    /* --masters-file as typed, or NULL */
     char *masters;               /* the list used, as the library takes it: owned;
                                     may carry passwords (never from argv) */
@@ -92,13 +97,16 @@ struct cli_opts {
     int64_t wait_ms;             /* lock, run: wait up to this long; 0 = one attempt;
                                     CLI_WAIT_FOREVER */
     int wait_set;                /* --wait was given */
+    int nonblock;                /* -n: one attempt, as flock -n (same as --wait 0) */
     int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
     int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
     uint32_t conflict_exit;      /* lock, run: exit code when held elsewhere (-E) */
+    int conflict_exit_set;       /* -E given: a conflict is then silent unless -v */
     uint32_t max_extends;        /* run: --max-extends (watchdog); 0 = library default */
     uint32_t max_lease_ms;       /* run: --max-lease (watchdog); 0 = library default */
     uint32_t kill_after_ms;      /* run: loss signal -> SIGKILL grace */
     int loss_signal;             /* run: sent to CMD's group when the lock is lost (-s) */
+    int foreground;              /* run: CMD's group takes the terminal (--foreground) */
     uint32_t samples;            /* ping: pings, CLI_PING_PROBE_MS apart */
 
     /* output */
@@ -129,8 +137,15 @@ void cli_opts_done(struct cli_opts *o);
 /* Strict unsigned decimal: digits only, no sign, no spaces, in [min, max].
  * Prints nothing. */
 int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
-/* A duration: a whole number and an optional unit (ms, s, m, h, d; none
- * means ms), in [min_ms, max_ms]. Prints nothing. */
+/* The duration rule, said once for --help's sake and every message: a bare
+ * number is seconds (as flock -w, timeout and etcdctl read it), decimals
+ * may be given with or without a unit, and a fraction of a millisecond is
+ * refused. */
+#define CLI_DURATION_FORMS                                                     \
+    "seconds (30, 0.5), or a number and a unit: 250ms, 1.5s, 2m, 1.5h, 1d"
+
+/* A duration as CLI_DURATION_FORMS says, in whole ms, in [min_ms, max_ms].
+ * Prints nothing. */
 int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint64_t *ret);
 /* --wait: a duration up to CLI_WAIT_MAX_MS, or `forever`. */
 int cli_parse_wait(const char *val, int64_t *ret);

@@ -89,7 +89,71 @@ struct exec_plan {
     char **paths;            /* candidates to execve(), in $PATH order */
     size_t n_paths;
     int pdeath_signal;       /* CMD gets it if we die before the guard knows it */
+    int tty_fd;              /* --foreground: the terminal CMD's group takes, or -1 */
 };
+
+/* --foreground: the controlling terminal, while CMD's group holds it. */
+static int fg_tty = -1;
+static pid_t fg_pgid;   /* CMD's group, once it was given the terminal */
+
+/* The controlling terminal, if we are its foreground group: a run started
+ * in the background (`&`) must not take the terminal from the shell's
+ * foreground job. -1 when there is none: CMD then runs as without
+ * --foreground. */
+static int foreground_tty(void)
+{
+    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -1;
+    if (tcgetpgrp(fd) != getpgrp()) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int run_tty_held(void)
+{
+    return fg_tty >= 0;
+}
+
+/* The terminal from group @from to group @to, if @from holds it: never
+ * take it from whoever the shell gave it to meanwhile (after a ^Z and
+ * `bg`, the shell itself). SIGTTOU is blocked around tcsetpgrp(): called
+ * from a background group, it would otherwise send us SIGTTOU, whose
+ * handler stops CMD's group and us (run-signals.c); blocked, the kernel
+ * lets the call through. */
+static int tty_pass(pid_t from, pid_t to)
+{
+    sigset_t ttou, old;
+    int rc;
+
+    if (fg_tty < 0 || tcgetpgrp(fg_tty) != from)
+        return 0;
+    sigemptyset(&ttou);
+    sigaddset(&ttou, SIGTTOU);
+    pthread_sigmask(SIG_BLOCK, &ttou, &old);
+    rc = tcsetpgrp(fg_tty, to);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc == 0;
+}
+
+int run_tty_give(pid_t pgid)
+{
+    return tty_pass(getpgrp(), pgid);
+}
+
+void run_tty_restore(void)
+{
+    if (fg_tty < 0)
+        return;
+    if (fg_pgid > 0)
+        tty_pass(fg_pgid, getpgrp());
+    close(fg_tty);
+    fg_tty = -1;
+    fg_pgid = 0;
+}
 
 static void plan_free(struct exec_plan *p)
 {
@@ -254,6 +318,7 @@ static int plan_exec(struct exec_plan *p, const struct cli_opts *o, const redloc
     memset(p, 0, sizeof(*p));
     p->argv = o->run_argv;
     p->pdeath_signal = o->loss_signal;
+    p->tty_fd = fg_tty;
     if (plan_fds(p) < 0 || plan_env(p, o, lock) < 0)
         return -1;
     return plan_paths(p, o->run_argv[0]);
@@ -271,6 +336,12 @@ child_exec(const struct exec_plan *p, int errfd, const sigset_t *mask, pid_t par
     /* Own process group: termination reaches CMD's children too, and a
      * terminal's ^C reaches only us, so CMD does not get it twice. */
     setpgid(0, 0);
+    /* --foreground: CMD's group takes the terminal, so that CMD can read
+     * it (a background group reading it gets SIGTTIN). Done here as well
+     * as in the parent, so that CMD never runs before it is done; every
+     * signal is still blocked, SIGTTOU too, so the call is let through. */
+    if (p->tty_fd >= 0)
+        tcsetpgrp(p->tty_fd, getpid());
     /* If redlock-cli dies (SIGKILL, OOM), nobody extends the lock any more.
      * The guard (run-guard.c) stops the whole group then; this covers CMD
      * itself until the guard has heard of it. */
@@ -308,6 +379,12 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
     ssize_t n;
     pid_t pid, parent = getpid();
 
+    if (o->foreground)
+        fg_tty = foreground_tty();
+    if (fg_tty >= 0 && cli_signals_child_stops() < 0) {
+        close(fg_tty);
+        fg_tty = -1;
+    }
     if (plan_exec(&plan, o, lock) < 0) {
         plan_free(&plan);
         r->exec_errno = ENOMEM;
@@ -331,11 +408,17 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
         /* Also here, so that the group exists before we ever signal it.
          * The child may have exec'd already (EACCES): then it set it. */
         setpgid(pid, pid);
+        if (fg_tty >= 0) {
+            /* The child may have taken it already: then ours is a no-op. */
+            tcsetpgrp(fg_tty, pid);
+            fg_pgid = pid;
+        }
         run_cmd_started(pid);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(errpipe[1]);
     if (pid < 0) {
+        run_tty_restore();
         close(errpipe[0]);
         plan_free(&plan);
         r->exec_errno = err;
@@ -351,6 +434,7 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
         r->exec_errno = err;
         while (waitpid(pid, &r->status, 0) < 0 && errno == EINTR)
             ;
+        run_tty_restore();
         run_cmd_started(0);
         return -1;
     }

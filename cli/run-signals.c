@@ -73,6 +73,18 @@ void run_signal_cmd(pid_t pid, int sig)
         kill(pid, sig);
 }
 
+/* With --foreground the terminal's ^Z reaches CMD's group, not us: CMD
+ * stops and we would go on extending a lock nobody uses, with the shell
+ * waiting on us and the terminal held by a stopped group. So we stop too,
+ * as a ^Z that reached us first would have stopped both: the shell sees
+ * the job stopped and takes the terminal; its `fg` continues us, and
+ * resume() (run-supervise.c) hands the terminal back to CMD. */
+void run_cmd_stopped_by_tty(void)
+{
+    cmd_stopped = 1;
+    kill(getpid(), SIGSTOP);
+}
+
 int run_cmd_was_stopped(void)
 {
     return cmd_stopped;

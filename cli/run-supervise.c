@@ -255,8 +255,27 @@ static void resume(struct loop *l)
     else if (l->state == RUN_HOLDING)
         cli_note("run: continued with %lld ms of the lease left: continuing CMD",
                  (long long)left);
+    /* --foreground: `fg` gave the terminal to our group; CMD reads it. */
+    run_tty_give(pid);
     /* Stopping: CMD may now act on the loss signal. */
     run_signal_cmd(pid, SIGCONT);
+}
+
+/* --foreground: did the terminal's ^Z stop CMD? Then stop with it (see
+ * run_cmd_stopped_by_tty()). Consumes the stop report; exits are left for
+ * reap(). */
+static void check_tty_stop(struct loop *l)
+{
+    siginfo_t si;
+
+    if (!run_tty_held() || run_cmd_was_stopped())
+        return;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PID, (id_t)l->r->pid, &si, WSTOPPED | WNOHANG) < 0 || si.si_pid == 0 ||
+        si.si_code != CLD_STOPPED)
+        return;
+    if (si.si_status == SIGTSTP || si.si_status == SIGTTIN || si.si_status == SIGTTOU)
+        run_cmd_stopped_by_tty();
 }
 
 static void read_signals(struct loop *l)
@@ -268,6 +287,8 @@ static void read_signals(struct loop *l)
         for (ssize_t i = 0; i < n; i++) {
             if (sigs[i] == SIGCONT && run_cmd_was_stopped())
                 resume(l);
+            if (sigs[i] == SIGCHLD)
+                check_tty_stop(l);
             if (sigs[i] == SIGCHLD || sigs[i] == SIGCONT)
                 continue;
             /* Forward: CMD decides what INT/TERM/HUP mean; we keep the
@@ -325,6 +346,7 @@ static int reap(struct loop *l)
     run_guard_done();
     while (waitpid(l->r->pid, &l->r->status, 0) < 0 && errno == EINTR)
         ;
+    run_tty_restore();
     run_cmd_started(0);
     return 1;
 }
@@ -383,5 +405,6 @@ void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lo
     run_guard_done();
     while (waitpid(r->pid, &r->status, 0) < 0 && errno == EINTR)
         ;
+    run_tty_restore();
     run_cmd_started(0);
 }

@@ -266,8 +266,10 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
                 cli_usage_error("run: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
                 return code;
             }
-            report_error_set("run", o->set, o->n_resources, rc, &err, &acq);
-            report_votes(c, &acq, 1);
+            if (!cli_acquire_quiet(o, rc)) {
+                report_error_set("run", o->set, o->n_resources, rc, &err, &acq);
+                report_votes(c, &acq, 1);
+            }
         }
         rep.rc = rc;
         rep.err = &err;

@@ -60,6 +60,13 @@ int cli_signals_setup(void)
     return 0;
 }
 
+int cli_signals_child_stops(void)
+{
+    static const int chld[] = {SIGCHLD};
+
+    return cli_signals_handle(chld, 1, on_signal, SA_RESTART);
+}
+
 void cli_signals_default(void)
 {
     static const int pipe_sig[] = {SIGPIPE};

@@ -12,12 +12,6 @@ set -u
 [ $# -ge 2 ] || { echo "usage: cron-job.sh NAME CMD [ARG...]" >&2; exit 64; }
 [ -n "${REDLOCK_MASTERS:-}" ] || { echo "cron-job.sh: set REDLOCK_MASTERS to the masters' host:port,..." >&2; exit 78; }
 name=$1; shift
-msgs=$(mktemp) || exit 70
-trap 'rm -f "$msgs"' EXIT
-# CMD's stderr goes to fd 3 (ours), so that $msgs holds redlock-cli's messages only.
-exec 3>&2
-# -E 0: a lock held by another host is exit 0, like flock -E 0; its one line
-# of news is no news for cron, so it is left out. A CMD exiting 75 is CMD's.
-redlock-cli run "$name" --ttl 60s -E 0 -- sh -c 'exec "$@" 2>&3' sh "$@" 2>"$msgs"; rc=$?
-grep -v 'held by another client' "$msgs" >&2
-exit "$rc"
+# -E 0: a lock held by another host is exit 0 and, as with flock -n -E 0, not
+# a word on stderr. A CMD exiting 75 is CMD's.
+exec redlock-cli run "$name" --ttl 60s -E 0 -- "$@"

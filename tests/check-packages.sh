@@ -102,12 +102,15 @@ usr/include/redlock/version\\.h
 $lib/libredlock\\.(a|so)
 $lib/pkgconfig/redlock\\.pc
 usr/share/doc/libredlock-dev/(README|NOTES)\\.md(\\.gz)?
-usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh)"
+usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh|service|timer)"
 required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
 $lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c"
 allowed[redlock-cli]="usr/bin/redlock-cli
-usr/share/man/man1/redlock-cli\\.1\\.gz"
-required[redlock-cli]="usr/bin/redlock-cli usr/share/man/man1/redlock-cli.1.gz"
+usr/share/man/man1/redlock-cli\\.1\\.gz
+usr/share/bash-completion/completions/redlock-cli
+usr/share/zsh/vendor-completions/_redlock-cli"
+required[redlock-cli]="usr/bin/redlock-cli usr/share/man/man1/redlock-cli.1.gz
+usr/share/bash-completion/completions/redlock-cli usr/share/zsh/vendor-completions/_redlock-cli"
 allowed[redlock-bench]="usr/bin/redlock-bench
 usr/share/man/man1/redlock-bench\\.1\\.gz"
 required[redlock-bench]="usr/bin/redlock-bench usr/share/man/man1/redlock-bench.1.gz"
@@ -229,7 +232,7 @@ cli_tls() {
 check "redlock-cli -V says TLS yes" cli_tls
 cli_lock_unlock() {
     local res="check-packages-$$" token
-    token=$(cli lock "$res" --ttl 10000) || return 1
+    token=$(cli lock "$res" --ttl 10s) || return 1
     [[ $token =~ ^[0-9a-f]{32}$ ]] || { echo "lock printed '$token'"; return 1; }
     cli status "$res" | grep -F "$token" >/dev/null || { echo "status does not show $token"; return 1; }
     cli unlock "$res" "$token"

@@ -201,7 +201,7 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
 
     /* It is the guard: without it the same lock is granted. */
     cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--no-restart-guard", "--ttl",
-                          "5000"), 0), "stderr: %s", p.err);
+                          "5000ms"), 0), "stderr: %s", p.err);
     cr_assert(is_token(p.out));
     cli_free(&p);
 }

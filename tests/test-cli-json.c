@@ -26,7 +26,7 @@ Test(json, json_fields_of_every_command)
     char res[128], token[64], buf[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "20000", "--json"), 0), "%s", p.err);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "20000ms", "--json"), 0), "%s", p.err);
     assert_one_json_object(p.out);
     cr_assert(eq(str, jstr(p.out, "command", buf, sizeof(buf)), "lock"));
     cr_assert(jbool(p.out, "ok"));
@@ -87,7 +87,7 @@ Test(json, json_fields_of_every_command)
     }
     cli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "20000", "--json"), 0));
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "20000ms", "--json"), 0));
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extended_on") >= 3);
     assert_votes(p.out, tc_n());

@@ -27,7 +27,7 @@ Test(lock, lock_prints_only_the_token_and_holds_every_master)
     char res[128], token[64];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0), "stderr: %s", p.err);
     cr_assert(is_token(p.out), "stdout is not just a token: '%s'", p.out);
     cr_assert(eq(str, p.err, ""));
     memcpy(token, p.out, 32);
@@ -47,7 +47,7 @@ Test(lock, lock_prints_only_the_token_and_holds_every_master)
     cli_free(&p);
 
     /* Free again. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000ms"), 0), "stderr: %s", p.err);
     cli_free(&p);
 }
 
@@ -57,7 +57,7 @@ Test(lock, unlock_and_extend_with_a_wrong_token_exit_75)
     char res[128], token[64];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000"), 0));
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0));
     memcpy(token, p.out, 32);
     token[32] = '\0';
     cli_free(&p);
@@ -66,7 +66,7 @@ Test(lock, unlock_and_extend_with_a_wrong_token_exit_75)
               "stderr: %s", p.err);
     cr_assert(eq(int, count_lines(p.err) >= 1, 1));
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, "not-the-token", "--ttl", "60000"), 75));
+    cr_assert(eq(int, cli(&p, "extend", res, "not-the-token", "--ttl", "60000ms"), 75));
     cli_free(&p);
     /* Neither touched the real holder. */
     cr_assert(eq(int, holders(res, token), tc_n()));
@@ -84,12 +84,12 @@ Test(lock, extend_raises_the_ttl_on_the_masters)
     redisReply *r;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000"), 0));
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000ms"), 0));
     memcpy(token, p.out, 32);
     token[32] = '\0';
     cli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "120000", "--json"), 0),
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "120000ms", "--json"), 0),
               "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "validity_ms") > 100000);
@@ -109,10 +109,10 @@ Test(lock, wait_gets_the_lock_once_the_holder_expires)
     uint64_t t0;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800"), 0));
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800ms"), 0));
     cli_free(&p);
     t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "10000", "--retry-delay", "50"), 0),
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "10000ms", "--retry-delay", "50ms"), 0),
               "stderr: %s", p.err);
     cr_assert(is_token(p.out));
     cr_assert(now_ms() - t0 < 5000);
@@ -126,10 +126,10 @@ Test(lock, wait_runs_out_with_75_when_the_lock_stays_held)
     uint64_t t0;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000"), 0));
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0));
     cli_free(&p);
     t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "600", "--retry-delay", "50", "--json"),
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "600ms", "--retry-delay", "50ms", "--json"),
                  75));
     cr_assert(now_ms() - t0 >= 600, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
     assert_one_json_object(p.out);
@@ -161,7 +161,7 @@ Test(lock, lock_of_a_set_is_all_or_none)
     tc_resource(b, sizeof(b), NULL);
     tc_resource(c, sizeof(c), NULL);
     tc_resource(x, sizeof(x), NULL);
-    cr_assert(eq(int, cli(&p, "lock", b, "--ttl", "30000"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "lock", b, "--ttl", "30000ms"), 0), "stderr: %s", p.err);
     take_token(p.out, tb);
     cli_free(&p);
 
@@ -192,7 +192,7 @@ Test(lock, lock_of_a_set_is_all_or_none)
     /* Once b is free, the set is taken: every member, one token. */
     cr_assert(eq(int, cli(&p, "unlock", b, tb), 0), "stderr: %s", p.err);
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--ttl", "5000"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--ttl", "5000ms"), 0), "stderr: %s", p.err);
     cr_assert(is_token(p.out), "stdout: '%s'", p.out);
     take_token(p.out, t);
     cli_free(&p);
@@ -206,7 +206,7 @@ Test(lock, lock_of_a_set_is_all_or_none)
     cr_assert(eq(int, tc_key_count(x, strlen(x)), 0));
 
     /* extend and unlock take the same list, in any order, the token last. */
-    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000", "--json"), 0),
+    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000ms", "--json"), 0),
               "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extended_on") >= 3);
@@ -217,7 +217,7 @@ Test(lock, lock_of_a_set_is_all_or_none)
     cr_assert(eq(int, cli(&p, "unlock", a, b, c, "0123456789abcdef0123456789abcdef"), 75),
               "stderr: %s", p.err);
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", a, b, c, "not-the-token", "--ttl", "1000"), 75));
+    cr_assert(eq(int, cli(&p, "extend", a, b, c, "not-the-token", "--ttl", "1000ms"), 75));
     cli_free(&p);
     /* The token forgotten: the last resource is taken for it, and the
      * failure says where the token goes. */
@@ -241,7 +241,7 @@ Test(lock, fence_increases_between_successive_locks)
     unsigned long long f1, f2, f3;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000"), 0), "stderr: %s",
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000ms"), 0), "stderr: %s",
               p.err);
     f1 = take_token_and_fence(p.out, t);
     cr_assert(f1 > 0);
@@ -261,11 +261,11 @@ Test(lock, fence_increases_between_successive_locks)
 
     /* A holder that never released: the next one, after expiry, is later
      * still. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "300"), 0));
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "300ms"), 0));
     f3 = take_token_and_fence(p.out, t);
     cr_assert(f3 > f2, "fence %llu after %llu", f3, f2);
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--wait", "5000", "--retry-delay", "50"),
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--wait", "5000ms", "--retry-delay", "50ms"),
                  0), "stderr: %s", p.err);
     cr_assert(take_token_and_fence(p.out, t) > f3);
     cli_free(&p);
@@ -283,9 +283,9 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
 {
     struct cli_proc holder, p;
     char res[128], t[40];
-    const char *waiter[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "5000", "--json",
+    const char *waiter[] = {"lock", NULL, "--wait", "10000ms", "--retry-delay", "5000ms", "--json",
                             NULL};
-    const char *poller[] = {"lock", NULL, "--wait", "10000", "--retry-delay", "1000",
+    const char *poller[] = {"lock", NULL, "--wait", "10000ms", "--retry-delay", "1000ms",
                             "--no-pubsub", "--json", NULL};
     struct monitor *mon;
     char set_cmd[200];
@@ -293,7 +293,7 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
 
     tc_resource(res, sizeof(res), NULL);
     waiter[1] = poller[1] = res;
-    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30000"), 0));
+    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30000ms"), 0));
     take_token(holder.out, t);
     cli_free(&holder);
 
@@ -336,6 +336,28 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     cli_free(&p);
 }
 
+Test(lock, flock_short_options_n_and_w)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800ms"), 0));
+    cli_free(&p);
+    /* flock -n: one attempt, a conflict exits at once, 75 or -E's. */
+    cr_assert(eq(int, cli(&p, "lock", res, "-n", "--json"), 75), "stderr: %s", p.err);
+    cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "-nE", "3"), 3), "stderr: %s", p.err);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    /* flock -w SECONDS: waits, and gets it once the ttl lapses. */
+    cr_assert(eq(int, cli(&p, "lock", res, "-w", "5", "--retry-delay", "50ms", "--json"), 0),
+              "stderr: %s", p.err);
+    cr_assert(jint(p.out, "attempts") >= 1);
+    cli_free(&p);
+}
+
 Test(lock, durations_take_units)
 {
     struct cli_proc p;
@@ -357,8 +379,24 @@ Test(lock, durations_take_units)
     cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1h", "--json"), 0));
     cr_assert(eq(int, jint(p.out, "ttl_ms"), 3600000));
     cli_free(&p);
-    /* A bare number is still milliseconds. */
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "400", "--json"), 0));
+    /* A bare number is seconds, as flock -w and timeout read it; decimals
+     * with or without a unit. */
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "60", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 60000));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1.5", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 1500));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "0.5m", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 30000));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1.5h", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 5400000));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "0.4s", "--json"), 0));
+    cr_assert(eq(int, jint(p.out, "ttl_ms"), 400));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "400ms", "--json"), 0));
     cr_assert(eq(int, jint(p.out, "ttl_ms"), 400));
     cli_free(&p);
     cr_assert(master_pttl(0, res) <= 400, "PTTL %lld", master_pttl(0, res));
@@ -378,7 +416,11 @@ Test(lock, conflict_exit_code_replaces_75_for_a_held_lock_only)
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "lock", res), 0));
     cli_free(&p);
+    /* flock -n -E: silent on a conflict; -v says who holds it. */
     cr_assert(eq(int, cli(&p, "lock", res, "-E", "3"), 3), "stderr: %s", p.err);
+    cr_assert(eq(str, p.err, ""));
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "lock", res, "-E", "3", "-v"), 3), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "lock", res, "--conflict-exit-code=42", "--json"), 42));
@@ -424,7 +466,7 @@ Test(lock, wait_0_makes_one_attempt)
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "lock", res), 0));
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "0", "--retry-delay", "10ms", "--json"), 75));
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "0ms", "--retry-delay", "10ms", "--json"), 75));
     assert_one_json_object(p.out);
     cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
     cli_free(&p);

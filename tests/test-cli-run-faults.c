@@ -209,7 +209,7 @@ Test(run_faults, run_exits_124_when_a_majority_of_masters_dies)
     make_fifo(fifo, sizeof(fifo));
     /* CMD starts a grandchild, then reports both pids. */
     snprintf(script, sizeof(script), "sleep 60 & echo $$ $! > '%s'; wait", fifo);
-    cli_bg(&p, "run", res, "--masters", masters, "--ttl", "1500", "--json", "--", "sh", "-c",
+    cli_bg(&p, "run", res, "--masters", masters, "--ttl", "1500ms", "--json", "--", "sh", "-c",
            script);
     {
         char buf[64];

@@ -32,7 +32,7 @@ Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
     tc_resource(res, sizeof(res), NULL);
     make_fifo(fifo, sizeof(fifo));
     snprintf(script, sizeof(script), "echo $$ > '%s'; exec sleep 60", fifo);
-    cli_bg(&p, "run", res, "--ttl", "1000", "--kill-after", "500", "--", "sh", "-c", script);
+    cli_bg(&p, "run", res, "--ttl", "1000ms", "--kill-after", "500ms", "--", "sh", "-c", script);
     child = read_pid_from_fifo(fifo);
 
     /* Another party deletes the key on a majority: the next extend finds the
@@ -52,6 +52,22 @@ Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
     cli_free(&p);
 }
 
+Test(run_loss, k_is_kill_after_as_in_timeout)
+{
+    struct cli_proc p;
+    char res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    /* timeout -k: a CMD that ignores SIGTERM gets SIGKILL after -k. */
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1s", "--max-lease", "300ms", "-k", "0.3",
+                          "--json", "--", "sh", "-c", "trap '' TERM; sleep 30"), 124),
+              "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "SIGKILL if it is still there in 300 ms") != NULL, "stderr: %s",
+              p.err);
+    cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGKILL), "%s", p.out);
+    cli_free(&p);
+}
+
 Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
 {
     struct cli_proc p;
@@ -62,8 +78,8 @@ Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
     /* Two extensions (at about 0.49 s and 0.98 s), then the cap: CMD is
      * stopped as for a lost lock, while the lock is still valid. */
     t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--max-extends", "2", "--kill-after",
-                          "500", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--max-extends", "2", "--kill-after",
+                          "500ms", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
     cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
     assert_one_json_object(p.out);
     cr_assert(jbool(p.out, "limit_reached"));
@@ -77,8 +93,8 @@ Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
     cli_free(&p);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
 
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--max-lease", "700", "--kill-after",
-                          "500", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--max-lease", "700ms", "--kill-after",
+                          "500ms", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jbool(p.out, "limit_reached"));
     cr_assert(eq(int, jint(p.out, "max_lease_ms"), 700));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -46,7 +47,7 @@ Test(run, run_keeps_the_lock_across_many_ttls, .timeout = 60)
     /* ttl 1 s, CMD 4.5 s: after 4.5 ttls CMD checks, through the CLI
      * itself, that its token still holds a majority. The watchdog extends
      * whenever half the ttl is left, about every 0.49 s: 9 extensions. */
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000", "--json", "--", "sh", "-c",
+    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--json", "--", "sh", "-c",
                           "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
                           " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
                           " esac; echo \"$s\" >&2; exit 9"),
@@ -125,7 +126,7 @@ Test(run, run_with_a_set_holds_every_member_until_cmd_exits, .timeout = 60)
     tc_resource(b, sizeof(b), NULL);
     /* ttl 1 s, CMD 1.5 s: then every member is still held by CMD's token
      * on a majority, and a lock on one member alone is refused. */
-    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000", "--json", "--", "sh", "-c",
+    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000ms", "--json", "--", "sh", "-c",
                           "sleep 1.5; printf '%s\\n' \"$REDLOCK_RESOURCES\" | "
                           "while IFS= read -r r; do s=$(\"$REDLOCK_CLI\" status \"$r\") || exit 8;"
                           " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) ;;"
@@ -222,8 +223,8 @@ Test(run, racing_runs_never_overlap, .timeout = 90)
              "echo start $(date +%%s%%N) >> '%s'; sleep 1.3; echo end $(date +%%s%%N) >> '%s'",
              stamps, stamps);
     for (int i = 0; i < RACERS; i++) {
-        const char *args[] = {"run", res, "--ttl", "1000", "--wait", "30000", "--retry-delay",
-                              "50", "--", "sh", "-c", script, NULL};
+        const char *args[] = {"run", res, "--ttl", "1000ms", "--wait", "30000ms", "--retry-delay",
+                              "50ms", "--", "sh", "-c", script, NULL};
 
         cli_start(&p[i], args, NULL);
     }
@@ -273,6 +274,62 @@ Test(run, c_runs_a_shell_string_under_the_lock)
     cli_free(&p);
 }
 
+Test(run, foreground_lets_cmd_read_the_terminal)
+{
+    struct cli_proc p;
+    char res[128], cmd[2048], out[4096];
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    tc_resource(res, sizeof(res), NULL);
+    /* Without a terminal (stdin /dev/null, no tty): as without the flag. */
+    cr_assert(eq(int, cli(&p, "run", res, "--foreground", "--", "true"), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    if (access("/usr/bin/script", X_OK) != 0)
+        cr_skip_test("script(1) is not installed: no pty to test with");
+    /* In a pty (script(1)): CMD reads the terminal, as under flock, and the
+     * shell reads it again after: the terminal was given back. Without
+     * --foreground CMD would stop on SIGTTIN and this would hang. */
+    snprintf(cmd, sizeof(cmd),
+             "printf 'hello\\nworld\\n' | REDLOCK_MASTERS='%s' timeout 20 script -qec "
+             "\"'%s' run '%s' --foreground -c 'read x; echo got:\\$x'; read y; "
+             "echo after:\\$y\" /dev/null", tc_masters(), cli_path(), res);
+    f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    while (n < sizeof(out) - 1 && fgets(out + n, (int)(sizeof(out) - n), f) != NULL)
+        n += strlen(out + n);
+    out[n] = '\0';
+    rc = pclose(f);
+    cr_assert(eq(int, WEXITSTATUS(rc), 0), "output: %s", out);
+    cr_assert(strstr(out, "got:hello") != NULL, "output: %s", out);
+    cr_assert(strstr(out, "after:world") != NULL, "output: %s", out);
+}
+
+Test(run, foreground_job_control_at_an_interactive_shell, .timeout = 60)
+{
+    char res[128], cmd[2048], out[4096];
+    size_t n = 0;
+    FILE *f;
+    int rc;
+
+    if (access("/usr/bin/python3", X_OK) != 0 || access("/bin/bash", X_OK) != 0)
+        cr_skip_test("python3 or bash is not installed: no interactive shell in a pty");
+    tc_resource(res, sizeof(res), NULL);
+    /* ^Z stops CMD and redlock-cli with it; fg gives CMD the terminal
+     * again (tests/helpers/cli/pty-job-control.py). */
+    snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s' '%s' 2>&1", TCLI_PTY_SCRIPT, cli_path(),
+             tc_masters(), res);
+    f = popen(cmd, "r");
+    cr_assert(f != NULL);
+    while (n < sizeof(out) - 1 && fgets(out + n, (int)(sizeof(out) - n), f) != NULL)
+        n += strlen(out + n);
+    out[n] = '\0';
+    rc = pclose(f);
+    cr_assert(eq(int, WEXITSTATUS(rc), 0), "%s", out);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+}
+
 Test(run, conflict_exit_code_0_skips_cmd_quietly)
 {
     struct cli_proc p;
@@ -283,7 +340,7 @@ Test(run, conflict_exit_code_0_skips_cmd_quietly)
     cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30s"), 0));
     cli_free(&p);
     /* flock -E 0: a cron job that finds the lock held skips its turn. */
-    cr_assert(eq(int, cli(&p, "-q", "run", res, "-E", "0", "--", "touch", marker), 0),
+    cr_assert(eq(int, cli(&p, "run", res, "-E", "0", "--", "touch", marker), 0),
               "stderr: %s", p.err);
     cr_assert(eq(str, p.err, ""));
     cli_free(&p);

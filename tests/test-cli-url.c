@@ -64,7 +64,7 @@ Test(cli_url, passwords_from_the_environment_work_and_never_show)
     const char *envs[] = { env, NULL };
     tc_resource(res, sizeof(res), NULL);
 
-    int rc = cli_env(&p, envs, "lock", res, "--ttl", "20000", "--json", (const char *)NULL);
+    int rc = cli_env(&p, envs, "lock", res, "--ttl", "20000ms", "--json", (const char *)NULL);
     cr_assert(eq(int, rc, 0), "status %d: %s", rc, p.err);
     expect_no_secret(&p);
     cr_expect(not(zero(ptr, strstr(p.out, user))), "masters not named in the JSON: %s", p.out);

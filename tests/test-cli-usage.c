@@ -17,6 +17,8 @@
 #include <criterion/new/assert.h>
 #include <criterion/parameterized.h>
 
+#include <redlock.h>
+
 #include "cli.h"
 #include "cluster.h"
 #include "jsonread.h"
@@ -58,26 +60,35 @@ static struct bad_input bad_inputs[] = {
     {"max-extends beyond 32 bits", {"run", "r", "--max-extends", "4294967296", "--", "true",
                                     NULL}, NULL},
     {"max-lease garbage", {"run", "r", "--max-lease", "1y", "--", "true", NULL}, NULL},
-    {"max-lease on lock", {"lock", "r", "--max-lease", "1000", NULL}, NULL},
-    {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100", "--max-extends", "3", NULL},
+    {"max-lease on lock", {"lock", "r", "--max-lease", "1000ms", NULL}, NULL},
+    {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100ms", "--max-extends", "3", NULL},
      NULL},
     {"ping takes no argument", {"ping", "r", NULL}, NULL},
     {"declare-empty takes no argument", {"declare-empty", "r", NULL}, NULL},
     {"ttl on declare-empty", {"declare-empty", "--ttl", "1s", NULL}, NULL},
-    {"ttl zero", {"lock", "r", "--ttl", "0", NULL}, NULL},
+    {"ttl zero", {"lock", "r", "--ttl", "0ms", NULL}, NULL},
     {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
     {"ttl not a number", {"lock", "r", "--ttl", "abc", NULL}, NULL},
     {"ttl trailing garbage", {"lock", "r", "--ttl", "100x", NULL}, NULL},
     {"ttl leading space", {"lock", "r", "--ttl", " 100", NULL}, NULL},
     {"ttl plus sign", {"lock", "r", "--ttl=+100", NULL}, NULL},
-    {"ttl beyond PX range", {"lock", "r", "--ttl", "2147483648", NULL}, NULL},
-    {"ttl overflows 64 bits", {"lock", "r", "--ttl", "99999999999999999999999", NULL}, NULL},
-    {"ttl shorter than the drift margin", {"lock", "r", "--ttl", "3", NULL}, NULL},
+    {"ttl beyond PX range", {"lock", "r", "--ttl", "2147483648ms", NULL}, NULL},
+    {"ttl overflows 64 bits", {"lock", "r", "--ttl", "99999999999999999999999ms", NULL}, NULL},
+    {"ttl shorter than the drift margin", {"lock", "r", "--ttl", "3ms", NULL}, NULL},
+    {"ttl hex", {"lock", "r", "--ttl", "0x10", NULL}, NULL},
+    {"ttl exponent", {"lock", "r", "--ttl", "1e3", NULL}, NULL},
+    {"ttl a fraction of a millisecond", {"lock", "r", "--ttl", "0.5ms", NULL}, NULL},
+    {"ttl point without digits after", {"lock", "r", "--ttl", "1.", NULL}, NULL},
+    {"ttl point without digits before", {"lock", "r", "--ttl", ".5s", NULL}, NULL},
+    {"ttl two points", {"lock", "r", "--ttl", "1.2.3", NULL}, NULL},
+    {"ttl seconds beyond PX range", {"lock", "r", "--ttl", "2147484", NULL}, NULL},
+    {"timeout-ms bare number", {"ping", "--timeout-ms", "50", NULL}, NULL},
+    {"restart-guard-ms bare decimal", {"ping", "--restart-guard-ms", "1.5", NULL}, NULL},
     {"ttl without value", {"lock", "r", "--ttl", NULL}, NULL},
-    {"ttl on unlock", {"unlock", "r", "tok", "--ttl", "100", NULL}, NULL},
+    {"ttl on unlock", {"unlock", "r", "tok", "--ttl", "100ms", NULL}, NULL},
     {"wait negative", {"lock", "r", "--wait", "-1", NULL}, NULL},
-    {"wait on status", {"status", "r", "--wait", "10", NULL}, NULL},
-    {"kill-after on lock", {"lock", "r", "--kill-after", "10", NULL}, NULL},
+    {"wait on status", {"status", "r", "--wait", "10ms", NULL}, NULL},
+    {"kill-after on lock", {"lock", "r", "--kill-after", "10ms", NULL}, NULL},
     {"flag with a value", {"lock", "r", "--json=yes", NULL}, NULL},
     {"unlock without token", {"unlock", "r", NULL}, NULL},
     {"token with a space", {"unlock", "r", "a b", NULL}, NULL},
@@ -86,11 +97,14 @@ static struct bad_input bad_inputs[] = {
     {"run with empty command", {"run", "r", "--", NULL}, NULL},
     {"run command without --", {"run", "r", "true", NULL}, NULL},
     {"status without resource", {"status", NULL}, NULL},
-    {"timeout zero", {"ping", "--timeout-ms", "0", NULL}, NULL},
+    {"timeout zero", {"ping", "--timeout-ms", "0ms", NULL}, NULL},
     {"retry not a number", {"ping", "--retry", "x", NULL}, NULL},
-    {"retry-delay zero", {"ping", "--retry-delay", "0", NULL}, NULL},
+    {"retry-delay zero", {"ping", "--retry-delay", "0ms", NULL}, NULL},
     {"drift factor >= 1", {"ping", "--drift-factor", "1.5", NULL}, NULL},
     {"drift factor garbage", {"ping", "--drift-factor", "0.01x", NULL}, NULL},
+    {"drift factor hex float", {"ping", "--drift-factor", "0x1p-7", NULL}, NULL},
+    {"drift factor exponent", {"ping", "--drift-factor", "1e-2", NULL}, NULL},
+    {"drift factor not a number", {"ping", "--drift-factor", "nan", NULL}, NULL},
     {"prefix too long", {"ping", "--prefix", LONG_256 "z", NULL}, NULL},
     {"empty user", {"ping", "--user", "", NULL}, NULL},
     {"masters empty", {"ping", "--masters", "", NULL}, NULL},
@@ -121,16 +135,16 @@ static struct bad_input bad_inputs[] = {
     {"clock policy without value", {"ping", "--clock-policy", NULL}, NULL},
     {"restart guard window negative", {"lock", "r", "--restart-guard-ms", "-1", NULL}, NULL},
     {"restart guard window beyond the ttl range",
-     {"lock", "r", "--restart-guard-ms", "2147483648", NULL}, NULL},
+     {"lock", "r", "--restart-guard-ms", "2147483648ms", NULL}, NULL},
     {"restart guard window garbage", {"ping", "--restart-guard-ms", "1 s", NULL}, NULL},
     {"restart guard window and no guard",
-     {"lock", "r", "--restart-guard-ms", "1000", "--no-restart-guard", NULL}, NULL},
+     {"lock", "r", "--restart-guard-ms", "1000ms", "--no-restart-guard", NULL}, NULL},
     {"no-restart-guard with a value", {"ping", "--no-restart-guard=1", NULL}, NULL},
     {"samples zero", {"ping", "--samples", "0", NULL}, NULL},
     {"samples too many", {"ping", "--samples", "1001", NULL}, NULL},
     {"samples on lock", {"lock", "r", "--samples", "3", NULL}, NULL},
     {"ttl with an unknown unit", {"lock", "r", "--ttl", "10sec", NULL}, NULL},
-    {"ttl with a fraction", {"lock", "r", "--ttl", "1.5s", NULL}, NULL},
+    {"ttl with a decimal comma", {"lock", "r", "--ttl", "1,5s", NULL}, NULL},
     {"ttl with a space before the unit", {"lock", "r", "--ttl", "10 s", NULL}, NULL},
     {"ttl beyond PX range in days", {"lock", "r", "--ttl", "25d", NULL}, NULL},
     {"ttl unit without number", {"lock", "r", "--ttl", "s", NULL}, NULL},
@@ -158,6 +172,7 @@ static struct bad_input bad_inputs[] = {
     {"signal zero", {"run", "r", "-s", "0", "--", "true", NULL}, NULL},
     {"signal beyond SIGRTMAX", {"run", "r", "-s", "65", "--", "true", NULL}, NULL},
     {"signal on lock", {"lock", "r", "-s", "TERM", NULL}, NULL},
+    {"foreground on lock", {"lock", "r", "--foreground", NULL}, NULL},
     {"password file is a character device", {"ping", "--password-file", "/dev/zero", NULL}, NULL},
     {"a password in --masters", {"ping", "--masters", "redis://:s3cret@127.0.0.1:7000", NULL},
      NULL},
@@ -171,6 +186,11 @@ static struct bad_input bad_inputs[] = {
     {"a trailing comma after a password", {"ping", NULL},
      "REDLOCK_MASTERS=redis://:s3cret@127.0.0.1:7000,"},
     {"master with leading zeros", {"ping", "--masters", "0127.0.0.1:7000", NULL}, NULL},
+    {"master: an IPv4 address with a trailing dot", {"ping", "--masters", "127.0.0.1.:7000", NULL},
+     NULL},
+    {"master URL: an IPv4 address with a trailing dot", {"ping", NULL},
+     "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1./0"},
+    {"insecure without TLS", {"ping", "--insecure", NULL}, NULL},
     {"master with an unknown scheme", {"ping", "--masters", "http://127.0.0.1:7000", NULL}, NULL},
     {"unix socket with a relative path", {"ping", "--masters", "unix://redis.sock", NULL}, NULL},
     {"masters and a masters file", {"ping", "--masters", "h:1", "--masters-file", "/dev/null",
@@ -180,6 +200,11 @@ static struct bad_input bad_inputs[] = {
     {"wait forever misspelt", {"lock", "r", "--wait", "forevr", NULL}, NULL},
     {"wait forever on unlock", {"unlock", "r", "tok", "--wait", "forever", NULL}, NULL},
     {"retry with wait", {"lock", "r", "--retry", "3", "--wait", "1s", NULL}, NULL},
+    {"nonblock with wait", {"lock", "r", "-n", "-w", "1", NULL}, NULL},
+    {"nonblock with retry", {"run", "r", "--nonblock", "--retry", "3", "--", "true", NULL}, NULL},
+    {"nonblock on unlock", {"unlock", "r", "tok", "-n", NULL}, NULL},
+    {"short wait garbage", {"lock", "r", "-w", "soon", NULL}, NULL},
+    {"short kill-after on lock", {"lock", "r", "-k", "1", NULL}, NULL},
     {"retry-delay beyond ten minutes", {"lock", "r", "--retry-delay", "11m", NULL}, NULL},
     {"timeout beyond ten minutes", {"ping", "--timeout-ms", "11m", NULL}, NULL},
     {"user without a password", {"ping", "--user", "bob", NULL}, NULL},
@@ -270,7 +295,7 @@ Test(usage, json_does_not_change_exit_64)
 {
     struct cli_proc p;
 
-    cr_assert(eq(int, cli(&p, "--json", "lock", "r", "--ttl", "0"), 64));
+    cr_assert(eq(int, cli(&p, "--json", "lock", "r", "--ttl", "0ms"), 64));
     cr_assert(eq(str, p.out, ""));
     cli_free(&p);
 }
@@ -588,6 +613,8 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     cr_assert(strstr(out, "{\"code\": \"ECONFLICT\", \"message\": \"...\"}") != NULL,
               "the JSON error example: %s", strstr(out, "ECONFLICT") ? strstr(out, "ECONFLICT") - 20
                                                                     : out);
+    /* The footer names the version built (meson fills it in). */
+    cr_assert(strstr(out, "redlock " REDLOCK_VERSION_STRING) != NULL, "the footer's version");
     /* The defaults the code has. */
     cr_assert(strstr(out, "default 1000000") != NULL, "--max-extends' default");
     cr_assert(strstr(out, "default 1000,") == NULL, "--max-extends' old default");
@@ -605,4 +632,125 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     cr_assert(strstr(out, "cannot be cut short") == NULL, "--wait's old waiting");
     free(out);
     free(err);
+}
+
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert(f != NULL, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* status R --json run with @env and @args: is R held under the prefix in
+ * force? (The lock was taken under "cmd:", and each source names another
+ * prefix but one.) */
+static int held_with(const char *const *env, const char *res, const char *arg1,
+                     const char *arg2)
+{
+    struct cli_proc p;
+    int held;
+
+    cr_assert(eq(int, cli_env(&p, env, "status", res, "--json", arg1, arg2, (const char *)NULL),
+                 0), "stderr: %s", p.err);
+    held = jbool(p.out, "held");
+    cli_free(&p);
+    return held;
+}
+
+Test(usage, connection_options_from_environment_and_config_files_in_order)
+{
+    struct cli_proc p;
+    char res[128], xdg[SCRATCH_MAX + 16], dir[SCRATCH_MAX + 32], dflt[SCRATCH_MAX + 48],
+        conf[SCRATCH_MAX + 32], xdg_env[SCRATCH_MAX + 32], text[512], dead[256];
+
+    tc_resource(res, sizeof(res), NULL);
+    cr_assert(eq(int, cli(&p, "lock", res, "--prefix", "cmd:"), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    snprintf(xdg, sizeof(xdg), "%s/xdg", cli_tmpdir);
+    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
+    snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
+    snprintf(conf, sizeof(conf), "%s/other.conf", cli_tmpdir);
+    snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
+    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0);
+    put_file(dflt, "# the default file\nprefix = cmd:\n");
+    put_file(conf, "  prefix=conf:  \n\n");
+    {
+        const char *e_dflt[] = {xdg_env, NULL};
+        const char *e_env[] = {xdg_env, "REDLOCK_PREFIX=cmd:", NULL};
+        const char *e_env_other[] = {xdg_env, "REDLOCK_PREFIX=env:", NULL};
+
+        /* The default file is read ... */
+        cr_assert(held_with(e_dflt, res, NULL, NULL));
+        /* ... unless --config names another, which counts instead. */
+        cr_assert(not(held_with(e_dflt, res, "--config", conf)));
+        /* The environment beats the config file; the command line beats
+         * the environment. */
+        cr_assert(held_with(e_env, res, "--config", conf));
+        cr_assert(held_with(e_env_other, res, "--prefix=cmd:", NULL));
+        cr_assert(not(held_with(e_env_other, res, NULL, NULL)));
+    }
+    /* The masters: a file's list counts only without $REDLOCK_MASTERS, and
+     * may carry a password (a file, not argv). */
+    dead_masters(dead, sizeof(dead), 3);
+    snprintf(text, sizeof(text), "masters = %s\ntls = no\n", dead);
+    put_file(conf, text);
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 0), "stderr: %s", p.err);
+    cli_free(&p);
+    {
+        const char *no_env[] = {"!REDLOCK_MASTERS", NULL};
+
+        cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 69));
+        cli_free(&p);
+        snprintf(text, sizeof(text), "masters = redis://:s3cret@%.*s\n",
+                 (int)strcspn(tc_masters(), ","), tc_masters());
+        put_file(conf, text);
+        /* Taken (argv would refuse it: 64), then refused by the master,
+         * which has no password: 77. */
+        cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 77),
+                  "stderr: %s", p.err);
+        cr_assert(strstr(p.err, "s3cret") == NULL, "stderr: %s", p.err);
+        cli_free(&p);
+    }
+    /* $REDLOCK_TLS=no outweighs a file's tls = yes; a bad value is named
+     * with its source. */
+    put_file(conf, "tls = yes\n");
+    {
+        const char *tls_no[] = {"REDLOCK_TLS=no", NULL};
+        const char *tls_bad[] = {"REDLOCK_TLS=maybe", NULL};
+        const char *user[] = {"REDLOCK_USER=bob", NULL};
+        const char *timeout[] = {"REDLOCK_TIMEOUT_MS=50", NULL};
+
+        cr_assert(eq(int, cli_env(&p, tls_no, "ping", "--config", conf, (const char *)NULL), 0),
+                  "stderr: %s", p.err);
+        cli_free(&p);
+        cr_assert(eq(int, cli_env(&p, tls_bad, "ping", (const char *)NULL), 64));
+        cr_assert(strstr(p.err, "$REDLOCK_TLS: --tls 'maybe'") != NULL, "stderr: %s", p.err);
+        cli_free(&p);
+        cr_assert(eq(int, cli_env(&p, timeout, "ping", (const char *)NULL), 64));
+        cr_assert(strstr(p.err, "$REDLOCK_TIMEOUT_MS: --timeout-ms '50': give a unit") != NULL,
+                  "stderr: %s", p.err);
+        cli_free(&p);
+        cr_assert(eq(int, cli_env(&p, user, "ping", (const char *)NULL), 64));
+        cr_assert(strstr(p.err, "'bob' needs a password") != NULL, "stderr: %s", p.err);
+        cli_free(&p);
+    }
+    /* A file's mistakes: one line each, with FILE:LINE. */
+    put_file(conf, "ttl = 5\n");
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(strstr(p.err, "other.conf:1: 'ttl': a command's or the output's option") != NULL,
+              "stderr: %s", p.err);
+    cli_free(&p);
+    put_file(conf, "# ok\nprefix\n");
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(strstr(p.err, "other.conf:2: expected 'key = value'") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    put_file(conf, "user = a\nuser = b\n");
+    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(strstr(p.err, "other.conf:2: user given twice") != NULL, "stderr: %s", p.err);
+    cli_free(&p);
+    cr_assert(eq(int, cli(&p, "ping", "--config", "/no/such/file.conf"), 64));
+    cr_assert(eq(str, p.err, "redlock-cli: --config '/no/such/file.conf': no such file\n"));
+    cli_free(&p);
 }

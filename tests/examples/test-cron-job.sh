@@ -40,7 +40,7 @@ check "free lock: the job runs and the script exits 0" test "$rc" -eq 0 -a -e "$
 check "free lock: the job's stdout passes through" grep -qx job-out "$tmp/out"
 check "free lock: the job's stderr passes through, nothing else" diff -q <(echo job-err) "$tmp/err"
 
-token=$(redlock-cli lock "$res" --ttl 30000)
+token=$(redlock-cli lock "$res" --ttl 30s)
 rm -f "$tmp/ran"
 run "$res" touch "$tmp/ran"
 check "lock held elsewhere: exits 0" test "$rc" -eq 0

@@ -2,7 +2,8 @@
 # install-check.sh BUILDDIR SRCDIR - redlock-cli as installed: staged with
 # `meson install --destdir`, it must run without LD_LIBRARY_PATH (its RPATH
 # finds the staged libredlock, not one on the system), and its man page
-# must render without a troff warning. TAP on stdout.
+# must render without a troff warning, and the shell completions are
+# installed. TAP on stdout.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 dest=$(mktemp -d)
@@ -18,7 +19,7 @@ mandir=$(option mandir)
 case $bindir in /*) ;; *) bindir=$prefix/$bindir ;; esac
 case $mandir in /*) ;; *) mandir=$prefix/$mandir ;; esac
 cli=$dest$bindir/redlock-cli
-echo "1..3"
+echo "1..4"
 if [[ $prefix == /usr ]]; then
     echo "ok 1 # SKIP prefix /usr: on the loader's path, no RPATH by design"
 elif lib=$(env -u LD_LIBRARY_PATH ldd "$cli" | awk '/libredlock/ {print $3}') &&
@@ -45,5 +46,13 @@ if warn=$(groff -ww -z -man "$man" 2>&1) && [[ -z $warn ]]; then
     echo "ok 3 - the installed man page renders without troff warnings"
 else
     echo "not ok 3 - troff warns about the installed man page: $warn"
+    exit 1
+fi
+bash_comp=$(find "$dest" -path '*/bash-completion/completions/redlock-cli' | head -n 1)
+zsh_comp=$(find "$dest" -path '*/zsh/*/_redlock-cli' | head -n 1)
+if [[ -n $bash_comp && -n $zsh_comp ]]; then
+    echo "ok 4 - bash and zsh completions installed (${bash_comp#"$dest"}, ${zsh_comp#"$dest"})"
+else
+    echo "not ok 4 - completions missing: bash '${bash_comp}', zsh '${zsh_comp}'"
     exit 1
 fi
