@@ -111,10 +111,10 @@ bool mkdur[NM];                 /* the marker vouches its incarnation was AOF al
 bool up[NM];
 bool conn[NC * NM];             /* connection open */
 bool fresh[NC * NM];            /* its handshake has not run yet */
-chan ch[NC * NM] = [CAP] of { mtype, byte, byte };
+chan ch[NC * NM] = [CAP] of { mtype, byte };
+byte old[NC * NM];              /* requests ahead in the channel from rounds that ended */
 
 /* ---- clients ---- */
-byte att[NC];                   /* tag of the client's current round */
 byte v[NC], ve[NC];             /* validity left; an extend's, from its start */
 bool hold[NC];                  /* the client believes it holds */
 bool waiting[NC], woke[NC];
@@ -126,6 +126,7 @@ byte fsnap[NC];                  /* largest granted fence when the attempt start
 byte hi;                        /* largest fence of any completed grant */
 bool lost;                      /* some master lost or rolled back its counters */
 byte nf;                        /* faults so far */
+bool decided0;                  /* client 0's first attempt decided (STAGGER) */
 byte stuck;                     /* live: ticks with a waiter and no holder */
 
 /* The waiter with the earliest ticket in m's queue, or NC. */
@@ -150,9 +151,9 @@ inline hand_over(m, wake, h) {
 
 inline vote(c, m, a, ok) {
     if
-    :: a == att[c] && ok -> nok[c]++; okm[c] = okm[c] | BIT(m);
+    :: a && ok -> nok[c]++; okm[c] = okm[c] | BIT(m);
                             if :: fence[m] > fmax[c] -> fmax[c] = fence[m] :: else -> skip fi
-    :: a == att[c] && !ok -> nno[c]++; nom[c] = nom[c] | BIT(m)
+    :: a && !ok -> nno[c]++; nom[c] = nom[c] | BIT(m)
     :: else -> skip     /* a late reply: its round is over (fanout detached) */
     fi
 }
@@ -186,18 +187,13 @@ inline exec(c, m, k, a, x, h) {
 #ifndef BROKEN_GUARD_OFF
         :: mk[m] == MK_NONE ->              /* FLUSHALL: stamp, refuse */
             mk[m] = MK_PENDING; mkrun[m] = inc[m]; mkdur[m] = 0;
-            vote(c, m, a, 0); if :: a == att[c] -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
+            vote(c, m, a, 0); if :: a -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
         :: mk[m] == MK_PENDING || mk[m] == MK_YOUNG ->
-            vote(c, m, a, 0); if :: a == att[c] -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
+            vote(c, m, a, 0); if :: a -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
 #endif
         :: TRUSTED(m) ->
             if
             :: key[m] == FREE || key[m] == RES(c) ->
-#ifdef LIVE
-                /* the queue's order: a free key goes to an earlier waiter */
-                head_of(m, h);
-                assert(key[m] == RES(c) || h == NC || h == c);
-#endif
                 key[m] = TOK(c); ttl[m] = TTL;
 #ifdef FENCED
                 fence[m]++;
@@ -236,7 +232,7 @@ inline exec(c, m, k, a, x, h) {
         vote(c, m, a, 1)
     :: k == LEASES ->
         if
-        :: a == att[c] ->
+        :: a ->
             nrep[c]++;
             if
             :: !TRUSTED(m) -> nns[c]++; nsm[c] = nsm[c] | BIT(m)
@@ -260,8 +256,8 @@ inline send(c, m, k, a, x) {
     if
     :: !up[m] -> skip
     :: up[m] && !conn[CH(c, m)] && empty(ch[CH(c, m)]) ->
-        conn[CH(c, m)] = 1; fresh[CH(c, m)] = 1; ch[CH(c, m)]!k, a, x
-    :: up[m] && conn[CH(c, m)] && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!k, a, x
+        conn[CH(c, m)] = 1; fresh[CH(c, m)] = 1; ch[CH(c, m)]!k, x
+    :: up[m] && conn[CH(c, m)] && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!k, x
     :: up[m] && conn[CH(c, m)] && full(ch[CH(c, m)]) -> skip
     fi
 }
@@ -278,27 +274,36 @@ inline send_all(c, k, a, x, m) {
 inline cleanup(c, m) {
     m = 0;
     do
-    :: m < NM -> if :: !(nom[c] & BIT(m)) -> send(c, m, CLEAN, att[c], 0) :: else -> skip fi; m++
+    :: m < NM -> if :: !(nom[c] & BIT(m)) -> send(c, m, CLEAN, 0, 0) :: else -> skip fi; m++
     :: else -> m = 0; break
     od
 }
 
+/* A new round: replies to what is still queued belong to rounds that ended
+ * (their fanout detached) and will not be counted. */
 inline new_round(c) {
-    att[c] = (att[c] + 1) % 4; nok[c] = 0; nno[c] = 0; okm[c] = 0; nom[c] = 0;
+    old[CH(c, 0)] = len(ch[CH(c, 0)]); old[CH(c, 1)] = len(ch[CH(c, 1)]);
+    old[CH(c, 2)] = len(ch[CH(c, 2)]);
+#if NM > 3
+    old[CH(c, 3)] = len(ch[CH(c, 3)]); old[CH(c, 4)] = len(ch[CH(c, 4)]);
+#endif
+    nok[c] = 0; nno[c] = 0; okm[c] = 0; nom[c] = 0;
     pend[c] = 0; fmax[c] = 0
 }
 
 inline drop_conn(i) {
     do
-    :: nempty(ch[i]) -> ch[i]?_, _, _
+    :: nempty(ch[i]) -> ch[i]?_, _
     :: empty(ch[i]) -> break
     od;
-    conn[i] = 0; fresh[i] = 0
+    conn[i] = 0; fresh[i] = 0; old[i] = 0
 }
 
 /* ---- the network and the masters: any connection's next request ---- */
 #define DELIVER(c, m) \
-    :: atomic { up[m] && nempty(ch[CH(c, m)]) -> ch[CH(c, m)]?k, a, x; exec(c, m, k, a, x, h); k = 0; a = 0; x = 0 }
+    :: atomic { up[m] && nempty(ch[CH(c, m)]) -> ch[CH(c, m)]?k, x; \
+                if :: old[CH(c, m)] > 0 -> old[CH(c, m)]--; a = 0 :: else -> a = 1 fi; \
+                exec(c, m, k, a, x, h); k = 0; a = 0; x = 0 }
 
 proctype net() {
     mtype k; byte a, x, h;
@@ -370,14 +375,20 @@ end:
 inline send_mask(c, mask, k, x, m) {
     m = 0;
     do
-    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, att[c], x) :: else -> skip fi; m++
+    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, 0, x) :: else -> skip fi; m++
     :: else -> m = 0; break
     od
 }
 #define ALL (BIT(NM) - 1)
 
 #ifndef LIVE
-/* ---- master faults (at most FAULTS) ---- */
+/* ---- master faults (at most FAULTS) ----
+ * FAULT_KIND picks one kind (0 restart, nothing kept; 1 older snapshot;
+ * 2 AOF always; 3 FLUSHALL; 4 a lost connection); 9, all of them. */
+#ifndef FAULT_KIND
+#define FAULT_KIND 9
+#endif
+#define FK(n) (FAULT_KIND == (n) || FAULT_KIND == 9)
 inline drop_conns(m, i) {
     i = 0;
     do
@@ -395,20 +406,20 @@ end:
         /* masters are alike: the first fault hits master 0, a second 0 or 1 */
         if :: m = 0 :: nf > 1 -> m = 1 fi;
         if
-        :: printf("MSC: master %d restarts, nothing kept\n", m);
+        :: FK(0) -> printf("MSC: master %d restarts, nothing kept\n", m);
             inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
             mk[m] = MK_NONE; win[m] = 0; mkdur[m] = 0; lost = 1; drop_conns(m, i)
-        :: printf("MSC: master %d restarts from an older snapshot (marker %d kept, lock key lost)\n", m, mk[m]);
+        :: FK(1) -> printf("MSC: master %d restarts from an older snapshot (marker %d kept, lock key lost)\n", m, mk[m]);
             inc[m]++; key[m] = FREE; ttl[m] = 0; mkdur[m] = 0;
             if :: fence[m] = 0; lost = 1 :: skip fi;
             drop_conns(m, i)
-        :: printf("MSC: master %d restarts with everything kept (AOF always)\n", m);
+        :: FK(2) -> printf("MSC: master %d restarts with everything kept (AOF always)\n", m);
             inc[m]++; mkdur[m] = 1; drop_conns(m, i)
-        :: printf("MSC: master %d FLUSHALL\n", m);
+        :: FK(3) -> printf("MSC: master %d FLUSHALL\n", m);
             key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
             mk[m] = MK_NONE; win[m] = 0; lost = 1
-        :: printf("MSC: client 0's connection to master %d drops\n", m); drop_conn(CH(0, m))
-        :: printf("MSC: client 1's connection to master %d drops\n", m); drop_conn(CH(1, m))
+        :: FK(4) -> printf("MSC: client 0's connection to master %d drops\n", m); drop_conn(CH(0, m))
+        :: FK(4) -> printf("MSC: client 1's connection to master %d drops\n", m); drop_conn(CH(1, m))
         fi;
         m = 0 }
     :: else -> break
@@ -421,23 +432,27 @@ proctype client(byte c) {
     bool won;
     do
     :: r < ROUNDS(c) ->
+#ifdef STAGGER
+        (c == 0 || decided0);       /* client 1 starts once client 0 decided */
+#endif
         r++;
         atomic {
             new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1;
             printf("MSC: client %d attempt %d starts\n", c, r);
-            send_all(c, ACQ, att[c], 0, m)
+            send_all(c, ACQ, 0, 0, m)
         }
         /* decided at the quorum-th OK, or before it: held or refused by
          * enough masters, or the node timeout (any time: a faster timeout
          * is only a different schedule) */
         atomic {
             okl = okm[c]; nol = nom[c]; pl = pend[c]; fm = fmax[c];
-            if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi
+            if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi;
+            decided0 = 1
         }
 #if defined(FENCED) && !defined(BROKEN_NO_WRITEBACK)
         if
         :: won ->       /* fence write-back: counter = max(counter, t), a majority acks */
-            atomic { new_round(c); send_all(c, FENCE, att[c], fm, m) };
+            atomic { new_round(c); send_all(c, FENCE, 0, fm, m) };
             atomic { if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi }
         :: else -> skip
         fi;
@@ -453,10 +468,13 @@ proctype client(byte c) {
 #endif
             if :: fm > hi -> hi = fm :: else -> skip fi;
             hold[c] = 1; waiting[c] = 0;
-            new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m) }
+#ifdef WAITQ
+            new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m);
+#endif
+            skip }
             do
             :: atomic { hold[c] && e < EXTS -> e++; new_round(c); ve[c] = TTL - MARGIN;
-                        send_all(c, EXT, att[c], 0, m) };
+                        send_all(c, EXT, 0, 0, m) };
                atomic { if
                         :: nok[c] >= Q && hold[c] && ve[c] > 0 -> v[c] = ve[c];
                            printf("MSC: client %d extended (validity %d)\n", c, v[c])
@@ -464,7 +482,7 @@ proctype client(byte c) {
                         fi }
             :: atomic { hold[c] -> hold[c] = 0; v[c] = 0; new_round(c);
                         printf("MSC: client %d releases\n", c);
-                        send_all(c, REL, att[c], 0, m) }; break
+                        send_all(c, REL, 0, 0, m) }; break
             :: !hold[c] -> break                    /* paused past its validity */
             od
         :: atomic { else ->
@@ -474,7 +492,7 @@ proctype client(byte c) {
             :: pl != 0 && s < SETTLES ->            /* a master waits for its window */
                 s++;
                 atomic { new_round(c); nrep[c] = 0; nns[c] = 0; rmax[c] = 0; nsm[c] = 0;
-                         send_all(c, LEASES, att[c], 0, m) };
+                         send_all(c, LEASES, 0, 0, m) };
                 atomic {
                     if
                     :: nrep[c] == NM && nns[c] < Q -> w = rmax[c] + D
@@ -487,7 +505,7 @@ proctype client(byte c) {
                     m = 0;
                     do
                     :: m < NM -> if :: (nsm[c] & BIT(m)) && conn[CH(c, m)] ->
-                                       send(c, m, SETTLE, att[c], w)
+                                       send(c, m, SETTLE, 0, w)
                                     :: else -> skip fi; m++
                     :: else -> m = 0; break
                     od;
@@ -498,7 +516,9 @@ proctype client(byte c) {
         okl = 0; nol = 0; pl = 0; fm = 0; won = 0
     :: else -> break
     od;
-    atomic { waiting[c] = 0; new_round(c); send_all(c, LEAVE, att[c], 0, m) }
+#ifdef WAITQ
+    atomic { waiting[c] = 0; new_round(c); send_all(c, LEAVE, 0, 0, m) }
+#endif
 }
 
 #else   /* LIVE */
@@ -513,7 +533,7 @@ end:
         if :: waiting[OTHER(c)] -> tkt[OTHER(c)] = 0; tkt[c] = 1
            :: else -> tkt[c] = 0; tkt[OTHER(c)] = 1 fi }
 again:
-        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; send_all(c, ACQ, att[c], 0, m) };
+        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; send_all(c, ACQ, 0, 0, m) };
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
             assert(!hold[OTHER(c)]);
@@ -529,7 +549,7 @@ again:
         fi;
         atomic { hold[c] = 0; v[c] = 0; new_round(c);
                  printf("MSC: client %d releases\n", c);
-                 send_all(c, REL, att[c], 0, m) }
+                 send_all(c, REL, 0, 0, m) }
     od
 }
 
