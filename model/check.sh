@@ -6,6 +6,8 @@
 #   model/check.sh --broken NAME   that mistake back in: must find a
 #                                  counterexample (exit 1) and print its trail
 #   model/check.sh --deep          larger bounds, exhaustive (a person with time)
+#   model/check.sh --open          the checks not yet sound (the progress checks
+#                                  and the switch that needs them): NOTES §13
 #
 # Each check: spin -a with the check's -D flags, gcc -O2 pan.c, ./pan. The
 # normal run counts each check that finds no violation, and each broken
@@ -25,6 +27,12 @@ trap 'rm -rf "$WORK"' EXIT
 # counterexamples are real but whose silence is not a proof (§13).
 CHECKS=(
     "safety|-DFAULT_KIND=9|-DSAFETY -DBITSTATE|-w24 -m100000"
+)
+# Progress checks that fail on the correct model today: message delays are
+# unbounded in the model, so an adversary can keep two attempts splitting
+# the votes forever; "once faults stop" needs bounded delivery, not yet
+# modelled (NOTES §13). Not run by default, and not by CI.
+OPEN=(
     "live-stuck|-DLIVE -DSTUCK_MAX=8|-DSAFETY|-m100000"
     "live-progress|-DLIVE -DLTL_PROGRESS -DSTUCK_MAX=255|-DNFAIR=3|-a -f -m100000"
 )
@@ -38,6 +46,10 @@ BROKEN=(
     "guard-off|-DBROKEN_GUARD_OFF -DFAULT_KIND=0 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
     "trust-snapshot|-DBROKEN_TRUST_SNAPSHOT -DFAULT_KIND=1 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
     "no-drift|-DBROKEN_NO_DRIFT -DFAULTS=0 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
+)
+# A liveness mistake: it finds its cycle, but so does the correct model
+# until the progress checks above are sound.
+BROKEN_OPEN=(
     "cleanup-frees|-DLIVE -DBROKEN_CLEANUP_FREES -DSTUCK_MAX=8|-DSAFETY|-m100000"
 )
 
@@ -105,12 +117,12 @@ expect_broken() {
 
 case ${1:-} in
 --list-broken)
-    for c in "${BROKEN[@]}"; do field "$c" 1; done
+    for c in "${BROKEN[@]}" "${BROKEN_OPEN[@]}"; do field "$c" 1; done
     exit 0
     ;;
 --broken)
     [[ -n ${2:-} ]] || { echo "$PROG: --broken needs a name (--list-broken)" >&2; exit 2; }
-    for c in "${BROKEN[@]}"; do
+    for c in "${BROKEN[@]}" "${BROKEN_OPEN[@]}"; do
         [[ $(field "$c" 1) == "$2" ]] || continue
         run "$2" "$(field "$c" 2)" "$(field "$c" 3)" "$(field "$c" 4)"
         rc=$?
@@ -123,6 +135,10 @@ case ${1:-} in
     ;;
 --deep)
     expect_clean "${DEEP[@]}"
+    ;;
+--open)
+    expect_clean "${OPEN[@]}"
+    expect_broken "${BROKEN_OPEN[@]}"
     ;;
 '' | --self-test)
     expect_clean "${CHECKS[@]}"
