@@ -49,6 +49,7 @@ PACKAGES=(
     libhiredis-dev libevent-dev libssl-dev libcriterion-dev
     redis-server faketime iproute2 gnuplot-nox
     clang libclang-rt-14-dev python3
+    spin
 )
 # Bumped whenever what --hiredis12 or --valkey puts into its dir changes, so
 # that the next run rebuilds instead of trusting an old stamp.

@@ -11,6 +11,9 @@
 #                                                 behaviour fatal
 #   tsan       build-tsan/       hiredis 0.14.1   suite 'threads' under
 #                                                 ThreadSanitizer
+#   model      (none)            -                model/check.sh: the SPIN
+#                                                 model's checks and its
+#                                                 broken switches (NOTES §13)
 #   fuzz       build-fuzz/       hiredis 0.14.1   tools/fuzz.sh, briefly
 #   packages   (a scratch copy)  hiredis 1.2, TLS tools/package.sh builds the
 #                                (vendored)       Debian packages (lintian
@@ -64,7 +67,7 @@ HIREDIS12_READY=1
 # 176 + 42 netns, asan 245 + 42, tsan 2, fuzz 29, packages 19, valkey 171,
 # hiredis12 252 + 42 + fuzz 30, the rest builds); with other runs sharing
 # the cores it took 1552 s once: keep the machine quiet for CI.
-STAGES=(plain asan tsan fuzz packages valkey hiredis12)
+STAGES=(plain asan tsan model fuzz packages valkey hiredis12)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
 NETNS_TESTS=(faults-net-partition faults-net-delay sim-regions)
@@ -405,6 +408,24 @@ if wanted tsan; then
                 fi
             fi
         fi
+    fi
+fi
+
+# --- the protocol model ---------------------------------------------------------
+# model/check.sh: each check and each broken switch counts as a test.
+
+if wanted model; then
+    say "model: model/check.sh"
+    t0=$SECONDS
+    model/check.sh | tee "$TMP/model.log" || true
+    line=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$TMP/model.log" | tail -1)
+    if [[ -z $line ]]; then
+        stage_failed "model: model/check.sh ended without its count"
+    else
+        read -r ok fail <<<"$line"
+        passed=$((passed + ok))
+        failed=$((failed + fail))
+        echo "$PROG: model: $ok passed, $fail failed ($((SECONDS - t0)) s)"
     fi
 fi
 

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# check.sh - check the protocol model (redlock.pml) with SPIN.
+#
+#   model/check.sh                 every check, then every broken switch
+#   model/check.sh --list-broken   the known-mistake switches, one a line
+#   model/check.sh --broken NAME   that mistake back in: must find a
+#                                  counterexample (exit 1) and print its trail
+#   model/check.sh --deep          larger bounds, exhaustive (a person with time)
+#   model/check.sh --open          the checks not yet sound (the progress checks
+#                                  and the switch that needs them): NOTES §13
+#
+# Each check: spin -a with the check's -D flags, gcc -O2 pan.c, ./pan. The
+# normal run counts each check that finds no violation, and each broken
+# switch that finds its counterexample, as passed. The last line is
+# "N passed, N failed"; the exit status is non-zero if anything failed.
+# Bounds, state counts and times: NOTES.md §13.
+set -uo pipefail
+
+PROG="check.sh"
+HERE=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)
+MODEL=$HERE/redlock.pml
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/redlock-model.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+# name | spin -D flags | gcc flags | pan flags. Safety runs are a bitstate
+# (supertrace) search with a 2^24-bit table: a partial search, whose
+# counterexamples are real but whose silence is not a proof (§13).
+CHECKS=(
+    "safety|-DFAULT_KIND=9|-DSAFETY -DBITSTATE|-w24 -m100000"
+)
+# Progress checks that fail on the correct model today: message delays are
+# unbounded in the model, so an adversary can keep two attempts splitting
+# the votes forever; "once faults stop" needs bounded delivery, not yet
+# modelled (NOTES §13). Not run by default, and not by CI.
+OPEN=(
+    "live-stuck|-DLIVE -DSTUCK_MAX=8|-DSAFETY|-m100000"
+    "live-progress|-DLIVE -DLTL_PROGRESS -DSTUCK_MAX=255|-DNFAIR=3|-a -f -m100000"
+)
+DEEP=(
+    "safety-full|-DFAULT_KIND=9|-DSAFETY -DCOLLAPSE|-m200000"
+    "safety-2faults|-DFAULTS=2 -DEXTS=1 -DWAITQ|-DSAFETY -DBITSTATE|-w30 -m200000"
+    "safety-fenced|-DFENCED -DROUNDS0=2 -DFAULT_KIND=2|-DSAFETY -DBITSTATE|-w28 -m200000"
+)
+# name | spin -D flags | gcc flags | pan flags: each must find a violation.
+BROKEN=(
+    "guard-off|-DBROKEN_GUARD_OFF -DFAULT_KIND=0 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
+    "trust-snapshot|-DBROKEN_TRUST_SNAPSHOT -DFAULT_KIND=1 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
+    "no-drift|-DBROKEN_NO_DRIFT -DFAULTS=0 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
+)
+# A liveness mistake: it finds its cycle, but so does the correct model
+# until the progress checks above are sound.
+BROKEN_OPEN=(
+    "cleanup-frees|-DLIVE -DBROKEN_CLEANUP_FREES -DSTUCK_MAX=8|-DSAFETY|-m100000"
+)
+
+passed=0
+failed=0
+
+# run NAME SPINFLAGS GCCFLAGS PANFLAGS: prints pan's verdict; returns 0 when
+# pan reports no error, 1 when it found one, 2 when it could not run.
+run() {
+    local name=$1 dflags=$2 cflags=$3 pflags=$4 d=$WORK/$1 t0=$SECONDS
+    mkdir -p "$d" && cp "$MODEL" "$d/" || return 2
+    # shellcheck disable=SC2086
+    (cd "$d" && spin -a $dflags redlock.pml >spin.log 2>&1 &&
+        gcc -O2 $cflags -o pan pan.c >gcc.log 2>&1) ||
+        { echo "$PROG: $name: spin or gcc failed:"; tail -5 "$d"/*.log; return 2; }
+    # shellcheck disable=SC2086
+    (cd "$d" && ./pan $pflags >pan.log 2>&1)
+    local errors states
+    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$d/pan.log" | tail -1)
+    states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$d/pan.log" | tail -1)
+    echo "$PROG: $name: errors ${errors:-?}, ${states:-?} states ($((SECONDS - t0)) s)"
+    [[ -n $errors ]] || return 2
+    ((errors == 0)) && return 0
+    return 1
+}
+
+# trail NAME SPINFLAGS: the counterexample in a few readable lines.
+trail() {
+    local d=$WORK/$1
+    # shellcheck disable=SC2086
+    (cd "$d" && spin -t $2 redlock.pml 2>&1) |
+        sed -n 's/^ *MSC: /  /p; s/^spin: .*\(assertion violated.*\)/  => \1/p' | tail -25
+    grep -m1 -E 'assertion violated|acceptance cycle|invalid end state' "$d/pan.log" | sed 's/^/  pan: /'
+}
+
+field() { cut -d'|' -f"$2" <<<"$1"; }
+
+expect_clean() {
+    local c rc
+    for c in "$@"; do
+        run "$(field "$c" 1)" "$(field "$c" 2)" "$(field "$c" 3)" "$(field "$c" 4)"
+        rc=$?
+        if ((rc == 0)); then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+            ((rc == 1)) && trail "$(field "$c" 1)" "$(field "$c" 2)"
+        fi
+    done
+}
+
+expect_broken() {
+    local c rc
+    for c in "$@"; do
+        run "broken-$(field "$c" 1)" "$(field "$c" 2)" "$(field "$c" 3)" "$(field "$c" 4)"
+        rc=$?
+        if ((rc == 1)); then
+            passed=$((passed + 1))
+        else
+            echo "$PROG: broken-$(field "$c" 1): found no counterexample (FAILED)"
+            failed=$((failed + 1))
+        fi
+    done
+}
+
+case ${1:-} in
+--list-broken)
+    for c in "${BROKEN[@]}" "${BROKEN_OPEN[@]}"; do field "$c" 1; done
+    exit 0
+    ;;
+--broken)
+    [[ -n ${2:-} ]] || { echo "$PROG: --broken needs a name (--list-broken)" >&2; exit 2; }
+    for c in "${BROKEN[@]}" "${BROKEN_OPEN[@]}"; do
+        [[ $(field "$c" 1) == "$2" ]] || continue
+        run "$2" "$(field "$c" 2)" "$(field "$c" 3)" "$(field "$c" 4)"
+        rc=$?
+        ((rc == 1)) && { trail "$2" "$(field "$c" 2)"; exit 1; }
+        echo "$PROG: $2: no counterexample found"
+        exit 0
+    done
+    echo "$PROG: unknown switch '$2' (--list-broken)" >&2
+    exit 2
+    ;;
+--deep)
+    expect_clean "${DEEP[@]}"
+    ;;
+--open)
+    expect_clean "${OPEN[@]}"
+    expect_broken "${BROKEN_OPEN[@]}"
+    ;;
+'' | --self-test)
+    expect_clean "${CHECKS[@]}"
+    expect_broken "${BROKEN[@]}"
+    ;;
+-h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+*) echo "$PROG: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+esac
+echo "$passed passed, $failed failed"
+((failed == 0))

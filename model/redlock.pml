@@ -1,0 +1,578 @@
+/* redlock.pml - redlock's protocol as SPIN sees it (NOTES.md §13).
+ *
+ * Masters run each script atomically: the lock key of ONE resource (free,
+ * a client's token, or a reservation for a waiter), its fence counter, its
+ * queue of waiters and the memory marker. Clients talk to masters over one
+ * FIFO channel per (client, master) connection; the single "net" process
+ * delivers any non-empty channel's head at any time (delay, and reordering
+ * across connections), and a fault may drop a connection (loss).
+ *
+ * Time is discrete: the clock process ticks. A tick counts down every
+ * master's key ttl and window and every client's validity. A master's clock
+ * may run fast: a key (or a window) may end up to D ticks early. A client's
+ * validity is TTL - MARGIN ticks from the start of its attempt, so with
+ * MARGIN = D no key it counted can expire while it believes it holds.
+ *
+ * Two configurations, chosen with -D:
+ *   (default)  safety: faults, free ticks, bounded rounds; asserts mutual
+ *              exclusion and the fence order.
+ *   LIVE       liveness: the last master down, no other fault, a tick only
+ *              when nothing else can move (messages are fast next to a
+ *              tick); asserts no stuck resource and the queue's order, and
+ *              carries the LTL progress property.
+ * Known mistakes come back with -DBROKEN_<NAME> (model/check.sh --list-broken).
+ */
+
+#ifndef NM
+#define NM 3                    /* masters */
+#endif
+#define NC 2                    /* clients: 0 and 1; OTHER(c) is the other */
+#define OTHER(c) (1 - (c))
+#define Q (NM / 2 + 1)          /* quorum */
+#ifndef TTL
+#define TTL 2                   /* a lock key's ttl, ticks */
+#endif
+#ifndef D
+#ifdef LIVE
+#define D 0
+#else
+#define D 1                     /* drift: how early a master may expire */
+#endif
+#endif
+#ifdef BROKEN_NO_DRIFT
+#define MARGIN 0
+#else
+#define MARGIN D                /* validity = TTL - elapsed - MARGIN */
+#endif
+#define HAND 2                  /* a reservation waits this long for its waiter */
+#define POLL 1                  /* a failed waiting attempt polls again after */
+#ifndef ROUNDS0
+#define ROUNDS0 1               /* safety: client 0's acquire attempts */
+#endif
+#ifndef ROUNDS1
+#define ROUNDS1 2               /* safety: client 1's acquire attempts */
+#endif
+#define ROUNDS(c) ((c) == 0 -> ROUNDS0 : ROUNDS1)
+#ifndef FAULTS
+#define FAULTS 1                /* safety: master faults and lost connections */
+#endif
+#ifndef EXTS
+#define EXTS 0                  /* safety: extends per client */
+#endif
+#ifndef SETTLES
+#define SETTLES 1               /* safety: settle rounds per client */
+#endif
+#ifndef STUCK_MAX
+#define STUCK_MAX 3             /* live: ticks a waiter may see no holder */
+#endif
+#ifndef CAP
+#define CAP 2
+#endif
+#define CAP_                   /* requests in flight per connection */
+
+mtype = { ACQ, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
+
+#define FREE 0                  /* key values */
+#define TOK(c) ((c) + 1)
+#define RES(c) ((c) + 8)
+#define IS_TOK(k) ((k) >= 1 && (k) <= NC)
+
+#define MK_NONE 0               /* the memory marker */
+#define MK_PENDING 1            /* no window yet: refuses, asks for a settle */
+#define MK_YOUNG 2              /* window running: refuses */
+#define MK_SERVED 3             /* counts */
+#define NOT_SERVED 255          /* a LEASES report from a non-served master */
+
+#ifdef BROKEN_GUARD_OFF
+#define TRUSTED(m) true
+#else
+#define TRUSTED(m) (mk[m] == MK_SERVED)
+#endif
+#ifdef BROKEN_EXTEND_UNTRUSTED
+#define EXT_TRUSTED(m) true
+#else
+#define EXT_TRUSTED(m) TRUSTED(m)
+#endif
+
+#define CH(c, m) ((c) * NM + (m))
+#if defined(LIVE) || defined(WAITQ)
+#define ENQUEUE(m, c) queue[m] = queue[m] | BIT(c)
+#define DEQUEUE(m, c) queue[m] = queue[m] & ~BIT(c)
+#else
+#define ENQUEUE(m, c) skip      /* acquires that do not wait: no queue */
+#define DEQUEUE(m, c) skip
+#endif
+#define BIT(i) (1 << (i))
+
+/* ---- masters ---- */
+byte key[NM], ttl[NM], fence[NM], queue[NM];
+byte mk[NM], mkrun[NM], win[NM], inc[NM];
+bool mkdur[NM];                 /* the marker vouches its incarnation was AOF always */
+bool up[NM];
+bool conn[NC * NM];             /* connection open */
+bool fresh[NC * NM];            /* its handshake has not run yet */
+chan ch[NC * NM] = [CAP] of { mtype, byte };
+byte old[NC * NM];              /* requests ahead in the channel from rounds that ended */
+
+/* ---- clients ---- */
+byte v[NC], ve[NC];             /* validity left; an extend's, from its start */
+bool hold[NC];                  /* the client believes it holds */
+bool waiting[NC], woke[NC];
+byte tkt[NC];                   /* queue ticket: smaller is earlier */
+byte nok[NC], nno[NC], okm[NC], nom[NC], pend[NC], fmax[NC];
+byte nrep[NC], nns[NC], rmax[NC], nsm[NC];
+byte pt[NC];                    /* poll timer */
+byte fsnap[NC];                  /* largest granted fence when the attempt started */
+byte hi;                        /* largest fence of any completed grant */
+bool lost;                      /* some master lost or rolled back its counters */
+byte nf;                        /* faults so far */
+bool decided0;                  /* client 0's first attempt decided (STAGGER) */
+byte stuck;                     /* live: ticks with a waiter and no holder */
+
+/* The waiter with the earliest ticket in m's queue, or NC. */
+inline head_of(m, h) {
+    if
+    :: (queue[m] & 1) && (!(queue[m] & 2) || tkt[0] < tkt[1]) -> h = 0
+    :: (queue[m] & 2) && (!(queue[m] & 1) || tkt[1] < tkt[0]) -> h = 1
+    :: else -> h = NC
+    fi
+}
+
+/* A key that is freed goes to the queue's head as a reservation. */
+inline hand_over(m, wake, h) {
+    head_of(m, h);
+    if
+    :: h < NC -> key[m] = RES(h); ttl[m] = HAND;
+                 if :: wake -> woke[h] = 1 :: else -> skip fi
+    :: else -> key[m] = FREE; ttl[m] = 0
+    fi;
+    h = 0
+}
+
+inline vote(c, m, a, ok) {
+    if
+    :: a && ok -> nok[c]++; okm[c] = okm[c] | BIT(m);
+                            if :: fence[m] > fmax[c] -> fmax[c] = fence[m] :: else -> skip fi
+    :: a && !ok -> nno[c]++; nom[c] = nom[c] | BIT(m)
+    :: else -> skip     /* a late reply: its round is over (fanout detached) */
+    fi
+}
+
+/* One script on master m, from client c: atomic, as Redis runs it. */
+inline exec(c, m, k, a, x, h) {
+    if
+    :: fresh[CH(c, m)] ->   /* the handshake runs before the connection's first request */
+        fresh[CH(c, m)] = 0;
+#ifndef BROKEN_GUARD_OFF
+        if
+        :: mk[m] == MK_NONE -> mk[m] = MK_PENDING; mkrun[m] = inc[m]
+        :: mk[m] != MK_NONE && mkrun[m] != inc[m] ->
+#ifdef BROKEN_TRUST_SNAPSHOT
+            mkrun[m] = inc[m]               /* the bug: the marker as found */
+#else
+            if
+            :: mkdur[m] -> mkrun[m] = inc[m]        /* adopt: AOF always */
+            :: else -> mk[m] = MK_PENDING; mkrun[m] = inc[m]; win[m] = 0
+            fi
+#endif
+        :: else -> skip
+        fi
+#endif
+        skip
+    :: else -> skip
+    fi;
+    if
+    :: k == ACQ ->
+        if
+#ifndef BROKEN_GUARD_OFF
+        :: mk[m] == MK_NONE ->              /* FLUSHALL: stamp, refuse */
+            mk[m] = MK_PENDING; mkrun[m] = inc[m]; mkdur[m] = 0;
+            vote(c, m, a, 0); if :: a -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
+        :: mk[m] == MK_PENDING || mk[m] == MK_YOUNG ->
+            vote(c, m, a, 0); if :: a -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
+#endif
+        :: TRUSTED(m) ->
+            if
+            :: key[m] == FREE || key[m] == RES(c) ->
+                key[m] = TOK(c); ttl[m] = TTL;
+#ifdef FENCED
+                fence[m]++;
+#endif
+                DEQUEUE(m, c);
+                printf("MSC: master %d grants client %d (fence %d)\n", m, c, fence[m]);
+                vote(c, m, a, 1)
+            :: else ->
+                ENQUEUE(m, c);                      /* waits its turn */
+                vote(c, m, a, 0)
+            fi
+        fi
+    :: k == CLEAN ->    /* a failed attempt's cleanup: keep the place, hand quietly */
+        ENQUEUE(m, c);
+        if
+        :: key[m] == TOK(c) ->
+#ifdef BROKEN_CLEANUP_FREES
+            key[m] = FREE; ttl[m] = 0
+#else
+            hand_over(m, 0, h)
+#endif
+        :: else -> skip
+        fi
+    :: k == REL ->
+        if :: key[m] == TOK(c) -> hand_over(m, 1, h) :: else -> skip fi
+    :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
+        DEQUEUE(m, c);
+        if :: key[m] == RES(c) -> hand_over(m, 1, h) :: else -> skip fi
+    :: k == EXT ->
+        if
+        :: key[m] == TOK(c) && EXT_TRUSTED(m) -> ttl[m] = TTL; vote(c, m, a, 1)
+        :: else -> vote(c, m, a, 0)
+        fi
+    :: k == FENCE ->
+        if :: x > fence[m] -> fence[m] = x :: else -> skip fi;
+        vote(c, m, a, 1)
+    :: k == LEASES ->
+        if
+        :: a ->
+            nrep[c]++;
+            if
+            :: !TRUSTED(m) -> nns[c]++; nsm[c] = nsm[c] | BIT(m)
+            :: TRUSTED(m) && IS_TOK(key[m]) && ttl[m] > rmax[c] -> rmax[c] = ttl[m]
+            :: else -> skip
+            fi
+        :: else -> skip
+        fi
+    :: k == SETTLE ->
+        if
+        :: mk[m] == MK_PENDING -> mk[m] = MK_YOUNG; win[m] = x;
+            printf("MSC: master %d settled, window %d\n", m, x);
+            if :: x == 0 -> mk[m] = MK_SERVED :: else -> skip fi
+        :: else -> skip
+        fi
+    fi
+}
+
+/* Queue a request; a full channel or a master that is down loses it. */
+inline send(c, m, k, a, x) {
+    if
+    :: !up[m] -> skip
+    :: up[m] && !conn[CH(c, m)] && empty(ch[CH(c, m)]) ->
+        conn[CH(c, m)] = 1; fresh[CH(c, m)] = 1; ch[CH(c, m)]!k, x
+    :: up[m] && conn[CH(c, m)] && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!k, x
+    :: up[m] && conn[CH(c, m)] && full(ch[CH(c, m)]) -> skip
+    fi
+}
+
+inline send_all(c, k, a, x, m) {
+    m = 0;
+    do
+    :: m < NM -> send(c, m, k, a, x); m++
+    :: else -> m = 0; break
+    od
+}
+
+/* Every master the attempt may have written to: not those that said no. */
+inline cleanup(c, m) {
+    m = 0;
+    do
+    :: m < NM -> if :: !(nom[c] & BIT(m)) -> send(c, m, CLEAN, 0, 0) :: else -> skip fi; m++
+    :: else -> m = 0; break
+    od
+}
+
+/* A new round: replies to what is still queued belong to rounds that ended
+ * (their fanout detached) and will not be counted. */
+inline new_round(c) {
+    old[CH(c, 0)] = len(ch[CH(c, 0)]); old[CH(c, 1)] = len(ch[CH(c, 1)]);
+    old[CH(c, 2)] = len(ch[CH(c, 2)]);
+#if NM > 3
+    old[CH(c, 3)] = len(ch[CH(c, 3)]); old[CH(c, 4)] = len(ch[CH(c, 4)]);
+#endif
+    nok[c] = 0; nno[c] = 0; okm[c] = 0; nom[c] = 0;
+    pend[c] = 0; fmax[c] = 0
+}
+
+inline drop_conn(i) {
+    do
+    :: nempty(ch[i]) -> ch[i]?_, _
+    :: empty(ch[i]) -> break
+    od;
+    conn[i] = 0; fresh[i] = 0; old[i] = 0
+}
+
+/* ---- the network and the masters: any connection's next request ---- */
+#define DELIVER(c, m) \
+    :: atomic { up[m] && nempty(ch[CH(c, m)]) -> ch[CH(c, m)]?k, x; \
+                if :: old[CH(c, m)] > 0 -> old[CH(c, m)]--; a = 0 :: else -> a = 1 fi; \
+                exec(c, m, k, a, x, h); k = 0; a = 0; x = 0 }
+
+proctype net() {
+    mtype k; byte a, x, h;
+end:
+    do
+    DELIVER(0, 0) DELIVER(0, 1) DELIVER(0, 2)
+    DELIVER(1, 0) DELIVER(1, 1) DELIVER(1, 2)
+#if NM > 3
+    DELIVER(0, 3) DELIVER(0, 4) DELIVER(1, 3) DELIVER(1, 4)
+#endif
+    od
+}
+
+/* ---- time ---- */
+inline tick(i) {
+    i = 0;
+    do
+    :: i < NM ->
+        if :: ttl[i] > 0 -> ttl[i]--; if :: ttl[i] == 0 -> key[i] = FREE :: else -> skip fi
+           :: else -> skip fi;
+        if :: mk[i] == MK_YOUNG -> win[i]--; if :: win[i] == 0 -> mk[i] = MK_SERVED :: else -> skip fi
+           :: else -> skip fi;
+        i++
+    :: else -> break
+    od;
+    i = 0;
+    do
+    :: i < NC ->
+        if :: v[i] > 0 -> v[i]--; if :: v[i] == 0 -> hold[i] = 0 :: else -> skip fi
+           :: else -> skip fi;
+        if :: ve[i] > 0 -> ve[i]-- :: else -> skip fi;
+        if :: pt[i] > 0 -> pt[i]-- :: else -> skip fi;
+        i++
+    :: else -> break
+    od;
+#ifdef LIVE
+    if
+    :: (waiting[0] || waiting[1]) && !hold[0] && !hold[1] -> stuck++; assert(stuck <= STUCK_MAX)
+    :: else -> skip
+    fi;
+#endif
+    i = 0
+}
+
+/* A master whose clock runs fast ends a key or a window up to D early. */
+#define EARLY(m) \
+    :: atomic { ttl[m] > 0 && ttl[m] <= D -> ttl[m] = 0; key[m] = FREE } \
+    :: atomic { mk[m] == MK_YOUNG && win[m] <= D -> win[m] = 0; mk[m] = MK_SERVED }
+
+proctype clock() {
+    byte i;
+end:
+    do
+#ifdef LIVE
+    :: atomic { timeout -> tick(i) }
+#else
+    :: atomic { tick(i) }
+#if D > 0
+    EARLY(0) EARLY(1) EARLY(2)
+#if NM > 3
+    EARLY(3) EARLY(4)
+#endif
+#endif
+#endif
+    od
+}
+
+/* Send to every master in mask. */
+inline send_mask(c, mask, k, x, m) {
+    m = 0;
+    do
+    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, 0, x) :: else -> skip fi; m++
+    :: else -> m = 0; break
+    od
+}
+#define ALL (BIT(NM) - 1)
+
+#ifndef LIVE
+/* ---- master faults (at most FAULTS) ----
+ * FAULT_KIND picks one kind (0 restart, nothing kept; 1 older snapshot;
+ * 2 AOF always; 3 FLUSHALL; 4 a lost connection); 9, all of them. */
+#ifndef FAULT_KIND
+#define FAULT_KIND 9
+#endif
+#define FK(n) (FAULT_KIND == (n) || FAULT_KIND == 9)
+inline drop_conns(m, i) {
+    i = 0;
+    do
+    :: i < NC -> drop_conn(CH(i, m)); i++
+    :: else -> i = 0; break
+    od
+}
+
+proctype faults() {
+    byte m, i;
+end:
+    do
+    :: nf < FAULTS -> atomic {
+        nf++;
+        /* masters are alike: the first fault hits master 0, a second 0 or 1 */
+        if :: m = 0 :: nf > 1 -> m = 1 fi;
+        if
+        :: FK(0) -> printf("MSC: master %d restarts, nothing kept\n", m);
+            inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
+            mk[m] = MK_NONE; win[m] = 0; mkdur[m] = 0; lost = 1; drop_conns(m, i)
+        :: FK(1) -> printf("MSC: master %d restarts from an older snapshot (marker %d kept, lock key lost)\n", m, mk[m]);
+            inc[m]++; key[m] = FREE; ttl[m] = 0; mkdur[m] = 0;
+            if :: fence[m] = 0; lost = 1 :: skip fi;
+            drop_conns(m, i)
+        :: FK(2) -> printf("MSC: master %d restarts with everything kept (AOF always)\n", m);
+            inc[m]++; mkdur[m] = 1; drop_conns(m, i)
+        :: FK(3) -> printf("MSC: master %d FLUSHALL\n", m);
+            key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
+            mk[m] = MK_NONE; win[m] = 0; lost = 1
+        :: FK(4) -> printf("MSC: client 0's connection to master %d drops\n", m); drop_conn(CH(0, m))
+        :: FK(4) -> printf("MSC: client 1's connection to master %d drops\n", m); drop_conn(CH(1, m))
+        fi;
+        m = 0 }
+    :: else -> break
+    od
+}
+
+/* ---- a client: ROUNDS waiting attempts; holds, extends, releases ---- */
+proctype client(byte c) {
+    byte m, r, e, s, w, okl, nol, pl, fm;
+    bool won;
+    do
+    :: r < ROUNDS(c) ->
+#ifdef STAGGER
+        (c == 0 || decided0);       /* client 1 starts once client 0 decided */
+#endif
+        r++;
+        atomic {
+            new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1;
+            printf("MSC: client %d attempt %d starts\n", c, r);
+            send_all(c, ACQ, 0, 0, m)
+        }
+        /* decided at the quorum-th OK, or before it: held or refused by
+         * enough masters, or the node timeout (any time: a faster timeout
+         * is only a different schedule) */
+        atomic {
+            okl = okm[c]; nol = nom[c]; pl = pend[c]; fm = fmax[c];
+            if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi;
+            decided0 = 1
+        }
+#if defined(FENCED) && !defined(BROKEN_NO_WRITEBACK)
+        if
+        :: won ->       /* fence write-back: counter = max(counter, t), a majority acks */
+            atomic { new_round(c); send_all(c, FENCE, 0, fm, m) };
+            atomic { if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi }
+        :: else -> skip
+        fi;
+#endif
+        if
+        :: atomic { won && v[c] > 0 ->
+            printf("MSC: client %d holds (fence %d, validity %d)\n", c, fm, v[c]);
+            assert(!hold[OTHER(c)]);                /* mutual exclusion */
+#if defined(BROKEN_FENCE_WITHOUT_AOF)
+            assert(fm > fsnap[c]);
+#elif defined(FENCED)
+            assert(lost || fm > fsnap[c]);           /* fences grow (counters kept) */
+#endif
+            if :: fm > hi -> hi = fm :: else -> skip fi;
+            hold[c] = 1; waiting[c] = 0;
+#ifdef WAITQ
+            new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m);
+#endif
+            skip }
+            do
+            :: atomic { hold[c] && e < EXTS -> e++; new_round(c); ve[c] = TTL - MARGIN;
+                        send_all(c, EXT, 0, 0, m) };
+               atomic { if
+                        :: nok[c] >= Q && hold[c] && ve[c] > 0 -> v[c] = ve[c];
+                           printf("MSC: client %d extended (validity %d)\n", c, v[c])
+                        :: else -> skip
+                        fi }
+            :: atomic { hold[c] -> hold[c] = 0; v[c] = 0; new_round(c);
+                        printf("MSC: client %d releases\n", c);
+                        send_all(c, REL, 0, 0, m) }; break
+            :: !hold[c] -> break                    /* paused past its validity */
+            od
+        :: atomic { else ->
+            printf("MSC: client %d attempt %d fails, cleans up\n", c, r);
+            new_round(c); send_mask(c, ALL & ~nol, CLEAN, 0, m) }
+            if
+            :: pl != 0 && s < SETTLES ->            /* a master waits for its window */
+                s++;
+                atomic { new_round(c); nrep[c] = 0; nns[c] = 0; rmax[c] = 0; nsm[c] = 0;
+                         send_all(c, LEASES, 0, 0, m) };
+                atomic {
+                    if
+                    :: nrep[c] == NM && nns[c] < Q -> w = rmax[c] + D
+#ifdef BROKEN_SETTLE_QUORUM
+                    :: nrep[c] < NM && nrep[c] >= Q && nns[c] < Q -> w = rmax[c] + D
+#endif
+                    :: else -> w = TTL              /* the fleet's longest ttl */
+                    fi;
+                    printf("MSC: client %d settles with window %d (%d reports)\n", c, w, nrep[c]);
+                    m = 0;
+                    do
+                    :: m < NM -> if :: (nsm[c] & BIT(m)) && conn[CH(c, m)] ->
+                                       send(c, m, SETTLE, 0, w)
+                                    :: else -> skip fi; m++
+                    :: else -> m = 0; break
+                    od;
+                    w = 0 }
+            :: else -> skip
+            fi
+        fi;
+        okl = 0; nol = 0; pl = 0; fm = 0; won = 0
+    :: else -> break
+    od;
+#ifdef WAITQ
+    atomic { waiting[c] = 0; new_round(c); send_all(c, LEAVE, 0, 0, m) }
+#endif
+}
+
+#else   /* LIVE */
+
+/* ---- a client that wants the lock again and again ---- */
+proctype client(byte c) {
+    byte m, okl;
+end:
+    do
+    :: atomic {
+        waiting[c] = 1;
+        if :: waiting[OTHER(c)] -> tkt[OTHER(c)] = 0; tkt[c] = 1
+           :: else -> tkt[c] = 0; tkt[OTHER(c)] = 1 fi }
+again:
+        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; send_all(c, ACQ, 0, 0, m) };
+        if
+        :: atomic { nok[c] >= Q && v[c] > 0 ->
+            assert(!hold[OTHER(c)]);
+            printf("MSC: client %d holds\n", c);
+            hold[c] = 1; waiting[c] = 0; stuck = 0; okl = okm[c];
+            new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m); okl = 0 }
+        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || timeout)) || (nok[c] >= Q && v[c] == 0) ->
+            printf("MSC: client %d attempt fails, cleans up\n", c);
+            okl = nom[c]; new_round(c); send_mask(c, ALL & ~okl, CLEAN, 0, m); okl = 0;
+            pt[c] = POLL };
+            (pt[c] == 0 || woke[c]);
+            goto again
+        fi;
+        atomic { hold[c] = 0; v[c] = 0; new_round(c);
+                 printf("MSC: client %d releases\n", c);
+                 send_all(c, REL, 0, 0, m) }
+    od
+}
+
+#ifdef LTL_PROGRESS
+/* Every waiting client eventually holds (weak fairness: pan -a -f). */
+ltl progress { [] ((waiting[0] -> <> hold[0]) && (waiting[1] -> <> hold[1])) }
+#endif
+#endif
+
+init {
+    byte i;
+    atomic {
+        do
+        :: i < NM -> up[i] = 1; mk[i] = MK_SERVED; i++     /* declared empty */
+        :: else -> break
+        od;
+        i = 0;
+#ifdef LIVE
+        up[NM - 1] = 0;                 /* f = 1: the last master is down */
+#else
+        tkt[0] = 0; tkt[1] = 1;         /* clients are alike: 0 queued first */
+        run faults();
+#endif
+        run net(); run clock(); run client(0); run client(1)
+    }
+}
