@@ -218,15 +218,13 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
          * and reconnects; anything else keeps its votes out, named. */
         size_t len;
         const char *s = rl_reply_str(r, &len);
-        int code = rl_classify_error_reply(s, len);
-        if (code == REDLOCK_EUNAVAIL)
-            return;
+        /* An ACL that refuses INFO or EVAL keeps the master out, said as
+         * such. Any other error (a master that answers garbage, one that
+         * is loading) says itself in the votes, which fail the same way;
+         * either way no OK from this connection counts (not checked). */
         if (rl_reply_is_acl_denial(s, len))
             snprintf(n->trust.check_err, sizeof(n->trust.check_err),
                      "memory check refused by the ACL: the user needs +info and +eval");
-        else
-            snprintf(n->trust.check_err, sizeof(n->trust.check_err),
-                     "memory check failed: %.60s", s);
         return;
     }
     if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 6)
