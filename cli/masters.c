@@ -179,36 +179,6 @@ static size_t entry_with_secret(const char *list)
     }
 }
 
-/* An IPv4 address written with a trailing dot ("127.0.0.1.:6379", a fully
- * qualified name's habit) is no name and no address to getaddrinfo(): the
- * library would say "cannot resolve" (68), as for a host that does not
- * exist. Say what is wrong instead. Only the host is echoed, never a URL's
- * credentials. Return: 0, or -1 after a message. */
-static int ipv4_with_dot(const char *list, const char *from)
-{
-    for (const char *p = list; *p;) {
-        const char *end = p + strcspn(p, ","), *host = p, *scheme = strstr(p, "://"), *at;
-        size_t len;
-
-        if (scheme != NULL && scheme < end)
-            host = scheme + 3;
-        at = memchr(host, '@', (size_t)(end - host));
-        if (at != NULL)
-            host = at + 1;
-        len = strcspn(host, ":/?,");
-        if (host + len > end)
-            len = (size_t)(end - host);
-        if (len > 1 && host[len - 1] == '.' && strspn(host, "0123456789.") == len &&
-            memchr(host, '.', len - 1) != NULL) {
-            cli_usage_error("%s: master '%.*s': an IPv4 address ends in a dot: write %.*s", from,
-                            (int)len, host, (int)len - 1, host);
-            return -1;
-        }
-        p = *end ? end + 1 : end;
-    }
-    return 0;
-}
-
 /* @list from @from into o->masters, if the library accepts it. */
 static int take(struct cli_opts *o, const char *list, const char *from, int in_argv,
                 int *ret_secret)
@@ -217,8 +187,6 @@ static int take(struct cli_opts *o, const char *list, const char *from, int in_a
     size_t n = 0;
     int secret = 0, rc;
 
-    if (ipv4_with_dot(list, from) < 0)
-        return -1;
     memset(&err, 0, sizeof(err));
     rc = redlock_masters_check(list, &n, &secret, &err);
     if (rc != 0) {

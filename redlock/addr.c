@@ -152,6 +152,14 @@ static int check_host(const char *entry, const char *host, bool bracketed, redlo
             BAD("masters: \"%.60s\": the host contains a space or control character", entry);
     if (!bracketed && strchr(host, ':'))
         BAD("masters: \"%.60s\": write IPv6 addresses as [addr]:port", entry);
+    /* "127.0.0.1." (a fully qualified name's habit) is no name and no
+     * address to getaddrinfo(): it would be "cannot resolve", as for a host
+     * that does not exist. Say what is wrong instead. */
+    size_t hl = strlen(host);
+    if (hl > 1 && host[hl - 1] == '.' && strspn(host, "0123456789.") == hl &&
+        memchr(host, '.', hl - 1))
+        BAD("masters: master '%s': an IPv4 address ends in a dot: write %.*s", host,
+            (int)(hl - 1), host);
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST };
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, NULL, &hints, &res) == 0) {

@@ -32,7 +32,7 @@ int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret
         int rc = redlock_status_get(c, res, len, &st, reterr);
         if (rc && rc != REDLOCK_ENOQUORUM)
             return rc;
-        for (uint32_t m = 0; m < c->n; m++) {
+        for (uint32_t m = 0; m < c->n && m < REDLOCK_MAX_MASTERS; m++) {
             const redlock_master_state *ms = &st.masters[m];
             if (ms->err)
                 answered &= ~(1u << m);

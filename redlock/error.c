@@ -62,12 +62,14 @@ int rl_classify_error_reply(const char *str, size_t len)
 }
 
 /* The user is who it says, but its ACL lacks a command, key or channel:
- * NOPERM, or (inside a script) "The user executing the script can't run
- * this command". Classified as EAUTH, worded as what it is. */
+ * NOPERM, or inside a script "The user executing the script can't run this
+ * command" (Redis) or "ACL failure in script: ... has no permissions"
+ * (Valkey). Classified as EAUTH, worded as what it is. */
 bool rl_reply_is_acl_denial(const char *str, size_t len)
 {
     return str && (has(str, len, "NOPERM") || has(str, len, "can't run this command") ||
-                   has(str, len, "no permissions to access"));
+                   has(str, len, "can't access at least one") ||
+                   has(str, len, "ACL failure") || has(str, len, "no permissions to"));
 }
 
 /* Replies a healthy master gives while it cannot serve for a moment: it is
