@@ -1,0 +1,141 @@
+/* node-memory.c - what a master remembers, and who it is: the questions the
+ * handshake and every probe ask (node.c queues them on the connection).
+ *
+ * CHECK (script.c) compares the process's run_id with its memory marker's,
+ * before any vote on the connection: its success is what lets an OK from
+ * this connection count. CONFIG GET says whether the master may evict lock
+ * keys and whether it keeps every write (AOF appendfsync always), which
+ * VOUCH tells the marker, so that a marker outliving a restart is trusted
+ * only where the process before it kept every acknowledged write.
+ */
+#include "node.h"
+#include "cmd.h"
+#include "script.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void on_config(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_node *n = arg;
+    if (!r)
+        return;
+    const char *pairs[16];
+    size_t k = rl_reply_type(r) == RL_REPLY_ARRAY ? rl_reply_elements(r) : 0;
+    if (k == 0 || k > 16) {
+        rl_trust_config(&n->trust, NULL, 0);   /* refused (ACL, renamed) or unexpected */
+        return;
+    }
+    for (size_t i = 0; i < k; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        pairs[i] = rl_reply_type(e) == RL_REPLY_STRING ? rl_reply_str(e, NULL) : "";
+    }
+    rl_trust_config(&n->trust, pairs, k);
+}
+
+void rl_node_marker(rl_node *n, const rl_marker *m)
+{
+    rl_trust_marker(&n->trust, m, rl_now_us());
+    n->env->on_marker(n, m, n->env->arg);
+}
+
+/* The CHECK script's answer {age, window, maxttl, state, cause, durable}. Its
+ * success is what lets votes on this connection count (rl_trust_excluded):
+ * every vote sent on it runs after it on the master. */
+static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_node *n = arg;
+    if (r && rl_reply_type(r) == RL_REPLY_ERROR) {
+        /* Loading its data, or busy: the handshake's PING meets the same
+         * and reconnects; anything else keeps its votes out, named. */
+        size_t len;
+        const char *s = rl_reply_str(r, &len);
+        /* An ACL that refuses INFO or EVAL keeps the master out, said as
+         * such. Any other error (a master that answers garbage, one that
+         * is loading) says itself in the votes, which fail the same way;
+         * either way no OK from this connection counts (not checked). */
+        if (rl_reply_is_acl_denial(s, len))
+            snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                     "memory check refused by the ACL: the user needs +info and +eval");
+        return;
+    }
+    if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 6)
+        return;
+    long long v[6];
+    for (size_t i = 0; i < 6; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        if (rl_reply_type(e) != RL_REPLY_INTEGER)
+            return;
+        v[i] = rl_reply_integer(e);
+    }
+    if (v[0] < 0 || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 ||
+        v[2] > REDLOCK_TTL_MAX_MS || v[3] < RL_MEM_COUNTS || v[3] > RL_MEM_PENDING ||
+        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_RESTART || v[5] < 0 || v[5] > 1)
+        return;
+    n->trust.checked = true;
+    n->trust.vouched = (int)v[5];   /* what the marker says now: vouch() mends it */
+    n->trust.check_err[0] = '\0';
+    rl_marker m = { .age_ms = v[0], .window_ms = (uint32_t)v[1], .maxttl_ms = (uint32_t)v[2],
+                    .state = (int)v[3], .cause = (int)v[4] };
+    rl_node_marker(n, &m);
+}
+
+static void on_vouched(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_node *n = arg;
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+        n->trust.vouched = n->trust.aof_always;
+}
+
+/* Tell the marker whether this process keeps every acknowledged write
+ * (AOF, appendfsync always), when that changed: a marker that outlives a
+ * restart is trusted only if the process before it was vouched for (the
+ * CHECK script). A change at run time is seen at the next probe. */
+static void vouch(rl_node *n)
+{
+    rl_trust *t = &n->trust;
+    if (!n->env->cfg->restart_guard || !t->checked || !t->run_id[0] || n->state == RL_NODE_DOWN ||
+        t->vouched == (int)t->aof_always)
+        return;
+    rl_cmd cmd;
+    rl_cmd_vouch(&cmd, t->run_id, t->aof_always);
+    cmd.argv[0] = "EVAL";   /* as the CHECK: no SCRIPT LOAD needed */
+    cmd.len[0] = 4;
+    cmd.argv[1] = rl_script_body(RL_SCRIPT_VOUCH);
+    cmd.len[1] = strlen(cmd.argv[1]);
+    rl_conn_send(n->conn, on_vouched, n, cmd.argc, cmd.argv, cmd.len);
+}
+
+static void on_config_last(void *arg, const rl_reply *r, int err, const char *why)
+{
+    on_config(arg, r, err, why);
+    rl_node *n = arg;
+    n->asking_memory = false;
+    vouch(n);
+}
+
+int rl_node_ask_memory(rl_node *n, rl_conn *conn)
+{
+    rl_cmd cmd;
+    rl_cmd_marker(&cmd, RL_SCRIPT_MARKER);
+    /* EVAL, not EVALSHA: this must not depend on SCRIPT LOAD (an ACL may
+     * refuse it; a master may have just flushed its scripts). */
+    cmd.argv[0] = "EVAL";
+    cmd.len[0] = 4;
+    cmd.argv[1] = rl_script_body(RL_SCRIPT_MARKER);
+    cmd.len[1] = strlen(cmd.argv[1]);
+    static const char *cfg[3] = { "CONFIG", "GET", "maxmemory*" };
+    static const size_t clen[3] = { 6, 3, 10 };
+    static const char *fsync[3] = { "CONFIG", "GET", "append*" };
+    static const size_t flen[3] = { 6, 3, 7 };
+    int rc = rl_conn_send(conn, on_marker, n, cmd.argc, cmd.argv, cmd.len);
+    if (!rc)
+        rc = rl_conn_send(conn, on_config, n, 3, cfg, clen);
+    if (!rc)
+        rc = rl_conn_send(conn, on_config_last, n, 3, fsync, flen);
+    n->asking_memory = rc == 0;
+    return rc;
+}
