@@ -46,6 +46,7 @@ BROKEN=(
     "guard-off|-DBROKEN_GUARD_OFF -DFAULT_KIND=0 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
     "trust-snapshot|-DBROKEN_TRUST_SNAPSHOT -DFAULT_KIND=1 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
     "no-drift|-DBROKEN_NO_DRIFT -DFAULTS=0 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
+    "fast-unchecked|-DBROKEN_FAST_UNCHECKED -DFAULT_KIND=3 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
 )
 # A liveness mistake: it finds its cycle, but so does the correct model
 # until the progress checks above are sound.

@@ -70,7 +70,7 @@
 #endif
 #define CAP_                   /* requests in flight per connection */
 
-mtype = { ACQ, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
+mtype = { ACQ, FAST, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 
 #define FREE 0                  /* key values */
 #define TOK(c) ((c) + 1)
@@ -87,6 +87,19 @@ mtype = { ACQ, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 #define TRUSTED(m) true
 #else
 #define TRUSTED(m) (mk[m] == MK_SERVED)
+#endif
+/* The fast path (acquire.c): a first attempt, no fence, is a transaction:
+ * the marker's `served` read in the same step as the SET NX. The mistake:
+ * trusting what the client last heard of the marker instead. */
+#ifdef BROKEN_FAST_UNCHECKED
+#define FAST_TRUSTED(m) true
+#else
+#define FAST_TRUSTED(m) TRUSTED(m)
+#endif
+#ifdef FENCED
+#define FIRST ACQ               /* a fenced acquire never takes the fast path */
+#else
+#define FIRST FAST
 #endif
 #ifdef BROKEN_EXTEND_UNTRUSTED
 #define EXT_TRUSTED(m) true
@@ -205,6 +218,22 @@ inline exec(c, m, k, a, x, h) {
                 ENQUEUE(m, c);                      /* waits its turn */
                 vote(c, m, a, 0)
             fi
+        fi
+    :: k == FAST ->     /* HGET served; SET NX PX; ZADD: no queue, no stamp */
+        if
+        :: key[m] == FREE ->
+            key[m] = TOK(c); ttl[m] = TTL;
+            printf("MSC: master %d sets client %d's key (fast path)\n", m, c)
+        :: else -> skip
+        fi;
+        if
+        :: key[m] == TOK(c) && FAST_TRUSTED(m) -> DEQUEUE(m, c); vote(c, m, a, 1)
+        :: key[m] == TOK(c) && !FAST_TRUSTED(m) ->
+            /* not served: no vote, though the key may be ours (the cleanup
+             * removes it: not a "no" that wrote nothing); the client checks
+             * the marker (CHECK) and settles a master found pending */
+            if :: a -> nno[c]++; pend[c] = pend[c] | BIT(m) :: else -> skip fi
+        :: else -> vote(c, m, a, 0)
         fi
     :: k == CLEAN ->    /* a failed attempt's cleanup: keep the place, hand quietly */
         ENQUEUE(m, c);
@@ -439,7 +468,7 @@ proctype client(byte c) {
         atomic {
             new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1;
             printf("MSC: client %d attempt %d starts\n", c, r);
-            send_all(c, ACQ, 0, 0, m)
+            if :: r == 1 -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi
         }
         /* decided at the quorum-th OK, or before it: held or refused by
          * enough masters, or the node timeout (any time: a faster timeout
@@ -526,14 +555,16 @@ proctype client(byte c) {
 /* ---- a client that wants the lock again and again ---- */
 proctype client(byte c) {
     byte m, okl;
+    bool first;
 end:
     do
     :: atomic {
-        waiting[c] = 1;
+        waiting[c] = 1; first = 1;
         if :: waiting[OTHER(c)] -> tkt[OTHER(c)] = 0; tkt[c] = 1
            :: else -> tkt[c] = 0; tkt[OTHER(c)] = 1 fi }
 again:
-        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; send_all(c, ACQ, 0, 0, m) };
+        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0;
+                 if :: first -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi };
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
             assert(!hold[OTHER(c)]);
@@ -543,7 +574,9 @@ again:
         :: atomic { (nok[c] < Q && (nno[c] > NM - Q || timeout)) || (nok[c] >= Q && v[c] == 0) ->
             printf("MSC: client %d attempt fails, cleans up\n", c);
             okl = nom[c]; new_round(c); send_mask(c, ALL & ~okl, CLEAN, 0, m); okl = 0;
-            pt[c] = POLL };
+            /* the first attempt (no place in the queues) tries again at
+             * once, taking its place */
+            if :: first -> pt[c] = 0; first = 0 :: else -> pt[c] = POLL fi };
             (pt[c] == 0 || woke[c]);
             goto again
         fi;

@@ -1,6 +1,7 @@
 /* acquire-votes.c - what one master's answer to an acquire round means.
  *
- * The SET round: "OK" (plain SET), nil (held), or the acquire script's
+ * The SET round: "OK" (plain SET), nil (held), the fast path's
+ * transaction [served, nil or the holder's value, n], or the acquire script's
  * {status, fence or marker age, maxttl} (script.c); the fence write-back's
  * acknowledgements; and the cleanup's answers, which tell a key of another
  * type from a real holder. Each answer becomes a vote (the outcome's
@@ -10,6 +11,7 @@
 #include "identity.h"
 #include "memory.h"
 #include "outcome.h"
+#include "script.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +63,24 @@ static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongt
     a->n_fail++;
 }
 
+/* The marker's bound after the acquire script raised it (its third
+ * element): what the fast path asks of a master (rl_trust_fast). */
+static void acq_heard(rl_node *n, long long maxttl)
+{
+    if (maxttl > (long long)n->trust.maxttl_ms && maxttl <= REDLOCK_TTL_MAX_MS)
+        n->trust.maxttl_ms = (uint32_t)maxttl;
+}
+
+void rl_acq_on_late(rl_node *n, int script, const rl_reply *r)
+{
+    if (script != RL_SCRIPT_ACQUIRE || rl_reply_type(r) != RL_REPLY_ARRAY ||
+        rl_reply_elements(r) < 3)
+        return;
+    const rl_reply *e = rl_reply_element(r, 2);
+    if (rl_reply_type(e) == RL_REPLY_INTEGER)
+        acq_heard(n, rl_reply_integer(e));
+}
+
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
  * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl} this master's memory is too young to count (age
  * -1: reborn, its window not measured yet), {-3, j, maxttl, wrongtype}
@@ -87,6 +107,7 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
     }
     redlock_client *c = op->c;
     rl_memory_learned(c, (uint32_t)x[2]);
+    acq_heard(&c->nodes[idx], x[2]);
     if (x[0] == 1) {
         acq_count_ok(a, idx, (uint64_t)x[1], sent);
     } else if (x[0] == 0) {
@@ -113,6 +134,52 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
     }
 }
 
+/* The fast path's transaction (acquire.c): [served, SET NX GET's answer,
+ * ZADD's] (cmd.h).
+ * A master whose marker is not `served` (gone: FLUSHALL, eviction; or its
+ * window not passed) does not count, whatever the SET did (a key it wrote
+ * carries our token, and the cleanup removes it like any other): its
+ * memory is asked at once, and its next votes take the script, which
+ * reborn it or tells its window. */
+static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
+{
+    rl_op *op = &a->op;
+    redlock_vote *v = &op->out.votes[idx];
+    rl_node *n = &op->c->nodes[idx];
+    const rl_reply *e[3];
+    bool ok = rl_reply_elements(r) == 3;
+    for (size_t i = 0; ok && i < 3; i++)
+        e[i] = rl_reply_element(r, i);
+    for (size_t i = 0; ok && i < 3; i++) {
+        if (rl_reply_type(e[i]) == RL_REPLY_ERROR) {
+            rl_vote_error_reply(v, n, e[i], sent);   /* WRONGTYPE marker or index, ... */
+            a->n_fail++;
+            return;
+        }
+    }
+    /* SET NX GET: nil when it set the key, the holder's value when not. */
+    int served = ok ? rl_reply_type(e[0]) : 0, old = ok ? rl_reply_type(e[1]) : 0;
+    if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||
+        (old != RL_REPLY_NIL && old != RL_REPLY_STRING) ||
+        rl_reply_type(e[2]) != RL_REPLY_INTEGER) {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire", sent);
+        a->n_fail++;
+        return;
+    }
+    if (served == RL_REPLY_NIL) {
+        n->trust.marker_known = false;   /* no fast path here until CHECK says it counts */
+        rl_node_recheck(n);
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
+                    "memory marker gone or its window not over: checking it", sent);
+        a->n_fail++;
+    } else if (old == RL_REPLY_STRING) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
+        a->n_fail++;
+    } else {
+        acq_count_ok(a, idx, 0, sent);
+    }
+}
+
 static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int err,
                             const char *why, rl_monotime sent)
 {
@@ -124,6 +191,8 @@ static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int 
         a->n_fail++;
     } else if (rl_reply_is_status(r, "OK")) {
         acq_count_ok(a, idx, 0, sent);
+    } else if (type == RL_REPLY_ARRAY && (a->fast_mask & (1u << idx))) {
+        acq_on_fast_vote(a, idx, r, sent);
     } else if (type == RL_REPLY_ARRAY) {
         acq_on_script_vote(a, idx, r, sent);
     } else if (type == RL_REPLY_NIL) {

@@ -94,6 +94,15 @@ static void acq_after_cleanup(rl_acquire *a)
         a->wakes_idle = true;
         a->wake_pending = false;
     }
+    if (a->waiter.joined && op->attempts == 1 && status == REDLOCK_ECONFLICT) {
+        /* A waiter's first attempt (no place in the queues, so that an
+         * uncontended acquire never writes one) met a holder: take the
+         * place now, not a poll later, so that a release in between hands
+         * the lock on in order (acq_command). */
+        a->wake_pending = false;
+        acq_attempt_start(a);
+        return;
+    }
     if (a->wake_pending) {
         /* A release woke us while this attempt was in flight: a master may
          * have run it after our SET reached it (two connections, no order
@@ -166,13 +175,17 @@ static void acq_attempt_failed(rl_acquire *a, int status)
         if (kind == REDLOCK_VOTE_HELD && !last)
             continue;
         send |= 1u << i;
+        /* An excluded vote on the fast path may have set our key (the
+         * transaction cannot refuse to write): waited for like an OK. */
         if (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR ||
-            kind == REDLOCK_VOTE_PENDING)
+            kind == REDLOCK_VOTE_PENDING ||
+            (kind == REDLOCK_VOTE_EXCLUDED && (a->fast_mask & (1u << i))))
             wait |= 1u << i;
     }
     rl_cmd cmd;
     rl_place stay = { a->waiter.member, last ? 0 : a->waiter.ticket, a->lease_ms };
     rl_cmd_release(&cmd, &op->k, a->token, false, a->waiter.joined ? &stay : NULL);
+    a->in_queues |= a->waiter.joined && send && !last;
     rl_fanout *f = send ? rl_fanout_new(c->nodes, &cmd) : NULL;
     if (send && !f)
         rl_log(&c->cfg, REDLOCK_LOG_WARN,
@@ -282,10 +295,16 @@ static void acq_decide(rl_op *op)
 
 /* ---- attempts ------------------------------------------------------------------ */
 
-/* This attempt's command. Plain SET NX PX when nothing else is asked; the
- * acquire script when the master must check its memory marker (the restart
- * guard, on by default), when this is a waiter (its place in the queue, its
- * reservation), or for a set or a fence. */
+/* This attempt's command, per master. Plain SET NX PX when nothing else is
+ * asked (the restart guard off, no wait, one lock, no fence). With the
+ * guard on (the default), the fast path where it may be taken: one lock, no
+ * fence, no place in the queue asked, and a master whose memory is known to
+ * count for a ttl this long, whose clock was read lately (rl_trust_fast):
+ * HGET marker served, SET NX PX, ZADD of the lease's end into the index,
+ * one transaction (cmd.h; NOTES.md §4 says why that keeps the guard). Every
+ * other master, and every other acquire, gets the acquire script (the
+ * marker, the queue, the fence, a set). A waiter takes its place in the
+ * queues from its second attempt on: an uncontended waiter never does. */
 static rl_fanout *acq_command(rl_acquire *a)
 {
     rl_op *op = &a->op;
@@ -294,19 +313,48 @@ static rl_fanout *acq_command(rl_acquire *a)
         .token = a->token,
         .ttl_ms = a->w.ttl_ms,
         .fenced = a->w.flags & REDLOCK_FENCE,
-        .queued = a->waiter.joined,
+        .queued = a->waiter.joined && op->attempts > 1,
         .marked = c->cfg.restart_guard,
         .waiter = a->waiter.member,
         .ticket = a->waiter.ticket,
         .lease_ms = a->lease_ms,
         .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
     };
+    a->in_queues |= args.queued;
+    a->fast_mask = 0;
     rl_cmd cmd;
-    if (!args.fenced && !args.queued && !args.marked && op->nres == 1)
+    if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
         rl_cmd_set(&cmd, &op->k, a->token, a->w.ttl_ms);
-    else
-        rl_cmd_acquire(&cmd, &op->k, &args);
-    return rl_fanout_new(c->nodes, &cmd);
+        return rl_fanout_new(c->nodes, &cmd);
+    }
+    rl_cmd_acquire(&cmd, &op->k, &args);
+    if (args.fenced || args.queued || !args.marked || op->nres != 1) {
+        rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
+        if (f && args.marked)
+            rl_fanout_set_late(f, rl_acq_on_late);
+        return f;
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (rl_trust_fast(&c->nodes[i].trust, args.window_ms, op->attempt_us))
+            a->fast_mask |= 1u << i;
+    rl_cmd fast;
+    rl_cmd_acquire_fast(&fast, &op->k, a->token, a->w.ttl_ms);
+    rl_fanout *f = a->fast_mask ? rl_fanout_new2(c->nodes, &fast, &cmd)
+                                : rl_fanout_new(c->nodes, &cmd);
+    if (f)
+        rl_fanout_set_late(f, rl_acq_on_late);   /* a late answer still tells the bound */
+    for (uint32_t i = 0; f && i < c->n; i++) {
+        if (!(a->fast_mask & (1u << i))) {
+            rl_fanout_use_alt(f, i);
+            continue;
+        }
+        char end[24];
+        int len = snprintf(end, sizeof(end), "%lld",
+                           (long long)rl_trust_lease_end(&c->nodes[i].trust, op->attempt_us,
+                                                         a->w.ttl_ms, c->cfg.drift_factor));
+        rl_fanout_set_node_arg(f, i, end, (size_t)len);
+    }
+    return f;
 }
 
 static void acq_attempt_start(rl_acquire *a)
@@ -329,13 +377,15 @@ static void acq_attempt_start(rl_acquire *a)
     }
     a->fence = 0;
     a->fence_failed = false;
+    /* Validity runs from here, before any master can see the command; the
+     * fast path bounds its leases' ends from here too (acq_command). */
+    op->attempt_us = rl_now_us();
     rl_fanout *f = acq_command(a);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending SET");
         rl_op_finish(op, REDLOCK_ENOMEM);
         return;
     }
-    op->attempt_us = rl_now_us();
     op->out.elapsed_us = 0;
     /* An excluded master (clock untrusted, or inside its restart guard) is
      * not asked: its OK could not count. N and the quorum stay the same, so
@@ -434,7 +484,7 @@ static void acq_deliver(rl_op *op)
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
-    if (a->waiter.joined)
+    if (a->waiter.joined && a->in_queues)
         rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
     rl_cancel_unregister(&a->creg);

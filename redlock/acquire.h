@@ -36,6 +36,8 @@ typedef struct rl_acquire {
     bool reserved_seen;           /* a master said held, but a key of the set is ours */
     bool found;                   /* this attempt found a key free or reserved for us */
     bool wakes_idle;              /* a woken attempt found nothing this poll: wake-ups wait */
+    uint32_t fast_mask;           /* masters this attempt sent the fast path's transaction */
+    bool in_queues;               /* some attempt (or its cleanup) gave the waiter a place */
     rl_waiter waiter;             /* wake-ups from releases (wait.c) */
     rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
     redlock_lock *lock;           /* the result */
@@ -52,6 +54,10 @@ static inline rl_acquire *ACQ(rl_op *op)
  * on_vote hook for the acquire kind). */
 void rl_acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                     rl_monotime sent);
+
+/* acquire-votes.c: a script's answer after the round ended still tells
+ * the marker's bound (rl_fanout_set_late). */
+void rl_acq_on_late(rl_node *n, int script, const rl_reply *r);
 
 /* acquire-queue.c: when waiting ends, and the waiter's places. */
 void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w);

@@ -23,9 +23,15 @@ typedef struct rl_keys {
 } rl_keys;
 
 #define RL_CMD_ARGS_MAX (16 + 5 * REDLOCK_SET_MAX)
+#define RL_CMD_PARTS_MAX 4
 
 typedef struct rl_cmd {
     int script;                   /* enum rl_script, or -1 for a plain command */
+    int nparts;                   /* > 0: a transaction of this many commands, sent
+                                     between MULTI and EXEC; part_argc[i] arguments each */
+    int part_argc[RL_CMD_PARTS_MAX];
+    int node_arg;                 /* > 0: the argument whose value each master gets
+                                     its own of (rl_fanout_set_node_arg) */
     int argc;
     const char *argv[RL_CMD_ARGS_MAX];
     size_t len[RL_CMD_ARGS_MAX];
@@ -48,6 +54,15 @@ typedef struct rl_acquire_args {
 
 /* SET key token NX PX ttl: one lock, no fence, no queue, no marker. */
 void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
+/* The fast path's acquire (acquire.c): one lock, no fence, no queue, on a
+ * master whose memory counts. A transaction, atomic on the master:
+ *   HGET marker served; SET key token NX GET PX ttl; ZADD held GT end key
+ * (reply: [served or nil, nil if set or the holder's value, 0|1]; a key of
+ * another type: WRONGTYPE in the SET's place). The lease end `end` is the
+ * node argument: each master's own clock (0 until set). */
+void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
+/* The CHECK script (script.c): the marker and the index of held keys. */
+void rl_cmd_check(rl_cmd *c);
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
 /* A waiter's place in the queues, as a release changes it: @waiter leaves
  * them (@ticket 0), or keeps its place (its @ticket and @lease_ms). */

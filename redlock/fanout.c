@@ -26,52 +26,83 @@ typedef struct rl_slot {
     uint32_t idx;
     uint8_t state;                /* enum rl_slot_state */
     uint8_t evalled;              /* EVAL sent after NOSCRIPT: no second fallback */
+    uint8_t form;                 /* which of the fanout's commands this master gets */
+    uint8_t own_len;              /* this master's own value of argument node_arg */
+    char own[24];
     rl_monotime sent_us;
 } rl_slot;
+
+/* One command as sent: its arguments, copied into the fanout's buffer. */
+typedef struct rl_form {
+    int script;                   /* enum rl_script, or -1 for plain commands */
+    int nparts;                   /* a transaction's commands (0: one command) */
+    int part_argc[RL_CMD_PARTS_MAX];
+    int node_arg;                 /* an argument each master has its own value of (0: none) */
+    int argc;
+    const char **argv;            /* argv[0..1] are EVALSHA sha for a script */
+    size_t *argvlen;
+} rl_form;
 
 struct rl_fanout {
     rl_node *nodes;
     rl_vote_fn *on_vote;          /* NULL once the owner detached */
     void *owner;
-    int refs;                     /* 1 (owner) + 1 per SENT slot */
-    int script;                   /* enum rl_script, or -1 for plain commands */
-    int argc;
-    const char **argv;            /* built once; argv[0..1] are EVALSHA sha */
-    size_t *argvlen;
+    rl_late_fn *on_late;          /* replies after that, for what they teach */
+    int refs;                     /* 1 (owner) + 1 per reply function still to run */
+    rl_form forms[2];             /* the command, and the alternative some masters get */
     rl_slot slots[REDLOCK_MAX_MASTERS];
     char buf[];                   /* argv arrays and copies of every argument */
 };
 
-/* The command is copied into one allocation with the fanout: every master
- * gets the same bytes, and the caller's memory can go. */
-rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd)
+static size_t form_bytes(const rl_cmd *cmd)
 {
-    int argc = cmd->argc, script = cmd->script;
-    const char *const *a = cmd->argv;
-    const size_t *al = cmd->len;
-    size_t bytes = 0;
-    for (int i = 0; i < argc; i++)
-        bytes += al[i] + 1;
-    size_t arrays = (size_t)argc * (sizeof(char *) + sizeof(size_t));
-    rl_fanout *f = calloc(1, sizeof(*f) + arrays + bytes);
+    size_t bytes = (size_t)cmd->argc * (sizeof(char *) + sizeof(size_t));
+    for (int i = 0; i < cmd->argc; i++)
+        bytes += cmd->len[i] + 1;
+    return bytes;
+}
+
+static char *form_copy(rl_form *fm, const rl_cmd *cmd, char *p)
+{
+    fm->script = cmd->script;
+    fm->nparts = cmd->nparts;
+    memcpy(fm->part_argc, cmd->part_argc, sizeof(fm->part_argc));
+    fm->node_arg = cmd->node_arg;
+    fm->argc = cmd->argc;
+    fm->argv = (const char **)(void *)p;
+    p += (size_t)cmd->argc * sizeof(char *);
+    fm->argvlen = (size_t *)(void *)p;
+    p += (size_t)cmd->argc * sizeof(size_t);
+    for (int i = 0; i < cmd->argc; i++) {
+        if (cmd->len[i])
+            memcpy(p, cmd->argv[i], cmd->len[i]);
+        p[cmd->len[i]] = '\0';
+        fm->argv[i] = p;
+        fm->argvlen[i] = cmd->len[i];
+        p += cmd->len[i] + 1;
+    }
+    return p;
+}
+
+/* The commands are copied into one allocation with the fanout: every master
+ * gets the same bytes (but its own node argument), and the caller's memory
+ * can go. */
+rl_fanout *rl_fanout_new2(rl_node *nodes, const rl_cmd *cmd, const rl_cmd *alt)
+{
+    rl_fanout *f = calloc(1, sizeof(*f) + form_bytes(cmd) + (alt ? form_bytes(alt) : 0));
     if (!f)
         return NULL;
     f->nodes = nodes;
     f->refs = 1;
-    f->script = script;
-    f->argc = argc;
-    f->argv = (const char **)(void *)f->buf;
-    f->argvlen = (size_t *)(void *)(f->buf + (size_t)argc * sizeof(char *));
-    char *p = f->buf + arrays;
-    for (int i = 0; i < argc; i++) {
-        if (al[i])
-            memcpy(p, a[i], al[i]);
-        p[al[i]] = '\0';
-        f->argv[i] = p;
-        f->argvlen[i] = al[i];
-        p += al[i] + 1;
-    }
+    char *p = form_copy(&f->forms[0], cmd, f->buf);
+    if (alt)
+        form_copy(&f->forms[1], alt, p);
     return f;
+}
+
+rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd)
+{
+    return rl_fanout_new2(nodes, cmd, NULL);
 }
 
 static void fanout_unref(rl_fanout *f)
@@ -80,27 +111,48 @@ static void fanout_unref(rl_fanout *f)
         free(f);
 }
 
-static rl_reply_fn fanout_on_reply;
+static rl_reply_fn fanout_on_reply, fanout_on_queued;
 
-/* Queue @s's command on its master. For the EVAL fallback, argv[0..1] are
- * swapped for EVAL and the script body for the duration of the call:
- * hiredis formats the command into its own buffer before returning. */
-static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority)
+/* Queue @s's command on its master, with this master's own value of the
+ * node argument swapped in for the call, and for the EVAL fallback
+ * argv[0..1] swapped for EVAL and the script body: hiredis formats each
+ * command into its own buffer before returning. A transaction (MULTI, its
+ * commands, EXEC) has one reply function per command: *@ret_sent says how
+ * many will run. */
+static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority, int *ret_sent)
 {
     rl_node *n = &f->nodes[s->idx];
-    if (!eval)
-        return rl_node_send(n, fanout_on_reply, s, f->argc, f->argv, f->argvlen, priority);
-    const char *a0 = f->argv[0], *a1 = f->argv[1];
-    size_t l0 = f->argvlen[0], l1 = f->argvlen[1];
-    f->argv[0] = "EVAL";
-    f->argvlen[0] = 4;
-    f->argv[1] = rl_script_body(f->script);
-    f->argvlen[1] = strlen(f->argv[1]);
-    int rc = rl_node_send(n, fanout_on_reply, s, f->argc, f->argv, f->argvlen, priority);
-    f->argv[0] = a0;
-    f->argvlen[0] = l0;
-    f->argv[1] = a1;
-    f->argvlen[1] = l1;
+    rl_form *fm = &f->forms[s->form];
+    const char *saved[3] = { fm->argv[0], fm->argv[1], fm->node_arg ? fm->argv[fm->node_arg] : NULL };
+    size_t saved_len[3] = { fm->argvlen[0], fm->argvlen[1],
+                            fm->node_arg ? fm->argvlen[fm->node_arg] : 0 };
+    if (fm->node_arg && s->own_len) {
+        fm->argv[fm->node_arg] = s->own;
+        fm->argvlen[fm->node_arg] = s->own_len;
+    }
+    if (eval) {
+        fm->argv[0] = "EVAL";
+        fm->argvlen[0] = 4;
+        fm->argv[1] = rl_script_body(fm->script);
+        fm->argvlen[1] = strlen(fm->argv[1]);
+    }
+    int rc;
+    if (fm->nparts) {
+        rl_node_tx tx = { fm->nparts, fm->part_argc, fm->argv, fm->argvlen,
+                          fanout_on_queued, fanout_on_reply };
+        rc = rl_node_send_tx(n, &tx, s, priority, ret_sent);
+    } else {
+        rc = rl_node_send(n, fanout_on_reply, s, fm->argc, fm->argv, fm->argvlen, priority);
+        *ret_sent = rc == 0;
+    }
+    fm->argv[0] = saved[0];
+    fm->argvlen[0] = saved_len[0];
+    fm->argv[1] = saved[1];
+    fm->argvlen[1] = saved_len[1];
+    if (fm->node_arg) {
+        fm->argv[fm->node_arg] = saved[2];
+        fm->argvlen[fm->node_arg] = saved_len[2];
+    }
     return rc;
 }
 
@@ -109,13 +161,34 @@ int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority)
     rl_slot *s = &f->slots[idx];
     s->f = f;
     s->idx = idx;
-    int rc = fanout_issue(f, s, false, priority);
-    if (rc != 0)
-        return rc;
     s->state = RL_SLOT_SENT;
     s->sent_us = rl_now_us();
-    f->refs++;
-    return 0;
+    /* One reference per reply function, taken before any can run (a
+     * connection closed half-way through a transaction runs them at once);
+     * those that will not run are given back. */
+    int most = f->forms[s->form].nparts + 2, sent = 0;
+    f->refs += most;
+    int rc = fanout_issue(f, s, false, priority, &sent);
+    for (int i = sent; i < most; i++)
+        fanout_unref(f);
+    if (rc != 0)
+        s->state = RL_SLOT_IDLE;
+    return rc;
+}
+
+void rl_fanout_set_node_arg(rl_fanout *f, uint32_t idx, const char *v, size_t len)
+{
+    rl_slot *s = &f->slots[idx];
+    if (len >= sizeof(s->own))
+        len = sizeof(s->own) - 1;
+    memcpy(s->own, v, len);
+    s->own[len] = '\0';
+    s->own_len = (uint8_t)len;
+}
+
+void rl_fanout_use_alt(rl_fanout *f, uint32_t idx)
+{
+    f->slots[idx].form = f->forms[1].argc ? 1 : 0;
 }
 
 void rl_fanout_detach(rl_fanout *f)
@@ -136,26 +209,55 @@ void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask
     rl_fanout_detach(f);
 }
 
+/* MULTI's and each queued command's reply: an error there (an ACL denial,
+ * OOM, a command the master does not know) aborts the EXEC, whose own
+ * error ("EXECABORT") says less: the first is the master's answer. */
+static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *why)
+{
+    (void)err; (void)why;
+    rl_slot *s = arg;
+    rl_fanout *f = s->f;
+    if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT) {
+        s->state = RL_SLOT_DONE;
+        if (f->on_vote)
+            f->on_vote(f->owner, f, s->idx, r, 0, NULL);
+    }
+    fanout_unref(f);
+}
+
 static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *why)
 {
     rl_slot *s = arg;
     rl_fanout *f = s->f;
+    if (s->state == RL_SLOT_DONE) {   /* a transaction whose error was its answer */
+        fanout_unref(f);
+        return;
+    }
     size_t len;
     const char *str = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
-    if (str && f->script >= 0 && !s->evalled && len >= 8 && memcmp(str, "NOSCRIPT", 8) == 0) {
+    int sent;
+    if (str && f->forms[s->form].script >= 0 && !s->evalled && len >= 8 &&
+        memcmp(str, "NOSCRIPT", 8) == 0) {
         /* The master lost its script cache. Same slot, same reference:
          * send the body itself. A release re-sent this way can land after
          * commands queued meanwhile; that is safe because every acquire
          * attempt uses a fresh token (acquire.c). */
         s->evalled = 1;
-        if (fanout_issue(f, s, true, true) == 0)
+        if (fanout_issue(f, s, true, true, &sent) == 0)
             return;
     }
     s->state = RL_SLOT_DONE;
     if (f->on_vote)
         f->on_vote(f->owner, f, s->idx, r, r ? 0 : (err ? err : REDLOCK_ECONNECT),
                    r ? NULL : (why && why[0] ? why : "connection lost"));
+    else if (f->on_late && r)
+        f->on_late(&f->nodes[s->idx], f->forms[s->form].script, r);
     fanout_unref(f);
+}
+
+void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn)
+{
+    f->on_late = fn;
 }
 
 void rl_fanout_set_owner(rl_fanout *f, rl_vote_fn *fn, void *owner)

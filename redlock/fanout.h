@@ -1,4 +1,4 @@
-/* fanout.h - one command, sent to every master, whose replies may outlive its owner. */
+/* fanout.h - one command (or a transaction), sent to every master, whose replies may outlive its owner. */
 #ifndef REDLOCK_FANOUT_H
 #define REDLOCK_FANOUT_H
 
@@ -14,11 +14,24 @@ typedef void rl_vote_fn(void *owner, rl_fanout *f, uint32_t idx, const rl_reply 
 
 /* A copy of @cmd, ready to go to any of @nodes. NULL on OOM. */
 rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd);
+/* The same, with an alternative @alt that the masters named by
+ * rl_fanout_use_alt() get instead (the acquire's fast path and its
+ * script: acquire.c). */
+rl_fanout *rl_fanout_new2(rl_node *nodes, const rl_cmd *cmd, const rl_cmd *alt);
+void rl_fanout_use_alt(rl_fanout *f, uint32_t idx);
 /* Who gets the replies (before anything is sent). */
 void rl_fanout_set_owner(rl_fanout *f, rl_vote_fn *fn, void *owner);
+/* What a reply that arrives after the owner detached still teaches about
+ * its master (@script: the command's enum rl_script, or -1). Optional. */
+typedef void rl_late_fn(rl_node *n, int script, const rl_reply *r);
+void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn);
 /* 0, or REDLOCK_E* (the master failed at once: no vote will come; the
  * node's errstr says why). */
 int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority);
+/* Master @idx gets @v (at most 23 bytes) for the command's node argument
+ * (rl_cmd.node_arg) instead of the value every other master gets. Before
+ * rl_fanout_send(). */
+void rl_fanout_set_node_arg(rl_fanout *f, uint32_t idx, const char *v, size_t len);
 /* When the command was sent to master @idx. */
 rl_monotime rl_fanout_sent_us(const rl_fanout *f, uint32_t idx);
 /* The owner lets go: later replies are dropped, memory goes with the last. */

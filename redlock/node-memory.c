@@ -40,7 +40,7 @@ void rl_node_marker(rl_node *n, const rl_marker *m)
     n->env->on_marker(n, m, n->env->arg);
 }
 
-/* The CHECK script's answer {age, window, maxttl, state, cause, durable}. Its
+/* The CHECK script's answer {age, window, maxttl, state, cause, durable, now}. Its
  * success is what lets votes on this connection count (rl_trust_excluded):
  * every vote sent on it runs after it on the master. */
 static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
@@ -61,10 +61,10 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
                      "memory check refused by the ACL: the user needs +info and +eval");
         return;
     }
-    if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 6)
+    if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 7)
         return;
-    long long v[6];
-    for (size_t i = 0; i < 6; i++) {
+    long long v[7];
+    for (size_t i = 0; i < 7; i++) {
         const rl_reply *e = rl_reply_element(r, i);
         if (rl_reply_type(e) != RL_REPLY_INTEGER)
             return;
@@ -72,9 +72,12 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
     }
     if (v[0] < 0 || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 ||
         v[2] > REDLOCK_TTL_MAX_MS || v[3] < RL_MEM_COUNTS || v[3] > RL_MEM_PENDING ||
-        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_RESTART || v[5] < 0 || v[5] > 1)
+        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_RESTART || v[5] < 0 || v[5] > 1 ||
+        v[6] <= 0)
         return;
     n->trust.checked = true;
+    n->trust.ref_ms = v[6];
+    n->trust.ref_sent_us = n->trust.check_sent_us;
     n->trust.vouched = (int)v[5];   /* what the marker says now: vouch() mends it */
     n->trust.check_err[0] = '\0';
     rl_marker m = { .age_ms = v[0], .window_ms = (uint32_t)v[1], .maxttl_ms = (uint32_t)v[2],
@@ -120,7 +123,7 @@ static void on_config_last(void *arg, const rl_reply *r, int err, const char *wh
 int rl_node_ask_memory(rl_node *n, rl_conn *conn)
 {
     rl_cmd cmd;
-    rl_cmd_marker(&cmd, RL_SCRIPT_MARKER);
+    rl_cmd_check(&cmd);
     /* EVAL, not EVALSHA: this must not depend on SCRIPT LOAD (an ACL may
      * refuse it; a master may have just flushed its scripts). */
     cmd.argv[0] = "EVAL";
@@ -131,6 +134,7 @@ int rl_node_ask_memory(rl_node *n, rl_conn *conn)
     static const size_t clen[3] = { 6, 3, 10 };
     static const char *fsync[3] = { "CONFIG", "GET", "append*" };
     static const size_t flen[3] = { 6, 3, 7 };
+    n->trust.check_sent_us = rl_now_us();
     int rc = rl_conn_send(conn, on_marker, n, cmd.argc, cmd.argv, cmd.len);
     if (!rc)
         rc = rl_conn_send(conn, on_config, n, 3, cfg, clen);
@@ -138,4 +142,10 @@ int rl_node_ask_memory(rl_node *n, rl_conn *conn)
         rc = rl_conn_send(conn, on_config_last, n, 3, fsync, flen);
     n->asking_memory = rc == 0;
     return rc;
+}
+
+void rl_node_recheck(rl_node *n)
+{
+    if (n->state == RL_NODE_UP && !n->asking_memory)
+        rl_node_ask_memory(n, n->conn);
 }

@@ -291,6 +291,7 @@ static void node_connect(rl_node *n)
     /* A new connection may reach another process: who it is is checked
      * again (CHECK) before its votes count, and vouched for again. */
     n->trust.checked = false;
+    n->trust.ref_ms = 0;   /* and its clock read again (rl_trust_fast) */
     n->trust.check_err[0] = '\0';
     n->trust.vouched = -1;
     rc = node_handshake(n);
@@ -301,8 +302,8 @@ static void node_connect(rl_node *n)
     arm(n, cfg->connect_timeout_ms);
 }
 
-int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
-                 const size_t *argvlen, bool priority)
+/* May @count more commands be queued on @n now? 0, or why not. */
+static int node_admit(rl_node *n, uint32_t count, bool priority)
 {
     if (n->state == RL_NODE_DOWN && !n->conn && n->timer &&
         rl_now_us() - n->connect_us >= (uint64_t)CFG(n)->reconnect_min_ms * 1000)
@@ -311,15 +312,59 @@ int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **
         return n->err ? n->err : REDLOCK_ECONNECT;
     uint32_t limit = CFG(n)->max_inflight;
     uint32_t inflight = rl_conn_pending(n->conn);
-    if (inflight >= (priority ? 2 * limit : limit)) {
+    if (inflight + count > (priority ? 2 * limit : limit)) {
         snprintf(n->errstr, sizeof(n->errstr),
                  "%u commands waiting for an answer (master paused or partitioned?)", inflight);
         return REDLOCK_EBUSY;
     }
-    int rc = rl_conn_send(n->conn, fn, arg, argc, argv, argvlen);
+    return 0;
+}
+
+static int node_sent(rl_node *n, int rc)
+{
     if (rc != 0 && !n->errstr[0])
         snprintf(n->errstr, sizeof(n->errstr), "connection closing");
     return rc;
+}
+
+int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
+                 const size_t *argvlen, bool priority)
+{
+    int rc = node_admit(n, 1, priority);
+    if (rc != 0)
+        return rc;
+    return node_sent(n, rl_conn_send(n->conn, fn, arg, argc, argv, argvlen));
+}
+
+int rl_node_send_tx(rl_node *n, const rl_node_tx *tx, void *arg, bool priority, int *ret_sent)
+{
+    static const char *const multi[1] = { "MULTI" }, *const exec[1] = { "EXEC" };
+    static const size_t multi_len[1] = { 5 }, exec_len[1] = { 4 };
+    *ret_sent = 0;
+    int rc = node_admit(n, 1, priority);   /* one request (rl_conn_pending) */
+    if (rc != 0)
+        return rc;
+    rc = rl_conn_send_part(n->conn, tx->queued, arg, 1, (const char **)multi, multi_len);
+    if (rc != 0)
+        return node_sent(n, rc);
+    (*ret_sent)++;
+    int off = 0;
+    for (int i = 0; i < tx->nparts && rc == 0; i++) {
+        rc = rl_conn_send_part(n->conn, tx->queued, arg, tx->part_argc[i], tx->argv + off,
+                               tx->argvlen + off);
+        off += tx->part_argc[i];
+        *ret_sent += rc == 0;
+    }
+    if (rc == 0)
+        rc = rl_conn_send(n->conn, tx->done, arg, 1, (const char **)exec, exec_len);
+    if (rc != 0) {
+        /* A MULTI left open would swallow the next command into it: the
+         * connection goes (every reply function sent runs with NULL). */
+        rl_conn_close(n->conn, REDLOCK_ENOMEM, "out of memory queueing a transaction");
+        return 0;
+    }
+    (*ret_sent)++;
+    return 0;
 }
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr)

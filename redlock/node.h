@@ -70,6 +70,23 @@ void rl_node_close(rl_node *n);
 int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **argv,
                  const size_t *argvlen, bool priority);
 
+/* A transaction: MULTI, @nparts commands (their argc in @part_argc, their
+ * arguments one after another in @argv), EXEC. @queued runs for MULTI and
+ * each command's reply (OK, QUEUED, or an error that will abort the EXEC),
+ * @done for EXEC's. */
+typedef struct rl_node_tx {
+    int nparts;
+    const int *part_argc;
+    const char **argv;
+    const size_t *argvlen;
+    rl_reply_fn *queued, *done;
+} rl_node_tx;
+
+/* Queue @tx as one unit: admitted whole or not at all (a half-sent MULTI
+ * would swallow the next command). 0 with *@ret_sent the reply functions
+ * that will run (each once); else as rl_node_send, nothing sent. */
+int rl_node_send_tx(rl_node *n, const rl_node_tx *tx, void *arg, bool priority, int *ret_sent);
+
 /* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
  * twin)? Writes why. */
 bool rl_node_excluded(const rl_node *n, char *why, size_t len);
@@ -85,6 +102,9 @@ void rl_node_marker(rl_node *n, const rl_marker *m);
 /* The handshake's and the probes' questions about memory and eviction:
  * queue them on @conn (EVAL of the CHECK script; CONFIG GET). */
 int rl_node_ask_memory(rl_node *n, rl_conn *conn);
+/* Ask them now on the node's connection, unless they are in flight (a
+ * vote found the marker not as the last CHECK said). */
+void rl_node_recheck(rl_node *n);
 
 /* The subscriber connection, opened (with AUTH) if there is none. NULL when
  * the node is down or it cannot be opened: waiters fall back to polling. */

@@ -199,6 +199,16 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * -1 if any key holds another value (we had lost it), 1 if we removed
      * something, 0 if everything was already gone. */
     [RL_SCRIPT_RELEASE] =
+        /* The common case first, before any function below is made: one
+         * lock, no waiter, nobody queued (a DEL and the index, three calls
+         * and the compare). What it returns is what the rest would. */
+        "if #KEYS == 4 and ARGV[3] == '' then\n"
+        "  local v = redis.call('get', KEYS[1])\n"
+        "  if v ~= ARGV[1] then if v then return -1 end return 0 end\n"
+        "  if redis.call('exists', KEYS[2]) == 0 then\n"
+        "    redis.call('del', KEYS[1]) redis.call('zrem', KEYS[4], KEYS[1]) return 1\n"
+        "  end\n"
+        "end\n"
         QUEUE_OK
         HAND_OVER
         JOIN
@@ -368,12 +378,16 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * from disk when it started (no AOF, no keys from an RDB), so that the
      * marker was written while it ran; else it may come from a snapshot
      * older than a grant, and the master is reborn.
+     * KEYS: the marker, the index of held keys (entries whose lease ended
+     * leave it here: the fast path's grants never sweep it, acquire.c).
      * ARGV[1]: the longest ttl the client knows (a new marker's maxttl).
-     * Returns {age, window, maxttl, state, cause, durable}: state 0 counts,
+     * Returns {age, window, maxttl, state, cause, durable, now}: state 0 counts,
      * 1 its window runs, 2 pending (no window yet); cause 0, 1 lost its data
      * (no marker), 2 another process's marker; durable 1 if this process is
-     * vouched for. A served marker reports its
-     * window as over, whatever the clock says since: HEARD goes by the flag. */
+     * vouched for; now the master's clock (ms), from which the client
+     * bounds the lease ends its fast path writes into the index. A served
+     * marker reports its window as over, whatever the clock says since:
+     * HEARD goes by the flag. */
     [RL_SCRIPT_MARKER] =
         RUN_ID
         REBORN
@@ -400,13 +414,17 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "                     'durable')\n"
         "local age, window = now - (tonumber(f[1]) or 0), tonumber(f[2]) or 0\n"
         "local state = 0\n"
-        "if f[5] then state = 2 elseif not f[4] and age < window then state = 1 end\n"
+        "if f[5] then state = 2 elseif not f[4] and age < window then state = 1\n"
+        "elseif not f[4] then redis.call('hset', KEYS[1], 'served', 1) end\n"
         "if f[4] and window > age then window = age end\n"
         "local cause = 0\n"
         "if f[6] == 'lost' then cause = 1 elseif f[6] == 'restart' then cause = 2 end\n"
         "local durable = 0\n"
         "if f[7] == run then durable = 1 end\n"
-        "return {math.max(age, 0), window, tonumber(f[3]) or 0, state, cause, durable}\n",
+        "if redis.call('type', KEYS[2]).ok == 'zset' then\n"
+        "  redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now)\n"
+        "end\n"
+        "return {math.max(age, 0), window, tonumber(f[3]) or 0, state, cause, durable, now}\n",
     /* An operator declares a master new and empty: its marker counts at
      * once. KEYS: the marker, the index of held keys. Left alone where the
      * marker already counts (0); refused where the database holds keys

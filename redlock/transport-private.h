@@ -30,6 +30,7 @@ enum { W_IDLE, W_FLUSH, W_ARMED };
 typedef struct rl_cb {
     rl_reply_fn *fn;
     void *arg;
+    bool part;                    /* MULTI or a command inside it: the EXEC is the request */
 } rl_cb;
 
 /* A channel as hiredis' own subscription table holds it, mirrored so that
@@ -56,6 +57,7 @@ struct rl_conn {
     bool answered;                /* at least one reply arrived */
     rl_cb *q;                     /* reply functions, in send order (a ring) */
     uint32_t qhead, qlen, qcap;
+    uint32_t qparts;              /* entries that are parts of a transaction */
     uint32_t max_reply_bytes;
     uint32_t objs;                /* objects in the reply being read */
     rl_subch *subs;               /* subscriber connections: hiredis' table, mirrored */

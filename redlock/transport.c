@@ -80,6 +80,7 @@ static void conn_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     rl_cb cb = c->q[c->qhead];
     c->qhead = (c->qhead + 1) % c->qcap;
     c->qlen--;
+    c->qparts -= cb.part;
     if (reply) {
         c->answered = true;
         cb.fn(cb.arg, (const rl_reply *)reply, 0, NULL);
@@ -125,8 +126,8 @@ static int queue_reserve(rl_conn *c)
     return 0;
 }
 
-int rl_conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
-                 const size_t *argvlen)
+static int conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
+                     const size_t *argvlen, bool part)
 {
     if (c->closing || !c->ac)
         return REDLOCK_ECONNECT;
@@ -136,9 +137,22 @@ int rl_conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **
      * runs inside this call, so the entry can be queued after it. */
     if (redisAsyncCommandArgv(c->ac, conn_on_reply, c, argc, argv, argvlen) != REDIS_OK)
         return REDLOCK_ECONNECT;
-    c->q[(c->qhead + c->qlen) % c->qcap] = (rl_cb){ fn, arg };
+    c->q[(c->qhead + c->qlen) % c->qcap] = (rl_cb){ fn, arg, part };
     c->qlen++;
+    c->qparts += part;
     return 0;
+}
+
+int rl_conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
+                 const size_t *argvlen)
+{
+    return conn_send(c, fn, arg, argc, argv, argvlen, false);
+}
+
+int rl_conn_send_part(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
+                      const size_t *argvlen)
+{
+    return conn_send(c, fn, arg, argc, argv, argvlen, true);
 }
 
 int rl_conn_subscribe(rl_conn *c, const char *channel, size_t len, bool on)
@@ -159,7 +173,7 @@ int rl_conn_subscribe(rl_conn *c, const char *channel, size_t len, bool on)
 
 uint32_t rl_conn_pending(const rl_conn *c)
 {
-    return c ? c->qlen : 0;
+    return c ? c->qlen - c->qparts : 0;
 }
 
 bool rl_conn_is_tls(const rl_conn *c)

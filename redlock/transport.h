@@ -81,10 +81,16 @@ int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_co
 int rl_conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
                  const size_t *argvlen);
 
+/* The same for MULTI and the commands inside a transaction: their replies
+ * come like any other, but only the EXEC counts as a request waiting for
+ * an answer (rl_conn_pending). */
+int rl_conn_send_part(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
+                      const size_t *argvlen);
+
 /* Subscriber connections: (UN)SUBSCRIBE @channel; messages go to on_message. */
 int rl_conn_subscribe(rl_conn *c, const char *channel, size_t len, bool on);
 
-/* Commands sent whose replies have not arrived. */
+/* Requests sent whose replies have not arrived (a transaction is one). */
 uint32_t rl_conn_pending(const rl_conn *c);
 
 bool rl_conn_is_tls(const rl_conn *c);

@@ -11,6 +11,7 @@
  */
 #include "trust.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,22 @@ void rl_trust_marker(rl_trust *t, const rl_marker *m, rl_monotime now)
     t->born_us = now > age_us ? now - age_us : 1;
     t->window_ms = m->window_ms;
     t->maxttl_ms = m->maxttl_ms;
+}
+
+bool rl_trust_fast(const rl_trust *t, uint32_t want_ms, rl_monotime now)
+{
+    return t->checked && t->marker_known && t->mem_state == RL_MEM_COUNTS &&
+           t->maxttl_ms >= want_ms && t->ref_ms > 0 && now >= t->ref_sent_us &&
+           now - t->ref_sent_us < (uint64_t)RL_REF_MAX_MS * 1000;
+}
+
+int64_t rl_trust_lease_end(const rl_trust *t, rl_monotime start, uint32_t ttl_ms, double drift)
+{
+    /* The CHECK ran after it was sent, so the master's clock read then
+     * was at least what it showed at the sending; from there on it runs at
+     * most (1 + drift) times as fast as ours. +1: the master's ms are cut. */
+    double span_ms = (double)(start - t->ref_sent_us) / 1000.0 + ttl_ms;
+    return t->ref_ms + (int64_t)ceil(span_ms * (1.0 + drift)) + 1;
 }
 
 /* maxmemory set with a policy that evicts keys with a ttl (volatile-*) or

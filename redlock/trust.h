@@ -54,6 +54,13 @@ typedef struct rl_trust {
     uint32_t window_ms;           /* it counts once this old */
     uint32_t maxttl_ms;           /* the longest ttl any client told it */
 
+    /* The master's clock as the last CHECK read it (ms), and when that
+     * CHECK was sent (our monotonic clock): the master's clock at any later
+     * moment is bounded from above from these (rl_trust_lease_end). */
+    int64_t ref_ms;               /* 0: no CHECK answered on this connection yet */
+    rl_monotime ref_sent_us;
+    rl_monotime check_sent_us;    /* the CHECK in flight */
+
     /* eviction: CONFIG GET maxmemory* */
     int64_t maxmemory;            /* bytes; -1 unknown (CONFIG refused) */
     char policy[32];              /* maxmemory-policy; "" unknown */
@@ -76,6 +83,18 @@ void rl_trust_marker(rl_trust *t, const rl_marker *m, rl_monotime now);
  * checked)? Writes why. */
 bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
                        size_t len);
+
+/* May an acquire of a @want_ms window (its ttl or longer, memory.c) take
+ * the fast path on this master at @now (acquire.c): it was checked, its
+ * marker counts and already knows a ttl this long, and its clock was read
+ * within the last RL_REF_MAX_MS. */
+#define RL_REF_MAX_MS 10000
+bool rl_trust_fast(const rl_trust *t, uint32_t want_ms, rl_monotime now);
+/* An upper bound, on the master's clock (ms), of when a lease of @ttl_ms
+ * whose attempt started at @start (our monotonic clock) ends for its
+ * holder: the master's clock at the last CHECK, plus everything since its
+ * sending and the ttl, run at the fastest rate the drift factor allows. */
+int64_t rl_trust_lease_end(const rl_trust *t, rl_monotime start, uint32_t ttl_ms, double drift);
 
 /* The marker's state in words, for ping and votes: why the master sits
  * out, until when, what would change that. False if it counts. */

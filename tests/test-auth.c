@@ -469,10 +469,18 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
     redlock_config cfg;
     auth_config(&cfg, user, "acl-pass");
     redlock_client *c = core_client(&cfg, -1);
+    /* An uncontended acquire may take the fast path (no script: acquire.c);
+     * the release is a script whatever the path: one of them is refused. */
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &a, &out, &e);
-    cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s", redlock_err_name(rc), e.msg);
+    const char *which = "acquire";
+    if (rc == 0) {
+        which = "release";
+        rc = redlock_release(c, a, NULL, &e);
+        redlock_lock_free(a);
+    }
+    cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s: %s", which, redlock_err_name(rc), e.msg);
     cr_expect(strstr(e.msg, "ACL: the user may not run 'evalsha'") != NULL &&
-                  strstr(e.msg, "password") == NULL, "%s", e.msg);
+                  strstr(e.msg, "password") == NULL, "%s: %s", which, e.msg);
     redlock_client_free(c);
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));

@@ -228,7 +228,8 @@ enum redlock_op_kind {
  * redlock_op_info - one completed operation, for metrics.
  * @kind:        enum redlock_op_kind
  * @status:      what the call returned (0 or REDLOCK_E*)
- * @attempts:    attempts made (acquire: 1 + retries and wake-ups; others: 1 + resends)
+ * @attempts:    attempts made (acquire: 1 + retries, wake-ups and the queue's joining;
+ *               others: 1 + resends)
  * @waited_us:   from the call to its decision (includes retries and waiting)
  * @elapsed_us:  the deciding attempt alone, start to decision
  * @resource:    the (first) resource, not NUL-terminated; NULL for ping
@@ -282,7 +283,10 @@ typedef struct redlock_config {
                                    before giving up; default 3. The wait is a
                                    deadline drawn from these (retry_count delays
                                    of retry_delay + jitter): wake-ups from a
-                                   release are extra attempts and do not count. */
+                                   release, and the attempt right after a first
+                                   one that met a holder (it takes the waiter's
+                                   place in the queues), are extra attempts and
+                                   do not count. */
     uint32_t retry_delay_ms;    /* base delay between polls; default 200 */
     uint32_t retry_jitter_ms;   /* plus uniform random 0..jitter; default 100 */
     double drift_factor;        /* clock-drift allowance, fraction of ttl; default 0.01 */
@@ -295,7 +299,7 @@ typedef struct redlock_config {
                                    connect at once (at most every reconnect_min_ms),
                                    so a master that is back is used within a
                                    round trip, whatever the backoff says. */
-    uint32_t max_inflight;      /* commands outstanding per master before new
+    uint32_t max_inflight;      /* requests outstanding per master before new
                                    requests fail at once with EBUSY; default 1024 */
 
     redlock_log_fn log_fn;      /* optional */
