@@ -8,11 +8,11 @@
  *                                key; K waiters on one client
  *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
  *   capacity.c quorum.c raw.c    clock estimates, cluster-up.sh and fault
- *                                schedules, timeline data and plot, lock
+ *   cmpdel.c                     schedules, timeline data and plot, lock
  *                                windows (overlap, fairness), syscall counts,
  *                                how a contender waits, reaching the masters,
  *                                the floor's capacity phase, raw quorum and
- *                                raw commands
+ *                                raw commands, compare-then-delete
  *   options.c util.c ophook.c    command line; clocks, signals, progress;
  *   mstat.c                      the library's op hook; the masters' counters
  *   state.c hist.c               the shared config and results; histograms
