@@ -112,6 +112,7 @@ struct result {
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
     char masters_cmds[200];           /* the costliest commands per cycle, or "" */
+    char masters_calls[200];          /* every command's calls per cycle and master */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
     /* contention rows */
     struct hist handoff;              /* release returned -> next holder's acquire

@@ -300,6 +300,9 @@ static void print_row_notes(const struct result *r)
         printf("  %-20s masters: %.2f cores busy, %.1f us CPU per cycle (all %d together)%s%s\n",
                r->scenario, r->masters_cores, r->masters_cpu_us_per_cycle, config.n_masters,
                r->masters_cmds[0] ? "; most time in " : "", r->masters_cmds);
+    if (r->masters_calls[0])
+        printf("  %-20s masters ran per cycle, each: %s (calls from scripts included)\n",
+               r->scenario, r->masters_calls);
     if (r->release_failed)
         printf("  %-20s %llu releases did not return 0\n", r->scenario,
                (unsigned long long)r->release_failed);
