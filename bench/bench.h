@@ -3,7 +3,8 @@
  * One program split by concern, in layers; a file calls only files below it:
  *   main.c                       scenario table, main()
  *   report.c targets.c           table, notes, JSON lines; MET/MISSED
- *   floor.c latency.c contention.c faults.c restart.c   the scenarios
+ *   floor.c rawcycle.c latency.c contention.c faults.c restart.c
+ *                                the scenarios
  *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
  *                                key; K waiters on one client
  *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
@@ -178,6 +179,20 @@ struct floor_figures {
 };
 
 extern struct floor_figures floor_fig;
+
+/* The raw row's loaded passes (rawcycle.c), for issue 21's targets; its
+ * passes at 1 in flight are the "raw" result itself. */
+struct raw_figures {
+    int valid;
+    char release[64];                 /* how it released: "EVALSHA on all 5", ... */
+    int inflight;                     /* cycles in flight in the passes below */
+    double cycles_per_s;              /* released as .release says */
+    double masters_cpu_us_per_cycle;  /* all N together; < 0: not read */
+    double script_cycles_per_s;       /* released by EVALSHA on every master */
+    double script_masters_cpu_us_per_cycle;
+};
+
+extern struct raw_figures raw_fig;
 
 /* state.c */
 struct result *result_new(const char *scenario);
@@ -400,8 +415,9 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
 int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all,
                        struct hist *live, char *why, size_t len);
 
-/* scenarios: floor.c, clock.c, latency.c, contention.c, faults.c, restart.c */
+/* scenarios: floor.c, clock.c, rawcycle.c, latency.c, contention.c, faults.c, restart.c */
 void scenario_floor(void);
+void scenario_raw(void);
 redlock_client *clock_client_start(uint64_t *t0);
 void clock_client_report(redlock_client *c, uint64_t t0, struct result *r);
 void scenario_uncontended(void);
