@@ -3,16 +3,17 @@
  * One program split by concern, in layers; a file calls only files below it:
  *   main.c                       scenario table, main()
  *   report.c targets.c           table, notes, JSON lines; MET/MISSED
- *   floor.c latency.c contention.c faults.c restart.c   the scenarios
+ *   floor.c rawcycle.c latency.c contention.c faults.c restart.c
+ *                                the scenarios
  *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
  *                                key; K waiters on one client
  *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
  *   capacity.c quorum.c raw.c    clock estimates, cluster-up.sh and fault
- *                                schedules, timeline data and plot, lock
+ *   cmpdel.c                     schedules, timeline data and plot, lock
  *                                windows (overlap, fairness), syscall counts,
  *                                how a contender waits, reaching the masters,
  *                                the floor's capacity phase, raw quorum and
- *                                raw commands
+ *                                raw commands, compare-then-delete
  *   options.c util.c ophook.c    command line; clocks, signals, progress;
  *   mstat.c                      the library's op hook; the masters' counters
  *   state.c hist.c               the shared config and results; histograms
@@ -112,6 +113,7 @@ struct result {
     double masters_cpu_us_per_cycle;  /* all N masters together; < 0: n/a */
     double masters_cores;             /* their CPU s per wall s; < 0: n/a */
     char masters_cmds[200];           /* the costliest commands per cycle, or "" */
+    char masters_calls[200];          /* every command's calls per cycle and master */
     uint64_t errs[BENCH_NERR];        /* failures by -code */
     /* contention rows */
     struct hist handoff;              /* release returned -> next holder's acquire
@@ -177,6 +179,20 @@ struct floor_figures {
 };
 
 extern struct floor_figures floor_fig;
+
+/* The raw row's loaded passes (rawcycle.c), for issue 21's targets; its
+ * passes at 1 in flight are the "raw" result itself. */
+struct raw_figures {
+    int valid;
+    char release[64];                 /* how it released: "EVALSHA on all 5", ... */
+    int inflight;                     /* cycles in flight in the passes below */
+    double cycles_per_s;              /* released as .release says */
+    double masters_cpu_us_per_cycle;  /* all N together; < 0: not read */
+    double script_cycles_per_s;       /* released by EVALSHA on every master */
+    double script_masters_cpu_us_per_cycle;
+};
+
+extern struct raw_figures raw_fig;
 
 /* state.c */
 struct result *result_new(const char *scenario);
@@ -399,8 +415,9 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
 int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all,
                        struct hist *live, char *why, size_t len);
 
-/* scenarios: floor.c, clock.c, latency.c, contention.c, faults.c, restart.c */
+/* scenarios: floor.c, clock.c, rawcycle.c, latency.c, contention.c, faults.c, restart.c */
 void scenario_floor(void);
+void scenario_raw(void);
 redlock_client *clock_client_start(uint64_t *t0);
 void clock_client_report(redlock_client *c, uint64_t t0, struct result *r);
 void scenario_uncontended(void);

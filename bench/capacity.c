@@ -1,7 +1,8 @@
 /* capacity.c - the floor's capacity phase: every master saturated at once
  * from the floor's one loop, P chains of SET then release per master, with
  * the release as a plain DEL and as the compare-then-delete script any
- * Redlock release runs. Gives the throughput ceilings (capacity / 2N).
+ * Redlock release runs (cmpdel.c). Gives the throughput ceilings (capacity
+ * / 2N).
  */
 #include "floor.h"
 
@@ -18,14 +19,6 @@ struct chain {
     uint64_t seq;
     char key[96];
 };
-
-/* Compare-then-delete, what any Redlock release must run on each master;
- * used for the second capacity figure. */
-static const char release_lua[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
-    "  return redis.call('del', KEYS[1])\n"
-    "end\n"
-    "return 0\n";
 
 /* --- capacity: P chains per master, pipelined ----------------------------- */
 
@@ -48,14 +41,11 @@ static void chain_on_reply(redisAsyncContext *ac, void *reply, void *pd)
         int rc;
 
         ch->in_del = 1;
-        if (fs->use_script) {
-            const char *argv[5] = { "EVALSHA", fs->sha, "1", ch->key, floor_token };
-            size_t len[5] = { 7, strlen(fs->sha), 1, strlen(ch->key), sizeof(floor_token) - 1 };
-
-            rc = redisAsyncCommandArgv(fs->ac[ch->master], chain_on_reply, ch, 5, argv, len);
-        } else {
+        /* the script ceiling is the script's, even where a native command exists */
+        if (fs->use_script)
+            rc = floor_send_release(fs, ch->master, ch->key, 0, chain_on_reply, ch);
+        else
             rc = floor_send_del(fs, ch->master, ch->key, chain_on_reply, ch);
-        }
         if (rc != REDIS_OK)
             fs->broken = 1;
         return;
@@ -80,20 +70,6 @@ static void chain_next(struct chain *ch)
         if (--fs->active_chains == 0)
             event_base_loopbreak(fs->base);
     }
-}
-
-static void on_script_loaded(redisAsyncContext *ac, void *reply, void *pd)
-{
-    struct floor_state *fs = pd;
-    redisReply *r = reply;
-
-    (void)ac;
-    if (r && r->type == REDIS_REPLY_STRING)
-        snprintf(fs->sha, sizeof(fs->sha), "%s", r->str);
-    else
-        fs->broken = 1;
-    if (++fs->loaded == fs->n)
-        event_base_loopbreak(fs->base);
 }
 
 /* Saturate every master from this loop for the current phase; returns
@@ -131,7 +107,8 @@ static double run_capacity(struct floor_state *fs, double *cpu_frac, double *mas
 int floor_capacity(struct floor_state *fs, struct result *r, double d,
                           struct capacity *raw, struct capacity *script)
 {
-    int m, round;
+    char why[160];
+    int round;
 
     fs->n_chains = fs->n * config.pipeline;
     fs->chains = calloc((size_t)fs->n_chains, sizeof(*fs->chains));
@@ -139,13 +116,10 @@ int floor_capacity(struct floor_state *fs, struct result *r, double d,
         result_note(r, "error: out of memory");
         return -1;
     }
-    for (m = 0; m < fs->n; m++) {
-        const char *argv[3] = { "SCRIPT", "LOAD", release_lua };
-        size_t len[3] = { 6, 4, sizeof(release_lua) - 1 };
-
-        redisAsyncCommandArgv(fs->ac[m], on_script_loaded, fs, 3, argv, len);
+    if (floor_release_prepare(fs, why, sizeof(why)) < 0) {
+        result_note(r, "error: %s", why);
+        return -1;
     }
-    event_base_dispatch(fs->base);
     for (round = 0; round < 4 && !fs->broken; round++) {
         struct capacity c, *best = (round & 1) ? script : raw;
 

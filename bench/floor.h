@@ -1,7 +1,7 @@
 /* floor.h - the state the floor's files share (floor.c, capacity.c, quorum.c,
- * raw.c):
- * plain hiredis connections to every master on one libevent loop, and the
- * figures each phase fills. Private to those three files.
+ * raw.c, cmpdel.c, rawcycle.c): plain hiredis connections to every master on
+ * one libevent loop, and the figures each phase fills. Private to those
+ * files.
  */
 #ifndef BENCH_FLOOR_H
 #define BENCH_FLOOR_H
@@ -13,7 +13,19 @@
 
 enum floor_phase { PH_CONNECT, PH_SINGLE, PH_QUORUM, PH_CAPACITY, PH_DONE };
 
+/* How a master compares and deletes (cmpdel.c): the script, or natively. */
+enum floor_release { REL_SCRIPT, REL_DELIFEQ, REL_DELEX };
+
 struct chain;
+struct floor_state;
+
+/* One question to one master while the release is prepared (cmpdel.c);
+ * kept in the state, so a reply hiredis delivers late still finds it. */
+struct floor_ask {
+    struct floor_state *fs;
+    int master;
+    enum floor_release kind;          /* REL_SCRIPT: the SCRIPT LOAD */
+};
 
 struct floor_state {
     struct event_base *base;
@@ -39,8 +51,11 @@ struct floor_state {
     int n_chains;
     int active_chains;
     int use_script;                   /* capacity: release by EVALSHA, not DEL */
-    char sha[48];                     /* of release_lua, from SCRIPT LOAD */
-    int loaded;
+    /* compare-then-delete (cmpdel.c) */
+    char sha[48];                     /* of its script, from SCRIPT LOAD */
+    enum floor_release rel[BENCH_MAX_MASTERS]; /* each master's cheapest */
+    struct floor_ask ask[BENCH_MAX_MASTERS][3];
+    int loaded;                       /* answers to those questions so far */
     uint64_t cap_replies;
     struct event *tick;
 };
@@ -60,6 +75,15 @@ int floor_send_del(struct floor_state *fs, int m, const char *key, redisCallback
 
 /* quorum.c */
 void floor_quorum_run(struct floor_state *fs, struct hist *h);
+
+/* cmpdel.c */
+int floor_release_prepare(struct floor_state *fs, char *why, size_t len);
+int floor_send_release(struct floor_state *fs, int m, const char *key, int native,
+                       redisCallbackFn *cb, void *pd);
+int floor_release_deleted(const redisReply *r);
+int floor_release_native(const struct floor_state *fs);
+const char *floor_release_name(enum floor_release k);
+void floor_release_describe(const struct floor_state *fs, int native, char *buf, size_t len);
 
 /* capacity.c */
 int floor_capacity(struct floor_state *fs, struct result *r, double d, struct capacity *raw,

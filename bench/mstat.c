@@ -99,10 +99,35 @@ static int by_usec(const void *a, const void *b)
     return x->usec < y->usec ? 1 : x->usec > y->usec ? -1 : 0;
 }
 
+static int by_calls(const void *a, const void *b)
+{
+    const struct mstat_cmd *x = a, *y = b;
+
+    return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : strcmp(x->name, y->name);
+}
+
+/* "set 1.00, evalsha 1.00, get 1.00, del 1.00": what one cycle asked of
+ * each master, most called first. Commands seen less than once in a
+ * hundred cycles (the bench's own INFO) are left out. */
+static void calls_line(struct result *r, struct mstat_cmd *d, int n, uint64_t cycles)
+{
+    size_t used = 0;
+    int i;
+
+    qsort(d, (size_t)n, sizeof(d[0]), by_calls);
+    for (i = 0; i < n && used < sizeof(r->masters_calls); i++) {
+        double per = (double)d[i].calls / (double)cycles / (double)config.n_masters;
+
+        if (per >= 0.01)
+            used += (size_t)snprintf(r->masters_calls + used, sizeof(r->masters_calls) - used,
+                                     "%s%s %.2f", used ? ", " : "", d[i].name, per);
+    }
+}
+
 /* @r's masters' figures from @before (masters_stat() at the start) and now,
  * over r->duration_s and @cycles: cores busy, CPU per cycle, and per
  * command calls per cycle and µs per call (the three costliest in the
- * notes, all in the JSON). */
+ * notes, all in the JSON), and the calls per cycle and master. */
 void masters_delta(struct result *r, const struct mstat *before, uint64_t cycles)
 {
     struct mstat now;
@@ -139,4 +164,5 @@ void masters_delta(struct result *r, const struct mstat *before, uint64_t cycles
                                      per_cycle, us);
     }
     result_extra(r, "}");
+    calls_line(r, d, n, cycles);
 }

@@ -83,6 +83,32 @@ static void json_lib(FILE *f, const struct opstats *s)
     fputc('}', f);
 }
 
+/* Issue 21's ratios against the raw row of this run (rawcycle.c), on the
+ * rows its targets judge; null where either side was not measured. */
+static void json_raw_ratio(FILE *f, const char *name, double lib, double raw)
+{
+    json_num(f, name, raw > 0 ? lib / raw : 0, lib >= 0 && raw > 0);
+}
+
+static void json_raw_ratios(FILE *f, const struct result *r)
+{
+    const struct result *raw = result_find("raw");
+
+    if (!raw || !raw_fig.valid)
+        return;
+    if (strcmp(r->scenario, "uncontended") == 0) {
+        json_raw_ratio(f, "ratio_raw_p50", r->acq.count ? (double)hist_pct(&r->acq, 0.5) : -1,
+                       raw->acq.count ? (double)hist_pct(&raw->acq, 0.5) : 0);
+        json_raw_ratio(f, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
+                       raw->masters_cpu_us_per_cycle);
+    } else if (strcmp(r->scenario, "throughput") == 0) {
+        json_raw_ratio(f, "ratio_raw_script_cycles", r->cycles_per_s,
+                       raw_fig.script_cycles_per_s);
+        json_raw_ratio(f, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
+                       raw_fig.masters_cpu_us_per_cycle);
+    }
+}
+
 void report_json_line(FILE *f, const struct result *r)
 {
     int i, first = 1;
@@ -120,6 +146,7 @@ void report_json_line(FILE *f, const struct result *r)
         json_num(f, "ratio_script_ceiling", r->cycles_per_s / floor_fig.script_ceiling_cycles_per_s,
                  floor_fig.script_ceiling_cycles_per_s > 0);
     }
+    json_raw_ratios(f, r);
     fprintf(f, ",\"hiredis\":\"%s\",\"duration_s\":%.2f,\"ttl_ms\":%u,\"node_timeout_ms\":%u,\"errors\":{",
             bench_hiredis_version(), r->duration_s, config.ttl_ms, config.node_timeout_ms);
     for (i = 1; i < BENCH_NERR; i++) {
@@ -300,6 +327,9 @@ static void print_row_notes(const struct result *r)
         printf("  %-20s masters: %.2f cores busy, %.1f us CPU per cycle (all %d together)%s%s\n",
                r->scenario, r->masters_cores, r->masters_cpu_us_per_cycle, config.n_masters,
                r->masters_cmds[0] ? "; most time in " : "", r->masters_cmds);
+    if (r->masters_calls[0])
+        printf("  %-20s masters ran per cycle, each: %s (calls from scripts included)\n",
+               r->scenario, r->masters_calls);
     if (r->release_failed)
         printf("  %-20s %llu releases did not return 0\n", r->scenario,
                (unsigned long long)r->release_failed);

@@ -1,5 +1,6 @@
 /* state.c - the state every part of redlock-bench shares: the one config,
- * the floor figures, and the results, one per scenario row.
+ * the floor's and the raw row's figures, and the results, one per scenario
+ * row.
  *
  * Data only, at the bottom of the program: every other file may use it, and
  * it calls none of them, so the scenario files can sit above a common base
@@ -13,6 +14,7 @@
 
 struct config config;
 struct floor_figures floor_fig;
+struct raw_figures raw_fig;
 
 static struct result *results[BENCH_MAX_RESULTS];
 static int n_results;

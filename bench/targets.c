@@ -113,8 +113,9 @@ static void safety_targets(void)
     struct result **res = results_all(&n);
 
     for (i = 0; i < n; i++) {
+        /* floor and raw take no lock through the library */
         if (res[i]->skipped || strcmp(res[i]->scenario, "restart") == 0 ||
-            strcmp(res[i]->scenario, "floor") == 0)
+            strcmp(res[i]->scenario, "floor") == 0 || strcmp(res[i]->scenario, "raw") == 0)
             continue;
         acquisitions += res[i]->ok;
         checked += res[i]->checked;
@@ -266,6 +267,95 @@ static void memory_targets(void)
     }
 }
 
+/* Why a target of issue 21 cannot be judged: "" when it can. */
+static const char *fastpath_missing(const struct result *lib, const char *lib_name,
+                                    const struct result *raw)
+{
+    static char why[80];
+
+    if (!lib && !raw)
+        snprintf(why, sizeof(why), "(not run: %s, raw)", lib_name);
+    else if (!lib || !raw)
+        snprintf(why, sizeof(why), "(not run: %s)", lib ? "raw" : lib_name);
+    else if (!row_ok(raw) || !raw_fig.valid)
+        snprintf(why, sizeof(why), "(the raw row failed: see its note)");
+    else if (!row_ok(lib) || !lib->acq.count)
+        snprintf(why, sizeof(why), "(the %s row failed: see its note)", lib_name);
+    else
+        why[0] = '\0';
+    return why;
+}
+
+/* Issue 21: the library against the same cycle with no library, the raw
+ * row of this same run (rawcycle.c), and against the floor's ceiling. */
+static void fastpath_targets(void)
+{
+    const struct result *raw = result_find("raw"), *u = result_find("uncontended"),
+                        *t = result_find("throughput");
+    const char *why;
+    char got[200], what[100];
+
+    why = fastpath_missing(u, "uncontended", raw);
+    if (!why[0] && u->masters_cpu_us_per_cycle >= 0 && raw->masters_cpu_us_per_cycle > 0) {
+        double x = u->masters_cpu_us_per_cycle / raw->masters_cpu_us_per_cycle;
+
+        snprintf(got, sizeof(got), "%.2f x (%.1f / %.1f us; raw: %s)", x,
+                 u->masters_cpu_us_per_cycle, raw->masters_cpu_us_per_cycle, raw_fig.release);
+        target("uncontended: masters' CPU per cycle <= 1.2 x raw", got, x <= 1.2, 1);
+    } else {
+        target("uncontended: masters' CPU per cycle <= 1.2 x raw",
+               why[0] ? why : "(the masters' CPU was not read)", 0, 0);
+    }
+    if (!why[0] && raw->acq.count) {
+        double x = (double)hist_pct(&u->acq, 0.5) / (double)hist_pct(&raw->acq, 0.5);
+
+        snprintf(got, sizeof(got), "%.2f x (%llu / %llu us; p99 %llu / %llu us)", x,
+                 (unsigned long long)hist_pct(&u->acq, 0.5),
+                 (unsigned long long)hist_pct(&raw->acq, 0.5),
+                 (unsigned long long)hist_pct(&u->acq, 0.99),
+                 (unsigned long long)hist_pct(&raw->acq, 0.99));
+        target("uncontended: acquire p50 <= 1.1 x raw p50", got, x <= 1.1, 1);
+    } else {
+        target("uncontended: acquire p50 <= 1.1 x raw p50", why, 0, 0);
+    }
+
+    snprintf(what, sizeof(what), "throughput, %d in flight: >= 60%% of the SET+DEL ceiling",
+             config.inflight);
+    if (t && row_ok(t) && floor_fig.valid && floor_fig.ceiling_cycles_per_s > 0) {
+        double x = t->cycles_per_s / floor_fig.ceiling_cycles_per_s;
+
+        snprintf(got, sizeof(got), "%.0f%% (%.0f of %.0f cycles/s)", 100.0 * x, t->cycles_per_s,
+                 floor_fig.ceiling_cycles_per_s);
+        target(what, got, x >= 0.6, 1);
+    } else {
+        target(what, t ? "(the throughput row or the floor failed)" : "(not run: throughput)",
+               0, 0);
+    }
+    snprintf(what, sizeof(what), "throughput, %d in flight: >= raw's script cycles/s",
+             config.inflight);
+    why = fastpath_missing(t, "throughput", raw);
+    if (!why[0] && raw_fig.script_cycles_per_s > 0) {
+        double x = t->cycles_per_s / raw_fig.script_cycles_per_s;
+
+        snprintf(got, sizeof(got), "%.2f x (%.0f / %.0f cycles/s)", x, t->cycles_per_s,
+                 raw_fig.script_cycles_per_s);
+        target(what, got, x >= 1.0, 1);
+    } else {
+        target(what, why[0] ? why : "(the raw row has no loaded pass)", 0, 0);
+    }
+    if (!why[0] && t->masters_cpu_us_per_cycle >= 0 && raw_fig.masters_cpu_us_per_cycle > 0) {
+        snprintf(got, sizeof(got), "%.2f x (%.1f / %.1f us; raw: %s)",
+                 t->masters_cpu_us_per_cycle / raw_fig.masters_cpu_us_per_cycle,
+                 t->masters_cpu_us_per_cycle, raw_fig.masters_cpu_us_per_cycle, raw_fig.release);
+        info("throughput: masters' CPU per cycle against raw's", got);
+    }
+    if (raw && raw_fig.valid && raw_fig.script_cycles_per_s != raw_fig.cycles_per_s) {
+        snprintf(got, sizeof(got), "%.0f / %.0f cycles/s (%s / EVALSHA)", raw_fig.cycles_per_s,
+                 raw_fig.script_cycles_per_s, raw_fig.release);
+        info("raw, loaded: native release against the script", got);
+    }
+}
+
 void report_targets(void)
 {
     printf("\ntargets (issue 7: latency, throughput, faults, safety):\n");
@@ -280,4 +370,6 @@ void report_targets(void)
     reliability_targets();
     printf("\ntargets (issue 18: restarts by persistence mode, dead waiters):\n");
     memory_targets();
+    printf("\ntargets (issue 21: the fast path, against the raw row of this run):\n");
+    fastpath_targets();
 }

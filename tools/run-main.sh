@@ -2,8 +2,9 @@
 # tools/run-main.sh - the README's main job, in one command:
 #   install what is missing (tools/deps.sh), build with meson + ninja, start
 #   five fresh masters with cluster-up.sh, run redlock-bench against them
-#   (floor, latency, throughput, contention, dead waiters, kill/pause/restart
-#   faults, restarts by persistence mode and a timeline), and stop the masters again, whatever happens.
+#   (floor, the raw row, latency, throughput, contention, dead waiters,
+#   kill/pause/restart faults, restarts by persistence mode and a timeline),
+#   and stop the masters again, whatever happens.
 #
 # It prints one line per step; what the tools say (apt, meson, ninja,
 # cluster-up.sh) goes to $BENCH_OUT/run-main.log, and the end of that log
