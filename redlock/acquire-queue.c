@@ -36,15 +36,19 @@ void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
 }
 
 /* An acquire that may wait takes a place in the masters' queues from its
- * first attempt on, with a ticket of the moment it started: waiters are
- * then served in the order they started waiting (NOTES.md §5). How long a
- * reservation may wait for it (hand) and how long its place lasts without
- * news (lease) follow from its polling: its poll timer finds a reservation
- * whose wake-up was lost well within the hand-off window, and refreshes
- * its place well within its lease. A reservation cuts its waiter's lease
- * to the reservation's end (script.c, HAND_OVER), so a waiter that died
- * is reserved for once: it costs the next one at most a hand-off window
- * plus that one's poll (720 ms with the defaults). */
+ * second attempt on (the first is the fast path's, acquire.c), with a
+ * ticket of the moment it started: waiters are then served in the order
+ * they started waiting (NOTES.md §5). How long a reservation may wait for
+ * it (hand) and how long its place lasts without news (lease) follow from
+ * its polling: the head's poll timer finds a reservation whose wake-up was
+ * lost well within the hand-off window, and a waiter refreshes its place
+ * well within its lease even at its slowest (rank 8 and beyond: eight
+ * delays). A reservation cuts its waiter's lease to the reservation's end
+ * (script.c, HAND_OVER), so a waiter that died is reserved for once: it
+ * costs the next one at most a hand-off window plus that one's poll, which
+ * is one delay for the waiter right behind the head (720 ms with the
+ * defaults) and min(r, 8) delays for one that last saw itself at rank r
+ * (the queue moved on since its last poll). */
 void rl_acq_join_queue(rl_acquire *a)
 {
     redlock_client *c = a->op.c;
@@ -53,7 +57,9 @@ void rl_acq_join_queue(rl_acquire *a)
         return;   /* one attempt, or polling only */
     uint64_t poll = (uint64_t)a->w.delay_ms + a->w.jitter_ms;
     uint64_t rtt = 2 * (uint64_t)c->cfg.node_timeout_ms;
-    uint64_t hand = poll + rtt + 20, lease = 3 * poll + rtt + 100;
+    /* The lease outlives three of the slowest polls (a waiter far from
+     * the head: acquire.c); the reservation, one of the head's. */
+    uint64_t hand = poll + rtt + 20, lease = 3 * RL_SLOW_POLLS * poll + rtt + 100;
     a->lease_ms = (uint32_t)(lease < REDLOCK_TTL_MAX_MS ? lease : REDLOCK_TTL_MAX_MS);
     rl_wait_join(c, &a->waiter, (uint32_t)(hand < REDLOCK_TTL_MAX_MS ? hand : REDLOCK_TTL_MAX_MS));
 }
@@ -78,4 +84,37 @@ void rl_acq_leave_queues(rl_acquire *a)
     rl_cmd_release(&cmd, &op->k, reserved, true, &(rl_place){ a->waiter.member, 0, 0 });
     /* Also while the client is being freed: the shutdown writes it out. */
     rl_fanout_fire(c->nodes, c->n, &cmd, mask);
+}
+
+/* ---- resources found held lately ---------------------------------------------- */
+
+/* A waiter's first attempt is the fast path (no place in the queues, so
+ * that an uncontended lock writes none); when it meets a holder, the next
+ * attempt takes the place. Under steady contention that is a round lost
+ * per acquire: a resource found held within the last second is "hot", and
+ * a waiter for it queues from its first attempt. Remembered per client, by
+ * a hash of its first lock key in one of RL_HOT_SLOTS slots: a collision
+ * only costs a cold resource one queued attempt. */
+static struct rl_hot *hot_slot(redlock_client *c, const rl_keys *k, uint64_t *hash)
+{
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    for (size_t i = 0; i < k->locks.len[0]; i++)
+        h = (h ^ (unsigned char)k->locks.v[0][i]) * 1099511628211ull;
+    *hash = h;
+    return &c->hot[h % RL_HOT_SLOTS];
+}
+
+bool rl_acq_hot(rl_acquire *a)
+{
+    uint64_t h;
+    struct rl_hot *s = hot_slot(a->op.c, &a->op.k, &h);
+    return s->hash == h && rl_now_us() < s->until;
+}
+
+void rl_acq_found_held(rl_acquire *a)
+{
+    uint64_t h;
+    struct rl_hot *s = hot_slot(a->op.c, &a->op.k, &h);
+    s->hash = h;
+    s->until = rl_now_us() + (uint64_t)RL_HOT_MS * 1000;
 }

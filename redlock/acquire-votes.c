@@ -115,6 +115,8 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         a->n_fail++;
         if (x[1] == 1)
             a->reserved_seen = true;   /* part of a set is ours: the wake-up was real */
+        if (k == 4 && (uint64_t)x[3] < a->rank)
+            a->rank = (uint32_t)x[3];   /* its place in the queue there */
     } else if (x[0] == -3) {
         acq_bad_counter(a, idx, (uint32_t)x[1], x[3] == 1, sent);
     } else {

@@ -80,6 +80,8 @@ static void acq_after_cleanup(rl_acquire *a)
     if (status == REDLOCK_ENOQUORUM && !a->fence_failed)
         status = rl_outcome_failure(op, "acquire", &op->err);
     op->status = status;
+    if (status == REDLOCK_ECONFLICT)
+        rl_acq_found_held(a);   /* the next waiter for it queues at once */
     if (!retryable(status) || rl_acq_last(a) || c->freeing) {
         rl_op_finish(op, status);
         return;
@@ -94,7 +96,7 @@ static void acq_after_cleanup(rl_acquire *a)
         a->wakes_idle = true;
         a->wake_pending = false;
     }
-    if (a->waiter.joined && op->attempts == 1 && status == REDLOCK_ECONFLICT) {
+    if (a->waiter.joined && !a->queued_now && op->attempts == 1 && status == REDLOCK_ECONFLICT) {
         /* A waiter's first attempt (no place in the queues, so that an
          * uncontended acquire never writes one) met a holder: take the
          * place now, not a poll later, so that a release in between hands
@@ -114,6 +116,14 @@ static void acq_after_cleanup(rl_acquire *a)
     }
     rl_monotime now = rl_now_us();
     uint64_t delay_us = (uint64_t)(a->w.delay_ms + rl_client_jitter(c, a->w.jitter_ms)) * 1000;
+    /* A waiter at rank r of a queue (0 the head) polls every min(r, 8)
+     * delays: releases wake the head, and a waiter's own turn comes with a
+     * wake-up; the poll is the safety net for a lost one, or a head that
+     * died (acquire-queue.c says what that costs). Polls then grow with
+     * log(waiters), not with their number. A wait drawn from retry_count
+     * keeps its polls: their number is the wait. */
+    if (!a->by_polls && a->rank != UINT32_MAX && a->rank > 1)
+        delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
     if (a->by_polls && a->poll_rest_us) {
         delay_us = a->poll_rest_us;   /* a wake-up came early: the poll keeps its time */
         a->poll_rest_us = 0;
@@ -313,7 +323,7 @@ static rl_fanout *acq_command(rl_acquire *a)
         .token = a->token,
         .ttl_ms = a->w.ttl_ms,
         .fenced = a->w.flags & REDLOCK_FENCE,
-        .queued = a->waiter.joined && op->attempts > 1,
+        .queued = a->waiter.joined && (op->attempts > 1 || rl_acq_hot(a)),
         .marked = c->cfg.restart_guard,
         .waiter = a->waiter.member,
         .ticket = a->waiter.ticket,
@@ -321,6 +331,7 @@ static rl_fanout *acq_command(rl_acquire *a)
         .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
     };
     a->in_queues |= args.queued;
+    a->queued_now = args.queued;
     a->fast_mask = 0;
     rl_cmd cmd;
     if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
@@ -365,6 +376,7 @@ static void acq_attempt_start(rl_acquire *a)
     a->phase = ACQ_VOTING;
     a->wake_pending = false;
     a->reserved_seen = false;
+    a->rank = UINT32_MAX;
     a->n_ok = a->n_fail = 0;
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));

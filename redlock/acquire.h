@@ -14,6 +14,10 @@
 
 enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
 
+/* A waiter at rank r of a queue (0: the head) polls every min(r, this)
+ * retry delays (acquire.c). */
+#define RL_SLOW_POLLS 8
+
 typedef struct rl_acquire {
     rl_op op;
     int phase;                    /* enum acq_phase */
@@ -37,7 +41,10 @@ typedef struct rl_acquire {
     bool found;                   /* this attempt found a key free or reserved for us */
     bool wakes_idle;              /* a woken attempt found nothing this poll: wake-ups wait */
     uint32_t fast_mask;           /* masters this attempt sent the fast path's transaction */
+    uint32_t rank;                /* the waiter's best place in a queue this attempt saw
+                                     (0 the head; UINT32_MAX none): how soon it polls */
     bool in_queues;               /* some attempt (or its cleanup) gave the waiter a place */
+    bool queued_now;              /* this attempt asks for a place in the queues */
     rl_waiter waiter;             /* wake-ups from releases (wait.c) */
     rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
     redlock_lock *lock;           /* the result */
@@ -64,5 +71,8 @@ void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w);
 bool rl_acq_last(const rl_acquire *a);
 void rl_acq_join_queue(rl_acquire *a);
 void rl_acq_leave_queues(rl_acquire *a);
+/* Was the resource found held lately (a waiter then queues at once)? */
+bool rl_acq_hot(rl_acquire *a);
+void rl_acq_found_held(rl_acquire *a);
 
 #endif

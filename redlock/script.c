@@ -113,17 +113,21 @@
     "end\n"
 
 /* Waiter w takes its place (its ticket; kept if it has one) in queue q and
- * its lease in l is renewed; both sets outlive the lease. A queue key of
- * another type is dropped first (QUEUE_OK); the ZADDs are tried with pcall
- * so that the common case costs no TYPE call. */
+ * its lease in l is renewed; both sets outlive the lease. The ZADDs are
+ * tried with pcall so that the common case costs no TYPE call: a queue key
+ * of another type is dropped (QUEUE_OK) and the place taken again in the
+ * new sets (both, since dropping one drops the other). */
 #define JOIN                                                                   \
     "local function join(q, l, w, ticket, lease)\n"                            \
     "  " NOW_MS                                                               \
     "  local function bad(r) return type(r) == 'table' and r.err end\n"        \
-    "  if bad(redis.pcall('zadd', q, 'NX', ticket, w)) then drop_queue(q, l, q) end\n" \
-    "  if bad(redis.pcall('zadd', l, now + lease, w)) then drop_queue(q, l, l) end\n" \
-    "  redis.call('zadd', q, 'NX', ticket, w)\n"                               \
-    "  redis.call('zadd', l, now + lease, w)\n"                                \
+    "  if bad(redis.pcall('zadd', q, 'NX', ticket, w)) then\n"                 \
+    "    drop_queue(q, l, q) redis.call('zadd', q, 'NX', ticket, w)\n"          \
+    "  end\n"                                                                  \
+    "  if bad(redis.pcall('zadd', l, now + lease, w)) then\n"                  \
+    "    drop_queue(q, l, l) redis.call('zadd', q, 'NX', ticket, w)\n"          \
+    "    redis.call('zadd', l, now + lease, w)\n"                              \
+    "  end\n"                                                                  \
     "  redis.call('pexpire', q, 2 * lease) redis.call('pexpire', l, 2 * lease)\n" \
     "end\n"
 
@@ -270,7 +274,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
      * granted, 0 held (nothing written but the waiter's place in the
      * queue; the second element 1 if one of a set's keys is reserved for
-     * this waiter: a wake-up for it was real, acquire.c), -2 this master's memory cannot be trusted yet (nothing
+     * this waiter: a wake-up for it was real, acquire.c; a fourth, the
+     * waiter's rank in the first key's queue, 0 the head: how often it
+     * polls), -2 this master's memory cannot be trusted yet (nothing
      * written; age -1: its window is not settled yet), and then a fourth
      * element, the window; -3 the fence counter of resource j (0-based,
      * the second element) is garbage: not a decimal integer below 10^18
@@ -336,9 +342,10 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "          join(KEYS[qk + j], KEYS[qk + n + j], ARGV[5], ARGV[6], tonumber(ARGV[7]))\n"
         "        end\n"
         "      end\n"
-        "      local r = 0\n"
+        "      local r, rank = 0, 0\n"
         "      for j = 1, n do if queued and j ~= i and redis.call('get', KEYS[j]) == mine then r = 1 end end\n"
-        "      return {0, r, maxttl}\n"
+        "      if queued then rank = redis.call('zrank', KEYS[qk], ARGV[5]) or 0 end\n"
+        "      return {0, r, maxttl, rank}\n"
         "    end\n"
         "  end\n"
         "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"

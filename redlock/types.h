@@ -40,6 +40,12 @@ struct rl_wait;
 struct rl_ready;
 typedef struct rl_op rl_op;
 
+/* Resources this client found held within RL_HOT_MS, remembered by hash in
+ * this many slots: a waiter for one of them queues from its first attempt
+ * instead of trying the fast path first (acquire-queue.c). */
+#define RL_HOT_SLOTS 64
+#define RL_HOT_MS 1000
+
 struct redlock_client {
     redlock_config cfg;           /* a full copy; the strings below own its strings */
     char *strs;                   /* every string of cfg, copied in one block */
@@ -64,6 +70,10 @@ struct redlock_client {
     struct rl_settle *settle;     /* measuring a reborn master's window (memory.c) */
     struct rl_watchdog *wds;      /* running watchdogs */
     struct rl_wait *wait;         /* waiting for locks (wait.c) */
+    struct rl_hot {               /* resources found held lately (acquire-queue.c) */
+        uint64_t hash;
+        rl_monotime until;
+    } hot[RL_HOT_SLOTS];
     struct rl_ready *ready;       /* readiness waiters (ready.c) */
     int in_callback;              /* inside a user callback run by the library */
     bool free_requested;          /* redlock_client_free() was called from one */
