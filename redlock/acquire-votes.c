@@ -53,8 +53,13 @@ static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongt
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     char d[REDLOCK_VOTE_DETAIL_LEN];
-    if (j >= op->k.locks.n)
-        j = 0;
+    if (j >= op->k.locks.n) {   /* the master's own counter */
+        snprintf(d, sizeof(d), "fence counter \\0redlock:fence %s",
+                 wrongtype ? "is not a string" : "is not an integer");
+        rl_vote_set(&op->out.votes[idx], REDLOCK_VOTE_ERROR, REDLOCK_EWRONGTYPE, d, sent);
+        a->n_fail++;
+        return;
+    }
     int len = (int)(op->k.locks.len[j] - c->prefix_len);
     snprintf(d, sizeof(d), "fence counter %.*s\\0fence %s", len > 40 ? 40 : len,
              op->k.locks.v[j] + c->prefix_len,

@@ -107,11 +107,13 @@ void rl_cmd_check(rl_cmd *c)
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 {
     uint32_t n = k->locks.n;
-    script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n : 0) + (a->queued ? 2 * n : 0) +
+    script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n + 1 : 0) + (a->queued ? 2 * n : 0) +
                                      (a->marked ? 2 : 0));
     arg_keys(c, &k->locks);
-    if (a->fenced)
-        arg_keys(c, &k->fences);
+    if (a->fenced) {
+        arg_keys(c, &k->fences);   /* old per-resource counters, then the master's */
+        arg(c, RL_FENCE_KEY, RL_FENCE_KEY_LEN);
+    }
     if (a->queued) {
         arg_keys(c, &k->queues);
         arg_keys(c, &k->leases);
@@ -167,7 +169,8 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
 
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value)
 {
-    script(c, RL_SCRIPT_FENCE, k->fences.n);
+    script(c, RL_SCRIPT_FENCE, k->fences.n + 1);
+    arg(c, RL_FENCE_KEY, RL_FENCE_KEY_LEN);
     arg_keys(c, &k->fences);
     arg_num(c, value);
 }

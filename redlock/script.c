@@ -13,13 +13,16 @@
  *
  * Keys a lock uses on each master (K = key prefix + resource):
  *   K            the lock: a token, or a reservation "\1" + waiter (below)
- *   K "\0fence"  its fencing counter
+ *   K "\0fence"  its fencing counter before one counter served every
+ *                resource: read (a fence never goes below it) and kept
+ *                in step while it exists, never created
  *   K "\0q"      the waiters' queue: a sorted set, member = waiter, score =
  *                the time the waiter started waiting (its ticket)
  *   K "\0l"      the same members, score = when the waiter's lease ends
  *   "\0redlock:marker"  the master's memory marker: a hash with no ttl
  *                {born, window, maxttl, served, run, durable, pending,
  *                tight, cause} (CHECK, HEARD; NOTES.md §4)
+ *   "\0redlock:fence"   the master's fencing counter, for every resource
  *   "\0redlock:held"    the lock keys this master granted while it was
  *                trusted, scored by when their leases end (a sorted set),
  *                so that the fleet can tell how long the leases live now
@@ -265,7 +268,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "return 1\n",
     [RL_SCRIPT_STATUS] =
         "return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])}\n",
-    /* Acquire. KEYS: n locks, then (flag f) n fence counters, then (flag q)
+    /* Acquire. KEYS: n locks, then (flag f) n old fence counters and the
+     * master's fence counter, then (flag q)
      * n queues and n lease sets, then (flag m) the memory marker and the
      * index of held keys. ARGV: 1
      * token, 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its ticket, 7 its
@@ -279,10 +283,13 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * polls), -2 this master's memory cannot be trusted yet (nothing
      * written; age -1: its window is not settled yet), and then a fourth
      * element, the window; -3 the fence counter of resource j (0-based,
-     * the second element) is garbage: not a decimal integer below 10^18
-     * (fourth element 0) or a key of another type (1). Counters are
-     * checked before anything is written, and never repaired: a counter
-     * reset would hand out a fence already used (NOTES.md §5).
+     * the second element; j = n: the master's own) is garbage: not a
+     * decimal integer below 10^18 (fourth element 0) or a key of another
+     * type (1). Counters are checked before anything is written, and never
+     * repaired: a counter reset would hand out a fence already used
+     * (NOTES.md §5). The fence is the master's counter plus one, and above
+     * any old per-resource counter, which is then set to it: a client of
+     * before one counter per master still counts up from there.
      *
      * The marker: a master whose memory marker is missing has lost its
      * data (FLUSHALL, lost AOF files, an eviction; a restart is caught
@@ -305,7 +312,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
         "local queued = string.find(ARGV[4], 'q', 1, true)\n"
         "local k = n + 1\n"
-        "local fk = k if fenced then k = k + n end\n"
+        "local fk = k if fenced then k = k + n + 1 end\n"
         "local qk = k if queued then k = k + 2 * n end\n"
         "local maxttl = 0\n"
         "local marked = string.find(ARGV[4], 'm', 1, true)\n"
@@ -320,7 +327,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  if age then return {-2, age, maxttl, window or 0} end\n"
         "end\n"
         "if fenced then\n"
-        "  for j = 0, n - 1 do\n"
+        "  for j = 0, n do\n"
         "    local v = redis.pcall('get', KEYS[fk + j])\n"
         "    if type(v) == 'table' then return {-3, j, maxttl, 1} end\n"
         "    if v and not (string.match(v, '^%d+$') and #v <= 18) then return {-3, j, maxttl, 0} end\n"
@@ -358,18 +365,25 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "end\n"
         "local f = 0\n"
         "if fenced then\n"
+        "  f = redis.call('incr', KEYS[fk + n])\n"
+        "  local old, top = {}, f\n"
         "  for j = 0, n - 1 do\n"
-        "    local v = redis.call('incr', KEYS[fk + j])\n"
-        "    if v > f then f = v end\n"
+        "    old[j] = tonumber(redis.call('get', KEYS[fk + j]))\n"
+        "    if old[j] and old[j] >= top then top = old[j] + 1 end\n"
         "  end\n"
+        "  if top > f then f = top redis.call('set', KEYS[fk + n], f) end\n"
+        "  for j = 0, n - 1 do if old[j] then redis.call('set', KEYS[fk + j], f) end end\n"
         "end\n"
         "return {1, f, maxttl}\n",
-    /* Fence write-back: counter = max(counter, ARGV[1]) on every key. */
+    /* Fence write-back: the master's counter (KEYS[1]) = max(counter,
+     * ARGV[1]); so is every old per-resource counter that exists (the
+     * rest of KEYS), none is created. */
     [RL_SCRIPT_FENCE] =
         "local f = tonumber(ARGV[1])\n"
         "for i = 1, #KEYS do\n"
-        "  local c = tonumber(redis.call('get', KEYS[i]) or '0')\n"
-        "  if c < f then redis.call('set', KEYS[i], ARGV[1]) end\n"
+        "  local v = redis.call('get', KEYS[i])\n"
+        "  local c = tonumber(v or '0')\n"
+        "  if (v or i == 1) and c and c < f then redis.call('set', KEYS[i], ARGV[1]) end\n"
         "end\n"
         "return 1\n",
     /* CHECK: run before any vote on a new connection (the handshake) and

@@ -24,6 +24,10 @@ enum rl_script {
 #define RL_HELD_KEY "\0redlock:held"
 #define RL_HELD_KEY_LEN (sizeof(RL_HELD_KEY) - 1)
 
+/* The master's fence counter: one for every resource (script.c). */
+#define RL_FENCE_KEY "\0redlock:fence"
+#define RL_FENCE_KEY_LEN (sizeof(RL_FENCE_KEY) - 1)
+
 const char *rl_script_body(int id);
 const char *rl_script_sha(int id);   /* 40 hex chars */
 int rl_scripts_init(void);           /* idempotent, thread-safe */

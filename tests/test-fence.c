@@ -234,3 +234,94 @@ Test(fence, store_rejects_the_late_write_of_a_paused_holder)
     redlock_lock_free(lb);
     redlock_client_free(c);
 }
+
+/* ---- one counter per master ----------------------------------------------- */
+
+static const char fence_key[] = "\0redlock:fence";
+
+/* Keys named "...\0fence" on master @m (SCAN: the per-resource counters). */
+static long per_resource_counters(int m)
+{
+    long n = 0;
+    char cursor[32] = "0";
+    do {
+        redisReply *r = tc_cmd(m, "SCAN %s MATCH %b COUNT 1000", cursor, "*\0fence", (size_t)7);
+        cr_assert(r && r->type == REDIS_REPLY_ARRAY && r->elements == 2, "SCAN failed");
+        snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+        n += (long)r->element[1]->elements;
+        freeReplyObject(r);
+    } while (strcmp(cursor, "0") != 0);
+    return n;
+}
+
+Test(fence, distinct_fenced_resources_leave_one_counter_per_master)
+{
+    /* A fleet that fences per job id must not grow a key per id: the keys a
+     * master holds are the live locks, the waiters, and a constant. */
+    redlock_client *c = client();
+    long before[16];
+    for (int m = 0; m < tc_n(); m++)
+        before[m] = per_resource_counters(m);
+    uint64_t last = 0;
+    for (int i = 0; i < 200; i++) {
+        char res[128];
+        tc_resource(res, sizeof(res), "job");
+        redlock_resource r = { res, strlen(res) };
+        redlock_lock *l;
+        redlock_error err;
+        cr_assert(eq(int, redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &l, NULL, &err), 0),
+                  "%s", err.msg);
+        cr_assert(gt(u64, redlock_lock_fence(l), last), "fences grow across resources too");
+        last = redlock_lock_fence(l);
+        cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
+        redlock_lock_free(l);
+    }
+    for (int m = 0; m < tc_n(); m++) {
+        cr_expect(eq(i64, per_resource_counters(m), before[m]),
+                  "master %d: a counter per resource was created", m);
+        redisReply *r = tc_cmd(m, "GET %b", fence_key, sizeof(fence_key) - 1);
+        cr_expect(r && r->type == REDIS_REPLY_STRING && strtoull(r->str, NULL, 10) >= 200,
+                  "master %d: its counter counts every fenced grant", m);
+        freeReplyObject(r);
+    }
+    redlock_client_free(c);
+}
+
+Test(fence, a_counter_from_before_the_change_keeps_fences_growing)
+{
+    /* Upgrade: a resource whose counter (R\0fence) an older client left at
+     * 10^6 gets a larger fence, and its counter follows, so that an older
+     * client still running counts up from above every fence handed out. */
+    redlock_client *c = client();
+    char res[128], key[160];
+    tc_resource(res, sizeof(res), "upgrade");
+    size_t len = strlen(res);
+    memcpy(key, res, len);
+    memcpy(key + len, "\0fence", 6);
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "SET %b 1000000", key, len + 6));
+    redlock_resource r = { res, len };
+    redlock_lock *l;
+    redlock_error err;
+    cr_assert(eq(int, redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &l, NULL, &err), 0), "%s",
+              err.msg);
+    uint64_t f = redlock_lock_fence(l);
+    cr_expect(gt(u64, f, 1000000u), "fence %llu went below the old counter",
+              (unsigned long long)f);
+    cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
+    redlock_lock_free(l);
+    int in_step = 0;
+    for (int m = 0; m < tc_n(); m++) {
+        redisReply *o = tc_cmd(m, "GET %b", key, len + 6);
+        redisReply *g = tc_cmd(m, "GET %b", fence_key, sizeof(fence_key) - 1);
+        uint64_t ov = o && o->type == REDIS_REPLY_STRING ? strtoull(o->str, NULL, 10) : 0;
+        uint64_t gv = g && g->type == REDIS_REPLY_STRING ? strtoull(g->str, NULL, 10) : 0;
+        in_step += ov >= f && gv >= f;   /* the write-back reached it (a majority at least) */
+        freeReplyObject(o);
+        freeReplyObject(g);
+        freeReplyObject(tc_cmd(m, "DEL %b", key, len + 6));
+    }
+    cr_expect(ge(int, in_step, tc_n() / 2 + 1), "only %d masters kept the counters in step",
+              in_step);
+    redlock_client_free(c);
+}

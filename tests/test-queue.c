@@ -276,10 +276,17 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
     char key[160];
     size_t len = side_key(key, res, "fence");
     freeReplyObject(tc_cmd(0, "SET %b abc", key, len));
+    unsigned long long top = 0;   /* the masters' own counters (one per master) */
+    for (int m = 1; m < tc_n(); m++) {
+        redisReply *g = tc_cmd(m, "GET %b", "\0redlock:fence", (size_t)14);
+        if (g && g->type == REDIS_REPLY_STRING && strtoull(g->str, NULL, 10) > top)
+            top = strtoull(g->str, NULL, 10);
+        freeReplyObject(g);
+    }
     redlock_acquire_opts o = opts(0, 100, REDLOCK_FENCE);
     int rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u64, redlock_lock_fence(l), 1));
+    cr_expect(gt(u64, redlock_lock_fence(l), top), "the fence did not grow");
     core_must_release(c, l);
     /* On every master, as text and as another type: a fenced acquire fails
      * at once (no retry: waiting cannot fix it), naming the counter. */
@@ -459,4 +466,41 @@ Test(queue, a_set_woken_for_one_key_is_woken_again_for_the_next)
     redlock_client_free(holder);
     core_del_all(x, strlen(x));
     core_del_all(y, strlen(y));
+}
+
+Test(queue, a_garbage_master_fence_counter_is_refused_naming_it)
+{
+    /* The master's own counter (one for every resource) as garbage on every
+     * master: a fenced acquire fails at once, naming it; unfenced ones work. */
+    char res[128];
+    tc_resource(res, sizeof(res), "garbage-master-fence");
+    redlock_client *c = client(100);
+    redlock_resource r = { res, strlen(res) };
+    redlock_lock *l = NULL;
+    redlock_outcome out;
+    redlock_error e;
+    char saved[16][32];
+    for (int m = 0; m < tc_n(); m++) {
+        redisReply *g = tc_cmd(m, "GET %b", "\0redlock:fence", (size_t)14);
+        snprintf(saved[m], sizeof(saved[m]), "%s",
+                 g && g->type == REDIS_REPLY_STRING ? g->str : "");
+        freeReplyObject(g);
+        freeReplyObject(tc_cmd(m, "SET %b x17", "\0redlock:fence", (size_t)14));
+    }
+    redlock_acquire_opts o = opts(2000, 100, REDLOCK_FENCE);
+    int rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(u32, out.attempts, 1), "%u attempts", out.attempts);
+    cr_expect(strstr(e.msg, "fence counter \\0redlock:fence is not an integer") != NULL,
+              "the message names the counter: %s", e.msg);
+    cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "the refused acquire left its key");
+    l = core_must_acquire(c, res, TTL_MS, NULL);
+    core_must_release(c, l);
+    for (int m = 0; m < tc_n(); m++) {
+        if (saved[m][0])
+            freeReplyObject(tc_cmd(m, "SET %b %s", "\0redlock:fence", (size_t)14, saved[m]));
+        else
+            freeReplyObject(tc_cmd(m, "DEL %b", "\0redlock:fence", (size_t)14));
+    }
+    redlock_client_free(c);
 }
