@@ -377,6 +377,7 @@ struct load_opts {
     struct timeline *tl;              /* optional: per-bucket figures */
     struct sysc *sys;                 /* optional: count syscalls over the run */
     const char *label;                /* progress label and key prefix */
+    unsigned flags;                   /* acquire flags (REDLOCK_FENCE) */
     /* called once the client is warm, just before the clock starts (the
      * fault scenarios break masters here) */
     void (*before)(void *arg);
@@ -423,6 +424,8 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r);
 void scenario_uncontended(void);
 void scenario_uncontended_blocking(void);
 void scenario_throughput(void);
+void scenario_fence_keys(void);
+long long fence_keys_grown_max(void);   /* -1: not run (fencekeys.c) */
 void scenario_blocking(void);
 void scenario_contention(void);
 void scenario_contention_poll(void);

@@ -134,7 +134,8 @@ static void slot_next(struct slot *s)
                                  (unsigned long long)s->n++);
     L->r->ops++;
     s->t0 = now_us();
-    rc = redlock_acquire_async(L->c, s->key, s->keylen, config.ttl_ms, on_acquire, s, NULL);
+    redlock_resource one = { s->key, s->keylen };
+    rc = redlock_acquire_set_async(L->c, &one, 1, config.ttl_ms, L->o->flags, on_acquire, s, NULL);
     if (rc != 0) {
         /* refused at once: the callback will not run. Count it and try again
          * from the loop (never recurse: a refusing client would spin). */

@@ -25,6 +25,7 @@ static const struct scenario scenarios[] = {
     { "uncontended", scenario_uncontended, 0 },
     { "uncontended-blocking", scenario_uncontended_blocking, 0 },
     { "throughput", scenario_throughput, 0 },
+    { "fence-keys", scenario_fence_keys, 0 },
     { "blocking", scenario_blocking, 0 },
     { "contention", scenario_contention, 0 },
     { "contention-poll", scenario_contention_poll, 0 },

@@ -356,6 +356,21 @@ static void fastpath_targets(void)
     }
 }
 
+/* One fence counter per master: distinct fenced resources leave no key. */
+static void fence_keys_target(void)
+{
+    const char *what = "fence-keys: keys per master grow <= 1 (its fence counter)";
+    long long most = fence_keys_grown_max();
+    char got[96];
+
+    if (!result_find("fence-keys")) {
+        target(what, "(not run: fence-keys)", 0, 0);
+        return;
+    }
+    snprintf(got, sizeof(got), "%lld at most", most);
+    target(what, most < 0 ? "(no resource taken)" : got, most >= 0 && most <= 1, most >= 0);
+}
+
 void report_targets(void)
 {
     printf("\ntargets (issue 7: latency, throughput, faults, safety):\n");
@@ -372,4 +387,5 @@ void report_targets(void)
     memory_targets();
     printf("\ntargets (issue 21: the fast path, against the raw row of this run):\n");
     fastpath_targets();
+    fence_keys_target();
 }
