@@ -123,8 +123,11 @@ static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority, int 
 {
     rl_node *n = &f->nodes[s->idx];
     rl_form *fm = &f->forms[s->form];
-    const char *saved[3] = { fm->argv[0], fm->argv[1], fm->node_arg ? fm->argv[fm->node_arg] : NULL };
-    size_t saved_len[3] = { fm->argvlen[0], fm->argvlen[1],
+    /* argv[1] only for a script (EVALSHA sha ...): a plain command may
+     * have a single argument (TIME). */
+    const char *saved[3] = { fm->argv[0], fm->argc > 1 ? fm->argv[1] : NULL,
+                             fm->node_arg ? fm->argv[fm->node_arg] : NULL };
+    size_t saved_len[3] = { fm->argvlen[0], fm->argc > 1 ? fm->argvlen[1] : 0,
                             fm->node_arg ? fm->argvlen[fm->node_arg] : 0 };
     if (fm->node_arg && s->own_len) {
         fm->argv[fm->node_arg] = s->own;
@@ -145,10 +148,12 @@ static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority, int 
         rc = rl_node_send(n, fanout_on_reply, s, fm->argc, fm->argv, fm->argvlen, priority);
         *ret_sent = rc == 0;
     }
-    fm->argv[0] = saved[0];
-    fm->argvlen[0] = saved_len[0];
-    fm->argv[1] = saved[1];
-    fm->argvlen[1] = saved_len[1];
+    if (eval) {
+        fm->argv[0] = saved[0];
+        fm->argvlen[0] = saved_len[0];
+        fm->argv[1] = saved[1];
+        fm->argvlen[1] = saved_len[1];
+    }
     if (fm->node_arg) {
         fm->argv[fm->node_arg] = saved[2];
         fm->argvlen[fm->node_arg] = saved_len[2];
