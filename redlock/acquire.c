@@ -346,7 +346,7 @@ static rl_fanout *acq_command(rl_acquire *a)
         return f;
     }
     for (uint32_t i = 0; i < c->n; i++)
-        if (rl_trust_fast(&c->nodes[i].trust, args.window_ms, op->attempt_us))
+        if (rl_node_fast(&c->nodes[i], args.window_ms, op->attempt_us))
             a->fast_mask |= 1u << i;
     rl_cmd fast;
     rl_cmd_acquire_fast(&fast, &op->k, a->token, a->w.ttl_ms);
