@@ -54,25 +54,30 @@ struct rl_fanout {
     char buf[];                   /* argv arrays and copies of every argument */
 };
 
-static size_t form_bytes(const rl_cmd *cmd)
+static size_t form_arrays(const rl_cmd *cmd)
 {
-    size_t bytes = (size_t)cmd->argc * (sizeof(char *) + sizeof(size_t));
+    return (size_t)cmd->argc * (sizeof(char *) + sizeof(size_t));
+}
+
+static size_t form_strings(const rl_cmd *cmd)
+{
+    size_t bytes = 0;
     for (int i = 0; i < cmd->argc; i++)
         bytes += cmd->len[i] + 1;
     return bytes;
 }
 
-static char *form_copy(rl_form *fm, const rl_cmd *cmd, char *p)
+/* @cmd into @fm: its two arrays at @arrays (aligned: every form's arrays
+ * come first in the buffer), its strings at @p; returns the next string. */
+static char *form_copy(rl_form *fm, const rl_cmd *cmd, char *arrays, char *p)
 {
     fm->script = cmd->script;
     fm->nparts = cmd->nparts;
     memcpy(fm->part_argc, cmd->part_argc, sizeof(fm->part_argc));
     fm->node_arg = cmd->node_arg;
     fm->argc = cmd->argc;
-    fm->argv = (const char **)(void *)p;
-    p += (size_t)cmd->argc * sizeof(char *);
-    fm->argvlen = (size_t *)(void *)p;
-    p += (size_t)cmd->argc * sizeof(size_t);
+    fm->argv = (const char **)(void *)arrays;
+    fm->argvlen = (size_t *)(void *)(arrays + (size_t)cmd->argc * sizeof(char *));
     for (int i = 0; i < cmd->argc; i++) {
         if (cmd->len[i])
             memcpy(p, cmd->argv[i], cmd->len[i]);
@@ -89,14 +94,16 @@ static char *form_copy(rl_form *fm, const rl_cmd *cmd, char *p)
  * can go. */
 rl_fanout *rl_fanout_new2(rl_node *nodes, const rl_cmd *cmd, const rl_cmd *alt)
 {
-    rl_fanout *f = calloc(1, sizeof(*f) + form_bytes(cmd) + (alt ? form_bytes(alt) : 0));
+    size_t arrays0 = form_arrays(cmd), arrays1 = alt ? form_arrays(alt) : 0;
+    size_t strings = form_strings(cmd) + (alt ? form_strings(alt) : 0);
+    rl_fanout *f = calloc(1, sizeof(*f) + arrays0 + arrays1 + strings);
     if (!f)
         return NULL;
     f->nodes = nodes;
     f->refs = 1;
-    char *p = form_copy(&f->forms[0], cmd, f->buf);
+    char *p = form_copy(&f->forms[0], cmd, f->buf, f->buf + arrays0 + arrays1);
     if (alt)
-        form_copy(&f->forms[1], alt, p);
+        form_copy(&f->forms[1], alt, f->buf + arrays0, p);
     return f;
 }
 
