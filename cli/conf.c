@@ -1,9 +1,9 @@
 /* conf.c - redlock-cli's configuration file: `key = value` lines whose keys
  * are the long option names, so that a fleet's connection settings (the
  * masters, the user, TLS files) live in one place instead of in every
- * crontab line. Reading only: opts.c decides what a line may set and in
- * which order the sources count (command line, environment, --config or
- * the default file).
+ * crontab line. Reading only: opts-layers.c decides what a line may set,
+ * and opts-parts.h says in which order the sources count (command line,
+ * environment, --config or the default file).
  */
 #include "conf.h"
 
