@@ -29,14 +29,14 @@ static int given(const struct parse_state *ps, const char *name)
 {
     const struct opt_def *d = cli_opt_find(name);
 
-    return d != NULL && ps->given[d - cli_opt_defs] != NULL;
+    return d && ps->given[d - cli_opt_defs];
 }
 
 static int env_set(const char *name)
 {
     const char *v = getenv(name);
 
-    return v != NULL && v[0] != '\0';
+    return v && v[0] != '\0';
 }
 
 /* @val for option @d from @source (named in messages): a flag takes yes
@@ -117,7 +117,7 @@ int cli_layer_conf(struct cli_opts *o, struct parse_state *ps)
     int r = CLI_PARSE_OK;
 
     o->conf = calloc(1, sizeof(*o->conf));
-    if (o->conf == NULL) {
+    if (!o->conf) {
         cli_usage_error("out of memory while reading the config file");
         return CLI_PARSE_USAGE;
     }
@@ -131,12 +131,12 @@ int cli_layer_conf(struct cli_opts *o, struct parse_state *ps)
 
         snprintf(source, sizeof(source), "%s:%u", o->conf->path, o->conf->e[i].line);
         cli_msg_source = source;
-        if (d == NULL || !settable(d)) {
+        if (!d || !settable(d)) {
             cli_usage_error("'%s': %s: keys are the long names of the connection options "
                             "(masters, user, password-file, tls, cacert, prefix, timeout-ms...)",
-                            key, d == NULL ? "unknown key" : "a command's or the output's option");
+                            key, !d ? "unknown key" : "a command's or the output's option");
             r = CLI_PARSE_USAGE;
-        } else if (seen[d - cli_opt_defs] != NULL) {
+        } else if (seen[d - cli_opt_defs]) {
             cli_usage_error("%s given twice: give it once", key);
             r = CLI_PARSE_USAGE;
         }
@@ -158,7 +158,7 @@ int cli_load_password(struct cli_opts *o)
 {
     const char *env = getenv("REDLOCK_PASSWORD");
 
-    if (o->password_file != NULL) {
+    if (o->password_file) {
         int shared = 0;
 
         if (cli_read_secret_file("--password-file", o->password_file, CLI_PASSWORD_MAX,
@@ -168,9 +168,9 @@ int cli_load_password(struct cli_opts *o)
             cli_warn_shared_secret("--password-file", o->password_file);
         return 0;
     }
-    if (env != NULL && env[0] != '\0') {
+    if (env && env[0] != '\0') {
         o->password = strdup(env);
-        if (o->password == NULL) {
+        if (!o->password) {
             cli_usage_error("out of memory while reading $REDLOCK_PASSWORD");
             return -1;
         }

@@ -188,7 +188,7 @@ int cli_opt_apply(struct cli_opts *o, struct parse_state *ps, const struct opt_d
 
     /* A value given twice is a script's mistake (two --ttl: which one did
      * it mean?), not a last-one-wins. Flags may repeat. */
-    if (val != NULL && ps->given[id] != NULL) {
+    if (val && ps->given[id]) {
         if (d->kind == OPT_SECRET)
             cli_usage_error("--%s given twice: give it once", d->name);
         else
@@ -196,7 +196,7 @@ int cli_opt_apply(struct cli_opts *o, struct parse_state *ps, const struct opt_d
                             ps->given[id], val);
         return CLI_PARSE_USAGE;
     }
-    ps->given[id] = val != NULL ? val : "";
+    ps->given[id] = val ? val : "";
     switch (d->kind) {
     case OPT_FLAG: *(int *)(void *)field = 1; return CLI_PARSE_OK;
     case OPT_COUNT: (*(int *)(void *)field)++; return CLI_PARSE_OK;
@@ -209,7 +209,7 @@ int cli_opt_apply(struct cli_opts *o, struct parse_state *ps, const struct opt_d
         /* redis-cli spells the password -a: say why we do not. */
         cli_usage_error("%s: passwords are not accepted on the command line (ps(1) shows "
                         "them): use --password-file FILE or $REDLOCK_PASSWORD",
-                        d->short_name && val == NULL ? (char[]){'-', d->short_name, 0} :
+                        d->short_name && !val ? (char[]){'-', d->short_name, 0} :
                         "--password");
         return CLI_PARSE_USAGE;
     default:

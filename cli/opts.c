@@ -33,10 +33,10 @@ static int parse_short(struct cli_opts *o, struct parse_state *ps, int argc, cha
         const char *val = NULL;
         int r;
 
-        for (size_t k = 0; k < N_OPTS && d == NULL; k++)
+        for (size_t k = 0; k < N_OPTS && !d; k++)
             if (cli_opt_defs[k].short_name == *s)
                 d = &cli_opt_defs[k];
-        if (d == NULL) {
+        if (!d) {
             cli_usage_error("unknown option '-%c' (see --help)", *s);
             return CLI_PARSE_USAGE;
         }
@@ -51,7 +51,7 @@ static int parse_short(struct cli_opts *o, struct parse_state *ps, int argc, cha
             }
         }
         r = cli_opt_apply(o, ps, d, val, help);
-        if (r != CLI_PARSE_OK || val != NULL)
+        if (r != CLI_PARSE_OK || val)
             return r;
     }
     return CLI_PARSE_OK;
@@ -66,10 +66,10 @@ static int parse_long(struct cli_opts *o, struct parse_state *ps, int argc, char
     size_t nlen = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
     const struct opt_def *d = NULL;
 
-    for (size_t k = 0; k < N_OPTS && d == NULL; k++)
+    for (size_t k = 0; k < N_OPTS && !d; k++)
         if (strlen(cli_opt_defs[k].name) == nlen && strncmp(cli_opt_defs[k].name, a + 2, nlen) == 0)
             d = &cli_opt_defs[k];
-    if (d == NULL) {
+    if (!d) {
         if (nlen > 40)
             cli_usage_error("unknown option '--%.20s...' (see --help)", a + 2);
         else
@@ -231,14 +231,14 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
 
 void cli_opts_done(struct cli_opts *o)
 {
-    if (o->password != NULL) {
+    if (o->password) {
         explicit_bzero(o->password, strlen(o->password));
         free(o->password);
         o->password = NULL;
     }
     free(o->masters);
     o->masters = NULL;
-    if (o->conf != NULL) {
+    if (o->conf) {
         cli_conf_free(o->conf);
         free(o->conf);
         o->conf = NULL;
