@@ -1,9 +1,9 @@
 /* conf.c - redlock-cli's configuration file: `key = value` lines whose keys
  * are the long option names, so that a fleet's connection settings (the
  * masters, the user, TLS files) live in one place instead of in every
- * crontab line. Reading only: opts.c decides what a line may set and in
- * which order the sources count (command line, environment, --config or
- * the default file).
+ * crontab line. Reading only: opts-layers.c decides what a line may set,
+ * and opts-parts.h says in which order the sources count (command line,
+ * environment, --config or the default file).
  */
 #include "conf.h"
 
@@ -38,7 +38,7 @@ static int read_text(const char *path, char **ret)
     char *text;
     FILE *f = fopen(path, "re");
 
-    if (f == NULL) {
+    if (!f) {
         if (errno == ENOENT)
             return 1;
         cli_usage_error("config file '%s': %s", path, strerror(errno));
@@ -51,7 +51,7 @@ static int read_text(const char *path, char **ret)
         return -1;
     }
     text = malloc((size_t)st.st_size + 1);
-    if (text == NULL) {
+    if (!text) {
         cli_usage_error("config file '%s': out of memory", path);
         fclose(f);
         return -1;
@@ -85,18 +85,18 @@ int cli_conf_load(const char *path, int required, struct cli_conf *c)
         cli_usage_error("--config '%s': no such file", path);
         return -1;
     }
-    for (p = c->text; p != NULL; p = next) {
+    for (p = c->text; p; p = next) {
         char *eq, *key;
 
         line++;
         next = strchr(p, '\n');
-        if (next != NULL)
+        if (next)
             *next++ = '\0';
         key = trim(p);
         if (key[0] == '\0' || key[0] == '#')
             continue;
         eq = strchr(key, '=');
-        if (eq == NULL) {
+        if (!eq) {
             cli_usage_error("%s:%u: expected 'key = value' (a long option name, e.g. "
                             "masters = h1:6379,h2:6379,h3:6379)", path, line);
             return -1;
@@ -117,7 +117,7 @@ int cli_conf_load(const char *path, int required, struct cli_conf *c)
 
 void cli_conf_free(struct cli_conf *c)
 {
-    if (c->text != NULL) {
+    if (c->text) {
         /* It may name a password file, or masters with passwords. */
         explicit_bzero(c->text, strlen(c->text));
         free(c->text);
@@ -131,9 +131,9 @@ const char *cli_conf_default_path(char *buf, size_t size)
     struct stat st;
 
     /* The XDG base directory rule: $XDG_CONFIG_HOME, else ~/.config. */
-    if (xdg != NULL && xdg[0] == '/')
+    if (xdg && xdg[0] == '/')
         snprintf(buf, size, "%s/redlock/cli.conf", xdg);
-    else if (home != NULL && home[0] == '/')
+    else if (home && home[0] == '/')
         snprintf(buf, size, "%s/.config/redlock/cli.conf", home);
     else
         buf[0] = '\0';

@@ -1,4 +1,5 @@
-/* conf.h - the configuration file's lines (conf.c); opts.c applies them. */
+/* conf.h - the configuration file's lines (conf.c), which opts-layers.c
+ * applies. */
 #ifndef REDLOCK_CLI_CONF_H
 #define REDLOCK_CLI_CONF_H
 

@@ -123,8 +123,9 @@ enum cli_parse_result {
     CLI_PARSE_CONFIG,      /* the setup is missing (no masters): a line, exit 78 */
 };
 
-/* Parse argv (and $REDLOCK_MASTERS, $REDLOCK_PASSWORD) into @o.
- * @help is called for --help. On any outcome, call cli_opts_done(). */
+/* Parse argv into @o, and fill what it leaves unsaid from the environment,
+ * then the config file (the whole order: opts-parts.h). @help is called
+ * for --help. On any outcome, call cli_opts_done(). */
 int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void));
 
 /* Free what @o owns and wipe the password. */
