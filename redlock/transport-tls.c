@@ -116,8 +116,8 @@ int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_t
          * sudo -u); access() would ask for the real one. */
         int err = file && file[0] != '(' && faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) != 0
                       ? errno : 0;
-        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%.80s\": cannot %s it: %s", what, file,
-                  err ? "read" : "load", err ? strerror(err) : ssl_err());
+        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%s\": cannot %s it: %s", what,
+                  RL_QUOTE(file, 80), err ? "read" : "load", err ? strerror(err) : ssl_err());
         rl_tls_free(t);
         return REDLOCK_EINVAL;
     }
