@@ -35,10 +35,8 @@ void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_mono
     v->kind = kind;
     v->err = err;
     v->latency_us = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
-    snprintf(v->detail, sizeof(v->detail), "%s", detail ? detail : "");
-    for (char *p = v->detail; *p; p++)
-        if (*p == '\n' || *p == '\r' || *p == '\t')
-            *p = ' ';
+    /* On one line; what is longer than the public 96 bytes ends in "…". */
+    rl_fit(v->detail, sizeof(v->detail), detail ? detail : "");
 }
 
 /* ---- rounds ----------------------------------------------------------------- */

@@ -40,7 +40,7 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
     }
     /* Redis 7 ends an error raised inside a script with " script: <sha>,
      * on @user_script:<line>.": ours, and nothing the user can act on. */
-    char cut[REDLOCK_VOTE_DETAIL_LEN];
+    char cut[512];   /* rl_vote_set() cuts it to fit, and says so */
     const char *tail = detail == str ? strstr(str, " script: ") : NULL;
     if (tail) {
         snprintf(cut, sizeof(cut), "%.*s", (int)(tail - str), str);
