@@ -176,6 +176,28 @@ Test(cli_tls, an_expired_master_certificate_is_77_saying_it_is_renewed_on_the_ma
     cli_free(&p);
 }
 
+/* rediss:// to a plain port: the master reads the ClientHello as a command
+ * and waits for the rest. The connection gives up after --connect-timeout-ms
+ * (1 s), long after the vote's --timeout-ms (50 ms); the vote still says
+ * what the library says then: a plain port? (Or Redis answers the hello
+ * with an error line, and TLS says it: 78.) */
+Test(cli_tls, rediss_on_a_plain_port_asks_whether_it_is_one)
+{
+    if (!build_has_tls())
+        cr_skip_test("this build has no TLS (hiredis 0.14): tools/run-tests.sh stage hiredis12 "
+                     "runs these");
+    struct cli_proc p;
+    char masters[64], res[128];
+    snprintf(masters, sizeof(masters), "rediss://%s", tc_addr(0));
+    tc_resource(res, sizeof(res), NULL);
+
+    int rc = cli(&p, "--masters", masters, "--insecure", "--no-restart-guard", "lock", res);
+    cr_expect(rc == 69 || rc == 78, "%d: %s", rc, p.err);
+    cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
+    cr_expect(not(zero(ptr, strstr(p.err, "plain port?"))), "no hint: %s", p.err);
+    cli_free(&p);
+}
+
 Test(cli_tls, bad_tls_options_are_64_in_one_line)
 {
     struct cli_proc p;
