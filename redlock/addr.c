@@ -332,6 +332,22 @@ static int parse_entry(const char *entry, size_t len, rl_addr *a, redlock_error 
     if (has_prefix(entry, len, "redis://") || has_prefix(entry, len, "rediss://") ||
         has_prefix(entry, len, "unix://"))
         return parse_url(entry, len, shown, a, e);
+    /* "redis:/host:port" or "redis:host:port": a scheme short of its two
+     * slashes reads as a host holding a ':' (an IPv6 address without its
+     * brackets), which is not what the user meant. A host named redis
+     * ("redis:6379") has no '/' and no second ':', and stays one. */
+    static const char *const schemes[][2] = {
+        { "redis:", "redis://host:port" },
+        { "rediss:", "rediss://host:port" },
+        { "unix:", "unix:///path/to.sock" },
+    };
+    for (size_t k = 0; k < sizeof(schemes) / sizeof(schemes[0]); k++) {
+        size_t n = strlen(schemes[k][0]);
+        if (has_prefix(entry, len, schemes[k][0]) &&
+            (entry[n] == '/' || memchr(entry + n, ':', len - n)))
+            BAD("masters: \"%s\": a URL has two slashes after its scheme: write %s",
+                RL_QUOTE(shown, 60), schemes[k][1]);
+    }
     const char *sep = strstr(entry, "://");
     if (sep && (size_t)(sep - entry) < len)
         BAD("masters: \"%s\": unknown scheme (use redis://, rediss://, unix:// or "

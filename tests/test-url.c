@@ -411,6 +411,11 @@ static const struct bad_url bad_urls[] = {
     { "redis://127.0.0.1:1,redis://u:" SECRET "@127.0.0.1:1", "same master" },
     { "redis://u:" SECRET "@127.0.0.1:1,,127.0.0.1:2", "empty entry" },
     { "redis://u:" SECRET "@127.0.0.1:1,", "trailing comma" },
+    /* A slash short: the URL's form, not the IPv6 or port advice. */
+    { "redis:/127.0.0.1:6379", "write redis://host:port" },
+    { "redis:127.0.0.1:6379", "write redis://host:port" },
+    { "rediss:/[::1]:6380", "write rediss://host:port" },
+    { "unix:/tmp/r.sock", "write unix:///path/to.sock" },
 };
 
 ParameterizedTestParameters(url, bad_url_is_one_line_einval_without_the_password)
@@ -456,4 +461,8 @@ Test(url, masters_check_says_which_lists_carry_a_secret)
                                             &secret, NULL), 0));
     cr_expect(eq(sz, count, 2));
     cr_expect(eq(int, secret, 1));
+    /* A host named like a scheme is a host: redis:6379 is not a URL. */
+    cr_expect(eq(int, redlock_masters_check("redis:6379,unix:7000,rediss:6380", &count, &secret,
+                                            NULL), 0));
+    cr_expect(eq(sz, count, 3));
 }
