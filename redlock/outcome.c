@@ -96,6 +96,12 @@ static const char *hint(int code, const char *detail)
         return "another program stores a non-string under this key: use a key prefix "
                "or another resource name";
     case REDLOCK_EPROTO: return "is that address a Redis server?";
+    case REDLOCK_EREPLY:
+        /* Full for now, with maxmemory-policy noeviction (the one that
+         * never evicts a lock): it passes as keys expire. */
+        if (strncmp(detail, "OOM ", 4) == 0)
+            return "the master is at its maxmemory: free memory or raise maxmemory";
+        return "see the master's log";
     default: return "see the master's log";
     }
 }
