@@ -39,15 +39,33 @@ unsigned report_count_votes(const redlock_outcome *out, int kind)
     return n;
 }
 
+/* A master at its maxmemory under noeviction refuses writes with "OOM
+ * command not allowed ...": it is full for now (keys expire, memory is
+ * freed), not set up wrong. Its error reply counts as unavailable, like
+ * LOADING's, not as the setup's (EREPLY). */
+static int vote_err(const redlock_vote *v)
+{
+    return v->err == REDLOCK_EREPLY && strncmp(v->detail, "OOM ", 4) == 0 ? REDLOCK_EUNAVAIL
+                                                                          : v->err;
+}
+
 int report_exit_for(int rc, const redlock_outcome *out)
 {
     int errs[REDLOCK_MAX_MASTERS] = {0};
-    size_t n = out != NULL ? out->n_masters : 0;
+    size_t n = out != NULL ? out->n_masters : 0, oom = 0, replies = 0;
 
     if (n > REDLOCK_MAX_MASTERS)
         n = REDLOCK_MAX_MASTERS;
-    for (size_t i = 0; i < n; i++)
-        errs[i] = out->votes[i].err;
+    for (size_t i = 0; i < n; i++) {
+        errs[i] = vote_err(&out->votes[i]);
+        oom += errs[i] != out->votes[i].err;
+        replies += errs[i] == REDLOCK_EREPLY;
+    }
+    /* The library says EREPLY when error replies deny the quorum; if they
+     * do only with the full masters among them, the masters are
+     * unavailable for now: no quorum (69), not a setup to fix (78). */
+    if (rc == REDLOCK_EREPLY && oom > 0 && replies + out->quorum <= n)
+        rc = REDLOCK_ENOQUORUM;
     return cli_exit_for_masters(rc, errs, n);
 }
 

@@ -146,12 +146,13 @@ static int parse_uint(const char *s, size_t len, long min, long max)
 static int check_host(const char *entry, const char *host, bool bracketed, redlock_error *e)
 {
     if (!host[0])
-        BAD("masters: empty host in \"%.60s\"", entry);
+        BAD("masters: empty host in \"%s\"", RL_QUOTE(entry, 60));
     for (const char *p = host; *p; p++)
         if (!isgraph((unsigned char)*p))
-            BAD("masters: \"%.60s\": the host contains a space or control character", entry);
+            BAD("masters: \"%s\": the host contains a space or control character",
+                RL_QUOTE(entry, 60));
     if (!bracketed && strchr(host, ':'))
-        BAD("masters: \"%.60s\": write IPv6 addresses as [addr]:port", entry);
+        BAD("masters: \"%s\": write IPv6 addresses as [addr]:port", RL_QUOTE(entry, 60));
     /* "127.0.0.1." (a fully qualified name's habit) is no name and no
      * address to getaddrinfo(): it would be "cannot resolve", as for a host
      * that does not exist. Say what is wrong instead. */
@@ -166,13 +167,14 @@ static int check_host(const char *entry, const char *host, bool bracketed, redlo
         freeaddrinfo(res);
         unsigned char buf[sizeof(struct in6_addr)];
         if (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1)
-            BAD("masters: \"%.60s\": %s is not a plain IP address (write dotted decimal "
-                "without leading zeros: some parsers read 0127.0.0.1 as octal)", entry, host);
+            BAD("masters: \"%s\": %s is not a plain IP address (write dotted decimal "
+                "without leading zeros: some parsers read 0127.0.0.1 as octal)",
+                RL_QUOTE(entry, 60), host);
     }
     if (bracketed) {
         unsigned char buf[sizeof(struct in6_addr)];
         if (inet_pton(AF_INET6, host, buf) != 1)
-            BAD("masters: \"%.60s\": [%s] is not an IPv6 address", entry, host);
+            BAD("masters: \"%s\": [%s] is not an IPv6 address", RL_QUOTE(entry, 60), host);
     }
     return 0;
 }
@@ -188,14 +190,15 @@ static int parse_hostport(const char *entry, const char *hp, size_t len, bool ne
     if (len && hp[0] == '[') {
         const char *rb = memchr(hp, ']', len);
         if (!rb || rb == hp + 1)
-            BAD("masters: bad entry \"%.60s\" (IPv6 is written [addr]:port)", entry);
+            BAD("masters: bad entry \"%s\" (IPv6 is written [addr]:port)", RL_QUOTE(entry, 60));
         host = hp + 1;
         hlen = (size_t)(rb - hp - 1);
         bracketed = true;
         size_t rest = len - (size_t)(rb + 1 - hp);
         if (rest) {
             if (rb[1] != ':')
-                BAD("masters: bad entry \"%.60s\" (IPv6 is written [addr]:port)", entry);
+                BAD("masters: bad entry \"%s\" (IPv6 is written [addr]:port)",
+                    RL_QUOTE(entry, 60));
             colon = rb + 1;
         }
     } else {
@@ -206,18 +209,18 @@ static int parse_hostport(const char *entry, const char *hp, size_t len, bool ne
         hlen = colon ? (size_t)(colon - hp) : len;
     }
     if (!colon && need_port)
-        BAD("masters: bad entry \"%.60s\" (expected host:port)", entry);
+        BAD("masters: bad entry \"%s\" (expected host:port)", RL_QUOTE(entry, 60));
     if (hlen == 0)
-        BAD("masters: empty host in \"%.60s\"", entry);
+        BAD("masters: empty host in \"%s\"", RL_QUOTE(entry, 60));
     if (hlen >= sizeof(a->host))
-        BAD("masters: the host in \"%.60s\" is too long", entry);
+        BAD("masters: the host in \"%s\" is too long", RL_QUOTE(entry, 60));
     memcpy(a->host, host, hlen);
     a->host[hlen] = '\0';
     if (colon) {
         size_t plen = (size_t)(hp + len - colon - 1);
         a->port = parse_port(colon + 1, plen);
         if (a->port < 0)
-            BAD("masters: bad port in \"%.60s\" (expected 1..65535)", entry);
+            BAD("masters: bad port in \"%s\" (expected 1..65535)", RL_QUOTE(entry, 60));
     } else {
         a->port = 6379;
     }
@@ -229,15 +232,16 @@ static int parse_userinfo(const char *ui, size_t len, rl_addr *a, redlock_error 
 {
     const char *colon = memchr(ui, ':', len);
     if (!colon)
-        BAD("masters: \"%.60s\": credentials are written user:password@ or :password@",
-            a->name);
+        BAD("masters: \"%s\": credentials are written user:password@ or :password@",
+            RL_QUOTE(a->name, 60));
     if (pct_decode(ui, (size_t)(colon - ui), a->user, sizeof(a->user)) < 0 ||
         pct_decode(colon + 1, len - (size_t)(colon - ui) - 1, a->password,
                    sizeof(a->password)) < 0)
-        BAD("masters: \"%.60s\": bad %%-escape or over-long user name or password", a->name);
+        BAD("masters: \"%s\": bad %%-escape or over-long user name or password",
+            RL_QUOTE(a->name, 60));
     if (!a->password[0])
-        BAD("masters: \"%.60s\": the password is empty (leave out \"user:@\" for none)",
-            a->name);
+        BAD("masters: \"%s\": the password is empty (leave out \"user:@\" for none)",
+            RL_QUOTE(a->name, 60));
     a->has_password = true;
     return 0;
 }
@@ -255,8 +259,8 @@ static void url_name(rl_addr *a, const char *scheme)
     char db[24] = "";
     if (a->db >= 0)
         snprintf(db, sizeof(db), a->kind == RL_ADDR_UNIX ? "?db=%d" : "/%d", a->db);
-    snprintf(a->name, sizeof(a->name), "%s://%.60s%s%.190s%s", scheme, a->user,
-             a->user[0] ? "@" : "", hostport, db);
+    snprintf(a->name, sizeof(a->name), "%s://%s%s%s%s", scheme, RL_QUOTE(a->user, 60),
+             a->user[0] ? "@" : "", RL_QUOTE(hostport, 190), db);
 }
 
 /* @shown is @entry as messages show it (no password). */
@@ -285,18 +289,20 @@ static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *
         auth_end++;
     if (unix_sock) {
         if (p != auth_end)
-            BAD("masters: \"%.60s\": write unix sockets as unix:///path/to.sock", a->name);
+            BAD("masters: \"%s\": write unix sockets as unix:///path/to.sock",
+                RL_QUOTE(a->name, 60));
         const char *q = memchr(p, '?', (size_t)(end - p));
         const char *pend = q ? q : end;
         if (pend - p < 2 || pct_decode(p, (size_t)(pend - p), a->host, sizeof(a->host)) < 0)
-            BAD("masters: bad unix socket path in \"%.60s\"", a->name);
+            BAD("masters: bad unix socket path in \"%s\"", RL_QUOTE(a->name, 60));
         if (strlen(a->host) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-            BAD("masters: unix socket path in \"%.60s\" is longer than %zu bytes", a->name,
-                sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+            BAD("masters: unix socket path in \"%s\" is longer than %zu bytes",
+                RL_QUOTE(a->name, 60), sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
         if (q) {
             if (!has_prefix(q + 1, (size_t)(end - q - 1), "db=") ||
                 (a->db = parse_db(q + 4, (size_t)(end - q - 4))) < 0)
-                BAD("masters: \"%.60s\": the only parameter is ?db=N (0..65535)", a->name);
+                BAD("masters: \"%s\": the only parameter is ?db=N (0..65535)",
+                    RL_QUOTE(a->name, 60));
         }
         url_name(a, scheme);
         return 0;
@@ -306,12 +312,12 @@ static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *
         return rc;
     if (auth_end < end) {
         if (*auth_end == '?')
-            BAD("masters: \"%.60s\": URL parameters are not supported (the database is "
-                "written /N)", shown);
+            BAD("masters: \"%s\": URL parameters are not supported (the database is "
+                "written /N)", RL_QUOTE(shown, 60));
         const char *db = auth_end + 1;
         if (db < end && (a->db = parse_db(db, (size_t)(end - db))) < 0)
-            BAD("masters: \"%.60s\": the database after the host must be a number 0..65535",
-                shown);
+            BAD("masters: \"%s\": the database after the host must be a number 0..65535",
+                RL_QUOTE(shown, 60));
     }
     url_name(a, scheme);
     return 0;
@@ -326,12 +332,28 @@ static int parse_entry(const char *entry, size_t len, rl_addr *a, redlock_error 
     if (has_prefix(entry, len, "redis://") || has_prefix(entry, len, "rediss://") ||
         has_prefix(entry, len, "unix://"))
         return parse_url(entry, len, shown, a, e);
+    /* "redis:/host:port" or "redis:host:port": a scheme short of its two
+     * slashes reads as a host holding a ':' (an IPv6 address without its
+     * brackets), which is not what the user meant. A host named redis
+     * ("redis:6379") has no '/' and no second ':', and stays one. */
+    static const char *const schemes[][2] = {
+        { "redis:", "redis://host:port" },
+        { "rediss:", "rediss://host:port" },
+        { "unix:", "unix:///path/to.sock" },
+    };
+    for (size_t k = 0; k < sizeof(schemes) / sizeof(schemes[0]); k++) {
+        size_t n = strlen(schemes[k][0]);
+        if (has_prefix(entry, len, schemes[k][0]) &&
+            (entry[n] == '/' || memchr(entry + n, ':', len - n)))
+            BAD("masters: \"%s\": a URL has two slashes after its scheme: write %s",
+                RL_QUOTE(shown, 60), schemes[k][1]);
+    }
     const char *sep = strstr(entry, "://");
     if (sep && (size_t)(sep - entry) < len)
-        BAD("masters: \"%.60s\": unknown scheme (use redis://, rediss://, unix:// or "
-            "host:port)", shown);
+        BAD("masters: \"%s\": unknown scheme (use redis://, rediss://, unix:// or "
+            "host:port)", RL_QUOTE(shown, 60));
     if (len >= sizeof(a->name))
-        BAD("masters: entry \"%.40s...\" is too long", entry);
+        BAD("masters: entry \"%s\" is too long", RL_QUOTE(entry, 40));
     memcpy(a->name, entry, len);
     a->name[len] = '\0';
     a->kind = RL_ADDR_TCP;
@@ -384,9 +406,9 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
         while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
         if (len == 0) {
             if (!comma && count > 0)
-                BAD("masters: trailing comma in \"%.80s\"", shown);
-            BAD("masters: empty entry %d in \"%.80s\" (use host:port,host:port,...)",
-                count + 1, shown);
+                BAD("masters: trailing comma in \"%s\"", RL_QUOTE(shown, 80));
+            BAD("masters: empty entry %d in \"%s\" (use host:port,host:port,...)",
+                count + 1, RL_QUOTE(shown, 80));
         }
         if (count == REDLOCK_MAX_MASTERS)
             BAD("masters: more than %d entries (use 3, 5 or 7 masters)", REDLOCK_MAX_MASTERS);
@@ -401,8 +423,8 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
         for (int j = 0; j < count; j++) {
             if (same_as_written(&out[j], &out[count])) {
                 rl_seterr(e, REDLOCK_EINVAL, count,
-                          "masters: %.60s and %.60s are the same master; each master must be "
-                          "independent", out[j].name, out[count].name);
+                          "masters: %s and %s are the same master; each master must be "
+                          "independent", RL_QUOTE(out[j].name, 60), RL_QUOTE(out[count].name, 60));
                 return REDLOCK_EINVAL;
             }
         }
@@ -423,8 +445,8 @@ int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e)
     int gai = getaddrinfo(a->host, NULL, &hints, &res);
     if (gai != 0 || !res) {
         rl_seterr(e, REDLOCK_ERESOLVE, idx,
-                  "master %.80s: cannot resolve \"%.60s\": %s (check the host name)", a->name,
-                  a->host, gai_strerror(gai));
+                  "master %s: cannot resolve \"%s\": %s (check the host name)",
+                  RL_QUOTE(a->name, 80), RL_QUOTE(a->host, 60), gai_strerror(gai));
         return REDLOCK_ERESOLVE;
     }
     /* Prefer IPv4: hiredis tries AF_INET first for names too. */

@@ -76,9 +76,9 @@ static int resolve_masters(redlock_client *c, rl_addr *addrs, int n, redlock_err
         for (int j = 0; j < i; j++) {
             if (rl_addr_same(&addrs[j], &addrs[i])) {
                 rl_seterr(e, REDLOCK_EINVAL, i,
-                          "masters: %.60s and %.60s are the same master (%s:%d); each master "
-                          "must be independent", addrs[j].name, addrs[i].name, addrs[i].ip,
-                          addrs[i].port);
+                          "masters: %s and %s are the same master (%s:%d); each master "
+                          "must be independent", RL_QUOTE(addrs[j].name, 60),
+                          RL_QUOTE(addrs[i].name, 60), addrs[i].ip, addrs[i].port);
                 return REDLOCK_EINVAL;
             }
         }

@@ -27,6 +27,16 @@ int64_t rl_realtime_us(void);
 void rl_seterr(redlock_error *e, int code, int master, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Copy @src into @dst (@size bytes with the NUL) on one line: newlines and
+ * tabs become spaces. What does not fit is cut so that a reader can tell:
+ * between words if one ends near the cut, never inside a UTF-8 character,
+ * and ending in "…" (U+2026). Returns @dst. */
+char *rl_fit(char *dst, size_t size, const char *src);
+
+/* @s as a message quotes it: at most @n bytes of it, cut as rl_fit() cuts.
+ * The copy lives until the end of the enclosing block. */
+#define RL_QUOTE(s, n) rl_fit((char[(n) + 4]){ 0 }, (n) + 4, (s))
+
 /* Classify a master's error reply ("WRONGTYPE ...", "NOAUTH ...") into REDLOCK_E*. */
 int rl_classify_error_reply(const char *str, size_t len);
 bool rl_reply_is_acl_denial(const char *str, size_t len);   /* NOPERM and kin */

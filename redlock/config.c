@@ -106,7 +106,8 @@ static int check_tls(const redlock_config *cfg, const rl_addr *addrs, int n, red
         BAD("config.tls_cert_file and config.tls_key_file go together (mutual TLS needs both)");
     for (int i = 0; i < n; i++)
         if (addrs[i].kind == RL_ADDR_UNIX && (addrs[i].tls || cfg->tls))
-            BAD("masters: %.60s: TLS over a unix socket is not supported", addrs[i].name);
+            BAD("masters: %s: TLS over a unix socket is not supported",
+                RL_QUOTE(addrs[i].name, 60));
     return 0;
 }
 

@@ -82,19 +82,65 @@ bool rl_error_reply_transient(const char *str, size_t len)
                    starts(str, len, "TRYAGAIN ") || starts(str, len, "MASTERDOWN "));
 }
 
-/* Like anetSetError: a NULL @e is fine. The message is cut to fit and kept
- * on one line, since callers print it as one. */
+/* The length of the longest prefix of @s[0..n) that ends on a character
+ * boundary: a UTF-8 sequence cut short at the end (by us, or by whoever
+ * cut @s before) is left out whole. Bytes that are not UTF-8 at all stay. */
+static size_t whole_chars(const char *s, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && n - i < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i == 0)
+        return n;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t want = lead >= 0xF0 && lead < 0xF8 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return lead >= 0xC0 && lead < 0xF8 && n - (i - 1) < want ? i - 1 : n;
+}
+
+char *rl_fit(char *dst, size_t size, const char *src)
+{
+    static const char more[] = "\xe2\x80\xa6";   /* U+2026 HORIZONTAL ELLIPSIS */
+    size_t n = strlen(src), cut = n;
+    bool cut_short = n >= size;
+    if (size == 0)
+        return dst;
+    if (cut_short) {
+        cut = size > sizeof(more) ? size - sizeof(more) : size - 1;
+        /* Within the last few bytes, end at a word rather than in one. */
+        for (size_t k = cut; k > 0 && cut - k < 16; k--) {
+            if (src[k] == ' ') {
+                cut = k;
+                break;
+            }
+        }
+        while (cut > 0 && (src[cut - 1] == ' ' || src[cut - 1] == ';' || src[cut - 1] == ','))
+            cut--;
+    }
+    cut = whole_chars(src, cut);
+    memcpy(dst, src, cut);
+    if (cut_short && size > sizeof(more)) {
+        memcpy(dst + cut, more, sizeof(more));
+        cut += sizeof(more) - 1;
+    }
+    dst[cut] = '\0';
+    for (char *p = dst; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    return dst;
+}
+
+/* Like anetSetError: a NULL @e is fine. The message is kept on one line,
+ * since callers print it as one, and cut to fit with rl_fit(). */
 void rl_seterr(redlock_error *e, int code, int master, const char *fmt, ...)
 {
     if (!e)
         return;
     e->code = code;
     e->master = master;
+    char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    for (char *p = e->msg; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    rl_fit(e->msg, sizeof(e->msg), line);
 }

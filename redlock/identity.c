@@ -42,8 +42,9 @@ void rl_identity_seterr(const redlock_client *c, const rl_node *n, redlock_error
         b = t;
     }
     rl_seterr(e, REDLOCK_EINVAL, (int)n->idx,
-              "masters: %.90s and %.90s are the same server (run_id %.8s): each master must be "
-              "a separate redis-server", a->addr.name, b->addr.name, n->trust.run_id);
+              "masters: %s and %s are the same server (run_id %.8s): each master must be "
+              "a separate redis-server", RL_QUOTE(a->addr.name, 90), RL_QUOTE(b->addr.name, 90),
+              n->trust.run_id);
 }
 
 /* FNV-1a: equal run_ids hash equal, so no twin is missed; a collision of

@@ -31,7 +31,7 @@ static void master_failed(rl_op *op, uint32_t idx, int err, const char *why, rl_
 {
     redlock_master_state *m = &INS(op)->st.masters[idx];
     m->err = err;
-    snprintf(m->detail, sizeof(m->detail), "%s", why);
+    rl_fit(m->detail, sizeof(m->detail), why);
     rl_vote_failed(&op->out.votes[idx], err, why, sent);
 }
 

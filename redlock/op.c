@@ -35,10 +35,8 @@ void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_mono
     v->kind = kind;
     v->err = err;
     v->latency_us = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
-    snprintf(v->detail, sizeof(v->detail), "%s", detail ? detail : "");
-    for (char *p = v->detail; *p; p++)
-        if (*p == '\n' || *p == '\r' || *p == '\t')
-            *p = ' ';
+    /* On one line; what is longer than the public 96 bytes ends in "…". */
+    rl_fit(v->detail, sizeof(v->detail), detail ? detail : "");
 }
 
 /* ---- rounds ----------------------------------------------------------------- */
@@ -61,16 +59,22 @@ static void round_on_vote(void *owner, rl_fanout *f, uint32_t idx, const rl_repl
     round_decide(op);
 }
 
-/* The node timeout: every master still pending fails now, then one decide. */
+/* The node timeout: every master still pending fails now, then one decide.
+ * A master still in its TLS handshake says so: a rediss:// master on a
+ * plain port never answers one, and the connect timeout that would say it
+ * (longer than the node timeout) comes after the decision. */
 static void round_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd; (void)what;
     rl_op *op = arg;
-    char d[64];
-    snprintf(d, sizeof(d), "no answer within %u ms", op->c->cfg.node_timeout_ms);
+    char d[96];
     for (uint32_t i = 0; i < op->c->n; i++) {
         if (op->pending_mask & (1u << i)) {
             op->pending_mask &= ~(1u << i);
+            const rl_node *n = &op->c->nodes[i];
+            snprintf(d, sizeof(d), "no answer within %u ms%s", op->c->cfg.node_timeout_ms,
+                     n->state != RL_NODE_UP && rl_conn_tls_unfinished(n->conn)
+                         ? RL_TLS_UNFINISHED_HINT : "");
             op->ops->on_vote(op, i, NULL, REDLOCK_ETIMEOUT, d, rl_fanout_sent_us(op->round, i));
         }
     }

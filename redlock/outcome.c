@@ -40,7 +40,7 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
     }
     /* Redis 7 ends an error raised inside a script with " script: <sha>,
      * on @user_script:<line>.": ours, and nothing the user can act on. */
-    char cut[REDLOCK_VOTE_DETAIL_LEN];
+    char cut[512];   /* rl_vote_set() cuts it to fit, and says so */
     const char *tail = detail == str ? strstr(str, " script: ") : NULL;
     if (tail) {
         snprintf(cut, sizeof(cut), "%.*s", (int)(tail - str), str);
@@ -96,6 +96,12 @@ static const char *hint(int code, const char *detail)
         return "another program stores a non-string under this key: use a key prefix "
                "or another resource name";
     case REDLOCK_EPROTO: return "is that address a Redis server?";
+    case REDLOCK_EREPLY:
+        /* Full for now, with maxmemory-policy noeviction (the one that
+         * never evicts a lock): it passes as keys expire. */
+        if (strncmp(detail, "OOM ", 4) == 0)
+            return "the master is at its maxmemory: free memory or raise maxmemory";
+        return "see the master's log";
     default: return "see the master's log";
     }
 }
@@ -146,11 +152,23 @@ static int setup_failure(const rl_op *op, const tally *t, const char *what, redl
         const char *d = op->out.votes[m].detail;
         size_t dl = strlen(d);
         bool advised = strncmp(d, "TLS", 3) == 0 || (dl > 1 && strcmp(d + dl - 2, "?)") == 0);
-        rl_seterr(e, code, (int)m, "%s: master %s: %s (%s%s%u of %u masters fail this way)",
-                  what, c->nodes[m].addr.name, d,
-                  advised ? "" : strncmp(d, "ACL:", 4) == 0 ? "grant what README's ACL section lists"
+        char tail[192];
+        snprintf(tail, sizeof(tail), " (%s%s%u of %u masters fail this way)",
+                 advised ? "" : strncmp(d, "ACL:", 4) == 0 ? "grant what README's ACL section lists"
                                                           : hint(code, d),
-                  advised ? "" : "; ", t->per_code[-code], c->n);
+                 advised ? "" : "; ", t->per_code[-code], c->n);
+        /* The end says what to do and how many masters: a long address
+         * (a URL, a socket path) and a long detail are cut to keep it,
+         * the detail keeping at least half of the room left. */
+        char name[RL_NAME_MAX], det[REDLOCK_VOTE_DETAIL_LEN];
+        size_t room = sizeof(e->msg) - 1 - strlen(what) - strlen(": master : ") - strlen(tail);
+        size_t nl = strlen(c->nodes[m].addr.name);
+        size_t keep_d = dl < room / 2 ? dl : room / 2;
+        size_t name_room = room - keep_d;
+        rl_fit(name, nl < name_room ? nl + 1 : name_room + 1, c->nodes[m].addr.name);
+        size_t det_room = room - strlen(name) + 1;
+        rl_fit(det, det_room < sizeof(det) ? det_room : sizeof(det), d);
+        rl_seterr(e, code, (int)m, "%s: master %s: %s%s", what, name, det, tail);
         return code;
     }
     return 0;
@@ -165,17 +183,26 @@ static int no_quorum(const rl_op *op, const tally *t, uint32_t good, const char 
     int len = snprintf(line, sizeof(line), "%s: no quorum: %u of %u masters failed, %u %s, %u needed",
                        what, t->failed, c->n, good,
                        op->ops->kind == REDLOCK_OP_RELEASE ? "released" : "agreed", c->quorum);
-    int more = 0;
+    int more = 0, named = 0;
     for (uint32_t i = 0; i < c->n; i++) {
         const redlock_vote *v = &op->out.votes[i];
         if (counts_as_answer(v->kind))
             continue;
-        char part[200];
-        int pl = snprintf(part, sizeof(part), "; %s: %s", c->nodes[i].addr.name,
-                          v->detail[0] ? v->detail : redlock_vote_kind_name(v->kind));
+        const char *name = c->nodes[i].addr.name;
+        const char *why = v->detail[0] ? v->detail : redlock_vote_kind_name(v->kind);
+        char part[sizeof(line)], cut[RL_NAME_MAX];
+        int pl = snprintf(part, sizeof(part), "; %s: %s", name, why);
+        /* One master is always named, with what it said: a long address
+         * (a URL, a socket path) is cut to make room for its words. */
+        size_t room = len >= 0 ? sizeof(line) - 12 - (size_t)len : 0, wl = strlen(why);
+        if (pl > 0 && (size_t)pl >= room && named == 0 && room > wl + 4 + 16) {
+            rl_fit(cut, room - wl - 4 < sizeof(cut) ? room - wl - 4 : sizeof(cut), name);
+            pl = snprintf(part, sizeof(part), "; %s: %s", cut, why);
+        }
         if (len >= 0 && (size_t)len + (size_t)pl + 12 < sizeof(line)) {
             memcpy(line + len, part, (size_t)pl + 1);
             len += pl;
+            named++;
         } else {
             more++;
         }

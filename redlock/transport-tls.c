@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #if RL_HAVE_TLS
@@ -116,8 +117,8 @@ int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_t
          * sudo -u); access() would ask for the real one. */
         int err = file && file[0] != '(' && faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) != 0
                       ? errno : 0;
-        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%.80s\": cannot %s it: %s", what, file,
-                  err ? "read" : "load", err ? strerror(err) : ssl_err());
+        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%s\": cannot %s it: %s", what,
+                  RL_QUOTE(file, 80), err ? "read" : "load", err ? strerror(err) : ssl_err());
         rl_tls_free(t);
         return REDLOCK_EINVAL;
     }
@@ -224,6 +225,42 @@ static const char *tls_advice(int reason, bool cert_asked, int *code)
     return NULL;
 }
 
+/* A certificate out of its dates (v: the verify result) is fixed where it
+ * lives, never with tls_ca_file: the master's own (the first it sent) and
+ * the CAs it sent with it on the master, ours in tls_ca_file. Says which,
+ * and when it expired (or begins), into @out; false for other results. */
+static bool cert_dates(SSL *ssl, long v, char *out, size_t len)
+{
+    bool expired = v == X509_V_ERR_CERT_HAS_EXPIRED;
+    if (!expired && v != X509_V_ERR_CERT_NOT_YET_VALID)
+        return false;
+    /* The chain the master sent is kept when its check fails (the master's
+     * certificate is not: SSL_get0_peer_certificate() is NULL then). */
+    STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl);
+    for (int i = 0; chain && i < sk_X509_num(chain); i++) {
+        X509 *x = sk_X509_value(chain, i);
+        const ASN1_TIME *t = expired ? X509_get0_notAfter(x) : X509_get0_notBefore(x);
+        if (X509_cmp_current_time(t) != (expired ? -1 : 1))
+            continue;
+        char day[16] = "?";
+        struct tm tm;
+        if (ASN1_TIME_to_tm(t, &tm) == 1)
+            strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+        char whose[48] = "the master's certificate";
+        if (i > 0)
+            snprintf(whose, sizeof(whose), "the master's CA certificate %d", i);
+        if (expired)
+            snprintf(out, len, "TLS: %s expired on %s (renew it on the master%s)", whose, day,
+                     i == 0 ? ", not tls_ca_file" : "");
+        else
+            snprintf(out, len, "TLS: %s is not valid before %s (check the clocks)", whose, day);
+        return true;
+    }
+    snprintf(out, len, "TLS: a CA certificate in tls_ca_file %s",
+             expired ? "expired (give a current one)" : "is not valid yet (check the clocks)");
+    return true;
+}
+
 /* Why the TLS connection on @ssl of @c failed: the certificate check, or
  * what OpenSSL queued, or the certificate the master asked for; the error
  * code that says so (tls_advice). 0 when TLS has nothing to say (the socket
@@ -236,6 +273,8 @@ static int ssl_reason(SSL *ssl, const rl_conn *c, char *out, size_t len)
 {
     long v = SSL_get_verify_result(ssl);
     if ((SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) && v != X509_V_OK) {
+        if (cert_dates(ssl, v, out, len))
+            return REDLOCK_EAUTH;
         bool name = v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH;
         snprintf(out, len, "TLS: certificate verify failed: %s (%s)",
                  X509_verify_cert_error_string(v), name ? "see tls_server_name" : "tls_ca_file?");

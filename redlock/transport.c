@@ -181,6 +181,16 @@ bool rl_conn_is_tls(const rl_conn *c)
     return c && c->tls;
 }
 
+bool rl_conn_tls_unfinished(const rl_conn *c)
+{
+#if RL_HAVE_TLS
+    return c && c->tls && !rl_tls_handshake_done(c);
+#else
+    (void)c;
+    return false;
+#endif
+}
+
 /* The client is being freed: commands queued and not yet written (a
  * release, a waiter's leave, the cleanup of an acquire cut short) go out now
  * if the socket takes them at once. Nothing waits for them; without this a
@@ -213,8 +223,8 @@ void rl_conn_close(rl_conn *c, int err, const char *why)
 #if RL_HAVE_TLS
         /* A TLS client on a plain port can wait forever: the master reads
          * the ClientHello as the start of a command line. */
-        if (err == REDLOCK_ETIMEOUT && c->tls && !rl_tls_handshake_done(c))
-            more = " (TLS handshake unfinished: a plain port?)";
+        if (err == REDLOCK_ETIMEOUT && rl_conn_tls_unfinished(c))
+            more = RL_TLS_UNFINISHED_HINT;
 #endif
         snprintf(c->why, sizeof(c->why), "%.120s%s", why, more);
     }

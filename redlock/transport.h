@@ -95,6 +95,12 @@ uint32_t rl_conn_pending(const rl_conn *c);
 
 bool rl_conn_is_tls(const rl_conn *c);
 
+/* A TLS connection (or NULL) whose handshake has not finished: the master
+ * may be reading our ClientHello as a command, on its plain port. What a
+ * message about it then adds: */
+bool rl_conn_tls_unfinished(const rl_conn *c);
+#define RL_TLS_UNFINISHED_HINT " (TLS handshake unfinished: a plain port?)"
+
 /* Write what is queued, if the socket takes it at once (the client is
  * being freed; on the loop's thread). */
 void rl_conn_flush(rl_conn *c);

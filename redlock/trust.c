@@ -136,19 +136,24 @@ bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime
         return true;
     }
     if (cfg->restart_guard && evicts(t)) {
-        /* Within a vote's 96 bytes: "volatile-lru" and a 1 GiB limit fit. */
-        snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction; maxmemory %lld)",
-                 t->policy, (long long)t->maxmemory);
+        /* Whole within a vote's 96 bytes (ping's column shows it): a limit
+         * of 19 digits beside "volatile-random" would not fit, and is left
+         * out rather than cut. */
+        int n = snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction; "
+                         "maxmemory %lld)", t->policy, (long long)t->maxmemory);
+        if (n < 0 || (size_t)n >= len)
+            snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction)", t->policy);
         return true;
     }
     return false;
 }
 
-/* Why a master sits out, in words that fit a vote's detail (96 bytes). */
+/* Why a master sits out, in words that fit a vote's detail (96 bytes) with
+ * the longest tail below ("...: memory marker pending until ..."). */
 static const char *cause_words(int cause)
 {
     switch (cause) {
-    case RL_MEM_CAUSE_RESTART: return "restarted, its data may lack grants";
+    case RL_MEM_CAUSE_RESTART: return "restarted, data may lack grants";
     case RL_MEM_CAUSE_LOST: return "lost its data (or is new)";
     default: return "its memory is new";
     }

@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "cluster.h"
 #include "jsonread.h"
+#include "servers.h"
 
 TestSuite(inspect, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
 
@@ -285,6 +286,31 @@ Test(inspect, ping_shows_a_fast_clock_untrusted_and_exclude_excludes_it, .timeou
     cr_assert(eq(str, p.err, ""));
     cr_assert(strstr(p.out, "untrusted") == NULL, "%s", p.out);
     cli_free(&p);
+}
+
+/* ping's last column is why a master sits out, printed whole: the
+ * library's own reasons fit its 96-byte field instead of losing their end
+ * (the longest eviction policy beside the largest limit Redis takes, read
+ * back as 2^63 - 1, used to lose the ")"). The master is a unix socket of
+ * the test's own: no port of the slot is free. */
+Test(inspect, ping_prints_the_whole_reason_a_master_sits_out)
+{
+    struct cli_proc p;
+    char path[600], masters[800];
+
+    snprintf(path, sizeof(path), "%s/evicting.sock", ts_dir());
+    const char *args[] = {"--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
+                          "--maxmemory-policy", "volatile-random",
+                          "--maxmemory", "18446744073709551615", NULL};
+    ts_server *s = ts_server_start(args);
+
+    snprintf(masters, sizeof(masters), "unix://%s,%s,%s", path, tc_addr(0), tc_addr(1));
+    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--samples", "1"), 0),
+              "stderr: %s", p.err);
+    cr_assert(strstr(p.out, "  maxmemory-policy volatile-random may evict locks "
+                            "(set noeviction)\n") != NULL, "%s", p.out);
+    cli_free(&p);
+    ts_server_stop(s);
 }
 
 Test(inspect, no_quorum_exits_69_naming_each_master)

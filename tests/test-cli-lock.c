@@ -564,3 +564,30 @@ Test(lock, masters_loading_their_data_are_waited_for_then_69)
         tc_fake_stop(f[i]);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was left behind");
 }
+
+/* Masters at their maxmemory under noeviction (Redis' default policy)
+ * refuse the acquire with OOM: full for now, like masters loading their
+ * data, so 69 (no quorum), not 78 (a setup to fix); the line says what to
+ * do. Two of three: the error replies alone deny the quorum. */
+Test(lock, masters_out_of_memory_are_unavailable_69_not_a_setup_error)
+{
+    struct cli_proc p;
+    char res[128], priv[128], masters[256], buf[64];
+
+    tc_resource(res, sizeof(res), NULL);
+    private_start(2, 8, NULL, priv, sizeof(priv));
+    for (int i = 0; i < 2; i++)
+        freeReplyObject(private_cmd(i, "CONFIG SET maxmemory 1"));
+    snprintf(masters, sizeof(masters), "%s,%s", priv, tc_addr(0));
+    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters, "--no-restart-guard", "--json"),
+                 69), "stderr: %s", p.err);
+    cr_assert(eq(sz, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(strstr(p.err, "OOM command not allowed") != NULL, "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "free memory or raise maxmemory; 2 of 3 masters fail this way)") !=
+              NULL, "stderr: %s", p.err);
+    assert_one_json_object(p.out);
+    cr_assert(eq(int, jint(p.out, "exit"), 69), "%s", p.out);
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "EREPLY"));
+    cli_free(&p);
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was left behind");
+}

@@ -44,10 +44,14 @@ static bool build_has_tls(void)
     return redlock_config_check(&cfg, NULL) == 0;
 }
 
-/* Three TLS-only servers on ports 1..3 of the block, client certificates
- * required if @mutual; their list as host:port into @masters. */
-static void start_servers(bool mutual, char masters[128])
+/* Three TLS-only servers on ports 1..3 of the block with the PKI's @cert
+ * (.crt and .key), client certificates required if @mutual; their list as
+ * host:port into @masters. */
+static void start_servers_with(const char *cert, bool mutual, char masters[128])
 {
+    char crt[64], key[64];
+    snprintf(crt, sizeof(crt), "%s.crt", cert);
+    snprintf(key, sizeof(key), "%s.key", cert);
     if (!build_has_tls())
         cr_skip_test("this build has no TLS (hiredis 0.14): tools/run-tests.sh stage hiredis12 "
                      "runs these");
@@ -56,8 +60,8 @@ static void start_servers(bool mutual, char masters[128])
         snprintf(port, sizeof(port), "%d", ts_port(k));
         const char *args[] = {
             "--port", "0", "--tls-port", port,
-            "--tls-cert-file", ts_pki_file("server.crt"),
-            "--tls-key-file", ts_pki_file("server.key"),
+            "--tls-cert-file", ts_pki_file(crt),
+            "--tls-key-file", ts_pki_file(key),
             "--tls-ca-cert-file", ts_pki_file("ca.crt"),
             "--tls-auth-clients", mutual ? "yes" : "no",
             NULL,
@@ -66,6 +70,11 @@ static void start_servers(bool mutual, char masters[128])
     }
     snprintf(masters, 128, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", ts_port(1), ts_port(2),
              ts_port(3));
+}
+
+static void start_servers(bool mutual, char masters[128])
+{
+    start_servers_with("server", mutual, masters);
 }
 
 Test(cli_tls, tls_and_cacert_take_and_release_a_lock)
@@ -143,6 +152,49 @@ Test(cli_tls, a_certificate_that_does_not_verify_is_77_in_one_line_naming_cacert
     /* --insecure: encrypted, unverified, and it works. */
     rc = cli(&p, "--masters", masters, "--tls", "--insecure", "--no-restart-guard", "lock", res);
     cr_expect(eq(int, rc, 0), "%d: %s", rc, p.err);
+    cli_free(&p);
+}
+
+/* A master's certificate that expired is the master's to renew: the line
+ * says so, and since when, not "--cacert?" (the CA is fine). */
+Test(cli_tls, an_expired_master_certificate_is_77_saying_it_is_renewed_on_the_master)
+{
+    struct cli_proc p;
+    char masters[128], res[128];
+    start_servers_with("expired", false, masters);
+    tc_resource(res, sizeof(res), NULL);
+
+    int rc = cli(&p, "--masters", masters, "--tls", "--cacert", ts_pki_file("ca.crt"),
+                 "--no-restart-guard", "lock", res);
+    cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
+    cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
+    cr_expect(not(zero(ptr, strstr(p.err, "TLS: the master's certificate expired on 20"))), "%s",
+              p.err);
+    cr_expect(not(zero(ptr, strstr(p.err, "(renew it on the master, not --cacert)"))), "%s",
+              p.err);
+    cr_expect(zero(ptr, strstr(p.err, "--cacert?")), "%s", p.err);
+    cli_free(&p);
+}
+
+/* rediss:// to a plain port: the master reads the ClientHello as a command
+ * and waits for the rest. The connection gives up after --connect-timeout-ms
+ * (1 s), long after the vote's --timeout-ms (50 ms); the vote still says
+ * what the library says then: a plain port? (Or Redis answers the hello
+ * with an error line, and TLS says it: 78.) */
+Test(cli_tls, rediss_on_a_plain_port_asks_whether_it_is_one)
+{
+    if (!build_has_tls())
+        cr_skip_test("this build has no TLS (hiredis 0.14): tools/run-tests.sh stage hiredis12 "
+                     "runs these");
+    struct cli_proc p;
+    char masters[64], res[128];
+    snprintf(masters, sizeof(masters), "rediss://%s", tc_addr(0));
+    tc_resource(res, sizeof(res), NULL);
+
+    int rc = cli(&p, "--masters", masters, "--insecure", "--no-restart-guard", "lock", res);
+    cr_expect(rc == 69 || rc == 78, "%d: %s", rc, p.err);
+    cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
+    cr_expect(not(zero(ptr, strstr(p.err, "plain port?"))), "no hint: %s", p.err);
     cli_free(&p);
 }
 

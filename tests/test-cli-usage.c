@@ -115,6 +115,7 @@ static struct bad_input bad_inputs[] = {
     {"masters trailing comma", {"ping", "--masters", "127.0.0.1:7000,", NULL}, NULL},
     {"master bare IPv6", {"ping", "--masters", "::1:7000", NULL}, NULL},
     {"master bad brackets", {"ping", "--masters", "[::1:7000", NULL}, NULL},
+    {"master URL with one slash", {"ping", "--masters", "redis:/127.0.0.1:7000", NULL}, NULL},
     {"duplicate masters", {"ping", "--masters", "127.0.0.1:7000,127.0.0.1:7000", NULL}, NULL},
     {"duplicate masters, other spelling",
      {"ping", "--masters", "h:7000,H:07000,g:1", NULL}, NULL},

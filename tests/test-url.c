@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -286,24 +287,96 @@ Test(url, unix_socket_masters)
     redlock_client_free(c);
 }
 
+/* One acquire by a new client for @cfg, expected to fail: its code, the
+ * message in @e (one line). */
+static int failed_acquire(const redlock_config *cfg, redlock_error *e)
+{
+    redlock_client *c = NULL;
+    cr_assert(eq(int, redlock_client_new(cfg, NULL, &c, e), 0), "%s", e->msg);
+    char res[128];
+    tc_resource(res, sizeof(res), NULL);
+    redlock_lock *l = NULL;
+    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, e);
+    cr_expect(zero(ptr, l));
+    core_expect_msg(e, "acquire");
+    redlock_client_free(c);
+    return rc;
+}
+
 Test(url, a_missing_unix_socket_is_a_one_line_error)
 {
     char masters[700];
     snprintf(masters, sizeof(masters), "unix://%s/nobody-here.sock", ts_dir());
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = NULL;
     redlock_error e;
-    cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &e), 0), "%s", e.msg);
-    char res[128];
-    tc_resource(res, sizeof(res), NULL);
-    redlock_lock *l = NULL;
-    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
+    int rc = failed_acquire(&cfg, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
-    core_expect_msg(&e, "acquire");
     cr_expect(not(zero(ptr, strstr(e.msg, "nobody-here.sock"))), "%s", e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, "unixsocket"))), "%s", e.msg);
-    redlock_client_free(c);
+}
+
+/* Is @s valid UTF-8, every character whole? */
+static bool utf8_whole(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2
+                : (*p & 0xF8) == 0xF0 ? 3 : -1;
+        if (n < 0)
+            return false;
+        for (p++; n > 0; n--, p++)
+            if ((*p & 0xC0) != 0x80)
+                return false;
+    }
+    return true;
+}
+
+static bool ends_with(const char *s, const char *end)
+{
+    size_t n = strlen(s), m = strlen(end);
+    return n >= m && strcmp(s + n - m, end) == 0;
+}
+
+/* A message longer than redlock_error's 256 bytes: a master written with
+ * a long user name and socket path, both in two-byte characters. The
+ * address is what gives way, cut between whole characters and marked with
+ * "…"; the end, which says what to do and how many masters, stays. */
+Test(url, a_long_address_is_cut_and_the_advice_kept)
+{
+    char user[128] = "a", path[200], masters[600];
+    for (int i = 0; i < 40; i++)   /* 81 bytes: a cut at a byte count splits a character */
+        strcat(user, "\xc3\xa9");
+    /* Up to 106 bytes: hiredis 1.2 copies a path of 107, the most sun_path
+     * holds, without its NUL into memory it did not clear. */
+    snprintf(path, sizeof(path), "%s/b", ts_dir());
+    while (strlen(path) + 2 + strlen(".sock") < sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
+        strcat(path, "\xc3\xa9");
+    strcat(path, ".sock");
+    const char *args[] = { "--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
+                           "--requirepass", SECRET, NULL };
+    servers[0] = ts_server_start(args);
+    snprintf(masters, sizeof(masters), "unix://%s:%s-wrong@%s", user, SECRET, path);
+    redlock_config cfg;
+    config(&cfg, masters);
+    redlock_error e;
+    int rc = failed_acquire(&cfg, &e);
+    cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(utf8_whole(e.msg), "a character is cut in two: %s", e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, "AUTH failed"))), "%s", e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, "\xe2\x80\xa6"))), "the cut is not marked: %s", e.msg);
+    cr_expect(ends_with(e.msg, "(check the password (and the ACL user, if any); 1 of 1 masters "
+                               "fail this way)"), "the advice is lost: %s", e.msg);
+    expect_no_secret("the message", e.msg);
+    ts_server_stop(servers[0]);
+    servers[0] = NULL;
+
+    /* No quorum names the master too, with what it said. */
+    rc = failed_acquire(&cfg, &e);
+    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(utf8_whole(e.msg), "a character is cut in two: %s", e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, "redis-server running"))), "%s", e.msg);
+    cr_expect(ends_with(e.msg, "?)"), "the master's words are lost: %s", e.msg);
 }
 
 /* ---- bad URLs ------------------------------------------------------------------ */
@@ -338,6 +411,11 @@ static const struct bad_url bad_urls[] = {
     { "redis://127.0.0.1:1,redis://u:" SECRET "@127.0.0.1:1", "same master" },
     { "redis://u:" SECRET "@127.0.0.1:1,,127.0.0.1:2", "empty entry" },
     { "redis://u:" SECRET "@127.0.0.1:1,", "trailing comma" },
+    /* A slash short: the URL's form, not the IPv6 or port advice. */
+    { "redis:/127.0.0.1:6379", "write redis://host:port" },
+    { "redis:127.0.0.1:6379", "write redis://host:port" },
+    { "rediss:/[::1]:6380", "write rediss://host:port" },
+    { "unix:/tmp/r.sock", "write unix:///path/to.sock" },
 };
 
 ParameterizedTestParameters(url, bad_url_is_one_line_einval_without_the_password)
@@ -383,4 +461,8 @@ Test(url, masters_check_says_which_lists_carry_a_secret)
                                             &secret, NULL), 0));
     cr_expect(eq(sz, count, 2));
     cr_expect(eq(int, secret, 1));
+    /* A host named like a scheme is a host: redis:6379 is not a URL. */
+    cr_expect(eq(int, redlock_masters_check("redis:6379,unix:7000,rediss:6380", &count, &secret,
+                                            NULL), 0));
+    cr_expect(eq(sz, count, 3));
 }

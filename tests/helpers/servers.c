@@ -72,9 +72,10 @@ static void run(const char *const *argv)
 }
 
 /* A key and a certificate for @cn, signed by @ca (NULL: self-signed, a CA),
- * with the extensions in @ext (openssl's "-extfile" syntax). */
+ * with the extensions in @ext (openssl's "-extfile" syntax), valid for
+ * @days from now ("-1": it expired a day before it was made). */
 static void make_cert(const char *dir, const char *name, const char *cn, const char *ca,
-                      const char *ext)
+                      const char *ext, const char *days)
 {
     char key[600], crt[600], csr[600], extf[600], cakey[600], cacrt[600], subj[128];
     snprintf(key, sizeof(key), "%s/%s.key", dir, name);
@@ -90,7 +91,7 @@ static void make_cert(const char *dir, const char *name, const char *cn, const c
     if (!ca) {
         const char *argv[] = { "openssl", "req", "-x509", "-new", "-nodes", "-newkey", "ec",
                                "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", key, "-out",
-                               crt, "-days", "1", "-subj", subj, "-extensions", "v3",
+                               crt, "-days", days, "-subj", subj, "-extensions", "v3",
                                "-config", extf, NULL };
         run(argv);
         return;
@@ -102,7 +103,7 @@ static void make_cert(const char *dir, const char *name, const char *cn, const c
                           NULL };
     run(req);
     const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", cacrt, "-CAkey", cakey,
-                           "-CAcreateserial", "-out", crt, "-days", "1", "-extfile", extf,
+                           "-CAcreateserial", "-out", crt, "-days", days, "-extfile", extf,
                            "-extensions", "v3", NULL };
     run(sign);
 }
@@ -125,13 +126,15 @@ const char *ts_pki(void)
     const char *ca_ext = "[v3]\nbasicConstraints=critical,CA:TRUE\n"
                          "keyUsage=critical,keyCertSign,cRLSign\n"
                          "[req]\ndistinguished_name=dn\n[dn]\n";
-    make_cert(tmp, "ca", "redlock test CA", NULL, ca_ext);
-    make_cert(tmp, "other-ca", "some other CA", NULL, ca_ext);
-    make_cert(tmp, "server", "localhost", "ca",
-              "[v3]\nsubjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth");
-    make_cert(tmp, "client", "redlock-client", "ca", "[v3]\nextendedKeyUsage=clientAuth");
+    const char *server_ext =
+        "[v3]\nsubjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth";
+    make_cert(tmp, "ca", "redlock test CA", NULL, ca_ext, "1");
+    make_cert(tmp, "other-ca", "some other CA", NULL, ca_ext, "1");
+    make_cert(tmp, "server", "localhost", "ca", server_ext, "1");
+    make_cert(tmp, "client", "redlock-client", "ca", "[v3]\nextendedKeyUsage=clientAuth", "1");
     make_cert(tmp, "other", "other.example", "ca",
-              "[v3]\nsubjectAltName=DNS:other.example\nextendedKeyUsage=serverAuth");
+              "[v3]\nsubjectAltName=DNS:other.example\nextendedKeyUsage=serverAuth", "1");
+    make_cert(tmp, "expired", "localhost", "ca", server_ext, "-1");
     if (rename(tmp, pki) != 0 && stat(pki, &st) != 0)
         cr_fatal("rename %s %s: %s", tmp, pki, strerror(errno));
     return pki;

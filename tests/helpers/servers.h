@@ -29,6 +29,7 @@ const char *ts_dir(void);
  *   client.crt, client.key   signed by it, for client authentication
  *   other-ca.crt             an unrelated CA (a "wrong CA")
  *   other.crt, other.key     signed by the test CA, for other.example only
+ *   expired.crt, expired.key as server.crt, but it expired a day before it was made
  */
 const char *ts_pki(void);
 
