@@ -295,9 +295,12 @@ static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *
         const char *pend = q ? q : end;
         if (pend - p < 2 || pct_decode(p, (size_t)(pend - p), a->host, sizeof(a->host)) < 0)
             BAD("masters: bad unix socket path in \"%s\"", RL_QUOTE(a->name, 60));
-        if (strlen(a->host) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        /* sun_path holds 107 bytes and a NUL; hiredis 1.x copies a path of
+         * 107 without its NUL (the connect then fails, or reaches garbage):
+         * 106 is the most both hiredis versions connect to. */
+        if (strlen(a->host) + 2 > sizeof(((struct sockaddr_un *)0)->sun_path))
             BAD("masters: unix socket path in \"%s\" is longer than %zu bytes",
-                RL_QUOTE(a->name, 60), sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+                RL_QUOTE(a->name, 60), sizeof(((struct sockaddr_un *)0)->sun_path) - 2);
         if (q) {
             if (!has_prefix(q + 1, (size_t)(end - q - 1), "db=") ||
                 (a->db = parse_db(q + 4, (size_t)(end - q - 4))) < 0)

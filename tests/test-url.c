@@ -416,6 +416,9 @@ static const struct bad_url bad_urls[] = {
     { "redis:127.0.0.1:6379", "write redis://host:port" },
     { "rediss:/[::1]:6380", "write rediss://host:port" },
     { "unix:/tmp/r.sock", "write unix:///path/to.sock" },
+    /* 107 bytes: sun_path's most, which hiredis 1.x copies without its NUL. */
+    { "unix:///tmp/0123456789012345678901234567890123456789012345678901234567890123456789"
+      "012345678901234567890123456.sock", "longer than 106 bytes" },
 };
 
 ParameterizedTestParameters(url, bad_url_is_one_line_einval_without_the_password)
