@@ -2,10 +2,13 @@
  *
  * One op covers every attempt of one acquire. Each attempt:
  *   1. a fresh token and a monotonic start time;
- *   2. the acquire script to all N masters (one round): with the defaults
- *      it checks the master's memory marker, then SET key token NX PX ttl
- *      (or takes a reserved key, or queues a waiter); a bare SET NX PX when
- *      the restart guard is off and the acquire does not wait;
+ *   2. one round to all N masters (acq_command): with the defaults, the
+ *      fast path's transaction (MULTI, HGET marker served, SET key token NX
+ *      GET PX ttl, ZADD into the index, EXEC) where the master's memory is
+ *      known to count and nothing else is asked; else the acquire script,
+ *      which checks the marker, then SETs (or takes a reserved key, or
+ *      queues a waiter, or counts a fence); a bare SET NX PX when the
+ *      restart guard is off and the acquire does not wait;
  *   3. decide the moment the outcome is known: success at the quorum-th OK,
  *      failure the moment fewer than a quorum of masters can still say OK,
  *      or at the node timeout for masters that have not answered;

@@ -8,8 +8,9 @@
  *      rl_acquire_start         acquire.c    one op (the whole acquire, all attempts)
  *       acq_attempt_start       acquire.c    a token, the command (cmd.c), a fanout
  *        rl_round_start         op.c         a round: one command, every master, a timer
- *         rl_fanout_send        fanout.c     the acquire script (or SET NX PX), built once
- *          rl_node_send         node.c       onto that master's connection (bounded)
+ *         rl_fanout_send        fanout.c     the fast path's transaction, or the acquire
+ *                                            script, per master (built once)
+ *          rl_node_send(_tx)    node.c       onto that master's connection (bounded)
  *           rl_conn_send        transport.c  hiredis; one write per loop pass
  *   ... a reply arrives ...
  *           conn_on_reply       transport.c  in send order, exactly once

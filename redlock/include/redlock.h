@@ -8,15 +8,19 @@
  *
  *     validity = ttl - elapsed - (ttl * drift_factor + 2 ms)
  *
- * What each master is sent: with the defaults (restart_guard on), one Lua
- * script (EVALSHA) that checks the master's memory marker and, if the master
- * counts, does `SET key token NX PX ttl` and notes the key in the master's
- * index of held keys; an acquire that may wait also takes a place in the
- * resource's queue, and the client's first waiting acquire subscribes to the
- * client's own wake-up channel on every master (one connection each). With
- * restart_guard = 0, an acquire that does not wait is a bare `SET NX PX`.
- * Every new connection first checks which redis-server process it reached
- * (INFO run_id) against the marker: NOTES.md §4.
+ * What each master is sent: with the defaults (restart_guard on), an
+ * uncontended acquire of one lock is one transaction per master whose
+ * memory is known to count - MULTI, HGET of its memory marker's `served`,
+ * `SET key token NX GET PX ttl`, ZADD of the lease's end into the master's
+ * index of held keys, EXEC - and no script; a master not yet known to count,
+ * a fenced acquire, a set, and a waiter's second attempt (its place in the
+ * resource's queue) get one Lua script (EVALSHA) that checks the marker and
+ * does the same. The client's first waiting acquire subscribes to the
+ * client's own wake-up channel on every master (one connection each). A
+ * release is one script per master. With restart_guard = 0, an acquire that
+ * does not wait is a bare `SET NX PX`. Every new connection first checks
+ * which redis-server process it reached (INFO run_id) against the marker:
+ * NOTES.md §4.
  *
  * Inside that validity no other client can hold the same resource, under the
  * timing assumptions stated in NOTES.md (bounded clock rates on masters and
