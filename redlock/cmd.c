@@ -142,6 +142,8 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
     arg_keys(c, &k->leases);
     arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);   /* a key deleted leaves the index */
     arg_str(c, match);
+    if (wake && !place)
+        return;   /* a plain release: the script's defaults (script.c) */
     arg(c, wake ? "1" : "0", 1);
     arg_str(c, place ? place->waiter : "");
     if (place && place->ticket) {

@@ -202,14 +202,16 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * cleanup), ARGV[3] a waiter (or ''): with ARGV[4] ''
      * it leaves the queues (it gives up); with ARGV[4] its ticket and
      * ARGV[5] its lease it keeps its place there (the cleanup of its failed
-     * attempt, which may have been granted, and so dequeued, here). Returns
+     * attempt, which may have been granted, and so dequeued, here). A plain
+     * release sends ARGV[1] alone (hand over and wake, no waiter): every
+     * argument costs the master a Lua string, and this is the common call. Returns
      * -1 if any key holds another value (we had lost it), 1 if we removed
      * something, 0 if everything was already gone. */
     [RL_SCRIPT_RELEASE] =
         /* The common case first, before any function below is made: one
          * lock, no waiter, nobody queued (a DEL and the index, three calls
          * and the compare). What it returns is what the rest would. */
-        "if #KEYS == 4 and ARGV[3] == '' then\n"
+        "if #KEYS == 4 and #ARGV == 1 then\n"
         "  local v = redis.call('get', KEYS[1])\n"
         "  if v ~= ARGV[1] then if v then return -1 end return 0 end\n"
         "  if redis.call('exists', KEYS[2]) == 0 then\n"
@@ -222,17 +224,18 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "local n = math.floor(#KEYS / 3)\n"
         "local idx = KEYS[3 * n + 1]\n"
         "local mine, other = 0, 0\n"
-        "local stays = ARGV[3] ~= '' and ARGV[4] ~= ''\n"
+        "local waiter, wake = ARGV[3] or '', (ARGV[2] or '1') == '1'\n"
+        "local stays = waiter ~= '' and (ARGV[4] or '') ~= ''\n"
         "for i = 1, n do\n"
         "  if stays then\n"
-        "    join(KEYS[n + i], KEYS[2 * n + i], ARGV[3], ARGV[4], tonumber(ARGV[5]))\n"
-        "  elseif ARGV[3] ~= '' then\n"
-        "    redis.pcall('zrem', KEYS[n + i], ARGV[3]) redis.pcall('zrem', KEYS[2 * n + i], ARGV[3])\n"
+        "    join(KEYS[n + i], KEYS[2 * n + i], waiter, ARGV[4], tonumber(ARGV[5]))\n"
+        "  elseif waiter ~= '' then\n"
+        "    redis.pcall('zrem', KEYS[n + i], waiter) redis.pcall('zrem', KEYS[2 * n + i], waiter)\n"
         "  end\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == ARGV[1] then\n"
         "    mine = mine + 1\n"
-        "    hand_over(i, n, ARGV[1], ARGV[2] == '1', idx)\n"
+        "    hand_over(i, n, ARGV[1], wake, idx)\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"
