@@ -67,11 +67,15 @@ static int set_command(struct cli_opts *o, const char *val)
 }
 
 #define F(field) offsetof(struct cli_opts, field)
+/* An initializer as a macro's body: clang-format 14 reads it as a block and
+ * spreads it over four lines, so it is kept out. */
+/* clang-format off */
 #define FLAG(n, s, cmds, f) {n, s, OPT_FLAG, cmds, F(f), 0, 0, NULL, NULL}
 #define STRING(n, s, cmds, f) {n, s, OPT_STRING, cmds, F(f), 0, 0, NULL, NULL}
 #define U32(n, s, cmds, f, lo, hi, unit) {n, s, OPT_U32, cmds, F(f), lo, hi, unit, NULL}
 #define MS32(n, cmds, f, lo, hi) {n, 0, OPT_MS32, cmds, F(f), lo, hi, NULL, NULL}
 #define CUSTOM(n, s, cmds, fn) {n, s, OPT_CUSTOM, cmds, 0, 0, 0, NULL, fn}
+/* clang-format on */
 
 const struct opt_def cli_opt_defs[] = {
     {"masters", 0, OPT_SECRET, CMDS_ALL, F(masters_arg), 0, 0, NULL, NULL},

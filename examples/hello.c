@@ -1,4 +1,5 @@
-/* hello.c - take a lock on five masters, work, release: cc hello.c $(pkg-config --cflags --libs redlock) */
+/* hello.c - take a lock on five masters, work, release. Build:
+ *   cc hello.c $(pkg-config --cflags --libs redlock) */
 #include <redlock.h>
 #include <stdio.h>
 

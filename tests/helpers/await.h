@@ -41,7 +41,7 @@ int tc_poll_pause(uint64_t deadline_us);
  */
 #define TC_AWAIT(cond, timeout_ms)                                                   \
     __extension__({                                                                  \
-        uint64_t tc_deadline_ = tc_now_us() + (uint64_t)(timeout_ms) * 1000u;         \
+        uint64_t tc_deadline_ = tc_now_us() + 1000u * (uint64_t)(timeout_ms);         \
         int tc_held_;                                                                \
         while (!(tc_held_ = !!(cond)) && tc_poll_pause(tc_deadline_))                \
             ;                                                                        \

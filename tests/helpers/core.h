@@ -73,7 +73,7 @@ struct event *core_tick_new(struct event_base *base);
  */
 #define CORE_RUN_UNTIL(base, cond, timeout_ms)                                       \
     __extension__({                                                                  \
-        uint64_t cru_deadline_ = tc_now_us() + (uint64_t)(timeout_ms) * 1000u;        \
+        uint64_t cru_deadline_ = tc_now_us() + 1000u * (uint64_t)(timeout_ms);        \
         struct event *cru_tick_ = core_tick_new(base);                               \
         int cru_held_;                                                               \
         while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)               \

@@ -17,7 +17,7 @@
 #include "history.h"
 
 /* Times in the synthetic histories are ms since 1 s (any origin works). */
-#define HC_MS(x) (1000000u + (uint64_t)(x) * 1000u)
+#define HC_MS(x) (1000000u + 1000u * (uint64_t)(x))
 
 /* The checker's output of the last hc_check(). */
 extern char hc_out[65536];
