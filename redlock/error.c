@@ -76,8 +76,8 @@ int rl_classify_error_reply(const char *str, size_t len)
 bool rl_reply_is_acl_denial(const char *str, size_t len)
 {
     return str && (has(str, len, "NOPERM") || has(str, len, "can't run this command") ||
-                   has(str, len, "can't access at least one") ||
-                   has(str, len, "ACL failure") || has(str, len, "no permissions to"));
+                   has(str, len, "can't access at least one") || has(str, len, "ACL failure") ||
+                   has(str, len, "no permissions to"));
 }
 
 /* Replies a healthy master gives while it cannot serve for a moment: it is
@@ -107,7 +107,7 @@ static size_t whole_chars(const char *s, size_t n)
 
 char *rl_fit(char *dst, size_t size, const char *src)
 {
-    static const char more[] = "\xe2\x80\xa6";   /* U+2026 HORIZONTAL ELLIPSIS */
+    static const char more[] = "\xe2\x80\xa6"; /* U+2026 HORIZONTAL ELLIPSIS */
     size_t n = strlen(src), cut = n;
     bool cut_short = n >= size;
     if (size == 0)

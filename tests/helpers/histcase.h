@@ -43,8 +43,7 @@ void hc_grant(hist *h, const char *client, const char *tok, unsigned inv, unsign
 void hc_refused(hist *h, const char *client, unsigned inv, unsigned comp);
 
 /* @client released @tok over [@inv, @comp], the call returning @rc. */
-void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
-                int rc);
+void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc);
 
 /* @client extended @tok over [@inv, @comp] (@rc), valid until @vend. */
 void hc_extend(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
