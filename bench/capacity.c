@@ -63,8 +63,8 @@ static void chain_next(struct chain *ch)
         return;
     }
     ch->in_del = 0;
-    snprintf(ch->key, sizeof(ch->key), "rlbench:%s:cap:%d:%p:%llu", config.run_id,
-             ch->master, (void *)ch, (unsigned long long)ch->seq++);
+    snprintf(ch->key, sizeof(ch->key), "rlbench:%s:cap:%d:%p:%llu", config.run_id, ch->master,
+             (void *)ch, (unsigned long long)ch->seq++);
     if (floor_send_set(fs, ch->master, ch->key, chain_on_reply, ch) != REDIS_OK) {
         fs->broken = 1;
         if (--fs->active_chains == 0)
@@ -104,8 +104,8 @@ static double run_capacity(struct floor_state *fs, double *cpu_frac, double *mas
  * masters. Capacity is the best of two rounds each, interleaved: this
  * machine is shared, and a ceiling taken in a bad moment would flatter
  * every ratio against it. */
-int floor_capacity(struct floor_state *fs, struct result *r, double d,
-                          struct capacity *raw, struct capacity *script)
+int floor_capacity(struct floor_state *fs, struct result *r, double d, struct capacity *raw,
+                   struct capacity *script)
 {
     char why[160];
     int round;
@@ -131,4 +131,3 @@ int floor_capacity(struct floor_state *fs, struct result *r, double d,
     }
     return fs->broken ? -1 : 0;
 }
-

@@ -53,8 +53,8 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
         return;
     }
     floor_fig.n_clock = config.n_masters;
-    result_extra(r, ",\"clock_probe_ms\":%u,\"clock_sampled_s\":%.2f,\"clock\":[",
-                 CLOCK_PROBE_MS, floor_fig.clock_window_s);
+    result_extra(r, ",\"clock_probe_ms\":%u,\"clock_sampled_s\":%.2f,\"clock\":[", CLOCK_PROBE_MS,
+                 floor_fig.clock_window_s);
     for (m = 0; m < config.n_masters; m++) {
         const redlock_master_state *ms = &st.masters[m];
         int known = ms->clock_rate_lo > 0 || ms->clock_rate_hi > 0;
@@ -72,22 +72,21 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
         floor_fig.clock[m].uptime_s = ms->uptime_s;
         floor_fig.clock[m].aof_always = ms->aof_always;
         floor_fig.clock[m].excluded = ms->excluded;
-        result_extra(r, "%s{\"addr\":\"%s:%d\",\"reachable\":%s", m ? "," : "",
-                     config.host[m], config.port[m], ms->err == 0 ? "true" : "false");
+        result_extra(r, "%s{\"addr\":\"%s:%d\",\"reachable\":%s", m ? "," : "", config.host[m],
+                     config.port[m], ms->err == 0 ? "true" : "false");
         if (known)
             result_extra(r, ",\"rate_lo\":%.6f,\"rate_hi\":%.6f", ms->clock_rate_lo,
                          ms->clock_rate_hi);
         else
             result_extra(r, ",\"rate_lo\":null,\"rate_hi\":null");
-        result_extra(r, ",\"samples\":%llu,\"trusted\":%s,\"jumps\":%llu,\"rate_faults\":%llu,"
+        result_extra(r,
+                     ",\"samples\":%llu,\"trusted\":%s,\"jumps\":%llu,\"rate_faults\":%llu,"
                      "\"offset_us\":%lld,\"uptime_s\":%lld,\"aof_always\":%s,\"excluded\":%s}",
                      (unsigned long long)ms->clock_samples, ms->clock_trusted ? "true" : "false",
-                     (unsigned long long)ms->clock_jumps,
-                     (unsigned long long)ms->clock_rate_faults, (long long)ms->clock_offset_us,
-                     (long long)ms->uptime_s, ms->aof_always ? "true" : "false",
-                     ms->excluded ? "true" : "false");
+                     (unsigned long long)ms->clock_jumps, (unsigned long long)ms->clock_rate_faults,
+                     (long long)ms->clock_offset_us, (long long)ms->uptime_s,
+                     ms->aof_always ? "true" : "false", ms->excluded ? "true" : "false");
     }
     result_extra(r, "]");
     redlock_client_free(c);
 }
-

@@ -68,8 +68,8 @@ int cluster_script_run(const char *const *args, char *out, size_t outlen)
         if (now_us() > deadline) {
             kill(pid, SIGKILL);
             waitpid(pid, &status, 0);
-            fprintf(stderr, "redlock-bench: %s %s took over 30 s; killed\n",
-                    config.cluster_script, args[0]);
+            fprintf(stderr, "redlock-bench: %s %s took over 30 s; killed\n", config.cluster_script,
+                    args[0]);
             status = -1;
             break;
         }

@@ -13,11 +13,10 @@
 #include <event2/event.h>
 
 /* The least a release can ask of a master that has no native command. */
-static const char release_lua[] =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
-    "  return redis.call('del', KEYS[1])\n"
-    "end\n"
-    "return 0\n";
+static const char release_lua[] = "if redis.call('get', KEYS[1]) == ARGV[1] then\n"
+                                  "  return redis.call('del', KEYS[1])\n"
+                                  "end\n"
+                                  "return 0\n";
 
 const char *floor_release_name(enum floor_release k)
 {
@@ -162,8 +161,8 @@ void floor_release_describe(const struct floor_state *fs, int native, char *buf,
         if (!count[k])
             continue;
         if (count[k] == fs->n)
-            used += (size_t)snprintf(buf + used, len - used, "%s on all %d",
-                                     floor_release_name(k), fs->n);
+            used += (size_t)snprintf(buf + used, len - used, "%s on all %d", floor_release_name(k),
+                                     fs->n);
         else
             used += (size_t)snprintf(buf + used, len - used, "%s%s on %d", used ? ", " : "",
                                      floor_release_name(k), count[k]);

@@ -18,26 +18,26 @@
 #include <unistd.h>
 
 struct window {
-    uint64_t start, end, rel_done;    /* as in struct owned_window */
+    uint64_t start, end, rel_done; /* as in struct owned_window */
 };
 
 struct child_out {
-    volatile int ready;               /* connected; 1 ok, -1 failed */
-    volatile uint64_t ok_now;         /* for the progress line */
-    volatile int waiting;             /* in an acquire call: a waiter, not a holder */
-    uint64_t restarts_seen;           /* REDLOCK_EVENT_RESTART, from the I/O thread */
+    volatile int ready;       /* connected; 1 ok, -1 failed */
+    volatile uint64_t ok_now; /* for the progress line */
+    volatile int waiting;     /* in an acquire call: a waiter, not a holder */
+    uint64_t restarts_seen;   /* REDLOCK_EVENT_RESTART, from the I/O thread */
     char errmsg[200];
     uint64_t cpu_us, n_win;
     struct tally t;
-    struct opstats lib;               /* written by the child's I/O thread */
+    struct opstats lib; /* written by the child's I/O thread */
 };
 
 struct shared {
-    volatile uint64_t t_start;        /* 0 until the parent says go */
+    volatile uint64_t t_start; /* 0 until the parent says go */
     volatile uint64_t t_end;
-    size_t slice;                     /* bytes per child */
-    size_t cap;                       /* windows per child */
-    size_t total;                     /* bytes mapped */
+    size_t slice; /* bytes per child */
+    size_t cap;   /* windows per child */
+    size_t total; /* bytes mapped */
 };
 
 static struct child_out *child_at(struct shared *sh, int i)
@@ -162,8 +162,8 @@ static struct shared *shared_map(int k, double duration_s)
     slice = ((sizeof(struct child_out) + 63) & ~(size_t)63) + cap * sizeof(struct window);
     slice = (slice + 4095) & ~(size_t)4095;
     total = 4096 + (size_t)k * slice;
-    sh = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE,
-              -1, 0);
+    sh = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+              0);
     if (sh == MAP_FAILED)
         return NULL;
     sh->slice = slice;
@@ -328,7 +328,8 @@ int contend_run(const struct contend_opts *o, struct result *r)
 {
     /* slots for the contenders started in place of killed waiters */
     int k_max = o->clients + (o->kill_waiter_every_s > 0
-                              ? (int)(o->duration_s / o->kill_waiter_every_s) + 1 : 0);
+                                  ? (int)(o->duration_s / o->kill_waiter_every_s) + 1
+                                  : 0);
     struct shared *sh;
     struct during_arg da = { o, 0 };
     pid_t pids[BENCH_MAX_CLIENTS];

@@ -15,9 +15,12 @@
 static void processes_row(const char *name, uint32_t hold_us, int pubsub)
 {
     struct result *r = result_new(name);
-    struct contend_opts o = { .clients = config.clients, .duration_s = config.duration_s,
-                              .ttl_ms = config.ttl_ms, .hold_us = hold_us,
-                              .wait = wait_policy_default(pubsub), .label = name };
+    struct contend_opts o = { .clients = config.clients,
+                              .duration_s = config.duration_s,
+                              .ttl_ms = config.ttl_ms,
+                              .hold_us = hold_us,
+                              .wait = wait_policy_default(pubsub),
+                              .label = name };
 
     contend_run(&o, r);
 }
@@ -64,8 +67,10 @@ void scenario_contention_deadwaiter(void)
 {
     struct result *b = result_new("contention-deadwaiter-base");
     struct result *r;
-    struct contend_opts o = { .clients = config.clients, .duration_s = config.duration_s,
-                              .ttl_ms = config.ttl_ms, .hold_us = 0,
+    struct contend_opts o = { .clients = config.clients,
+                              .duration_s = config.duration_s,
+                              .ttl_ms = config.ttl_ms,
+                              .hold_us = 0,
                               .wait = wait_policy_default(1),
                               .label = "contention-deadwaiter-base" };
     double base, got;
@@ -82,12 +87,15 @@ void scenario_contention_deadwaiter(void)
     got = r->duration_s > 0 ? (double)r->owner_changes / r->duration_s : 0;
     if (base > 0)
         r->handoff_ratio = got / base;
-    result_extra(r, ",\"base_handoffs_per_s\":%.1f,"
-                 "\"handoff_ratio\":%.3f,\"handoff_ratio_target\":0.8", base,
-                 r->handoff_ratio);
+    result_extra(r,
+                 ",\"base_handoffs_per_s\":%.1f,"
+                 "\"handoff_ratio\":%.3f,\"handoff_ratio_target\":0.8",
+                 base, r->handoff_ratio);
     if (!r->note[0])
-        result_note(r, "%llu waiters SIGKILLed (one every %.0f s, each replaced): %.0f hand-offs/s "
+        result_note(r,
+                    "%llu waiters SIGKILLed (one every %.0f s, each replaced): %.0f hand-offs/s "
                     "against %.0f without kills = %.2f x (target >= 0.8); no holder for up to "
-                    "%.0f ms", (unsigned long long)r->waiters_killed, DEADWAITER_EVERY_S, got,
-                    base, r->handoff_ratio, r->max_gap_ms);
+                    "%.0f ms",
+                    (unsigned long long)r->waiters_killed, DEADWAITER_EVERY_S, got, base,
+                    r->handoff_ratio, r->max_gap_ms);
 }

@@ -17,12 +17,12 @@
 /* ------------------------------------------------------------------------ */
 
 struct fault_arg {
-    const char *action;               /* "kill" or "pause" */
+    const char *action; /* "kill" or "pause" */
     int idx[BENCH_MAX_MASTERS];
     int k;
     int errors;
-    struct hist raw_all, raw_live;    /* raw quorum just before the fault */
-    char raw_err[200];                /* why it is missing, or "" */
+    struct hist raw_all, raw_live; /* raw quorum just before the fault */
+    char raw_err[200];             /* why it is missing, or "" */
 };
 
 /* Just before the fault, what it will cost a raw quorum: the masters it
@@ -39,9 +39,8 @@ static void raw_before(struct fault_arg *fa)
         if (!hit)
             keep[k++] = m;
     }
-    if (k > config.n_masters / 2 &&
-        raw_quorum_compare(keep, k, 1.0, &fa->raw_all, &fa->raw_live, fa->raw_err,
-                           sizeof(fa->raw_err)) != 0)
+    if (k > config.n_masters / 2 && raw_quorum_compare(keep, k, 1.0, &fa->raw_all, &fa->raw_live,
+                                                       fa->raw_err, sizeof(fa->raw_err)) != 0)
         hist_init(&fa->raw_live);
 }
 
@@ -69,10 +68,12 @@ static void raw_report(const struct fault_arg *fa, struct result *r)
     result_extra_pcts(r, "raw_quorum_all_us", &fa->raw_all);
     result_extra_pcts(r, "raw_quorum_spared_us", &fa->raw_live);
     if (!r->note[0])
-        result_note(r, "raw SET quorum just before the fault (no library, 100 ms slices "
+        result_note(r,
+                    "raw SET quorum just before the fault (no library, 100 ms slices "
                     "alternating): %d of %d masters p50 %llu us, p99 %llu us; %d of the %d it "
-                    "spares p50 %llu us, p99 %llu us (p99 %.2f x)", config.n_masters / 2 + 1,
-                    config.n_masters, (unsigned long long)hist_pct(&fa->raw_all, 0.5),
+                    "spares p50 %llu us, p99 %llu us (p99 %.2f x)",
+                    config.n_masters / 2 + 1, config.n_masters,
+                    (unsigned long long)hist_pct(&fa->raw_all, 0.5),
                     (unsigned long long)r->raw_all_p99, config.n_masters / 2 + 1,
                     config.n_masters - fa->k, (unsigned long long)hist_pct(&fa->raw_live, 0.5),
                     (unsigned long long)r->raw_live_p99,
@@ -83,8 +84,13 @@ static void fault_scenario(const char *name, const char *action, int k, double d
 {
     struct result *r = result_new(name);
     struct fault_arg fa = { .action = action, .k = k };
-    struct load_opts o = { .inflight = 1, .duration_s = duration_s, .max_ops = config.max_ops,
-                           .retries = 0, .label = name, .before = inject, .before_arg = &fa };
+    struct load_opts o = { .inflight = 1,
+                           .duration_s = duration_s,
+                           .max_ops = config.max_ops,
+                           .retries = 0,
+                           .label = name,
+                           .before = inject,
+                           .before_arg = &fa };
 
     if (k >= config.n_masters) {
         r->skipped = 1;
@@ -92,8 +98,8 @@ static void fault_scenario(const char *name, const char *action, int k, double d
         return;
     }
     pick_masters(k, fa.idx);
-    describe_masters(r->fault, sizeof(r->fault), strcmp(action, "kill") == 0 ? "SIGKILL" : "SIGSTOP",
-             fa.idx, k);
+    describe_masters(r->fault, sizeof(r->fault),
+                     strcmp(action, "kill") == 0 ? "SIGKILL" : "SIGSTOP", fa.idx, k);
     load_async(&o, r);
     if (fa.errors && !r->note[0])
         result_note(r, "error: cluster-up.sh %s failed %d times", action, fa.errors);
@@ -115,8 +121,9 @@ void scenario_kill3(void)
 {
     struct result *r, probe;
     redlock_config def;
-    struct load_opts o = { .inflight = 1, .duration_s = 5.0, .max_ops = 3, .label = "kill3-probe",
-                           .settle_ms = 300 };
+    struct load_opts o = {
+        .inflight = 1, .duration_s = 5.0, .max_ops = 3, .label = "kill3-probe", .settle_ms = 300
+    };
 
     /* every acquire fails here, quickly: a second is plenty */
     fault_scenario("kill3", "kill", config.n_masters / 2 + 1,
@@ -132,13 +139,17 @@ void scenario_kill3(void)
     r = result_last();
     if (!r || r->skipped || load_async(&o, &probe) != 0 || probe.fail.count == 0)
         return;
-    result_extra(r, ",\"time_to_fail_default_retries_us\":{\"retry_count\":%u,"
-                 "\"retry_delay_ms\":%u,\"retry_jitter_ms\":%u,\"n\":%llu,\"p50\":%llu,\"max\":%llu}",
-                 def.retry_count, def.retry_delay_ms, def.retry_jitter_ms,
-                 (unsigned long long)probe.fail.count, (unsigned long long)hist_pct(&probe.fail, 0.5),
-                 (unsigned long long)probe.fail.max);
-    result_note(r, "with the default %u retries (delay %u ms + jitter %u ms) an acquire fails after "
-                "%.0f ms (p50 of %llu)", def.retry_count, def.retry_delay_ms, def.retry_jitter_ms,
+    result_extra(
+        r,
+        ",\"time_to_fail_default_retries_us\":{\"retry_count\":%u,"
+        "\"retry_delay_ms\":%u,\"retry_jitter_ms\":%u,\"n\":%llu,\"p50\":%llu,\"max\":%llu}",
+        def.retry_count, def.retry_delay_ms, def.retry_jitter_ms,
+        (unsigned long long)probe.fail.count, (unsigned long long)hist_pct(&probe.fail, 0.5),
+        (unsigned long long)probe.fail.max);
+    result_note(r,
+                "with the default %u retries (delay %u ms + jitter %u ms) an acquire fails after "
+                "%.0f ms (p50 of %llu)",
+                def.retry_count, def.retry_delay_ms, def.retry_jitter_ms,
                 (double)hist_pct(&probe.fail, 0.5) / 1000.0, (unsigned long long)probe.fail.count);
 }
 
@@ -183,9 +194,13 @@ static void timeline_schedule(struct schedule *s, struct result *r, double T)
 
     /* at (in twelfths of T), action, which of the picked masters; the
      * second of each pair only where there are five masters or more */
-    static const struct { double at; const char *action; int pick; } plan[] = {
-        { 1, "kill", 0 }, { 2, "kill", 1 }, { 3, "restart", 0 }, { 4, "restart", 1 },
-        { 5, "pause", 2 }, { 6, "pause", 3 }, { 7, "resume", 2 }, { 7, "resume", 3 },
+    static const struct {
+        double at;
+        const char *action;
+        int pick;
+    } plan[] = {
+        { 1, "kill", 0 },  { 2, "kill", 1 },  { 3, "restart", 0 }, { 4, "restart", 1 },
+        { 5, "pause", 2 }, { 6, "pause", 3 }, { 7, "resume", 2 },  { 7, "resume", 3 },
     };
 
     pick_masters(config.n_masters, idx);
@@ -198,10 +213,12 @@ static void timeline_schedule(struct schedule *s, struct result *r, double T)
         sched_add_declared_heal(s, T * 9.5 / 12);
     else
         sched_add(s, T * 9.5 / 12, "heal", -1);
-    snprintf(r->fault, sizeof(r->fault), "schedule over %.0f s: kill 2, restart, pause 2, "
-             "resume, kill %d (no quorum) for %.1f s, heal%s", T, q, T * 1.5 / 12,
-             declare ? " and declare the healed masters empty" :
-             " (not declared: down for less than a ttl)");
+    snprintf(r->fault, sizeof(r->fault),
+             "schedule over %.0f s: kill 2, restart, pause 2, "
+             "resume, kill %d (no quorum) for %.1f s, heal%s",
+             T, q, T * 1.5 / 12,
+             declare ? " and declare the healed masters empty"
+                     : " (not declared: down for less than a ttl)");
 }
 
 /* When the load client connected again to each master it reconnected to
@@ -251,31 +268,35 @@ static void timeline_recovery(struct timeline *tl, struct result *r)
     if (!tl->recovered_us || !ref) {
         result_extra(r, ",\"first_grant_after_heal_ms\":null");
         result_note(r, "%s%s", tl->declare_err[0] ? "error: declare: " : "",
-                    tl->declare_err[0] ? tl->declare_err :
-                    !tl->recovered_us ? "no acquire succeeded after the final heal" :
-                    "the quorum probe never saw a quorum after the final heal");
+                    tl->declare_err[0] ? tl->declare_err
+                    : !tl->recovered_us
+                        ? "no acquire succeeded after the final heal"
+                        : "the quorum probe never saw a quorum after the final heal");
         return;
     }
     timeline_event(tl, tl->recovered_us, "first grant");
     timeline_reconnects(tl, r, ref, rec, sizeof(rec));
     r->first_grant_ms = tl->recovered_us > ref ? (double)(tl->recovered_us - ref) / 1000.0 : 0.0;
-    result_extra(r, ",\"first_grant_after_heal_ms\":%.1f,\"failed_before_first_grant\":%llu,"
-                 "\"recovery_after_heal_ms\":%.1f", r->first_grant_ms,
-                 (unsigned long long)tl->failed_before_grant,
+    result_extra(r,
+                 ",\"first_grant_after_heal_ms\":%.1f,\"failed_before_first_grant\":%llu,"
+                 "\"recovery_after_heal_ms\":%.1f",
+                 r->first_grant_ms, (unsigned long long)tl->failed_before_grant,
                  (double)(tl->recovered_us - tl->heal_us) / 1000.0);
     if (tl->declared_us)
-        result_note(r, "first grant after heal: %.1f ms after the %zu healed masters were declared "
+        result_note(r,
+                    "first grant after heal: %.1f ms after the %zu healed masters were declared "
                     "empty (%llu acquires failed in between; the client reconnected %s); the "
                     "load was held off from the heal to the declare, %.0f ms, as an operator "
-                    "declares masters before they serve", r->first_grant_ms, tl->declared,
-                    (unsigned long long)tl->failed_before_grant, rec[0] ? rec : "to none",
-                    (double)(tl->declared_us - tl->heal_us) / 1000.0);
+                    "declares masters before they serve",
+                    r->first_grant_ms, tl->declared, (unsigned long long)tl->failed_before_grant,
+                    rec[0] ? rec : "to none", (double)(tl->declared_us - tl->heal_us) / 1000.0);
     else
-        result_note(r, "%s%s%sfirst grant after heal: %.1f ms after a quorum answered PING "
+        result_note(r,
+                    "%s%s%sfirst grant after heal: %.1f ms after a quorum answered PING "
                     "again, the restart guard's window included (not declared empty); the "
-                    "client reconnected %s", tl->declare_err[0] ? "error: declare: " : "",
-                    tl->declare_err, tl->declare_err[0] ? "; " : "", r->first_grant_ms,
-                    rec[0] ? rec : "to none");
+                    "client reconnected %s",
+                    tl->declare_err[0] ? "error: declare: " : "", tl->declare_err,
+                    tl->declare_err[0] ? "; " : "", r->first_grant_ms, rec[0] ? rec : "to none");
 }
 
 void scenario_timeline(void)
@@ -286,9 +307,13 @@ void scenario_timeline(void)
     struct tl_arg a;
     double T = config.duration_s * 6.0;
     int i;
-    struct load_opts o = { .inflight = 4, .max_ops = config.max_ops, .retries = 0,
-                           .fail_backoff_us = config.fail_backoff_us, .label = "timeline",
-                           .before = tl_start, .before_arg = &a };
+    struct load_opts o = { .inflight = 4,
+                           .max_ops = config.max_ops,
+                           .retries = 0,
+                           .fail_backoff_us = config.fail_backoff_us,
+                           .label = "timeline",
+                           .before = tl_start,
+                           .before_arg = &a };
 
     if (T < 10.0)
         T = 10.0;
@@ -316,8 +341,8 @@ void scenario_timeline(void)
         pthread_join(a.th, NULL);
     if (s.errors && !r->note[0])
         result_note(r, "error: %d cluster-up.sh commands failed", s.errors);
-    result_extra(r, ",\"inflight\":4,\"bucket_ms\":%u,\"fail_backoff_us\":%u",
-                 TL_BUCKET_US / 1000u, config.fail_backoff_us);
+    result_extra(r, ",\"inflight\":4,\"bucket_ms\":%u,\"fail_backoff_us\":%u", TL_BUCKET_US / 1000u,
+                 config.fail_backoff_us);
     timeline_recovery(tl, r);
     report_timeline(tl);
     free(tl->acq);

@@ -14,7 +14,7 @@
 
 #include <stdio.h>
 
-static long long grown_max = -1;   /* for the targets (fence_keys_grown_max) */
+static long long grown_max = -1; /* for the targets (fence_keys_grown_max) */
 
 long long fence_keys_grown_max(void)
 {
@@ -43,8 +43,12 @@ void scenario_fence_keys(void)
 {
     struct result *r = result_new("fence-keys");
     uint64_t want = config.max_ops && config.max_ops < 100000 ? config.max_ops : 100000;
-    struct load_opts o = { .inflight = config.inflight, .duration_s = 120.0, .max_ops = want,
-                           .retries = 0, .label = "fence-keys", .flags = REDLOCK_FENCE };
+    struct load_opts o = { .inflight = config.inflight,
+                           .duration_s = 120.0,
+                           .max_ops = want,
+                           .retries = 0,
+                           .label = "fence-keys",
+                           .flags = REDLOCK_FENCE };
     long long before[BENCH_MAX_MASTERS], grown = 0, most = 0;
     int m;
 
@@ -60,7 +64,8 @@ void scenario_fence_keys(void)
             most = d;
     }
     grown_max = r->ok > 0 ? most : -1;
-    result_note(r, "%llu distinct fenced resources taken and released: keys per master grew by "
+    result_note(r,
+                "%llu distinct fenced resources taken and released: keys per master grew by "
                 "at most %lld (%lld over all %d masters; one fence counter per master: <= 1 each)",
                 (unsigned long long)r->ok, most, grown, config.n_masters);
     result_extra(r, ",\"fenced_resources\":%llu,\"keys_grown_max\":%lld,\"keys_grown_total\":%lld",

@@ -78,8 +78,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     progress(names[fs->phase], (double)(t - fs->phase_start) / 1e6,
              (double)(fs->deadline - fs->phase_start) / 1e6,
-             fs->phase == PH_SINGLE ? fs->set.count :
-             fs->phase == PH_QUORUM ? fs->quorum.count : fs->cap_replies, 0);
+             fs->phase == PH_SINGLE   ? fs->set.count
+             : fs->phase == PH_QUORUM ? fs->quorum.count
+                                      : fs->cap_replies,
+             0);
     /* a master that stops answering must not hang the floor */
     if (t > fs->deadline + 5000000u) {
         fs->broken = 1;
@@ -132,7 +134,8 @@ static void floor_record(struct floor_state *fs, struct result *r, double d, dou
     floor_fig.ceiling_cycles_per_s = raw->ops / (2.0 * fs->n);
     floor_fig.script_ceiling_cycles_per_s = script->ops / (2.0 * fs->n);
     result_extra_pcts(r, "quorum_us", &fs->quorum);
-    result_extra(r, ",\"quorum_cpu_us_per_cycle\":%.1f,\"raw_ops_per_s\":%.0f,"
+    result_extra(r,
+                 ",\"quorum_cpu_us_per_cycle\":%.1f,\"raw_ops_per_s\":%.0f,"
                  "\"ceiling_cycles_per_s\":%.0f,\"pipeline\":%d,\"capacity_client_cpu\":%.2f,"
                  "\"raw_script_ops_per_s\":%.0f,\"script_ceiling_cycles_per_s\":%.0f,"
                  "\"script_capacity_client_cpu\":%.2f,\"capacity_masters_cores\":%.2f,"
@@ -146,11 +149,11 @@ static void floor_record(struct floor_state *fs, struct result *r, double d, dou
                 "Capacity, %d in flight per master: SET+DEL %.0f ops/s (client %.2f cores, masters "
                 "%.2f) -> ceiling %.0f cycles/s; SET + release script %.0f ops/s (client %.2f, "
                 "masters %.2f) -> %.0f cycles/s",
-                (unsigned long long)floor_fig.set_p50, (unsigned long long)floor_fig.del_p50,
-                fs->n, (unsigned long long)floor_fig.quorum_p50,
-                (unsigned long long)floor_fig.quorum_p99, quorum_cpu, fs->n, config.pipeline,
-                raw->ops, raw->cpu, raw->mcores, floor_fig.ceiling_cycles_per_s,
-                script->ops, script->cpu, script->mcores, floor_fig.script_ceiling_cycles_per_s);
+                (unsigned long long)floor_fig.set_p50, (unsigned long long)floor_fig.del_p50, fs->n,
+                (unsigned long long)floor_fig.quorum_p50, (unsigned long long)floor_fig.quorum_p99,
+                quorum_cpu, fs->n, config.pipeline, raw->ops, raw->cpu, raw->mcores,
+                floor_fig.ceiling_cycles_per_s, script->ops, script->cpu, script->mcores,
+                floor_fig.script_ceiling_cycles_per_s);
 }
 
 void scenario_floor(void)

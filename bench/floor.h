@@ -24,7 +24,7 @@ struct floor_state;
 struct floor_ask {
     struct floor_state *fs;
     int master;
-    enum floor_release kind;          /* REL_SCRIPT: the SCRIPT LOAD */
+    enum floor_release kind; /* REL_SCRIPT: the SCRIPT LOAD */
 };
 
 struct floor_state {
@@ -33,39 +33,39 @@ struct floor_state {
     int n;
     int connected;
     int conn_failed;
-    int broken;                       /* a reply was NULL or unexpected */
+    int broken; /* a reply was NULL or unexpected */
     enum floor_phase phase;
     uint64_t phase_start;
-    uint64_t deadline;                /* current phase, monotonic µs */
-    uint64_t t0;                      /* current single/quorum op */
-    uint64_t seq;                     /* key counter */
+    uint64_t deadline; /* current phase, monotonic µs */
+    uint64_t t0;       /* current single/quorum op */
+    uint64_t seq;      /* key counter */
     char key[96];
-    int replies;                      /* quorum phase: replies so far */
-    int sel[BENCH_MAX_MASTERS];       /* quorum phase: the masters asked, */
+    int replies;                /* quorum phase: replies so far */
+    int sel[BENCH_MAX_MASTERS]; /* quorum phase: the masters asked, */
     int n_sel;
-    int need;                         /* ... the reply that is timed, */
-    struct hist *qh;                  /* ... and where it is recorded */
+    int need;        /* ... the reply that is timed, */
+    struct hist *qh; /* ... and where it is recorded */
     struct hist set, del, quorum;
     /* capacity */
     struct chain *chains;
     int n_chains;
     int active_chains;
-    int use_script;                   /* capacity: release by EVALSHA, not DEL */
+    int use_script; /* capacity: release by EVALSHA, not DEL */
     /* compare-then-delete (cmpdel.c) */
-    char sha[48];                     /* of its script, from SCRIPT LOAD */
+    char sha[48];                              /* of its script, from SCRIPT LOAD */
     enum floor_release rel[BENCH_MAX_MASTERS]; /* each master's cheapest */
     struct floor_ask ask[BENCH_MAX_MASTERS][3];
-    int loaded;                       /* answers to those questions so far */
+    int loaded; /* answers to those questions so far */
     uint64_t cap_replies;
     struct event *tick;
 };
 
 struct capacity {
-    double ops, cpu, mcores;          /* replies/s, client cores, masters' cores */
+    double ops, cpu, mcores; /* replies/s, client cores, masters' cores */
 };
 
 /* raw.c */
-extern const char floor_token[33];    /* 32 bytes, like a real token */
+extern const char floor_token[33];                     /* 32 bytes, like a real token */
 struct floor_state *floor_open(char *why, size_t len); /* connected to all N, or NULL */
 void floor_close(struct floor_state *fs);
 void floor_set_phase(struct floor_state *fs, enum floor_phase ph, double seconds);

@@ -11,13 +11,13 @@
 #include <stdint.h>
 
 #define HIST_SUB_BITS 7
-#define HIST_BUCKETS 4096           /* covers values up to 2^37 µs */
+#define HIST_BUCKETS 4096 /* covers values up to 2^37 µs */
 
 struct hist {
     uint64_t count;
-    uint64_t sum;                   /* µs */
-    uint64_t min;                   /* µs; UINT64_MAX while empty */
-    uint64_t max;                   /* µs */
+    uint64_t sum; /* µs */
+    uint64_t min; /* µs; UINT64_MAX while empty */
+    uint64_t max; /* µs */
     uint64_t b[HIST_BUCKETS];
 };
 

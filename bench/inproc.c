@@ -21,10 +21,10 @@ struct inproc;
 struct waiter {
     struct inproc *ip;
     int id;
-    int waiting;                      /* an acquire is in flight */
-    uint64_t seq;                     /* arrival number of that acquire */
-    uint64_t t0;                      /* when it was called */
-    struct owned_window win;          /* the current hold */
+    int waiting;             /* an acquire is in flight */
+    uint64_t seq;            /* arrival number of that acquire */
+    uint64_t t0;             /* when it was called */
+    struct owned_window win; /* the current hold */
     redlock_lock *lock;
     struct event *hold;
 };
@@ -40,7 +40,7 @@ struct inproc {
     char res[96];
     uint64_t next_seq, deadline, t_start;
     uint64_t grants[BENCH_MAX_CLIENTS];
-    struct owned_window *wins;        /* every hold, for the overlap check */
+    struct owned_window *wins; /* every hold, for the overlap check */
     size_t n_wins, cap_wins;
     int oom;
 };
@@ -67,7 +67,7 @@ static void on_released(redlock_client *c, int status, redlock_lock *lock,
 
         if (!nw) {
             ip->oom = 1;
-            ip->deadline = 0;         /* stop: the check would be incomplete */
+            ip->deadline = 0; /* stop: the check would be incomplete */
         } else {
             ip->wins = nw;
             ip->cap_wins = cap;
@@ -195,8 +195,10 @@ static void inproc_loop(struct inproc *ip, double duration_s)
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
                struct result *r)
 {
-    struct inproc ip = { .w = w, .r = r, .k = waiters < BENCH_MAX_CLIENTS ? waiters :
-                                                     BENCH_MAX_CLIENTS, .hold_us = hold_us };
+    struct inproc ip = { .w = w,
+                         .r = r,
+                         .k = waiters < BENCH_MAX_CLIENTS ? waiters : BENCH_MAX_CLIENTS,
+                         .hold_us = hold_us };
     redlock_config cfg;
     uint64_t cpu0;
     char why[300];

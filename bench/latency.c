@@ -13,8 +13,12 @@ static void count_syscalls(struct result *r, int blocking)
     struct result scratch;
     struct sysc sys;
     char note[300];
-    struct load_opts o = { .inflight = 1, .duration_s = 600, .max_ops = config.syscall_cycles,
-                           .retries = 0, .sys = &sys, .label = "syscalls" };
+    struct load_opts o = { .inflight = 1,
+                           .duration_s = 600,
+                           .max_ops = config.syscall_cycles,
+                           .retries = 0,
+                           .sys = &sys,
+                           .label = "syscalls" };
 
     if (!config.syscall_cycles)
         return;
@@ -38,8 +42,11 @@ static void count_syscalls(struct result *r, int blocking)
 void scenario_uncontended(void)
 {
     struct result *r = result_new("uncontended");
-    struct load_opts o = { .inflight = 1, .duration_s = config.duration_s,
-                           .max_ops = config.max_ops, .retries = 0, .label = "uncontended" };
+    struct load_opts o = { .inflight = 1,
+                           .duration_s = config.duration_s,
+                           .max_ops = config.max_ops,
+                           .retries = 0,
+                           .label = "uncontended" };
 
     if (load_async(&o, r) == 0)
         floor_fig.healthy_p99 = hist_pct(&r->acq, 0.99);
@@ -58,8 +65,8 @@ void scenario_uncontended_blocking(void)
     load_blocking(1, config.duration_s, config.max_ops, NULL, r);
     result_extra(r, ",\"threads\":1");
     if (u && u->acq.count && r->acq.count)
-        result_extra(r, ",\"ratio_async_p50\":%.2f", (double)hist_pct(&r->acq, 0.5) /
-                     (double)hist_pct(&u->acq, 0.5));
+        result_extra(r, ",\"ratio_async_p50\":%.2f",
+                     (double)hist_pct(&r->acq, 0.5) / (double)hist_pct(&u->acq, 0.5));
     if (!r->note[0])
         count_syscalls(r, 1);
 }
@@ -67,8 +74,11 @@ void scenario_uncontended_blocking(void)
 void scenario_throughput(void)
 {
     struct result *r = result_new("throughput");
-    struct load_opts o = { .inflight = config.inflight, .duration_s = config.duration_s,
-                           .max_ops = config.max_ops, .retries = 0, .label = "throughput" };
+    struct load_opts o = { .inflight = config.inflight,
+                           .duration_s = config.duration_s,
+                           .max_ops = config.max_ops,
+                           .retries = 0,
+                           .label = "throughput" };
 
     load_async(&o, r);
     result_extra(r, ",\"inflight\":%d", config.inflight);

@@ -20,8 +20,8 @@ struct load;
 struct slot {
     struct load *L;
     unsigned id;
-    uint64_t n;                       /* cycles started by this slot */
-    uint64_t t0;                      /* start of the current call */
+    uint64_t n;  /* cycles started by this slot */
+    uint64_t t0; /* start of the current call */
     size_t keylen;
     char key[96];
 };
@@ -33,9 +33,9 @@ struct load {
     struct result *r;
     uint64_t t_start;
     uint64_t deadline;
-    uint64_t cycles;                  /* acquire + release completed */
-    int active;                       /* slots still running */
-    int stopped;                      /* no new operations */
+    uint64_t cycles; /* acquire + release completed */
+    int active;      /* slots still running */
+    int stopped;     /* no new operations */
     int stuck;
     struct slot *slots;
 };
@@ -155,9 +155,9 @@ static void load_tick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    if (!L->o->sys)                   /* a progress line's write would be counted */
-        progress(L->o->label, (double)(t - L->t_start) / 1e6, L->o->duration_s,
-                 L->r->ok, L->r->failed);
+    if (!L->o->sys) /* a progress line's write would be counted */
+        progress(L->o->label, (double)(t - L->t_start) / 1e6, L->o->duration_s, L->r->ok,
+                 L->r->failed);
     if (stop_requested())
         L->stopped = 1;
     /* Every call is bounded by node timeouts and retries; past the deadline
@@ -255,7 +255,7 @@ int load_async(const struct load_opts *o, struct result *r)
     tick = event_new(L.base, -1, EV_PERSIST, load_tick, &L);
     event_add(tick, &tv);
 
-    if (!o->before && !o->sys)        /* broken masters do not answer */
+    if (!o->before && !o->sys) /* broken masters do not answer */
         masters_stat(&m0);
     if (o->before)
         o->before(o->before_arg);
@@ -289,7 +289,7 @@ struct bthread {
     uint64_t deadline;
     uint64_t max_ops;
     struct tally t;
-    _Atomic uint64_t done;            /* read by the progress line */
+    _Atomic uint64_t done; /* read by the progress line */
 };
 
 static void *bthread_main(void *arg)

@@ -16,7 +16,7 @@
 struct scenario {
     const char *name;
     void (*run)(void);
-    int faults;                       /* needs --cluster-script */
+    int faults; /* needs --cluster-script */
 };
 
 static const struct scenario scenarios[] = {
@@ -139,11 +139,14 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     printf("redlock-bench: libredlock %s (hiredis %s), %d masters (%s), ttl %u ms, node "
            "timeout %u ms, %.1f s per scenario, seed %llu\n",
-           redlock_version(), bench_hiredis_version(), config.n_masters, config.masters, config.ttl_ms,
-           config.node_timeout_ms, config.duration_s, (unsigned long long)config.seed);
+           redlock_version(), bench_hiredis_version(), config.n_masters, config.masters,
+           config.ttl_ms, config.node_timeout_ms, config.duration_s,
+           (unsigned long long)config.seed);
     if (wait_masters_up(5000) < 0) {
-        fprintf(stderr, "redlock-bench: not every master answers PING at %s "
-                "(start them: cluster-up.sh start)\n", config.masters);
+        fprintf(stderr,
+                "redlock-bench: not every master answers PING at %s "
+                "(start them: cluster-up.sh start)\n",
+                config.masters);
         return 2;
     }
     if (!config.cluster_script)

@@ -105,8 +105,8 @@ int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char 
     rc = redlock_ready(*ret, (size_t)config.n_masters, 5000, NULL, &err);
     if (rc == 0)
         return 0;
-    snprintf(why, whylen, "not every master connected within 5 s: %s: %.120s",
-             redlock_err_name(rc), err.msg);
+    snprintf(why, whylen, "not every master connected within 5 s: %s: %.120s", redlock_err_name(rc),
+             err.msg);
     redlock_client_free(*ret);
     *ret = NULL;
     return -1;
@@ -145,8 +145,8 @@ struct warm {
     struct event_base *base;
     redlock_client *c;
     uint64_t deadline;
-    int good;                         /* consecutive all-healthy cycles */
-    int done;                         /* 1 ok, -1 gave up */
+    int good; /* consecutive all-healthy cycles */
+    int done; /* 1 ok, -1 gave up */
     unsigned seq;
     struct event *retry;
 };
@@ -241,7 +241,8 @@ int bench_async_client(struct event_base *base, const redlock_config *cfg, redlo
     event_base_dispatch(base);
     event_free(w.retry);
     if (w.done != 1) {
-        snprintf(why, whylen, "warm-up: not every master took part in an acquire within "
+        snprintf(why, whylen,
+                 "warm-up: not every master took part in an acquire within "
                  "5 s + ttl");
         redlock_client_free(*ret);
         *ret = NULL;

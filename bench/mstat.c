@@ -156,8 +156,8 @@ void masters_delta(struct result *r, const struct mstat *before, uint64_t cycles
         double per_cycle = (double)d[i].calls / (double)cycles,
                us = (double)d[i].usec / (double)d[i].calls;
 
-        result_extra(r, "%s\"%s\":{\"calls_per_cycle\":%.3f,\"us_per_call\":%.2f}",
-                     i ? "," : "", d[i].name, per_cycle, us);
+        result_extra(r, "%s\"%s\":{\"calls_per_cycle\":%.3f,\"us_per_call\":%.2f}", i ? "," : "",
+                     d[i].name, per_cycle, us);
         if (i < 3 && used < sizeof(r->masters_cmds))
             used += (size_t)snprintf(r->masters_cmds + used, sizeof(r->masters_cmds) - used,
                                      "%s%s %.2f/cycle x %.1f us", i ? ", " : "", d[i].name,

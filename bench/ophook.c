@@ -59,7 +59,8 @@ void opstats_merge(struct opstats *dst, const struct opstats *src)
 /* "1234 acquires, 1.02 attempts each (p99 3, max 7); waited p50 83 us, ..." */
 void opstats_line(char *buf, size_t len, const struct opstats *s)
 {
-    snprintf(buf, len, "%llu acquires, %.2f attempts each (p50 %llu, p99 %llu, max %llu); "
+    snprintf(buf, len,
+             "%llu acquires, %.2f attempts each (p50 %llu, p99 %llu, max %llu); "
              "waited p50 %llu us, p99 %llu us, max %llu us",
              (unsigned long long)s->acquires,
              s->acquires ? (double)s->attempts / (double)s->acquires : 0.0,

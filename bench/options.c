@@ -15,59 +15,60 @@ static const char *scenario_list = "";
 static void usage(FILE *f)
 {
     fprintf(f,
-"usage: redlock-bench [options]\n"
-"\n"
-"Targets (loopback only):\n"
-"  --masters LIST        host:port,host:port,... (default 127.0.0.1:7000..7004)\n"
-"  -n, --n-masters N     with --base-port, when --masters is not given (default 5)\n"
-"  --base-port P         first master's port (default 7000)\n"
-"\n"
-"Fault injection (scenarios kill*, pause*, restart*, timeline):\n"
-"  --cluster-script PATH cluster-up.sh; without it fault scenarios are skipped\n"
-"  --cluster-dir DIR     its -d DIR\n"
-"  --aof-base-port P     restart-aof starts its own --aof cluster there, in\n"
-"                        DIR-aof, and stops it afterwards (default base+10);\n"
-"                        restart-persist one per persistence mode, in turn,\n"
-"                        in DIR-persist (wiped first)\n"
-"\n"
-"What to run:\n"
-"  --scenarios LIST      comma list or 'all' (default):%s\n"
-"                        (floor always runs: every ratio is taken against it)\n"
-"  --duration S          seconds per timed scenario (default 2)\n"
-"  --threads T           blocking throughput: threads (default 4)\n"
-"  --inflight D          async throughput and raw's loaded pass: cycles in\n"
-"                        flight (default 64)\n"
-"  --pipeline P          raw capacity: commands in flight per master (default 64)\n"
-"  --ttl MS              lock ttl (default 1000)\n"
-"  --node-timeout MS     per-master timeout given to the library (default 50)\n"
-"  --syscall-cycles N    uncontended*: cycles counted for syscalls (default 3000)\n"
-"\n"
-"Contention (contention*: one key; each row with pub/sub waiting, and polling):\n"
-"  --clients K           processes contending, and waiters in contention-inproc\n"
-"                        (default 8)\n"
-"  --hold-us US          hold time of the contention-hold* and inproc rows\n"
-"                        (default 1000; contention and contention-poll hold 0)\n"
-"  --retry-delay MS      polling fallback, per acquire: retry_delay_ms (default 10)\n"
-"  --retry-jitter MS     ... plus retry_jitter_ms (default 5)\n"
-"  --wait-ms MS          each acquire's deadline (wait_ms): a contender gives up\n"
-"                        this long after the call (default 2000)\n"
-"                        (the restart* scenarios always retry at once)\n"
-"\n"
-"Other:\n"
-"  --seed N              picks fault targets and key names (default 1)\n"
-"  --max-ops N           per scenario, acquires attempted (default 2000000)\n"
-"  --fail-backoff-us US  timeline: a load slot waits this long after a failed\n"
-"                        acquire before the next one (default 1000)\n"
-"  --max-time S          watchdog for the whole run (default 900)\n"
-"\n"
-"Output:\n"
-"  --out DIR             results.jsonl, timeline.tsv and timeline.svg (default out)\n"
-"  --json FILE           also write the JSON lines to FILE\n"
-"  --no-json             do not print the JSON lines after the table\n"
-"  --no-progress         no progress line (it is shown only on a terminal anyway)\n"
-"\n"
-"Exit: 0 done; 2 setup error; 3 watchdog; 4 violations where the algorithm\n"
-"claims safety.\n", scenario_list);
+            "usage: redlock-bench [options]\n"
+            "\n"
+            "Targets (loopback only):\n"
+            "  --masters LIST        host:port,host:port,... (default 127.0.0.1:7000..7004)\n"
+            "  -n, --n-masters N     with --base-port, when --masters is not given (default 5)\n"
+            "  --base-port P         first master's port (default 7000)\n"
+            "\n"
+            "Fault injection (scenarios kill*, pause*, restart*, timeline):\n"
+            "  --cluster-script PATH cluster-up.sh; without it fault scenarios are skipped\n"
+            "  --cluster-dir DIR     its -d DIR\n"
+            "  --aof-base-port P     restart-aof starts its own --aof cluster there, in\n"
+            "                        DIR-aof, and stops it afterwards (default base+10);\n"
+            "                        restart-persist one per persistence mode, in turn,\n"
+            "                        in DIR-persist (wiped first)\n"
+            "\n"
+            "What to run:\n"
+            "  --scenarios LIST      comma list or 'all' (default):%s\n"
+            "                        (floor always runs: every ratio is taken against it)\n"
+            "  --duration S          seconds per timed scenario (default 2)\n"
+            "  --threads T           blocking throughput: threads (default 4)\n"
+            "  --inflight D          async throughput and raw's loaded pass: cycles in\n"
+            "                        flight (default 64)\n"
+            "  --pipeline P          raw capacity: commands in flight per master (default 64)\n"
+            "  --ttl MS              lock ttl (default 1000)\n"
+            "  --node-timeout MS     per-master timeout given to the library (default 50)\n"
+            "  --syscall-cycles N    uncontended*: cycles counted for syscalls (default 3000)\n"
+            "\n"
+            "Contention (contention*: one key; each row with pub/sub waiting, and polling):\n"
+            "  --clients K           processes contending, and waiters in contention-inproc\n"
+            "                        (default 8)\n"
+            "  --hold-us US          hold time of the contention-hold* and inproc rows\n"
+            "                        (default 1000; contention and contention-poll hold 0)\n"
+            "  --retry-delay MS      polling fallback, per acquire: retry_delay_ms (default 10)\n"
+            "  --retry-jitter MS     ... plus retry_jitter_ms (default 5)\n"
+            "  --wait-ms MS          each acquire's deadline (wait_ms): a contender gives up\n"
+            "                        this long after the call (default 2000)\n"
+            "                        (the restart* scenarios always retry at once)\n"
+            "\n"
+            "Other:\n"
+            "  --seed N              picks fault targets and key names (default 1)\n"
+            "  --max-ops N           per scenario, acquires attempted (default 2000000)\n"
+            "  --fail-backoff-us US  timeline: a load slot waits this long after a failed\n"
+            "                        acquire before the next one (default 1000)\n"
+            "  --max-time S          watchdog for the whole run (default 900)\n"
+            "\n"
+            "Output:\n"
+            "  --out DIR             results.jsonl, timeline.tsv and timeline.svg (default out)\n"
+            "  --json FILE           also write the JSON lines to FILE\n"
+            "  --no-json             do not print the JSON lines after the table\n"
+            "  --no-progress         no progress line (it is shown only on a terminal anyway)\n"
+            "\n"
+            "Exit: 0 done; 2 setup error; 3 watchdog; 4 violations where the algorithm\n"
+            "claims safety.\n",
+            scenario_list);
 }
 
 static int is_loopback(const char *host)
@@ -106,8 +107,10 @@ static int split_masters(const char *list)
             host[strcspn(host, "]")] = '\0';
         }
         if (!is_loopback(host)) {
-            fprintf(stderr, "redlock-bench: master '%s': only loopback addresses are "
-                    "allowed\n", host);
+            fprintf(stderr,
+                    "redlock-bench: master '%s': only loopback addresses are "
+                    "allowed\n",
+                    host);
             return -1;
         }
         snprintf(config.host[n], sizeof(config.host[n]), "%s", host);
@@ -141,8 +144,8 @@ static int check_masters(const char *list)
     }
 #endif
     if (rc != 0) {
-        fprintf(stderr, "redlock-bench: --masters: %s\n", err.msg[0] ? err.msg :
-                redlock_strerror(rc));
+        fprintf(stderr, "redlock-bench: --masters: %s\n",
+                err.msg[0] ? err.msg : redlock_strerror(rc));
         return -1;
     }
     return split_masters(list);
@@ -232,8 +235,17 @@ static void set_num(const struct num_opt *o, const char *arg)
     }
 }
 
-enum { OPT_MASTERS = 256, OPT_SCRIPT, OPT_DIR, OPT_SCEN, OPT_OUT, OPT_JSON, OPT_NOJSON,
-       OPT_NOPROG, OPT_NUM = 512 };
+enum {
+    OPT_MASTERS = 256,
+    OPT_SCRIPT,
+    OPT_DIR,
+    OPT_SCEN,
+    OPT_OUT,
+    OPT_JSON,
+    OPT_NOJSON,
+    OPT_NOPROG,
+    OPT_NUM = 512
+};
 
 static const char *parse_args(int argc, char **argv)
 {
@@ -313,7 +325,7 @@ void parseOptions(int argc, char **argv, const char *list)
     for (i = 1; config.cluster_script && i < config.n_masters; i++) {
         if (config.port[i] != config.port[0] + i) {
             fprintf(stderr, "redlock-bench: with --cluster-script, --masters must be "
-                    "cluster-up.sh's list (consecutive ports from master 0)\n");
+                            "cluster-up.sh's list (consecutive ports from master 0)\n");
             exit(2);
         }
     }

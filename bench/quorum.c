@@ -110,8 +110,8 @@ static void slice(struct floor_state *fs, struct event *stuck, const int *sel, i
  * one of the 3 left). In alternating 100 ms slices for
  * @seconds, so both see the same moment of a shared machine. 0, or -1 with
  * @why filled. */
-int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all,
-                       struct hist *live, char *why, size_t len)
+int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all, struct hist *live,
+                       char *why, size_t len)
 {
     struct floor_state *fs = floor_open(why, len);
     struct event *stuck;

@@ -21,14 +21,14 @@ struct rawrun;
 struct rslot {
     struct rawrun *R;
     unsigned id;
-    uint64_t n;                       /* cycles started by this slot */
+    uint64_t n; /* cycles started by this slot */
 };
 
 /* One cycle's replies. Freed once all are in: the N SET replies, and the
  * N release replies if a quorum was reached. */
 struct rcycle {
     struct rslot *s;
-    uint64_t t0;                      /* SETs sent; then the releases sent */
+    uint64_t t0; /* SETs sent; then the releases sent */
     int set_in, set_ok;
     int rel_in, rel_ok;
     int acquired, released;
@@ -39,14 +39,14 @@ struct rawrun {
     struct floor_state *fs;
     struct result *r;
     const char *label;
-    int native;                       /* release natively where a master can */
-    int need;                         /* quorum: N/2 + 1 */
+    int native; /* release natively where a master can */
+    int need;   /* quorum: N/2 + 1 */
     uint64_t t_start, deadline;
     uint64_t max_ops;
-    uint64_t cycles;                  /* acquire + release completed */
-    int active;                       /* slots still starting cycles */
-    int open;                         /* cycles with replies still to come */
-    int dead;                         /* given up: late replies only free */
+    uint64_t cycles; /* acquire + release completed */
+    int active;      /* slots still starting cycles */
+    int open;        /* cycles with replies still to come */
+    int dead;        /* given up: late replies only free */
     struct rslot *slots;
 };
 
@@ -90,7 +90,7 @@ static void on_release(redisAsyncContext *ac, void *reply, void *pd)
     if (floor_release_deleted(reply))
         c->rel_ok++;
     else if (!reply || ((const redisReply *)reply)->type == REDIS_REPLY_ERROR)
-        R->fs->broken = 1;        /* NOSCRIPT, a refused command, a lost master */
+        R->fs->broken = 1; /* NOSCRIPT, a refused command, a lost master */
     if (!c->released && (c->rel_ok == R->need || c->rel_in == R->fs->n)) {
         c->released = 1;
         if (c->rel_ok == R->need)
@@ -143,7 +143,7 @@ static void on_set(redisAsyncContext *ac, void *reply, void *pd)
     else
         R->fs->broken = 1;
     if (!c->acquired && c->set_ok == R->need) {
-        cycle_release(c);         /* may be the last reply of all, when N is 1 */
+        cycle_release(c); /* may be the last reply of all, when N is 1 */
         return;
     }
     if (!c->acquired && c->set_in == R->fs->n) {
@@ -289,12 +289,13 @@ static int raw_pass(struct floor_state *fs, int native, int inflight, const char
 static void pass_json(struct result *r, const char *name, const struct result *p,
                       const char *release)
 {
-    result_extra(r, ",\"%s\":{\"inflight\":%d,\"release\":\"%s\",\"ops\":%llu,\"ok\":%llu,"
+    result_extra(r,
+                 ",\"%s\":{\"inflight\":%d,\"release\":\"%s\",\"ops\":%llu,\"ok\":%llu,"
                  "\"failed\":%llu,\"release_failed\":%llu,\"cycles_per_s\":%.0f,"
-                 "\"client_cpu_us_per_cycle\":%.2f", name, config.inflight, release,
-                 (unsigned long long)p->ops, (unsigned long long)p->ok,
-                 (unsigned long long)p->failed, (unsigned long long)p->release_failed,
-                 p->cycles_per_s, p->cpu_us_per_cycle);
+                 "\"client_cpu_us_per_cycle\":%.2f",
+                 name, config.inflight, release, (unsigned long long)p->ops,
+                 (unsigned long long)p->ok, (unsigned long long)p->failed,
+                 (unsigned long long)p->release_failed, p->cycles_per_s, p->cpu_us_per_cycle);
     result_extra_pcts(r, "acquire_us", &p->acq);
     result_extra_pcts(r, "release_us", &p->rel);
     if (p->masters_cpu_us_per_cycle >= 0)
@@ -307,7 +308,8 @@ static void pass_json(struct result *r, const char *name, const struct result *p
  * per cycle (set 1.00, evalsha 1.00, ...)" */
 static size_t pass_note(char *buf, size_t len, const struct result *p, const char *release)
 {
-    return (size_t)snprintf(buf, len, "%d in flight, %s: %.0f cycles/s, acquire p50 %llu us, "
+    return (size_t)snprintf(buf, len,
+                            "%d in flight, %s: %.0f cycles/s, acquire p50 %llu us, "
                             "p99 %llu us, masters %.1f us CPU per cycle (each: %s)",
                             config.inflight, release, p->cycles_per_s,
                             (unsigned long long)hist_pct(&p->acq, 0.5),

@@ -102,8 +102,7 @@ static void json_raw_ratios(FILE *f, const struct result *r)
         json_raw_ratio(f, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
                        raw->masters_cpu_us_per_cycle);
     } else if (strcmp(r->scenario, "throughput") == 0) {
-        json_raw_ratio(f, "ratio_raw_script_cycles", r->cycles_per_s,
-                       raw_fig.script_cycles_per_s);
+        json_raw_ratio(f, "ratio_raw_script_cycles", r->cycles_per_s, raw_fig.script_cycles_per_s);
         json_raw_ratio(f, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
                        raw_fig.masters_cpu_us_per_cycle);
     }
@@ -121,23 +120,27 @@ void report_json_line(FILE *f, const struct result *r)
         json_str(f, r->fault);
     else
         fputs("null", f);
-    fprintf(f, ",\"masters\":%d,\"ops\":%llu,\"ok\":%llu,\"failed\":%llu,\"violations\":%llu,"
-            "\"checked\":%llu,\"release_failed\":%llu", config.n_masters,
-            (unsigned long long)r->ops, (unsigned long long)r->ok, (unsigned long long)r->failed,
-            (unsigned long long)r->violations, (unsigned long long)r->checked,
-            (unsigned long long)r->release_failed);
+    fprintf(f,
+            ",\"masters\":%d,\"ops\":%llu,\"ok\":%llu,\"failed\":%llu,\"violations\":%llu,"
+            "\"checked\":%llu,\"release_failed\":%llu",
+            config.n_masters, (unsigned long long)r->ops, (unsigned long long)r->ok,
+            (unsigned long long)r->failed, (unsigned long long)r->violations,
+            (unsigned long long)r->checked, (unsigned long long)r->release_failed);
     json_pcts(f, "acquire_us", &r->acq);
     json_pcts(f, "release_us", &r->rel);
     if (r->fail.count)
         json_pcts(f, "time_to_fail_us", &r->fail);
     json_num(f, "cycles_per_s", r->cycles_per_s, r->cycles_per_s >= 0);
     json_num(f, "client_cpu_us_per_cycle", r->cpu_us_per_cycle, r->cpu_us_per_cycle >= 0);
-    json_num(f, "masters_cpu_us_per_cycle", r->masters_cpu_us_per_cycle, r->masters_cpu_us_per_cycle >= 0);
+    json_num(f, "masters_cpu_us_per_cycle", r->masters_cpu_us_per_cycle,
+             r->masters_cpu_us_per_cycle >= 0);
     json_num(f, "masters_cores", r->masters_cores, r->masters_cores >= 0);
     json_num(f, "floor_us", (double)floor_fig.set_p50, has_floor);
-    json_num(f, "ratio_p50", has_floor ? (double)hist_pct(&r->acq, 0.5) / (double)floor_fig.set_p50 : 0,
+    json_num(f, "ratio_p50",
+             has_floor ? (double)hist_pct(&r->acq, 0.5) / (double)floor_fig.set_p50 : 0,
              has_floor && r->acq.count);
-    json_num(f, "ratio_p99", has_floor ? (double)hist_pct(&r->acq, 0.99) / (double)floor_fig.set_p99 : 0,
+    json_num(f, "ratio_p99",
+             has_floor ? (double)hist_pct(&r->acq, 0.99) / (double)floor_fig.set_p99 : 0,
              has_floor && r->acq.count && floor_fig.set_p99);
     if (floor_fig.valid && floor_fig.ceiling_cycles_per_s > 0 &&
         (strcmp(r->scenario, "throughput") == 0 || strcmp(r->scenario, "blocking") == 0)) {
@@ -147,13 +150,16 @@ void report_json_line(FILE *f, const struct result *r)
                  floor_fig.script_ceiling_cycles_per_s > 0);
     }
     json_raw_ratios(f, r);
-    fprintf(f, ",\"hiredis\":\"%s\",\"duration_s\":%.2f,\"ttl_ms\":%u,\"node_timeout_ms\":%u,\"errors\":{",
-            bench_hiredis_version(), r->duration_s, config.ttl_ms, config.node_timeout_ms);
+    fprintf(
+        f,
+        ",\"hiredis\":\"%s\",\"duration_s\":%.2f,\"ttl_ms\":%u,\"node_timeout_ms\":%u,\"errors\":{",
+        bench_hiredis_version(), r->duration_s, config.ttl_ms, config.node_timeout_ms);
     for (i = 1; i < BENCH_NERR; i++) {
         if (!r->errs[i])
             continue;
-        fprintf(f, "%s\"%s\":%llu", first ? "" : ",", i == BENCH_NERR - 1 ? "other" :
-                redlock_err_name(-i), (unsigned long long)r->errs[i]);
+        fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
+                i == BENCH_NERR - 1 ? "other" : redlock_err_name(-i),
+                (unsigned long long)r->errs[i]);
         first = 0;
     }
     fputc('}', f);
@@ -195,11 +201,11 @@ static void print_table(struct result **res, int n)
     char a[8][32];
     int i;
 
-    printf("\n%-20s %9s %9s %7s %5s | %7s %7s %8s | %7s %7s | %11s | %9s %7s\n",
-           "scenario", "ops", "ok", "failed", "viol", "acq p50", "p99", "max", "rel p50", "p99",
-           "x floor", "cycles/s", "cpu/cyc");
-    printf("%-20s %9s %9s %7s %5s | %7s %7s %8s | %7s %7s | %11s | %9s %7s\n",
-           "", "", "", "", "", "us", "us", "us", "us", "us", "p50 / p99", "", "us");
+    printf("\n%-20s %9s %9s %7s %5s | %7s %7s %8s | %7s %7s | %11s | %9s %7s\n", "scenario", "ops",
+           "ok", "failed", "viol", "acq p50", "p99", "max", "rel p50", "p99", "x floor", "cycles/s",
+           "cpu/cyc");
+    printf("%-20s %9s %9s %7s %5s | %7s %7s %8s | %7s %7s | %11s | %9s %7s\n", "", "", "", "", "",
+           "us", "us", "us", "us", "us", "p50 / p99", "", "us");
     for (i = 0; i < 136; i++)
         putchar('-');
     putchar('\n');
@@ -214,16 +220,17 @@ static void print_table(struct result **res, int n)
         }
         if (fv)
             snprintf(ratio, sizeof(ratio), "%.2f / %.2f",
-                     (double)hist_pct(&r->acq, 0.5) / (double)(floor_fig.set_p50 ? floor_fig.set_p50 : 1),
-                     (double)hist_pct(&r->acq, 0.99) / (double)(floor_fig.set_p99 ? floor_fig.set_p99 : 1));
+                     (double)hist_pct(&r->acq, 0.5) /
+                         (double)(floor_fig.set_p50 ? floor_fig.set_p50 : 1),
+                     (double)hist_pct(&r->acq, 0.99) /
+                         (double)(floor_fig.set_p99 ? floor_fig.set_p99 : 1));
         else
             snprintf(ratio, sizeof(ratio), "-");
         printf("%-20s %9llu %9llu %7llu %5s | %7s %7s %8s | %7s %7s | %11s | %9s %7s\n",
                r->scenario, (unsigned long long)r->ops, (unsigned long long)r->ok,
-               (unsigned long long)r->failed,
-               r->checked ? fmt_u(a[0], 32, r->violations, 1) : "-",
-               fmt_u(a[1], 32, hist_pct(&r->acq, 0.5), hv), fmt_u(a[2], 32, hist_pct(&r->acq, 0.99), hv),
-               fmt_u(a[3], 32, r->acq.max, hv),
+               (unsigned long long)r->failed, r->checked ? fmt_u(a[0], 32, r->violations, 1) : "-",
+               fmt_u(a[1], 32, hist_pct(&r->acq, 0.5), hv),
+               fmt_u(a[2], 32, hist_pct(&r->acq, 0.99), hv), fmt_u(a[3], 32, r->acq.max, hv),
                fmt_u(a[4], 32, hist_pct(&r->rel, 0.5), r->rel.count > 0),
                fmt_u(a[5], 32, hist_pct(&r->rel, 0.99), r->rel.count > 0), ratio,
                fmt_d(a[6], 32, r->cycles_per_s, 0, r->cycles_per_s >= 0),
@@ -245,7 +252,8 @@ static void print_clock_notes(void)
     if (!floor_fig.n_clock)
         return;
     printf("  %-20s clock monitor (blocking client, TIME every 100 ms for %.1f s; rate = master "
-           "clock / our monotonic clock):\n", "floor", floor_fig.clock_window_s);
+           "clock / our monotonic clock):\n",
+           "floor", floor_fig.clock_window_s);
     for (m = 0; m < floor_fig.n_clock; m++) {
         char rate[64];
 
@@ -259,8 +267,8 @@ static void print_clock_notes(void)
         else
             snprintf(rate, sizeof(rate), "unknown");
         printf("  %-20s   :%d rate %s (%llu samples), %s, %llu jumps, %llu rate faults, "
-               "offset %+lld us, run_id %.8s, up %lld s%s%s\n", "", config.port[m], rate,
-               (unsigned long long)floor_fig.clock[m].samples,
+               "offset %+lld us, run_id %.8s, up %lld s%s%s\n",
+               "", config.port[m], rate, (unsigned long long)floor_fig.clock[m].samples,
                floor_fig.clock[m].trusted ? "trusted" : "UNTRUSTED",
                (unsigned long long)floor_fig.clock[m].jumps,
                (unsigned long long)floor_fig.clock[m].rate_faults,
@@ -283,9 +291,9 @@ static void print_contention_notes(const struct result *r)
                "holder (%.0f/s; %llu acquires returned before the release did, counted as "
                "0); the other %llu grants went back to the releasing %s\n",
                r->scenario, (unsigned long long)hist_pct(&r->handoff, 0.5),
-               (unsigned long long)hist_pct(&r->handoff, 0.99),
-               (unsigned long long)r->handoff.max, (unsigned long long)r->owner_changes,
-               (double)r->owner_changes / r->duration_s, (unsigned long long)r->early_handoffs,
+               (unsigned long long)hist_pct(&r->handoff, 0.99), (unsigned long long)r->handoff.max,
+               (unsigned long long)r->owner_changes, (double)r->owner_changes / r->duration_s,
+               (unsigned long long)r->early_handoffs,
                (unsigned long long)(r->ok > r->owner_changes ? r->ok - r->owner_changes : 0), who);
     if (r->n_owners) {
         printf("  %-20s grants per %s:", r->scenario, who);
@@ -307,8 +315,9 @@ static void print_row_notes(const struct result *r)
     for (j = 1; j < BENCH_NERR && used < sizeof(errs); j++)
         if (r->errs[j])
             used += (size_t)snprintf(errs + used, sizeof(errs) - used, "%s%s x%llu",
-                                     used ? ", " : "", j == BENCH_NERR - 1 ? "other" :
-                                     redlock_err_name(-j), (unsigned long long)r->errs[j]);
+                                     used ? ", " : "",
+                                     j == BENCH_NERR - 1 ? "other" : redlock_err_name(-j),
+                                     (unsigned long long)r->errs[j]);
     if (r->fault[0])
         printf("  %-20s fault: %s\n", r->scenario, r->fault);
     if (r->fail.count)

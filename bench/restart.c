@@ -30,8 +30,7 @@
 /* on but leaves such masters alone).                                       */
 /* ------------------------------------------------------------------------ */
 
-enum restart_kind { RESTART_EMPTY, RESTART_GUARD, RESTART_DELAYED, RESTART_AOF,
-                    RESTART_PERSIST };
+enum restart_kind { RESTART_EMPTY, RESTART_GUARD, RESTART_DELAYED, RESTART_AOF, RESTART_PERSIST };
 
 /* restart-persist: after the schedule's heal, how long each restarted
  * master kept out of quorums, seen through redlock_ping on a client of its
@@ -39,11 +38,11 @@ enum restart_kind { RESTART_EMPTY, RESTART_GUARD, RESTART_DELAYED, RESTART_AOF,
 struct sat_out {
     struct schedule *s;
     int idx[3], k;
-    double contend_s;                 /* the contenders stop this long after t0 */
-    uint64_t healed_us;               /* the heal returned: every master answers PING */
-    double ms[3];                     /* < 0: still out when the watch ended */
-    uint32_t window_ms;               /* the largest memory_window_ms ping showed */
-    char why[REDLOCK_VOTE_DETAIL_LEN];/* the first excluded_why seen */
+    double contend_s;                  /* the contenders stop this long after t0 */
+    uint64_t healed_us;                /* the heal returned: every master answers PING */
+    double ms[3];                      /* < 0: still out when the watch ended */
+    uint32_t window_ms;                /* the largest memory_window_ms ping showed */
+    char why[REDLOCK_VOTE_DETAIL_LEN]; /* the first excluded_why seen */
     char err[160];
 };
 
@@ -113,17 +112,19 @@ static void persist_report(struct result *r, const struct sat_out *so, const cha
         if (used >= sizeof(each))
             break;
     }
-    result_extra(r, ",\"persist\":\"%s\",\"sat_out_ms\":[%s],\"sat_out_open\":%s,"
-                 "\"memory_window_ms\":%u,\"no_holder_ms\":%.1f", persist, each,
-                 r->sat_out_open ? "true" : "false", so->window_ms, r->max_gap_ms);
+    result_extra(r,
+                 ",\"persist\":\"%s\",\"sat_out_ms\":[%s],\"sat_out_open\":%s,"
+                 "\"memory_window_ms\":%u,\"no_holder_ms\":%.1f",
+                 persist, each, r->sat_out_open ? "true" : "false", so->window_ms, r->max_gap_ms);
     if (so->err[0] && !r->note[0])
         result_note(r, "error: ping client: %s", so->err);
     if (!r->note[0] && r->checked)
-        result_note(r, "%s: %llu overlaps in %llu windows; restarted masters sat out %s ms "
+        result_note(r,
+                    "%s: %llu overlaps in %llu windows; restarted masters sat out %s ms "
                     "(ping; -1: still out at the end; window up to %u ms%s%.60s); waiters and "
-                    "no holder for %.0f ms from %.2f s (restart at %.1f s)", persist,
-                    (unsigned long long)r->violations, (unsigned long long)r->checked, each,
-                    so->window_ms, so->why[0] ? "; " : "", so->why, r->max_gap_ms,
+                    "no holder for %.0f ms from %.2f s (restart at %.1f s)",
+                    persist, (unsigned long long)r->violations, (unsigned long long)r->checked,
+                    each, so->window_ms, so->why[0] ? "; " : "", so->why, r->max_gap_ms,
                     r->max_gap_at_s, t_restart);
 }
 
@@ -135,18 +136,20 @@ static void restart_scenario(const char *name, enum restart_kind kind, const cha
     int idx[3];
     double t_restart = RESTART_AT_S, dur;
     /* 4 contenders: with holds of ttl/3, more would only wait longer */
-    struct contend_opts o = { .clients = config.clients < 4 ? config.clients : 4,
-                              .ttl_ms = config.ttl_ms,
-                              .hold_us = config.ttl_ms * 1000u / 3u, .label = name,
-                              /* reconnect quickly, as a busy client would, so the
-                               * restarted masters are used inside the hold */
-                              .reconnect_max_ms = 20,
-                              .restart_guard_off = kind == RESTART_EMPTY ||
-                                                   kind == RESTART_DELAYED,
-                              /* always trying: a restart must land inside a hold */
-                              .wait = { .wait_ms = 1000, .retry_delay_ms = 0,
-                                        .retry_jitter_ms = 1, .pubsub = 1 },
-                              .during = sched_during, .arg = &s };
+    struct contend_opts o = {
+        .clients = config.clients < 4 ? config.clients : 4,
+        .ttl_ms = config.ttl_ms,
+        .hold_us = config.ttl_ms * 1000u / 3u,
+        .label = name,
+        /* reconnect quickly, as a busy client would, so the
+         * restarted masters are used inside the hold */
+        .reconnect_max_ms = 20,
+        .restart_guard_off = kind == RESTART_EMPTY || kind == RESTART_DELAYED,
+        /* always trying: a restart must land inside a hold */
+        .wait = { .wait_ms = 1000, .retry_delay_ms = 0, .retry_jitter_ms = 1, .pubsub = 1 },
+        .during = sched_during,
+        .arg = &s
+    };
 
     if (config.n_masters < 3) {
         r->skipped = 1;
@@ -167,9 +170,10 @@ static void restart_scenario(const char *name, enum restart_kind kind, const cha
             sched_add(&s, t_restart, "restart", idx[1]);
         sched_add(&s, t_restart + (double)config.ttl_ms / 1000.0 + 0.1, "restart", idx[2]);
         dur = t_restart + (double)config.ttl_ms / 1000.0 + 1.0;
-        snprintf(r->fault, sizeof(r->fault), "SIGKILL :%d,:%d; then SIGKILL :%d, restart :%d,:%d "
-                 "at once and :%d after ttl+100ms (no persistence)", config.port[idx[0]],
-                 config.port[idx[1]], config.port[idx[2]], config.port[idx[0]],
+        snprintf(r->fault, sizeof(r->fault),
+                 "SIGKILL :%d,:%d; then SIGKILL :%d, restart :%d,:%d "
+                 "at once and :%d after ttl+100ms (no persistence)",
+                 config.port[idx[0]], config.port[idx[1]], config.port[idx[2]], config.port[idx[0]],
                  config.port[idx[1]], config.port[idx[2]]);
     } else {
         sched_add(&s, t_restart, "heal", -1);
@@ -178,11 +182,13 @@ static void restart_scenario(const char *name, enum restart_kind kind, const cha
          * long again after it for the contenders to resume */
         if (kind == RESTART_GUARD || kind == RESTART_PERSIST)
             dur = t_restart + 2.0 * (double)config.ttl_ms / 1000.0 + 0.5;
-        snprintf(r->fault, sizeof(r->fault), "SIGKILL :%d,:%d; then SIGKILL :%d and restart "
-                 "all three at once (%s)", config.port[idx[0]], config.port[idx[1]],
-                 config.port[idx[2]],
-                 kind == RESTART_AOF ? "appendonly, appendfsync always" :
-                 persist ? persist : "no persistence");
+        snprintf(r->fault, sizeof(r->fault),
+                 "SIGKILL :%d,:%d; then SIGKILL :%d and restart "
+                 "all three at once (%s)",
+                 config.port[idx[0]], config.port[idx[1]], config.port[idx[2]],
+                 kind == RESTART_AOF ? "appendonly, appendfsync always"
+                 : persist           ? persist
+                                     : "no persistence");
     }
     if (dur < config.duration_s)
         dur = config.duration_s;
@@ -206,11 +212,12 @@ static void restart_scenario(const char *name, enum restart_kind kind, const cha
         return;
     }
     if (!r->note[0] && r->checked)
-        result_note(r, "restart guard %s; %llu master restarts seen by the %d contenders; "
+        result_note(r,
+                    "restart guard %s; %llu master restarts seen by the %d contenders; "
                     "longest time without a holder %.0f ms, from %.2f s (faults at 0 and "
-                    "%.1f s)", o.restart_guard_off ? "off" : "on",
-                    (unsigned long long)r->restarts_seen, o.clients, r->max_gap_ms,
-                    r->max_gap_at_s, t_restart);
+                    "%.1f s)",
+                    o.restart_guard_off ? "off" : "on", (unsigned long long)r->restarts_seen,
+                    o.clients, r->max_gap_ms, r->max_gap_at_s, t_restart);
     result_extra(r, ",\"safe_by_algorithm\":%s", kind == RESTART_EMPTY ? "false" : "true");
 }
 

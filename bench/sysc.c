@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 static const char *const tracepoints[SYSC_KINDS] = {
-    "raw_syscalls/sys_enter", "syscalls/sys_enter_epoll_ctl", "syscalls/sys_enter_write",
+    "raw_syscalls/sys_enter",  "syscalls/sys_enter_epoll_ctl",  "syscalls/sys_enter_write",
     "syscalls/sys_enter_read", "syscalls/sys_enter_epoll_wait", "syscalls/sys_enter_futex",
 };
 static const char *const kind_names[SYSC_KINDS] = {
@@ -176,8 +176,7 @@ void sysc_json(struct result *r, const struct sysc *s)
         return;
     }
     result_extra(r, ",\"syscalls_per_cycle\":%.2f,\"syscall_cycles\":%llu,\"syscalls\":{",
-                 (double)s->count[SYSC_TOTAL] / (double)s->cycles,
-                 (unsigned long long)s->cycles);
+                 (double)s->count[SYSC_TOTAL] / (double)s->cycles, (unsigned long long)s->cycles);
     for (k = 1; k < SYSC_KINDS; k++)
         result_extra(r, "\"%s\":%.2f,", kind_names[k], per_cycle(s, k));
     result_extra(r, "\"other\":%.2f}", per_cycle(s, SYSC_TOTAL));

@@ -46,7 +46,8 @@ static void latency_targets(void)
                  (unsigned long long)floor_fig.quorum_p50);
         target("uncontended acquire p50 <= 1.5 x floor p50", got, r50 <= 1.5, 1);
         snprintf(got, sizeof(got), "%.2f x (%llu / %llu us)", r99,
-                 (unsigned long long)hist_pct(&u->acq, 0.99), (unsigned long long)floor_fig.set_p99);
+                 (unsigned long long)hist_pct(&u->acq, 0.99),
+                 (unsigned long long)floor_fig.set_p99);
         target("uncontended acquire p99 <= 3 x floor p99", got, r99 <= 3.0, 1);
     } else {
         target("uncontended acquire p50 <= 1.5 x floor p50", "(not run)", 0, 0);
@@ -60,8 +61,9 @@ static void latency_targets(void)
 
         snprintf(got, sizeof(got), "%.0f%% (%.0f of %.0f cycles/s; %.0f%% of the script ceiling)",
                  100.0 * r, t->cycles_per_s, floor_fig.ceiling_cycles_per_s,
-                 floor_fig.script_ceiling_cycles_per_s > 0 ?
-                 100.0 * t->cycles_per_s / floor_fig.script_ceiling_cycles_per_s : 0.0);
+                 floor_fig.script_ceiling_cycles_per_s > 0
+                     ? 100.0 * t->cycles_per_s / floor_fig.script_ceiling_cycles_per_s
+                     : 0.0);
         target("async throughput >= 90% of the ceiling", got, r >= 0.9, 1);
     }
 }
@@ -77,7 +79,8 @@ static void fault_targets(void)
                  (unsigned long long)(k1 ? k1->ok : 0), (unsigned long long)(k1 ? k1->ops : 0),
                  (unsigned long long)(k2 ? k2->ok : 0), (unsigned long long)(k2 ? k2->ops : 0));
         target("kill 1 and kill 2 of 5: every acquire succeeds", got,
-               (!k1 || (k1->failed == 0 && k1->ok > 0)) && (!k2 || (k2->failed == 0 && k2->ok > 0)), 1);
+               (!k1 || (k1->failed == 0 && k1->ok > 0)) && (!k2 || (k2->failed == 0 && k2->ok > 0)),
+               1);
     }
     if (p && floor_fig.healthy_p99) {
         double r = (double)hist_pct(&p->acq, 0.99) / (double)floor_fig.healthy_p99;
@@ -99,8 +102,10 @@ static void fault_targets(void)
                  (unsigned long long)hist_pct(&k3->fail, 0.99), (unsigned long long)k3->fail.max,
                  (unsigned long long)k3->ok);
         target("kill 3 of 5: fails with ENOQUORUM within 1 node timeout", got,
-               k3->ok == 0 && k3->fail.count > 0 && k3->fail.max <= config.node_timeout_ms * 1000u &&
-               k3->errs[-REDLOCK_ENOQUORUM] == k3->failed, 1);
+               k3->ok == 0 && k3->fail.count > 0 &&
+                   k3->fail.max <= config.node_timeout_ms * 1000u &&
+                   k3->errs[-REDLOCK_ENOQUORUM] == k3->failed,
+               1);
     }
 }
 
@@ -122,13 +127,13 @@ static void safety_targets(void)
         viol += res[i]->violations;
     }
     snprintf(got, sizeof(got), "%llu violations; %llu acquisitions, %llu on a shared resource",
-             (unsigned long long)viol, (unsigned long long)acquisitions, (unsigned long long)checked);
+             (unsigned long long)viol, (unsigned long long)acquisitions,
+             (unsigned long long)checked);
     target("no violation where safe, over >= 100000 acquisitions", got,
            viol == 0 && acquisitions >= 100000, 1);
     if ((c = result_find("restart-guard")) != NULL) {
         snprintf(got, sizeof(got), "%llu violations in %llu windows; no holder for %.0f ms",
-                 (unsigned long long)c->violations, (unsigned long long)c->checked,
-                 c->max_gap_ms);
+                 (unsigned long long)c->violations, (unsigned long long)c->checked, c->max_gap_ms);
         target("restart without persistence, guard on: no violation", got,
                c->violations == 0 && c->checked > 0 && row_ok(c), 1);
     }
@@ -143,37 +148,42 @@ static void safety_targets(void)
 static void contention_got(char *got, size_t len, const struct result *r)
 {
     snprintf(got, len, "%.0f grants/s, %.0f/s to another %s (%.0f%%), %llu failed, fairness %.3f",
-             per_s(r, r->ok), per_s(r, r->owner_changes),
-             r->inversions >= 0 ? "waiter" : "process", 100.0 * share(r),
-             (unsigned long long)r->failed, r->fairness_jain);
+             per_s(r, r->ok), per_s(r, r->owner_changes), r->inversions >= 0 ? "waiter" : "process",
+             100.0 * share(r), (unsigned long long)r->failed, r->fairness_jain);
 }
 
 static void contention_targets(void)
 {
     const struct result *c = result_find("contention"), *cp = result_find("contention-poll"),
-                        *h = result_find("contention-hold"), *hp = result_find("contention-hold-poll"),
+                        *h = result_find("contention-hold"),
+                        *hp = result_find("contention-hold-poll"),
                         *ip = result_find("contention-inproc");
     char got[240], what[100];
 
     if (c) {
         contention_got(got, sizeof(got), c);
-        snprintf(what, sizeof(what), "hold 0, K=%d: >= 2000 hand-offs/s, 0 failed, fairness >= 0.95",
-                 c->n_owners);
-        target(what, got, per_s(c, c->owner_changes) >= 2000.0 && c->failed == 0 &&
-               c->fairness_jain >= 0.95 && row_ok(c), 1);
+        snprintf(what, sizeof(what),
+                 "hold 0, K=%d: >= 2000 hand-offs/s, 0 failed, fairness >= 0.95", c->n_owners);
+        target(what, got,
+               per_s(c, c->owner_changes) >= 2000.0 && c->failed == 0 && c->fairness_jain >= 0.95 &&
+                   row_ok(c),
+               1);
     }
     if (cp) {
         contention_got(got, sizeof(got), cp);
         info("hold 0, polling (contention-poll)", got);
     }
     if (h) {
-        double ratio = hp && hp->ok ? (double)h->ok / (double)hp->ok * hp->duration_s / h->duration_s : 0;
+        double ratio = hp && hp->ok
+                           ? (double)h->ok / (double)hp->ok * hp->duration_s / h->duration_s
+                           : 0;
 
         contention_got(got, sizeof(got), h);
         snprintf(got + strlen(got), sizeof(got) - strlen(got), "; %.2f x polling", ratio);
         snprintf(what, sizeof(what), "hold %.1f ms: >= 90%% to another, >= 0.9 x polling, 0 failed",
                  (double)config.hold_us / 1000.0);
-        target(what, got, share(h) >= 0.9 && ratio >= 0.9 && h->failed == 0 && row_ok(h), hp != NULL);
+        target(what, got, share(h) >= 0.9 && ratio >= 0.9 && h->failed == 0 && row_ok(h),
+               hp != NULL);
     }
     if (hp) {
         contention_got(got, sizeof(got), hp);
@@ -206,7 +216,8 @@ static void transport_targets(void)
         double r = (double)hist_pct(&b->acq, 0.5) / (double)hist_pct(&u->acq, 0.5);
 
         snprintf(got, sizeof(got), "%.2f x (%llu / %llu us; p99 %llu / %llu us)", r,
-                 (unsigned long long)hist_pct(&b->acq, 0.5), (unsigned long long)hist_pct(&u->acq, 0.5),
+                 (unsigned long long)hist_pct(&b->acq, 0.5),
+                 (unsigned long long)hist_pct(&u->acq, 0.5),
                  (unsigned long long)hist_pct(&b->acq, 0.99),
                  (unsigned long long)hist_pct(&u->acq, 0.99));
         target("blocking, 1 thread: acquire p50 <= 1.2 x async p50", got, r <= 1.2, 1);
@@ -227,8 +238,10 @@ static void reliability_targets(void)
                t->first_grant_ms >= 0 && t->first_grant_ms <= 100.0 && row_ok(t), 1);
     }
     if (g && g->checked) {
-        snprintf(got, sizeof(got), "no holder %.2f s -> %.2f s (%.0f ms; restart at %.2f s, ttl "
-                 "%u ms)", g->max_gap_at_s, g->max_gap_at_s + g->max_gap_ms / 1000.0, g->max_gap_ms,
+        snprintf(got, sizeof(got),
+                 "no holder %.2f s -> %.2f s (%.0f ms; restart at %.2f s, ttl "
+                 "%u ms)",
+                 g->max_gap_at_s, g->max_gap_at_s + g->max_gap_ms / 1000.0, g->max_gap_ms,
                  RESTART_AT_S, config.ttl_ms);
         info("restart guard: restarted masters sit out the longest ttl", got);
     }
@@ -246,8 +259,10 @@ static void memory_targets(void)
         snprintf(name, sizeof(name), "restart-persist-%s", modes[i]);
         if ((c = result_find(name)) == NULL)
             continue;
-        snprintf(got, sizeof(got), "%llu overlaps in %llu windows; sat out %s%.0f ms; no holder "
-                 "%.0f ms", (unsigned long long)c->violations, (unsigned long long)c->checked,
+        snprintf(got, sizeof(got),
+                 "%llu overlaps in %llu windows; sat out %s%.0f ms; no holder "
+                 "%.0f ms",
+                 (unsigned long long)c->violations, (unsigned long long)c->checked,
                  c->sat_out_open ? "> " : "", c->sat_out_ms, c->max_gap_ms);
         snprintf(what, sizeof(what), "restart, %s: no second holder", modes[i]);
         target(what, got, c->violations == 0 && c->checked > 0 && row_ok(c), 1);
@@ -328,8 +343,8 @@ static void fastpath_targets(void)
                  floor_fig.ceiling_cycles_per_s);
         target(what, got, x >= 0.6, 1);
     } else {
-        target(what, t ? "(the throughput row or the floor failed)" : "(not run: throughput)",
-               0, 0);
+        target(what, t ? "(the throughput row or the floor failed)" : "(not run: throughput)", 0,
+               0);
     }
     snprintf(what, sizeof(what), "throughput, %d in flight: >= raw's script cycles/s",
              config.inflight);

@@ -14,7 +14,7 @@
 
 extern char **environ;
 
-static char plot_msg[700];            /* printed with the report */
+static char plot_msg[700]; /* printed with the report */
 
 const char *timeline_plot_msg(void)
 {
@@ -180,14 +180,17 @@ static void write_events(FILE *f, const struct timeline *tl)
             if (sp && sp[1] == ':' && strncmp(tl->ev_label[j], tl->ev_label[i], alen) == 0)
                 used += (size_t)snprintf(label + used, sizeof(label) - used, ",%s", sp + 1);
             else
-                used += (size_t)snprintf(label + used, sizeof(label) - used, "; %s", tl->ev_label[j]);
+                used += (size_t)snprintf(label + used, sizeof(label) - used, "; %s",
+                                         tl->ev_label[j]);
             if (used >= sizeof(label))
                 used = sizeof(label) - 1;
         }
         fprintf(f, "set arrow from %.3f, graph 0 to %.3f, graph 1 nohead lc rgb '#c00000' dt 2\n",
                 tl->ev_t[i], tl->ev_t[i]);
-        fprintf(f, "set label \"%s\" at %.3f, graph 0.98 rotate by 90 right offset -0.7,0 "
-                   "font ',9' textcolor rgb '#c00000'\n", label, tl->ev_t[i]);
+        fprintf(f,
+                "set label \"%s\" at %.3f, graph 0.98 rotate by 90 right offset -0.7,0 "
+                "font ',9' textcolor rgb '#c00000'\n",
+                label, tl->ev_t[i]);
     }
 }
 
@@ -200,28 +203,35 @@ static int write_script(const struct timeline *tl, const char *gp)
 
     if (!(f = fopen(gp, "w")))
         return -1;
-    fprintf(f, "# written by redlock-bench; paths are relative to where it ran\n"
-               "set datafile separator '\\t'\n"
-               "set xrange [0:%.1f]\nset grid\nset key outside right top\n"
-               "set xlabel 'time (s)'\n", T);
+    fprintf(f,
+            "# written by redlock-bench; paths are relative to where it ran\n"
+            "set datafile separator '\\t'\n"
+            "set xrange [0:%.1f]\nset grid\nset key outside right top\n"
+            "set xlabel 'time (s)'\n",
+            T);
     write_events(f, tl);
     for (i = 0; i < 2; i++) {
         if (i == 0)
-            fprintf(f, "set terminal svg size 1200,760 dynamic font 'sans,11'\n"
-                       "set output '%s/timeline.svg'\n", config.out_dir);
+            fprintf(f,
+                    "set terminal svg size 1200,760 dynamic font 'sans,11'\n"
+                    "set output '%s/timeline.svg'\n",
+                    config.out_dir);
         else
-            fprintf(f, "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-                       "set terminal pngcairo size 1200,760 font 'sans,10'\n"
-                       "set output '%s/timeline.png'\n", config.out_dir);
-        fprintf(f, "set multiplot layout 2,1 title 'redlock-bench timeline: %d masters, %d cycles "
-                   "in flight, node timeout %u ms, 100 ms buckets'\n"
-                   "set ylabel 'acquire latency (ms)'\nset logscale y\n"
-                   "plot '%s/timeline.tsv' using 1:4 with steps lw 2 title 'p50', "
-                   "'' using 1:5 with steps lw 2 title 'p99', '' using 1:6 with steps title 'max'\n"
-                   "unset logscale y\nset ylabel 'acquires per second'\n"
-                   "plot '%s/timeline.tsv' using 1:2 with steps lw 2 lc rgb '#008000' title 'ok/s', "
-                   "'' using 1:3 with steps lw 2 lc rgb '#c00000' title 'failed/s'\n"
-                   "unset multiplot\n",
+            fprintf(f,
+                    "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+                    "set terminal pngcairo size 1200,760 font 'sans,10'\n"
+                    "set output '%s/timeline.png'\n",
+                    config.out_dir);
+        fprintf(f,
+                "set multiplot layout 2,1 title 'redlock-bench timeline: %d masters, %d cycles "
+                "in flight, node timeout %u ms, 100 ms buckets'\n"
+                "set ylabel 'acquire latency (ms)'\nset logscale y\n"
+                "plot '%s/timeline.tsv' using 1:4 with steps lw 2 title 'p50', "
+                "'' using 1:5 with steps lw 2 title 'p99', '' using 1:6 with steps title 'max'\n"
+                "unset logscale y\nset ylabel 'acquires per second'\n"
+                "plot '%s/timeline.tsv' using 1:2 with steps lw 2 lc rgb '#008000' title 'ok/s', "
+                "'' using 1:3 with steps lw 2 lc rgb '#c00000' title 'failed/s'\n"
+                "unset multiplot\n",
                 config.n_masters, 4, config.node_timeout_ms, config.out_dir, config.out_dir);
         if (i == 1)
             fprintf(f, "}\n");
@@ -243,12 +253,18 @@ void report_timeline(const struct timeline *tl)
     if (write_script(tl, gp) < 0)
         return;
     if (!have_gnuplot())
-        snprintf(plot_msg, sizeof(plot_msg), "plot: gnuplot is not installed, so no picture; "
-                 "timeline data in %s/timeline.tsv", config.out_dir);
+        snprintf(plot_msg, sizeof(plot_msg),
+                 "plot: gnuplot is not installed, so no picture; "
+                 "timeline data in %s/timeline.tsv",
+                 config.out_dir);
     else if (run_gnuplot(gp) != 0)
-        snprintf(plot_msg, sizeof(plot_msg), "plot: gnuplot %s failed; timeline data in "
-                 "%s/timeline.tsv", gp, config.out_dir);
+        snprintf(plot_msg, sizeof(plot_msg),
+                 "plot: gnuplot %s failed; timeline data in "
+                 "%s/timeline.tsv",
+                 gp, config.out_dir);
     else
-        snprintf(plot_msg, sizeof(plot_msg), "plot: %s/timeline.svg (fault events marked; "
-                 "data in %s/timeline.tsv)", config.out_dir, config.out_dir);
+        snprintf(plot_msg, sizeof(plot_msg),
+                 "plot: %s/timeline.svg (fault events marked; "
+                 "data in %s/timeline.tsv)",
+                 config.out_dir, config.out_dir);
 }

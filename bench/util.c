@@ -169,8 +169,8 @@ void progress(const char *label, double elapsed_s, double total_s, uint64_t ok, 
     progress_last = t;
     if (elapsed_s > total_s)
         elapsed_s = total_s;
-    printf("\r\033[K  [%d/%d] %-20s %5.1f / %.1f s   ok %llu", config.step, config.n_steps,
-           label, elapsed_s, total_s, (unsigned long long)ok);
+    printf("\r\033[K  [%d/%d] %-20s %5.1f / %.1f s   ok %llu", config.step, config.n_steps, label,
+           elapsed_s, total_s, (unsigned long long)ok);
     if (failed)
         printf("   failed %llu", (unsigned long long)failed);
     fflush(stdout);

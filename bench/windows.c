@@ -96,7 +96,8 @@ void contention_json(struct result *r, int clients, uint32_t hold_us)
     double d = r->duration_s > 0 ? r->duration_s : 1;
     int i;
 
-    result_extra(r, ",\"clients\":%d,\"hold_us\":%u,\"grants_per_s\":%.0f,"
+    result_extra(r,
+                 ",\"clients\":%d,\"hold_us\":%u,\"grants_per_s\":%.0f,"
                  "\"handoffs_per_s\":%.0f,\"owner_changes\":%llu,\"owner_changes_per_s\":%.0f,"
                  "\"owner_change_share\":%.3f,\"early_handoffs\":%llu,\"max_overlap_us\":%.0f",
                  clients, hold_us, (double)r->ok / d, (double)r->ok / d,

@@ -39,8 +39,8 @@ static redlock_cancel *spent;
 /* The thread that turns a terminating signal into a cancel. */
 struct watcher {
     redlock_cancel *cc;
-    int stop[2];           /* written once the call has returned */
-    int signal;            /* the signal that fired cc (read after the join) */
+    int stop[2]; /* written once the call has returned */
+    int signal;  /* the signal that fired cc (read after the join) */
     pthread_t thread;
 };
 
@@ -49,14 +49,14 @@ static void *watch(void *arg)
     struct watcher *w = arg;
 
     for (;;) {
-        struct pollfd p[2] = {{.fd = cli_signal_fd(), .events = POLLIN},
-                              {.fd = w->stop[0], .events = POLLIN}};
+        struct pollfd p[2] = { { .fd = cli_signal_fd(), .events = POLLIN },
+                               { .fd = w->stop[0], .events = POLLIN } };
         int sig;
 
         if (poll(p, 2, -1) < 0) {
             if (errno == EINTR)
                 continue;
-            return NULL;   /* cannot happen with valid fds; do not spin */
+            return NULL; /* cannot happen with valid fds; do not spin */
         }
         if (p[1].revents != 0)
             return NULL;
@@ -182,9 +182,10 @@ int cli_acquire_interrupted(const struct cli_opts *o, const struct cli_acquire_s
     memset(err, 0, sizeof(*err));
     err->code = REDLOCK_ECANCELED;
     err->master = -1;
-    snprintf(err->msg, sizeof(err->msg), "interrupted by SIG%s while waiting for the lock, after "
-             "%u attempt(s) and %llu ms: nothing is held", sigabbrev_np(st->signal),
-             st->attempts, (unsigned long long)(st->waited_us / 1000u));
+    snprintf(err->msg, sizeof(err->msg),
+             "interrupted by SIG%s while waiting for the lock, after "
+             "%u attempt(s) and %llu ms: nothing is held",
+             sigabbrev_np(st->signal), st->attempts, (unsigned long long)(st->waited_us / 1000u));
     cli_error("%s: %s", o->cmd_name, err->msg);
     return 128 + st->signal;
 }

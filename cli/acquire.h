@@ -13,9 +13,9 @@
 #define CLI_ACQUIRE_INTERRUPTED 1
 
 struct cli_acquire_stats {
-    unsigned attempts;     /* acquire attempts, over all of --wait */
-    uint64_t waited_us;    /* from the call to the outcome */
-    int signal;            /* CLI_ACQUIRE_INTERRUPTED: the signal */
+    unsigned attempts;  /* acquire attempts, over all of --wait */
+    uint64_t waited_us; /* from the call to the outcome */
+    int signal;         /* CLI_ACQUIRE_INTERRUPTED: the signal */
 };
 
 /* Acquire o->set (all or none; fenced with o->fence) for o->ttl_ms, in

@@ -16,24 +16,24 @@
 
 enum cli_exit {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_USAGE = 64,        /* EX_USAGE: bad option, value or argument */
-    CLI_EXIT_NOHOST = 68,       /* EX_NOHOST: a master's host name does not resolve */
-    CLI_EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: no quorum reachable */
-    CLI_EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: internal or system error */
-    CLI_EXIT_TEMPFAIL = 75,     /* EX_TEMPFAIL: held elsewhere / not held by that token */
-    CLI_EXIT_NOPERM = 77,       /* EX_NOPERM: the masters refuse our credentials (AUTH) */
-    CLI_EXIT_CONFIG = 78,       /* EX_CONFIG: no masters given; masters or keys set up wrong */
-    CLI_EXIT_LOST = 124,        /* run: the lock was lost while CMD ran */
-    CLI_EXIT_NOEXEC = 126,      /* run: CMD found but not executable */
-    CLI_EXIT_NOTFOUND = 127,    /* run: CMD not found */
+    CLI_EXIT_USAGE = 64,       /* EX_USAGE: bad option, value or argument */
+    CLI_EXIT_NOHOST = 68,      /* EX_NOHOST: a master's host name does not resolve */
+    CLI_EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no quorum reachable */
+    CLI_EXIT_SOFTWARE = 70,    /* EX_SOFTWARE: internal or system error */
+    CLI_EXIT_TEMPFAIL = 75,    /* EX_TEMPFAIL: held elsewhere / not held by that token */
+    CLI_EXIT_NOPERM = 77,      /* EX_NOPERM: the masters refuse our credentials (AUTH) */
+    CLI_EXIT_CONFIG = 78,      /* EX_CONFIG: no masters given; masters or keys set up wrong */
+    CLI_EXIT_LOST = 124,       /* run: the lock was lost while CMD ran */
+    CLI_EXIT_NOEXEC = 126,     /* run: CMD found but not executable */
+    CLI_EXIT_NOTFOUND = 127,   /* run: CMD not found */
 };
 
 /* Verbosity, set once by main() from -q / -v before anything is printed. */
-extern int cli_quiet;    /* 1: errors only, no warnings or notes */
+extern int cli_quiet; /* 1: errors only, no warnings or notes */
 extern int cli_verbose;
 /* Where the value a message is about came from ("$REDLOCK_TLS",
  * "FILE:LINE"), said before the message; NULL for the command line. */
-extern const char *cli_msg_source;  /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
+extern const char *cli_msg_source; /* 0, 1 (-v: per-master detail), 2 (-vv: library debug log) */
 
 /* One line on stderr, prefixed with "redlock-cli: ". cli_error() always
  * prints (unless -q); cli_usage_error() always prints, even with -q, since
@@ -63,13 +63,13 @@ int cli_exit_for_masters(int rc, const int *errs, size_t n);
 
 /* signals.c: SIGINT, SIGTERM and SIGHUP (and SIGCHLD, SIGCONT: wake-ups
  * only) written into a self-pipe by their handlers. */
-int cli_signals_setup(void);            /* -1 with errno */
+int cli_signals_setup(void); /* -1 with errno */
 /* SIGCHLD also when a child stops (run --foreground: the terminal's ^Z
  * stops CMD, not us). Return: 0, or -1 with errno. */
 int cli_signals_child_stops(void);
-int cli_signal_fd(void);                /* readable when a signal came: one byte each */
-int cli_pending_term_signal(void);      /* drain it: the last terminating signal, or 0 */
-void cli_signals_default(void);         /* in a child, before exec: async-signal-safe */
+int cli_signal_fd(void);           /* readable when a signal came: one byte each */
+int cli_pending_term_signal(void); /* drain it: the last terminating signal, or 0 */
+void cli_signals_default(void);    /* in a child, before exec: async-signal-safe */
 /* sigaction(@fn, @flags) for each of @sigs. */
 int cli_signals_handle(const int *sigs, size_t n, void (*fn)(int), int flags);
 

@@ -140,8 +140,8 @@ int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c)
         /* `unlock a b` without the token reads b as the token: say so. */
         if (rc == REDLOCK_ENOTHELD && !looks_like_token(o->token))
             cli_error("%s: TOKEN '%s' is not the 32 hex digits that lock prints: the token "
-                      "is the last word (%s RESOURCE... TOKEN)", o->cmd_name, o->token,
-                      o->cmd_name);
+                      "is the last word (%s RESOURCE... TOKEN)",
+                      o->cmd_name, o->token, o->cmd_name);
     }
     if (o->json && code != CLI_EXIT_USAGE)
         token_op_json(o, c, code, rc, &out, &err);

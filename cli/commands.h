@@ -9,9 +9,9 @@
 
 #include "opts.h"
 
-int cli_cmd_lock(const struct cli_opts *o, redlock_client *c);       /* cmd-lock.c */
-int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c);   /* unlock, extend */
-int cli_cmd_status(const struct cli_opts *o, redlock_client *c);     /* inspect.c */
+int cli_cmd_lock(const struct cli_opts *o, redlock_client *c);     /* cmd-lock.c */
+int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c); /* unlock, extend */
+int cli_cmd_status(const struct cli_opts *o, redlock_client *c);   /* inspect.c */
 int cli_cmd_ping(const struct cli_opts *o, redlock_client *c);
 int cli_cmd_declare_empty(const struct cli_opts *o, redlock_client *c); /* cmd-declare.c */
 int cli_cmd_readmit(const struct cli_opts *o, redlock_client *c);

@@ -98,7 +98,8 @@ int cli_conf_load(const char *path, int required, struct cli_conf *c)
         eq = strchr(key, '=');
         if (!eq) {
             cli_usage_error("%s:%u: expected 'key = value' (a long option name, e.g. "
-                            "masters = h1:6379,h2:6379,h3:6379)", path, line);
+                            "masters = h1:6379,h2:6379,h3:6379)",
+                            path, line);
             return -1;
         }
         *eq = '\0';

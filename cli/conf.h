@@ -9,11 +9,11 @@
 #define CLI_CONF_SYSTEM "/etc/redlock/cli.conf" /* the default after the user's */
 
 struct cli_conf {
-    const char *path;            /* as given, for messages */
-    char *text;                  /* owned: the file, cut into the strings below */
+    const char *path; /* as given, for messages */
+    char *text;       /* owned: the file, cut into the strings below */
     struct {
-        const char *key, *val;   /* trimmed, into text */
-        unsigned line;           /* 1-based, for messages */
+        const char *key, *val; /* trimmed, into text */
+        unsigned line;         /* 1-based, for messages */
     } e[CLI_CONF_MAX];
     size_t n;
 };

@@ -84,7 +84,8 @@ int cli_config_check(const struct cli_opts *o)
     /* In the words of the command line: the library's would name a field. */
     if (o->user != NULL && o->password == NULL) {
         cli_usage_error("--user '%s' needs a password: --password-file FILE or "
-                        "$REDLOCK_PASSWORD", o->user);
+                        "$REDLOCK_PASSWORD",
+                        o->user);
         return -1;
     }
     /* The library checks the TLS files, not the verify flag (its default

@@ -16,7 +16,7 @@
 
 static size_t addr_width(redlock_client *c)
 {
-    size_t w = 6;   /* "MASTER" */
+    size_t w = 6; /* "MASTER" */
 
     for (size_t i = 0; i < redlock_client_masters(c); i++) {
         const char *a = redlock_client_master_addr(c, i);
@@ -43,8 +43,8 @@ static int inspect_failed(const struct cli_opts *o, int rc, const redlock_error 
     if (code == CLI_EXIT_USAGE)
         cli_usage_error("%s: %s", o->cmd_name, err->msg[0] ? err->msg : redlock_strerror(rc));
     else
-        report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL,
-                     o->resource_len, rc, err, NULL);
+        report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL, o->resource_len,
+                     rc, err, NULL);
     if (o->json && code != CLI_EXIT_USAGE) {
         struct json j;
 
@@ -65,8 +65,8 @@ static void inspect_report_down(const struct cli_opts *o, redlock_client *c, int
 
     if (rc == 0)
         return;
-    report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL, o->resource_len,
-                 rc, err, NULL);
+    report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL, o->resource_len, rc,
+                 err, NULL);
     for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
         if (st->masters[i].err != 0)
             cli_error("%s: %s", addr_of(c, i),
@@ -78,7 +78,7 @@ static void inspect_report_down(const struct cli_opts *o, redlock_client *c, int
  * st->masters[i].err. */
 static int inspect_exit(int rc, const redlock_status *st, size_t n)
 {
-    int errs[REDLOCK_MAX_MASTERS] = {0};
+    int errs[REDLOCK_MAX_MASTERS] = { 0 };
 
     if (n > REDLOCK_MAX_MASTERS)
         n = REDLOCK_MAX_MASTERS;
@@ -161,14 +161,14 @@ static void status_table(redlock_client *c, const redlock_status *st, unsigned a
             printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "error", "-",
                    m->detail[0] ? m->detail : redlock_strerror(m->err));
         else if (m->held)
-            printf("%-*s  %-5s  %9lld  %s\n", (int)w, addr_of(c, i), "held",
-                   (long long)m->pttl_ms, m->token);
+            printf("%-*s  %-5s  %9lld  %s\n", (int)w, addr_of(c, i), "held", (long long)m->pttl_ms,
+                   m->token);
         else
             printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "free", "-", "-");
     }
     if (st->majority_token[0] != '\0')
-        printf("held by %s on a majority (key on %u/%zu masters, quorum %zu)\n",
-               st->majority_token, (unsigned)st->n_held, n, redlock_client_quorum(c));
+        printf("held by %s on a majority (key on %u/%zu masters, quorum %zu)\n", st->majority_token,
+               (unsigned)st->n_held, n, redlock_client_quorum(c));
     else if (st->n_held == 0)
         printf("free (%u/%zu masters answered, quorum %zu)\n", answered, n,
                redlock_client_quorum(c));
@@ -239,7 +239,7 @@ static const char *fmt_uptime(char *buf, size_t len, int64_t s)
  * that the clock monitor samples in between. */
 static void sleep_ms(uint64_t ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L};
+    struct timespec ts = { (time_t)(ms / 1000u), (long)(ms % 1000u) * 1000000L };
 
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
@@ -283,8 +283,7 @@ static int ping_sampled(const struct cli_opts *o, redlock_client *c, redlock_sta
     return rc;
 }
 
-static void json_rate(struct json *j, const char *key, const redlock_master_state *m,
-                      double v)
+static void json_rate(struct json *j, const char *key, const redlock_master_state *m, double v)
 {
     json_key(j, key);
     if (rate_known(m))
@@ -385,9 +384,10 @@ static void ping_memory_hint(const redlock_status *st, size_t n)
 {
     for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
         if (st->masters[i].excluded && strstr(st->masters[i].excluded_why, "memory marker")) {
-            printf("masters that sit out count again by themselves when the leases they may have\n"
-                   "forgotten end; new and empty: `declare-empty`; checked that no lock they forgot\n"
-                   "is live: `readmit` (its risk: redlock-cli(1))\n");
+            printf(
+                "masters that sit out count again by themselves when the leases they may have\n"
+                "forgotten end; new and empty: `declare-empty`; checked that no lock they forgot\n"
+                "is live: `readmit` (its risk: redlock-cli(1))\n");
             return;
         }
     }
@@ -405,8 +405,8 @@ static void ping_table(const struct cli_opts *o, redlock_client *c, const redloc
         char rate[48], up[24], run_id[9];
 
         if (m->err != 0) {
-            printf(PING_ROW, (int)w, addr_of(c, i), "down", "-", "-", "-", "-", "-", "-", "-",
-                   "-", "-", m->detail[0] ? m->detail : redlock_strerror(m->err));
+            printf(PING_ROW, (int)w, addr_of(c, i), "down", "-", "-", "-", "-", "-", "-", "-", "-",
+                   "-", m->detail[0] ? m->detail : redlock_strerror(m->err));
             continue;
         }
         if (rate_known(m))
@@ -414,18 +414,22 @@ static void ping_table(const struct cli_opts *o, redlock_client *c, const redloc
         else
             snprintf(rate, sizeof(rate), "-");
         snprintf(run_id, sizeof(run_id), "%.8s", m->run_id[0] ? m->run_id : "-");
-        printf("%-*s  %-5s  %7u  %10lld  %-15s  %-9s  %5llu  %11llu  %-8s  %7s  %-6s  %s\n",
-               (int)w, addr_of(c, i), "up", (unsigned)m->rtt_us, (long long)m->clock_offset_us,
-               rate, policy == REDLOCK_CLOCK_OFF ? "off" : m->clock_trusted ? "trusted" :
-               "untrusted", (unsigned long long)m->clock_jumps,
-               (unsigned long long)m->clock_rate_faults, run_id,
+        printf("%-*s  %-5s  %7u  %10lld  %-15s  %-9s  %5llu  %11llu  %-8s  %7s  %-6s  %s\n", (int)w,
+               addr_of(c, i), "up", (unsigned)m->rtt_us, (long long)m->clock_offset_us, rate,
+               policy == REDLOCK_CLOCK_OFF ? "off"
+               : m->clock_trusted          ? "trusted"
+                                           : "untrusted",
+               (unsigned long long)m->clock_jumps, (unsigned long long)m->clock_rate_faults, run_id,
                fmt_uptime(up, sizeof(up), m->run_id[0] ? m->uptime_s : -1),
                m->aof_always ? "always" : "no",
-               !m->excluded ? "counts" : m->excluded_why[0] ? m->excluded_why : "excluded");
+               !m->excluded         ? "counts"
+               : m->excluded_why[0] ? m->excluded_why
+                                    : "excluded");
     }
     printf("%u/%zu masters reachable, %u count toward a quorum of %zu (clock policy %s, "
-           "memory guard %s)\n", k->answered, n, k->counting, redlock_client_quorum(c),
-           clock_policy_name(policy), o->no_restart_guard ? "off" : "on");
+           "memory guard %s)\n",
+           k->answered, n, k->counting, redlock_client_quorum(c), clock_policy_name(policy),
+           o->no_restart_guard ? "off" : "on");
     ping_memory_hint(st, n);
     fflush(stdout);
 }
@@ -438,7 +442,7 @@ int cli_cmd_ping(const struct cli_opts *o, redlock_client *c)
     redlock_status st;
     redlock_error err;
     size_t n = redlock_client_masters(c), q = redlock_client_quorum(c);
-    struct ping_counts k = {0, 0, 0, 0};
+    struct ping_counts k = { 0, 0, 0, 0 };
     int rc, code;
 
     rc = ping_sampled(o, c, &st, &err, &k.pings);
@@ -459,6 +463,7 @@ int cli_cmd_ping(const struct cli_opts *o, redlock_client *c)
     inspect_report_down(o, c, rc, &st, &err);
     if (rc == 0 && k.counting < q)
         cli_warn("warning: ping: only %u of %zu masters count toward a quorum (%zu needed): "
-                 "acquires fail until excluded masters count again", k.counting, n, q);
+                 "acquires fail until excluded masters count again",
+                 k.counting, n, q);
     return code;
 }

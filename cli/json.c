@@ -119,13 +119,34 @@ int json_str(struct json *j, const void *p, size_t len)
         size_t k;
 
         switch (c) {
-        case '"': fputs("\\\"", j->f); i++; continue;
-        case '\\': fputs("\\\\", j->f); i++; continue;
-        case '\n': fputs("\\n", j->f); i++; continue;
-        case '\r': fputs("\\r", j->f); i++; continue;
-        case '\t': fputs("\\t", j->f); i++; continue;
-        case '\b': fputs("\\b", j->f); i++; continue;
-        case '\f': fputs("\\f", j->f); i++; continue;
+        case '"':
+            fputs("\\\"", j->f);
+            i++;
+            continue;
+        case '\\':
+            fputs("\\\\", j->f);
+            i++;
+            continue;
+        case '\n':
+            fputs("\\n", j->f);
+            i++;
+            continue;
+        case '\r':
+            fputs("\\r", j->f);
+            i++;
+            continue;
+        case '\t':
+            fputs("\\t", j->f);
+            i++;
+            continue;
+        case '\b':
+            fputs("\\b", j->f);
+            i++;
+            continue;
+        case '\f':
+            fputs("\\f", j->f);
+            i++;
+            continue;
         default: break;
         }
         if (c < 0x20 || c == 0x7f) {

@@ -13,7 +13,7 @@
 
 struct json {
     FILE *f;
-    int need_comma;   /* a value was written at this level: the next needs ',' */
+    int need_comma; /* a value was written at this level: the next needs ',' */
 };
 
 void json_init(struct json *j, FILE *f);
@@ -28,7 +28,7 @@ void json_key(struct json *j, const char *key);
  * written as \u00XX, i.e. read as Latin-1. Return: 1 if the bytes were
  * valid UTF-8 (the string round-trips), 0 if some byte was mapped. */
 int json_str(struct json *j, const void *s, size_t len);
-void json_cstr(struct json *j, const char *s);   /* NULL: null */
+void json_cstr(struct json *j, const char *s); /* NULL: null */
 void json_hex(struct json *j, const void *s, size_t len);
 void json_i64(struct json *j, int64_t v);
 void json_u64(struct json *j, uint64_t v);

@@ -21,7 +21,7 @@
 
 #include "cli.h"
 
-#define MASTERS_FILE_MAX 65536   /* bytes: 16 entries of up to 1 KiB, and room to spare */
+#define MASTERS_FILE_MAX 65536 /* bytes: 16 entries of up to 1 KiB, and room to spare */
 #define MASK "***"
 
 /* The library's message without its own "masters: " in front: we name
@@ -140,8 +140,8 @@ static void explain(const char *list, const char *from, int rc, const redlock_er
             if (m != NULL)
                 cli_printable(m, strlen(m), shown, sizeof(shown));
             cli_usage_error("%s: entry %zu (%s): its user:password@ part is malformed (a bad "
-                            "%%-escape, or too long; the password is not shown)", from, idx,
-                            shown);
+                            "%%-escape, or too long; the password is not shown)",
+                            from, idx, shown);
             free(m);
             free(one);
             free(masked);
@@ -196,7 +196,8 @@ static int take(struct cli_opts *o, const char *list, const char *from, int in_a
     if (secret && in_argv) {
         cli_usage_error("%s: entry %zu carries a password, which ps(1) shows to every user: put "
                         "the list in $REDLOCK_MASTERS or a file (--masters-file FILE), or the "
-                        "password in --password-file", from, entry_with_secret(list));
+                        "password in --password-file",
+                        from, entry_with_secret(list));
         return -1;
     }
     free(o->masters);
@@ -269,7 +270,7 @@ int cli_load_masters(struct cli_opts *o)
         return CLI_PARSE_USAGE;
     if (o->n_masters % 2 == 0)
         cli_warn("warning: %zu masters: an even number tolerates no more failures than %zu "
-                 "(quorum %zu of %zu); use an odd number", o->n_masters, o->n_masters - 1,
-                 o->n_masters / 2 + 1, o->n_masters);
+                 "(quorum %zu of %zu); use an odd number",
+                 o->n_masters, o->n_masters - 1, o->n_masters / 2 + 1, o->n_masters);
     return CLI_PARSE_OK;
 }

@@ -103,15 +103,11 @@ void cli_say(enum cli_level level, const char *fmt, ...)
 int cli_exit_for(int rc)
 {
     switch (rc) {
-    case REDLOCK_OK:
-        return CLI_EXIT_OK;
-    case REDLOCK_EINVAL:
-        return CLI_EXIT_USAGE;
+    case REDLOCK_OK: return CLI_EXIT_OK;
+    case REDLOCK_EINVAL: return CLI_EXIT_USAGE;
     case REDLOCK_ECONFLICT:
-    case REDLOCK_ENOTHELD:
-        return CLI_EXIT_TEMPFAIL;
-    case REDLOCK_ERESOLVE:
-        return CLI_EXIT_NOHOST;
+    case REDLOCK_ENOTHELD: return CLI_EXIT_TEMPFAIL;
+    case REDLOCK_ERESOLVE: return CLI_EXIT_NOHOST;
     /* The masters, not the lock, are the problem, and it may pass: too
      * many are down, slow or excluded for a quorum. The message names
      * which master and why. */
@@ -120,22 +116,19 @@ int cli_exit_for(int rc)
     case REDLOCK_ETIMEOUT:
     case REDLOCK_ECONNECT:
     case REDLOCK_EBUSY:
-    case REDLOCK_EUNAVAIL:     /* loading its data, or busy: it passes */
-    case REDLOCK_EUNTRUSTED:   /* excluded masters (clock, memory guard) */
+    case REDLOCK_EUNAVAIL:   /* loading its data, or busy: it passes */
+    case REDLOCK_EUNTRUSTED: /* excluded masters (clock, memory guard) */
         return CLI_EXIT_UNAVAILABLE;
     /* Waiting will not help: a person must fix the password, the ACL... */
-    case REDLOCK_EAUTH:
-        return CLI_EXIT_NOPERM;
+    case REDLOCK_EAUTH: return CLI_EXIT_NOPERM;
     /* ... or the setup: another program's value under the key, an address
      * that is not a Redis server, a master refusing the commands. */
     case REDLOCK_EWRONGTYPE:
     case REDLOCK_EPROTO:
-    case REDLOCK_EREPLY:
-        return CLI_EXIT_CONFIG;
+    case REDLOCK_EREPLY: return CLI_EXIT_CONFIG;
     /* ECANCELED: we cancel only on a signal, and then exit 128 + its
      * number (acquire.c); from anywhere else it is our bug. */
-    default:   /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, ECANCELED, unknown */
-        return CLI_EXIT_SOFTWARE;
+    default: /* ENOMEM, ESHUTDOWN, EASYNC, ESYS, ECANCELED, unknown */ return CLI_EXIT_SOFTWARE;
     }
 }
 

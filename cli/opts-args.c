@@ -15,16 +15,16 @@
 static const struct {
     const char *name;
     int cmd;
-    int max_pos;            /* positional arguments after the command name, at most */
+    int max_pos; /* positional arguments after the command name, at most */
 } cmd_defs[] = {
-    {"lock", CLI_CMD_LOCK, REDLOCK_SET_MAX},            /* RESOURCE... */
-    {"unlock", CLI_CMD_UNLOCK, REDLOCK_SET_MAX + 1},    /* RESOURCE... TOKEN */
-    {"extend", CLI_CMD_EXTEND, REDLOCK_SET_MAX + 1},    /* RESOURCE... TOKEN */
-    {"run", CLI_CMD_RUN, REDLOCK_SET_MAX},              /* RESOURCE... -- CMD */
-    {"status", CLI_CMD_STATUS, 1},                      /* RESOURCE */
-    {"ping", CLI_CMD_PING, 0},
-    {"declare-empty", CLI_CMD_DECLARE_EMPTY, 0},
-    {"readmit", CLI_CMD_READMIT, 0},
+    { "lock", CLI_CMD_LOCK, REDLOCK_SET_MAX },         /* RESOURCE... */
+    { "unlock", CLI_CMD_UNLOCK, REDLOCK_SET_MAX + 1 }, /* RESOURCE... TOKEN */
+    { "extend", CLI_CMD_EXTEND, REDLOCK_SET_MAX + 1 }, /* RESOURCE... TOKEN */
+    { "run", CLI_CMD_RUN, REDLOCK_SET_MAX },           /* RESOURCE... -- CMD */
+    { "status", CLI_CMD_STATUS, 1 },                   /* RESOURCE */
+    { "ping", CLI_CMD_PING, 0 },
+    { "declare-empty", CLI_CMD_DECLARE_EMPTY, 0 },
+    { "readmit", CLI_CMD_READMIT, 0 },
 };
 
 #define N_CMDS (sizeof(cmd_defs) / sizeof(cmd_defs[0]))
@@ -40,7 +40,9 @@ const char *cli_cmds_text(unsigned cmds, char *buf, size_t size)
             continue;
         left--;
         used += (size_t)snprintf(buf + used, size - used, "%s%s", cmd_defs[i].name,
-                                 left > 1 ? ", " : left == 1 ? " and " : "");
+                                 left > 1    ? ", "
+                                 : left == 1 ? " and "
+                                             : "");
     }
     return buf;
 }
@@ -74,8 +76,8 @@ int cli_args_take(struct cli_opts *o, struct cli_positionals *ps, const char *a)
     switch (o->cmd) {
     case CLI_CMD_RUN:
         cli_usage_error("run: more than %d resources (a set holds at most %d): put the command "
-                        "after '--' (run RESOURCE... -- CMD [ARG...])", REDLOCK_SET_MAX,
-                        REDLOCK_SET_MAX);
+                        "after '--' (run RESOURCE... -- CMD [ARG...])",
+                        REDLOCK_SET_MAX, REDLOCK_SET_MAX);
         break;
     case CLI_CMD_LOCK:
         cli_usage_error("lock: more than %d resources: a set holds at most %d", REDLOCK_SET_MAX,
@@ -86,9 +88,7 @@ int cli_args_take(struct cli_opts *o, struct cli_positionals *ps, const char *a)
         cli_usage_error("%s: more than %d resources before TOKEN: a set holds at most %d",
                         o->cmd_name, REDLOCK_SET_MAX, REDLOCK_SET_MAX);
         break;
-    default:
-        cli_usage_error("%s: unexpected argument '%s' (see --help)", o->cmd_name, a);
-        break;
+    default: cli_usage_error("%s: unexpected argument '%s' (see --help)", o->cmd_name, a); break;
     }
     return -1;
 }
@@ -107,7 +107,8 @@ static int check_resource(const struct cli_opts *o, const struct cli_positionals
                             o->cmd_name);
         else
             cli_usage_error("%s: resource %d of %d is empty: give a name, e.g. "
-                            "'nightly-backup'", o->cmd_name, i + 1, n_res);
+                            "'nightly-backup'",
+                            o->cmd_name, i + 1, n_res);
         return -1;
     }
     if (len > REDLOCK_RESOURCE_MAX) {
@@ -115,8 +116,8 @@ static int check_resource(const struct cli_opts *o, const struct cli_positionals
             cli_usage_error("%s: RESOURCE is %zu bytes: keep it to %d", o->cmd_name, len,
                             REDLOCK_RESOURCE_MAX);
         else
-            cli_usage_error("%s: resource %d of %d is %zu bytes: keep it to %d", o->cmd_name,
-                            i + 1, n_res, len, REDLOCK_RESOURCE_MAX);
+            cli_usage_error("%s: resource %d of %d is %zu bytes: keep it to %d", o->cmd_name, i + 1,
+                            n_res, len, REDLOCK_RESOURCE_MAX);
         return -1;
     }
     for (int k = 0; k < i; k++) {
@@ -142,7 +143,8 @@ static int check_resource(const struct cli_opts *o, const struct cli_positionals
 static int assign_positionals(struct cli_opts *o, const struct cli_positionals *ps)
 {
     static const char *const synopsis[] = {
-        [CLI_CMD_LOCK] = "lock RESOURCE...", [CLI_CMD_STATUS] = "status RESOURCE",
+        [CLI_CMD_LOCK] = "lock RESOURCE...",
+        [CLI_CMD_STATUS] = "status RESOURCE",
         [CLI_CMD_RUN] = "run RESOURCE... -- CMD [ARG...]",
     };
     int n_res = ps->n;
@@ -152,8 +154,9 @@ static int assign_positionals(struct cli_opts *o, const struct cli_positionals *
     if (o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND) {
         if (ps->n < 2) {
             cli_usage_error("%s: missing %s (%s RESOURCE... TOKEN%s: the token is the last "
-                            "word)", o->cmd_name, ps->n == 0 ? "RESOURCE and TOKEN" : "TOKEN",
-                            o->cmd_name, o->cmd == CLI_CMD_EXTEND ? " --ttl MS" : "");
+                            "word)",
+                            o->cmd_name, ps->n == 0 ? "RESOURCE and TOKEN" : "TOKEN", o->cmd_name,
+                            o->cmd == CLI_CMD_EXTEND ? " --ttl MS" : "");
             return -1;
         }
         o->token = ps->w[ps->n - 1];

@@ -18,7 +18,7 @@
 struct cli_positionals {
     const char *w[REDLOCK_SET_MAX + 1];
     int n;
-    int end_of_opts;              /* after a '--' that ends the options */
+    int end_of_opts; /* after a '--' that ends the options */
 };
 
 /* The next word that is not an option: the command name first, then its

@@ -50,8 +50,8 @@ static int apply_from(struct cli_opts *o, struct parse_state *ps, const struct o
     if (d->kind == OPT_FLAG) {
         int on = strcmp(val, "yes") == 0 || strcmp(val, "true") == 0 || strcmp(val, "on") == 0 ||
                  strcmp(val, "1") == 0;
-        int off = strcmp(val, "no") == 0 || strcmp(val, "false") == 0 ||
-                  strcmp(val, "off") == 0 || strcmp(val, "0") == 0;
+        int off = strcmp(val, "no") == 0 || strcmp(val, "false") == 0 || strcmp(val, "off") == 0 ||
+                  strcmp(val, "0") == 0;
 
         if (!on && !off) {
             cli_usage_error("--%s '%s': expected yes or no (true/false, on/off, 1/0)", d->name,
@@ -148,7 +148,7 @@ int cli_layer_conf(struct cli_opts *o, struct parse_state *ps)
             continue;
         r = apply_from(o, ps, d, val, source);
         if (r == CLI_PARSE_OK && strcmp(d->name, "masters") == 0)
-            o->masters_arg_from = o->conf->path;   /* a file: passwords allowed */
+            o->masters_arg_from = o->conf->path; /* a file: passwords allowed */
     }
     return r;
 }

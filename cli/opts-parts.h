@@ -24,30 +24,30 @@
 #include "opts-args.h"
 #include "opts.h"
 
-#define CMDS_ALL 0u        /* opt_def.cmds: every command takes it */
-#define N_OPTS 41          /* entries in cli_opt_defs (opts-table.c checks) */
+#define CMDS_ALL 0u /* opt_def.cmds: every command takes it */
+#define N_OPTS 41   /* entries in cli_opt_defs (opts-table.c checks) */
 
 enum opt_kind {
-    OPT_FLAG,      /* int field = 1 */
-    OPT_COUNT,     /* int field += 1 (-vv) */
-    OPT_STRING,    /* const char *field = the value */
-    OPT_SECRET,    /* the same, for a value that may hold a password: never echoed */
-    OPT_U32,       /* uint32_t field: a whole number of @unit in [min, max] */
-    OPT_MS32,      /* uint32_t field: a duration in ms, [min, max] */
-    OPT_CUSTOM,    /* custom(o, value) parses and stores it */
-    OPT_HELP,      /* print help, exit 0 */
-    OPT_VERSION,   /* print the version, exit 0 */
-    OPT_REFUSED,   /* --password: never accepted, say why */
+    OPT_FLAG,    /* int field = 1 */
+    OPT_COUNT,   /* int field += 1 (-vv) */
+    OPT_STRING,  /* const char *field = the value */
+    OPT_SECRET,  /* the same, for a value that may hold a password: never echoed */
+    OPT_U32,     /* uint32_t field: a whole number of @unit in [min, max] */
+    OPT_MS32,    /* uint32_t field: a duration in ms, [min, max] */
+    OPT_CUSTOM,  /* custom(o, value) parses and stores it */
+    OPT_HELP,    /* print help, exit 0 */
+    OPT_VERSION, /* print the version, exit 0 */
+    OPT_REFUSED, /* --password: never accepted, say why */
 };
 
 struct opt_def {
-    const char *name;      /* long name, without the leading "--" */
-    char short_name;       /* -x, or 0 */
-    unsigned char kind;    /* enum opt_kind */
-    unsigned cmds;         /* commands that accept it (CMD_BIT); CMDS_ALL = global */
-    size_t field;          /* offsetof(struct cli_opts, ...) */
-    uint64_t min, max;     /* OPT_U32, OPT_MS32 */
-    const char *unit;      /* OPT_U32: what the number counts, for messages */
+    const char *name;   /* long name, without the leading "--" */
+    char short_name;    /* -x, or 0 */
+    unsigned char kind; /* enum opt_kind */
+    unsigned cmds;      /* commands that accept it (CMD_BIT); CMDS_ALL = global */
+    size_t field;       /* offsetof(struct cli_opts, ...) */
+    uint64_t min, max;  /* OPT_U32, OPT_MS32 */
+    const char *unit;   /* OPT_U32: what the number counts, for messages */
     int (*custom)(struct cli_opts *o, const char *val);
 };
 

@@ -67,14 +67,18 @@ static int set_command(struct cli_opts *o, const char *val)
 }
 
 #define F(field) offsetof(struct cli_opts, field)
+/* An initializer as a macro's body: clang-format 14 reads it as a block and
+ * spreads it over four lines, so it is kept out. */
+/* clang-format off */
 #define FLAG(n, s, cmds, f) {n, s, OPT_FLAG, cmds, F(f), 0, 0, NULL, NULL}
 #define STRING(n, s, cmds, f) {n, s, OPT_STRING, cmds, F(f), 0, 0, NULL, NULL}
 #define U32(n, s, cmds, f, lo, hi, unit) {n, s, OPT_U32, cmds, F(f), lo, hi, unit, NULL}
 #define MS32(n, cmds, f, lo, hi) {n, 0, OPT_MS32, cmds, F(f), lo, hi, NULL, NULL}
 #define CUSTOM(n, s, cmds, fn) {n, s, OPT_CUSTOM, cmds, 0, 0, 0, NULL, fn}
+/* clang-format on */
 
 const struct opt_def cli_opt_defs[] = {
-    {"masters", 0, OPT_SECRET, CMDS_ALL, F(masters_arg), 0, 0, NULL, NULL},
+    { "masters", 0, OPT_SECRET, CMDS_ALL, F(masters_arg), 0, 0, NULL, NULL },
     STRING("masters-file", 0, CMDS_ALL, masters_file),
     /* The library's ranges (config.c checks the whole against it too). */
     MS32("timeout-ms", CMDS_ALL, timeout_ms, 1, 600000),
@@ -86,8 +90,8 @@ const struct opt_def cli_opt_defs[] = {
     CUSTOM("user", 0, CMDS_ALL, set_user),
     STRING("password-file", 0, CMDS_ALL, password_file),
     STRING("config", 0, CMDS_ALL, config_file),
-    {"password", 'a', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL},
-    {"password", 'p', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL},
+    { "password", 'a', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL },
+    { "password", 'p', OPT_REFUSED, CMDS_ALL, 0, 0, 0, NULL, NULL },
     FLAG("tls", 0, CMDS_ALL, tls),
     STRING("cacert", 0, CMDS_ALL, tls_ca_file),
     STRING("cacertdir", 0, CMDS_ALL, tls_ca_dir),
@@ -97,16 +101,17 @@ const struct opt_def cli_opt_defs[] = {
     FLAG("insecure", 0, CMDS_ALL, tls_insecure),
     FLAG("json", 0, CMDS_ALL, json),
     FLAG("quiet", 'q', CMDS_ALL, quiet),
-    {"verbose", 'v', OPT_COUNT, CMDS_ALL, F(verbose), 0, 0, NULL, NULL},
-    {"help", 'h', OPT_HELP, CMDS_ALL, 0, 0, 0, NULL, NULL},
-    {"version", 'V', OPT_VERSION, CMDS_ALL, 0, 0, 0, NULL, NULL},
-    MS32("ttl", CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN) |
-                    CMD_BIT(CLI_CMD_READMIT), ttl_ms,
-         1, REDLOCK_TTL_MAX_MS),
+    { "verbose", 'v', OPT_COUNT, CMDS_ALL, F(verbose), 0, 0, NULL, NULL },
+    { "help", 'h', OPT_HELP, CMDS_ALL, 0, 0, 0, NULL, NULL },
+    { "version", 'V', OPT_VERSION, CMDS_ALL, 0, 0, 0, NULL, NULL },
+    MS32("ttl",
+         CMD_BIT(CLI_CMD_LOCK) | CMD_BIT(CLI_CMD_EXTEND) | CMD_BIT(CLI_CMD_RUN) |
+             CMD_BIT(CLI_CMD_READMIT),
+         ttl_ms, 1, REDLOCK_TTL_MAX_MS),
     /* -w, -n, -k as flock(1) and timeout(1) spell them. */
     CUSTOM("wait", 'w', CMDS_LOCK_RUN, set_wait),
     FLAG("nonblock", 'n', CMDS_LOCK_RUN, nonblock),
-    {"kill-after", 'k', OPT_MS32, CMD_BIT(CLI_CMD_RUN), F(kill_after_ms), 0, 3600000, NULL, NULL},
+    { "kill-after", 'k', OPT_MS32, CMD_BIT(CLI_CMD_RUN), F(kill_after_ms), 0, 3600000, NULL, NULL },
     CUSTOM("clock-policy", 0, CMDS_ALL, set_clock_policy),
     MS32("restart-guard-ms", CMDS_ALL, restart_guard_ms, 0, REDLOCK_TTL_MAX_MS),
     FLAG("no-restart-guard", 0, CMDS_ALL, no_restart_guard),
@@ -143,8 +148,7 @@ static int bare_ms_name(const char *name, const char *val)
 {
     size_t n = strlen(name), v = strlen(val);
 
-    return n > 3 && strcmp(name + n - 3, "-ms") == 0 && v > 0 &&
-           strspn(val, "0123456789.") == v;
+    return n > 3 && strcmp(name + n - 3, "-ms") == 0 && v > 0 && strspn(val, "0123456789.") == v;
 }
 
 /* A number or duration option's value into its field. */
@@ -155,9 +159,8 @@ static int set_number(struct cli_opts *o, const struct opt_def *d, const char *v
 
     if (d->kind == OPT_U32) {
         if (cli_parse_u64(val, d->min, d->max, &v) < 0) {
-            cli_usage_error("--%s '%s': expected a whole number of %s from %llu to %llu",
-                            d->name, val, d->unit, (unsigned long long)d->min,
-                            (unsigned long long)d->max);
+            cli_usage_error("--%s '%s': expected a whole number of %s from %llu to %llu", d->name,
+                            val, d->unit, (unsigned long long)d->min, (unsigned long long)d->max);
             return -1;
         }
     } else if (bare_ms_name(d->name, val)) {
@@ -167,9 +170,9 @@ static int set_number(struct cli_opts *o, const struct opt_def *d, const char *v
                         d->name, val, val);
         return -1;
     } else if (cli_parse_duration_ms(val, d->min, d->max, &v) < 0) {
-        cli_usage_error("--%s '%s': expected a duration from %llu ms to %llu ms: "
-                        CLI_DURATION_FORMS, d->name, val, (unsigned long long)d->min,
-                        (unsigned long long)d->max);
+        cli_usage_error(
+            "--%s '%s': expected a duration from %llu ms to %llu ms: " CLI_DURATION_FORMS, d->name,
+            val, (unsigned long long)d->min, (unsigned long long)d->max);
         return -1;
     }
     {
@@ -209,11 +212,9 @@ int cli_opt_apply(struct cli_opts *o, struct parse_state *ps, const struct opt_d
         /* redis-cli spells the password -a: say why we do not. */
         cli_usage_error("%s: passwords are not accepted on the command line (ps(1) shows "
                         "them): use --password-file FILE or $REDLOCK_PASSWORD",
-                        d->short_name && !val ? (char[]){'-', d->short_name, 0} :
-                        "--password");
+                        d->short_name && !val ? (char[]){ '-', d->short_name, 0 } : "--password");
         return CLI_PARSE_USAGE;
-    default:
-        return set_number(o, d, val) < 0 ? CLI_PARSE_USAGE : CLI_PARSE_OK;
+    default: return set_number(o, d, val) < 0 ? CLI_PARSE_USAGE : CLI_PARSE_OK;
     }
 }
 

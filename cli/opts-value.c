@@ -44,7 +44,7 @@ static const struct {
     const char *unit;
     uint64_t ms;
 } duration_units[] = {
-    {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"d", 86400000},
+    { "", 1000 }, { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "d", 86400000 },
 };
 
 /* Decimal digits, at most one '.', with a digit on both sides of it: what
@@ -121,7 +121,8 @@ int cli_parse_wait(const char *val, int64_t *ret)
     }
     if (cli_parse_duration_ms(val, 0, (uint64_t)CLI_WAIT_MAX_MS, &ms) < 0) {
         cli_usage_error("--wait '%s': expected forever, or a duration from 0 (one attempt) to a "
-                        "year: " CLI_DURATION_FORMS, val);
+                        "year: " CLI_DURATION_FORMS,
+                        val);
         return -1;
     }
     *ret = (int64_t)ms;
@@ -134,11 +135,15 @@ int cli_parse_wait(const char *val, int64_t *ret)
 static int ends_process(int sig)
 {
     switch (sig) {
-    case SIGCHLD: case SIGCONT: case SIGSTOP: case SIGTSTP: case SIGTTIN: case SIGTTOU:
-    case SIGURG: case SIGWINCH:
-        return 0;
-    default:
-        return 1;
+    case SIGCHLD:
+    case SIGCONT:
+    case SIGSTOP:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
+    case SIGURG:
+    case SIGWINCH: return 0;
+    default: return 1;
     }
 }
 
@@ -161,13 +166,14 @@ int cli_parse_signal(const char *opt, const char *val, int *ret)
     }
     if (sig == 0) {
         cli_usage_error("%s '%s': not a signal: give a name such as TERM, INT, HUP, KILL or "
-                        "USR1, or a number", opt, val);
+                        "USR1, or a number",
+                        opt, val);
         return -1;
     }
     if (!ends_process(sig)) {
         cli_usage_error("%s '%s': SIG%s does not end CMD (by default it stops, continues or is "
-                        "ignored): give one that does, such as TERM, INT, HUP or KILL", opt, val,
-                        sigabbrev_np(sig));
+                        "ignored): give one that does, such as TERM, INT, HUP or KILL",
+                        opt, val, sigabbrev_np(sig));
         return -1;
     }
     *ret = sig;
@@ -205,7 +211,8 @@ int cli_parse_clock_policy(const char *val, int *ret)
         *ret = REDLOCK_CLOCK_OFF;
     } else {
         cli_usage_error("--clock-policy '%s': expected warn (log it), exclude (do not count "
-                        "the master toward a quorum) or off (no clock probes)", val);
+                        "the master toward a quorum) or off (no clock probes)",
+                        val);
         return -1;
     }
     return 0;

@@ -25,8 +25,8 @@
 
 /* -q, -vv, -E75, -E 75, -c 'CMD': clustered short options, the value of the
  * last one taking the rest of the word or the next word. */
-static int parse_short(struct cli_opts *o, struct parse_state *ps, int argc, char **argv,
-                       int *i, void (*help)(void))
+static int parse_short(struct cli_opts *o, struct parse_state *ps, int argc, char **argv, int *i,
+                       void (*help)(void))
 {
     for (const char *s = argv[*i] + 1; *s; s++) {
         const struct opt_def *d = NULL;
@@ -98,8 +98,7 @@ static int parse_long(struct cli_opts *o, struct parse_state *ps, int argc, char
  * may begin with '-'. For run, a '--' after at least one resource
  * introduces CMD instead, also after the first '--'. Return: 0, -1 after a
  * message, or 1 when argv is used up. */
-static int take_dashdash(struct cli_opts *o, struct parse_state *ps, int argc, char **argv,
-                         int *i)
+static int take_dashdash(struct cli_opts *o, struct parse_state *ps, int argc, char **argv, int *i)
 {
     if (o->cmd == CLI_CMD_RUN && ps->pos.n >= 1) {
         o->run_argv = &argv[*i + 1];

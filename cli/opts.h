@@ -33,38 +33,38 @@ enum cli_cmd {
 #define CLI_DEFAULT_KILL_AFTER_MS 2000u
 #define CLI_DEFAULT_RETRY_DELAY_MS 200u
 #define CLI_DEFAULT_PING_SAMPLES 5u
-#define CLI_PING_PROBE_MS 100u     /* ping: clock probe interval, and time between pings */
-#define CLI_RUN_WATCHDOG_DIVISOR 2u /* run: extend when half the ttl is left (run.c) */
+#define CLI_PING_PROBE_MS 100u          /* ping: clock probe interval, and time between pings */
+#define CLI_RUN_WATCHDOG_DIVISOR 2u     /* run: extend when half the ttl is left (run.c) */
 #define CLI_RUN_MAX_EXTENDS 1000000u    /* run: default --max-extends */
 #define CLI_RUN_MAX_LEASE_MS 604800000u /* run: default --max-lease: 7 days */
-#define CLI_WAIT_MAX_MS 31536000000ll /* --wait: a year; longer is `forever` */
+#define CLI_WAIT_MAX_MS 31536000000ll   /* --wait: a year; longer is `forever` */
 #define CLI_WAIT_FOREVER REDLOCK_WAIT_FOREVER /* --wait forever */
-#define CLI_SHELL "/bin/sh"         /* run -c STRING runs CLI_SHELL -c STRING */
-#define CLI_PASSWORD_MAX 4096       /* bytes: Redis has no limit, a file this big is a mistake */
+#define CLI_SHELL "/bin/sh"                   /* run -c STRING runs CLI_SHELL -c STRING */
+#define CLI_PASSWORD_MAX 4096 /* bytes: Redis has no limit, a file this big is a mistake */
 
 struct cli_opts {
     /* command and its arguments (pointers into argv) */
-    int cmd;                     /* enum cli_cmd */
-    const char *cmd_name;        /* as typed */
+    int cmd;              /* enum cli_cmd */
+    const char *cmd_name; /* as typed */
     /* lock, unlock, extend, run: 1..REDLOCK_SET_MAX distinct resources, taken
      * all or none; status: exactly one. Names point into argv (NUL-free). */
     redlock_resource set[REDLOCK_SET_MAX];
     size_t n_resources;
-    const char *resource;        /* set[0], for messages about one resource */
-    size_t resource_len;         /* bytes */
-    const char *token;           /* unlock, extend: the last positional word */
-    char **run_argv;             /* run: CMD [ARG...], NULL-terminated */
-    const char *shell_command;   /* run -c STRING, or NULL */
-    char *shell_argv[4];         /* run -c: {CLI_SHELL, "-c", STRING, NULL} */
+    const char *resource;      /* set[0], for messages about one resource */
+    size_t resource_len;       /* bytes */
+    const char *token;         /* unlock, extend: the last positional word */
+    char **run_argv;           /* run: CMD [ARG...], NULL-terminated */
+    const char *shell_command; /* run -c STRING, or NULL */
+    char *shell_argv[4];       /* run -c: {CLI_SHELL, "-c", STRING, NULL} */
 
     /* connection */
-    const char *masters_arg;     /* --masters as typed, or NULL */
+    const char *masters_arg;      /* --masters as typed, or NULL */
     const char *masters_arg_from; /* NULL: argv; else the config file it came from */
-    const char *config_file;     /* --config as typed, or NULL: the default file */
-    struct cli_conf *conf;       /* owned: the config file read (values point into it) */
-    const char *masters_file;    /* --masters-file as typed, or NULL */
-    char *masters;               /* the list used, as the library takes it: owned;
-                                    may carry passwords (never from argv) */
+    const char *config_file;      /* --config as typed, or NULL: the default file */
+    struct cli_conf *conf;        /* owned: the config file read (values point into it) */
+    const char *masters_file;     /* --masters-file as typed, or NULL */
+    char *masters;                /* the list used, as the library takes it: owned;
+                                     may carry passwords (never from argv) */
     size_t n_masters;
     const char *prefix;          /* key prefix, or NULL */
     const char *user;            /* ACL user, or NULL */
@@ -86,28 +86,28 @@ struct cli_opts {
     int tls_insecure;            /* --insecure: no certificate check */
 
     /* clock monitor and restart guard */
-    int clock_policy;            /* enum redlock_clock_policy; < 0: library default */
-    uint32_t restart_guard_ms;   /* 0: library default (the longest ttl used) */
+    int clock_policy;          /* enum redlock_clock_policy; < 0: library default */
+    uint32_t restart_guard_ms; /* 0: library default (the longest ttl used) */
     int restart_guard_ms_set;
-    int no_restart_guard;        /* --no-restart-guard */
+    int no_restart_guard; /* --no-restart-guard */
 
     /* command options */
-    uint32_t ttl_ms;             /* lock, extend, run */
+    uint32_t ttl_ms; /* lock, extend, run */
     int ttl_set;
-    int64_t wait_ms;             /* lock, run: wait up to this long; 0 = one attempt;
-                                    CLI_WAIT_FOREVER */
-    int wait_set;                /* --wait was given */
-    int nonblock;                /* -n: one attempt, as flock -n (same as --wait 0) */
-    int fence;                   /* lock, run: --fence (REDLOCK_FENCE) */
-    int no_pubsub;               /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
-    uint32_t conflict_exit;      /* lock, run: exit code when held elsewhere (-E) */
-    int conflict_exit_set;       /* -E given: a conflict is then silent unless -v */
-    uint32_t max_extends;        /* run: --max-extends (watchdog); 0 = library default */
-    uint32_t max_lease_ms;       /* run: --max-lease (watchdog); 0 = library default */
-    uint32_t kill_after_ms;      /* run: loss signal -> SIGKILL grace */
-    int loss_signal;             /* run: sent to CMD's group when the lock is lost (-s) */
-    int foreground;              /* run: CMD's group takes the terminal (--foreground) */
-    uint32_t samples;            /* ping: pings, CLI_PING_PROBE_MS apart */
+    int64_t wait_ms;        /* lock, run: wait up to this long; 0 = one attempt;
+                               CLI_WAIT_FOREVER */
+    int wait_set;           /* --wait was given */
+    int nonblock;           /* -n: one attempt, as flock -n (same as --wait 0) */
+    int fence;              /* lock, run: --fence (REDLOCK_FENCE) */
+    int no_pubsub;          /* lock, run: --no-pubsub (config.pubsub_wait = 0) */
+    uint32_t conflict_exit; /* lock, run: exit code when held elsewhere (-E) */
+    int conflict_exit_set;  /* -E given: a conflict is then silent unless -v */
+    uint32_t max_extends;   /* run: --max-extends (watchdog); 0 = library default */
+    uint32_t max_lease_ms;  /* run: --max-lease (watchdog); 0 = library default */
+    uint32_t kill_after_ms; /* run: loss signal -> SIGKILL grace */
+    int loss_signal;        /* run: sent to CMD's group when the lock is lost (-s) */
+    int foreground;         /* run: CMD's group takes the terminal (--foreground) */
+    uint32_t samples;       /* ping: pings, CLI_PING_PROBE_MS apart */
 
     /* output */
     int json;
@@ -117,10 +117,10 @@ struct cli_opts {
 
 /* What the caller should do after cli_opts_parse(). */
 enum cli_parse_result {
-    CLI_PARSE_OK = 0,      /* run opts->cmd */
-    CLI_PARSE_EXIT_0,      /* --help or --version was printed: exit 0 */
-    CLI_PARSE_USAGE,       /* a one-line error was printed: exit 64 */
-    CLI_PARSE_CONFIG,      /* the setup is missing (no masters): a line, exit 78 */
+    CLI_PARSE_OK = 0, /* run opts->cmd */
+    CLI_PARSE_EXIT_0, /* --help or --version was printed: exit 0 */
+    CLI_PARSE_USAGE,  /* a one-line error was printed: exit 64 */
+    CLI_PARSE_CONFIG, /* the setup is missing (no masters): a line, exit 78 */
 };
 
 /* Parse argv into @o, and fill what it leaves unsaid from the environment,
@@ -142,8 +142,7 @@ int cli_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *ret);
  * number is seconds (as flock -w, timeout and etcdctl read it), decimals
  * may be given with or without a unit, and a fraction of a millisecond is
  * refused. */
-#define CLI_DURATION_FORMS                                                     \
-    "seconds (30, 0.5), or a number and a unit: 250ms, 1.5s, 2m, 1.5h, 1d"
+#define CLI_DURATION_FORMS "seconds (30, 0.5), or a number and a unit: 250ms, 1.5s, 2m, 1.5h, 1d"
 
 /* A duration as CLI_DURATION_FORMS says, in whole ms, in [min_ms, max_ms].
  * Prints nothing. */

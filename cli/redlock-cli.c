@@ -24,36 +24,36 @@
 /* Kept to 24 lines of at most 80 columns: one screen. */
 static void help(void)
 {
-    fputs(
-"Usage: redlock-cli [OPTIONS] COMMAND ARGS  (Redlock over N Redis masters)\n"
-"  lock RES... [--fence]   take every RES or none; print the token (and fence)\n"
-"  unlock RES... TOKEN     release them on a majority (TOKEN is the last word)\n"
-"  extend RES... TOKEN --ttl T              extend them on a majority\n"
-"  run RES... [--fence] [-s SIG] [-k|--kill-after T] [--foreground] [--max-*]\n"
-"      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
-"  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
-"Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"
-"  --masters H:P|URL,... | --masters-file F | $REDLOCK_MASTERS: required\n"
-"  --ttl T (30s)  -w|--wait T|forever  -n|--nonblock  -E N  exit N if held (75)\n"
-"  --timeout-ms T  --connect-timeout-ms T  --retry N  --retry-delay T (200ms)\n"
-"  --no-pubsub  --drift-factor F (0.01)  --max-extends N (1e6) --max-lease T (7d)\n"
-"  --clock-policy warn|exclude|off  --restart-guard-ms T|--no-restart-guard\n"
-"  --prefix STR  --user U  --password-file F ($REDLOCK_PASSWORD)  --json -q -v\n"
-"  --tls --cacert F --cacertdir D --cert F --key F --sni NAME --insecure\n""  Unset options: $REDLOCK_<OPTION>, then --config F|~/.config/redlock/cli.conf\n"
-"Exit status (JSON fields and the rest: see redlock-cli(1)):\n"
-"  0 ok   64 bad usage or input   68 unknown master host   70 internal error\n"
-"  69 no quorum: masters down, slow, loading or excluded  77 masters refuse AUTH\n"
-"  75 held elsewhere (or -E N), not TOKEN's  78 setup: no masters, wrong key type\n"
-"  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
-"  run: CMD's status; 124 lock lost or --max-* reached (CMD got SIG, then\n"
-"       SIGKILL after -k/--kill-after or the lease ends); 126/127 CMD not run\n"
-"  declare-empty   empty new masters vote at once; readmit: every one (see man)\n",
+    fputs("Usage: redlock-cli [OPTIONS] COMMAND ARGS  (Redlock over N Redis masters)\n"
+          "  lock RES... [--fence]   take every RES or none; print the token (and fence)\n"
+          "  unlock RES... TOKEN     release them on a majority (TOKEN is the last word)\n"
+          "  extend RES... TOKEN --ttl T              extend them on a majority\n"
+          "  run RES... [--fence] [-s SIG] [-k|--kill-after T] [--foreground] [--max-*]\n"
+          "      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
+          "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
+          "Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"
+          "  --masters H:P|URL,... | --masters-file F | $REDLOCK_MASTERS: required\n"
+          "  --ttl T (30s)  -w|--wait T|forever  -n|--nonblock  -E N  exit N if held (75)\n"
+          "  --timeout-ms T  --connect-timeout-ms T  --retry N  --retry-delay T (200ms)\n"
+          "  --no-pubsub  --drift-factor F (0.01)  --max-extends N (1e6) --max-lease T (7d)\n"
+          "  --clock-policy warn|exclude|off  --restart-guard-ms T|--no-restart-guard\n"
+          "  --prefix STR  --user U  --password-file F ($REDLOCK_PASSWORD)  --json -q -v\n"
+          "  --tls --cacert F --cacertdir D --cert F --key F --sni NAME --insecure\n"
+          "  Unset options: $REDLOCK_<OPTION>, then --config F|~/.config/redlock/cli.conf\n"
+          "Exit status (JSON fields and the rest: see redlock-cli(1)):\n"
+          "  0 ok   64 bad usage or input   68 unknown master host   70 internal error\n"
+          "  69 no quorum: masters down, slow, loading or excluded  77 masters refuse AUTH\n"
+          "  75 held elsewhere (or -E N), not TOKEN's  78 setup: no masters, wrong key type\n"
+          "  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
+          "  run: CMD's status; 124 lock lost or --max-* reached (CMD got SIG, then\n"
+          "       SIGKILL after -k/--kill-after or the lease ends); 126/127 CMD not run\n"
+          "  declare-empty   empty new masters vote at once; readmit: every one (see man)\n",
           stdout);
 }
 
 static void log_to_stderr(int level, const char *msg, void *arg)
 {
-    static const char *names[] = {"debug", "info", "warn", "error"};
+    static const char *names[] = { "debug", "info", "warn", "error" };
 
     (void)arg;
     fprintf(stderr, "%s: [%s] %s\n", CLI_NAME,
@@ -142,17 +142,10 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     switch (cli_opts_parse(&o, argc, argv, help)) {
-    case CLI_PARSE_EXIT_0:
-        code = CLI_EXIT_OK;
-        goto out;
-    case CLI_PARSE_USAGE:
-        code = CLI_EXIT_USAGE;
-        goto out;
-    case CLI_PARSE_CONFIG:
-        code = CLI_EXIT_CONFIG;
-        goto out;
-    default:
-        break;
+    case CLI_PARSE_EXIT_0: code = CLI_EXIT_OK; goto out;
+    case CLI_PARSE_USAGE: code = CLI_EXIT_USAGE; goto out;
+    case CLI_PARSE_CONFIG: code = CLI_EXIT_CONFIG; goto out;
+    default: break;
     }
     if (o.cmd == CLI_CMD_RUN)
         cli_run_note_inherited_fds();
@@ -161,31 +154,15 @@ int main(int argc, char **argv)
         goto out;
 
     switch (o.cmd) {
-    case CLI_CMD_LOCK:
-        code = cli_cmd_lock(&o, c);
-        break;
+    case CLI_CMD_LOCK: code = cli_cmd_lock(&o, c); break;
     case CLI_CMD_UNLOCK:
-    case CLI_CMD_EXTEND:
-        code = cli_cmd_token_op(&o, c);
-        break;
-    case CLI_CMD_RUN:
-        code = cli_run(&o, c);
-        break;
-    case CLI_CMD_STATUS:
-        code = cli_cmd_status(&o, c);
-        break;
-    case CLI_CMD_PING:
-        code = cli_cmd_ping(&o, c);
-        break;
-    case CLI_CMD_DECLARE_EMPTY:
-        code = cli_cmd_declare_empty(&o, c);
-        break;
-    case CLI_CMD_READMIT:
-        code = cli_cmd_readmit(&o, c);
-        break;
-    default:
-        code = CLI_EXIT_SOFTWARE;
-        break;
+    case CLI_CMD_EXTEND: code = cli_cmd_token_op(&o, c); break;
+    case CLI_CMD_RUN: code = cli_run(&o, c); break;
+    case CLI_CMD_STATUS: code = cli_cmd_status(&o, c); break;
+    case CLI_CMD_PING: code = cli_cmd_ping(&o, c); break;
+    case CLI_CMD_DECLARE_EMPTY: code = cli_cmd_declare_empty(&o, c); break;
+    case CLI_CMD_READMIT: code = cli_cmd_readmit(&o, c); break;
+    default: code = CLI_EXIT_SOFTWARE; break;
     }
 out:
     redlock_client_free(c);

@@ -51,7 +51,7 @@ static int vote_err(const redlock_vote *v)
 
 int report_exit_for(int rc, const redlock_outcome *out)
 {
-    int errs[REDLOCK_MAX_MASTERS] = {0};
+    int errs[REDLOCK_MAX_MASTERS] = { 0 };
     size_t n = out != NULL ? out->n_masters : 0, oom = 0, replies = 0;
 
     if (n > REDLOCK_MAX_MASTERS)
@@ -93,8 +93,8 @@ void report_votes(const redlock_client *c, const redlock_outcome *out, int faile
 }
 
 /* @op and what it was about, then the cause. @label: "'name'", or NULL. */
-static void report_error_label(const char *op, const char *label, int rc,
-                               const redlock_error *err, const redlock_outcome *out)
+static void report_error_label(const char *op, const char *label, int rc, const redlock_error *err,
+                               const redlock_outcome *out)
 {
     char why[REDLOCK_ERRMSG_LEN + 96];
 
@@ -110,8 +110,7 @@ static void report_error_label(const char *op, const char *label, int rc,
             snprintf(why, sizeof(why), "%s", err->msg + ol + 2);
         else
             snprintf(why, sizeof(why), "%s", err->msg);
-    }
-    else if (out != NULL && out->n_masters > 0)
+    } else if (out != NULL && out->n_masters > 0)
         snprintf(why, sizeof(why), "%s (ok on %u/%u masters, quorum %u)", redlock_strerror(rc),
                  (unsigned)out->n_ok, (unsigned)out->n_masters, (unsigned)out->quorum);
     else
@@ -125,10 +124,9 @@ static void report_error_label(const char *op, const char *label, int rc,
 void report_error(const char *op, const void *resource, size_t len, int rc,
                   const redlock_error *err, const redlock_outcome *out)
 {
-    redlock_resource one = {resource, len};
+    redlock_resource one = { resource, len };
 
-    report_error_set(op, resource != NULL ? &one : NULL, resource != NULL ? 1 : 0, rc, err,
-                     out);
+    report_error_set(op, resource != NULL ? &one : NULL, resource != NULL ? 1 : 0, rc, err, out);
 }
 
 void report_error_set(const char *op, const redlock_resource *set, size_t n, int rc,
@@ -144,7 +142,7 @@ void report_error_set(const char *op, const redlock_resource *set, size_t n, int
         return;
     }
     if (n == 4)
-        shown = 4;   /* "and 1 more" is no shorter than the name */
+        shown = 4; /* "and 1 more" is no shorter than the name */
     label[0] = '\0';
     for (size_t i = 0; i < shown; i++)
         used += (size_t)snprintf(label + used, sizeof(label) - used, "%s'%s'", i ? ", " : "",

@@ -30,7 +30,7 @@ extern char **environ;
 #define MAX_INHERITED 1024
 static int inherited_fds[MAX_INHERITED];
 static size_t n_inherited;
-static int inherited_overflow;   /* too many to list: close nothing */
+static int inherited_overflow; /* too many to list: close nothing */
 
 /* Highest descriptor open now, from /proc/self/fd; -1 if unknown. */
 static int highest_fd(int (*each)(int fd))
@@ -69,7 +69,7 @@ static int note_fd(int fd)
 void cli_run_note_inherited_fds(void)
 {
     if (highest_fd(note_fd) < 0 && n_inherited == 0)
-        inherited_overflow = 1;   /* no /proc: do not guess */
+        inherited_overflow = 1; /* no /proc: do not guess */
 }
 
 #define N_ENV_OWN 5
@@ -81,20 +81,20 @@ static const char *const own_env_names[N_ENV_OWN] = {
 };
 
 struct exec_plan {
-    unsigned char *close_fd; /* close_fd[fd] != 0: close it in the child */
-    int close_hi;            /* close_fd has close_hi + 1 entries */
-    char **argv;             /* CMD [ARG...] */
-    char **envp;             /* environ + own_env_names (REDLOCK_FENCE only with --fence) */
+    unsigned char *close_fd;  /* close_fd[fd] != 0: close it in the child */
+    int close_hi;             /* close_fd has close_hi + 1 entries */
+    char **argv;              /* CMD [ARG...] */
+    char **envp;              /* environ + own_env_names (REDLOCK_FENCE only with --fence) */
     char *env_own[N_ENV_OWN]; /* the strings we allocated, NULL if not set */
-    char **paths;            /* candidates to execve(), in $PATH order */
+    char **paths;             /* candidates to execve(), in $PATH order */
     size_t n_paths;
-    int pdeath_signal;       /* CMD gets it if we die before the guard knows it */
-    int tty_fd;              /* --foreground: the terminal CMD's group takes, or -1 */
+    int pdeath_signal; /* CMD gets it if we die before the guard knows it */
+    int tty_fd;        /* --foreground: the terminal CMD's group takes, or -1 */
 };
 
 /* --foreground: the controlling terminal, while CMD's group holds it. */
 static int fg_tty = -1;
-static pid_t fg_pgid;   /* CMD's group, once it was given the terminal */
+static pid_t fg_pgid; /* CMD's group, once it was given the terminal */
 
 /* The controlling terminal, if we are its foreground group: a run started
  * in the background (`&`) must not take the terminal from the shell's
@@ -296,7 +296,7 @@ static int plan_paths(struct exec_plan *p, const char *cmd)
         size_t dl = (size_t)(e - s);
         char *c;
 
-        if (dl == 0) {          /* an empty entry means the current directory */
+        if (dl == 0) { /* an empty entry means the current directory */
             s = ".";
             dl = 1;
         }

@@ -50,20 +50,20 @@ enum { GUARD_WATCH = 1, GUARD_UNTIL, GUARD_LOSING, GUARD_DONE };
 /* One message, far below PIPE_BUF: it arrives whole or not at all. */
 struct guard_msg {
     int32_t kind;
-    int32_t pgid;           /* GUARD_WATCH */
-    uint64_t until_us;      /* GUARD_WATCH, GUARD_UNTIL: lease end, monotonic µs */
+    int32_t pgid;      /* GUARD_WATCH */
+    uint64_t until_us; /* GUARD_WATCH, GUARD_UNTIL: lease end, monotonic µs */
 };
 
 struct guard_plan {
-    int fd;                 /* read end */
-    int signal;             /* the loss signal */
+    int fd;     /* read end */
+    int signal; /* the loss signal */
     uint64_t kill_after_us;
-    uint64_t freeze_us;     /* stop CMD's group this long before the lease ends */
-    char gone[200];         /* "we died" message */
-    char lapsed[200];       /* "the lease ran out" message */
+    uint64_t freeze_us; /* stop CMD's group this long before the lease ends */
+    char gone[200];     /* "we died" message */
+    char lapsed[200];   /* "the lease ran out" message */
 };
 
-static int guard_fd = -1;   /* write end: only we hold it */
+static int guard_fd = -1; /* write end: only we hold it */
 static pid_t guard_pid;
 static int guard_warned;
 
@@ -71,7 +71,7 @@ static uint64_t mono_us(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC, &ts);   /* async-signal-safe */
+    clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
@@ -86,8 +86,8 @@ static void say(const char *msg)
  * left it stopped, so that it can act on it), then SIGKILL at the end of
  * the lease or after --kill-after, whichever comes first. Polling the
  * group is what waiting for it means here: it is not our child. */
-static void __attribute__((noreturn)) stop_group(const struct guard_plan *g, pid_t pg,
-                                                 uint64_t until)
+static void __attribute__((noreturn))
+stop_group(const struct guard_plan *g, pid_t pg, uint64_t until)
 {
     uint64_t kill_at = mono_us() + g->kill_after_us;
 
@@ -97,7 +97,7 @@ static void __attribute__((noreturn)) stop_group(const struct guard_plan *g, pid
     kill(-pg, g->signal);
     kill(-pg, SIGCONT);
     while (mono_us() < kill_at) {
-        struct timespec ts = {0, 10000000};   /* 10 ms */
+        struct timespec ts = { 0, 10000000 }; /* 10 ms */
 
         if (kill(-pg, 0) < 0 && errno == ESRCH)
             _exit(0);
@@ -109,10 +109,10 @@ static void __attribute__((noreturn)) stop_group(const struct guard_plan *g, pid
 
 /* What the guard knows, from our messages. */
 struct guard_state {
-    pid_t pg;               /* CMD's group, once it runs */
-    uint64_t until;         /* lease end, monotonic µs; 0: not known */
-    int frozen;             /* the guard stopped CMD's group */
-    int losing;             /* we are stopping CMD ourselves: no freezing */
+    pid_t pg;       /* CMD's group, once it runs */
+    uint64_t until; /* lease end, monotonic µs; 0: not known */
+    int frozen;     /* the guard stopped CMD's group */
+    int losing;     /* we are stopping CMD ourselves: no freezing */
 };
 
 /* The lease's end came, or only the margin is left without news (see the
@@ -142,15 +142,15 @@ static int guard_deadlines(const struct guard_plan *g, struct guard_state *s)
 
 static void __attribute__((noreturn)) guard_main(const struct guard_plan *g)
 {
-    struct guard_state s = {0, 0, 0, 0};
+    struct guard_state s = { 0, 0, 0, 0 };
 
     for (;;) {
-        struct pollfd p = {.fd = g->fd, .events = POLLIN};
+        struct pollfd p = { .fd = g->fd, .events = POLLIN };
         struct guard_msg m;
         ssize_t n;
 
         if (poll(&p, 1, guard_deadlines(g, &s)) <= 0)
-            continue;   /* a deadline (or EINTR): look again */
+            continue; /* a deadline (or EINTR): look again */
         n = read(g->fd, &m, sizeof(m));
         if (n < 0 && errno == EINTR)
             continue;
@@ -181,8 +181,8 @@ static void __attribute__((noreturn)) guard_main(const struct guard_plan *g)
  * signal handlers. */
 static void __attribute__((noreturn)) guard_child(struct guard_plan *g, int wr)
 {
-    static const int ignored[] = {SIGINT, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE};
-    static const int dfl[] = {SIGTERM, SIGCHLD, SIGCONT};
+    static const int ignored[] = { SIGINT, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGPIPE };
+    static const int dfl[] = { SIGTERM, SIGCHLD, SIGCONT };
     struct sigaction sa;
     sigset_t none;
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -224,11 +224,14 @@ int run_guard_start(const struct cli_opts *o)
     g.signal = o->loss_signal;
     g.kill_after_us = (uint64_t)o->kill_after_ms * 1000u;
     g.freeze_us = (uint64_t)RUN_GUARD_MARGIN_MS(o) * 1000u;
-    snprintf(g.gone, sizeof(g.gone), "%s: run: redlock-cli is gone and nobody extends the lock: "
-             "stopping CMD's process group (SIG%s, SIGKILL within %u ms)\n", CLI_NAME,
-             sigabbrev_np(o->loss_signal), (unsigned)o->kill_after_ms);
-    snprintf(g.lapsed, sizeof(g.lapsed), "%s: run: the lease ran out while redlock-cli was "
-             "stopped or stuck: CMD's process group got SIGKILL\n", CLI_NAME);
+    snprintf(g.gone, sizeof(g.gone),
+             "%s: run: redlock-cli is gone and nobody extends the lock: "
+             "stopping CMD's process group (SIG%s, SIGKILL within %u ms)\n",
+             CLI_NAME, sigabbrev_np(o->loss_signal), (unsigned)o->kill_after_ms);
+    snprintf(g.lapsed, sizeof(g.lapsed),
+             "%s: run: the lease ran out while redlock-cli was "
+             "stopped or stuck: CMD's process group got SIGKILL\n",
+             CLI_NAME);
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pid = fork();
@@ -249,14 +252,15 @@ int run_guard_start(const struct cli_opts *o)
 
 static void guard_send(int kind, pid_t pgid, uint64_t until_us)
 {
-    struct guard_msg m = {kind, (int32_t)pgid, until_us};
+    struct guard_msg m = { kind, (int32_t)pgid, until_us };
 
     if (guard_fd < 0)
         return;
     if (write(guard_fd, &m, sizeof(m)) != (ssize_t)sizeof(m) && !guard_warned) {
         guard_warned = 1;
         cli_warn("warning: run: the guard process is gone (%s): if redlock-cli dies, CMD's "
-                 "children may outlive the lock", strerror(errno));
+                 "children may outlive the lock",
+                 strerror(errno));
     }
 }
 

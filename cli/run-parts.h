@@ -29,38 +29,38 @@ struct run_result {
     int limit_reached;        /* ... because --max-extends or --max-lease was reached */
     int lost_rc;              /* why: the watchdog's code, or EEXPIRED */
     redlock_error lost_err;
-    int status;               /* CMD's wait status */
-    int exec_errno;           /* 0, or why CMD could not be started */
-    pid_t pid;                /* CMD, also its process group */
-    int released;             /* release succeeded */
+    int status;     /* CMD's wait status */
+    int exec_errno; /* 0, or why CMD could not be started */
+    pid_t pid;      /* CMD, also its process group */
+    int released;   /* release succeeded */
 };
 
 /* The library's watchdog as the main loop sees it. */
 struct watch {
-    uint32_t max_extends;     /* caps in force (config.c) */
+    uint32_t max_extends; /* caps in force (config.c) */
     uint32_t max_lease_ms;
-    uint64_t started_us;      /* the caps count from here */
-    uint64_t until_us;        /* latest end of validity seen: moves on with each extension */
-    int running;              /* started, and no lost message read since */
-    int last_failed;          /* the last extension failed */
+    uint64_t started_us; /* the caps count from here */
+    uint64_t until_us;   /* latest end of validity seen: moves on with each extension */
+    int running;         /* started, and no lost message read since */
+    int last_failed;     /* the last extension failed */
 };
 
 /* run-signals.c: job control (signals.c has the rest). */
-int run_signals_setup(void);          /* before the acquire: -1 with errno */
-void run_signals_default(void);       /* in CMD's child, before exec: async-signal-safe */
-void run_cmd_started(pid_t pgid);     /* from now on, stop signals reach CMD's group (0: none) */
-int run_cmd_was_stopped(void);        /* a ^Z stopped CMD's group, and nobody continued it */
-void run_cmd_resumed(void);           /* ... and now it is continued */
+int run_signals_setup(void);             /* before the acquire: -1 with errno */
+void run_signals_default(void);          /* in CMD's child, before exec: async-signal-safe */
+void run_cmd_started(pid_t pgid);        /* from now on, stop signals reach CMD's group (0: none) */
+int run_cmd_was_stopped(void);           /* a ^Z stopped CMD's group, and nobody continued it */
+void run_cmd_resumed(void);              /* ... and now it is continued */
 void run_signal_cmd(pid_t pid, int sig); /* CMD's group; CMD itself if it left the group */
-void run_cmd_stopped_by_tty(void);    /* --foreground: the terminal's ^Z stopped CMD: stop us */
+void run_cmd_stopped_by_tty(void);       /* --foreground: the terminal's ^Z stopped CMD: stop us */
 
 /* run-supervise.c: the watchdog, and the loop while CMD runs. */
-int run_events_open(void);            /* before the client exists: -1 with errno */
-void run_on_op(const redlock_op_info *info, void *arg);   /* the client's op hook */
+int run_events_open(void); /* before the client exists: -1 with errno */
+void run_on_op(const redlock_op_info *info, void *arg); /* the client's op hook */
 int run_watch_start(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                     struct watch *w, redlock_error *err);
-void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
-                   struct watch *w, struct run_result *r);
+void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock, struct watch *w,
+                   struct run_result *r);
 /* After redlock_watchdog_stop(): count what the watchdog did until then. */
 void run_watch_drain(redlock_lock *lock, struct watch *w, struct run_result *r);
 
@@ -73,14 +73,14 @@ void run_tty_restore(void);
 /* --foreground: the terminal to group @pgid, if our group holds it (after
  * `fg`, not after `bg`). Return: 1 if done, else 0. */
 int run_tty_give(pid_t pgid);
-int run_tty_held(void);               /* --foreground took the terminal for CMD */
+int run_tty_held(void); /* --foreground took the terminal for CMD */
 
 /* run-guard.c: a process that outlives us, and stops CMD's group if we die
  * (SIGKILL, OOM) or stop (SIGSTOP) while the lease runs out. */
-int run_guard_start(const struct cli_opts *o);           /* before CMD: -1 with errno */
-void run_guard_watch(pid_t pgid, uint64_t until_us);     /* CMD started; lease ends then */
-void run_guard_until(uint64_t until_us);                 /* the lease was extended */
-void run_guard_losing(void);                             /* we stop CMD ourselves now */
-void run_guard_done(void);                               /* CMD exited: stand down */
+int run_guard_start(const struct cli_opts *o);       /* before CMD: -1 with errno */
+void run_guard_watch(pid_t pgid, uint64_t until_us); /* CMD started; lease ends then */
+void run_guard_until(uint64_t until_us);             /* the lease was extended */
+void run_guard_losing(void);                         /* we stop CMD ourselves now */
+void run_guard_done(void);                           /* CMD exited: stand down */
 
 #endif

@@ -23,12 +23,12 @@
 
 #include "cli.h"
 
-static const int stop_signals[] = {SIGTSTP, SIGTTIN, SIGTTOU};
+static const int stop_signals[] = { SIGTSTP, SIGTTIN, SIGTTOU };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-static volatile sig_atomic_t cmd_pgid;     /* CMD's group once it runs, else 0 */
-static volatile sig_atomic_t cmd_stopped;  /* we stopped CMD's group for a ^Z */
+static volatile sig_atomic_t cmd_pgid;    /* CMD's group once it runs, else 0 */
+static volatile sig_atomic_t cmd_stopped; /* we stopped CMD's group for a ^Z */
 
 /* ^Z and friends: CMD's group first, then us (see the top of the file).
  * Runs on any thread; kill() is async-signal-safe. When SIGCONT continues

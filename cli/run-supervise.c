@@ -36,25 +36,25 @@
 #include "report.h"
 
 enum run_state {
-    RUN_HOLDING,    /* lock held, the watchdog extending it */
-    RUN_STOPPING,   /* lock lost: CMD got the loss signal, SIGKILL at kill_deadline */
+    RUN_HOLDING,  /* lock held, the watchdog extending it */
+    RUN_STOPPING, /* lock lost: CMD got the loss signal, SIGKILL at kill_deadline */
 };
 
 /* What the I/O thread hands the loop, through ev_pipe. */
 enum wd_event {
-    WD_EXTENDED = 1,   /* an extension succeeded */
-    WD_FAILED,         /* an extension failed (the watchdog decides what next) */
-    WD_LOST,           /* the watchdog stopped: status says why */
+    WD_EXTENDED = 1, /* an extension succeeded */
+    WD_FAILED,       /* an extension failed (the watchdog decides what next) */
+    WD_LOST,         /* the watchdog stopped: status says why */
 };
 
 struct wd_msg {
-    int kind;          /* enum wd_event */
+    int kind; /* enum wd_event */
     int status;
     redlock_error err; /* WD_LOST */
 };
 
 /* Made before the client, so that the I/O thread never sees it change. */
-static int ev_pipe[2] = {-1, -1};
+static int ev_pipe[2] = { -1, -1 };
 
 int run_events_open(void)
 {
@@ -174,10 +174,10 @@ struct loop {
     struct watch *w;
     struct run_result *r;
     enum run_state state;
-    uint64_t tick_us;         /* look at the lock at least this often */
-    int64_t margin_ms;        /* the guard's margin (RUN_GUARD_MARGIN_MS) */
-    uint64_t kill_deadline;   /* RUN_STOPPING: SIGKILL then */
-    int killed;               /* SIGKILL sent */
+    uint64_t tick_us;       /* look at the lock at least this often */
+    int64_t margin_ms;      /* the guard's margin (RUN_GUARD_MARGIN_MS) */
+    uint64_t kill_deadline; /* RUN_STOPPING: SIGKILL then */
+    int killed;             /* SIGKILL sent */
 };
 
 /* The lock can no longer be vouched for (r->lost_rc says why): say so. */
@@ -245,7 +245,8 @@ static void resume(struct loop *l)
             declare_lost(l);
         }
         cli_error("run: the lease ran out while redlock-cli was stopped: killing CMD's process "
-                  "group (pid %ld) without letting it run again", (long)pid);
+                  "group (pid %ld) without letting it run again",
+                  (long)pid);
         run_signal_cmd(pid, SIGKILL);
         l->killed = 1;
         return;
@@ -253,8 +254,7 @@ static void resume(struct loop *l)
     if (l->state == RUN_HOLDING && left <= l->margin_ms)
         lose_expired(l, "the lease was nearly out when redlock-cli was continued");
     else if (l->state == RUN_HOLDING)
-        cli_note("run: continued with %lld ms of the lease left: continuing CMD",
-                 (long long)left);
+        cli_note("run: continued with %lld ms of the lease left: continuing CMD", (long long)left);
     /* --foreground: `fg` gave the terminal to our group; CMD reads it. */
     run_tty_give(pid);
     /* Stopping: CMD may now act on the loss signal. */
@@ -314,12 +314,11 @@ static void read_watchdog(struct loop *l)
                 continue;
             if (m.kind == WD_FAILED)
                 cli_warn("warning: run: extend failed (%s); validity left %lld ms",
-                         redlock_strerror(m.status),
-                         (long long)redlock_lock_validity_ms(l->lock));
+                         redlock_strerror(m.status), (long long)redlock_lock_validity_ms(l->lock));
             else if (recovered)
                 cli_warn("run: extended again after %u failed extension(s); validity left "
-                         "%lld ms", l->r->extend_failures,
-                         (long long)redlock_lock_validity_ms(l->lock));
+                         "%lld ms",
+                         l->r->extend_failures, (long long)redlock_lock_validity_ms(l->lock));
             continue;
         }
         l->w->running = 0;
@@ -341,7 +340,7 @@ static int reap(struct loop *l)
     memset(&si, 0, sizeof(si));
     if (waitid(P_PID, (id_t)l->r->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
         return 0;
-    if (l->state == RUN_STOPPING)   /* leave no straggler in CMD's group */
+    if (l->state == RUN_STOPPING) /* leave no straggler in CMD's group */
         kill(-l->r->pid, SIGKILL);
     run_guard_done();
     while (waitpid(l->r->pid, &l->r->status, 0) < 0 && errno == EINTR)
@@ -374,11 +373,11 @@ static int turn_timeout(struct loop *l, uint64_t now)
     return ms_until(now, l->kill_deadline);
 }
 
-void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
-                   struct watch *w, struct run_result *r)
+void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock, struct watch *w,
+                   struct run_result *r)
 {
     const uint64_t ttl_us = (uint64_t)o->ttl_ms * 1000u;
-    struct loop l = {o, c, lock, w, r, RUN_HOLDING, 0, 0, 0, 0};
+    struct loop l = { o, c, lock, w, r, RUN_HOLDING, 0, 0, 0, 0 };
 
     /* Look at the lock every tenth of the ttl (at least 10 ms, at most a
      * second) between events. */
@@ -387,14 +386,14 @@ void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lo
         l.tick_us = 1000000;
     l.margin_ms = (int64_t)RUN_GUARD_MARGIN_MS(o);
     for (;;) {
-        struct pollfd pfd[2] = {{.fd = cli_signal_fd(), .events = POLLIN},
-                                {.fd = ev_pipe[0], .events = POLLIN}};
+        struct pollfd pfd[2] = { { .fd = cli_signal_fd(), .events = POLLIN },
+                                 { .fd = ev_pipe[0], .events = POLLIN } };
         int timeout = turn_timeout(&l, cli_now_us());
 
         if (timeout == -2)
             continue;
         if (poll(pfd, 2, timeout) < 0 && errno != EINTR)
-            break;   /* cannot happen with valid fds; do not spin */
+            break; /* cannot happen with valid fds; do not spin */
         read_signals(&l);
         read_watchdog(&l);
         if (reap(&l))

@@ -80,13 +80,13 @@ static void run_counts_json(struct json *j, const struct run_result *r)
         unsigned value;
         int is_bool;
     } m[] = {
-        {"extends", x->extends, 0},
-        {"extend_failures", x->extend_failures, 0},
-        {"watchdog_restarts", x->wd_restarts, 0},
-        {"stops", x->stops, 0},
-        {"lock_lost", (unsigned)x->lost, 1},
-        {"limit_reached", (unsigned)x->limit_reached, 1},
-        {"released", (unsigned)x->released, 1},
+        { "extends", x->extends, 0 },
+        { "extend_failures", x->extend_failures, 0 },
+        { "watchdog_restarts", x->wd_restarts, 0 },
+        { "stops", x->stops, 0 },
+        { "lock_lost", (unsigned)x->lost, 1 },
+        { "limit_reached", (unsigned)x->limit_reached, 1 },
+        { "released", (unsigned)x->released, 1 },
     };
 
     for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
@@ -100,13 +100,13 @@ static void run_counts_json(struct json *j, const struct run_result *r)
 
 /* What printing run's JSON object needs. */
 struct run_report {
-    int rc;                           /* the library's code, 0 if none */
+    int rc; /* the library's code, 0 if none */
     const redlock_error *err;
-    const redlock_lock *lock;         /* NULL if it was not taken */
+    const redlock_lock *lock; /* NULL if it was not taken */
     const redlock_outcome *acq;
     const struct cli_acquire_stats *st;
-    const struct run_result *r;       /* NULL if CMD never came near */
-    const struct watch *w;            /* NULL if the watchdog never started */
+    const struct run_result *r; /* NULL if CMD never came near */
+    const struct watch *w;      /* NULL if the watchdog never started */
 };
 
 static void print_json(const struct cli_opts *o, redlock_client *c, int code,
@@ -147,7 +147,9 @@ static int exec_failed(const struct cli_opts *o, const struct run_result *r)
         return CLI_EXIT_NOTFOUND;
     }
     cli_error("run: '%s': cannot execute: %s%s", o->run_argv[0], strerror(e),
-              e == EACCES ? " (chmod +x?)" : e == ENOEXEC ? " (missing #! line?)" : "");
+              e == EACCES    ? " (chmod +x?)"
+              : e == ENOEXEC ? " (missing #! line?)"
+                             : "");
     return CLI_EXIT_NOEXEC;
 }
 
@@ -161,8 +163,7 @@ static int cmd_exit(const redlock_lock *lock, struct run_result *r)
          * ran under the lock. */
         r->lost = 1;
         r->lost_rc = REDLOCK_EEXPIRED;
-        snprintf(r->lost_err.msg, sizeof(r->lost_err.msg),
-                 "the lease ran out before CMD finished");
+        snprintf(r->lost_err.msg, sizeof(r->lost_err.msg), "the lease ran out before CMD finished");
         cli_error("run: %s", r->lost_err.msg);
         return CLI_EXIT_LOST;
     }
@@ -175,8 +176,8 @@ static int cmd_exit(const redlock_lock *lock, struct run_result *r)
 
 /* With the lock held: the watchdog, the guard, CMD, until CMD exits.
  * Return: the exit status. */
-static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
-                struct watch *w, struct run_result *r)
+static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock, struct watch *w,
+                struct run_result *r)
 {
     redlock_error err;
     int rc, sig = cli_pending_term_signal();
@@ -246,7 +247,7 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
     struct cli_acquire_stats st;
     struct run_result r;
     struct watch w;
-    struct run_report rep = {0, NULL, NULL, &acq, &st, NULL, NULL};
+    struct run_report rep = { 0, NULL, NULL, &acq, &st, NULL, NULL };
     int rc, code;
 
     memset(&r, 0, sizeof(r));

@@ -20,14 +20,14 @@
 
 #include "cli.h"
 
-#define SECRET_PIPE_WAIT_MS 5000   /* a pipe's writer has this long to write and close */
+#define SECRET_PIPE_WAIT_MS 5000 /* a pipe's writer has this long to write and close */
 
 /* Wait for @fd (a pipe) to have data or an end. Return: 1 if it may, 0 on
  * timeout. *@hup is set once the writer is known to have come and gone. */
 static int pipe_wait(int fd, uint64_t deadline_us, int *hup)
 {
     for (;;) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        struct pollfd p = { .fd = fd, .events = POLLIN };
         uint64_t now = cli_now_us();
         int r;
 
@@ -46,9 +46,9 @@ static int pipe_wait(int fd, uint64_t deadline_us, int *hup)
 
 /* What is being read, for messages. */
 struct secret_file {
-    const char *opt;        /* "--password-file" */
+    const char *opt; /* "--password-file" */
     const char *path;
-    size_t max;             /* bytes */
+    size_t max; /* bytes */
     int is_pipe;
 };
 
@@ -79,25 +79,23 @@ static ssize_t read_all(int fd, const struct secret_file *f, char *buf)
         if ((r == 0 && f->is_pipe && len == 0 && !hup) || (r < 0 && errno == EAGAIN)) {
             if (!pipe_wait(fd, deadline, &hup)) {
                 cli_usage_error("%s '%s': a pipe that gave nothing and no end within %d s: "
-                                "write to it and close it, or give a regular file", f->opt,
-                                f->path, SECRET_PIPE_WAIT_MS / 1000);
+                                "write to it and close it, or give a regular file",
+                                f->opt, f->path, SECRET_PIPE_WAIT_MS / 1000);
                 return -1;
             }
             continue;
         }
         if (r < 0) {
-            cli_usage_error("%s '%s': %s: give a readable file", f->opt, f->path,
-                            strerror(errno));
+            cli_usage_error("%s '%s': %s: give a readable file", f->opt, f->path, strerror(errno));
             return -1;
         }
         return (ssize_t)len;
     }
 }
 
-int cli_read_secret_file(const char *opt, const char *path, size_t max, char **ret,
-                         int *ret_shared)
+int cli_read_secret_file(const char *opt, const char *path, size_t max, char **ret, int *ret_shared)
 {
-    struct secret_file f = {opt, path, max, 0};
+    struct secret_file f = { opt, path, max, 0 };
     char *buf = NULL;
     struct stat st;
     ssize_t got;

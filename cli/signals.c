@@ -16,12 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
-static const int term_signals[] = {SIGINT, SIGTERM, SIGHUP};
-static const int wake_signals[] = {SIGCHLD, SIGCONT};
+static const int term_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static const int wake_signals[] = { SIGCHLD, SIGCONT };
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-static int sig_pipe[2] = {-1, -1};
+static int sig_pipe[2] = { -1, -1 };
 
 static void on_signal(int sig)
 {
@@ -54,22 +54,22 @@ int cli_signals_setup(void)
     if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
         return -1;
     if (cli_signals_handle(term_signals, N_OF(term_signals), on_signal, SA_RESTART) < 0 ||
-        cli_signals_handle(wake_signals, N_OF(wake_signals), on_signal,
-                           SA_RESTART | SA_NOCLDSTOP) < 0)
+        cli_signals_handle(wake_signals, N_OF(wake_signals), on_signal, SA_RESTART | SA_NOCLDSTOP) <
+            0)
         return -1;
     return 0;
 }
 
 int cli_signals_child_stops(void)
 {
-    static const int chld[] = {SIGCHLD};
+    static const int chld[] = { SIGCHLD };
 
     return cli_signals_handle(chld, 1, on_signal, SA_RESTART);
 }
 
 void cli_signals_default(void)
 {
-    static const int pipe_sig[] = {SIGPIPE};
+    static const int pipe_sig[] = { SIGPIPE };
 
     /* SIGPIPE is ignored in main(), and exec keeps SIG_IGN: a child gets
      * the defaults of everything we changed. */

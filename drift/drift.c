@@ -13,7 +13,7 @@ uint64_t drift_margin_us(uint32_t ttl_ms, double factor)
     /* ttl_ms * 1000 fits easily in a double's 53-bit mantissa (< 2^42), so
      * the product is exact before ceil(). */
     double rate_us = ceil((double)ttl_ms * 1000.0 * factor);
-    if (!(rate_us > 0))    /* factor 0, or NaN defended against */
+    if (!(rate_us > 0)) /* factor 0, or NaN defended against */
         rate_us = 0;
     return (uint64_t)rate_us + DRIFT_FIXED_US;
 }
@@ -31,8 +31,7 @@ int64_t drift_validity_us(uint32_t ttl_ms, uint64_t elapsed_us, double factor)
     const uint64_t cap = (uint64_t)1 << 50;
     if (elapsed_us > cap)
         elapsed_us = cap;
-    return (int64_t)ttl_ms * 1000 - (int64_t)elapsed_us -
-           (int64_t)drift_margin_us(ttl_ms, factor);
+    return (int64_t)ttl_ms * 1000 - (int64_t)elapsed_us - (int64_t)drift_margin_us(ttl_ms, factor);
 }
 
 int64_t drift_validity_ms(uint32_t ttl_ms, uint64_t elapsed_us, double factor)

@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#define DRIFT_FIXED_US 2000u   /* the "+ 2 ms" of the margin */
+#define DRIFT_FIXED_US 2000u /* the "+ 2 ms" of the margin */
 
 /* margin = ceil(ttl * factor) + 2 ms, in µs. Rounded up: a bigger margin only
  * shortens validity, so rounding can never make a lease look safer than it

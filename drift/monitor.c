@@ -10,8 +10,8 @@
 
 #include <string.h>
 
-void drift_monitor_init(drift_monitor *m, double factor, uint32_t jump_ms,
-                        uint32_t window_ms, uint32_t readmit_ms)
+void drift_monitor_init(drift_monitor *m, double factor, uint32_t jump_ms, uint32_t window_ms,
+                        uint32_t readmit_ms)
 {
     memset(m, 0, sizeof(*m));
     m->factor = factor;
@@ -43,7 +43,7 @@ static bool rate_bounds(const drift_sample *a, const drift_sample *b, double *lo
     double min_dt = (double)(b->send_us - a->recv_us);
     *lo = ds / max_dt;
     *hi = ds / min_dt;
-    if (*lo > *hi) {   /* ds < 0: the master went backwards */
+    if (*lo > *hi) { /* ds < 0: the master went backwards */
         double t = *lo;
         *lo = *hi;
         *hi = t;
@@ -68,8 +68,8 @@ int drift_monitor_add(drift_monitor *m, const drift_sample *s)
         double lo = min_dt * (1 - m->factor) - (double)m->jump_us;
         if ((double)ds > hi || (double)ds < lo) {
             m->jumps++;
-            m->last_jump_us = ds - (int64_t)((double)(s->recv_us - p->send_us +
-                                                     (s->send_us - p->recv_us)) / 2);
+            m->last_jump_us =
+                ds - (int64_t)((double)(s->recv_us - p->send_us + (s->send_us - p->recv_us)) / 2);
             m->bad_until_us = s->recv_us + m->readmit_us;
             /* The window is kept: a clock that runs ten times fast "jumps"
              * at every sample, and its rate is still worth reporting. A

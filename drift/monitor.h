@@ -24,22 +24,22 @@
 #define DRIFT_WINDOW_MAX 64
 
 typedef struct drift_sample {
-    uint64_t send_us, recv_us;   /* client CLOCK_MONOTONIC around the TIME call */
-    int64_t server_us;           /* the master's TIME */
-    int64_t real_mid_us;         /* client CLOCK_REALTIME at the round trip's midpoint */
+    uint64_t send_us, recv_us; /* client CLOCK_MONOTONIC around the TIME call */
+    int64_t server_us;         /* the master's TIME */
+    int64_t real_mid_us;       /* client CLOCK_REALTIME at the round trip's midpoint */
 } drift_sample;
 
 enum drift_event { DRIFT_EV_NONE = 0, DRIFT_EV_JUMP, DRIFT_EV_RATE };
 
 typedef struct drift_monitor {
     /* settings */
-    double factor;               /* allowed relative rate error */
-    uint64_t jump_us;            /* a step beyond this (plus rate allowance) is a jump */
-    uint64_t window_us;          /* samples older than this are forgotten */
-    uint64_t readmit_us;         /* behave this long after the last fault to be trusted */
+    double factor;       /* allowed relative rate error */
+    uint64_t jump_us;    /* a step beyond this (plus rate allowance) is a jump */
+    uint64_t window_us;  /* samples older than this are forgotten */
+    uint64_t readmit_us; /* behave this long after the last fault to be trusted */
     /* state */
     drift_sample s[DRIFT_WINDOW_MAX];
-    unsigned head, count;        /* ring buffer; head = oldest */
+    unsigned head, count; /* ring buffer; head = oldest */
     /* estimates */
     uint64_t samples;            /* samples seen in total */
     int64_t offset_us;           /* master minus client real time, last sample */
@@ -50,8 +50,8 @@ typedef struct drift_monitor {
     int64_t last_jump_us;        /* size of the last jump (signed), for messages */
 } drift_monitor;
 
-void drift_monitor_init(drift_monitor *m, double factor, uint32_t jump_ms,
-                        uint32_t window_ms, uint32_t readmit_ms);
+void drift_monitor_init(drift_monitor *m, double factor, uint32_t jump_ms, uint32_t window_ms,
+                        uint32_t readmit_ms);
 
 /* Feed one sample (recv_us must not go backwards). Returns the event this
  * sample revealed, if any. */

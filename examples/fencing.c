@@ -28,7 +28,7 @@ struct store {
 static int store_write(struct store *s, uint64_t fence, const char *value)
 {
     if (fence < s->newest_fence)
-        return -1;                 /* a stale holder: refuse */
+        return -1; /* a stale holder: refuse */
     s->newest_fence = fence;
     snprintf(s->value, sizeof s->value, "%s", value);
     return 0;
@@ -39,7 +39,7 @@ static redlock_client *client(const char *masters, uint32_t retries)
     redlock_config cfg;
     redlock_config_init(&cfg);
     cfg.masters = masters;
-    cfg.retry_count = retries;     /* B waits for A's lease to end */
+    cfg.retry_count = retries; /* B waits for A's lease to end */
     cfg.retry_delay_ms = 50;
     redlock_client *c = NULL;
     redlock_error err;
@@ -50,7 +50,7 @@ static redlock_client *client(const char *masters, uint32_t retries)
 
 static redlock_lock *take(redlock_client *c, const char *who, uint32_t ttl_ms)
 {
-    redlock_resource account = {"account:17", strlen("account:17")};
+    redlock_resource account = { "account:17", strlen("account:17") };
     redlock_lock *lock = NULL;
     redlock_error err;
     if (redlock_acquire_set(c, &account, 1, ttl_ms, REDLOCK_FENCE, &lock, NULL, &err) != 0)
@@ -62,9 +62,10 @@ static redlock_lock *take(redlock_client *c, const char *who, uint32_t ttl_ms)
 
 int main(int argc, char **argv)
 {
-    const char *masters = argc > 1 ? argv[1] : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,"
-                                               "127.0.0.1:7003,127.0.0.1:7004";
-    struct store store = {0};
+    const char *masters = argc > 1 ? argv[1]
+                                   : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,"
+                                     "127.0.0.1:7003,127.0.0.1:7004";
+    struct store store = { 0 };
     int ok = 0;
     redlock_client *ca = client(masters, 0), *cb = client(masters, 100);
     redlock_lock *a = NULL, *b = NULL;
@@ -91,7 +92,7 @@ int main(int argc, char **argv)
     if (redlock_release(cb, b, NULL, &err) != 0)
         fprintf(stderr, "fencing: B: release: %s\n", err.msg);
 out:
-    redlock_lock_free(a);          /* A's lease lapsed: nothing to release */
+    redlock_lock_free(a); /* A's lease lapsed: nothing to release */
     redlock_lock_free(b);
     redlock_client_free(ca);
     redlock_client_free(cb);

@@ -1,4 +1,5 @@
-/* hello.c - take a lock on five masters, work, release: cc hello.c $(pkg-config --cflags --libs redlock) */
+/* hello.c - take a lock on five masters, work, release. Build:
+ *   cc hello.c $(pkg-config --cflags --libs redlock) */
 #include <redlock.h>
 #include <stdio.h>
 
@@ -6,14 +7,16 @@ int main(int argc, char **argv)
 {
     redlock_config cfg;
     redlock_config_init(&cfg);
-    cfg.masters = argc > 1 ? argv[1] : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004";
+    cfg.masters =
+        argc > 1 ? argv[1]
+                 : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004";
     redlock_client *c = NULL;
     redlock_lock *lock;
     redlock_outcome out;
     redlock_error err;
     if (redlock_client_new(&cfg, NULL, &c, &err) != 0 ||
         redlock_acquire(c, "report", 6, 10000 /* ttl, ms */, &lock, &out, &err) != 0) {
-        fprintf(stderr, "hello: %s\n", err.msg);   /* e.g. held by another client: retry later */
+        fprintf(stderr, "hello: %s\n", err.msg); /* e.g. held by another client: retry later */
         redlock_client_free(c);
         return 1;
     }
@@ -24,7 +27,7 @@ int main(int argc, char **argv)
     if (rc == 0)
         printf("released\n");
     else
-        fprintf(stderr, "hello: release: %s\n", err.msg);   /* it lapses after its ttl anyway */
+        fprintf(stderr, "hello: release: %s\n", err.msg); /* it lapses after its ttl anyway */
     redlock_lock_free(lock);
     redlock_client_free(c);
     return rc == 0 ? 0 : 1;

@@ -21,9 +21,9 @@
 #define ROUNDS 10
 
 static redlock_client *client;
-static long counter;            /* protected by the Redlock lock, nothing else */
-static atomic_int inside;       /* threads in the critical section: must stay <= 1 */
-static atomic_int overlaps;     /* times a thread found another one inside */
+static long counter;        /* protected by the Redlock lock, nothing else */
+static atomic_int inside;   /* threads in the critical section: must stay <= 1 */
+static atomic_int overlaps; /* times a thread found another one inside */
 static atomic_int failures;
 
 static void *worker(void *arg)
@@ -43,7 +43,7 @@ static void *worker(void *arg)
         long seen = counter;
         /* The pause is the point: it gives a second thread, were it let in,
          * time to read the same value. */
-        nanosleep(&(struct timespec){.tv_nsec = 2 * 1000 * 1000}, NULL);
+        nanosleep(&(struct timespec){ .tv_nsec = 2 * 1000 * 1000 }, NULL);
         counter = seen + 1;
         atomic_fetch_sub(&inside, 1);
         if (redlock_release(client, lock, NULL, &err) != 0) {
@@ -59,8 +59,9 @@ int main(int argc, char **argv)
 {
     redlock_config cfg;
     redlock_config_init(&cfg);
-    cfg.masters = argc > 1 ? argv[1] : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,"
-                                       "127.0.0.1:7003,127.0.0.1:7004";
+    cfg.masters = argc > 1 ? argv[1]
+                           : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,"
+                             "127.0.0.1:7003,127.0.0.1:7004";
     /* Wait for the lock rather than fail: a release wakes the waiters at
      * once (pub/sub), the retry delay is only the fallback. */
     cfg.retry_count = 1000;

@@ -22,13 +22,13 @@
 struct job {
     struct event_base *base;
     redlock_client *client;
-    struct event *tick;        /* the "work": one step every TICK_MS */
+    struct event *tick; /* the "work": one step every TICK_MS */
     redlock_lock *lock;
-    int ticks;                 /* steps done */
-    int extensions;            /* times the validity went up: the watchdog extended */
-    int64_t last_validity;     /* ms */
-    int lost;                  /* the watchdog gave up */
-    int status;                /* exit status */
+    int ticks;             /* steps done */
+    int extensions;        /* times the validity went up: the watchdog extended */
+    int64_t last_validity; /* ms */
+    int lost;              /* the watchdog gave up */
+    int status;            /* exit status */
 };
 
 static void on_released(redlock_client *c, int status, redlock_lock *lock,
@@ -63,8 +63,8 @@ static void finish(struct job *job)
 
 /* Runs only if the watchdog stops on its own (a failed extension, a limit):
  * the lock is no longer safe to rely on past its current validity. */
-static void on_lost(redlock_client *c, redlock_lock *lock, int status,
-                    const redlock_error *err, void *arg)
+static void on_lost(redlock_client *c, redlock_lock *lock, int status, const redlock_error *err,
+                    void *arg)
 {
     struct job *job = arg;
     (void)c, (void)lock, (void)status;
@@ -83,7 +83,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         job->extensions++;
     job->last_validity = v;
     if (job->lost || v <= 0) {
-        fprintf(stderr, "watchdog: lock gone after %d ms of work: stopping\n", job->ticks * TICK_MS);
+        fprintf(stderr, "watchdog: lock gone after %d ms of work: stopping\n",
+                job->ticks * TICK_MS);
         job->status = 1;
         finish(job);
         return;
@@ -101,13 +102,13 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
 {
     struct job *job = arg;
     (void)out;
-    if (status != 0) {           /* runs exactly once, from the loop */
+    if (status != 0) { /* runs exactly once, from the loop */
         fprintf(stderr, "watchdog: %s\n", err->msg);
         job->status = 1;
         event_base_loopbreak(job->base);
         return;
     }
-    job->lock = lock;            /* ours now: release, then free */
+    job->lock = lock; /* ours now: release, then free */
     job->last_validity = redlock_lock_validity_ms(lock);
     printf("locked, valid for %lld ms\n", (long long)job->last_validity);
     redlock_error werr;
@@ -117,7 +118,7 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
         finish(job);
         return;
     }
-    event_add(job->tick, &(struct timeval){.tv_usec = TICK_MS * 1000});
+    event_add(job->tick, &(struct timeval){ .tv_usec = TICK_MS * 1000 });
 }
 
 int main(int argc, char **argv)
@@ -125,19 +126,20 @@ int main(int argc, char **argv)
     /* An async client writes on this thread: a master dropping the
      * connection must not kill the process (redlock.h, client_new). */
     signal(SIGPIPE, SIG_IGN);
-    struct job job = {.base = event_base_new()};
+    struct job job = { .base = event_base_new() };
     if (!job.base)
         return 1;
     job.tick = event_new(job.base, -1, EV_PERSIST, on_tick, &job);
 
     redlock_config cfg;
     redlock_config_init(&cfg);
-    cfg.masters = argc > 1 ? argv[1] : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,"
-                                       "127.0.0.1:7003,127.0.0.1:7004";
+    cfg.masters = argc > 1 ? argv[1]
+                           : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,"
+                             "127.0.0.1:7003,127.0.0.1:7004";
     redlock_error err;
     if (!job.tick || redlock_client_new(&cfg, job.base, &job.client, &err) != 0 ||
-        redlock_acquire_async(job.client, "report", strlen("report"), TTL_MS, on_acquired,
-                              &job, &err) != 0) {
+        redlock_acquire_async(job.client, "report", strlen("report"), TTL_MS, on_acquired, &job,
+                              &err) != 0) {
         fprintf(stderr, "watchdog: %s\n", job.tick ? err.msg : "out of memory");
         job.status = 1;
     } else {

@@ -53,11 +53,11 @@
 
 #include "opts.h"
 
-#define MAX_WORDS 160   /* room past REDLOCK_SET_MAX + 1 positional words */
+#define MAX_WORDS 160 /* room past REDLOCK_SET_MAX + 1 positional words */
 
 static int pw_fd = -1, mf_fd = -1;
 static char pw_path[64], mf_path[64];
-static char *msgs;         /* what the CLI printed since the last reset */
+static char *msgs; /* what the CLI printed since the last reset */
 static size_t msgs_len;
 static int verbose;
 
@@ -174,9 +174,9 @@ static void check_ok(const struct cli_opts *o)
         fail("OK without a command", NULL);
     int need_resource = o->cmd != CLI_CMD_PING && o->cmd != CLI_CMD_DECLARE_EMPTY;
     int need_token = o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND;
-    if (need_resource && (o->resource == NULL || o->resource_len == 0 ||
-                          o->resource_len > REDLOCK_RESOURCE_MAX ||
-                          strlen(o->resource) != o->resource_len))
+    if (need_resource &&
+        (o->resource == NULL || o->resource_len == 0 || o->resource_len > REDLOCK_RESOURCE_MAX ||
+         strlen(o->resource) != o->resource_len))
         fail("OK with a missing or bad RESOURCE", o->cmd_name);
     if (need_resource &&
         (o->n_resources < 1 || o->n_resources > REDLOCK_SET_MAX ||
@@ -255,24 +255,26 @@ static int library_takes_masters(const char *list, int *secret)
 
 static void same_verdict_masters(const char *list, int in_argv)
 {
-    char *argv[] = {"redlock-cli", "--masters", (char *)list, "ping", NULL};
-    char *env_argv[] = {"redlock-cli", "ping", NULL};
+    char *argv[] = { "redlock-cli", "--masters", (char *)list, "ping", NULL };
+    char *env_argv[] = { "redlock-cli", "ping", NULL };
     int secret, lib = library_takes_masters(list, &secret), r;
 
     if (!in_argv && list[0] == '\0')
-        return;   /* an empty $REDLOCK_MASTERS is unset: CONFIG */
+        return; /* an empty $REDLOCK_MASTERS is unset: CONFIG */
     r = in_argv ? parse_alone(argv, NULL) : parse_alone(env_argv, list);
     if (lib && secret && in_argv)
-        lib = 0;   /* refused in argv by design */
+        lib = 0; /* refused in argv by design */
     if ((r == CLI_PARSE_OK) != lib)
         fail(lib ? "the CLI refuses masters the library takes"
-                 : "the CLI takes masters the library refuses", list);
+                 : "the CLI takes masters the library refuses",
+             list);
 }
 
 static void same_verdict_ttl(const char *val, const char *drift)
 {
-    char *argv[] = {"redlock-cli", "--masters", "127.0.0.1:7000", "lock", "r", "--ttl",
-                    (char *)val, drift ? "--drift-factor" : NULL, (char *)drift, NULL};
+    char *argv[] = { "redlock-cli", "--masters", "127.0.0.1:7000", "lock",
+                     "r",           "--ttl",     (char *)val,      drift ? "--drift-factor" : NULL,
+                     (char *)drift, NULL };
     struct cli_opts d;
     uint64_t ms;
     int r = parse_alone(argv, NULL), lib = 0;
@@ -280,23 +282,25 @@ static void same_verdict_ttl(const char *val, const char *drift)
     memset(&d, 0, sizeof(d));
     d.drift_factor = -1;
     if (drift != NULL && cli_parse_drift(drift, &d.drift_factor) < 0)
-        return;   /* the factor's fault: not what this compares */
+        return; /* the factor's fault: not what this compares */
     if (cli_parse_duration_ms(val, 1, REDLOCK_TTL_MAX_MS, &ms) == 0)
         lib = redlock_ttl_check((uint32_t)ms, drift_in_force(&d), NULL) == 0;
     if ((r == CLI_PARSE_OK) != lib)
         fail(lib ? "the CLI refuses a ttl the library takes"
-                 : "the CLI takes a ttl the library refuses", val);
+                 : "the CLI takes a ttl the library refuses",
+             val);
 }
 
 static void same_verdict_token(const char *word)
 {
-    char *argv[] = {"redlock-cli", "--masters", "127.0.0.1:7000", "unlock", "r", "--",
-                    (char *)word, NULL};
+    char *argv[] = { "redlock-cli", "--masters", "127.0.0.1:7000", "unlock",
+                     "r",           "--",        (char *)word,     NULL };
     int lib = redlock_token_check(word, NULL) == 0;
 
     if ((parse_alone(argv, NULL) == CLI_PARSE_OK) != lib)
         fail(lib ? "the CLI refuses a token the library takes"
-                 : "the CLI takes a token the library refuses", word);
+                 : "the CLI takes a token the library refuses",
+             word);
 }
 
 /* The value of option @name in @argv (--name V or --name=V), the last
@@ -315,7 +319,7 @@ static const char *value_of(char **argv, int argc, const char *name)
     return v;
 }
 
-#define MAX_TOKEN_CHECKS 16   /* words tried as a token, per input */
+#define MAX_TOKEN_CHECKS 16 /* words tried as a token, per input */
 
 static void check_exactness(char **argv, int argc, const char *env_masters)
 {
@@ -346,7 +350,8 @@ static int masters_line_shows(const char *needle)
     for (const char *l = msgs; l < msgs + msgs_len;) {
         const char *end = memchr(l, '\n', (size_t)(msgs + msgs_len - l));
         size_t len = end ? (size_t)(end - l) : (size_t)(msgs + msgs_len - l);
-        static const char *const heads[] = {"redlock-cli: --masters", "redlock-cli: $REDLOCK_MASTERS"};
+        static const char *const heads[] = { "redlock-cli: --masters",
+                                             "redlock-cli: $REDLOCK_MASTERS" };
 
         for (size_t h = 0; h < 2; h++)
             if (len >= strlen(heads[h]) && memcmp(l, heads[h], strlen(heads[h])) == 0 &&
@@ -455,8 +460,7 @@ static int build_argv(const uint8_t *data, size_t size, char **argv, char **mast
             char *eq = strchr(s + 1, '=');
             if (eq != NULL) {
                 *eq = '\0';
-                if (strcmp(s + 1, "REDLOCK_MASTERS") == 0 ||
-                    strcmp(s + 1, "REDLOCK_PASSWORD") == 0)
+                if (strcmp(s + 1, "REDLOCK_MASTERS") == 0 || strcmp(s + 1, "REDLOCK_PASSWORD") == 0)
                     setenv(s + 1, eq + 1, 1);
             }
             free(s);
@@ -479,7 +483,7 @@ static void redirect_files(char **argv, int argc)
     static const struct {
         const char *opt;
         const char *path;
-    } files[] = {{"--password-file", pw_path}, {"--masters-file", mf_path}};
+    } files[] = { { "--password-file", pw_path }, { "--masters-file", mf_path } };
 
     for (int k = 1; k < argc; k++) {
         for (size_t f = 0; f < 2; f++) {
@@ -521,8 +525,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         env_masters = strdup(getenv("REDLOCK_MASTERS"));
 
     r = cli_opts_parse(&o, argc, argv, no_help);
-    if (r != CLI_PARSE_OK && r != CLI_PARSE_EXIT_0 && r != CLI_PARSE_USAGE &&
-        r != CLI_PARSE_CONFIG)
+    if (r != CLI_PARSE_OK && r != CLI_PARSE_EXIT_0 && r != CLI_PARSE_USAGE && r != CLI_PARSE_CONFIG)
         fail("unexpected parse result", NULL);
     if (r == CLI_PARSE_OK)
         check_ok(&o);

@@ -140,7 +140,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.connect_timeout_ms = 1;
     cfg.clock_policy = REDLOCK_CLOCK_OFF;
 
-    redlock_client *c = (redlock_client *)&cfg;   /* sentinel: must stay as is */
+    redlock_client *c = (redlock_client *)&cfg; /* sentinel: must stay as is */
     redlock_error err;
     memset(&err, 0, sizeof(err));
     int rc = redlock_client_new(&cfg, base, &c, &err);

@@ -90,9 +90,9 @@
 #define RESOURCE "fuzz-resource"
 #define RESOURCE2 "fuzz-resource-2"
 #define TTL_MS 10000u
-#define TOKEN "0123456789abcdef0123456789abcdef"   /* for redlock_lock_new_set() */
+#define TOKEN "0123456789abcdef0123456789abcdef" /* for redlock_lock_new_set() */
 #define DEADLINE_MS 3000
-#define GUARD_ARRAY_MAX 65536   /* elements: hiredis callocs 8 bytes each up front */
+#define GUARD_ARRAY_MAX 65536 /* elements: hiredis callocs 8 bytes each up front */
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -115,7 +115,7 @@ static void fail(const char *what, const char *detail)
 /* Reply "objects" that cost nothing: we only need to know where each reply
  * ends, never what it holds. */
 static char reply_token;
-static bool huge_number;    /* a bulk string that strtoll() reads as beyond 2^40 */
+static bool huge_number; /* a bulk string that strtoll() reads as beyond 2^40 */
 static void *cnt_string(const redisReadTask *t, char *s, size_t n)
 {
     if (t->type == REDIS_REPLY_STRING) {
@@ -134,7 +134,7 @@ static void *cnt_string(const redisReadTask *t, char *s, size_t n)
     }
     return &reply_token;
 }
-static int largest_array;   /* the largest array header read since reset */
+static int largest_array; /* the largest array header read since reset */
 #if HIREDIS_MAJOR >= 1
 static void *cnt_array(const redisReadTask *t, size_t n)
 #else
@@ -148,7 +148,8 @@ static void *cnt_array(const redisReadTask *t, int n)
 }
 static void *cnt_integer(const redisReadTask *t, long long v)
 {
-    (void)t; (void)v;
+    (void)t;
+    (void)v;
     return &reply_token;
 }
 static void *cnt_nil(const redisReadTask *t)
@@ -163,12 +164,16 @@ static void cnt_free(void *p)
 #if HIREDIS_MAJOR >= 1
 static void *cnt_double(const redisReadTask *t, double d, char *s, size_t n)
 {
-    (void)t; (void)d; (void)s; (void)n;
+    (void)t;
+    (void)d;
+    (void)s;
+    (void)n;
     return &reply_token;
 }
 static void *cnt_bool(const redisReadTask *t, int b)
 {
-    (void)t; (void)b;
+    (void)t;
+    (void)b;
     return &reply_token;
 }
 static redisReplyObjectFunctions cnt_fns = {
@@ -242,28 +247,28 @@ struct fconn {
     struct fake *m;
     int fd;
     struct event *ev;
-    redisReader *cmds;            /* the client's commands (full replies) */
-    size_t next;                  /* piece to send next */
-    size_t ncmds;                 /* commands received */
-    bool subscribed;              /* a (P)SUBSCRIBE came: pub/sub mode in hiredis */
-    size_t regular;               /* commands before the first (P)SUBSCRIBE */
-    char *sent;                   /* every byte written, for the guard */
+    redisReader *cmds; /* the client's commands (full replies) */
+    size_t next;       /* piece to send next */
+    size_t ncmds;      /* commands received */
+    bool subscribed;   /* a (P)SUBSCRIBE came: pub/sub mode in hiredis */
+    size_t regular;    /* commands before the first (P)SUBSCRIBE */
+    char *sent;        /* every byte written, for the guard */
     size_t sent_len, sent_cap;
     struct fconn *next_conn;
 };
 
 struct fake {
-    int lfd;                      /* listening socket, for the whole run */
+    int lfd; /* listening socket, for the whole run */
     int port;
-    struct event *accept_ev;      /* per input */
-    const struct transcript *t;   /* per input */
+    struct event *accept_ev;    /* per input */
+    const struct transcript *t; /* per input */
     struct fconn *conns;
 };
 
 static struct fake fakes[N_FAKES];
 static char masters[128];
 static bool guarded = true;
-static bool verbose;        /* REDLOCK_FUZZ_VERBOSE=1: both sides' story on stderr */
+static bool verbose; /* REDLOCK_FUZZ_VERBOSE=1: both sides' story on stderr */
 static uint32_t node_timeout_ms = 5;
 
 /* Close with RST (linger 0): no TIME_WAIT on either side, however many
@@ -293,7 +298,7 @@ static void fconn_close(struct fconn *k)
 static bool pubsub_reply_is_safe(const redisReply *r)
 {
     if (r->type != REDIS_REPLY_ARRAY)
-        return true;   /* hiredis files it under "invalid" and drops it */
+        return true; /* hiredis files it under "invalid" and drops it */
     if (r->elements < 2 || r->element[0]->type != REDIS_REPLY_STRING ||
         r->element[1]->type != REDIS_REPLY_STRING)
         return false;
@@ -325,7 +330,7 @@ static bool guard_refuses(const struct fconn *k, const struct piece *pc)
     if (largest_array > GUARD_ARRAY_MAX || huge_number)
         return true;
     if (!k->subscribed)
-        return n > k->ncmds;   /* every reply needs a command waiting */
+        return n > k->ncmds; /* every reply needs a command waiting */
 
     /* Pub/sub: replies past the regular commands' go to hiredis' pub/sub
      * code, which needs them well formed. Arrays are small by now. */
@@ -356,8 +361,8 @@ static bool fconn_send(struct fconn *k, const struct piece *pc, const char *what
         return false;
     }
     if (verbose)
-        fprintf(stderr, "fake %d fd %d: answers with %s (%zu bytes)\n", (int)(k->m - fakes),
-                k->fd, what, pc->len);
+        fprintf(stderr, "fake %d fd %d: answers with %s (%zu bytes)\n", (int)(k->m - fakes), k->fd,
+                what, pc->len);
     ssize_t w = write(k->fd, pc->p, pc->len);
     if (w <= 0)
         return true;
@@ -386,15 +391,14 @@ static bool is_command(const redisReply *cmd, const char *name)
 /* Answer one command: SCRIPT (LOAD) ourselves, the rest from the transcript. */
 static bool fconn_answer(struct fconn *k, const redisReply *cmd)
 {
-    static const struct piece sha = {
-        "$40\r\n0000000000000000000000000000000000000000\r\n", 47 };
+    static const struct piece sha = { "$40\r\n0000000000000000000000000000000000000000\r\n", 47 };
     const struct transcript *t = k->m->t;
     char what[32];
 
     if (is_command(cmd, "SCRIPT"))
         return fconn_send(k, &sha, "a SHA1 to SCRIPT");
     if (t->n == 0)
-        return true;   /* a silent master */
+        return true; /* a silent master */
     size_t i = k->next++ % t->n;
     snprintf(what, sizeof(what), "piece %zu", i);
     return fconn_send(k, &t->pieces[i], what);
@@ -424,7 +428,7 @@ static void fconn_on_read(evutil_socket_t fd, short what, void *arg)
         while (fresh < sizeof(cmds) / sizeof(cmds[0]) &&
                redisReaderGetReply(k->cmds, &cmd) == REDIS_OK && cmd != NULL)
             cmds[fresh++] = cmd;
-        bool broken = k->cmds->err != 0;   /* the client never sends malformed RESP */
+        bool broken = k->cmds->err != 0; /* the client never sends malformed RESP */
         bool open = true;
         /* hiredis enters pub/sub mode when it queues a (P)SUBSCRIBE, so
          * before any of these commands is answered. */
@@ -520,7 +524,8 @@ static void fakes_listen(void)
 
     for (int i = 0; i < N_FAKES; i++) {
         struct fake *m = &fakes[i];
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         socklen_t len = sizeof(sa);
         int one = 1;
 
@@ -544,11 +549,11 @@ static const redlock_resource set[2] = {
 
 struct run {
     redlock_client *c;
-    bool fenced;                  /* flag 0x80: a fenced set of two */
+    bool fenced; /* flag 0x80: a fenced set of two */
     redlock_lock *lock;
-    bool in_call;                 /* inside an _async / _start call */
+    bool in_call; /* inside an _async / _start call */
     bool done, timed_out;
-    int calls[5];                 /* acquire, extend, release, status, ping */
+    int calls[5]; /* acquire, extend, release, status, ping */
 };
 
 static const char *const op_names[5] = { "acquire", "extend", "release", "status", "ping" };
@@ -659,8 +664,8 @@ static void on_release(redlock_client *c, int status, redlock_lock *lock,
         fail("status refused to start", e.msg);
 }
 
-static void on_extend(redlock_client *c, int status, redlock_lock *lock,
-                      const redlock_outcome *out, const redlock_error *err, void *arg)
+static void on_extend(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                      const redlock_error *err, void *arg)
 {
     struct run *r = arg;
     redlock_error e;
@@ -708,10 +713,9 @@ static void on_log(int level, const char *msg, void *arg)
     (void)arg;
     if (level < REDLOCK_LOG_DEBUG || level > REDLOCK_LOG_ERROR || msg == NULL)
         fail("log hook called with a bad level or no message", NULL);
-    size_t n = strlen(msg);   /* ASan: the message is a valid string */
+    size_t n = strlen(msg); /* ASan: the message is a valid string */
     if (verbose)
-        fprintf(stderr, "%llu [%d] %.*s\n", (unsigned long long)now_ms(), level,
-                (int)n, msg);
+        fprintf(stderr, "%llu [%d] %.*s\n", (unsigned long long)now_ms(), level, (int)n, msg);
 }
 
 static void on_event(int master, int event, const char *msg, void *arg)
@@ -725,7 +729,8 @@ static void on_event(int master, int event, const char *msg, void *arg)
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     struct run *r = arg;
     r->timed_out = true;
 }
@@ -757,7 +762,7 @@ static void config_from_flags(redlock_config *cfg, unsigned flags)
     redlock_config_init(cfg);
     cfg->masters = masters;
     cfg->node_timeout_ms = node_timeout_ms;
-    cfg->connect_timeout_ms = 4 * node_timeout_ms;   /* the first input pays one-time set-up */
+    cfg->connect_timeout_ms = 4 * node_timeout_ms; /* the first input pays one-time set-up */
     cfg->retry_count = flags & 0x20 ? 1 : 0;
     cfg->retry_delay_ms = 1;
     cfg->retry_jitter_ms = 0;

@@ -54,7 +54,7 @@ void rl_acq_join_queue(rl_acquire *a)
     redlock_client *c = a->op.c;
     bool waits = a->by_polls ? a->polls_left > 0 : a->w.wait_ms != 0;
     if (!waits || !c->cfg.pubsub_wait)
-        return;   /* one attempt, or polling only */
+        return; /* one attempt, or polling only */
     uint64_t poll = (uint64_t)a->w.delay_ms + a->w.jitter_ms;
     uint64_t rtt = 2 * (uint64_t)c->cfg.node_timeout_ms;
     /* The lease outlives three of the slowest polls (a waiter far from
@@ -63,7 +63,6 @@ void rl_acq_join_queue(rl_acquire *a)
     a->lease_ms = (uint32_t)(lease < REDLOCK_TTL_MAX_MS ? lease : REDLOCK_TTL_MAX_MS);
     rl_wait_join(c, &a->waiter, (uint32_t)(hand < REDLOCK_TTL_MAX_MS ? hand : REDLOCK_TTL_MAX_MS));
 }
-
 
 /* A waiter that is done leaves the masters' queues: where it did not get
  * the lock (a success removed it where it did), so no release hands a
@@ -97,7 +96,7 @@ void rl_acq_leave_queues(rl_acquire *a)
  * only costs a cold resource one queued attempt. */
 static struct rl_hot *hot_slot(redlock_client *c, const rl_keys *k, uint64_t *hash)
 {
-    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
     for (size_t i = 0; i < k->locks.len[0]; i++)
         h = (h ^ (unsigned char)k->locks.v[0][i]) * 1099511628211ull;
     *hash = h;

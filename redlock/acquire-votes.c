@@ -53,7 +53,7 @@ static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongt
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     char d[REDLOCK_VOTE_DETAIL_LEN];
-    if (j >= op->k.locks.n) {   /* the master's own counter */
+    if (j >= op->k.locks.n) { /* the master's own counter */
         snprintf(d, sizeof(d), "fence counter \\0redlock:fence %s",
                  wrongtype ? "is not a string" : "is not an integer");
         rl_vote_set(&op->out.votes[idx], REDLOCK_VOTE_ERROR, REDLOCK_EWRONGTYPE, d, sent);
@@ -62,8 +62,7 @@ static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongt
     }
     int len = (int)(op->k.locks.len[j] - c->prefix_len);
     snprintf(d, sizeof(d), "fence counter %.*s\\0fence %s", len > 40 ? 40 : len,
-             op->k.locks.v[j] + c->prefix_len,
-             wrongtype ? "is not a string" : "is not an integer");
+             op->k.locks.v[j] + c->prefix_len, wrongtype ? "is not a string" : "is not an integer");
     rl_vote_set(&op->out.votes[idx], REDLOCK_VOTE_ERROR, REDLOCK_EWRONGTYPE, d, sent);
     a->n_fail++;
 }
@@ -87,9 +86,9 @@ void rl_acq_on_late(rl_node *n, int script, const rl_reply *r)
 }
 
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl} this master's memory is too young to count (age
- * -1: reborn, its window not measured yet), {-3, j, maxttl, wrongtype}
- * resource j's fence counter is garbage. */
+ * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl} this master's
+ * memory is too young to count (age -1: reborn, its window not measured yet), {-3, j, maxttl,
+ * wrongtype} resource j's fence counter is garbage. */
 static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
 {
     rl_op *op = &a->op;
@@ -119,16 +118,17 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         a->n_fail++;
         if (x[1] == 1)
-            a->reserved_seen = true;   /* part of a set is ours: the wake-up was real */
+            a->reserved_seen = true; /* part of a set is ours: the wake-up was real */
         if (k == 4 && (uint64_t)x[3] < a->rank)
-            a->rank = (uint32_t)x[3];   /* its place in the queue there */
+            a->rank = (uint32_t)x[3]; /* its place in the queue there */
     } else if (x[0] == -3) {
         acq_bad_counter(a, idx, (uint32_t)x[1], x[3] == 1, sent);
     } else {
         /* What the master says of itself; the last CHECK on it may know
          * more (the cause, the window): the vote says what the node knows. */
         rl_node *n = &c->nodes[idx];
-        rl_marker m = { .age_ms = x[1] < 0 ? 0 : x[1], .window_ms = (uint32_t)x[3],
+        rl_marker m = { .age_ms = x[1] < 0 ? 0 : x[1],
+                        .window_ms = (uint32_t)x[3],
                         .maxttl_ms = (uint32_t)x[2],
                         .state = x[1] < 0 ? RL_MEM_PENDING : RL_MEM_YOUNG,
                         .cause = n->trust.mem_cause ? n->trust.mem_cause : RL_MEM_CAUSE_LOST };
@@ -159,7 +159,7 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
         e[i] = rl_reply_element(r, i);
     for (size_t i = 0; ok && i < 3; i++) {
         if (rl_reply_type(e[i]) == RL_REPLY_ERROR) {
-            rl_vote_error_reply(v, n, e[i], sent);   /* WRONGTYPE marker or index, ... */
+            rl_vote_error_reply(v, n, e[i], sent); /* WRONGTYPE marker or index, ... */
             a->n_fail++;
             return;
         }
@@ -174,7 +174,7 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
         return;
     }
     if (served == RL_REPLY_NIL) {
-        n->trust.marker_known = false;   /* no fast path here until CHECK says it counts */
+        n->trust.marker_known = false; /* no fast path here until CHECK says it counts */
         rl_node_recheck(n);
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
                     "memory marker gone or its window not over: checking it", sent);
@@ -242,7 +242,8 @@ static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
         a->found = true;
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
-    if (s && v->kind == REDLOCK_VOTE_HELD && rl_classify_error_reply(s, len) == REDLOCK_EWRONGTYPE) {
+    if (s && v->kind == REDLOCK_VOTE_HELD &&
+        rl_classify_error_reply(s, len) == REDLOCK_EWRONGTYPE) {
         v->kind = REDLOCK_VOTE_ERROR;
         v->err = REDLOCK_EWRONGTYPE;
         snprintf(v->detail, sizeof(v->detail), "key holds a non-string value (WRONGTYPE)");
@@ -250,7 +251,7 @@ static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
 }
 
 void rl_acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
-                        rl_monotime sent)
+                    rl_monotime sent)
 {
     rl_acquire *a = ACQ(op);
     switch (a->phase) {

@@ -20,8 +20,8 @@
  *      (wait.c), or the poll timer, until the wait's deadline.
  *
  * Sets of resources and fencing are the same script (all keys or none;
- * fenced: also INCR each resource's counter and return the largest). A fenced acquire that reached a quorum writes the
- * largest value back to every master (counter = max(counter, value)) and
+ * fenced: also INCR each resource's counter and return the largest). A fenced acquire that reached
+ * a quorum writes the largest value back to every master (counter = max(counter, value)) and
  * succeeds only once a majority acknowledged it, with validity measured at
  * that moment.
  *
@@ -48,11 +48,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static void acq_attempt_start(rl_acquire *a);
 static void acq_attempt_failed(rl_acquire *a, int status);
-
-
 
 /* ---- deciding ----------------------------------------------------------------- */
 
@@ -84,7 +81,7 @@ static void acq_after_cleanup(rl_acquire *a)
         status = rl_outcome_failure(op, "acquire", &op->err);
     op->status = status;
     if (status == REDLOCK_ECONFLICT)
-        rl_acq_found_held(a);   /* the next waiter for it queues at once */
+        rl_acq_found_held(a); /* the next waiter for it queues at once */
     if (!retryable(status) || rl_acq_last(a) || c->freeing) {
         rl_op_finish(op, status);
         return;
@@ -128,7 +125,7 @@ static void acq_after_cleanup(rl_acquire *a)
     if (!a->by_polls && a->rank != UINT32_MAX && a->rank > 1)
         delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
     if (a->by_polls && a->poll_rest_us) {
-        delay_us = a->poll_rest_us;   /* a wake-up came early: the poll keeps its time */
+        delay_us = a->poll_rest_us; /* a wake-up came early: the poll keeps its time */
         a->poll_rest_us = 0;
     } else if (!a->by_polls && now + delay_us >= a->deadline_us) {
         /* The last poll is at the deadline itself; one more attempt then. */
@@ -205,7 +202,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
                "acquire: out of memory for cleanup; keys expire after %u ms", a->w.ttl_ms);
     a->phase = ACQ_CLEANUP;
     if (f)
-        rl_round_start(op, f, send, wait, true, false);   /* decide runs: acq_decide */
+        rl_round_start(op, f, send, wait, true, false); /* decide runs: acq_decide */
     else
         acq_after_cleanup(a);
 }
@@ -301,7 +298,7 @@ static void acq_decide(rl_op *op)
     case ACQ_FENCING: acq_decide_fence(a); break;
     case ACQ_CLEANUP:
         if (op->pending_mask == 0)
-            acq_after_cleanup(a);   /* every release we wait for answered */
+            acq_after_cleanup(a); /* every release we wait for answered */
         break;
     }
 }
@@ -356,7 +353,7 @@ static rl_fanout *acq_command(rl_acquire *a)
     rl_fanout *f = a->fast_mask ? rl_fanout_new2(c->nodes, &fast, &cmd)
                                 : rl_fanout_new(c->nodes, &cmd);
     if (f)
-        rl_fanout_set_late(f, rl_acq_on_late);   /* a late answer still tells the bound */
+        rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */
     for (uint32_t i = 0; f && i < c->n; i++) {
         if (!(a->fast_mask & (1u << i))) {
             rl_fanout_use_alt(f, i);
@@ -435,7 +432,7 @@ static void acq_wake(rl_waiter *w)
     if (a->op.done || a->wakes_idle)
         return;
     if (a->phase != ACQ_WAITING) {
-        a->wake_pending = true;   /* voting or cleaning up: retry when this attempt fails */
+        a->wake_pending = true; /* voting or cleaning up: retry when this attempt fails */
         return;
     }
     rl_monotime now = rl_now_us();
@@ -460,8 +457,8 @@ static void acq_on_timer(rl_op *op)
     }
     if (a->by_polls)
         a->polls_left--;
-    a->by_wake = a->wakes_idle = false;   /* a new poll interval: wake-ups act again */
-    acq_attempt_start(a);   /* the poll (or the deadline's last try) */
+    a->by_wake = a->wakes_idle = false; /* a new poll interval: wake-ups act again */
+    acq_attempt_start(a);               /* the poll (or the deadline's last try) */
 }
 
 static void acq_cancel(rl_op *op, int status)
@@ -479,8 +476,7 @@ static void acq_cancel(rl_op *op, int status)
         /* Undo the attempt in flight like any failed one; finish after. */
         acq_attempt_failed(a, status);
         break;
-    case ACQ_CLEANUP:
-        break;   /* acq_after_cleanup finishes with the cancel status */
+    case ACQ_CLEANUP: break; /* acq_after_cleanup finishes with the cancel status */
     }
 }
 
@@ -494,7 +490,6 @@ static void acq_deliver(rl_op *op)
     a->lock = NULL;
     a->cb(c, op->status, lock, &op->out, op->status ? &op->err : NULL, a->arg);
 }
-
 
 static void acq_destroy(rl_op *op)
 {
@@ -516,8 +511,6 @@ static const rl_op_ops acquire_ops = {
     .deliver = acq_deliver,
     .destroy = acq_destroy,
 };
-
-
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
                      const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e)
@@ -556,13 +549,14 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
 }
 
 int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
-                               const redlock_acquire_opts *opts, redlock_acquire_cb cb,
-                               void *arg, redlock_error *reterr)
+                               const redlock_acquire_opts *opts, redlock_acquire_cb cb, void *arg,
+                               redlock_error *reterr)
 {
     int rc = rl_check_async(c, reterr);
     rl_wait_spec w;
     if (!rc && !opts) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "acquire: opts is NULL (fill them with "
+        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                  "acquire: opts is NULL (fill them with "
                   "redlock_acquire_opts_init() and set ttl_ms)");
         rc = REDLOCK_EINVAL;
     }
@@ -573,8 +567,8 @@ int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, s
 
 /* The calls of 0.1: the client's wait, ttl and flags as arguments. */
 int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
-                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb,
-                              void *arg, redlock_error *reterr)
+                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
+                              redlock_error *reterr)
 {
     redlock_acquire_opts o;
     redlock_acquire_opts_init(&o);
@@ -583,9 +577,8 @@ int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, si
     return redlock_acquire_with_async(c, set, count, &o, cb, arg, reterr);
 }
 
-int redlock_acquire_async(redlock_client *c, const void *resource, size_t len,
-                          uint32_t ttl_ms, redlock_acquire_cb cb, void *arg,
-                          redlock_error *reterr)
+int redlock_acquire_async(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
+                          redlock_acquire_cb cb, void *arg, redlock_error *reterr)
 {
     redlock_resource one = { resource, len };
     return redlock_acquire_set_async(c, &one, 1, ttl_ms, 0, cb, arg, reterr);

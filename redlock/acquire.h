@@ -20,34 +20,34 @@ enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
 
 typedef struct rl_acquire {
     rl_op op;
-    int phase;                    /* enum acq_phase */
-    rl_wait_spec w;               /* ttl, flags, how long and how to wait */
-    rl_monotime deadline_us;      /* no new attempt after this; UINT64_MAX: forever */
-    bool by_polls;                /* redlock_acquire()'s wait: a number of polls */
-    uint32_t polls_left;          /* by_polls: polls still to come */
-    rl_monotime poll_at_us;       /* when the poll timer fires */
-    uint64_t poll_rest_us;        /* by_polls: what a wake-up left of the poll's delay */
-    uint32_t lease_ms;            /* a waiter's place lasts this long without news */
-    uint32_t n_ok, n_fail;        /* the current round's answers */
+    int phase;               /* enum acq_phase */
+    rl_wait_spec w;          /* ttl, flags, how long and how to wait */
+    rl_monotime deadline_us; /* no new attempt after this; UINT64_MAX: forever */
+    bool by_polls;           /* redlock_acquire()'s wait: a number of polls */
+    uint32_t polls_left;     /* by_polls: polls still to come */
+    rl_monotime poll_at_us;  /* when the poll timer fires */
+    uint64_t poll_rest_us;   /* by_polls: what a wake-up left of the poll's delay */
+    uint32_t lease_ms;       /* a waiter's place lasts this long without news */
+    uint32_t n_ok, n_fail;   /* the current round's answers */
     char token[REDLOCK_TOKEN_MAX + 1];
-    uint64_t fence;               /* largest counter seen this attempt */
-    bool fence_failed;            /* this attempt's fence write-back failed */
-    uint32_t set_sent;            /* fencing: the masters the SET went to (for cleanup) */
-    bool final;                   /* the deadline came: this attempt is the last */
-    int cancelled;                /* 0, or the status to finish with after cleanup */
-    bool wake_pending;            /* a wake-up came during an attempt: try again at once */
-    bool by_wake;                 /* this attempt was started by a wake-up */
-    bool reserved_seen;           /* a master said held, but a key of the set is ours */
-    bool found;                   /* this attempt found a key free or reserved for us */
-    bool wakes_idle;              /* a woken attempt found nothing this poll: wake-ups wait */
-    uint32_t fast_mask;           /* masters this attempt sent the fast path's transaction */
-    uint32_t rank;                /* the waiter's best place in a queue this attempt saw
-                                     (0 the head; UINT32_MAX none): how soon it polls */
-    bool in_queues;               /* some attempt (or its cleanup) gave the waiter a place */
-    bool queued_now;              /* this attempt asks for a place in the queues */
-    rl_waiter waiter;             /* wake-ups from releases (wait.c) */
-    rl_cancel_reg creg;           /* the caller's cancellation source (cancel.c) */
-    redlock_lock *lock;           /* the result */
+    uint64_t fence;     /* largest counter seen this attempt */
+    bool fence_failed;  /* this attempt's fence write-back failed */
+    uint32_t set_sent;  /* fencing: the masters the SET went to (for cleanup) */
+    bool final;         /* the deadline came: this attempt is the last */
+    int cancelled;      /* 0, or the status to finish with after cleanup */
+    bool wake_pending;  /* a wake-up came during an attempt: try again at once */
+    bool by_wake;       /* this attempt was started by a wake-up */
+    bool reserved_seen; /* a master said held, but a key of the set is ours */
+    bool found;         /* this attempt found a key free or reserved for us */
+    bool wakes_idle;    /* a woken attempt found nothing this poll: wake-ups wait */
+    uint32_t fast_mask; /* masters this attempt sent the fast path's transaction */
+    uint32_t rank;      /* the waiter's best place in a queue this attempt saw
+                           (0 the head; UINT32_MAX none): how soon it polls */
+    bool in_queues;     /* some attempt (or its cleanup) gave the waiter a place */
+    bool queued_now;    /* this attempt asks for a place in the queues */
+    rl_waiter waiter;   /* wake-ups from releases (wait.c) */
+    rl_cancel_reg creg; /* the caller's cancellation source (cancel.c) */
+    redlock_lock *lock; /* the result */
     redlock_acquire_cb cb;
     void *arg;
 } rl_acquire;

@@ -26,7 +26,11 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#define BAD(...) do { rl_seterr(e, REDLOCK_EINVAL, -1, __VA_ARGS__); return REDLOCK_EINVAL; } while (0)
+#define BAD(...)                                       \
+    do {                                               \
+        rl_seterr(e, REDLOCK_EINVAL, -1, __VA_ARGS__); \
+        return REDLOCK_EINVAL;                         \
+    } while (0)
 
 static bool has_prefix(const char *s, size_t len, const char *p)
 {
@@ -94,9 +98,12 @@ static void redact(const char *list, char *out, size_t cap)
 
 static int hexval(int ch)
 {
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F') return ch - 'A' + 10;
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
     return -1;
 }
 
@@ -159,8 +166,8 @@ static int check_host(const char *entry, const char *host, bool bracketed, redlo
     size_t hl = strlen(host);
     if (hl > 1 && host[hl - 1] == '.' && strspn(host, "0123456789.") == hl &&
         memchr(host, '.', hl - 1))
-        BAD("masters: master '%s': an IPv4 address ends in a dot: write %.*s", host,
-            (int)(hl - 1), host);
+        BAD("masters: master '%s': an IPv4 address ends in a dot: write %.*s", host, (int)(hl - 1),
+            host);
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_flags = AI_NUMERICHOST };
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, NULL, &hints, &res) == 0) {
@@ -181,8 +188,8 @@ static int check_host(const char *entry, const char *host, bool bracketed, redlo
 
 /* "host:port" or "[v6]:port" from @hp (the authority part); @need_port:
  * plain entries must name the port, URLs default to 6379. */
-static int parse_hostport(const char *entry, const char *hp, size_t len, bool need_port,
-                          rl_addr *a, redlock_error *e)
+static int parse_hostport(const char *entry, const char *hp, size_t len, bool need_port, rl_addr *a,
+                          redlock_error *e)
 {
     const char *host = hp, *colon = NULL;
     size_t hlen;
@@ -197,15 +204,17 @@ static int parse_hostport(const char *entry, const char *hp, size_t len, bool ne
         size_t rest = len - (size_t)(rb + 1 - hp);
         if (rest) {
             if (rb[1] != ':')
-                BAD("masters: bad entry \"%s\" (IPv6 is written [addr]:port)",
-                    RL_QUOTE(entry, 60));
+                BAD("masters: bad entry \"%s\" (IPv6 is written [addr]:port)", RL_QUOTE(entry, 60));
             colon = rb + 1;
         }
     } else {
         /* The last ':' separates the port; check_host refuses a host that
          * still holds one (an IPv6 address written without brackets). */
         for (const char *p = hp + len; p > hp; p--)
-            if (p[-1] == ':') { colon = p - 1; break; }
+            if (p[-1] == ':') {
+                colon = p - 1;
+                break;
+            }
         hlen = colon ? (size_t)(colon - hp) : len;
     }
     if (!colon && need_port)
@@ -235,8 +244,7 @@ static int parse_userinfo(const char *ui, size_t len, rl_addr *a, redlock_error 
         BAD("masters: \"%s\": credentials are written user:password@ or :password@",
             RL_QUOTE(a->name, 60));
     if (pct_decode(ui, (size_t)(colon - ui), a->user, sizeof(a->user)) < 0 ||
-        pct_decode(colon + 1, len - (size_t)(colon - ui) - 1, a->password,
-                   sizeof(a->password)) < 0)
+        pct_decode(colon + 1, len - (size_t)(colon - ui) - 1, a->password, sizeof(a->password)) < 0)
         BAD("masters: \"%s\": bad %%-escape or over-long user name or password",
             RL_QUOTE(a->name, 60));
     if (!a->password[0])
@@ -264,8 +272,7 @@ static void url_name(rl_addr *a, const char *scheme)
 }
 
 /* @shown is @entry as messages show it (no password). */
-static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *a,
-                     redlock_error *e)
+static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *a, redlock_error *e)
 {
     bool unix_sock = has_prefix(entry, len, "unix://");
     bool tls = has_prefix(entry, len, "rediss://");
@@ -275,7 +282,7 @@ static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *
     a->url = true;
     a->tls = tls;
     a->kind = unix_sock ? RL_ADDR_UNIX : RL_ADDR_TCP;
-    snprintf(a->name, sizeof(a->name), "%s://...", scheme);   /* until known */
+    snprintf(a->name, sizeof(a->name), "%s://...", scheme); /* until known */
 
     const char *at = userinfo_end(entry, len);
     if (at) {
@@ -316,7 +323,8 @@ static int parse_url(const char *entry, size_t len, const char *shown, rl_addr *
     if (auth_end < end) {
         if (*auth_end == '?')
             BAD("masters: \"%s\": URL parameters are not supported (the database is "
-                "written /N)", RL_QUOTE(shown, 60));
+                "written /N)",
+                RL_QUOTE(shown, 60));
         const char *db = auth_end + 1;
         if (db < end && (a->db = parse_db(db, (size_t)(end - db))) < 0)
             BAD("masters: \"%s\": the database after the host must be a number 0..65535",
@@ -354,7 +362,8 @@ static int parse_entry(const char *entry, size_t len, rl_addr *a, redlock_error 
     const char *sep = strstr(entry, "://");
     if (sep && (size_t)(sep - entry) < len)
         BAD("masters: \"%s\": unknown scheme (use redis://, rediss://, unix:// or "
-            "host:port)", RL_QUOTE(shown, 60));
+            "host:port)",
+            RL_QUOTE(shown, 60));
     if (len >= sizeof(a->name))
         BAD("masters: entry \"%s\" is too long", RL_QUOTE(entry, 40));
     memcpy(a->name, entry, len);
@@ -384,7 +393,8 @@ static int check_stray_credentials(const char *list, redlock_error *e)
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         if (memchr(p, '@', len) && !memmem(p, len, "://", 3))
             BAD("masters: entry %d holds an '@' outside a URL: credentials are written "
-                "redis://user:password@host:port (a ',' in a password as %%2C)", idx);
+                "redis://user:password@host:port (a ',' in a password as %%2C)",
+                idx);
         if (!comma)
             return 0;
         p = comma + 1;
@@ -405,13 +415,17 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
     for (;;) {
         const char *comma = strchr(p, ',');
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        while (len && (*p == ' ' || *p == '\t')) { p++; len--; }
-        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t')) len--;
+        while (len && (*p == ' ' || *p == '\t')) {
+            p++;
+            len--;
+        }
+        while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
         if (len == 0) {
             if (!comma && count > 0)
                 BAD("masters: trailing comma in \"%s\"", RL_QUOTE(shown, 80));
-            BAD("masters: empty entry %d in \"%s\" (use host:port,host:port,...)",
-                count + 1, RL_QUOTE(shown, 80));
+            BAD("masters: empty entry %d in \"%s\" (use host:port,host:port,...)", count + 1,
+                RL_QUOTE(shown, 80));
         }
         if (count == REDLOCK_MAX_MASTERS)
             BAD("masters: more than %d entries (use 3, 5 or 7 masters)", REDLOCK_MAX_MASTERS);
@@ -427,7 +441,8 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
             if (same_as_written(&out[j], &out[count])) {
                 rl_seterr(e, REDLOCK_EINVAL, count,
                           "masters: %s and %s are the same master; each master must be "
-                          "independent", RL_QUOTE(out[j].name, 60), RL_QUOTE(out[count].name, 60));
+                          "independent",
+                          RL_QUOTE(out[j].name, 60), RL_QUOTE(out[count].name, 60));
                 return REDLOCK_EINVAL;
             }
         }
@@ -455,7 +470,10 @@ int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e)
     /* Prefer IPv4: hiredis tries AF_INET first for names too. */
     struct addrinfo *pick = res;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
-        if (ai->ai_family == AF_INET) { pick = ai; break; }
+        if (ai->ai_family == AF_INET) {
+            pick = ai;
+            break;
+        }
     const struct in6_addr *a6 = &((struct sockaddr_in6 *)(void *)pick->ai_addr)->sin6_addr;
     if (pick->ai_family == AF_INET)
         inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)pick->ai_addr)->sin_addr, a->ip,

@@ -14,21 +14,21 @@
 #include <stddef.h>
 
 #define RL_HOST_MAX 256
-#define RL_NAME_MAX 280          /* display name: never holds a password */
-#define RL_SECRET_MAX 256        /* user name or password from a URL */
+#define RL_NAME_MAX 280   /* display name: never holds a password */
+#define RL_SECRET_MAX 256 /* user name or password from a URL */
 
 enum rl_addr_kind { RL_ADDR_TCP, RL_ADDR_UNIX };
 
 typedef struct rl_addr {
-    int kind;                    /* enum rl_addr_kind */
-    bool tls;                    /* rediss:// (or the client's tls setting) */
-    bool url;                    /* written as a URL */
-    char name[RL_NAME_MAX];      /* for messages, logs and JSON: no password */
-    char host[RL_HOST_MAX];      /* TCP: as written (no brackets); unix: the socket path */
-    int port;                    /* TCP only */
-    char ip[64];                 /* TCP: resolved numeric address ("" until resolved) */
-    int db;                      /* SELECT this database; -1: none given */
-    char user[RL_SECRET_MAX];    /* URL credentials ("" when not given) */
+    int kind;                 /* enum rl_addr_kind */
+    bool tls;                 /* rediss:// (or the client's tls setting) */
+    bool url;                 /* written as a URL */
+    char name[RL_NAME_MAX];   /* for messages, logs and JSON: no password */
+    char host[RL_HOST_MAX];   /* TCP: as written (no brackets); unix: the socket path */
+    int port;                 /* TCP only */
+    char ip[64];              /* TCP: resolved numeric address ("" until resolved) */
+    int db;                   /* SELECT this database; -1: none given */
+    char user[RL_SECRET_MAX]; /* URL credentials ("" when not given) */
     char password[RL_SECRET_MAX];
     bool has_password;
 } rl_addr;

@@ -14,19 +14,19 @@
 
 /* A call and what its operation needs. */
 typedef struct rl_req {
-    rl_call call;                 /* first: the loop sees only this */
-    const redlock_resource *set;  /* acquire: borrowed from the caller */
+    rl_call call;                /* first: the loop sees only this */
+    const redlock_resource *set; /* acquire: borrowed from the caller */
     size_t count;
     rl_wait_spec w;
-    const void *resource;         /* status: borrowed from the caller */
+    const void *resource; /* status: borrowed from the caller */
     size_t len;
     uint32_t ttl_ms;
-    redlock_lock *lock;           /* in: release/extend; out: acquire */
-    redlock_status *st;           /* status/ping */
-    size_t min_masters;           /* ready */
+    redlock_lock *lock; /* in: release/extend; out: acquire */
+    redlock_status *st; /* status/ping */
+    size_t min_masters; /* ready */
     uint32_t timeout_ms;
     size_t n_up;
-    bool readmit;                 /* declare: readmit (ttl_ms: the fleet bound) */
+    bool readmit; /* declare: readmit (ttl_ms: the fleet bound) */
 } rl_req;
 
 static rl_req *REQ(rl_call *call)
@@ -149,7 +149,10 @@ int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t 
         return REDLOCK_EINVAL;
     }
     /* Reject bad input here, on the caller's thread, with no round trip. */
-    rl_req req = { .call.start = start_acquire, .set = set, .count = count, .call.out = ret_outcome,
+    rl_req req = { .call.start = start_acquire,
+                   .set = set,
+                   .count = count,
+                   .call.out = ret_outcome,
                    .call.err = reterr };
     rc = rl_check_set(set, count, reterr);
     if (!rc)
@@ -189,7 +192,9 @@ int redlock_release(redlock_client *c, redlock_lock *lock, redlock_outcome *ret_
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "release: lock is NULL");
         return REDLOCK_EINVAL;
     }
-    rl_req req = { .call.start = start_release, .lock = lock, .call.out = ret_outcome, .call.err = reterr };
+    rl_req req = {
+        .call.start = start_release, .lock = lock, .call.out = ret_outcome, .call.err = reterr
+    };
     return rl_loop_submit(c, &req.call);
 }
 
@@ -206,13 +211,16 @@ int redlock_extend(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
     rc = rl_check_ttl(ttl_ms, c->cfg.drift_factor, reterr);
     if (rc)
         return rc;
-    rl_req req = { .call.start = start_extend, .lock = lock, .ttl_ms = ttl_ms, .call.out = ret_outcome,
+    rl_req req = { .call.start = start_extend,
+                   .lock = lock,
+                   .ttl_ms = ttl_ms,
+                   .call.out = ret_outcome,
                    .call.err = reterr };
     return rl_loop_submit(c, &req.call);
 }
 
-int redlock_status_get(redlock_client *c, const void *resource, size_t len,
-                       redlock_status *ret, redlock_error *reterr)
+int redlock_status_get(redlock_client *c, const void *resource, size_t len, redlock_status *ret,
+                       redlock_error *reterr)
 {
     int rc = check_blocking(c, reterr);
     if (rc)
@@ -224,8 +232,9 @@ int redlock_status_get(redlock_client *c, const void *resource, size_t len,
     rc = rl_check_resource(resource, len, reterr);
     if (rc)
         return rc;
-    rl_req req = { .call.start = start_status, .resource = resource, .len = len, .st = ret,
-                   .call.err = reterr };
+    rl_req req = {
+        .call.start = start_status, .resource = resource, .len = len, .st = ret, .call.err = reterr
+    };
     return rl_loop_submit(c, &req.call);
 }
 
@@ -248,7 +257,9 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, si
     int rc = check_blocking(c, reterr);
     if (rc)
         return rc;
-    rl_req req = { .call.start = start_ready, .min_masters = min_masters, .timeout_ms = timeout_ms,
+    rl_req req = { .call.start = start_ready,
+                   .min_masters = min_masters,
+                   .timeout_ms = timeout_ms,
                    .call.err = reterr };
     rc = rl_loop_submit(c, &req.call);
     if (ret_n_up)
@@ -279,8 +290,9 @@ int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitt
                   (unsigned)REDLOCK_TTL_MAX_MS);
         return REDLOCK_EINVAL;
     }
-    rl_req req = { .call.start = start_declare, .call.err = reterr, .readmit = true,
-                   .ttl_ms = max_ttl_ms };
+    rl_req req = {
+        .call.start = start_declare, .call.err = reterr, .readmit = true, .ttl_ms = max_ttl_ms
+    };
     rc = rl_loop_submit(c, &req.call);
     if (ret_readmitted && (rc == 0 || rc == REDLOCK_ENOQUORUM))
         *ret_readmitted = req.n_up;

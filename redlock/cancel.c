@@ -20,7 +20,7 @@
 
 struct redlock_cancel {
     pthread_mutex_t mu;
-    int refs;                     /* the owner + requests in flight */
+    int refs; /* the owner + requests in flight */
     bool fired;
     rl_cancel_reg *regs;
 };
@@ -157,6 +157,6 @@ void redlock_cancel_fire(redlock_cancel *cc)
         if (!blocking)
             rl_loop_post(c, cancel_on_loop, cc);
         else if (refused)
-            rl_cancel_unref(cc);   /* the client is going: its shutdown ends the op */
+            rl_cancel_unref(cc); /* the client is going: its shutdown ends the op */
     }
 }

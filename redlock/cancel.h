@@ -6,11 +6,11 @@
 
 /* An op's registration with a cancellation source, embedded in the op. */
 typedef struct rl_cancel_reg {
-    redlock_cancel *cc;           /* NULL: not registered */
+    redlock_cancel *cc; /* NULL: not registered */
     redlock_client *c;
     rl_op *op;
-    bool handed;                  /* fire handed this op's client the source */
-    bool done;                    /* its client's loop cancelled it */
+    bool handed; /* fire handed this op's client the source */
+    bool done;   /* its client's loop cancelled it */
     struct rl_cancel_reg *next;
 } rl_cancel_reg;
 

@@ -40,7 +40,8 @@ int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret
                 mine &= ~(1u << m);
         }
     }
-    uint32_t held = (uint32_t)__builtin_popcount(mine), seen = (uint32_t)__builtin_popcount(answered);
+    uint32_t held = (uint32_t)__builtin_popcount(mine),
+             seen = (uint32_t)__builtin_popcount(answered);
     int64_t left = redlock_lock_validity_ms(lock);
     if (held >= c->quorum && left > 0) {
         if (ret_left_ms)
@@ -48,17 +49,22 @@ int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret
         return 0;
     }
     if (held >= c->quorum) {
-        rl_seterr(reterr, REDLOCK_EEXPIRED, -1, "lock_check: its validity has run out (the "
-                  "token is still on %u of %u masters, but nothing is promised now)", held, c->n);
+        rl_seterr(reterr, REDLOCK_EEXPIRED, -1,
+                  "lock_check: its validity has run out (the "
+                  "token is still on %u of %u masters, but nothing is promised now)",
+                  held, c->n);
         return REDLOCK_EEXPIRED;
     }
     if (held + (c->n - seen) >= c->quorum) {
-        rl_seterr(reterr, REDLOCK_ENOQUORUM, -1, "lock_check: the token is on %u of %u masters "
-                  "and %u did not answer: cannot tell (%u needed)", held, c->n, c->n - seen,
-                  c->quorum);
+        rl_seterr(reterr, REDLOCK_ENOQUORUM, -1,
+                  "lock_check: the token is on %u of %u masters "
+                  "and %u did not answer: cannot tell (%u needed)",
+                  held, c->n, c->n - seen, c->quorum);
         return REDLOCK_ENOQUORUM;
     }
-    rl_seterr(reterr, REDLOCK_ENOTHELD, -1, "lock_check: not held: the token is on %u of %u "
-              "masters (%u needed)", held, c->n, c->quorum);
+    rl_seterr(reterr, REDLOCK_ENOTHELD, -1,
+              "lock_check: not held: the token is on %u of %u "
+              "masters (%u needed)",
+              held, c->n, c->quorum);
     return REDLOCK_ENOTHELD;
 }

@@ -41,10 +41,11 @@ int redlock_has_tls(void)
  * the config's pointers are moved onto the copies. */
 static int copy_strings(redlock_client *c)
 {
-    const char **fields[] = { &c->cfg.masters, &c->cfg.key_prefix, &c->cfg.username,
-                              &c->cfg.password, &c->cfg.tls_ca_file, &c->cfg.tls_ca_dir,
-                              &c->cfg.tls_cert_file, &c->cfg.tls_key_file,
-                              &c->cfg.tls_server_name };
+    const char **fields[] = {
+        &c->cfg.masters,       &c->cfg.key_prefix,   &c->cfg.username,
+        &c->cfg.password,      &c->cfg.tls_ca_file,  &c->cfg.tls_ca_dir,
+        &c->cfg.tls_cert_file, &c->cfg.tls_key_file, &c->cfg.tls_server_name
+    };
     size_t n = sizeof(fields) / sizeof(fields[0]), bytes = 1;
     for (size_t i = 0; i < n; i++)
         bytes += *fields[i] ? strlen(*fields[i]) + 1 : 0;
@@ -61,7 +62,7 @@ static int copy_strings(redlock_client *c)
     }
     *p = '\0';
     if (!c->cfg.key_prefix)
-        c->cfg.key_prefix = p;   /* "" */
+        c->cfg.key_prefix = p; /* "" */
     c->prefix_len = strlen(c->cfg.key_prefix);
     return 0;
 }
@@ -77,8 +78,9 @@ static int resolve_masters(redlock_client *c, rl_addr *addrs, int n, redlock_err
             if (rl_addr_same(&addrs[j], &addrs[i])) {
                 rl_seterr(e, REDLOCK_EINVAL, i,
                           "masters: %s and %s are the same master (%s:%d); each master "
-                          "must be independent", RL_QUOTE(addrs[j].name, 60),
-                          RL_QUOTE(addrs[i].name, 60), addrs[i].ip, addrs[i].port);
+                          "must be independent",
+                          RL_QUOTE(addrs[j].name, 60), RL_QUOTE(addrs[i].name, 60), addrs[i].ip,
+                          addrs[i].port);
                 return REDLOCK_EINVAL;
             }
         }
@@ -91,7 +93,8 @@ static int resolve_masters(redlock_client *c, rl_addr *addrs, int n, redlock_err
 /* The clock monitor's heartbeat: one TIME per master per interval. */
 static void client_on_probe(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     redlock_client *c = arg;
     for (uint32_t i = 0; i < c->n; i++)
         rl_probe_node(&c->nodes[i], c->cfg.clock_policy != REDLOCK_CLOCK_OFF);
@@ -111,7 +114,7 @@ static void client_on_node_state(rl_node *n, void *arg)
 {
     redlock_client *c = arg;
     if (n->state == RL_NODE_UP)
-        rl_wait_node_up(c, n);   /* waiters hear of hand-offs there again */
+        rl_wait_node_up(c, n); /* waiters hear of hand-offs there again */
     rl_ready_check(c);
 }
 
@@ -153,10 +156,14 @@ static void client_destroy(redlock_client *c)
 
 static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
 {
-    c->env = (rl_node_env){ .base = c->base, .cfg = &c->cfg, .tls = c->tls,
-                            .on_marker = client_on_marker, .on_state = client_on_node_state,
+    c->env = (rl_node_env){ .base = c->base,
+                            .cfg = &c->cfg,
+                            .tls = c->tls,
+                            .on_marker = client_on_marker,
+                            .on_state = client_on_node_state,
                             .on_identity = client_on_identity,
-                            .on_message = rl_wait_on_message, .arg = c };
+                            .on_message = rl_wait_on_message,
+                            .arg = c };
     if (rl_ops_init(c) != 0)
         goto oom;
     for (uint32_t i = 0; i < c->n; i++)
@@ -178,8 +185,8 @@ oom:
     return REDLOCK_ENOMEM;
 }
 
-int redlock_client_new(const redlock_config *cfg, struct event_base *base,
-                       redlock_client **ret, redlock_error *reterr)
+int redlock_client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
+                       redlock_error *reterr)
 {
     if (!cfg || !ret) {
         rl_seterr(reterr, REDLOCK_EINVAL, -1, "redlock_client_new: cfg and ret must not be NULL");
@@ -237,7 +244,7 @@ fail:
 void redlock_client_free(redlock_client *c)
 {
     if (!c || c->freeing)
-        return;   /* NULL, or called again from a callback run by this free */
+        return; /* NULL, or called again from a callback run by this free */
     if (!c->blk && c->in_callback > 0) {
         /* Inside one of our callbacks (async clients: on the loop's thread;
          * a blocking client's callbacks are the library's own): hiredis'
@@ -247,7 +254,7 @@ void redlock_client_free(redlock_client *c)
         return;
     }
     if (c->blk)
-        rl_loop_stop(c);   /* runs client_shutdown on the I/O thread */
+        rl_loop_stop(c); /* runs client_shutdown on the I/O thread */
     client_destroy(c);
 }
 

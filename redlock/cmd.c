@@ -80,7 +80,7 @@ void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, "served", 6);
     part_end(c, &mark);
-    arg(c, "SET", 3);   /* NX GET: a key of another type says WRONGTYPE at once */
+    arg(c, "SET", 3); /* NX GET: a key of another type says WRONGTYPE at once */
     arg(c, k->locks.v[0], k->locks.len[0]);
     arg_str(c, token);
     arg(c, "NX", 2);
@@ -107,11 +107,11 @@ void rl_cmd_check(rl_cmd *c)
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
 {
     uint32_t n = k->locks.n;
-    script(c, RL_SCRIPT_ACQUIRE, n + (a->fenced ? n + 1 : 0) + (a->queued ? 2 * n : 0) +
-                                     (a->marked ? 2 : 0));
+    script(c, RL_SCRIPT_ACQUIRE,
+           n + (a->fenced ? n + 1 : 0) + (a->queued ? 2 * n : 0) + (a->marked ? 2 : 0));
     arg_keys(c, &k->locks);
     if (a->fenced) {
-        arg_keys(c, &k->fences);   /* old per-resource counters, then the master's */
+        arg_keys(c, &k->fences); /* old per-resource counters, then the master's */
         arg(c, RL_FENCE_KEY, RL_FENCE_KEY_LEN);
     }
     if (a->queued) {
@@ -140,10 +140,10 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
     arg_keys(c, &k->locks);
     arg_keys(c, &k->queues);
     arg_keys(c, &k->leases);
-    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);   /* a key deleted leaves the index */
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN); /* a key deleted leaves the index */
     arg_str(c, match);
     if (wake && !place)
-        return;   /* a plain release: the script's defaults (script.c) */
+        return; /* a plain release: the script's defaults (script.c) */
     arg(c, wake ? "1" : "0", 1);
     arg_str(c, place ? place->waiter : "");
     if (place && place->ticket) {

@@ -26,16 +26,16 @@ typedef struct rl_keys {
 #define RL_CMD_PARTS_MAX 4
 
 typedef struct rl_cmd {
-    int script;                   /* enum rl_script, or -1 for a plain command */
-    int nparts;                   /* > 0: a transaction of this many commands, sent
-                                     between MULTI and EXEC; part_argc[i] arguments each */
+    int script; /* enum rl_script, or -1 for a plain command */
+    int nparts; /* > 0: a transaction of this many commands, sent
+                   between MULTI and EXEC; part_argc[i] arguments each */
     int part_argc[RL_CMD_PARTS_MAX];
-    int node_arg;                 /* > 0: the argument whose value each master gets
-                                     its own of (rl_fanout_set_node_arg) */
+    int node_arg; /* > 0: the argument whose value each master gets
+                     its own of (rl_fanout_set_node_arg) */
     int argc;
     const char *argv[RL_CMD_ARGS_MAX];
     size_t len[RL_CMD_ARGS_MAX];
-    char nums[8][24];             /* numbers printed for the command */
+    char nums[8][24]; /* numbers printed for the command */
     int nnums;
 } rl_cmd;
 
@@ -44,12 +44,12 @@ typedef struct rl_acquire_args {
     const char *token;
     uint32_t ttl_ms;
     bool fenced;
-    bool queued;                  /* a waiter: join the queue when held */
-    bool marked;                  /* check the memory marker */
-    const char *waiter;           /* queued: "hand|channel|id" */
-    uint64_t ticket;              /* queued: when it started waiting (µs, real time) */
-    uint32_t lease_ms;            /* queued: how long its place lasts without news */
-    uint32_t window_ms;           /* marked: the memory window asked for */
+    bool queued;        /* a waiter: join the queue when held */
+    bool marked;        /* check the memory marker */
+    const char *waiter; /* queued: "hand|channel|id" */
+    uint64_t ticket;    /* queued: when it started waiting (µs, real time) */
+    uint32_t lease_ms;  /* queued: how long its place lasts without news */
+    uint32_t window_ms; /* marked: the memory window asked for */
 } rl_acquire_args;
 
 /* SET key token NX PX ttl: one lock, no fence, no queue, no marker. */
@@ -83,7 +83,7 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);
-void rl_cmd_marker(rl_cmd *c, int script);   /* a script of the marker alone */
+void rl_cmd_marker(rl_cmd *c, int script); /* a script of the marker alone */
 /* declare-empty, or (@readmit) readmit with the fleet bound @max_ttl_ms (0: kept). */
 void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms);
 void rl_cmd_raise(rl_cmd *c, uint32_t window_ms);

@@ -39,7 +39,7 @@ char *rl_fit(char *dst, size_t size, const char *src);
 
 /* Classify a master's error reply ("WRONGTYPE ...", "NOAUTH ...") into REDLOCK_E*. */
 int rl_classify_error_reply(const char *str, size_t len);
-bool rl_reply_is_acl_denial(const char *str, size_t len);   /* NOPERM and kin */
+bool rl_reply_is_acl_denial(const char *str, size_t len); /* NOPERM and kin */
 
 /* Is this error reply one that passes by itself (LOADING, BUSY, TRYAGAIN,
  * MASTERDOWN): the master is there but cannot answer for a while? */
@@ -51,16 +51,16 @@ void rl_log_emit(const redlock_config *cfg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Checks the level before formatting anything, like serverLog. */
-#define rl_log(cfg, level, ...)                                                 \
-    do {                                                                        \
-        if ((cfg)->log_fn && (level) >= (cfg)->log_level)                       \
-            rl_log_emit((cfg), (level), __VA_ARGS__);                           \
+#define rl_log(cfg, level, ...)                           \
+    do {                                                  \
+        if ((cfg)->log_fn && (level) >= (cfg)->log_level) \
+            rl_log_emit((cfg), (level), __VA_ARGS__);     \
     } while (0)
 
 /* ---- tokens and randomness (token.c) ---------------------------------------- */
 
-#define RL_TOKEN_BYTES 16                      /* 128 bits */
-#define RL_TOKEN_LEN (RL_TOKEN_BYTES * 2)      /* hex */
+#define RL_TOKEN_BYTES 16                 /* 128 bits */
+#define RL_TOKEN_LEN (RL_TOKEN_BYTES * 2) /* hex */
 int rl_token_new(char out[RL_TOKEN_LEN + 1]);
 uint64_t rl_random_u64(void);
 

@@ -16,7 +16,11 @@
 #define RL_HAVE_TLS 0
 #endif
 
-#define BAD(...) do { rl_seterr(e, REDLOCK_EINVAL, -1, __VA_ARGS__); return REDLOCK_EINVAL; } while (0)
+#define BAD(...)                                       \
+    do {                                               \
+        rl_seterr(e, REDLOCK_EINVAL, -1, __VA_ARGS__); \
+        return REDLOCK_EINVAL;                         \
+    } while (0)
 
 static void config_defaults(redlock_config *cfg)
 {
@@ -57,7 +61,7 @@ void redlock_config_init_sized(redlock_config *cfg, size_t size)
     redlock_config d;
     config_defaults(&d);
     if (size > sizeof(d))
-        size = sizeof(d);   /* a newer program: the fields it added stay as it left them */
+        size = sizeof(d); /* a newer program: the fields it added stay as it left them */
     memcpy(cfg, &d, size);
     cfg->size = size;
 }
@@ -91,8 +95,8 @@ static int check_tls(const redlock_config *cfg, const rl_addr *addrs, int n, red
         BAD("config.tls is %d (use 0 or 1)", cfg->tls);
     if (cfg->tls_verify < 0 || cfg->tls_verify > 1)
         BAD("config.tls_verify is %d (use 0 or 1; default 1)", cfg->tls_verify);
-    bool files = cfg->tls_ca_file || cfg->tls_ca_dir || cfg->tls_cert_file ||
-                 cfg->tls_key_file || cfg->tls_server_name;
+    bool files = cfg->tls_ca_file || cfg->tls_ca_dir || cfg->tls_cert_file || cfg->tls_key_file ||
+                 cfg->tls_server_name;
     if (!tls_wanted(cfg, addrs, n)) {
         if (files)
             BAD("config.tls_* is set but no master uses TLS (set config.tls = 1 or write "
@@ -164,7 +168,8 @@ int rl_config_validate(const redlock_config *cfg, redlock_error *e)
     if (cfg->wait_ms != REDLOCK_WAIT_RETRIES && cfg->wait_ms != REDLOCK_WAIT_FOREVER &&
         (cfg->wait_ms < 0 || cfg->wait_ms > REDLOCK_WAIT_MAX_MS))
         BAD("config.wait_ms is %lld (use 0, a duration up to 2^40 ms, REDLOCK_WAIT_FOREVER "
-            "or REDLOCK_WAIT_RETRIES)", (long long)cfg->wait_ms);
+            "or REDLOCK_WAIT_RETRIES)",
+            (long long)cfg->wait_ms);
     if (cfg->max_reply_bytes != 0 && cfg->max_reply_bytes < 4096)
         BAD("config.max_reply_bytes is %u (use at least 4096; default 1 MiB)",
             cfg->max_reply_bytes);
@@ -255,10 +260,11 @@ int rl_check_ttl(uint32_t ttl_ms, double drift_factor, redlock_error *e)
         uint32_t least = least_ttl(drift_factor);
         if (!least)
             BAD("drift factor %g leaves no validity for any ttl (use a smaller factor, e.g. "
-                "0.01)", drift_factor);
+                "0.01)",
+                drift_factor);
         BAD("ttl %u ms leaves no validity after the %llu ms clock-drift margin (use at "
-            "least %u)", ttl_ms, (unsigned long long)drift_margin_ms(ttl_ms, drift_factor),
-            least);
+            "least %u)",
+            ttl_ms, (unsigned long long)drift_margin_ms(ttl_ms, drift_factor), least);
     }
     return 0;
 }
@@ -272,7 +278,8 @@ int rl_check_token(const char *token, redlock_error *e)
         unsigned char ch = (unsigned char)token[i];
         if (ch <= ' ' || ch >= 127)
             BAD("token has a space or non-printable byte 0x%02x at offset %zu (tokens are "
-                "printed by redlock-cli lock)", ch, i);
+                "printed by redlock-cli lock)",
+                ch, i);
     }
     return 0;
 }
@@ -307,8 +314,8 @@ uint64_t redlock_drift_margin_ms(uint32_t ttl_ms, double drift_factor)
 #define OPT_KNOWN(o, field) \
     ((o)->size >= offsetof(redlock_acquire_opts, field) + sizeof((o)->field))
 
-int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts,
-                    rl_wait_spec *ret, redlock_error *e)
+int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts, rl_wait_spec *ret,
+                    redlock_error *e)
 {
     rl_wait_spec w = {
         .wait_ms = cfg->wait_ms,
@@ -337,7 +344,7 @@ int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts,
             w.delay_ms, w.jitter_ms);
     if (w.wait_ms == REDLOCK_WAIT_RETRIES) {
         w.from_retries = true;
-        w.wait_ms = 0;   /* the acquire draws the deadline from retry_count */
+        w.wait_ms = 0; /* the acquire draws the deadline from retry_count */
     } else if (w.wait_ms != REDLOCK_WAIT_FOREVER &&
                (w.wait_ms < 0 || w.wait_ms > REDLOCK_WAIT_MAX_MS)) {
         BAD("acquire options: wait_ms is %lld (use 0, 1..2^40 ms or REDLOCK_WAIT_FOREVER)",

@@ -31,7 +31,7 @@ typedef struct rl_wait_spec {
     redlock_cancel *cancel;
 } rl_wait_spec;
 
-int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts,
-                    rl_wait_spec *ret, redlock_error *e);
+int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts, rl_wait_spec *ret,
+                    redlock_error *e);
 
 #endif

@@ -19,9 +19,9 @@
 
 typedef struct rl_declare {
     rl_op op;
-    uint32_t declared;            /* markers that count now, by this op */
-    uint32_t refused;             /* masters that hold keys (declare-empty) */
-    int64_t keys;                 /* how many, on the first one refused */
+    uint32_t declared; /* markers that count now, by this op */
+    uint32_t refused;  /* masters that hold keys (declare-empty) */
+    int64_t keys;      /* how many, on the first one refused */
     uint32_t first_refused;
     bool readmit;
     rl_declare_cb cb;
@@ -44,8 +44,8 @@ static void dec_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
         d->declared += rl_reply_integer(r) == 1;
         rl_vote_set(v, REDLOCK_VOTE_OK, 0,
                     rl_reply_integer(r) == 0 ? "counts already: left alone"
-                    : d->readmit            ? "readmitted: counts at once"
-                                            : "declared empty: counts at once",
+                    : d->readmit             ? "readmitted: counts at once"
+                                             : "declared empty: counts at once",
                     sent);
         /* What it remembers changed: the next probe reads the new marker. */
         op->c->nodes[idx].trust.marker_known = false;
@@ -78,8 +78,8 @@ static void dec_decide(rl_op *op)
         const rl_node *n = &op->c->nodes[d->first_refused];
         rl_seterr(&op->err, REDLOCK_EINVAL, (int)d->first_refused,
                   "declare-empty: master %u (%s) holds %lld keys, so it is not new: it sits out "
-                  "until its leases end (%u of %u refused; %u declared)", n->idx, n->addr.name,
-                  (long long)d->keys, d->refused, op->c->n, d->declared);
+                  "until its leases end (%u of %u refused; %u declared)",
+                  n->idx, n->addr.name, (long long)d->keys, d->refused, op->c->n, d->declared);
         rl_op_finish(op, REDLOCK_EINVAL);
         return;
     }
@@ -115,8 +115,8 @@ int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_de
         rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
         return REDLOCK_ESHUTDOWN;
     }
-    rl_op *op = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0,
-                          0, e);
+    rl_op *op = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
+                          e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_declare *d = DEC(op);

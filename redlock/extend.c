@@ -28,7 +28,7 @@
 typedef struct rl_extend {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
-    redlock_lock *lock;           /* the caller's; NULL once the watchdog let go of it */
+    redlock_lock *lock; /* the caller's; NULL once the watchdog let go of it */
     uint32_t ttl_ms;
     uint32_t n_ok, n_fail;
     redlock_op_cb cb;
@@ -49,8 +49,8 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     if (!r) {
         rl_vote_failed(v, err, why, sent);
         x->n_fail++;
-    } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend",
-                                    REDLOCK_ENOTHELD) != REDLOCK_VOTE_OK) {
+    } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend", REDLOCK_ENOTHELD) !=
+               REDLOCK_VOTE_OK) {
         x->n_fail++;
     } else if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
@@ -91,7 +91,8 @@ static void ext_decide(rl_op *op)
         if (validity_ms <= 0) {
             rl_seterr(&op->err, REDLOCK_EEXPIRED, -1,
                       "extend: majority reached after %llu us, leaving no validity of a "
-                      "%u ms ttl (raise the ttl)", (unsigned long long)elapsed, x->ttl_ms);
+                      "%u ms ttl (raise the ttl)",
+                      (unsigned long long)elapsed, x->ttl_ms);
             ext_failed(x, REDLOCK_EEXPIRED);
             return;
         }
@@ -140,8 +141,8 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
     if (rc)
         return rc;
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set),
-                          0, e);
+    rl_op *op = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set), 0,
+                          e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_extend *x = EXT(op);
@@ -162,8 +163,8 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
     return 0;
 }
 
-int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
-                         redlock_op_cb cb, void *arg, redlock_error *reterr)
+int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+                         void *arg, redlock_error *reterr)
 {
     int rc = rl_check_async(c, reterr);
     return rc ? rc : rl_extend_start(c, lock, ttl_ms, cb, arg, NULL, reterr);

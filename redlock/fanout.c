@@ -24,34 +24,34 @@ enum rl_slot_state { RL_SLOT_IDLE, RL_SLOT_SENT, RL_SLOT_DONE };
 typedef struct rl_slot {
     struct rl_fanout *f;
     uint32_t idx;
-    uint8_t state;                /* enum rl_slot_state */
-    uint8_t evalled;              /* EVAL sent after NOSCRIPT: no second fallback */
-    uint8_t form;                 /* which of the fanout's commands this master gets */
-    uint8_t own_len;              /* this master's own value of argument node_arg */
+    uint8_t state;   /* enum rl_slot_state */
+    uint8_t evalled; /* EVAL sent after NOSCRIPT: no second fallback */
+    uint8_t form;    /* which of the fanout's commands this master gets */
+    uint8_t own_len; /* this master's own value of argument node_arg */
     char own[24];
     rl_monotime sent_us;
 } rl_slot;
 
 /* One command as sent: its arguments, copied into the fanout's buffer. */
 typedef struct rl_form {
-    int script;                   /* enum rl_script, or -1 for plain commands */
-    int nparts;                   /* a transaction's commands (0: one command) */
+    int script; /* enum rl_script, or -1 for plain commands */
+    int nparts; /* a transaction's commands (0: one command) */
     int part_argc[RL_CMD_PARTS_MAX];
-    int node_arg;                 /* an argument each master has its own value of (0: none) */
+    int node_arg; /* an argument each master has its own value of (0: none) */
     int argc;
-    const char **argv;            /* argv[0..1] are EVALSHA sha for a script */
+    const char **argv; /* argv[0..1] are EVALSHA sha for a script */
     size_t *argvlen;
 } rl_form;
 
 struct rl_fanout {
     rl_node *nodes;
-    rl_vote_fn *on_vote;          /* NULL once the owner detached */
+    rl_vote_fn *on_vote; /* NULL once the owner detached */
     void *owner;
-    rl_late_fn *on_late;          /* replies after that, for what they teach */
-    int refs;                     /* 1 (owner) + 1 per reply function still to run */
-    rl_form forms[2];             /* the command, and the alternative some masters get */
+    rl_late_fn *on_late; /* replies after that, for what they teach */
+    int refs;            /* 1 (owner) + 1 per reply function still to run */
+    rl_form forms[2];    /* the command, and the alternative some masters get */
     rl_slot slots[REDLOCK_MAX_MASTERS];
-    char buf[];                   /* argv arrays and copies of every argument */
+    char buf[]; /* argv arrays and copies of every argument */
 };
 
 static size_t form_arrays(const rl_cmd *cmd)
@@ -148,8 +148,8 @@ static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority, int 
     }
     int rc;
     if (fm->nparts) {
-        rl_node_tx tx = { fm->nparts, fm->part_argc, fm->argv, fm->argvlen,
-                          fanout_on_queued, fanout_on_reply };
+        rl_node_tx tx = { fm->nparts,  fm->part_argc,    fm->argv,
+                          fm->argvlen, fanout_on_queued, fanout_on_reply };
         rc = rl_node_send_tx(n, &tx, s, priority, ret_sent);
     } else {
         rc = rl_node_send(n, fanout_on_reply, s, fm->argc, fm->argv, fm->argvlen, priority);
@@ -226,7 +226,8 @@ void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask
  * error ("EXECABORT") says less: the first is the master's answer. */
 static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_slot *s = arg;
     rl_fanout *f = s->f;
     if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT) {
@@ -241,7 +242,7 @@ static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *w
 {
     rl_slot *s = arg;
     rl_fanout *f = s->f;
-    if (s->state == RL_SLOT_DONE) {   /* a transaction whose error was its answer */
+    if (s->state == RL_SLOT_DONE) { /* a transaction whose error was its answer */
         fanout_unref(f);
         return;
     }
@@ -282,4 +283,3 @@ rl_monotime rl_fanout_sent_us(const rl_fanout *f, uint32_t idx)
 {
     return f->slots[idx].sent_us;
 }
-

@@ -1,4 +1,5 @@
-/* fanout.h - one command (or a transaction), sent to every master, whose replies may outlive its owner. */
+/* fanout.h - one command (or a transaction), sent to every master, whose replies may outlive its
+ * owner. */
 #ifndef REDLOCK_FANOUT_H
 #define REDLOCK_FANOUT_H
 

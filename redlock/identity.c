@@ -17,8 +17,7 @@ int rl_identity_twin(const redlock_client *c, const rl_node *n)
 {
     for (uint32_t j = 0; j < c->n; j++) {
         const rl_node *m = &c->nodes[j];
-        if (m != n && m->id_current && m->twin < 0 &&
-            strcmp(m->trust.run_id, n->trust.run_id) == 0)
+        if (m != n && m->id_current && m->twin < 0 && strcmp(m->trust.run_id, n->trust.run_id) == 0)
             return (int)j;
     }
     return -1;
@@ -43,8 +42,8 @@ void rl_identity_seterr(const redlock_client *c, const rl_node *n, redlock_error
     }
     rl_seterr(e, REDLOCK_EINVAL, (int)n->idx,
               "masters: %s and %s are the same server (run_id %.8s): each master must be "
-              "a separate redis-server", RL_QUOTE(a->addr.name, 90), RL_QUOTE(b->addr.name, 90),
-              n->trust.run_id);
+              "a separate redis-server",
+              RL_QUOTE(a->addr.name, 90), RL_QUOTE(b->addr.name, 90), n->trust.run_id);
 }
 
 /* FNV-1a: equal run_ids hash equal, so no twin is missed; a collision of

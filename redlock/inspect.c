@@ -17,7 +17,7 @@
 typedef struct rl_inspect {
     rl_op op;
     bool ping;
-    redlock_status st;            /* what the callback sees */
+    redlock_status st; /* what the callback sees */
     redlock_status_cb cb;
     void *arg;
 } rl_inspect;
@@ -121,7 +121,8 @@ static void guard_view(redlock_client *c, redlock_status *st)
         m->tls = rl_conn_is_tls(n->conn);
         /* -1: not known, or reborn and its window not measured yet. */
         m->memory_age_ms = !t->marker_known || t->mem_state == RL_MEM_PENDING
-                               ? -1 : (int64_t)(now - t->born_us) / 1000;
+                               ? -1
+                               : (int64_t)(now - t->born_us) / 1000;
         m->memory_window_ms = t->window_ms;
         m->maxmemory = t->maxmemory;
         snprintf(m->eviction_policy, sizeof(m->eviction_policy), "%s", t->policy);
@@ -193,8 +194,8 @@ static int insp_start(redlock_client *c, bool ping, const void *resource, size_t
         return REDLOCK_EINVAL;
     }
     redlock_resource one = { resource, len };
-    rl_op *op = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one,
-                          ping ? 0 : 1, 0, e);
+    rl_op *op = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one, ping ? 0 : 1,
+                          0, e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_inspect *in = INS(op);
@@ -235,8 +236,7 @@ int redlock_status_get_async(redlock_client *c, const void *resource, size_t len
     return rc ? rc : rl_status_start(c, resource, len, cb, arg, reterr);
 }
 
-int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg,
-                       redlock_error *reterr)
+int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *reterr)
 {
     int rc = rl_check_async(c, reterr);
     return rc ? rc : rl_ping_start(c, cb, arg, reterr);

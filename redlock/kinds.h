@@ -27,8 +27,7 @@ int rl_ping_start(redlock_client *c, redlock_status_cb cb, void *arg, redlock_er
 /* An operator's word on masters (redlock_declare_empty, redlock_readmit):
  * @readmit, and the fleet bound @max_ttl_ms it sets (0: left alone). */
 typedef void (*rl_declare_cb)(redlock_client *c, int status, uint32_t declared,
-                                   const redlock_outcome *out, const redlock_error *err,
-                                   void *arg);
+                              const redlock_outcome *out, const redlock_error *err, void *arg);
 int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
                      void *arg, redlock_error *e);
 

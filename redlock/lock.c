@@ -82,8 +82,8 @@ int redlock_lock_new_set(const redlock_resource *set, size_t count, const char *
     return 0;
 }
 
-int redlock_lock_new(const void *resource, size_t len, const char *token,
-                     redlock_lock **ret, redlock_error *reterr)
+int redlock_lock_new(const void *resource, size_t len, const char *token, redlock_lock **ret,
+                     redlock_error *reterr)
 {
     redlock_resource one = { resource, len };
     return redlock_lock_new_set(&one, 1, token, ret, reterr);

@@ -34,13 +34,13 @@ enum { RL_CALL_PENDING, RL_CALL_ASLEEP, RL_CALL_DONE };
 
 struct rl_blocking {
     pthread_t thread;
-    pthread_mutex_t mu;           /* guards head/tail, stop, waiters, wake_sent */
-    pthread_cond_t idle;          /* signalled when the last waiter leaves after stop */
+    pthread_mutex_t mu;  /* guards head/tail, stop, waiters, wake_sent */
+    pthread_cond_t idle; /* signalled when the last waiter leaves after stop */
     rl_call *head, *tail;
     bool stop;
-    bool wake_sent;               /* the eventfd holds a wake-up not yet taken */
-    int waiters;                  /* callers inside rl_loop_submit */
-    int wakefd;                   /* eventfd: read by the I/O thread */
+    bool wake_sent; /* the eventfd holds a wake-up not yet taken */
+    int waiters;    /* callers inside rl_loop_submit */
+    int wakefd;     /* eventfd: read by the I/O thread */
     struct event *wake_ev;
 };
 
@@ -83,13 +83,13 @@ static void call_wait(rl_call *call)
 {
     for (;;) {
         uint32_t s = RL_CALL_PENDING;
-        if (__atomic_compare_exchange_n(&call->state, &s, RL_CALL_ASLEEP, false,
-                                        __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE) ||
+        if (__atomic_compare_exchange_n(&call->state, &s, RL_CALL_ASLEEP, false, __ATOMIC_ACQUIRE,
+                                        __ATOMIC_ACQUIRE) ||
             s == RL_CALL_ASLEEP) {
             futex_wait(&call->state, RL_CALL_ASLEEP);
             continue;
         }
-        return;   /* RL_CALL_DONE, with the acquire above */
+        return; /* RL_CALL_DONE, with the acquire above */
     }
 }
 
@@ -203,11 +203,11 @@ fail:
 static void wake(struct rl_blocking *b)
 {
     if (b->wake_sent)
-        return;   /* on its way: on_wake takes the queue after reading it */
+        return; /* on its way: on_wake takes the queue after reading it */
     b->wake_sent = true;
     uint64_t one = 1;
     ssize_t w = write(b->wakefd, &one, sizeof(one));
-    (void)w;   /* cannot fail short of a counter at 2^64-1 */
+    (void)w; /* cannot fail short of a counter at 2^64-1 */
 }
 
 void rl_loop_stop(redlock_client *c)

@@ -19,11 +19,11 @@ struct rl_call {
     rl_call_start *start;
     rl_loop_fn *fn;
     void *fn_arg;
-    bool posted;                  /* nobody waits: freed after it ran */
-    uint32_t state;               /* RL_CALL_*: a futex word (loop.c) */
+    bool posted;    /* nobody waits: freed after it ran */
+    uint32_t state; /* RL_CALL_*: a futex word (loop.c) */
     int status;
-    redlock_outcome *out;         /* optional: the caller's */
-    redlock_error *err;           /* optional: the caller's */
+    redlock_outcome *out; /* optional: the caller's */
+    redlock_error *err;   /* optional: the caller's */
 };
 
 int rl_loop_start(redlock_client *c, redlock_error *e);

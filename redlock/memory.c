@@ -43,17 +43,17 @@
 
 struct rl_settle {
     redlock_client *c;
-    rl_fanout *f;                 /* this round's LEASES, NULL between rounds */
-    struct event *timer;          /* the round's deadline */
-    uint32_t targets;             /* pending masters this round settles */
-    uint32_t next;                /* seen pending during this round: the next one */
-    char run[REDLOCK_MAX_MASTERS][41];   /* each target's run_id when seen pending */
+    rl_fanout *f;                      /* this round's LEASES, NULL between rounds */
+    struct event *timer;               /* the round's deadline */
+    uint32_t targets;                  /* pending masters this round settles */
+    uint32_t next;                     /* seen pending during this round: the next one */
+    char run[REDLOCK_MAX_MASTERS][41]; /* each target's run_id when seen pending */
     char next_run[REDLOCK_MAX_MASTERS][41];
-    uint32_t waiting;             /* masters not answered yet */
-    uint32_t answered;            /* with a well-formed report */
-    uint32_t counting;            /* of those, masters whose votes count */
-    int64_t longest_ms;           /* the longest live lease they reported */
-    uint32_t maxttl_ms;           /* the longest ttl any marker reported */
+    uint32_t waiting;   /* masters not answered yet */
+    uint32_t answered;  /* with a well-formed report */
+    uint32_t counting;  /* of those, masters whose votes count */
+    int64_t longest_ms; /* the longest live lease they reported */
+    uint32_t maxttl_ms; /* the longest ttl any marker reported */
 };
 
 static uint32_t max2(uint32_t a, uint32_t b)
@@ -134,8 +134,8 @@ static void settle_decide(rl_settle *s)
         rl_cmd cmd;
         rl_cmd_settle(&cmd, s->run[i], window, tight);
         rl_fanout_fire(c->nodes, c->n, &cmd, 1u << i);
-        rl_log(&c->cfg, REDLOCK_LOG_INFO,
-               "master %u (%s): sits out %u ms (%s)", i, c->nodes[i].addr.name, window,
+        rl_log(&c->cfg, REDLOCK_LOG_INFO, "master %u (%s): sits out %u ms (%s)", i,
+               c->nodes[i].addr.name, window,
                tight ? "the longest lease live on the fleet"
                      : "the longest ttl in use: the fleet's leases could not all be measured");
     }
@@ -144,10 +144,12 @@ static void settle_decide(rl_settle *s)
         settle_start(c);
 }
 
-static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_reply *r,
-                             int err, const char *why)
+static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_reply *r, int err,
+                             const char *why)
 {
-    (void)f; (void)err; (void)why;
+    (void)f;
+    (void)err;
+    (void)why;
     rl_settle *s = owner;
     s->waiting &= ~(1u << idx);
     long long v[3];
@@ -173,7 +175,8 @@ static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_r
 
 static void settle_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     settle_decide(arg);
 }
 
@@ -190,7 +193,7 @@ static void settle_start(redlock_client *c)
     rl_cmd_leases(&cmd);
     s->f = rl_fanout_new(c->nodes, &cmd);
     if (!s->f) {
-        s->targets = 0;   /* out of memory: the next probe sees them pending again */
+        s->targets = 0; /* out of memory: the next probe sees them pending again */
         return;
     }
     rl_fanout_set_owner(s->f, settle_on_report, s);
@@ -202,7 +205,7 @@ static void settle_start(redlock_client *c)
     evtimer_add(s->timer, &tv);
     for (uint32_t i = 0; i < c->n && s->f; i++) {
         if (rl_fanout_send(s->f, i, false) != 0) {
-            s->waiting &= ~(1u << i);   /* down: no report */
+            s->waiting &= ~(1u << i); /* down: no report */
             if (!s->waiting)
                 settle_decide(s);
         }

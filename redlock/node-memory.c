@@ -17,14 +17,15 @@
 
 static void on_config(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (!r)
         return;
     const char *pairs[16];
     size_t k = rl_reply_type(r) == RL_REPLY_ARRAY ? rl_reply_elements(r) : 0;
     if (k == 0 || k > 16) {
-        rl_trust_config(&n->trust, NULL, 0);   /* refused (ACL, renamed) or unexpected */
+        rl_trust_config(&n->trust, NULL, 0); /* refused (ACL, renamed) or unexpected */
         return;
     }
     for (size_t i = 0; i < k; i++) {
@@ -45,7 +46,8 @@ void rl_node_marker(rl_node *n, const rl_marker *m)
  * every vote sent on it runs after it on the master. */
 static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (r && rl_reply_type(r) == RL_REPLY_ERROR) {
         /* Loading its data, or busy: the handshake's PING meets the same
@@ -78,16 +80,20 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
     n->trust.checked = true;
     n->trust.ref_ms = v[6];
     n->trust.ref_sent_us = n->trust.check_sent_us;
-    n->trust.vouched = (int)v[5];   /* what the marker says now: vouch() mends it */
+    n->trust.vouched = (int)v[5]; /* what the marker says now: vouch() mends it */
     n->trust.check_err[0] = '\0';
-    rl_marker m = { .age_ms = v[0], .window_ms = (uint32_t)v[1], .maxttl_ms = (uint32_t)v[2],
-                    .state = (int)v[3], .cause = (int)v[4] };
+    rl_marker m = { .age_ms = v[0],
+                    .window_ms = (uint32_t)v[1],
+                    .maxttl_ms = (uint32_t)v[2],
+                    .state = (int)v[3],
+                    .cause = (int)v[4] };
     rl_node_marker(n, &m);
 }
 
 static void on_vouched(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
         n->trust.vouched = n->trust.aof_always;
@@ -105,7 +111,7 @@ static void vouch(rl_node *n)
         return;
     rl_cmd cmd;
     rl_cmd_vouch(&cmd, t->run_id, t->aof_always);
-    cmd.argv[0] = "EVAL";   /* as the CHECK: no SCRIPT LOAD needed */
+    cmd.argv[0] = "EVAL"; /* as the CHECK: no SCRIPT LOAD needed */
     cmd.len[0] = 4;
     cmd.argv[1] = rl_script_body(RL_SCRIPT_VOUCH);
     cmd.len[1] = strlen(cmd.argv[1]);

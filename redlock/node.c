@@ -63,7 +63,8 @@ static void node_fail(rl_node *n, int err, const char *why)
 
 static void node_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_node *n = arg;
     if (!n->conn) {
         node_connect(n);
@@ -85,7 +86,7 @@ static void arm(rl_node *n, uint32_t ms)
 static void node_schedule_reconnect(rl_node *n)
 {
     if (!n->timer)
-        return;   /* closing */
+        return; /* closing */
     uint32_t ms = n->backoff_ms;
     uint32_t max = CFG(n)->reconnect_max_ms;
     n->backoff_ms = ms >= max / 2 ? max : ms * 2;
@@ -104,7 +105,7 @@ static void node_on_close(rl_conn *conn, int err, const char *why, void *arg)
     if (n->state != RL_NODE_DOWN)
         node_set_down(n, err, "%s", why);
     if (!n->timer)
-        return;   /* the client is shutting down */
+        return; /* the client is shutting down */
     evtimer_del(n->timer);
     rl_node_log(n, was_up ? REDLOCK_LOG_WARN : REDLOCK_LOG_INFO, "disconnected: %s", n->errstr);
     node_schedule_reconnect(n);
@@ -122,7 +123,8 @@ static const rl_conn_hooks node_hooks = { .on_close = node_on_close };
 
 static void hs_on_auth(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (!r || rl_reply_type(r) != RL_REPLY_ERROR)
         return;
@@ -136,7 +138,8 @@ static void hs_on_auth(void *arg, const rl_reply *r, int err, const char *why)
 
 static void hs_on_select(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (!r || rl_reply_type(r) != RL_REPLY_ERROR)
         return;
@@ -149,15 +152,19 @@ static void hs_on_select(void *arg, const rl_reply *r, int err, const char *why)
 static void hs_ignore(void *arg, const rl_reply *r, int err, const char *why)
 {
     /* SCRIPT LOAD: EVALSHA falls back to EVAL if the load did not take. */
-    (void)arg; (void)r; (void)err; (void)why;
+    (void)arg;
+    (void)r;
+    (void)err;
+    (void)why;
 }
 
 static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (!r || rl_reply_type(r) != RL_REPLY_STRING)
-        return;   /* no INFO (ACL): no restart events, nothing else lost */
+        return; /* no INFO (ACL): no restart events, nothing else lost */
     char old[41];
     if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), old))
         rl_node_event(n, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)", old,
@@ -174,8 +181,10 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
      * the backoff of any failed handshake and is refused again while the
      * other one is up. */
     char msg[REDLOCK_VOTE_DETAIL_LEN];
-    snprintf(msg, sizeof(msg), "same server as master %d (run_id %.8s): each master must be a "
-             "separate redis-server", twin, n->trust.run_id);
+    snprintf(msg, sizeof(msg),
+             "same server as master %d (run_id %.8s): each master must be a "
+             "separate redis-server",
+             twin, n->trust.run_id);
     n->twin = twin;
     node_fail(n, REDLOCK_EINVAL, msg);
     node_notify(n);
@@ -183,7 +192,8 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
 
 static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (!r || n->state != RL_NODE_CONNECTING)
         return;
@@ -270,7 +280,9 @@ static void node_connect(rl_node *n)
 {
     const redlock_config *cfg = CFG(n);
     bool tls = n->env->tls && n->addr.kind == RL_ADDR_TCP && (n->addr.tls || cfg->tls);
-    rl_conn_opts o = { .addr = &n->addr, .base = n->env->base, .tls = tls ? n->env->tls : NULL,
+    rl_conn_opts o = { .addr = &n->addr,
+                       .base = n->env->base,
+                       .tls = tls ? n->env->tls : NULL,
                        .max_reply_bytes = cfg->max_reply_bytes };
     char why[REDLOCK_VOTE_DETAIL_LEN] = "";
     n->connect_us = rl_now_us();
@@ -291,7 +303,7 @@ static void node_connect(rl_node *n)
     /* A new connection may reach another process: who it is is checked
      * again (CHECK) before its votes count, and vouched for again. */
     n->trust.checked = false;
-    n->trust.ref_ms = 0;   /* and its clock read again (rl_trust_fast) */
+    n->trust.ref_ms = 0; /* and its clock read again (rl_trust_fast) */
     n->trust.check_err[0] = '\0';
     n->trust.vouched = -1;
     rc = node_handshake(n);
@@ -307,7 +319,7 @@ static int node_admit(rl_node *n, uint32_t count, bool priority)
 {
     if (n->state == RL_NODE_DOWN && !n->conn && n->timer &&
         rl_now_us() - n->connect_us >= (uint64_t)CFG(n)->reconnect_min_ms * 1000)
-        node_connect(n);   /* the master may be back: find out now, not after the backoff */
+        node_connect(n); /* the master may be back: find out now, not after the backoff */
     if (n->state == RL_NODE_DOWN)
         return n->err ? n->err : REDLOCK_ECONNECT;
     uint32_t limit = CFG(n)->max_inflight;
@@ -341,7 +353,7 @@ int rl_node_send_tx(rl_node *n, const rl_node_tx *tx, void *arg, bool priority, 
     static const char *const multi[1] = { "MULTI" }, *const exec[1] = { "EXEC" };
     static const size_t multi_len[1] = { 5 }, exec_len[1] = { 4 };
     *ret_sent = 0;
-    int rc = node_admit(n, 1, priority);   /* one request (rl_conn_pending) */
+    int rc = node_admit(n, 1, priority); /* one request (rl_conn_pending) */
     if (rc != 0)
         return rc;
     rc = rl_conn_send_part(n->conn, tx->queued, arg, 1, (const char **)multi, multi_len);
@@ -456,14 +468,15 @@ void rl_node_event(rl_node *n, int event, const char *fmt, ...)
 
 static void sub_on_close(rl_conn *conn, int err, const char *why, void *arg)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (n->sub == conn)
-        n->sub = NULL;   /* reopened by the next waiter; meanwhile polling covers */
+        n->sub = NULL; /* reopened by the next waiter; meanwhile polling covers */
 }
 
-static void sub_on_message(rl_conn *conn, const char *ch, size_t clen, const char *msg,
-                           size_t mlen, void *arg)
+static void sub_on_message(rl_conn *conn, const char *ch, size_t clen, const char *msg, size_t mlen,
+                           void *arg)
 {
     rl_node *n = arg;
     if (n->sub == conn && n->env->on_message)
@@ -474,7 +487,8 @@ static const rl_conn_hooks sub_hooks = { .on_close = sub_on_close, .on_message =
 
 static void sub_on_auth(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     if (r && rl_reply_type(r) == RL_REPLY_ERROR && n->sub)
         rl_conn_close(n->sub, REDLOCK_EAUTH, "AUTH failed on the subscriber connection");
@@ -486,8 +500,11 @@ rl_conn *rl_node_subscriber(rl_node *n)
         return n->sub;
     const redlock_config *cfg = CFG(n);
     bool tls = n->env->tls && n->addr.kind == RL_ADDR_TCP && (n->addr.tls || cfg->tls);
-    rl_conn_opts o = { .addr = &n->addr, .base = n->env->base, .tls = tls ? n->env->tls : NULL,
-                       .max_reply_bytes = cfg->max_reply_bytes, .subscriber = true };
+    rl_conn_opts o = { .addr = &n->addr,
+                       .base = n->env->base,
+                       .tls = tls ? n->env->tls : NULL,
+                       .max_reply_bytes = cfg->max_reply_bytes,
+                       .subscriber = true };
     char why[REDLOCK_VOTE_DETAIL_LEN] = "";
     if (rl_conn_open(&o, &sub_hooks, n, &n->sub, why, sizeof(why)) != 0) {
         n->sub = NULL;

@@ -20,7 +20,7 @@ typedef struct rl_node rl_node;
 typedef struct rl_node_env {
     struct event_base *base;
     const redlock_config *cfg;
-    const rl_tls *tls;                 /* NULL: no master uses TLS */
+    const rl_tls *tls; /* NULL: no master uses TLS */
     /* A CHECK (or a vote) reported the master's memory marker. */
     void (*on_marker)(rl_node *n, const rl_marker *m, void *arg);
     /* A node came up (handshake done) or went down. Optional. */
@@ -29,8 +29,8 @@ typedef struct rl_node_env {
      * of this client connected to that same server now, or -1. Optional. */
     int (*on_identity)(const rl_node *n, void *arg);
     /* A message on the node's subscriber connection. Optional. */
-    void (*on_message)(rl_node *n, const char *channel, size_t clen, const char *msg,
-                       size_t mlen, void *arg);
+    void (*on_message)(rl_node *n, const char *channel, size_t clen, const char *msg, size_t mlen,
+                       void *arg);
     void *arg;
 } rl_node_env;
 
@@ -39,20 +39,20 @@ enum rl_node_state { RL_NODE_DOWN, RL_NODE_CONNECTING, RL_NODE_UP };
 struct rl_node {
     const rl_node_env *env;
     uint32_t idx;
-    rl_addr addr;                 /* addr.name is what messages show */
-    rl_conn *conn;                /* NULL while down */
-    int state;                    /* enum rl_node_state */
-    uint32_t backoff_ms;          /* next reconnect delay */
-    struct event *timer;          /* reconnect backoff, or the connect deadline */
-    rl_monotime connect_us;       /* when the last connect started (on-demand rate limit) */
-    int err;                      /* why it is (or last was) down: REDLOCK_E* */
+    rl_addr addr;           /* addr.name is what messages show */
+    rl_conn *conn;          /* NULL while down */
+    int state;              /* enum rl_node_state */
+    uint32_t backoff_ms;    /* next reconnect delay */
+    struct event *timer;    /* reconnect backoff, or the connect deadline */
+    rl_monotime connect_us; /* when the last connect started (on-demand rate limit) */
+    int err;                /* why it is (or last was) down: REDLOCK_E* */
     char errstr[REDLOCK_VOTE_DETAIL_LEN];
-    uint64_t connects;            /* successful handshakes, for logs and tests */
-    rl_conn *sub;                 /* subscriber connection (waiting), or NULL */
-    rl_trust trust;               /* clock and memory facts (trust.h) */
-    bool asking_memory;           /* a marker/CONFIG probe is in flight */
-    bool id_current;              /* trust.run_id was read on this connection */
-    int twin;                     /* refused as the same server as master twin; -1: not */
+    uint64_t connects;  /* successful handshakes, for logs and tests */
+    rl_conn *sub;       /* subscriber connection (waiting), or NULL */
+    rl_trust trust;     /* clock and memory facts (trust.h) */
+    bool asking_memory; /* a marker/CONFIG probe is in flight */
+    bool id_current;    /* trust.run_id was read on this connection */
+    int twin;           /* refused as the same server as master twin; -1: not */
 };
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);
@@ -118,8 +118,7 @@ void rl_node_event(rl_node *n, int event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Log with the master named by index and address. */
-#define rl_node_log(n, level, fmt, ...)                                         \
-    rl_log((n)->env->cfg, level, "master %u (%s): " fmt, (n)->idx, (n)->addr.name,      \
-           __VA_ARGS__)
+#define rl_node_log(n, level, fmt, ...) \
+    rl_log((n)->env->cfg, level, "master %u (%s): " fmt, (n)->idx, (n)->addr.name, __VA_ARGS__)
 
 #endif

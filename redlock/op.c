@@ -21,10 +21,10 @@
 void rl_vote_failed(redlock_vote *v, int err, const char *why, rl_monotime sent_us)
 {
     int kind = err == REDLOCK_ETIMEOUT ? REDLOCK_VOTE_TIMEOUT
-             : (err == REDLOCK_ECONNECT || err == REDLOCK_EBUSY || err == REDLOCK_ESHUTDOWN ||
-                err == REDLOCK_EUNAVAIL)
-                 ? REDLOCK_VOTE_DOWN
-                 : REDLOCK_VOTE_ERROR;
+               : (err == REDLOCK_ECONNECT || err == REDLOCK_EBUSY || err == REDLOCK_ESHUTDOWN ||
+                  err == REDLOCK_EUNAVAIL)
+                   ? REDLOCK_VOTE_DOWN
+                   : REDLOCK_VOTE_ERROR;
     rl_vote_set(v, kind, err, why, sent_us);
 }
 
@@ -53,7 +53,7 @@ static void round_on_vote(void *owner, rl_fanout *f, uint32_t idx, const rl_repl
     rl_op *op = owner;
     uint32_t bit = 1u << idx;
     if (op->done || f != op->round || !(op->pending_mask & bit))
-        return;   /* late: after the round's timeout, a newer round, or the end */
+        return; /* late: after the round's timeout, a newer round, or the end */
     op->pending_mask &= ~bit;
     op->ops->on_vote(op, idx, r, err, why, rl_fanout_sent_us(f, idx));
     round_decide(op);
@@ -65,7 +65,8 @@ static void round_on_vote(void *owner, rl_fanout *f, uint32_t idx, const rl_repl
  * (longer than the node timeout) comes after the decision. */
 static void round_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_op *op = arg;
     char d[96];
     for (uint32_t i = 0; i < op->c->n; i++) {
@@ -74,7 +75,8 @@ static void round_on_timer(evutil_socket_t fd, short what, void *arg)
             const rl_node *n = &op->c->nodes[i];
             snprintf(d, sizeof(d), "no answer within %u ms%s", op->c->cfg.node_timeout_ms,
                      n->state != RL_NODE_UP && rl_conn_tls_unfinished(n->conn)
-                         ? RL_TLS_UNFINISHED_HINT : "");
+                         ? RL_TLS_UNFINISHED_HINT
+                         : "");
             op->ops->on_vote(op, i, NULL, REDLOCK_ETIMEOUT, d, rl_fanout_sent_us(op->round, i));
         }
     }
@@ -132,8 +134,8 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
     round_decide(op);
 }
 
-void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send,
-                   uint32_t count, bool priority, bool votes)
+void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send, uint32_t count,
+                   bool priority, bool votes)
 {
     rl_fanout *f = rl_fanout_new(op->c->nodes, cmd);
     if (!f) {
@@ -145,12 +147,12 @@ void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send
     rl_round_start(op, f, send & all, count & all, priority, votes);
 }
 
-
 /* ---- the op's life ---------------------------------------------------------- */
 
 static void op_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_op *op = arg;
     if (!op->done && op->ops->on_timer)
         op->ops->on_timer(op);
@@ -174,8 +176,14 @@ void rl_op_disarm(rl_op *op)
 static char *build_keys(const redlock_client *c, const redlock_resource *set, size_t count,
                         unsigned which, rl_keys *k)
 {
-    static const struct { const char *s; size_t len; unsigned flag; } suffix[4] = {
-        { "", 0, 0 }, { "\0fence", 6, RL_KEYS_FENCE }, { "\0q", 2, RL_KEYS_QUEUE },
+    static const struct {
+        const char *s;
+        size_t len;
+        unsigned flag;
+    } suffix[4] = {
+        { "", 0, 0 },
+        { "\0fence", 6, RL_KEYS_FENCE },
+        { "\0q", 2, RL_KEYS_QUEUE },
         { "\0l", 2, RL_KEYS_QUEUE },
     };
     rl_keyset *sets[4] = { &k->locks, &k->fences, &k->queues, &k->leases };
@@ -227,8 +235,8 @@ static void op_free(rl_op *op)
     free(op);
 }
 
-rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
-                 const redlock_resource *set, size_t count, unsigned keys, redlock_error *e)
+rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
+                 size_t count, unsigned keys, redlock_error *e)
 {
     rl_op *op = calloc(1, size);
     if (!op)
@@ -371,7 +379,8 @@ static void deliver_one(rl_op *op)
  * retries from its failure callback cannot keep the loop from its sockets. */
 static void on_deliver(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     redlock_client *c = arg;
     rl_op *last = c->done_tail;
     rl_client_enter(c);
@@ -412,7 +421,7 @@ void rl_ops_shutdown(redlock_client *c)
     for (;;) {
         for (rl_op *op = c->ops; op; op = op->next)
             if (!op->done)
-                rl_op_finish(op, REDLOCK_ESHUTDOWN);   /* its message: the pass above */
+                rl_op_finish(op, REDLOCK_ESHUTDOWN); /* its message: the pass above */
         rl_op *op = done_pop(c);
         if (!op)
             break;

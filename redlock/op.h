@@ -22,8 +22,8 @@
 typedef struct rl_op rl_op;
 
 typedef struct rl_op_ops {
-    int kind;                     /* enum redlock_op_kind, for the op hook */
-    const char *name;             /* "acquire", ... for messages */
+    int kind;         /* enum redlock_op_kind, for the op hook */
+    const char *name; /* "acquire", ... for messages */
     /* Record one master's answer to the current round: @r, or NULL with
      * @err/@why (down, refused, timed out). @sent_us: when it was asked. */
     void (*on_vote)(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
@@ -46,44 +46,44 @@ typedef struct rl_op_ops {
 struct rl_op {
     const rl_op_ops *ops;
     redlock_client *c;
-    rl_op *prev, *next;           /* the client's ops in flight */
-    rl_op *done_next;             /* the client's delivery queue */
+    rl_op *prev, *next; /* the client's ops in flight */
+    rl_op *done_next;   /* the client's delivery queue */
     bool done;
     int status;
 
     /* the current round of votes */
-    rl_fanout *round;             /* NULL between rounds */
-    uint32_t round_seq;           /* bumped by every round: a decide that started
-                                     a new one tells the core to stop */
-    uint32_t sent_mask;           /* masters the round's command went to */
-    uint32_t pending_mask;        /* counted masters that have not answered */
-    uint32_t counted_mask;        /* masters whose answers count */
-    uint32_t server_mask;         /* masters whose OK counted this round ... */
-    uint64_t server_id[REDLOCK_MAX_MASTERS];  /* ... and their run_id's hash (identity.c) */
-    struct event *round_timer;    /* the node timeout of the current round */
-    struct event *timer;          /* the kind's own (retry delay, ...) */
+    rl_fanout *round;                        /* NULL between rounds */
+    uint32_t round_seq;                      /* bumped by every round: a decide that started
+                                                a new one tells the core to stop */
+    uint32_t sent_mask;                      /* masters the round's command went to */
+    uint32_t pending_mask;                   /* counted masters that have not answered */
+    uint32_t counted_mask;                   /* masters whose answers count */
+    uint32_t server_mask;                    /* masters whose OK counted this round ... */
+    uint64_t server_id[REDLOCK_MAX_MASTERS]; /* ... and their run_id's hash (identity.c) */
+    struct event *round_timer;               /* the node timeout of the current round */
+    struct event *timer;                     /* the kind's own (retry delay, ...) */
 
-    rl_monotime started_us;       /* the call */
-    rl_monotime attempt_us;       /* start of the current (finally: deciding) attempt */
+    rl_monotime started_us; /* the call */
+    rl_monotime attempt_us; /* start of the current (finally: deciding) attempt */
     uint32_t attempts;
 
-    rl_keys k;                    /* the locks (prefix + resource) and, as asked,
-                                     their fence counters, queues and lease sets */
-    char *keymem;                 /* owns every key of k */
-    uint32_t nres;                /* resources */
+    rl_keys k;     /* the locks (prefix + resource) and, as asked,
+                      their fence counters, queues and lease sets */
+    char *keymem;  /* owns every key of k */
+    uint32_t nres; /* resources */
 
     redlock_outcome out;
     redlock_error err;
 };
 
 /* Which keys besides the locks an op needs (rl_op_new). */
-#define RL_KEYS_FENCE 0x1u   /* fence counters */
-#define RL_KEYS_QUEUE 0x2u   /* waiters' queues and lease sets */
+#define RL_KEYS_FENCE 0x1u /* fence counters */
+#define RL_KEYS_QUEUE 0x2u /* waiters' queues and lease sets */
 
 /* Allocate @size bytes (a kind's struct that starts with an rl_op), put it
  * on the client's list, build the keys of @set. NULL on OOM (@e says so). */
-rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size,
-                 const redlock_resource *set, size_t count, unsigned keys, redlock_error *e);
+rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
+                 size_t count, unsigned keys, redlock_error *e);
 
 /* The kind's timer. */
 void rl_op_arm(rl_op *op, uint32_t ms);
@@ -100,8 +100,8 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
  * op with ENOMEM (@what names the command in the message). @send and
  * @count: RL_ALL for every master. */
 #define RL_ALL UINT32_MAX
-void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send,
-                   uint32_t count, bool priority, bool votes);
+void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send, uint32_t count,
+                   bool priority, bool votes);
 /* Stop the current round: later answers are dropped. */
 void rl_round_end(rl_op *op);
 

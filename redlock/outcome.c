@@ -15,8 +15,7 @@
 /* An error reply as a vote. A command queued behind a failed AUTH gets
  * NOAUTH from the master; the real cause (AUTH failed: WRONGPASS ...) is on
  * the node, and that is what the user needs to read. */
-void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
-                         rl_monotime sent_us)
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us)
 {
     size_t len;
     const char *str = rl_reply_str(r, &len);
@@ -40,7 +39,7 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
     }
     /* Redis 7 ends an error raised inside a script with " script: <sha>,
      * on @user_script:<line>.": ours, and nothing the user can act on. */
-    char cut[512];   /* rl_vote_set() cuts it to fit, and says so */
+    char cut[512]; /* rl_vote_set() cuts it to fit, and says so */
     const char *tail = detail == str ? strstr(str, " script: ") : NULL;
     if (tail) {
         snprintf(cut, sizeof(cut), "%.*s", (int)(tail - str), str);
@@ -48,15 +47,15 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
     }
     /* LOADING, BUSY: the master is there but cannot answer for now, like
      * one that is down, not one that is misconfigured. */
-    rl_vote_set(v, code == REDLOCK_EUNAVAIL ? REDLOCK_VOTE_DOWN : REDLOCK_VOTE_ERROR, code,
-                detail, sent_us);
+    rl_vote_set(v, code == REDLOCK_EUNAVAIL ? REDLOCK_VOTE_DOWN : REDLOCK_VOTE_ERROR, code, detail,
+                sent_us);
 }
 
 /* The release and extend scripts answer 1 (done), 0 (key gone), -1 (held by
  * another token). @gone_err is what "gone" means to the caller: nothing
  * for a release (already expired counts as released), ENOTHELD for extend. */
-int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
-                         rl_monotime sent_us, const char *what, int gone_err)
+int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us,
+                         const char *what, int gone_err)
 {
     int type = rl_reply_type(r);
     long long i = type == RL_REPLY_INTEGER ? rl_reply_integer(r) : 2;
@@ -109,7 +108,7 @@ static const char *hint(int code, const char *detail)
 /* The votes of one attempt, counted by what they say. */
 typedef struct tally {
     uint32_t ok, gone, held, pending, failed;
-    uint32_t per_code[32];        /* error votes, by -REDLOCK_E* */
+    uint32_t per_code[32]; /* error votes, by -REDLOCK_E* */
 } tally;
 
 static bool counts_as_answer(int kind)
@@ -154,8 +153,9 @@ static int setup_failure(const rl_op *op, const tally *t, const char *what, redl
         bool advised = strncmp(d, "TLS", 3) == 0 || (dl > 1 && strcmp(d + dl - 2, "?)") == 0);
         char tail[192];
         snprintf(tail, sizeof(tail), " (%s%s%u of %u masters fail this way)",
-                 advised ? "" : strncmp(d, "ACL:", 4) == 0 ? "grant what README's ACL section lists"
-                                                          : hint(code, d),
+                 advised                      ? ""
+                 : strncmp(d, "ACL:", 4) == 0 ? "grant what README's ACL section lists"
+                                              : hint(code, d),
                  advised ? "" : "; ", t->per_code[-code], c->n);
         /* The end says what to do and how many masters: a long address
          * (a URL, a socket path) and a long detail are cut to keep it,
@@ -180,9 +180,10 @@ static int no_quorum(const rl_op *op, const tally *t, uint32_t good, const char 
 {
     const redlock_client *c = op->c;
     char line[REDLOCK_ERRMSG_LEN];
-    int len = snprintf(line, sizeof(line), "%s: no quorum: %u of %u masters failed, %u %s, %u needed",
-                       what, t->failed, c->n, good,
-                       op->ops->kind == REDLOCK_OP_RELEASE ? "released" : "agreed", c->quorum);
+    int len = snprintf(line, sizeof(line),
+                       "%s: no quorum: %u of %u masters failed, %u %s, %u needed", what, t->failed,
+                       c->n, good, op->ops->kind == REDLOCK_OP_RELEASE ? "released" : "agreed",
+                       c->quorum);
     int more = 0, named = 0;
     for (uint32_t i = 0; i < c->n; i++) {
         const redlock_vote *v = &op->out.votes[i];
@@ -229,7 +230,8 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
     if (kind == REDLOCK_OP_ACQUIRE && t.held > 0 && good + t.held + t.pending >= c->quorum) {
         rl_seterr(e, REDLOCK_ECONFLICT, -1,
                   "acquire: resource is held by another client on %u of %u masters "
-                  "(retry later, or wait longer before giving up)", t.held, c->n);
+                  "(retry later, or wait longer before giving up)",
+                  t.held, c->n);
         return REDLOCK_ECONFLICT;
     }
     /* We lost it: only when a majority says so, each master for itself
@@ -240,7 +242,8 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
         rl_seterr(e, REDLOCK_ENOTHELD, -1,
                   "%s: this token no longer holds the lock: another token holds it on %u and it "
                   "is gone from %u of %u masters (it expired, and may have been taken); acquire "
-                  "again", what, t.held, t.gone, c->n);
+                  "again",
+                  what, t.held, t.gone, c->n);
         return REDLOCK_ENOTHELD;
     }
     int code = setup_failure(op, &t, what, e);

@@ -5,12 +5,11 @@
 #include "op.h"
 
 /* An error reply as a vote (NOAUTH behind a failed AUTH names the cause). */
-void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
-                         rl_monotime sent_us);
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us);
 /* A release/extend script's answer (1 done, 0 gone, -1 another's) as a vote;
  * @gone_err is what "gone" means to the caller. Returns the vote's kind. */
-int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r,
-                         rl_monotime sent_us, const char *what, int gone_err);
+int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us,
+                         const char *what, int gone_err);
 /* Decide the failure code of an attempt from its votes and write the one-line
  * message. @what is "acquire", "release", "extend", "status" or "ping". */
 int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e);

@@ -14,7 +14,8 @@
 
 static void probe_on_time(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     rl_trust *t = &n->trust;
     t->probe_out = false;

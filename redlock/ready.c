@@ -15,10 +15,10 @@
 typedef struct rl_ready {
     struct rl_ready *next;
     redlock_client *c;
-    size_t min;                   /* masters wanted up */
-    struct event *timeout;        /* the deadline */
-    struct event *now;            /* zero timer: deliver from the loop */
-    int status;                   /* what to deliver */
+    size_t min;            /* masters wanted up */
+    struct event *timeout; /* the deadline */
+    struct event *now;     /* zero timer: deliver from the loop */
+    int status;            /* what to deliver */
     redlock_ready_cb cb;
     void *arg;
 } rl_ready;
@@ -66,13 +66,15 @@ static void ready_deliver(rl_ready *r)
 
 static void ready_on_now(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     ready_deliver(arg);
 }
 
 static void ready_on_timeout(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_ready *r = arg;
     r->status = up_count(r->c) >= r->min ? 0 : REDLOCK_ETIMEOUT;
     ready_deliver(r);
@@ -102,8 +104,8 @@ void rl_ready_check(redlock_client *c)
             ready_fire(r, twins ? REDLOCK_EINVAL : 0);
 }
 
-int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
-                   redlock_ready_cb cb, void *arg, redlock_error *e)
+int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, redlock_ready_cb cb,
+                   void *arg, redlock_error *e)
 {
     if (c->freeing) {
         rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
@@ -113,7 +115,8 @@ int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
         rl_seterr(e, REDLOCK_EINVAL, -1,
                   !cb ? "ready: callback is NULL"
                       : "ready: min_masters must be 0..%u (0: the quorum) and timeout_ms "
-                        "1..%u", c->n, REDLOCK_TTL_MAX_MS);
+                        "1..%u",
+                  c->n, REDLOCK_TTL_MAX_MS);
         return REDLOCK_EINVAL;
     }
     rl_ready *r = calloc(1, sizeof(*r));
@@ -156,7 +159,8 @@ int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_
         return REDLOCK_EINVAL;
     }
     if (c->blk) {
-        rl_seterr(reterr, REDLOCK_EASYNC, -1, "ready: this is a blocking client: use redlock_ready()");
+        rl_seterr(reterr, REDLOCK_EASYNC, -1,
+                  "ready: this is a blocking client: use redlock_ready()");
         return REDLOCK_EASYNC;
     }
     return rl_ready_start(c, min_masters, timeout_ms, cb, arg, reterr);

@@ -24,8 +24,8 @@
 typedef struct rl_release {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
-    redlock_lock *lock;           /* the caller's, given back in the callback */
-    uint32_t retry_mask;          /* masters to ask again after the delay */
+    redlock_lock *lock;  /* the caller's, given back in the callback */
+    uint32_t retry_mask; /* masters to ask again after the delay */
     redlock_op_cb cb;
     void *arg;
 } rl_release;
@@ -50,7 +50,7 @@ static void rel_send(rl_release *r, uint32_t mask)
     rl_op *op = &r->op;
     op->attempts++;
     rl_cmd cmd;
-    rl_cmd_release(&cmd, &op->k, r->token, true, NULL);   /* hand over to the next waiter */
+    rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
     rl_round_send(op, &cmd, "release", mask, mask, true, true);
@@ -122,8 +122,8 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
         return REDLOCK_EINVAL;
     }
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, &release_ops, sizeof(rl_release), set,
-                          rl_lock_resources(lock, set), RL_KEYS_QUEUE, e);
+    rl_op *op = rl_op_new(c, &release_ops, sizeof(rl_release), set, rl_lock_resources(lock, set),
+                          RL_KEYS_QUEUE, e);
     if (!op)
         return REDLOCK_ENOMEM;
     rl_release *r = REL(op);
@@ -136,7 +136,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
      * release that fails may still run on some masters later. */
     rl_lock_set_valid_until(lock, 1);
     op->attempt_us = rl_now_us();
-    rel_send(r, (1u << c->n) - 1);   /* every master */
+    rel_send(r, (1u << c->n) - 1); /* every master */
     return 0;
 }
 

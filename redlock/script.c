@@ -40,6 +40,12 @@
 #include <pthread.h>
 #include <string.h>
 
+/* From here to the end of bodies[], the Lua is laid out as Lua: one line of
+ * it per C string, the pieces (NOW_MS, QUEUE_OK, ...) one per line where a
+ * body takes them, and the macros' backslashes aligned by hand. clang-format
+ * would pack strings and piece names onto shared lines: it is kept out. */
+/* clang-format off */
+
 /* The master's own time in ms, for the marker and for leases. Scripts are
  * replicated by their effects (Redis >= 5 default, the only mode of 7), so
  * TIME may come before writes. */
@@ -517,6 +523,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "elseif m[2] then redis.call('hdel', KEYS[1], 'durable') end\n"
         "return 1\n",
 };
+/* clang-format on */
 
 static char shas[RL_SCRIPT_COUNT][41];
 static pthread_once_t shas_once = PTHREAD_ONCE_INIT;

@@ -3,17 +3,17 @@
 #define REDLOCK_SCRIPT_H
 
 enum rl_script {
-    RL_SCRIPT_RELEASE,   /* every key: 1 deleted (some ours), 0 all absent, -1 one held by another */
-    RL_SCRIPT_EXTEND,    /* all keys ours: pexpire all, 1; one absent: 0; one another's: -1 */
-    RL_SCRIPT_STATUS,    /* {value or false, pttl} */
-    RL_SCRIPT_ACQUIRE,   /* sets: all keys or none; fenced: returns the max counter */
-    RL_SCRIPT_FENCE,     /* counter = max(counter, value) on every key */
-    RL_SCRIPT_MARKER,    /* CHECK: who the master is; {age, window, maxttl, state, cause} */
-    RL_SCRIPT_DECLARE,   /* an empty master's marker counts at once: 1, 0 already, -keys */
-    RL_SCRIPT_RAISE,     /* lengthen a running window: 1 raised, 0 nothing to do */
-    RL_SCRIPT_LEASES,    /* {counts, longest pttl of held keys, maxttl} */
-    RL_SCRIPT_SETTLE,    /* a pending master's window: 1 settled, 0 not pending */
-    RL_SCRIPT_VOUCH,     /* the marker's process keeps every write (AOF always) or not */
+    RL_SCRIPT_RELEASE, /* every key: 1 deleted (some ours), 0 all absent, -1 one held by another */
+    RL_SCRIPT_EXTEND,  /* all keys ours: pexpire all, 1; one absent: 0; one another's: -1 */
+    RL_SCRIPT_STATUS,  /* {value or false, pttl} */
+    RL_SCRIPT_ACQUIRE, /* sets: all keys or none; fenced: returns the max counter */
+    RL_SCRIPT_FENCE,   /* counter = max(counter, value) on every key */
+    RL_SCRIPT_MARKER,  /* CHECK: who the master is; {age, window, maxttl, state, cause} */
+    RL_SCRIPT_DECLARE, /* an empty master's marker counts at once: 1, 0 already, -keys */
+    RL_SCRIPT_RAISE,   /* lengthen a running window: 1 raised, 0 nothing to do */
+    RL_SCRIPT_LEASES,  /* {counts, longest pttl of held keys, maxttl} */
+    RL_SCRIPT_SETTLE,  /* a pending master's window: 1 settled, 0 not pending */
+    RL_SCRIPT_VOUCH,   /* the marker's process keeps every write (AOF always) or not */
     RL_SCRIPT_COUNT
 };
 
@@ -29,7 +29,7 @@ enum rl_script {
 #define RL_FENCE_KEY_LEN (sizeof(RL_FENCE_KEY) - 1)
 
 const char *rl_script_body(int id);
-const char *rl_script_sha(int id);   /* 40 hex chars */
-int rl_scripts_init(void);           /* idempotent, thread-safe */
+const char *rl_script_sha(int id); /* 40 hex chars */
+int rl_scripts_init(void);         /* idempotent, thread-safe */
 
 #endif

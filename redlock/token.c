@@ -24,7 +24,7 @@
 
 #define RL_TOKEN_BATCH 16
 
-static unsigned long fork_gen;            /* moved on in each forked child */
+static unsigned long fork_gen; /* moved on in each forked child */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void on_fork_child(void)
@@ -39,8 +39,8 @@ static void atfork_init(void)
 
 static __thread struct {
     unsigned char raw[RL_TOKEN_BATCH * RL_TOKEN_BYTES];
-    unsigned left;                        /* tokens not handed out yet */
-    unsigned long gen;                    /* fork_gen when drawn */
+    unsigned left;     /* tokens not handed out yet */
+    unsigned long gen; /* fork_gen when drawn */
 } batch;
 
 /* The next RL_TOKEN_BYTES random bytes into @out, from this thread's batch

@@ -21,8 +21,8 @@
 #define RL_HAVE_TLS 0
 #endif
 
-#define RL_REPLY_ARRAY_MAX 1024     /* we never ask for more than a few */
-#define RL_REPLY_OBJECTS_MAX 4096   /* objects in one reply, nested ones included */
+#define RL_REPLY_ARRAY_MAX 1024   /* we never ask for more than a few */
+#define RL_REPLY_OBJECTS_MAX 4096 /* objects in one reply, nested ones included */
 
 /* Write interest (see the libevent glue in transport.c). */
 enum { W_IDLE, W_FLUSH, W_ARMED };
@@ -30,44 +30,44 @@ enum { W_IDLE, W_FLUSH, W_ARMED };
 typedef struct rl_cb {
     rl_reply_fn *fn;
     void *arg;
-    bool part;                    /* MULTI or a command inside it: the EXEC is the request */
+    bool part; /* MULTI or a command inside it: the EXEC is the request */
 } rl_cb;
 
 /* A channel as hiredis' own subscription table holds it, mirrored so that
  * the guard can refuse what would fail one of hiredis' asserts. */
 typedef struct rl_subch {
     struct rl_subch *next;
-    int pending;                  /* SUBSCRIBEs sent and not yet confirmed */
+    int pending; /* SUBSCRIBEs sent and not yet confirmed */
     size_t len;
     char name[];
 } rl_subch;
 
 struct rl_conn {
-    redisAsyncContext *ac;        /* NULL once hiredis let go of it */
+    redisAsyncContext *ac; /* NULL once hiredis let go of it */
     const rl_conn_hooks *hooks;
     void *arg;
-    struct event *rev, *wev;      /* NULL once hiredis asked us to clean up */
-    int wstate;                   /* W_*: see the libevent glue */
-    bool in_write;                /* inside our write handler */
-    int busy;                     /* inside one of our event handlers */
-    bool free_pending;            /* hiredis let go while busy: free on the way out */
-    bool closing;                 /* no new commands: closed, or failing */
-    bool ended;                   /* on_close has run */
+    struct event *rev, *wev; /* NULL once hiredis asked us to clean up */
+    int wstate;              /* W_*: see the libevent glue */
+    bool in_write;           /* inside our write handler */
+    int busy;                /* inside one of our event handlers */
+    bool free_pending;       /* hiredis let go while busy: free on the way out */
+    bool closing;            /* no new commands: closed, or failing */
+    bool ended;              /* on_close has run */
     bool subscriber;
-    bool answered;                /* at least one reply arrived */
-    rl_cb *q;                     /* reply functions, in send order (a ring) */
+    bool answered; /* at least one reply arrived */
+    rl_cb *q;      /* reply functions, in send order (a ring) */
     uint32_t qhead, qlen, qcap;
-    uint32_t qparts;              /* entries that are parts of a transaction */
+    uint32_t qparts; /* entries that are parts of a transaction */
     uint32_t max_reply_bytes;
-    uint32_t objs;                /* objects in the reply being read */
-    rl_subch *subs;               /* subscriber connections: hiredis' table, mirrored */
-    const char *refused;          /* what the guard refused, or NULL */
-    int err;                      /* why it closed: the first reason wins */
+    uint32_t objs;       /* objects in the reply being read */
+    rl_subch *subs;      /* subscriber connections: hiredis' table, mirrored */
+    const char *refused; /* what the guard refused, or NULL */
+    int err;             /* why it closed: the first reason wins */
     char why[192];
     bool tls;
-    bool cert_asked;              /* TLS: the master asked for a client certificate we lack */
-    bool doomed;                  /* TLS failed while opening: fail on the next loop pass */
-    void *ssl;                    /* our SSL object (hiredis owns it once attached) */
+    bool cert_asked; /* TLS: the master asked for a client certificate we lack */
+    bool doomed;     /* TLS failed while opening: fail on the next loop pass */
+    void *ssl;       /* our SSL object (hiredis owns it once attached) */
 };
 
 /* transport-reply.c: install the guard on @c's reader. false: no memory. */
@@ -86,7 +86,7 @@ int rl_tls_attach(rl_conn *c, const rl_tls *t, const rl_addr *a, char *why, size
  * (EAUTH: a certificate refused; EPROTO: not TLS; ECONNECT: the master
  * went away, and always once it answered); 0 when TLS has nothing to say
  * (the failure is not TLS's). */
-int rl_tls_reason(rl_conn *c, char *out, size_t len);   /* REDLOCK_E*, or 0 */
+int rl_tls_reason(rl_conn *c, char *out, size_t len); /* REDLOCK_E*, or 0 */
 /* Has the TLS handshake finished? */
 bool rl_tls_handshake_done(const rl_conn *c);
 /* Forget OpenSSL errors of earlier calls on this thread, so that the next

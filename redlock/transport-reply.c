@@ -103,12 +103,12 @@ const char *rl_reply_type_name(int type)
  * and answers by dropping the connection: transport.c says what happened. */
 
 #if HIREDIS_MAJOR >= 1
-typedef size_t rl_nelem_t;        /* HIREDIS_MAJOR >= 1: createArray takes a size_t */
+typedef size_t rl_nelem_t; /* HIREDIS_MAJOR >= 1: createArray takes a size_t */
 #else
 typedef int rl_nelem_t;
 #endif
 
-static redisReplyObjectFunctions *hiredis_fns;   /* the reader's own */
+static redisReplyObjectFunctions *hiredis_fns; /* the reader's own */
 static redisReplyObjectFunctions guard_fns;
 static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
 
@@ -265,7 +265,8 @@ static void *guard_string(const redisReadTask *t, char *s, size_t len)
 static void *guard_array(const redisReadTask *t, rl_nelem_t elements)
 {
     return guard_check(t, t->type, (long long)elements, NULL, 0)
-               ? hiredis_fns->createArray(t, elements) : NULL;
+               ? hiredis_fns->createArray(t, elements)
+               : NULL;
 }
 
 static void *guard_integer(const redisReadTask *t, long long v)
@@ -289,7 +290,9 @@ static void guard_free(void *obj)
  * that sends these is not speaking to us. */
 static void *guard_double(const redisReadTask *t, double d, char *s, size_t len)
 {
-    (void)d; (void)s; (void)len;
+    (void)d;
+    (void)s;
+    (void)len;
     refuse(t, "a RESP3 double (we speak RESP2)");
     return NULL;
 }
@@ -312,11 +315,11 @@ static void guard_init(void)
     redisReaderFree(r);
 #if HIREDIS_MAJOR >= 1
     /* 1.x's table has createDouble and createBool between the others. */
-    guard_fns = (redisReplyObjectFunctions){ guard_string, guard_array, guard_integer,
-                                             guard_double, guard_nil, guard_bool, guard_free };
+    guard_fns = (redisReplyObjectFunctions){ guard_string, guard_array, guard_integer, guard_double,
+                                             guard_nil,    guard_bool,  guard_free };
 #else
-    guard_fns = (redisReplyObjectFunctions){ guard_string, guard_array, guard_integer,
-                                             guard_nil, guard_free };
+    guard_fns = (redisReplyObjectFunctions){ guard_string, guard_array, guard_integer, guard_nil,
+                                             guard_free };
 #endif
 }
 

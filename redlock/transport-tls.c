@@ -31,7 +31,7 @@ struct rl_tls {
     SSL_CTX *ctx;
 #endif
     bool verify;
-    char server_name[RL_HOST_MAX];   /* "" : each master's own host */
+    char server_name[RL_HOST_MAX]; /* "" : each master's own host */
 };
 
 static bool tls_wanted(const redlock_config *cfg, const rl_addr *addrs, uint32_t n)
@@ -85,7 +85,8 @@ static const char *tls_load(rl_tls *t, const redlock_config *cfg, const char **f
  * the connection. */
 static int on_cert_request(SSL *ssl, X509 **x509, EVP_PKEY **pkey)
 {
-    (void)x509; (void)pkey;
+    (void)x509;
+    (void)pkey;
     rl_conn *c = SSL_get_app_data(ssl);
     if (c)
         c->cert_asked = true;
@@ -115,10 +116,10 @@ int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_t
         /* OpenSSL says "system lib" for a file it cannot open: say why.
          * As the effective user, the one it opened the file as (setuid,
          * sudo -u); access() would ask for the real one. */
-        int err = file && file[0] != '(' && faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) != 0
-                      ? errno : 0;
-        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%s\": cannot %s it: %s", what,
-                  RL_QUOTE(file, 80), err ? "read" : "load", err ? strerror(err) : ssl_err());
+        int err = file && file[0] != '(' && faccessat(AT_FDCWD, file, R_OK, AT_EACCESS) != 0 ? errno
+                                                                                             : 0;
+        rl_seterr(e, REDLOCK_EINVAL, -1, "%s \"%s\": cannot %s it: %s", what, RL_QUOTE(file, 80),
+                  err ? "read" : "load", err ? strerror(err) : ssl_err());
         rl_tls_free(t);
         return REDLOCK_EINVAL;
     }
@@ -201,8 +202,7 @@ static const char *tls_advice(int reason, bool cert_asked, int *code)
 {
     *code = REDLOCK_EAUTH;
     switch (reason) {
-    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
-        return "set tls_cert_file and tls_key_file";
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED: return "set tls_cert_file and tls_key_file";
     case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
         /* TLS 1.2's word for a client certificate missing, and for no
          * version or cipher in common: only the first case asks for one. */
@@ -210,16 +210,14 @@ static const char *tls_advice(int reason, bool cert_asked, int *code)
                           : "client certificate? TLS version?";
     case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
     case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
-    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
-        return "the master does not trust our certificate";
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN: return "the master does not trust our certificate";
     }
     *code = REDLOCK_EPROTO;
     switch (reason) {
     case SSL_R_WRONG_VERSION_NUMBER:
     case SSL_R_PACKET_LENGTH_TOO_LONG:
     case SSL_R_UNKNOWN_PROTOCOL:
-    case SSL_R_RECORD_TOO_SMALL:
-        return "is this the master's plain port?";
+    case SSL_R_RECORD_TOO_SMALL: return "is this the master's plain port?";
     }
     *code = REDLOCK_ECONNECT;
     return NULL;
@@ -296,7 +294,8 @@ static int ssl_reason(SSL *ssl, const rl_conn *c, char *out, size_t len)
              * it) going away. A master refusing us sends an alert first,
              * and a plain port answers a ClientHello with an error line,
              * or waits. */
-            snprintf(out, len, "TLS handshake cut short: the master closed the connection "
+            snprintf(out, len,
+                     "TLS handshake cut short: the master closed the connection "
                      "(going down? its TLS port?)");
             return REDLOCK_ECONNECT;
         }
@@ -307,7 +306,8 @@ static int ssl_reason(SSL *ssl, const rl_conn *c, char *out, size_t len)
         return code;
     }
     if (c->cert_asked && !c->answered) {
-        snprintf(out, len, "TLS: the master wants a client certificate (set tls_cert_file and "
+        snprintf(out, len,
+                 "TLS: the master wants a client certificate (set tls_cert_file and "
                  "tls_key_file)");
         return REDLOCK_EAUTH;
     }
@@ -327,7 +327,8 @@ int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_t
         return 0;
     /* HIREDIS_MAJOR 0 (or a build without hiredis_ssl): config.c refuses
      * this first; this is for a caller that did not ask config.c. */
-    rl_seterr(e, REDLOCK_EINVAL, -1, "TLS to masters needs libredlock built against hiredis "
+    rl_seterr(e, REDLOCK_EINVAL, -1,
+              "TLS to masters needs libredlock built against hiredis "
               ">= 1.0 with hiredis_ssl; this build has no TLS");
     return REDLOCK_EINVAL;
 }

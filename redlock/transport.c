@@ -54,8 +54,9 @@ static void conn_note_error(rl_conn *c)
          * before any answer. */
         snprintf(c->why, sizeof(c->why), "connection %s by master%s",
                  ac->err == REDIS_ERR_EOF ? "closed" : "reset",
-                 c->answered ? "" : c->tls ? " before it answered (is this its TLS port?)"
-                                           : " before it answered (a TLS port? write rediss://)");
+                 c->answered ? ""
+                 : c->tls    ? " before it answered (is this its TLS port?)"
+                             : " before it answered (a TLS port? write rediss://)");
     } else if (ac->err == REDIS_ERR_OTHER && rl_error_reply_transient(what, strlen(what))) {
         /* hiredis closes a connection that got an error it did not ask for:
          * a master still loading its data says so this way. */
@@ -76,7 +77,7 @@ static void conn_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     (void)ac;
     rl_conn *c = privdata;
     if (c->qlen == 0)
-        return;   /* cannot happen: one entry per command sent */
+        return; /* cannot happen: one entry per command sent */
     rl_cb cb = c->q[c->qhead];
     c->qhead = (c->qhead + 1) % c->qcap;
     c->qlen--;
@@ -101,8 +102,8 @@ static void conn_on_message(redisAsyncContext *ac, void *reply, void *privdata)
     /* The guard made sure a message is an array of three: kind, channel,
      * and a string payload for "message". */
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
-        r->element[2]->type != REDIS_REPLY_STRING ||
-        strcmp(r->element[0]->str, "message") != 0 || !c->hooks->on_message)
+        r->element[2]->type != REDIS_REPLY_STRING || strcmp(r->element[0]->str, "message") != 0 ||
+        !c->hooks->on_message)
         return;
     c->answered = true;
     c->hooks->on_message(c, r->element[1]->str, r->element[1]->len, r->element[2]->str,
@@ -168,7 +169,8 @@ int rl_conn_subscribe(rl_conn *c, const char *channel, size_t len, bool on)
     /* Both versions refuse UNSUBSCRIBE on a connection that is not
      * subscribed: then there is nothing to undo. */
     return redisAsyncCommandArgv(c->ac, conn_on_message, c, 2, argv, lens) == REDIS_OK
-               ? 0 : REDLOCK_ECONNECT;
+               ? 0
+               : REDLOCK_ECONNECT;
 }
 
 uint32_t rl_conn_pending(const rl_conn *c)
@@ -215,7 +217,7 @@ void rl_conn_flush(rl_conn *c)
 void rl_conn_close(rl_conn *c, int err, const char *why)
 {
     if (!c || c->closing || !c->ac)
-        return;   /* already going: its reason stands */
+        return; /* already going: its reason stands */
     c->closing = true;
     if (!c->err) {
         c->err = err;
@@ -254,7 +256,7 @@ static void conn_end(rl_conn *c)
         c->hooks->on_close(c, c->err ? c->err : REDLOCK_ECONNECT,
                            c->why[0] ? c->why : "connection closed", c->arg);
     if (c->busy)
-        c->free_pending = true;   /* one of our handlers is on the stack */
+        c->free_pending = true; /* one of our handlers is on the stack */
     else
         conn_free(c);
 }
@@ -284,7 +286,8 @@ static void handler_leave(rl_conn *c)
 
 static void ev_on_read(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_conn *c = arg;
     redisReader *rd = c->ac->c.reader;
     /* The reader keeps a reply's bytes until it is complete, so a master
@@ -292,8 +295,10 @@ static void ev_on_read(evutil_socket_t fd, short what, void *arg)
      * hiredis reads at most 16 KiB per call, so the cap holds to that. */
     if (rd->len - rd->pos > c->max_reply_bytes) {
         char why[96];
-        snprintf(why, sizeof(why), "master sent a reply larger than %u bytes (is this a Redis "
-                 "server?)", c->max_reply_bytes);
+        snprintf(why, sizeof(why),
+                 "master sent a reply larger than %u bytes (is this a Redis "
+                 "server?)",
+                 c->max_reply_bytes);
         rl_conn_close(c, REDLOCK_EPROTO, why);
         return;
     }
@@ -308,7 +313,8 @@ static void ev_on_read(evutil_socket_t fd, short what, void *arg)
 
 static void ev_on_write(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_conn *c = arg;
     /* Whether the socket became writable or a command made us active: the
      * event is not pending any more; hiredis says below if it wants more. */
@@ -333,19 +339,19 @@ static void ev_on_write(evutil_socket_t fd, short what, void *arg)
 
 static void ev_add_read(void *p)
 {
-    (void)p;   /* armed once, at open, and kept armed (EV_PERSIST) */
+    (void)p; /* armed once, at open, and kept armed (EV_PERSIST) */
 }
 
 static void ev_del_read(void *p)
 {
-    (void)p;   /* hiredis asks only when tearing down: cleanup removes it */
+    (void)p; /* hiredis asks only when tearing down: cleanup removes it */
 }
 
 static void ev_add_write(void *p)
 {
     rl_conn *c = p;
     if (!c->wev)
-        return;   /* cleaned up already */
+        return; /* cleaned up already */
     if (c->in_write) {
         /* hiredis could not write it all: now wait for the socket. */
         if (c->wstate != W_ARMED && event_add(c->wev, NULL) == 0)
@@ -420,15 +426,17 @@ static void connect_error(const rl_addr *a, const redisAsyncContext *ac, char *w
 {
     if (strstr(ac->errstr, "refused"))
         snprintf(why, len, "connection refused (is redis-server running?)");
-    else if (a->kind == RL_ADDR_UNIX)   /* the master's name holds the path */
-        snprintf(why, len, "%.40s (is redis-server running, with unixsocket set to this "
-                 "path?)", ac->errstr);
+    else if (a->kind == RL_ADDR_UNIX) /* the master's name holds the path */
+        snprintf(why, len,
+                 "%.40s (is redis-server running, with unixsocket set to this "
+                 "path?)",
+                 ac->errstr);
     else
         snprintf(why, len, "%.120s", ac->errstr);
 }
 
-int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_conn **ret,
-                 char *why, size_t whylen)
+int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_conn **ret, char *why,
+                 size_t whylen)
 {
     const rl_addr *a = o->addr;
     redisAsyncContext *ac = a->kind == RL_ADDR_UNIX ? redisAsyncConnectUnix(a->host)

@@ -28,8 +28,8 @@
 struct event_base;
 
 typedef struct rl_conn rl_conn;
-typedef struct rl_reply rl_reply;   /* opaque: read it with the accessors below */
-typedef struct rl_tls rl_tls;       /* TLS settings shared by a client's connections */
+typedef struct rl_reply rl_reply; /* opaque: read it with the accessors below */
+typedef struct rl_tls rl_tls;     /* TLS settings shared by a client's connections */
 
 enum rl_reply_type {
     RL_REPLY_STRING = 1,
@@ -66,15 +66,15 @@ typedef struct rl_conn_hooks {
 typedef struct rl_conn_opts {
     const rl_addr *addr;
     struct event_base *base;
-    const rl_tls *tls;            /* NULL: plain TCP / unix socket */
+    const rl_tls *tls; /* NULL: plain TCP / unix socket */
     uint32_t max_reply_bytes;
-    bool subscriber;              /* will carry SUBSCRIBE and nothing after it */
+    bool subscriber; /* will carry SUBSCRIBE and nothing after it */
 } rl_conn_opts;
 
 /* Start connecting. Commands may be sent at once; they go out when the
  * connection is up. 0, or REDLOCK_E* with @why (nothing to close then). */
-int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_conn **ret,
-                 char *why, size_t whylen);
+int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_conn **ret, char *why,
+                 size_t whylen);
 
 /* Queue a command; @fn runs exactly once. 0, or REDLOCK_ECONNECT when the
  * connection is closing (@fn will not run). */

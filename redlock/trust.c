@@ -54,7 +54,7 @@ bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41])
     bool restarted = t->run_id[0] && run_id[0] && strcmp(t->run_id, run_id) != 0;
     if (restarted) {
         memcpy(old_run_id, t->run_id, 41);
-        drift_monitor_reset(&t->clock);   /* a new process: a new clock history */
+        drift_monitor_reset(&t->clock); /* a new process: a new clock history */
     }
     if (run_id[0])
         memcpy(t->run_id, run_id, sizeof(t->run_id));
@@ -118,8 +118,8 @@ int64_t rl_trust_lease_end(const rl_trust *t, rl_monotime start, uint32_t ttl_ms
  * (the acquire fails there, safely). */
 static bool evicts(const rl_trust *t)
 {
-    return t->maxmemory > 0 && (strncmp(t->policy, "volatile-", 9) == 0 ||
-                                strncmp(t->policy, "allkeys-", 8) == 0);
+    return t->maxmemory > 0 &&
+           (strncmp(t->policy, "volatile-", 9) == 0 || strncmp(t->policy, "allkeys-", 8) == 0);
 }
 
 bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
@@ -139,8 +139,10 @@ bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime
         /* Whole within a vote's 96 bytes (ping's column shows it): a limit
          * of 19 digits beside "volatile-random" would not fit, and is left
          * out rather than cut. */
-        int n = snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction; "
-                         "maxmemory %lld)", t->policy, (long long)t->maxmemory);
+        int n = snprintf(why, len,
+                         "maxmemory-policy %s may evict locks (set noeviction; "
+                         "maxmemory %lld)",
+                         t->policy, (long long)t->maxmemory);
         if (n < 0 || (size_t)n >= len)
             snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction)", t->policy);
         return true;
@@ -171,7 +173,7 @@ bool rl_trust_memory_young(const rl_trust *t, rl_monotime now, char *why, size_t
     uint64_t age_ms = (now - t->born_us) / 1000;
     if (age_ms >= t->window_ms)
         return false;
-    snprintf(why, len, "%s: memory marker %.1f s old, counts at %.1f s",
-             cause_words(t->mem_cause), age_ms / 1000.0, t->window_ms / 1000.0);
+    snprintf(why, len, "%s: memory marker %.1f s old, counts at %.1f s", cause_words(t->mem_cause),
+             age_ms / 1000.0, t->window_ms / 1000.0);
     return true;
 }

@@ -19,27 +19,27 @@
 enum rl_mem_state { RL_MEM_COUNTS, RL_MEM_YOUNG, RL_MEM_PENDING };
 enum rl_mem_cause { RL_MEM_CAUSE_NONE, RL_MEM_CAUSE_LOST, RL_MEM_CAUSE_RESTART };
 typedef struct rl_marker {
-    int64_t age_ms;               /* since it was born (or settled) */
-    uint32_t window_ms;           /* it counts once this old */
-    uint32_t maxttl_ms;           /* the longest ttl any client told it */
-    int state;                    /* enum rl_mem_state */
-    int cause;                    /* enum rl_mem_cause: why it was reborn */
+    int64_t age_ms;     /* since it was born (or settled) */
+    uint32_t window_ms; /* it counts once this old */
+    uint32_t maxttl_ms; /* the longest ttl any client told it */
+    int state;          /* enum rl_mem_state */
+    int cause;          /* enum rl_mem_cause: why it was reborn */
 } rl_marker;
 
 typedef struct rl_trust {
     /* clock monitor (drift/monitor.h), fed by probe.c */
     drift_monitor clock;
-    bool probe_out;               /* a TIME probe is in flight */
+    bool probe_out; /* a TIME probe is in flight */
     rl_monotime probe_send_us;
 
     /* who the master is (INFO at the handshake): restart events, ping */
-    char run_id[41];              /* "" until the first INFO reply */
+    char run_id[41]; /* "" until the first INFO reply */
     int64_t uptime_s;
-    bool aof_on;                  /* appendonly yes (INFO, CONFIG) */
-    bool fsync_always;            /* appendfsync always (CONFIG) */
-    bool aof_always;              /* both: every acknowledged write is on disk */
-    int vouched;                  /* what this connection told the marker of that:
-                                     -1 nothing yet, 0 not durable, 1 durable */
+    bool aof_on;       /* appendonly yes (INFO, CONFIG) */
+    bool fsync_always; /* appendfsync always (CONFIG) */
+    bool aof_always;   /* both: every acknowledged write is on disk */
+    int vouched;       /* what this connection told the marker of that:
+                          -1 nothing yet, 0 not durable, 1 durable */
 
     /* Who the master is was checked on this connection (the CHECK script,
      * before any vote on it): until then, and if it failed, no vote counts. */
@@ -47,23 +47,23 @@ typedef struct rl_trust {
     char check_err[REDLOCK_VOTE_DETAIL_LEN];
 
     /* memory: the marker as last read (handshake, probes, acquires) */
-    bool marker_known;            /* read at least once */
-    int mem_state;                /* enum rl_mem_state */
-    int mem_cause;                /* enum rl_mem_cause */
-    rl_monotime born_us;          /* monotonic estimate of the marker's birth */
-    uint32_t window_ms;           /* it counts once this old */
-    uint32_t maxttl_ms;           /* the longest ttl any client told it */
+    bool marker_known;   /* read at least once */
+    int mem_state;       /* enum rl_mem_state */
+    int mem_cause;       /* enum rl_mem_cause */
+    rl_monotime born_us; /* monotonic estimate of the marker's birth */
+    uint32_t window_ms;  /* it counts once this old */
+    uint32_t maxttl_ms;  /* the longest ttl any client told it */
 
     /* The master's clock as the last CHECK read it (ms), and when that
      * CHECK was sent (our monotonic clock): the master's clock at any later
      * moment is bounded from above from these (rl_trust_lease_end). */
-    int64_t ref_ms;               /* 0: no CHECK answered on this connection yet */
+    int64_t ref_ms; /* 0: no CHECK answered on this connection yet */
     rl_monotime ref_sent_us;
-    rl_monotime check_sent_us;    /* the CHECK in flight */
+    rl_monotime check_sent_us; /* the CHECK in flight */
 
     /* eviction: CONFIG GET maxmemory* */
-    int64_t maxmemory;            /* bytes; -1 unknown (CONFIG refused) */
-    char policy[32];              /* maxmemory-policy; "" unknown */
+    int64_t maxmemory; /* bytes; -1 unknown (CONFIG refused) */
+    char policy[32];   /* maxmemory-policy; "" unknown */
 } rl_trust;
 
 void rl_trust_init(rl_trust *t, const redlock_config *cfg);

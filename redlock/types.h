@@ -48,14 +48,14 @@ typedef struct rl_op rl_op;
 #define RL_HOT_MS 1000
 
 struct redlock_client {
-    redlock_config cfg;           /* a full copy; the strings below own its strings */
-    char *strs;                   /* every string of cfg, copied in one block */
+    redlock_config cfg; /* a full copy; the strings below own its strings */
+    char *strs;         /* every string of cfg, copied in one block */
     size_t prefix_len;
     struct event_base *base;
-    bool owns_base;               /* blocking client: private base + I/O thread */
+    bool owns_base; /* blocking client: private base + I/O thread */
     bool freeing;
-    uint32_t n;                   /* masters */
-    uint32_t quorum;              /* n/2 + 1 */
+    uint32_t n;      /* masters */
+    uint32_t quorum; /* n/2 + 1 */
     rl_node nodes[REDLOCK_MAX_MASTERS];
     rl_node_env env;              /* what the nodes see of us */
     rl_tls *tls;                  /* NULL: no master uses TLS */
@@ -75,27 +75,27 @@ struct redlock_client {
         uint64_t hash;
         rl_monotime until;
     } hot[RL_HOT_SLOTS];
-    struct rl_ready *ready;       /* readiness waiters (ready.c) */
-    int in_callback;              /* inside a user callback run by the library */
-    bool free_requested;          /* redlock_client_free() was called from one */
-    void (*destroy)(redlock_client *c);   /* client.c's teardown, for the deferred free */
-    void (*shutdown)(redlock_client *c);  /* client.c: end every op and watchdog (loop thread) */
+    struct rl_ready *ready;              /* readiness waiters (ready.c) */
+    int in_callback;                     /* inside a user callback run by the library */
+    bool free_requested;                 /* redlock_client_free() was called from one */
+    void (*destroy)(redlock_client *c);  /* client.c's teardown, for the deferred free */
+    void (*shutdown)(redlock_client *c); /* client.c: end every op and watchdog (loop thread) */
 };
 
 struct redlock_lock {
-    uint32_t n;                   /* resources */
-    const char **res;             /* n names (point into mem) */
+    uint32_t n;       /* resources */
+    const char **res; /* n names (point into mem) */
     size_t *len;
     char *mem;
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t ttl_ms;
-    uint64_t fence;               /* 0 unless fenced */
-    rl_monotime valid_until_us;   /* monotonic; 0: no validity known. Read and written
-                                     only through rl_lock_valid_until/_set: with a
-                                     blocking client the watchdog's I/O thread
-                                     writes it while the holder's thread reads */
-    struct rl_watchdog *wd;       /* running watchdog, or NULL */
-    void (*on_free)(redlock_lock *l);   /* set while a watchdog runs: stops it first */
+    uint64_t fence;                   /* 0 unless fenced */
+    rl_monotime valid_until_us;       /* monotonic; 0: no validity known. Read and written
+                                         only through rl_lock_valid_until/_set: with a
+                                         blocking client the watchdog's I/O thread
+                                         writes it while the holder's thread reads */
+    struct rl_watchdog *wd;           /* running watchdog, or NULL */
+    void (*on_free)(redlock_lock *l); /* set while a watchdog runs: stops it first */
 };
 
 static inline rl_monotime rl_lock_valid_until(const redlock_lock *l)

@@ -21,11 +21,11 @@
 
 struct rl_wait {
     rl_waiter *head, *tail;
-    char channel[48];             /* "redlock:wake:" + 32 hex, random per client */
+    char channel[48]; /* "redlock:wake:" + 32 hex, random per client */
     uint64_t next_id;
     uint64_t last_ticket;
-    bool active;                  /* subscribed (or trying) since the first wait */
-    const rl_conn *subscribed[REDLOCK_MAX_MASTERS];   /* the connection we subscribed */
+    bool active; /* subscribed (or trying) since the first wait */
+    const rl_conn *subscribed[REDLOCK_MAX_MASTERS]; /* the connection we subscribed */
 };
 
 static struct rl_wait *wait_state(redlock_client *c)
@@ -50,12 +50,14 @@ static struct rl_wait *wait_state(redlock_client *c)
  * once per connection; waiting still works, by polling. */
 static void on_channel_probe(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err; (void)why;
+    (void)err;
+    (void)why;
     rl_node *n = arg;
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
     if (s && rl_reply_is_acl_denial(s, len))
-        rl_node_log(n, REDLOCK_LOG_WARN, "the ACL refuses the wake-up channel: waiters poll "
+        rl_node_log(n, REDLOCK_LOG_WARN,
+                    "the ACL refuses the wake-up channel: waiters poll "
                     "instead; grant the user &redlock:wake:* (README: the ACL redlock %s)",
                     "needs");
 }
@@ -78,7 +80,7 @@ void rl_wait_join(redlock_client *c, rl_waiter *w, uint32_t hand_ms)
 {
     struct rl_wait *ws = wait_state(c);
     if (!ws || w->joined)
-        return;   /* out of memory: no queue, no wake-ups; the poll timer still retries */
+        return; /* out of memory: no queue, no wake-ups; the poll timer still retries */
     w->joined = true;
     /* The ticket: real time, so that waiters of different processes on one
      * host line up in the order they started; within a client, strictly

@@ -5,15 +5,15 @@
 
 #include "types.h"
 
-#define RL_WAITER_MAX 160         /* "hand|channel|id" */
+#define RL_WAITER_MAX 160 /* "hand|channel|id" */
 
 /* One waiting acquire, embedded in it. @wake runs when a release handed it
  * the lock on a master; it only ever starts an ordinary attempt. */
 typedef struct rl_waiter {
-    struct rl_waiter *prev, *next;   /* the client's waiters */
+    struct rl_waiter *prev, *next; /* the client's waiters */
     void (*wake)(struct rl_waiter *w);
-    char member[RL_WAITER_MAX];      /* its name in the masters' queues */
-    uint64_t ticket;                 /* when it started waiting: µs, real time */
+    char member[RL_WAITER_MAX]; /* its name in the masters' queues */
+    uint64_t ticket;            /* when it started waiting: µs, real time */
     bool joined;
 } rl_waiter;
 

@@ -31,12 +31,12 @@ typedef struct rl_watchdog {
     struct event *ev;
     redlock_lost_cb cb;
     void *arg;
-    uint32_t extends;             /* extensions done */
-    uint32_t failures;            /* failed extensions since the last success */
+    uint32_t extends;  /* extensions done */
+    uint32_t failures; /* failed extensions since the last success */
     rl_monotime started_us;
-    rl_op *ext_op;                /* the extend in flight, with us as its arg */
-    bool stopped;                 /* stopped while extending: the op frees us */
-    int last_status;              /* the last failed extension's status */
+    rl_op *ext_op;   /* the extend in flight, with us as its arg */
+    bool stopped;    /* stopped while extending: the op frees us */
+    int last_status; /* the last failed extension's status */
     redlock_error last_err;
     struct rl_watchdog *prev, *next;
 } rl_watchdog;
@@ -125,8 +125,8 @@ static int64_t wd_floor_ms(const rl_watchdog *wd)
 
 static bool passes(int status)
 {
-    return status == REDLOCK_ENOQUORUM || status == REDLOCK_EUNAVAIL ||
-           status == REDLOCK_EBUSY || status == REDLOCK_ETIMEOUT;
+    return status == REDLOCK_ENOQUORUM || status == REDLOCK_EUNAVAIL || status == REDLOCK_EBUSY ||
+           status == REDLOCK_ETIMEOUT;
 }
 
 /* A failed extension that may pass: try again while more than the floor
@@ -146,16 +146,19 @@ static void wd_retry_or_lose(rl_watchdog *wd, int status, const redlock_error *e
         return;
     }
     redlock_error e;
-    rl_seterr(&e, status, -1, "watchdog: %u extension(s) failed, %lld ms of validity left "
-              "(floor %lld ms): stop using the resource; last: %.120s", wd->failures,
-              (long long)left, (long long)floor, err->msg);
+    rl_seterr(&e, status, -1,
+              "watchdog: %u extension(s) failed, %lld ms of validity left "
+              "(floor %lld ms): stop using the resource; last: %.120s",
+              wd->failures, (long long)left, (long long)floor, err->msg);
     wd_lost(wd, status, &e);
 }
 
 static void wd_on_extended(redlock_client *c, int status, redlock_lock *lock,
                            const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)c; (void)lock; (void)out;
+    (void)c;
+    (void)lock;
+    (void)out;
     rl_watchdog *wd = arg;
     wd->ext_op = NULL;
     if (wd->stopped) {
@@ -175,7 +178,8 @@ static void wd_on_extended(redlock_client *c, int status, redlock_lock *lock,
 
 static void wd_on_timer(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     rl_watchdog *wd = arg;
     redlock_client *c = wd->c;
     redlock_error err;
@@ -189,8 +193,8 @@ static void wd_on_timer(evutil_socket_t fd, short what, void *arg)
     if (wd->extends >= c->cfg.watchdog_max_extends || ran_ms >= c->cfg.watchdog_max_lease_ms) {
         rl_seterr(&err, REDLOCK_ELIMIT, -1,
                   "watchdog: limit reached after %u extensions and %llu ms (watchdog_max_extends "
-                  "%u, watchdog_max_lease_ms %u); the lock lapses in %lld ms", wd->extends,
-                  (unsigned long long)ran_ms, c->cfg.watchdog_max_extends,
+                  "%u, watchdog_max_lease_ms %u); the lock lapses in %lld ms",
+                  wd->extends, (unsigned long long)ran_ms, c->cfg.watchdog_max_extends,
                   c->cfg.watchdog_max_lease_ms, (long long)redlock_lock_validity_ms(wd->lock));
         wd_lost(wd, REDLOCK_ELIMIT, &err);
         return;
@@ -289,7 +293,8 @@ int redlock_watchdog_start(redlock_client *c, redlock_lock *lock, redlock_lost_c
                            void *arg, redlock_error *reterr)
 {
     if (!c || !lock || !lost_cb) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "watchdog: client, lock and lost_cb must not be NULL");
+        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                  "watchdog: client, lock and lost_cb must not be NULL");
         return REDLOCK_EINVAL;
     }
     wd_call k = { .lock = lock, .cb = lost_cb, .arg = arg, .err = reterr };

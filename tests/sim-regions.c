@@ -33,23 +33,26 @@
 
 static struct config {
     char masters[REDLOCK_MAX_MASTERS][64];
-    int n;                                   /* masters */
-    unsigned rtt[REDLOCK_MAX_MASTERS];       /* ms, per master */
+    int n;                             /* masters */
+    unsigned rtt[REDLOCK_MAX_MASTERS]; /* ms, per master */
     int n_rtt;
-    unsigned ttl[MAX_LIST];                  /* ms */
+    unsigned ttl[MAX_LIST]; /* ms */
     int n_ttl;
-    unsigned nto[MAX_LIST];                  /* node timeouts, ms */
+    unsigned nto[MAX_LIST]; /* node timeouts, ms */
     int n_nto;
-    unsigned samples;                        /* acquires per ttl x timeout x scenario */
-    unsigned jitter;                         /* ms, one way, +/- */
-    int relay_port;                          /* first relay port */
-    int no_relay;                            /* links already slowed (netem) */
+    unsigned samples; /* acquires per ttl x timeout x scenario */
+    unsigned jitter;  /* ms, one way, +/- */
+    int relay_port;   /* first relay port */
+    int no_relay;     /* links already slowed (netem) */
     int check;
-    int max_down;                            /* scenarios: 0..max_down fastest down */
+    int max_down; /* scenarios: 0..max_down fastest down */
 } config = {
-    .rtt = { 20, 40, 80, 120, 150 }, .n_rtt = 5,
-    .ttl = { 1000, 10000, 30000 }, .n_ttl = 3,
-    .nto = { 100, 200, 400 }, .n_nto = 3,
+    .rtt = { 20, 40, 80, 120, 150 },
+    .n_rtt = 5,
+    .ttl = { 1000, 10000, 30000 },
+    .n_ttl = 3,
+    .nto = { 100, 200, 400 },
+    .n_nto = 3,
     .samples = 60,
     .relay_port = 7655,
     .max_down = 2,
@@ -60,12 +63,12 @@ struct combo {
     redlock_client *c;
     unsigned ttl, nto;
     unsigned started, done, ok;
-    unsigned warm, warm_runs;                /* warm-up: acquires left at least, made */
-    int warm_down;                           /* the last warm-up saw a master not connected */
-    uint64_t t0_us;                          /* current acquire's start */
-    double *lat_ms;                          /* successes only */
-    double *lost_ms;                         /* ttl - validity, successes only */
-    double *fail_ms;                         /* failures */
+    unsigned warm, warm_runs; /* warm-up: acquires left at least, made */
+    int warm_down;            /* the last warm-up saw a master not connected */
+    uint64_t t0_us;           /* current acquire's start */
+    double *lat_ms;           /* successes only */
+    double *lost_ms;          /* ttl - validity, successes only */
+    double *fail_ms;          /* failures */
     unsigned failed;
     int last_err;
 };
@@ -73,31 +76,30 @@ struct combo {
 static struct event_base *base;
 static struct combo combos[MAX_COMBOS];
 static int n_combos, pending_combos, releases_pending;
-static int warming;                          /* run_all() is warming up, not sampling */
+static int warming; /* run_all() is warming up, not sampling */
 static tc_relay *relays[REDLOCK_MAX_MASTERS];
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-        "usage: sim-regions [options]\n"
-        "\n"
-        "Acquire latency and validity lost with masters in distant regions.\n"
-        "\n"
-        "  --masters LIST     host:port,... (default: $REDLOCK_TEST_MASTERS)\n"
-        "  --rtt LIST         round trip per master, ms (default 20,40,80,120,150)\n"
-        "  --ttl LIST         ttls to try, ms (default 1000,10000,30000)\n"
-        "  --node-timeout LIST  node timeouts to try, ms (default 100,200,400)\n"
-        "  --samples N        acquires per cell (default 60)\n"
-        "  --jitter MS        one-way jitter, +/- (default 0)\n"
-        "  --relay-port P     relays listen on 127.0.0.1:P.. (default 7655)\n"
-        "  --no-relay         the links are already slowed (netns.sh delay): connect\n"
-        "                     directly; only the all-up scenario runs\n"
-        "  --max-down K       scenarios with the 0..K fastest regions cut (default 2)\n"
-        "  --check            exit 1 unless the figures match the model\n"
-        "  -h, --help         this text\n"
-        "\n"
-        "Exit status: 0 done (and checks passed), 1 a check failed or setup failed,\n"
-        "2 usage error.\n");
+    fprintf(f, "usage: sim-regions [options]\n"
+               "\n"
+               "Acquire latency and validity lost with masters in distant regions.\n"
+               "\n"
+               "  --masters LIST     host:port,... (default: $REDLOCK_TEST_MASTERS)\n"
+               "  --rtt LIST         round trip per master, ms (default 20,40,80,120,150)\n"
+               "  --ttl LIST         ttls to try, ms (default 1000,10000,30000)\n"
+               "  --node-timeout LIST  node timeouts to try, ms (default 100,200,400)\n"
+               "  --samples N        acquires per cell (default 60)\n"
+               "  --jitter MS        one-way jitter, +/- (default 0)\n"
+               "  --relay-port P     relays listen on 127.0.0.1:P.. (default 7655)\n"
+               "  --no-relay         the links are already slowed (netns.sh delay): connect\n"
+               "                     directly; only the all-up scenario runs\n"
+               "  --max-down K       scenarios with the 0..K fastest regions cut (default 2)\n"
+               "  --check            exit 1 unless the figures match the model\n"
+               "  -h, --help         this text\n"
+               "\n"
+               "Exit status: 0 done (and checks passed), 1 a check failed or setup failed,\n"
+               "2 usage error.\n");
 }
 
 static int parse_list(const char *s, unsigned *out, int max, const char *what)
@@ -167,10 +169,15 @@ static void parse_options(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
         case 'm': masters = optarg; break;
-        case 'r': config.n_rtt = parse_list(optarg, config.rtt, REDLOCK_MAX_MASTERS, "--rtt"); break;
+        case 'r':
+            config.n_rtt = parse_list(optarg, config.rtt, REDLOCK_MAX_MASTERS, "--rtt");
+            break;
         case 't': config.n_ttl = parse_list(optarg, config.ttl, MAX_LIST, "--ttl"); break;
         case 'o': config.n_nto = parse_list(optarg, config.nto, MAX_LIST, "--node-timeout"); break;
-        case 's': parse_list(optarg, one, 1, "--samples"); config.samples = one[0]; break;
+        case 's':
+            parse_list(optarg, one, 1, "--samples");
+            config.samples = one[0];
+            break;
         case 'j':
             if (!strcmp(optarg, "0"))
                 config.jitter = 0;
@@ -202,7 +209,8 @@ static void parse_options(int argc, char **argv)
         exit(2);
     }
     if (!masters || !*masters) {
-        fprintf(stderr, "sim-regions: no masters (--masters, or run under tests/with-cluster.sh)\n");
+        fprintf(stderr,
+                "sim-regions: no masters (--masters, or run under tests/with-cluster.sh)\n");
         exit(2);
     }
     parse_masters(masters);
@@ -232,7 +240,11 @@ static void start_later(evutil_socket_t fd, short what, void *arg)
 static void on_release(redlock_client *c, int status, redlock_lock *lock,
                        const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)c; (void)status; (void)out; (void)err; (void)arg;
+    (void)c;
+    (void)status;
+    (void)out;
+    (void)err;
+    (void)arg;
     redlock_lock_free(lock);
     if (--releases_pending == 0 && pending_combos == 0)
         event_base_loopbreak(base);
@@ -297,7 +309,8 @@ static void start_acquire(struct combo *k)
     redlock_error e;
     int rc;
 
-    snprintf(res, sizeof(res), "sim-regions:%ld:%u:%u:%u", (long)getpid(), k->ttl, k->nto, k->started++);
+    snprintf(res, sizeof(res), "sim-regions:%ld:%u:%u:%u", (long)getpid(), k->ttl, k->nto,
+             k->started++);
     k->t0_us = tc_now_us();
     rc = redlock_acquire_async(k->c, res, strlen(res), k->ttl, on_acquire, k, &e);
     if (rc != 0) {
@@ -353,7 +366,7 @@ static int run_scenario(int down, int *failed_checks)
 
     memcpy(sorted, config.rtt, sizeof(unsigned) * (size_t)config.n);
     qsort(sorted, (size_t)config.n, sizeof(unsigned), cmp_unsigned);
-    need = sorted[down + quorum - 1];   /* the quorum-th fastest of those left */
+    need = sorted[down + quorum - 1]; /* the quorum-th fastest of those left */
     /* Masters in order of rtt: the ones to cut are order[0..down-1]. */
     for (int i = 0; i < config.n; i++)
         order[i] = i;
@@ -382,8 +395,10 @@ static int run_scenario(int down, int *failed_checks)
             int rc;
 
             for (int i = 0; i < config.n; i++)
-                used += (size_t)snprintf(masters + used, sizeof(masters) - used, "%s%s", i ? "," : "",
-                                         config.no_relay ? config.masters[i] : tc_relay_addr(relays[i]));
+                used += (size_t)snprintf(masters + used, sizeof(masters) - used, "%s%s",
+                                         i ? "," : "",
+                                         config.no_relay ? config.masters[i]
+                                                         : tc_relay_addr(relays[i]));
             free(k->lat_ms);
             free(k->lost_ms);
             free(k->fail_ms);
@@ -481,7 +496,8 @@ int main(int argc, char **argv)
     if (!config.no_relay) {
         for (int i = 0; i < config.n; i++) {
             char err[256];
-            relays[i] = tc_relay_start(config.masters[i], config.relay_port + i, NULL, err, sizeof(err));
+            relays[i] = tc_relay_start(config.masters[i], config.relay_port + i, NULL, err,
+                                       sizeof(err));
             if (!relays[i]) {
                 fprintf(stderr, "sim-regions: %s\n", err);
                 rc = 1;
@@ -499,8 +515,8 @@ int main(int argc, char **argv)
            config.no_relay ? "links slowed by the caller" : "user-space relay", config.jitter,
            config.samples);
     printf("# latency: call to callback, ms; lost: ttl - validity = elapsed + ttl*0.01 + 2 ms\n");
-    printf("%-14s %7s %6s %9s %7s %7s %7s %7s %9s %9s %8s\n", "scenario", "ttl_ms", "nto_ms", "ok/n",
-           "p50", "p90", "p99", "max", "lost_p50", "lost_p99", "lost%ttl");
+    printf("%-14s %7s %6s %9s %7s %7s %7s %7s %9s %9s %8s\n", "scenario", "ttl_ms", "nto_ms",
+           "ok/n", "p50", "p90", "p99", "max", "lost_p50", "lost_p99", "lost%ttl");
     for (int down = 0; down <= config.max_down; down++) {
         if (run_scenario(down, &failed) < 0) {
             rc = 1;

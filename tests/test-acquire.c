@@ -132,7 +132,7 @@ Test(acquire, outcome_fills_votes_n_ok_and_quorum)
     redlock_lock *l;
     uint32_t ok = 0;
 
-    memset(&out, 0xa5, sizeof(out));   /* nothing left from before the call */
+    memset(&out, 0xa5, sizeof(out)); /* nothing left from before the call */
     tc_resource(res, sizeof(res), NULL);
     l = core_must_acquire(fx.c, res, TTL_MS, &out);
     cr_expect(eq(int, out.status, 0));
@@ -195,8 +195,7 @@ Test(acquire, key_prefix_is_prepended_on_the_masters)
     rc = redlock_acquire(pc, res, strlen(res), TTL_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, 0), "%s", e.msg);
     core_barrier(pc);
-    cr_expect(eq(int, core_count_token(key, strlen(key), redlock_lock_token(l), TTL_MS),
-                 tc_n()));
+    cr_expect(eq(int, core_count_token(key, strlen(key), redlock_lock_token(l), TTL_MS), tc_n()));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "unprefixed key exists");
 
     /* The lock's resource is the caller's name, without the prefix. */
@@ -216,7 +215,7 @@ Test(acquire, key_prefix_is_prepended_on_the_masters)
 Test(acquire, out_params_untouched_on_failure)
 {
     char res[128];
-    redlock_lock *sentinel = (redlock_lock *)&res;   /* any non-NULL pointer */
+    redlock_lock *sentinel = (redlock_lock *)&res; /* any non-NULL pointer */
     redlock_lock *got = sentinel;
     redlock_error e;
     int rc;

@@ -18,8 +18,8 @@
 
 struct code_entry {
     int code;
-    const char *name;      /* "EINVAL" */
-    const char *msg;       /* as in REDLOCK_ERRNO_MAP */
+    const char *name; /* "EINVAL" */
+    const char *msg;  /* as in REDLOCK_ERRNO_MAP */
 };
 
 static const struct code_entry codes[] = {
@@ -34,8 +34,8 @@ Test(version, runtime_matches_header)
 {
     char want[32];
 
-    snprintf(want, sizeof(want), "%d.%d.%d", REDLOCK_VERSION_MAJOR,
-             REDLOCK_VERSION_MINOR, REDLOCK_VERSION_PATCH);
+    snprintf(want, sizeof(want), "%d.%d.%d", REDLOCK_VERSION_MAJOR, REDLOCK_VERSION_MINOR,
+             REDLOCK_VERSION_PATCH);
     cr_assert(not(zero(ptr, (void *)redlock_version())));
     cr_assert(eq(str, (char *)redlock_version(), want));
     cr_assert(eq(str, (char *)redlock_version(), REDLOCK_VERSION_STRING));
@@ -101,19 +101,17 @@ Test(errors, ok_and_unknown_codes_are_never_null)
     cr_assert(eq(str, (char *)redlock_err_name(0), "OK"));
     cr_assert(not(zero(ptr, (void *)redlock_strerror(0))));
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
-        cr_expect(eq(str, (char *)redlock_strerror(unknown[i]), "unknown error"),
-                  "strerror(%d)", unknown[i]);
-        cr_expect(not(zero(ptr, (void *)redlock_err_name(unknown[i]))),
-                  "err_name(%d)", unknown[i]);
+        cr_expect(eq(str, (char *)redlock_strerror(unknown[i]), "unknown error"), "strerror(%d)",
+                  unknown[i]);
+        cr_expect(not(zero(ptr, (void *)redlock_err_name(unknown[i]))), "err_name(%d)", unknown[i]);
     }
 }
 
 Test(votes, every_kind_has_a_distinct_name)
 {
     static const int kinds[] = {
-        REDLOCK_VOTE_NONE, REDLOCK_VOTE_PENDING, REDLOCK_VOTE_OK,
-        REDLOCK_VOTE_HELD, REDLOCK_VOTE_GONE, REDLOCK_VOTE_TIMEOUT,
-        REDLOCK_VOTE_DOWN, REDLOCK_VOTE_ERROR,
+        REDLOCK_VOTE_NONE, REDLOCK_VOTE_PENDING, REDLOCK_VOTE_OK,   REDLOCK_VOTE_HELD,
+        REDLOCK_VOTE_GONE, REDLOCK_VOTE_TIMEOUT, REDLOCK_VOTE_DOWN, REDLOCK_VOTE_ERROR,
     };
     const size_t n = sizeof(kinds) / sizeof(kinds[0]);
 
@@ -136,8 +134,7 @@ Test(config, init_fills_the_documented_defaults)
     memset(&cfg, 0xa5, sizeof(cfg));
     redlock_config_init(&cfg);
     cr_expect(zero(ptr, (void *)cfg.masters));
-    cr_expect(cfg.key_prefix == NULL || cfg.key_prefix[0] == '\0',
-              "key_prefix defaults to \"\"");
+    cr_expect(cfg.key_prefix == NULL || cfg.key_prefix[0] == '\0', "key_prefix defaults to \"\"");
     cr_expect(zero(ptr, (void *)cfg.username));
     cr_expect(zero(ptr, (void *)cfg.password));
     cr_expect(eq(u32, cfg.node_timeout_ms, 50));
@@ -164,14 +161,14 @@ Test(lifecycle, destructors_accept_null)
 
 Test(lifecycle, client_new_rejects_a_missing_config_without_touching_ret)
 {
-    redlock_client *c = (redlock_client *)&c;   /* a sentinel, not NULL */
+    redlock_client *c = (redlock_client *)&c; /* a sentinel, not NULL */
     redlock_config cfg;
     redlock_error err;
 
     cr_assert(eq(int, redlock_client_new(NULL, NULL, &c, NULL), REDLOCK_EINVAL));
     cr_assert(eq(ptr, (void *)c, (void *)&c), "ret clobbered on failure");
 
-    redlock_config_init(&cfg);   /* masters NULL */
+    redlock_config_init(&cfg); /* masters NULL */
     memset(&err, 0, sizeof(err));
     cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), REDLOCK_EINVAL));
     cr_assert(eq(ptr, (void *)c, (void *)&c), "ret clobbered on failure");

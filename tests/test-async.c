@@ -29,7 +29,7 @@
 
 static struct event_base *base;
 static redlock_client *client;
-static int in_call;          /* set around every *_async call */
+static int in_call; /* set around every *_async call */
 
 static void setup(void)
 {
@@ -51,21 +51,21 @@ TestSuite(async, .init = setup, .fini = teardown, .timeout = 60);
 /* What one operation's callback saw. */
 struct rec {
     int runs;
-    int runs_inside_call;     /* ran while an *_async call was on the stack */
-    int runs_inside_other;    /* ran while another callback was on the stack */
-    int done;                 /* for tc_run_until */
+    int runs_inside_call;  /* ran while an *_async call was on the stack */
+    int runs_inside_other; /* ran while another callback was on the stack */
+    int done;              /* for tc_run_until */
     int status;
     redlock_lock *lock;
     redlock_outcome out;
     int has_err;
     redlock_error err;
     /* for callbacks that act */
-    int free_client;          /* free the client from this callback */
-    int async_rc_in_cb;       /* rc of an acquire_async tried from this callback */
-    struct rec *inner;        /* receives that acquire's callback, if any */
+    int free_client;    /* free the client from this callback */
+    int async_rc_in_cb; /* rc of an acquire_async tried from this callback */
+    struct rec *inner;  /* receives that acquire's callback, if any */
 };
 
-static int in_callback;       /* depth of our callbacks on the stack */
+static int in_callback; /* depth of our callbacks on the stack */
 
 static void record(struct rec *r, int status, redlock_lock *lock, const redlock_outcome *out,
                    const redlock_error *err)
@@ -225,14 +225,14 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
     /* Every master refuses connections, so the outcome is known before
      * acquire_async even returns. The callback must still wait for the
      * loop. */
-    snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
-             tc_dead_port(), tc_dead_port(), tc_dead_port());
+    snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", tc_dead_port(),
+             tc_dead_port(), tc_dead_port());
     redlock_client_free(client);
     core_config(&cfg);
     cfg.masters = masters;
     cfg.retry_count = 0;
     client = core_client_async(&cfg, base);
-    run_for(50);    /* let the refusals land (a stand-in: see run_for()) */
+    run_for(50); /* let the refusals land (a stand-in: see run_for()) */
 
     tc_resource(res, sizeof(res), NULL);
     start_acquire(client, res, &acq);
@@ -261,7 +261,7 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
 struct spin {
     const char *res;
     int runs, stop;
-    redlock_client *a, *b;   /* set: each client's callback retries on the other */
+    redlock_client *a, *b; /* set: each client's callback retries on the other */
 };
 
 static void on_spin(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
@@ -269,7 +269,9 @@ static void on_spin(redlock_client *c, int status, redlock_lock *lock, const red
 {
     struct spin *s = arg;
 
-    (void)status; (void)out; (void)err;
+    (void)status;
+    (void)out;
+    (void)err;
     redlock_lock_free(lock);
     s->runs++;
     if (s->a)
@@ -280,7 +282,8 @@ static void on_spin(redlock_client *c, int status, redlock_lock *lock, const red
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what;
+    (void)fd;
+    (void)what;
     *(int *)arg = 1;
 }
 
@@ -293,8 +296,8 @@ static redlock_client *refused_client(void)
     static char masters[128];
     redlock_config cfg;
 
-    snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
-             tc_dead_port(), tc_dead_port(), tc_dead_port());
+    snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", tc_dead_port(),
+             tc_dead_port(), tc_dead_port());
     core_config(&cfg);
     cfg.masters = masters;
     cfg.retry_count = 0;
@@ -311,11 +314,12 @@ static void spin_until_a_timer_fires(struct spin *s, redlock_client *first, int 
     struct event *tick = evtimer_new(base, on_tick, &ticked);
     struct timeval tv = { 0, 20000 };
 
-    run_for(50);    /* let the refusals land, as above */
+    run_for(50); /* let the refusals land, as above */
     cr_assert(not(zero(ptr, tick)));
     evtimer_add(tick, &tv);
     cr_assert(eq(int, redlock_acquire_async(first, s->res, strlen(s->res), TTL_MS, on_spin, s, &e),
-                 0), "%s", e.msg);
+                 0),
+              "%s", e.msg);
     cr_assert(tc_run_until(base, &ticked, WAIT_MS), "the timer never fired");
     cr_expect(ge(int, s->runs, min_runs), "the callbacks ran %d times", s->runs);
     s->stop = 1;
@@ -499,9 +503,9 @@ Test(async, free_with_operations_in_flight_calls_each_back_once_with_eshutdown)
     plant_held(held1, sizeof(held1));
     plant_held(held2, sizeof(held2));
     start_acquire(client, held1, &b);
-    b.inner = &late;    /* its callback tries to start another acquire */
+    b.inner = &late; /* its callback tries to start another acquire */
     start_acquire(client, held2, &c);
-    run_for(100);       /* first attempts answered, waiting to retry (a stand-in: see run_for()) */
+    run_for(100); /* first attempts answered, waiting to retry (a stand-in: see run_for()) */
     cr_assert(eq(int, b.runs + c.runs, 0));
 
     /* From outside any callback: they complete inside the free. */
@@ -596,7 +600,8 @@ struct st_rec {
 static void on_status(redlock_client *c, int status, const redlock_status *st,
                       const redlock_error *err, void *arg)
 {
-    (void)c; (void)err;
+    (void)c;
+    (void)err;
     struct st_rec *r = arg;
     r->runs++;
     r->status = status;
@@ -632,7 +637,7 @@ Test(async, a_free_releases_an_acquire_in_flight_instead_of_leaving_its_keys)
     tc_resource(res, sizeof(res), NULL);
     for (int m = 0; m < tc_n(); m++)
         seen[m] = core_acquires_seen(m);
-    start_acquire(client, res, &acq);   /* queued on every connection */
+    start_acquire(client, res, &acq); /* queued on every connection */
     redlock_client_free(client);
     client = NULL;
     cr_expect(eq(int, acq.runs, 1));

@@ -26,7 +26,7 @@
 #define TTL_MS 10000u
 #define FALLBACK_PASSWORD "test-auth fallback"
 
-static int set_by_us;   /* the suite set requirepass itself */
+static int set_by_us; /* the suite set requirepass itself */
 
 static void setup(void)
 {
@@ -104,8 +104,7 @@ static void expect_eauth(const redlock_config *cfg, const char *what)
     /* Inspection calls fail the same way, not as "no quorum" silently. */
     redlock_status st;
     rc = redlock_status_get(c, res, strlen(res), &st, &e);
-    cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: status: %s: %s", what, redlock_err_name(rc),
-              e.msg);
+    cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: status: %s: %s", what, redlock_err_name(rc), e.msg);
     redlock_client_free(c);
 }
 
@@ -285,8 +284,8 @@ Test(auth, an_acl_without_info_keeps_the_master_out_and_says_why)
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, out.votes[0].kind, REDLOCK_VOTE_EXCLUDED), "%s",
               redlock_vote_kind_name(out.votes[0].kind));
-    cr_expect(strstr(out.votes[0].detail, "refused by the ACL: the user needs +info") != NULL,
-              "%s", out.votes[0].detail);
+    cr_expect(strstr(out.votes[0].detail, "refused by the ACL: the user needs +info") != NULL, "%s",
+              out.votes[0].detail);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a key was written");
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -324,11 +323,12 @@ static void readme_acl(const char *user, const char *edit)
     line[strcspn(line, "\n")] = '\0';
     for (int i = 0; i < tc_n(); i++) {
         char script[3072], out[512];
-        snprintf(script, sizeof(script),
-                 "line=$(printf '%%s' \"$1\" | sed -e 's/^redis-cli ACL SETUSER redlock /ACL SETUSER %s /' "
-                 "-e 's/PASSWORD/acl-pass/' -e 's/~locks:/~acl-%s:/' %s%s%s); "
-                 "eval \"redis-cli -p %d -a \\\"$2\\\" --no-auth-warning $line\"",
-                 user, user, edit ? "-e '" : "", edit ? edit : "", edit ? "'" : "", tc_port(i));
+        snprintf(
+            script, sizeof(script),
+            "line=$(printf '%%s' \"$1\" | sed -e 's/^redis-cli ACL SETUSER redlock /ACL SETUSER %s /' "
+            "-e 's/PASSWORD/acl-pass/' -e 's/~locks:/~acl-%s:/' %s%s%s); "
+            "eval \"redis-cli -p %d -a \\\"$2\\\" --no-auth-warning $line\"",
+            user, user, edit ? "-e '" : "", edit ? edit : "", edit ? "'" : "", tc_port(i));
         const char *argv[] = { "sh", "-c", script, "sh", line, tc_password(), NULL };
         int rc = tc_spawn(argv, out, sizeof(out));
         cr_assert(eq(int, rc, 0), "README's ACL line on master %d: exit %d: %s", i, rc, out);
@@ -392,16 +392,21 @@ Test(auth, the_readme_acl_is_all_a_redlock_user_needs)
     cr_expect(eq(int, redlock_extend(c1, a, TTL_MS, NULL, &e), 0), "extend: %s", e.msg);
 
     o.wait_ms = 5000;
-    o.retry_delay_ms = 2000;   /* B is woken by the hand-off, not by its poll */
+    o.retry_delay_ms = 2000; /* B is woken by the hand-off, not by its poll */
     o.retry_jitter_ms = 0;
     struct waiter_arg w = { c2, &one, &o, NULL, -1 };
     pthread_t t;
     cr_assert(eq(int, pthread_create(&t, NULL, waiter_main, &w), 0));
     int qlen = snprintf(qkey, sizeof(qkey), "%s%s", prefix, res) + 2;
     memcpy(qkey + qlen - 2, "\0q", 2);
-    cr_expect(TC_AWAIT(({ redisReply *q = tc_cmd(0, "ZCARD %b", qkey, (size_t)qlen);
-                          int n = q && q->type == REDIS_REPLY_INTEGER ? (int)q->integer : 0;
-                          freeReplyObject(q); n >= 1; }), 3000), "B never queued");
+    cr_expect(TC_AWAIT(({
+                           redisReply *q = tc_cmd(0, "ZCARD %b", qkey, (size_t)qlen);
+                           int n = q && q->type == REDIS_REPLY_INTEGER ? (int)q->integer : 0;
+                           freeReplyObject(q);
+                           n >= 1;
+                       }),
+                       3000),
+              "B never queued");
     uint64_t t0 = tc_now_us();
     cr_expect(eq(int, redlock_release(c1, a, NULL, &e), 0), "release: %s", e.msg);
     pthread_join(t, NULL);
@@ -446,15 +451,15 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
     redlock_acquire_opts_init(&o);
     o.ttl_ms = TTL_MS;
     o.wait_ms = 5000;
-    int rc = redlock_acquire_with(c2, &one, 1, &o, &b, &out, &e);   /* by polling */
+    int rc = redlock_acquire_with(c2, &one, 1, &o, &b, &out, &e); /* by polling */
     cr_assert(eq(int, rc, 0), "B: %s: %s", redlock_err_name(rc), e.msg);
     int said = 0;
     for (const char *p = acl_log; (p = strstr(p, "refuses the wake-up channel")); p++)
         said++;
     /* Both clients waited (redlock_acquire() with retry_count polls): each
      * says it once per master. */
-    cr_expect(eq(int, said, 2 * tc_n()), "said %d times (once per client and master):\n%s",
-              said, acl_log);
+    cr_expect(eq(int, said, 2 * tc_n()), "said %d times (once per client and master):\n%s", said,
+              acl_log);
     cr_expect(strstr(acl_log, "&redlock:wake:*") != NULL, "names the channel:\n%s", acl_log);
     redlock_release(c2, b, NULL, NULL);
     redlock_lock_free(a);
@@ -480,7 +485,8 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
     }
     cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s: %s", which, redlock_err_name(rc), e.msg);
     cr_expect(strstr(e.msg, "ACL: the user may not run 'evalsha'") != NULL &&
-                  strstr(e.msg, "password") == NULL, "%s: %s", which, e.msg);
+                  strstr(e.msg, "password") == NULL,
+              "%s: %s", which, e.msg);
     redlock_client_free(c);
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));

@@ -33,7 +33,11 @@ static int cb_runs;
 static void acq_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
                    const redlock_error *err, void *arg)
 {
-    (void)c; (void)status; (void)out; (void)err; (void)arg;
+    (void)c;
+    (void)status;
+    (void)out;
+    (void)err;
+    (void)arg;
     cb_runs++;
     redlock_lock_free(lock);
 }
@@ -41,7 +45,12 @@ static void acq_cb(redlock_client *c, int status, redlock_lock *lock, const redl
 static void op_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
                   const redlock_error *err, void *arg)
 {
-    (void)c; (void)status; (void)lock; (void)out; (void)err; (void)arg;
+    (void)c;
+    (void)status;
+    (void)lock;
+    (void)out;
+    (void)err;
+    (void)arg;
     cb_runs++;
 }
 
@@ -122,7 +131,6 @@ Test(bad_input, null_client_lock_or_callback_is_einval)
     redlock_client_free(NULL);
 }
 
-
 /* Per-call acquire options: every bad value is refused before anything is
  * sent, with one line that names the field. */
 struct opts_case {
@@ -131,14 +139,38 @@ struct opts_case {
     const char *field;
 };
 
-static void no_ttl(redlock_acquire_opts *o) { o->ttl_ms = 0; }
-static void ttl_too_long(redlock_acquire_opts *o) { o->ttl_ms = REDLOCK_TTL_MAX_MS + 1u; }
-static void bad_flags(redlock_acquire_opts *o) { o->flags = 0x80; }
-static void negative_wait(redlock_acquire_opts *o) { o->wait_ms = -7; }
-static void endless_wait(redlock_acquire_opts *o) { o->wait_ms = REDLOCK_WAIT_MAX_MS + 1; }
-static void long_delay(redlock_acquire_opts *o) { o->retry_delay_ms = 600001; }
-static void long_jitter(redlock_acquire_opts *o) { o->retry_jitter_ms = 600001; }
-static void no_size(redlock_acquire_opts *o) { o->size = 0; }
+static void no_ttl(redlock_acquire_opts *o)
+{
+    o->ttl_ms = 0;
+}
+static void ttl_too_long(redlock_acquire_opts *o)
+{
+    o->ttl_ms = REDLOCK_TTL_MAX_MS + 1u;
+}
+static void bad_flags(redlock_acquire_opts *o)
+{
+    o->flags = 0x80;
+}
+static void negative_wait(redlock_acquire_opts *o)
+{
+    o->wait_ms = -7;
+}
+static void endless_wait(redlock_acquire_opts *o)
+{
+    o->wait_ms = REDLOCK_WAIT_MAX_MS + 1;
+}
+static void long_delay(redlock_acquire_opts *o)
+{
+    o->retry_delay_ms = 600001;
+}
+static void long_jitter(redlock_acquire_opts *o)
+{
+    o->retry_jitter_ms = 600001;
+}
+static void no_size(redlock_acquire_opts *o)
+{
+    o->size = 0;
+}
 
 static const struct opts_case opts_cases[] = {
     { "no ttl", no_ttl, "ttl" },

@@ -32,15 +32,15 @@ struct masters_case {
     int code;
 };
 
-#define SEVENTEEN                                                               \
-    "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,127.0.0.1:6,"  \
-    "127.0.0.1:7,127.0.0.1:8,127.0.0.1:9,127.0.0.1:10,127.0.0.1:11,"            \
-    "127.0.0.1:12,127.0.0.1:13,127.0.0.1:14,127.0.0.1:15,127.0.0.1:16,"         \
+#define SEVENTEEN                                                              \
+    "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,127.0.0.1:6," \
+    "127.0.0.1:7,127.0.0.1:8,127.0.0.1:9,127.0.0.1:10,127.0.0.1:11,"           \
+    "127.0.0.1:12,127.0.0.1:13,127.0.0.1:14,127.0.0.1:15,127.0.0.1:16,"        \
     "127.0.0.1:17"
 
-#define SIXTEEN                                                                 \
-    "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,127.0.0.1:6,"  \
-    "127.0.0.1:7,127.0.0.1:8,127.0.0.1:9,127.0.0.1:10,127.0.0.1:11,"            \
+#define SIXTEEN                                                                \
+    "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4,127.0.0.1:5,127.0.0.1:6," \
+    "127.0.0.1:7,127.0.0.1:8,127.0.0.1:9,127.0.0.1:10,127.0.0.1:11,"           \
     "127.0.0.1:12,127.0.0.1:13,127.0.0.1:14,127.0.0.1:15,127.0.0.1:16"
 
 static const struct masters_case masters_cases[] = {
@@ -57,26 +57,26 @@ static const struct masters_case masters_cases[] = {
     { ":7000", REDLOCK_EINVAL },
     { "127.0.0.1:7000,127.0.0.1:7000", REDLOCK_EINVAL },
     { "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7000", REDLOCK_EINVAL },
-    { "127.0.0.1:7000,localhost:7000", REDLOCK_EINVAL },   /* same master, two names */
-    { "127.0.0.1:7000,[::ffff:127.0.0.1]:7000", REDLOCK_EINVAL },   /* IPv4-mapped: same master */
+    { "127.0.0.1:7000,localhost:7000", REDLOCK_EINVAL },          /* same master, two names */
+    { "127.0.0.1:7000,[::ffff:127.0.0.1]:7000", REDLOCK_EINVAL }, /* IPv4-mapped: same master */
     { "[::1", REDLOCK_EINVAL },
     { "[::1]", REDLOCK_EINVAL },
     { "[::1]7000", REDLOCK_EINVAL },
-    { "::1:7000", REDLOCK_EINVAL },                         /* IPv6 needs brackets */
+    { "::1:7000", REDLOCK_EINVAL }, /* IPv6 needs brackets */
     { "127.0.0.1:7000,", REDLOCK_EINVAL },
     { ",127.0.0.1:7000", REDLOCK_EINVAL },
     { "127.0.0.1:7000,,127.0.0.1:7001", REDLOCK_EINVAL },
     { SEVENTEEN, REDLOCK_EINVAL },
-    { "0127.0.0.1:7000", REDLOCK_EINVAL },   /* octal to inet_aton: 87.0.0.1, another host */
+    { "0127.0.0.1:7000", REDLOCK_EINVAL }, /* octal to inet_aton: 87.0.0.1, another host */
     { "127.0.0.01:7000", REDLOCK_EINVAL },
     { "0x7f.0.0.1:7000", REDLOCK_EINVAL },
-    { "ftp://127.0.0.1:7000", REDLOCK_EINVAL },             /* unknown scheme */
-    { "redis://127.0.0.1:7000?db=1", REDLOCK_EINVAL },      /* the db is /N */
+    { "ftp://127.0.0.1:7000", REDLOCK_EINVAL },        /* unknown scheme */
+    { "redis://127.0.0.1:7000?db=1", REDLOCK_EINVAL }, /* the db is /N */
     { "redis://127.0.0.1:7000/x", REDLOCK_EINVAL },
     { "redis://127.0.0.1:7000/65536", REDLOCK_EINVAL },
-    { "redis://user@127.0.0.1:7000", REDLOCK_EINVAL },      /* user without password */
-    { "redis://u:@127.0.0.1:7000", REDLOCK_EINVAL },        /* empty password */
-    { "redis://u:%zz@127.0.0.1:7000", REDLOCK_EINVAL },     /* bad %-escape */
+    { "redis://user@127.0.0.1:7000", REDLOCK_EINVAL },  /* user without password */
+    { "redis://u:@127.0.0.1:7000", REDLOCK_EINVAL },    /* empty password */
+    { "redis://u:%zz@127.0.0.1:7000", REDLOCK_EINVAL }, /* bad %-escape */
     { "unix://", REDLOCK_EINVAL },
     { "unix://relative.sock", REDLOCK_EINVAL },
     { "unix:///tmp/x.sock?db=z", REDLOCK_EINVAL },
@@ -103,8 +103,8 @@ ParameterizedTest(size_t *i, bad_input, bad_masters_are_refused)
     cfg.masters = tc->masters;
     memset(&e, 0, sizeof(e));
     rc = redlock_client_new(&cfg, NULL, &c, &e);
-    cr_expect(eq(int, rc, tc->code), "masters \"%s\": %s (%s)", tc->masters,
-              redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, rc, tc->code), "masters \"%s\": %s (%s)", tc->masters, redlock_err_name(rc),
+              e.msg);
     cr_expect(eq(int, e.code, tc->code), "masters \"%s\"", tc->masters);
     cr_expect(eq(ptr, (void *)c, (void *)sentinel), "ret written on failure");
     core_expect_msg(&e, tc->masters);
@@ -127,7 +127,7 @@ static const struct good_masters_case good_masters_cases[] = {
     { SIXTEEN, 16 },
     { "127.0.0.1:1", 1 },
     { " 127.0.0.1:1 , 127.0.0.1:2 ", 2 },
-    { "[::1]:1,127.0.0.1:1", 2 },     /* same port, different hosts */
+    { "[::1]:1,127.0.0.1:1", 2 }, /* same port, different hosts */
     { "localhost:65535", 1 },
 };
 
@@ -160,24 +160,51 @@ ParameterizedTest(size_t *i, bad_input, edge_master_lists_are_accepted)
 /* ------------------------------------------------------------------------ */
 
 struct config_case {
-    const char *field;             /* must appear in the message */
+    const char *field; /* must appear in the message */
     void (*spoil)(redlock_config *cfg);
 };
 
-static void no_masters(redlock_config *cfg) { cfg->masters = NULL; }
-static void node_timeout_zero(redlock_config *cfg) { cfg->node_timeout_ms = 0; }
-static void connect_timeout_zero(redlock_config *cfg) { cfg->connect_timeout_ms = 0; }
-static void drift_one(redlock_config *cfg) { cfg->drift_factor = 1.0; }
-static void drift_negative(redlock_config *cfg) { cfg->drift_factor = -0.01; }
-static void drift_nan(redlock_config *cfg) { cfg->drift_factor = NAN; }
-static void inflight_zero(redlock_config *cfg) { cfg->max_inflight = 0; }
+static void no_masters(redlock_config *cfg)
+{
+    cfg->masters = NULL;
+}
+static void node_timeout_zero(redlock_config *cfg)
+{
+    cfg->node_timeout_ms = 0;
+}
+static void connect_timeout_zero(redlock_config *cfg)
+{
+    cfg->connect_timeout_ms = 0;
+}
+static void drift_one(redlock_config *cfg)
+{
+    cfg->drift_factor = 1.0;
+}
+static void drift_negative(redlock_config *cfg)
+{
+    cfg->drift_factor = -0.01;
+}
+static void drift_nan(redlock_config *cfg)
+{
+    cfg->drift_factor = NAN;
+}
+static void inflight_zero(redlock_config *cfg)
+{
+    cfg->max_inflight = 0;
+}
 static void reconnect_inverted(redlock_config *cfg)
 {
     cfg->reconnect_min_ms = 500;
     cfg->reconnect_max_ms = 100;
 }
-static void password_empty(redlock_config *cfg) { cfg->password = ""; }
-static void username_alone(redlock_config *cfg) { cfg->username = "user"; }
+static void password_empty(redlock_config *cfg)
+{
+    cfg->password = "";
+}
+static void username_alone(redlock_config *cfg)
+{
+    cfg->username = "user";
+}
 static void prefix_too_long(redlock_config *cfg)
 {
     static char prefix[REDLOCK_PREFIX_MAX + 2];

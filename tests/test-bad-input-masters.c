@@ -33,11 +33,15 @@ TestSuite(bad_input, .timeout = 60);
 struct garbage_case {
     const char *reply;
     size_t len;
-    int code;              /* what acquire returns when 3 of 5 answer this */
+    int code; /* what acquire returns when 3 of 5 answer this */
     const char *why;
 };
 
+/* An initializer as a macro's body: clang-format 14 reads it as a block and
+ * spreads it over four lines, so it is kept out. */
+/* clang-format off */
 #define GARBAGE(s, code, why) { s, sizeof(s) - 1, code, why }
+/* clang-format on */
 
 static const struct garbage_case garbage_cases[] = {
     GARBAGE("+garbage\r\n", REDLOCK_EPROTO, "status that is not OK"),
@@ -95,8 +99,7 @@ ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_er
         cr_expect(not(zero(ptr, strstr(e->msg, tc_fake_addr(fakes[e->master])))), "%s", e->msg);
     for (int k = 0; k < 3; k++)
         cr_expect(eq(int, fx.out.votes[k].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
-                  tc->why, k, redlock_vote_kind_name(fx.out.votes[k].kind),
-                  fx.out.votes[k].detail);
+                  tc->why, k, redlock_vote_kind_name(fx.out.votes[k].kind), fx.out.votes[k].detail);
     /* The real masters got the SET; acquire cleaned up after itself (once
      * its releases have run: whether they have by the time acquire returns
      * is test-faults-kill's business). */
@@ -109,8 +112,7 @@ ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_er
         tc_fake_stop(fakes[k]);
 }
 
-Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = core_fx_init,
-     .fini = core_fx_fini)
+Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = core_fx_init, .fini = core_fx_fini)
 {
     static const char garbage[] = "\x00\x01 not redis\r\n";
     tc_fake *fake = tc_fake_start(garbage, sizeof(garbage) - 1, NULL);
@@ -156,8 +158,8 @@ Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = 
     cr_expect(eq(int, fx.out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
               redlock_vote_kind_name(fx.out.votes[4].kind), fx.out.votes[4].detail);
     cr_expect(eq(int, fx.out.votes[4].err, REDLOCK_ECONNECT));
-    cr_expect(not(zero(ptr, strstr(fx.out.votes[4].detail, "connection refused"))),
-              "detail: %s", fx.out.votes[4].detail);
+    cr_expect(not(zero(ptr, strstr(fx.out.votes[4].detail, "connection refused"))), "detail: %s",
+              fx.out.votes[4].detail);
     cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, &fx.e), 0), "%s", fx.e.msg);
 }
 
@@ -166,9 +168,9 @@ Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = 
 /* ------------------------------------------------------------------------ */
 
 struct wrongtype_case {
-    const char *create;        /* tc_cmd format, one %b for the key */
-    const char *type;          /* what TYPE answers */
-    const char *size;          /* tc_cmd format giving its element count */
+    const char *create; /* tc_cmd format, one %b for the key */
+    const char *type;   /* what TYPE answers */
+    const char *size;   /* tc_cmd format giving its element count */
     long long count;
 };
 
@@ -239,8 +241,7 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
     cr_expect(ge(int, e.master, 0), "%s", e.msg);
     if (e.master >= 0 && e.master < tc_n())
         cr_expect(not(zero(ptr, strstr(e.msg, tc_addr(e.master)))), "%s", e.msg);
-    cr_expect(strstr(e.msg, "prefix") || strstr(e.msg, "resource name"),
-              "no advice in: %s", e.msg);
+    cr_expect(strstr(e.msg, "prefix") || strstr(e.msg, "resource name"), "no advice in: %s", e.msg);
     for (int i = 0; i < tc_n(); i++) {
         if (out.votes[i].kind == REDLOCK_VOTE_PENDING)
             continue;
@@ -254,8 +255,8 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
     redlock_client_free(c);
 }
 
-Test(bad_input, release_and_extend_over_a_key_of_another_type_are_ewrongtype,
-     .init = core_fx_setup, .fini = core_fx_fini)
+Test(bad_input, release_and_extend_over_a_key_of_another_type_are_ewrongtype, .init = core_fx_setup,
+     .fini = core_fx_fini)
 {
     redlock_lock *l = NULL;
     redlock_error e;

@@ -121,7 +121,8 @@ Test(inspect, ping_json_reports_clocks_run_ids_and_exclusions)
     cr_assert(eq(int, cli(&p, "--clock-policy", "exclude", "ping", "--samples", "3"), 0));
     cr_assert(eq(int, count_lines(p.out), (size_t)tc_n() + 2), "%s", p.out);
     cr_assert(strstr(p.out, "CLOCK_RATE") != NULL && strstr(p.out, "RUN_ID") != NULL &&
-              strstr(p.out, "QUORUM") != NULL, "%s", p.out);
+                  strstr(p.out, "QUORUM") != NULL,
+              "%s", p.out);
     cr_assert(strstr(p.out, "trusted") != NULL && strstr(p.out, "counts") != NULL, "%s", p.out);
     cr_assert(strstr(p.out, "clock policy exclude, memory guard on") != NULL, "%s", p.out);
     cli_free(&p);
@@ -148,8 +149,8 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
     cr_assert(strstr(p.err, "memory marker") != NULL, "stderr: %s", p.err);
     cli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--restart-guard-ms", "1h",
-                          "--json"), 69));
+    cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--restart-guard-ms", "1h", "--json"),
+                 69));
     assert_one_json_object(p.out);
     cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ENOQUORUM"));
     cr_assert(jnull(p.out, "token"));
@@ -171,8 +172,11 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
 
     /* ping shows every master excluded, and warns that no quorum can form;
      * it still exits 0: every master answered. */
-    cr_assert(eq(int, cli(&p, "ping", "--masters", priv, "--samples", "1",
-                          "--restart-guard-ms", "1h", "--json"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "ping", "--masters", priv, "--samples", "1", "--restart-guard-ms", "1h",
+                     "--json"),
+                 0),
+              "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(eq(int, jint(p.out, "counting"), 0));
     cr_assert(eq(int, jint(p.out, "excluded"), 3));
@@ -181,17 +185,19 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
         const char *m = jindex(jreq(p.out, "masters"), 0);
 
         cr_assert(jbool(m, "excluded"));
-        cr_assert(strstr(jstr(m, "excluded_why", buf, sizeof(buf)), "memory marker") != NULL,
-                  "%s", buf);
+        cr_assert(strstr(jstr(m, "excluded_why", buf, sizeof(buf)), "memory marker") != NULL, "%s",
+                  buf);
     }
     cr_assert(strstr(p.err, "count toward a quorum") != NULL, "stderr: %s", p.err);
     cli_free(&p);
     /* The table says why, until when, and what would change it. */
-    cr_assert(eq(int, cli(&p, "ping", "--masters", priv, "--samples", "1",
-                          "--restart-guard-ms", "1h"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "ping", "--masters", priv, "--samples", "1", "--restart-guard-ms", "1h"),
+                 0),
+              "stderr: %s", p.err);
     cr_assert(strstr(p.out, "counts at 3600.0 s") != NULL, "%s", p.out);
-    cr_assert(strstr(p.out, "`readmit`") != NULL && strstr(p.out, "`declare-empty`") != NULL,
-              "%s", p.out);
+    cr_assert(strstr(p.out, "`readmit`") != NULL && strstr(p.out, "`declare-empty`") != NULL, "%s",
+              p.out);
     cli_free(&p);
 
     /* run is refused the same way, before CMD starts. */
@@ -201,8 +207,10 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
     cli_free(&p);
 
     /* It is the guard: without it the same lock is granted. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--no-restart-guard", "--ttl",
-                          "5000ms"), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "lock", res, "--masters", priv, "--no-restart-guard", "--ttl", "5000ms"),
+                 0),
+              "stderr: %s", p.err);
     cr_assert(is_token(p.out));
     cli_free(&p);
 }
@@ -212,7 +220,7 @@ Test(inspect, ping_shows_a_fast_clock_untrusted_and_exclude_excludes_it, .timeou
     struct cli_proc p;
     char priv[64], masters[256], clockfile[SCRATCH_MAX + 16], buf[160];
     const char *shim = clockshim_path();
-    const char *restart0[] = {"restart", "0", NULL};
+    const char *restart0[] = { "restart", "0", NULL };
     FILE *f;
 
     if (shim == NULL)
@@ -246,43 +254,47 @@ Test(inspect, ping_shows_a_fast_clock_untrusted_and_exclude_excludes_it, .timeou
         const char *m0 = jindex(jreq(p.out, "masters"), 0);
         const char *m1 = jindex(jreq(p.out, "masters"), 1);
 
-        cr_assert(jdouble(m0, "clock_rate_lo") > 1.01 && jdouble(m0, "clock_rate_hi") < 1.5,
-                  "%s", m0);
+        cr_assert(jdouble(m0, "clock_rate_lo") > 1.01 && jdouble(m0, "clock_rate_hi") < 1.5, "%s",
+                  m0);
         cr_assert(jint(m0, "clock_rate_faults") >= 1);
         cr_assert(yes(!jbool(m0, "clock_trusted")));
         cr_assert(yes(!jbool(m0, "excluded")));
         cr_assert(jbool(m1, "clock_trusted"));
         /* The same clock as ours: its interval holds 1 (how wide it is
          * depends on round trips, which load stretches). */
-        cr_assert(jdouble(m1, "clock_rate_lo") <= 1.0 && jdouble(m1, "clock_rate_hi") >= 1.0,
-                  "%s", m1);
+        cr_assert(jdouble(m1, "clock_rate_lo") <= 1.0 && jdouble(m1, "clock_rate_hi") >= 1.0, "%s",
+                  m1);
     }
     cr_assert(eq(int, jint(p.out, "counting"), 3));
     /* The event hook: one warning line per event (a jump, if the shim's
      * clock stepped between two probes, is reported instead of the rate). */
     cr_assert(strstr(p.err, "redlock-cli: warning: master 0 (127.0.0.1:") != NULL &&
-              (strstr(p.err, "clock runs at") != NULL || strstr(p.err, "clock jumped") != NULL),
+                  (strstr(p.err, "clock runs at") != NULL || strstr(p.err, "clock jumped") != NULL),
               "stderr: %s", p.err);
     cli_free(&p);
 
     /* exclude: the same master does not count toward a quorum. */
-    cr_assert(eq(int, cli(&p, "ping", "--json", "--no-restart-guard", "--clock-policy",
-                          "exclude", "--masters", masters), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "ping", "--json", "--no-restart-guard", "--clock-policy", "exclude",
+                     "--masters", masters),
+                 0),
+              "stderr: %s", p.err);
     assert_one_json_object(p.out);
     {
         const char *m0 = jindex(jreq(p.out, "masters"), 0);
 
         cr_assert(jbool(m0, "excluded"));
-        cr_assert(strstr(jstr(m0, "excluded_why", buf, sizeof(buf)), "clock") != NULL, "%s",
-                  buf);
+        cr_assert(strstr(jstr(m0, "excluded_why", buf, sizeof(buf)), "clock") != NULL, "%s", buf);
         cr_assert(yes(!jbool(jindex(jreq(p.out, "masters"), 2), "excluded")));
     }
     cr_assert(eq(int, jint(p.out, "counting"), 2));
     cli_free(&p);
 
     /* -q silences the warning; off takes no samples at all. */
-    cr_assert(eq(int, cli(&p, "-q", "ping", "--no-restart-guard", "--clock-policy", "off",
-                          "--masters", masters), 0));
+    cr_assert(eq(int,
+                 cli(&p, "-q", "ping", "--no-restart-guard", "--clock-policy", "off", "--masters",
+                     masters),
+                 0));
     cr_assert(eq(str, p.err, ""));
     cr_assert(strstr(p.out, "untrusted") == NULL, "%s", p.out);
     cli_free(&p);
@@ -299,16 +311,25 @@ Test(inspect, ping_prints_the_whole_reason_a_master_sits_out)
     char path[600], masters[800];
 
     snprintf(path, sizeof(path), "%s/evicting.sock", ts_dir());
-    const char *args[] = {"--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
-                          "--maxmemory-policy", "volatile-random",
-                          "--maxmemory", "18446744073709551615", NULL};
+    const char *args[] = { "--port",
+                           "0",
+                           "--unixsocket",
+                           path,
+                           "--unixsocketperm",
+                           "700",
+                           "--maxmemory-policy",
+                           "volatile-random",
+                           "--maxmemory",
+                           "18446744073709551615",
+                           NULL };
     ts_server *s = ts_server_start(args);
 
     snprintf(masters, sizeof(masters), "unix://%s,%s,%s", path, tc_addr(0), tc_addr(1));
-    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--samples", "1"), 0),
-              "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--samples", "1"), 0), "stderr: %s",
+              p.err);
     cr_assert(strstr(p.out, "  maxmemory-policy volatile-random may evict locks "
-                            "(set noeviction)\n") != NULL, "%s", p.out);
+                            "(set noeviction)\n") != NULL,
+              "%s", p.out);
     cli_free(&p);
     ts_server_stop(s);
 }
@@ -318,10 +339,10 @@ Test(inspect, no_quorum_exits_69_naming_each_master)
     struct cli_proc p;
     char dead[256], masters[512], res[128];
     const char *cmds[][4] = {
-        {"lock", res, NULL},
-        {"status", res, NULL},
-        {"ping", NULL},
-        {"unlock", res, "0123456789abcdef0123456789abcdef", NULL},
+        { "lock", res, NULL },
+        { "status", res, NULL },
+        { "ping", NULL },
+        { "unlock", res, "0123456789abcdef0123456789abcdef", NULL },
     };
 
     tc_resource(res, sizeof(res), NULL);
@@ -371,8 +392,8 @@ Test(inspect, unknown_master_host_exits_68)
 {
     struct cli_proc p;
 
-    cr_assert(eq(int, cli(&p, "ping", "--masters", "no-such-host.invalid:7000"), 68),
-              "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "ping", "--masters", "no-such-host.invalid:7000"), 68), "stderr: %s",
+              p.err);
     cr_assert(eq(int, count_lines(p.err), 1));
     cr_assert(strstr(p.err, "no-such-host.invalid") != NULL);
     cli_free(&p);
@@ -382,7 +403,7 @@ Test(inspect, masters_come_from_the_environment)
 {
     struct cli_proc p;
     char env_masters[600], dead[256];
-    const char *env[] = {env_masters, NULL};
+    const char *env[] = { env_masters, NULL };
 
     /* Dead masters in $REDLOCK_MASTERS: ping uses them (69), and
      * --masters wins over the environment (0). */
@@ -405,8 +426,8 @@ Test(inspect, declare_empty_lets_new_masters_vote_at_once_and_refuses_masters_wi
     tc_resource(res, sizeof(res), NULL);
     private_start(1, 8, NULL, priv, sizeof(priv));
     freeReplyObject(private_cmd(0, "DEL %b", marker, sizeof(marker) - 1));
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--ttl", "1h"), 69),
-              "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "lock", res, "--masters", priv, "--ttl", "1h"), 69), "stderr: %s",
+              p.err);
     cli_free(&p);
     /* That acquire marked it, and it is still new and empty: declare-empty
      * works (the dead end it used to be: "0 of 1 declared", then a wait). */
@@ -429,8 +450,8 @@ Test(inspect, declare_empty_lets_new_masters_vote_at_once_and_refuses_masters_wi
     freeReplyObject(private_cmd(0, "DEL %b", marker, sizeof(marker) - 1));
     cr_assert(eq(int, cli(&p, "declare-empty", "--masters", priv), 64), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "holds 1 keys, so it is not new") != NULL, "%s", p.err);
-    cr_assert(eq(int, (int)(strchr(p.err, '\n') - p.err + 1), (int)strlen(p.err)),
-              "one line: %s", p.err);
+    cr_assert(eq(int, (int)(strchr(p.err, '\n') - p.err + 1), (int)strlen(p.err)), "one line: %s",
+              p.err);
     cli_free(&p);
     /* The operator checked: readmit. */
     cr_assert(eq(int, cli(&p, "readmit", "--masters", priv), 0), "stderr: %s", p.err);

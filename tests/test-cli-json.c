@@ -99,7 +99,6 @@ Test(json, json_fields_of_every_command)
     cr_assert(jint(p.out, "released_on") >= 3);
     assert_votes(p.out, tc_n());
     cli_free(&p);
-
 }
 
 Test(json, json_fields_of_run)
@@ -129,7 +128,7 @@ Test(json, json_escapes_any_resource_bytes)
     /* Quote, backslash, control byte, newline, a byte that is not UTF-8,
      * and valid UTF-8 (é). */
     snprintf(res, sizeof(res), "%s \"q\" \\ \x01\n \xff \xc3\xa9",
-             tc_resource((char[128]){0}, 128, NULL));
+             tc_resource((char[128]){ 0 }, 128, NULL));
     cr_assert(eq(int, cli(&p, "lock", res, "--json"), 0), "%s", p.err);
     assert_one_json_object(p.out);
     cr_assert(strstr(p.out, "\\\"q\\\" \\\\ \\u0001\\n \\u00ff \xc3\xa9") != NULL, "%s", p.out);

@@ -62,8 +62,8 @@ Test(lock, unlock_and_extend_with_a_wrong_token_exit_75)
     token[32] = '\0';
     cli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "unlock", res, "0123456789abcdef0123456789abcdef"), 75),
-              "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "unlock", res, "0123456789abcdef0123456789abcdef"), 75), "stderr: %s",
+              p.err);
     cr_assert(eq(int, count_lines(p.err) >= 1, 1));
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "extend", res, "not-the-token", "--ttl", "60000ms"), 75));
@@ -206,8 +206,8 @@ Test(lock, lock_of_a_set_is_all_or_none)
     cr_assert(eq(int, tc_key_count(x, strlen(x)), 0));
 
     /* extend and unlock take the same list, in any order, the token last. */
-    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000ms", "--json"), 0),
-              "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000ms", "--json"), 0), "stderr: %s",
+              p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extended_on") >= 3);
     cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), c));
@@ -241,8 +241,7 @@ Test(lock, fence_increases_between_successive_locks)
     unsigned long long f1, f2, f3;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000ms"), 0), "stderr: %s",
-              p.err);
+    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000ms"), 0), "stderr: %s", p.err);
     f1 = take_token_and_fence(p.out, t);
     cr_assert(f1 > 0);
     cr_assert(eq(str, p.err, ""));
@@ -266,7 +265,8 @@ Test(lock, fence_increases_between_successive_locks)
     cr_assert(f3 > f2, "fence %llu after %llu", f3, f2);
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--wait", "5000ms", "--retry-delay", "50ms"),
-                 0), "stderr: %s", p.err);
+                 0),
+              "stderr: %s", p.err);
     cr_assert(take_token_and_fence(p.out, t) > f3);
     cli_free(&p);
 
@@ -283,10 +283,10 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
 {
     struct cli_proc holder, p;
     char res[128], t[40];
-    const char *waiter[] = {"lock", NULL, "--wait", "10000ms", "--retry-delay", "5000ms", "--json",
-                            NULL};
-    const char *poller[] = {"lock", NULL, "--wait", "10000ms", "--retry-delay", "1000ms",
-                            "--no-pubsub", "--json", NULL};
+    const char *waiter[] = { "lock",          NULL,     "--wait", "10000ms",
+                             "--retry-delay", "5000ms", "--json", NULL };
+    const char *poller[] = { "lock",   NULL,          "--wait", "10000ms", "--retry-delay",
+                             "1000ms", "--no-pubsub", "--json", NULL };
     struct monitor *mon;
     char set_cmd[200];
     uint64_t t0, t_rel;
@@ -466,7 +466,8 @@ Test(lock, wait_0_makes_one_attempt)
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "lock", res), 0));
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "0ms", "--retry-delay", "10ms", "--json"), 75));
+    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "0ms", "--retry-delay", "10ms", "--json"),
+                 75));
     assert_one_json_object(p.out);
     cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
     cli_free(&p);
@@ -474,7 +475,7 @@ Test(lock, wait_0_makes_one_attempt)
 
 Test(lock, a_signal_while_waiting_cancels_the_wait_and_exits_128_plus_n)
 {
-    static const int sigs[] = {SIGINT, SIGTERM};
+    static const int sigs[] = { SIGINT, SIGTERM };
     struct cli_proc holder, p;
     char res[128], t[40], buf[64];
 
@@ -541,13 +542,16 @@ Test(lock, masters_loading_their_data_are_waited_for_then_69)
     tc_resource(res, sizeof(res), NULL);
     for (int i = 0; i < 3; i++)
         f[i] = tc_fake_start(loading, sizeof(loading) - 1, NULL);
-    snprintf(masters, sizeof(masters), "%s,%s,%s,%s,%s", tc_addr(0), tc_addr(1),
-             tc_fake_addr(f[0]), tc_fake_addr(f[1]), tc_fake_addr(f[2]));
+    snprintf(masters, sizeof(masters), "%s,%s,%s,%s,%s", tc_addr(0), tc_addr(1), tc_fake_addr(f[0]),
+             tc_fake_addr(f[1]), tc_fake_addr(f[2]));
     /* Loading passes: a wait goes on trying (it used to give up at once,
      * as for a broken setup), and what is left is "no quorum", 69. */
     t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters, "--wait", "1s",
-                          "--retry-delay", "100ms", "--json"), 69), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "lock", res, "--masters", masters, "--wait", "1s", "--retry-delay",
+                     "100ms", "--json"),
+                 69),
+              "stderr: %s", p.err);
     cr_assert(now_ms() - t0 >= 1000, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "attempts") >= 2, "%s", p.out);
@@ -580,11 +584,13 @@ Test(lock, masters_out_of_memory_are_unavailable_69_not_a_setup_error)
         freeReplyObject(private_cmd(i, "CONFIG SET maxmemory 1"));
     snprintf(masters, sizeof(masters), "%s,%s", priv, tc_addr(0));
     cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters, "--no-restart-guard", "--json"),
-                 69), "stderr: %s", p.err);
+                 69),
+              "stderr: %s", p.err);
     cr_assert(eq(sz, count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "OOM command not allowed") != NULL, "stderr: %s", p.err);
     cr_assert(strstr(p.err, "free memory or raise maxmemory; 2 of 3 masters fail this way)") !=
-              NULL, "stderr: %s", p.err);
+                  NULL,
+              "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(eq(int, jint(p.out, "exit"), 69), "%s", p.out);
     cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "EREPLY"));

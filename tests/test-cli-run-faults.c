@@ -39,8 +39,8 @@ static void held_cmd_plan(struct held_cmd *h)
     snprintf(h->fifo, sizeof(h->fifo), "%s/fifo", cli_tmpdir);
     snprintf(h->go, sizeof(h->go), "%s/go", cli_tmpdir);
     cr_assert(mkfifo(h->fifo, 0600) == 0 && mkfifo(h->go, 0600) == 0);
-    snprintf(h->script, sizeof(h->script),
-             "echo $$ \"$REDLOCK_TOKEN\" > '%s'; read x < '%s'", h->fifo, h->go);
+    snprintf(h->script, sizeof(h->script), "echo $$ \"$REDLOCK_TOKEN\" > '%s'; read x < '%s'",
+             h->fifo, h->go);
 }
 
 static void held_cmd_started(struct held_cmd *h)
@@ -185,8 +185,8 @@ Test(run_faults, run_stops_cmd_with_the_floor_left_when_a_majority_stays_paused)
     cr_assert(ms > 0 && ms <= 300, "gave up with %lld ms left: %s", ms, p.err);
     assert_one_json_object(p.out);
     cr_assert(jbool(p.out, "lock_lost"));
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", code, sizeof(code)), "ENOQUORUM"),
-              "%s", p.out);
+    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", code, sizeof(code)), "ENOQUORUM"), "%s",
+              p.out);
     cr_assert(jint(p.out, "extend_failures") >= 2, "%s", p.out);
     cr_assert(jint(p.out, "watchdog_restarts") >= 1, "%s", p.out);
     cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGTERM), "%s", p.out);

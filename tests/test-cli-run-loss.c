@@ -59,11 +59,12 @@ Test(run_loss, k_is_kill_after_as_in_timeout)
 
     tc_resource(res, sizeof(res), NULL);
     /* timeout -k: a CMD that ignores SIGTERM gets SIGKILL after -k. */
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1s", "--max-lease", "300ms", "-k", "0.3",
-                          "--json", "--", "sh", "-c", "trap '' TERM; sleep 30"), 124),
+    cr_assert(eq(int,
+                 cli(&p, "run", res, "--ttl", "1s", "--max-lease", "300ms", "-k", "0.3", "--json",
+                     "--", "sh", "-c", "trap '' TERM; sleep 30"),
+                 124),
               "stderr: %s", p.err);
-    cr_assert(strstr(p.err, "SIGKILL if it is still there in 300 ms") != NULL, "stderr: %s",
-              p.err);
+    cr_assert(strstr(p.err, "SIGKILL if it is still there in 300 ms") != NULL, "stderr: %s", p.err);
     cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGKILL), "%s", p.out);
     cli_free(&p);
 }
@@ -78,8 +79,11 @@ Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
     /* Two extensions (at about 0.49 s and 0.98 s), then the cap: CMD is
      * stopped as for a lost lock, while the lock is still valid. */
     t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--max-extends", "2", "--kill-after",
-                          "500ms", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "run", res, "--ttl", "1000ms", "--max-extends", "2", "--kill-after",
+                     "500ms", "--json", "--", "sleep", "30"),
+                 124),
+              "stderr: %s", p.err);
     cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
     assert_one_json_object(p.out);
     cr_assert(jbool(p.out, "limit_reached"));
@@ -93,8 +97,11 @@ Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
     cli_free(&p);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
 
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--max-lease", "700ms", "--kill-after",
-                          "500ms", "--json", "--", "sleep", "30"), 124), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "run", res, "--ttl", "1000ms", "--max-lease", "700ms", "--kill-after",
+                     "500ms", "--json", "--", "sleep", "30"),
+                 124),
+              "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jbool(p.out, "limit_reached"));
     cr_assert(eq(int, jint(p.out, "max_lease_ms"), 700));
@@ -128,7 +135,8 @@ static void writer_plan(struct writer *w)
     cr_assert(mkfifo(w->fifo, 0600) == 0);
     snprintf(w->script, sizeof(w->script),
              "(while :; do date +%%s%%N >> '%s'; sleep 0.02; done) & "
-             "echo $$ $! \"$REDLOCK_TOKEN\" > '%s'; wait", w->stamps, w->fifo);
+             "echo $$ $! \"$REDLOCK_TOKEN\" > '%s'; wait",
+             w->stamps, w->fifo);
 }
 
 static void writer_started(struct writer *w)
@@ -210,7 +218,7 @@ Test(run_loss, signal_option_chooses_what_cmd_gets_on_loss)
 
 Test(run_loss, sigtstp_stops_cmd_and_its_children_and_fg_continues_them)
 {
-    static const int stops[] = {SIGTSTP, SIGTTIN, SIGTTOU};
+    static const int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU };
     struct cli_proc p;
     struct writer w;
     char res[128];

@@ -28,9 +28,13 @@ Test(run, run_exits_with_the_command_status_and_releases)
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "run", res, "--", "sh", "-c",
-                          "test -n \"$REDLOCK_TOKEN\" && test \"$REDLOCK_RESOURCE\" = \"$1\" "
-                          "&& exit 7", "sh", res), 7), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "run", res, "--", "sh", "-c",
+                     "test -n \"$REDLOCK_TOKEN\" && test \"$REDLOCK_RESOURCE\" = \"$1\" "
+                     "&& exit 7",
+                     "sh", res),
+                 7),
+              "stderr: %s", p.err);
     cli_free(&p);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
     /* Killed by a signal: 128 + signal, as a shell reports it. */
@@ -47,11 +51,13 @@ Test(run, run_keeps_the_lock_across_many_ttls, .timeout = 60)
     /* ttl 1 s, CMD 4.5 s: after 4.5 ttls CMD checks, through the CLI
      * itself, that its token still holds a majority. The watchdog extends
      * whenever half the ttl is left, about every 0.49 s: 9 extensions. */
-    cr_assert(eq(int, cli(&p, "run", res, "--ttl", "1000ms", "--json", "--", "sh", "-c",
-                          "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
-                          " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
-                          " esac; echo \"$s\" >&2; exit 9"),
-                 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "run", res, "--ttl", "1000ms", "--json", "--", "sh", "-c",
+                     "sleep 4.5; s=$(\"$REDLOCK_CLI\" status \"$REDLOCK_RESOURCE\") || exit 8;"
+                     " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) exit 0;;"
+                     " esac; echo \"$s\" >&2; exit 9"),
+                 0),
+              "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extends") >= 8, "extends: %lld", jint(p.out, "extends"));
     cr_assert(eq(int, jint(p.out, "extend_failures"), 0));
@@ -69,8 +75,7 @@ Test(run, run_passes_our_descriptors_to_cmd_but_not_the_masters_sockets)
      * CLI's connections to the masters are open while CMD runs). No pipeline
      * in CMD: sh would hold the pipe's ends while ls looks. */
     cli_fd3_path = "/dev/null";
-    cr_assert(eq(int, cli(&p, "run", res, "--", "sh", "-c", "ls /proc/$$/fd"), 0),
-              "%s", p.err);
+    cr_assert(eq(int, cli(&p, "run", res, "--", "sh", "-c", "ls /proc/$$/fd"), 0), "%s", p.err);
     cli_fd3_path = NULL;
     cr_assert(eq(str, p.out, "0\n1\n2\n3\n"));
     cli_free(&p);
@@ -80,15 +85,18 @@ Test(run, run_exports_the_fence_and_every_resource)
 {
     struct cli_proc p;
     char a[128], b[128], want[400];
-    const char *env[] = {"REDLOCK_FENCE=stale", "REDLOCK_RESOURCES=stale", NULL};
+    const char *env[] = { "REDLOCK_FENCE=stale", "REDLOCK_RESOURCES=stale", NULL };
     const char *nl;
     unsigned long long fence;
 
     tc_resource(a, sizeof(a), NULL);
     tc_resource(b, sizeof(b), NULL);
-    cr_assert(eq(int, cli_env(&p, env, "run", a, b, "--fence", "--", "sh", "-c",
-                              "printf '%s\\n%s\\n%s\\n' \"$REDLOCK_FENCE\" \"$REDLOCK_RESOURCE\" "
-                              "\"$REDLOCK_RESOURCES\"", (const char *)NULL), 0),
+    cr_assert(eq(int,
+                 cli_env(&p, env, "run", a, b, "--fence", "--", "sh", "-c",
+                         "printf '%s\\n%s\\n%s\\n' \"$REDLOCK_FENCE\" \"$REDLOCK_RESOURCE\" "
+                         "\"$REDLOCK_RESOURCES\"",
+                         (const char *)NULL),
+                 0),
               "stderr: %s", p.err);
     /* REDLOCK_FENCE, then REDLOCK_RESOURCE (the first), then
      * REDLOCK_RESOURCES: one name per line, in the order given. */
@@ -109,9 +117,12 @@ Test(run, run_exports_the_fence_and_every_resource)
     cli_free(&p);
 
     /* Without --fence there is no REDLOCK_FENCE, not even the caller's. */
-    cr_assert(eq(int, cli_env(&p, env, "run", a, "--", "sh", "-c",
-                              "printf '%s|%s\\n' \"${REDLOCK_FENCE-unset}\" \"$REDLOCK_RESOURCES\"",
-                              (const char *)NULL), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli_env(&p, env, "run", a, "--", "sh", "-c",
+                         "printf '%s|%s\\n' \"${REDLOCK_FENCE-unset}\" \"$REDLOCK_RESOURCES\"",
+                         (const char *)NULL),
+                 0),
+              "stderr: %s", p.err);
     snprintf(want, sizeof(want), "unset|%s\n", a);
     cr_assert(eq(str, p.out, want));
     cli_free(&p);
@@ -126,13 +137,16 @@ Test(run, run_with_a_set_holds_every_member_until_cmd_exits, .timeout = 60)
     tc_resource(b, sizeof(b), NULL);
     /* ttl 1 s, CMD 1.5 s: then every member is still held by CMD's token
      * on a majority, and a lock on one member alone is refused. */
-    cr_assert(eq(int, cli(&p, "run", a, b, "--ttl", "1000ms", "--json", "--", "sh", "-c",
-                          "sleep 1.5; printf '%s\\n' \"$REDLOCK_RESOURCES\" | "
-                          "while IFS= read -r r; do s=$(\"$REDLOCK_CLI\" status \"$r\") || exit 8;"
-                          " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) ;;"
-                          " *) echo \"$s\" >&2; exit 9;; esac; done || exit $?;"
-                          " \"$REDLOCK_CLI\" -q lock \"$1\"; test $? = 75 || exit 10", "sh", b),
-                 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "run", a, b, "--ttl", "1000ms", "--json", "--", "sh", "-c",
+                     "sleep 1.5; printf '%s\\n' \"$REDLOCK_RESOURCES\" | "
+                     "while IFS= read -r r; do s=$(\"$REDLOCK_CLI\" status \"$r\") || exit 8;"
+                     " case \"$s\" in *\"held by $REDLOCK_TOKEN on a majority\"*) ;;"
+                     " *) echo \"$s\" >&2; exit 9;; esac; done || exit $?;"
+                     " \"$REDLOCK_CLI\" -q lock \"$1\"; test $? = 75 || exit 10",
+                     "sh", b),
+                 0),
+              "stderr: %s", p.err);
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "extends") >= 2, "extends: %lld", jint(p.out, "extends"));
     cr_assert(jbool(p.out, "released"));
@@ -191,7 +205,7 @@ Test(run, run_exits_126_and_127_when_cmd_cannot_start)
     cr_assert(eq(int, cli(&p, "run", res, "--", noexec), 126), "%s", p.err);
     cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "run", res, "--", cli_tmpdir), 126), "%s", p.err);   /* a directory */
+    cr_assert(eq(int, cli(&p, "run", res, "--", cli_tmpdir), 126), "%s", p.err); /* a directory */
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "run", res, "--", "redlock-no-such-command"), 127));
     cr_assert(strstr(p.err, "command not found") != NULL, "%s", p.err);
@@ -223,8 +237,10 @@ Test(run, racing_runs_never_overlap, .timeout = 90)
              "echo start $(date +%%s%%N) >> '%s'; sleep 1.3; echo end $(date +%%s%%N) >> '%s'",
              stamps, stamps);
     for (int i = 0; i < RACERS; i++) {
-        const char *args[] = {"run", res, "--ttl", "1000ms", "--wait", "30000ms", "--retry-delay",
-                              "50ms", "--", "sh", "-c", script, NULL};
+        const char *args[] = {
+            "run",  res,  "--ttl", "1000ms", "--wait", "30000ms", "--retry-delay",
+            "50ms", "--", "sh",    "-c",     script,   NULL
+        };
 
         cli_start(&p[i], args, NULL);
     }
@@ -264,7 +280,8 @@ Test(run, c_runs_a_shell_string_under_the_lock)
     tc_resource(res, sizeof(res), NULL);
     snprintf(script, sizeof(script),
              "test \"$REDLOCK_RESOURCE\" = '%s' && test -n \"$REDLOCK_TOKEN\" && echo \"in $0\"; "
-             "exit 4", res);
+             "exit 4",
+             res);
     cr_assert(eq(int, cli(&p, "run", res, "-c", script), 4), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, "in /bin/sh\n"));
     cli_free(&p);
@@ -294,7 +311,8 @@ Test(run, foreground_lets_cmd_read_the_terminal)
     snprintf(cmd, sizeof(cmd),
              "printf 'hello\\nworld\\n' | REDLOCK_MASTERS='%s' timeout 20 script -qec "
              "\"'%s' run '%s' --foreground -c 'read x; echo got:\\$x'; read y; "
-             "echo after:\\$y\" /dev/null", tc_masters(), cli_path(), res);
+             "echo after:\\$y\" /dev/null",
+             tc_masters(), cli_path(), res);
     f = popen(cmd, "r");
     cr_assert(f != NULL);
     while (n < sizeof(out) - 1 && fgets(out + n, (int)(sizeof(out) - n), f) != NULL)
@@ -340,8 +358,8 @@ Test(run, conflict_exit_code_0_skips_cmd_quietly)
     cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30s"), 0));
     cli_free(&p);
     /* flock -E 0: a cron job that finds the lock held skips its turn. */
-    cr_assert(eq(int, cli(&p, "run", res, "-E", "0", "--", "touch", marker), 0),
-              "stderr: %s", p.err);
+    cr_assert(eq(int, cli(&p, "run", res, "-E", "0", "--", "touch", marker), 0), "stderr: %s",
+              p.err);
     cr_assert(eq(str, p.err, ""));
     cli_free(&p);
     cr_assert(access(marker, F_OK) != 0, "CMD ran without the lock");
@@ -350,7 +368,11 @@ Test(run, conflict_exit_code_0_skips_cmd_quietly)
     assert_one_json_object(p.out);
     cr_assert(jnull(p.out, "child"));
     cli_free(&p);
-    cr_assert(eq(int, cli(&p, "run", "other-" "resource", "-E", "9", "--", "sh", "-c", "exit 75"),
+    cr_assert(eq(int,
+                 cli(&p, "run",
+                     "other-"
+                     "resource",
+                     "-E", "9", "--", "sh", "-c", "exit 75"),
                  75));
     cli_free(&p);
 }

@@ -59,11 +59,18 @@ static void start_servers_with(const char *cert, bool mutual, char masters[128])
         char port[16];
         snprintf(port, sizeof(port), "%d", ts_port(k));
         const char *args[] = {
-            "--port", "0", "--tls-port", port,
-            "--tls-cert-file", ts_pki_file(crt),
-            "--tls-key-file", ts_pki_file(key),
-            "--tls-ca-cert-file", ts_pki_file("ca.crt"),
-            "--tls-auth-clients", mutual ? "yes" : "no",
+            "--port",
+            "0",
+            "--tls-port",
+            port,
+            "--tls-cert-file",
+            ts_pki_file(crt),
+            "--tls-key-file",
+            ts_pki_file(key),
+            "--tls-ca-cert-file",
+            ts_pki_file("ca.crt"),
+            "--tls-auth-clients",
+            mutual ? "yes" : "no",
             NULL,
         };
         servers[k - 1] = ts_server_start(args);
@@ -107,8 +114,10 @@ Test(cli_tls, rediss_masters_with_a_client_certificate)
     struct cli_proc p;
     char masters[128], urls[160], res[128];
     start_servers(true, masters);
-    snprintf(urls, sizeof(urls), "rediss://127.0.0.1:%d,rediss://127.0.0.1:%d,"
-             "rediss://127.0.0.1:%d", ts_port(1), ts_port(2), ts_port(3));
+    snprintf(urls, sizeof(urls),
+             "rediss://127.0.0.1:%d,rediss://127.0.0.1:%d,"
+             "rediss://127.0.0.1:%d",
+             ts_port(1), ts_port(2), ts_port(3));
     tc_resource(res, sizeof(res), NULL);
 
     int rc = cli(&p, "--masters", urls, "--cacert", ts_pki_file("ca.crt"), "--cert",
@@ -119,8 +128,8 @@ Test(cli_tls, rediss_masters_with_a_client_certificate)
     cli_free(&p);
 
     /* Without the certificate the masters refuse us: 77, one line. */
-    rc = cli(&p, "--masters", urls, "--cacert", ts_pki_file("ca.crt"), "--no-restart-guard",
-             "lock", res);
+    rc = cli(&p, "--masters", urls, "--cacert", ts_pki_file("ca.crt"), "--no-restart-guard", "lock",
+             res);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
     cli_free(&p);
@@ -170,8 +179,7 @@ Test(cli_tls, an_expired_master_certificate_is_77_saying_it_is_renewed_on_the_ma
     cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "TLS: the master's certificate expired on 20"))), "%s",
               p.err);
-    cr_expect(not(zero(ptr, strstr(p.err, "(renew it on the master, not --cacert)"))), "%s",
-              p.err);
+    cr_expect(not(zero(ptr, strstr(p.err, "(renew it on the master, not --cacert)"))), "%s", p.err);
     cr_expect(zero(ptr, strstr(p.err, "--cacert?")), "%s", p.err);
     cli_free(&p);
 }

@@ -37,8 +37,8 @@ static void masters_env(char *env, size_t size, char *user, size_t usize)
         redisReply *r = tc_cmd(i, "ACL SETUSER %s reset on >%s ~* &* +@all", user, SECRET);
         cr_assert(not(zero(ptr, r)));
         freeReplyObject(r);
-        used += (size_t)snprintf(env + used, size - used, "%sredis://%s:%s@%s", i ? "," : "",
-                                 user, SECRET, tc_addr(i));
+        used += (size_t)snprintf(env + used, size - used, "%sredis://%s:%s@%s", i ? "," : "", user,
+                                 SECRET, tc_addr(i));
     }
 }
 

@@ -25,7 +25,7 @@
 
 TestSuite(usage, .init = cli_setup, .fini = cli_teardown, .timeout = 30);
 
-#define LONG_256 \
+#define LONG_256                                                                                                                       \
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 #define SEVENTEEN_MASTERS \
@@ -34,183 +34,206 @@ TestSuite(usage, .init = cli_setup, .fini = cli_teardown, .timeout = 30);
 struct bad_input {
     const char *why;
     const char *args[12];
-    const char *env;        /* one "NAME=value", or NULL */
+    const char *env; /* one "NAME=value", or NULL */
 };
 
 static const char resource_1025[] = LONG_256 LONG_256 LONG_256 LONG_256 "y";
 
 static struct bad_input bad_inputs[] = {
-    {"no command", {NULL}, NULL},
-    {"unknown command", {"lok", "r", NULL}, NULL},
-    {"unknown option", {"lock", "r", "--bogus", NULL}, NULL},
-    {"unknown short option", {"lock", "r", "-x", NULL}, NULL},
-    {"missing resource", {"lock", NULL}, NULL},
-    {"empty resource", {"lock", "", NULL}, NULL},
-    {"resource too long", {"lock", resource_1025, NULL}, NULL},
-    {"extra argument", {"status", "r", "s", NULL}, NULL},
-    {"a resource twice in a set", {"lock", "a", "b", "a", NULL}, NULL},
-    {"a resource twice in an unlock", {"unlock", "a", "a", "tok", NULL}, NULL},
-    {"an empty member of a set", {"lock", "a", "", NULL}, NULL},
-    {"run: a set member with a newline", {"run", "a", "b\nc", "--", "true", NULL}, NULL},
-    {"run: a set without --", {"run", "a", "b", "true", NULL}, NULL},
-    {"fence on unlock", {"unlock", "r", "tok", "--fence", NULL}, NULL},
-    {"fence with a value", {"lock", "r", "--fence=1", NULL}, NULL},
-    {"no-pubsub on status", {"status", "r", "--no-pubsub", NULL}, NULL},
-    {"max-extends zero", {"run", "r", "--max-extends", "0", "--", "true", NULL}, NULL},
-    {"max-extends beyond 32 bits", {"run", "r", "--max-extends", "4294967296", "--", "true",
-                                    NULL}, NULL},
-    {"max-lease garbage", {"run", "r", "--max-lease", "1y", "--", "true", NULL}, NULL},
-    {"max-lease on lock", {"lock", "r", "--max-lease", "1000ms", NULL}, NULL},
-    {"max-extends on extend", {"extend", "r", "tok", "--ttl", "100ms", "--max-extends", "3", NULL},
-     NULL},
-    {"ping takes no argument", {"ping", "r", NULL}, NULL},
-    {"declare-empty takes no argument", {"declare-empty", "r", NULL}, NULL},
-    {"ttl on declare-empty", {"declare-empty", "--ttl", "1s", NULL}, NULL},
-    {"ttl zero", {"lock", "r", "--ttl", "0ms", NULL}, NULL},
-    {"ttl negative", {"lock", "r", "--ttl", "-5", NULL}, NULL},
-    {"ttl not a number", {"lock", "r", "--ttl", "abc", NULL}, NULL},
-    {"ttl trailing garbage", {"lock", "r", "--ttl", "100x", NULL}, NULL},
-    {"ttl leading space", {"lock", "r", "--ttl", " 100", NULL}, NULL},
-    {"ttl plus sign", {"lock", "r", "--ttl=+100", NULL}, NULL},
-    {"ttl beyond PX range", {"lock", "r", "--ttl", "2147483648ms", NULL}, NULL},
-    {"ttl overflows 64 bits", {"lock", "r", "--ttl", "99999999999999999999999ms", NULL}, NULL},
-    {"ttl shorter than the drift margin", {"lock", "r", "--ttl", "3ms", NULL}, NULL},
-    {"ttl hex", {"lock", "r", "--ttl", "0x10", NULL}, NULL},
-    {"ttl exponent", {"lock", "r", "--ttl", "1e3", NULL}, NULL},
-    {"ttl a fraction of a millisecond", {"lock", "r", "--ttl", "0.5ms", NULL}, NULL},
-    {"ttl point without digits after", {"lock", "r", "--ttl", "1.", NULL}, NULL},
-    {"ttl point without digits before", {"lock", "r", "--ttl", ".5s", NULL}, NULL},
-    {"ttl two points", {"lock", "r", "--ttl", "1.2.3", NULL}, NULL},
-    {"ttl seconds beyond PX range", {"lock", "r", "--ttl", "2147484", NULL}, NULL},
-    {"timeout-ms bare number", {"ping", "--timeout-ms", "50", NULL}, NULL},
-    {"restart-guard-ms bare decimal", {"ping", "--restart-guard-ms", "1.5", NULL}, NULL},
-    {"ttl without value", {"lock", "r", "--ttl", NULL}, NULL},
-    {"ttl on unlock", {"unlock", "r", "tok", "--ttl", "100ms", NULL}, NULL},
-    {"wait negative", {"lock", "r", "--wait", "-1", NULL}, NULL},
-    {"wait on status", {"status", "r", "--wait", "10ms", NULL}, NULL},
-    {"kill-after on lock", {"lock", "r", "--kill-after", "10ms", NULL}, NULL},
-    {"flag with a value", {"lock", "r", "--json=yes", NULL}, NULL},
-    {"unlock without token", {"unlock", "r", NULL}, NULL},
-    {"token with a space", {"unlock", "r", "a b", NULL}, NULL},
-    {"extend without ttl", {"extend", "r", "tok", NULL}, NULL},
-    {"run without command", {"run", "r", NULL}, NULL},
-    {"run with empty command", {"run", "r", "--", NULL}, NULL},
-    {"run command without --", {"run", "r", "true", NULL}, NULL},
-    {"status without resource", {"status", NULL}, NULL},
-    {"timeout zero", {"ping", "--timeout-ms", "0ms", NULL}, NULL},
-    {"retry not a number", {"ping", "--retry", "x", NULL}, NULL},
-    {"retry-delay zero", {"ping", "--retry-delay", "0ms", NULL}, NULL},
-    {"drift factor >= 1", {"ping", "--drift-factor", "1.5", NULL}, NULL},
-    {"drift factor garbage", {"ping", "--drift-factor", "0.01x", NULL}, NULL},
-    {"drift factor hex float", {"ping", "--drift-factor", "0x1p-7", NULL}, NULL},
-    {"drift factor exponent", {"ping", "--drift-factor", "1e-2", NULL}, NULL},
-    {"drift factor not a number", {"ping", "--drift-factor", "nan", NULL}, NULL},
-    {"prefix too long", {"ping", "--prefix", LONG_256 "z", NULL}, NULL},
-    {"empty user", {"ping", "--user", "", NULL}, NULL},
-    {"masters empty", {"ping", "--masters", "", NULL}, NULL},
-    {"master without port", {"ping", "--masters", "127.0.0.1", NULL}, NULL},
-    {"master port zero", {"ping", "--masters", "127.0.0.1:0", NULL}, NULL},
-    {"master port too big", {"ping", "--masters", "127.0.0.1:65536", NULL}, NULL},
-    {"master port garbage", {"ping", "--masters", "127.0.0.1:7x", NULL}, NULL},
-    {"masters trailing comma", {"ping", "--masters", "127.0.0.1:7000,", NULL}, NULL},
-    {"master bare IPv6", {"ping", "--masters", "::1:7000", NULL}, NULL},
-    {"master bad brackets", {"ping", "--masters", "[::1:7000", NULL}, NULL},
-    {"master URL with one slash", {"ping", "--masters", "redis:/127.0.0.1:7000", NULL}, NULL},
-    {"duplicate masters", {"ping", "--masters", "127.0.0.1:7000,127.0.0.1:7000", NULL}, NULL},
-    {"duplicate masters, other spelling",
-     {"ping", "--masters", "h:7000,H:07000,g:1", NULL}, NULL},
-    {"duplicate masters after resolving",
-     {"ping", "--masters", "127.0.0.1:7000,localhost:7000,127.0.0.1:7001", NULL}, NULL},
-    {"too many masters", {"ping", "--masters", SEVENTEEN_MASTERS, NULL}, NULL},
-    {"bad $REDLOCK_MASTERS", {"ping", NULL}, "REDLOCK_MASTERS=127.0.0.1:x"},
-    {"missing password file", {"ping", "--password-file", "/no/such/file", NULL}, NULL},
-    {"password file is a directory", {"ping", "--password-file", "/", NULL}, NULL},
-    {"password file is /dev/null", {"ping", "--password-file", "/dev/null", NULL}, NULL},
-    {"password on the command line", {"ping", "--password", "s3cret", NULL}, NULL},
-    {"password on the command line, =", {"ping", "--password=s3cret", NULL}, NULL},
-    {"password as -a", {"ping", "-a", "s3cret", NULL}, NULL},
-    {"mistyped password option", {"ping", "--pasword=s3cret", NULL}, NULL},
-    {"clock policy unknown", {"ping", "--clock-policy", "sometimes", NULL}, NULL},
-    {"clock policy empty", {"lock", "r", "--clock-policy=", NULL}, NULL},
-    {"clock policy in capitals", {"ping", "--clock-policy", "WARN", NULL}, NULL},
-    {"clock policy without value", {"ping", "--clock-policy", NULL}, NULL},
-    {"restart guard window negative", {"lock", "r", "--restart-guard-ms", "-1", NULL}, NULL},
-    {"restart guard window beyond the ttl range",
-     {"lock", "r", "--restart-guard-ms", "2147483648ms", NULL}, NULL},
-    {"restart guard window garbage", {"ping", "--restart-guard-ms", "1 s", NULL}, NULL},
-    {"restart guard window and no guard",
-     {"lock", "r", "--restart-guard-ms", "1000ms", "--no-restart-guard", NULL}, NULL},
-    {"no-restart-guard with a value", {"ping", "--no-restart-guard=1", NULL}, NULL},
-    {"samples zero", {"ping", "--samples", "0", NULL}, NULL},
-    {"samples too many", {"ping", "--samples", "1001", NULL}, NULL},
-    {"samples on lock", {"lock", "r", "--samples", "3", NULL}, NULL},
-    {"ttl with an unknown unit", {"lock", "r", "--ttl", "10sec", NULL}, NULL},
-    {"ttl with a decimal comma", {"lock", "r", "--ttl", "1,5s", NULL}, NULL},
-    {"ttl with a space before the unit", {"lock", "r", "--ttl", "10 s", NULL}, NULL},
-    {"ttl beyond PX range in days", {"lock", "r", "--ttl", "25d", NULL}, NULL},
-    {"ttl unit without number", {"lock", "r", "--ttl", "s", NULL}, NULL},
-    {"ttl given twice", {"lock", "r", "--ttl", "10s", "--ttl=20s", NULL}, NULL},
-    {"masters given twice", {"ping", "--masters", "h:1", "--masters", "h:2", NULL}, NULL},
-    {"masters given twice, with a password",
-     {"ping", "--masters", "redis://:s3cret@h:1", "--masters", "h:2", NULL}, NULL},
-    {"wait beyond a year", {"lock", "r", "--wait", "366d", NULL}, NULL},
-    {"kill-after beyond an hour", {"run", "r", "--kill-after", "2h", "--", "true", NULL}, NULL},
-    {"retry-delay in capitals", {"lock", "r", "--retry-delay", "5S", NULL}, NULL},
-    {"conflict exit code too big", {"lock", "r", "-E", "256", NULL}, NULL},
-    {"conflict exit code negative", {"lock", "r", "--conflict-exit-code", "-1", NULL}, NULL},
-    {"conflict exit code garbage", {"run", "r", "-E", "x", "--", "true", NULL}, NULL},
-    {"conflict exit code without value", {"lock", "r", "-E", NULL}, NULL},
-    {"conflict exit code 0 for lock", {"lock", "r", "-E0", NULL}, NULL},
-    {"conflict exit code on unlock", {"unlock", "r", "tok", "-E", "3", NULL}, NULL},
-    {"conflict exit code given twice", {"lock", "r", "-E", "3", "-E", "4", NULL}, NULL},
-    {"command string empty", {"run", "r", "-c", "", NULL}, NULL},
-    {"command string and CMD", {"run", "r", "-c", "true", "--", "true", NULL}, NULL},
-    {"command string on lock", {"lock", "r", "-c", "true", NULL}, NULL},
-    {"command string without value", {"run", "r", "-c", NULL}, NULL},
-    {"signal unknown", {"run", "r", "-s", "FOO", "--", "true", NULL}, NULL},
-    {"signal that stops", {"run", "r", "-s", "STOP", "--", "true", NULL}, NULL},
-    {"signal that is ignored", {"run", "r", "--signal", "SIGWINCH", "--", "true", NULL}, NULL},
-    {"signal zero", {"run", "r", "-s", "0", "--", "true", NULL}, NULL},
-    {"signal beyond SIGRTMAX", {"run", "r", "-s", "65", "--", "true", NULL}, NULL},
-    {"signal on lock", {"lock", "r", "-s", "TERM", NULL}, NULL},
-    {"foreground on lock", {"lock", "r", "--foreground", NULL}, NULL},
-    {"password file is a character device", {"ping", "--password-file", "/dev/zero", NULL}, NULL},
-    {"a password in --masters", {"ping", "--masters", "redis://:s3cret@127.0.0.1:7000", NULL},
-     NULL},
-    {"a password in --masters, with a user",
-     {"lock", "r", "--masters=127.0.0.1:7001,redis://bob:s3cret@127.0.0.1:7000", NULL}, NULL},
-    {"a malformed URL with a password", {"ping", NULL},
-     "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1:7x"},
-    {"a bad %-escape in a URL's password", {"ping", NULL},
-     "REDLOCK_MASTERS=redis://u:s3cret%zz@127.0.0.1:7000"},
-    {"credentials without a scheme", {"ping", NULL}, "REDLOCK_MASTERS=u:s3cret@127.0.0.1:7000"},
-    {"a trailing comma after a password", {"ping", NULL},
-     "REDLOCK_MASTERS=redis://:s3cret@127.0.0.1:7000,"},
-    {"master with leading zeros", {"ping", "--masters", "0127.0.0.1:7000", NULL}, NULL},
-    {"master: an IPv4 address with a trailing dot", {"ping", "--masters", "127.0.0.1.:7000", NULL},
-     NULL},
-    {"master URL: an IPv4 address with a trailing dot", {"ping", NULL},
-     "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1./0"},
-    {"insecure without TLS", {"ping", "--insecure", NULL}, NULL},
-    {"master with an unknown scheme", {"ping", "--masters", "http://127.0.0.1:7000", NULL}, NULL},
-    {"unix socket with a relative path", {"ping", "--masters", "unix://redis.sock", NULL}, NULL},
-    {"masters and a masters file", {"ping", "--masters", "h:1", "--masters-file", "/dev/null",
-                                    NULL}, NULL},
-    {"missing masters file", {"ping", "--masters-file", "/no/such/file", NULL}, NULL},
-    {"masters file is a character device", {"ping", "--masters-file", "/dev/null", NULL}, NULL},
-    {"wait forever misspelt", {"lock", "r", "--wait", "forevr", NULL}, NULL},
-    {"wait forever on unlock", {"unlock", "r", "tok", "--wait", "forever", NULL}, NULL},
-    {"retry with wait", {"lock", "r", "--retry", "3", "--wait", "1s", NULL}, NULL},
-    {"nonblock with wait", {"lock", "r", "-n", "-w", "1", NULL}, NULL},
-    {"nonblock with retry", {"run", "r", "--nonblock", "--retry", "3", "--", "true", NULL}, NULL},
-    {"nonblock on unlock", {"unlock", "r", "tok", "-n", NULL}, NULL},
-    {"short wait garbage", {"lock", "r", "-w", "soon", NULL}, NULL},
-    {"short kill-after on lock", {"lock", "r", "-k", "1", NULL}, NULL},
-    {"retry-delay beyond ten minutes", {"lock", "r", "--retry-delay", "11m", NULL}, NULL},
-    {"timeout beyond ten minutes", {"ping", "--timeout-ms", "11m", NULL}, NULL},
-    {"user without a password", {"ping", "--user", "bob", NULL}, NULL},
-    {"token with a control byte", {"unlock", "r", "a\x01b", NULL}, NULL},
-    {"token too long", {"extend", "r", LONG_256, "--ttl", "1s", NULL}, NULL},
+    { "no command", { NULL }, NULL },
+    { "unknown command", { "lok", "r", NULL }, NULL },
+    { "unknown option", { "lock", "r", "--bogus", NULL }, NULL },
+    { "unknown short option", { "lock", "r", "-x", NULL }, NULL },
+    { "missing resource", { "lock", NULL }, NULL },
+    { "empty resource", { "lock", "", NULL }, NULL },
+    { "resource too long", { "lock", resource_1025, NULL }, NULL },
+    { "extra argument", { "status", "r", "s", NULL }, NULL },
+    { "a resource twice in a set", { "lock", "a", "b", "a", NULL }, NULL },
+    { "a resource twice in an unlock", { "unlock", "a", "a", "tok", NULL }, NULL },
+    { "an empty member of a set", { "lock", "a", "", NULL }, NULL },
+    { "run: a set member with a newline", { "run", "a", "b\nc", "--", "true", NULL }, NULL },
+    { "run: a set without --", { "run", "a", "b", "true", NULL }, NULL },
+    { "fence on unlock", { "unlock", "r", "tok", "--fence", NULL }, NULL },
+    { "fence with a value", { "lock", "r", "--fence=1", NULL }, NULL },
+    { "no-pubsub on status", { "status", "r", "--no-pubsub", NULL }, NULL },
+    { "max-extends zero", { "run", "r", "--max-extends", "0", "--", "true", NULL }, NULL },
+    { "max-extends beyond 32 bits",
+      { "run", "r", "--max-extends", "4294967296", "--", "true", NULL },
+      NULL },
+    { "max-lease garbage", { "run", "r", "--max-lease", "1y", "--", "true", NULL }, NULL },
+    { "max-lease on lock", { "lock", "r", "--max-lease", "1000ms", NULL }, NULL },
+    { "max-extends on extend",
+      { "extend", "r", "tok", "--ttl", "100ms", "--max-extends", "3", NULL },
+      NULL },
+    { "ping takes no argument", { "ping", "r", NULL }, NULL },
+    { "declare-empty takes no argument", { "declare-empty", "r", NULL }, NULL },
+    { "ttl on declare-empty", { "declare-empty", "--ttl", "1s", NULL }, NULL },
+    { "ttl zero", { "lock", "r", "--ttl", "0ms", NULL }, NULL },
+    { "ttl negative", { "lock", "r", "--ttl", "-5", NULL }, NULL },
+    { "ttl not a number", { "lock", "r", "--ttl", "abc", NULL }, NULL },
+    { "ttl trailing garbage", { "lock", "r", "--ttl", "100x", NULL }, NULL },
+    { "ttl leading space", { "lock", "r", "--ttl", " 100", NULL }, NULL },
+    { "ttl plus sign", { "lock", "r", "--ttl=+100", NULL }, NULL },
+    { "ttl beyond PX range", { "lock", "r", "--ttl", "2147483648ms", NULL }, NULL },
+    { "ttl overflows 64 bits", { "lock", "r", "--ttl", "99999999999999999999999ms", NULL }, NULL },
+    { "ttl shorter than the drift margin", { "lock", "r", "--ttl", "3ms", NULL }, NULL },
+    { "ttl hex", { "lock", "r", "--ttl", "0x10", NULL }, NULL },
+    { "ttl exponent", { "lock", "r", "--ttl", "1e3", NULL }, NULL },
+    { "ttl a fraction of a millisecond", { "lock", "r", "--ttl", "0.5ms", NULL }, NULL },
+    { "ttl point without digits after", { "lock", "r", "--ttl", "1.", NULL }, NULL },
+    { "ttl point without digits before", { "lock", "r", "--ttl", ".5s", NULL }, NULL },
+    { "ttl two points", { "lock", "r", "--ttl", "1.2.3", NULL }, NULL },
+    { "ttl seconds beyond PX range", { "lock", "r", "--ttl", "2147484", NULL }, NULL },
+    { "timeout-ms bare number", { "ping", "--timeout-ms", "50", NULL }, NULL },
+    { "restart-guard-ms bare decimal", { "ping", "--restart-guard-ms", "1.5", NULL }, NULL },
+    { "ttl without value", { "lock", "r", "--ttl", NULL }, NULL },
+    { "ttl on unlock", { "unlock", "r", "tok", "--ttl", "100ms", NULL }, NULL },
+    { "wait negative", { "lock", "r", "--wait", "-1", NULL }, NULL },
+    { "wait on status", { "status", "r", "--wait", "10ms", NULL }, NULL },
+    { "kill-after on lock", { "lock", "r", "--kill-after", "10ms", NULL }, NULL },
+    { "flag with a value", { "lock", "r", "--json=yes", NULL }, NULL },
+    { "unlock without token", { "unlock", "r", NULL }, NULL },
+    { "token with a space", { "unlock", "r", "a b", NULL }, NULL },
+    { "extend without ttl", { "extend", "r", "tok", NULL }, NULL },
+    { "run without command", { "run", "r", NULL }, NULL },
+    { "run with empty command", { "run", "r", "--", NULL }, NULL },
+    { "run command without --", { "run", "r", "true", NULL }, NULL },
+    { "status without resource", { "status", NULL }, NULL },
+    { "timeout zero", { "ping", "--timeout-ms", "0ms", NULL }, NULL },
+    { "retry not a number", { "ping", "--retry", "x", NULL }, NULL },
+    { "retry-delay zero", { "ping", "--retry-delay", "0ms", NULL }, NULL },
+    { "drift factor >= 1", { "ping", "--drift-factor", "1.5", NULL }, NULL },
+    { "drift factor garbage", { "ping", "--drift-factor", "0.01x", NULL }, NULL },
+    { "drift factor hex float", { "ping", "--drift-factor", "0x1p-7", NULL }, NULL },
+    { "drift factor exponent", { "ping", "--drift-factor", "1e-2", NULL }, NULL },
+    { "drift factor not a number", { "ping", "--drift-factor", "nan", NULL }, NULL },
+    { "prefix too long", { "ping", "--prefix", LONG_256 "z", NULL }, NULL },
+    { "empty user", { "ping", "--user", "", NULL }, NULL },
+    { "masters empty", { "ping", "--masters", "", NULL }, NULL },
+    { "master without port", { "ping", "--masters", "127.0.0.1", NULL }, NULL },
+    { "master port zero", { "ping", "--masters", "127.0.0.1:0", NULL }, NULL },
+    { "master port too big", { "ping", "--masters", "127.0.0.1:65536", NULL }, NULL },
+    { "master port garbage", { "ping", "--masters", "127.0.0.1:7x", NULL }, NULL },
+    { "masters trailing comma", { "ping", "--masters", "127.0.0.1:7000,", NULL }, NULL },
+    { "master bare IPv6", { "ping", "--masters", "::1:7000", NULL }, NULL },
+    { "master bad brackets", { "ping", "--masters", "[::1:7000", NULL }, NULL },
+    { "master URL with one slash", { "ping", "--masters", "redis:/127.0.0.1:7000", NULL }, NULL },
+    { "duplicate masters", { "ping", "--masters", "127.0.0.1:7000,127.0.0.1:7000", NULL }, NULL },
+    { "duplicate masters, other spelling",
+      { "ping", "--masters", "h:7000,H:07000,g:1", NULL },
+      NULL },
+    { "duplicate masters after resolving",
+      { "ping", "--masters", "127.0.0.1:7000,localhost:7000,127.0.0.1:7001", NULL },
+      NULL },
+    { "too many masters", { "ping", "--masters", SEVENTEEN_MASTERS, NULL }, NULL },
+    { "bad $REDLOCK_MASTERS", { "ping", NULL }, "REDLOCK_MASTERS=127.0.0.1:x" },
+    { "missing password file", { "ping", "--password-file", "/no/such/file", NULL }, NULL },
+    { "password file is a directory", { "ping", "--password-file", "/", NULL }, NULL },
+    { "password file is /dev/null", { "ping", "--password-file", "/dev/null", NULL }, NULL },
+    { "password on the command line", { "ping", "--password", "s3cret", NULL }, NULL },
+    { "password on the command line, =", { "ping", "--password=s3cret", NULL }, NULL },
+    { "password as -a", { "ping", "-a", "s3cret", NULL }, NULL },
+    { "mistyped password option", { "ping", "--pasword=s3cret", NULL }, NULL },
+    { "clock policy unknown", { "ping", "--clock-policy", "sometimes", NULL }, NULL },
+    { "clock policy empty", { "lock", "r", "--clock-policy=", NULL }, NULL },
+    { "clock policy in capitals", { "ping", "--clock-policy", "WARN", NULL }, NULL },
+    { "clock policy without value", { "ping", "--clock-policy", NULL }, NULL },
+    { "restart guard window negative", { "lock", "r", "--restart-guard-ms", "-1", NULL }, NULL },
+    { "restart guard window beyond the ttl range",
+      { "lock", "r", "--restart-guard-ms", "2147483648ms", NULL },
+      NULL },
+    { "restart guard window garbage", { "ping", "--restart-guard-ms", "1 s", NULL }, NULL },
+    { "restart guard window and no guard",
+      { "lock", "r", "--restart-guard-ms", "1000ms", "--no-restart-guard", NULL },
+      NULL },
+    { "no-restart-guard with a value", { "ping", "--no-restart-guard=1", NULL }, NULL },
+    { "samples zero", { "ping", "--samples", "0", NULL }, NULL },
+    { "samples too many", { "ping", "--samples", "1001", NULL }, NULL },
+    { "samples on lock", { "lock", "r", "--samples", "3", NULL }, NULL },
+    { "ttl with an unknown unit", { "lock", "r", "--ttl", "10sec", NULL }, NULL },
+    { "ttl with a decimal comma", { "lock", "r", "--ttl", "1,5s", NULL }, NULL },
+    { "ttl with a space before the unit", { "lock", "r", "--ttl", "10 s", NULL }, NULL },
+    { "ttl beyond PX range in days", { "lock", "r", "--ttl", "25d", NULL }, NULL },
+    { "ttl unit without number", { "lock", "r", "--ttl", "s", NULL }, NULL },
+    { "ttl given twice", { "lock", "r", "--ttl", "10s", "--ttl=20s", NULL }, NULL },
+    { "masters given twice", { "ping", "--masters", "h:1", "--masters", "h:2", NULL }, NULL },
+    { "masters given twice, with a password",
+      { "ping", "--masters", "redis://:s3cret@h:1", "--masters", "h:2", NULL },
+      NULL },
+    { "wait beyond a year", { "lock", "r", "--wait", "366d", NULL }, NULL },
+    { "kill-after beyond an hour", { "run", "r", "--kill-after", "2h", "--", "true", NULL }, NULL },
+    { "retry-delay in capitals", { "lock", "r", "--retry-delay", "5S", NULL }, NULL },
+    { "conflict exit code too big", { "lock", "r", "-E", "256", NULL }, NULL },
+    { "conflict exit code negative", { "lock", "r", "--conflict-exit-code", "-1", NULL }, NULL },
+    { "conflict exit code garbage", { "run", "r", "-E", "x", "--", "true", NULL }, NULL },
+    { "conflict exit code without value", { "lock", "r", "-E", NULL }, NULL },
+    { "conflict exit code 0 for lock", { "lock", "r", "-E0", NULL }, NULL },
+    { "conflict exit code on unlock", { "unlock", "r", "tok", "-E", "3", NULL }, NULL },
+    { "conflict exit code given twice", { "lock", "r", "-E", "3", "-E", "4", NULL }, NULL },
+    { "command string empty", { "run", "r", "-c", "", NULL }, NULL },
+    { "command string and CMD", { "run", "r", "-c", "true", "--", "true", NULL }, NULL },
+    { "command string on lock", { "lock", "r", "-c", "true", NULL }, NULL },
+    { "command string without value", { "run", "r", "-c", NULL }, NULL },
+    { "signal unknown", { "run", "r", "-s", "FOO", "--", "true", NULL }, NULL },
+    { "signal that stops", { "run", "r", "-s", "STOP", "--", "true", NULL }, NULL },
+    { "signal that is ignored", { "run", "r", "--signal", "SIGWINCH", "--", "true", NULL }, NULL },
+    { "signal zero", { "run", "r", "-s", "0", "--", "true", NULL }, NULL },
+    { "signal beyond SIGRTMAX", { "run", "r", "-s", "65", "--", "true", NULL }, NULL },
+    { "signal on lock", { "lock", "r", "-s", "TERM", NULL }, NULL },
+    { "foreground on lock", { "lock", "r", "--foreground", NULL }, NULL },
+    { "password file is a character device",
+      { "ping", "--password-file", "/dev/zero", NULL },
+      NULL },
+    { "a password in --masters",
+      { "ping", "--masters", "redis://:s3cret@127.0.0.1:7000", NULL },
+      NULL },
+    { "a password in --masters, with a user",
+      { "lock", "r", "--masters=127.0.0.1:7001,redis://bob:s3cret@127.0.0.1:7000", NULL },
+      NULL },
+    { "a malformed URL with a password",
+      { "ping", NULL },
+      "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1:7x" },
+    { "a bad %-escape in a URL's password",
+      { "ping", NULL },
+      "REDLOCK_MASTERS=redis://u:s3cret%zz@127.0.0.1:7000" },
+    { "credentials without a scheme", { "ping", NULL }, "REDLOCK_MASTERS=u:s3cret@127.0.0.1:7000" },
+    { "a trailing comma after a password",
+      { "ping", NULL },
+      "REDLOCK_MASTERS=redis://:s3cret@127.0.0.1:7000," },
+    { "master with leading zeros", { "ping", "--masters", "0127.0.0.1:7000", NULL }, NULL },
+    { "master: an IPv4 address with a trailing dot",
+      { "ping", "--masters", "127.0.0.1.:7000", NULL },
+      NULL },
+    { "master URL: an IPv4 address with a trailing dot",
+      { "ping", NULL },
+      "REDLOCK_MASTERS=redis://u:s3cret@127.0.0.1./0" },
+    { "insecure without TLS", { "ping", "--insecure", NULL }, NULL },
+    { "master with an unknown scheme",
+      { "ping", "--masters", "http://127.0.0.1:7000", NULL },
+      NULL },
+    { "unix socket with a relative path",
+      { "ping", "--masters", "unix://redis.sock", NULL },
+      NULL },
+    { "masters and a masters file",
+      { "ping", "--masters", "h:1", "--masters-file", "/dev/null", NULL },
+      NULL },
+    { "missing masters file", { "ping", "--masters-file", "/no/such/file", NULL }, NULL },
+    { "masters file is a character device", { "ping", "--masters-file", "/dev/null", NULL }, NULL },
+    { "wait forever misspelt", { "lock", "r", "--wait", "forevr", NULL }, NULL },
+    { "wait forever on unlock", { "unlock", "r", "tok", "--wait", "forever", NULL }, NULL },
+    { "retry with wait", { "lock", "r", "--retry", "3", "--wait", "1s", NULL }, NULL },
+    { "nonblock with wait", { "lock", "r", "-n", "-w", "1", NULL }, NULL },
+    { "nonblock with retry",
+      { "run", "r", "--nonblock", "--retry", "3", "--", "true", NULL },
+      NULL },
+    { "nonblock on unlock", { "unlock", "r", "tok", "-n", NULL }, NULL },
+    { "short wait garbage", { "lock", "r", "-w", "soon", NULL }, NULL },
+    { "short kill-after on lock", { "lock", "r", "-k", "1", NULL }, NULL },
+    { "retry-delay beyond ten minutes", { "lock", "r", "--retry-delay", "11m", NULL }, NULL },
+    { "timeout beyond ten minutes", { "ping", "--timeout-ms", "11m", NULL }, NULL },
+    { "user without a password", { "ping", "--user", "bob", NULL }, NULL },
+    { "token with a control byte", { "unlock", "r", "a\x01b", NULL }, NULL },
+    { "token too long", { "extend", "r", LONG_256, "--ttl", "1s", NULL }, NULL },
 };
 
 #define N_BAD_INPUTS (sizeof(bad_inputs) / sizeof(bad_inputs[0]))
@@ -230,24 +253,22 @@ ParameterizedTest(int *index, usage, bad_input_exits_64)
 {
     const struct bad_input *in = &bad_inputs[*index];
     struct cli_proc p;
-    const char *env[2] = {in->env, NULL};
+    const char *env[2] = { in->env, NULL };
 
     cli_start(&p, in->args, env);
     cr_assert(eq(int, cli_wait(&p), 64), "%s: exit %d, stderr: %s", in->why, p.status, p.err);
     cr_assert(eq(str, p.out, ""), "%s: stdout: %s", in->why, p.out);
     cr_assert(eq(int, count_lines(p.err), 1), "%s: stderr is not one line: %s", in->why, p.err);
     cr_assert(strncmp(p.err, "redlock-cli: ", 13) == 0, "%s: %s", in->why, p.err);
-    cr_assert(strstr(p.err, "s3cret") == NULL, "%s: the password was printed: %s", in->why,
-              p.err);
+    cr_assert(strstr(p.err, "s3cret") == NULL, "%s: the password was printed: %s", in->why, p.err);
     cli_free(&p);
 }
-
 
 /* Not in the table: an empty regular file needs a path made at run time. */
 Test(usage, an_empty_password_file_exits_64_and_says_so)
 {
     char path[] = "/tmp/redlock-empty-pw-XXXXXX";
-    const char *args[] = {"ping", "--password-file", path, NULL};
+    const char *args[] = { "ping", "--password-file", path, NULL };
     struct cli_proc p;
     int fd = mkstemp(path);
 
@@ -323,7 +344,7 @@ Test(usage, even_number_of_masters_is_a_warning)
 Test(usage, help_fits_one_screen_and_lists_exit_codes)
 {
     struct cli_proc p;
-    const char *codes[] = {"64", "69", "75", "77", "78", "124", "126", "127", "128+N"};
+    const char *codes[] = { "64", "69", "75", "77", "78", "124", "126", "127", "128+N" };
     const char *line;
     size_t lines = 0;
 
@@ -350,8 +371,8 @@ Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
     struct cli_proc p;
     char masters[128], pwfile[SCRATCH_MAX + 32], badfile[SCRATCH_MAX + 32];
     const char *secret = "cli s3cret pw";
-    const char *env_good[] = {"REDLOCK_PASSWORD=cli s3cret pw", NULL};
-    const char *env_bad[] = {"REDLOCK_PASSWORD=wr0ng-s3cret", NULL};
+    const char *env_good[] = { "REDLOCK_PASSWORD=cli s3cret pw", NULL };
+    const char *env_bad[] = { "REDLOCK_PASSWORD=wr0ng-s3cret", NULL };
     FILE *f;
 
     private_start(1, 8, secret, masters, sizeof(masters));
@@ -372,21 +393,26 @@ Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
               "%s", p.err);
     cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
     cli_free(&p);
-    cr_assert(eq(int, cli_env(&p, env_good, "lock", "pw-test", "--masters", masters, "-v",
-                              (const char *)NULL), 0), "%s", p.err);
+    cr_assert(eq(int,
+                 cli_env(&p, env_good, "lock", "pw-test", "--masters", masters, "-v",
+                         (const char *)NULL),
+                 0),
+              "%s", p.err);
     cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
     cli_free(&p);
 
     /* Wrong or missing password: the master refuses; 77, and no secret. */
-    cr_assert(eq(int, cli(&p, "ping", "-v", "--json", "--masters", masters, "--password-file",
-                          badfile), 77));
-    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s",
-              p.out, p.err);
+    cr_assert(eq(int,
+                 cli(&p, "ping", "-v", "--json", "--masters", masters, "--password-file", badfile),
+                 77));
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s", p.out,
+              p.err);
     cli_free(&p);
-    cr_assert(eq(int, cli_env(&p, env_bad, "status", "x", "--masters", masters, "-vv",
-                              (const char *)NULL), 77));
-    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s",
-              p.out, p.err);
+    cr_assert(eq(
+        int, cli_env(&p, env_bad, "status", "x", "--masters", masters, "-vv", (const char *)NULL),
+        77));
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s", p.out,
+              p.err);
     cli_free(&p);
     cr_assert(eq(int, cli(&p, "ping", "--masters", masters), 77));
     cli_free(&p);
@@ -416,8 +442,8 @@ Test(usage, passwords_in_master_urls_come_from_the_environment_or_a_file, .timeo
     struct cli_proc p;
     char priv[64], url[128], env_url[160], env_bad[160], addr[128], file[SCRATCH_MAX + 32];
     char text[160], res[128];
-    const char *env[] = {env_url, NULL};
-    const char *bad[] = {env_bad, NULL};
+    const char *env[] = { env_url, NULL };
+    const char *bad[] = { env_bad, NULL };
 
     tc_resource(res, sizeof(res), NULL);
     private_start(1, 9, "url-s3cret", priv, sizeof(priv));
@@ -426,8 +452,9 @@ Test(usage, passwords_in_master_urls_come_from_the_environment_or_a_file, .timeo
     snprintf(env_bad, sizeof(env_bad), "REDLOCK_MASTERS=redis://:wr0ng-s3cret@%s", priv);
 
     /* From the environment: used, and shown without its password. */
-    cr_assert(eq(int, cli_env(&p, env, "ping", "-v", "--samples", "1", "--json",
-                              (const char *)NULL), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli_env(&p, env, "ping", "-v", "--samples", "1", "--json", (const char *)NULL), 0),
+              "stderr: %s", p.err);
     assert_no_secret(&p);
     assert_one_json_object(p.out);
     snprintf(text, sizeof(text), "redis://%s", priv);
@@ -438,9 +465,11 @@ Test(usage, passwords_in_master_urls_come_from_the_environment_or_a_file, .timeo
     assert_no_secret(&p);
     cli_free(&p);
     /* run's CMD gets the list, password and all, to call redlock-cli. */
-    cr_assert(eq(int, cli_env(&p, env, "run", "other", "-c",
-                              "\"$REDLOCK_CLI\" -q status \"$REDLOCK_RESOURCE\"",
-                              (const char *)NULL), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli_env(&p, env, "run", "other", "-c",
+                         "\"$REDLOCK_CLI\" -q status \"$REDLOCK_RESOURCE\"", (const char *)NULL),
+                 0),
+              "stderr: %s", p.err);
     cli_free(&p);
 
     /* From a file, one entry per line; a warning if others may read it. */
@@ -473,16 +502,16 @@ Test(usage, passwords_in_master_urls_come_from_the_environment_or_a_file, .timeo
 Test(usage, no_masters_is_a_configuration_error_78)
 {
     struct cli_proc p;
-    const char *env[] = {"!REDLOCK_MASTERS", NULL};
-    const char *empty[] = {"REDLOCK_MASTERS=", NULL};
+    const char *env[] = { "!REDLOCK_MASTERS", NULL };
+    const char *empty[] = { "REDLOCK_MASTERS=", NULL };
 
     /* A cron job without the environment: no guess at a cluster. */
     cr_assert(eq(int, cli_env(&p, env, "lock", "r", "--json", (const char *)NULL), 78),
               "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
     cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
-    cr_assert(strstr(p.err, "--masters") != NULL && strstr(p.err, "REDLOCK_MASTERS") != NULL,
-              "%s", p.err);
+    cr_assert(strstr(p.err, "--masters") != NULL && strstr(p.err, "REDLOCK_MASTERS") != NULL, "%s",
+              p.err);
     cli_free(&p);
     /* Empty is unset, as for $REDLOCK_PASSWORD. */
     cr_assert(eq(int, cli_env(&p, empty, "ping", (const char *)NULL), 78), "stderr: %s", p.err);
@@ -547,8 +576,10 @@ Test(usage, a_password_pipe_is_read_and_never_blocks_for_ever, .timeout = 60)
 
     /* A writer: the password arrives through the pipe (as <(pass show x)). */
     w = fifo_writer(fifo, "cli s3cret pw\n");
-    cr_assert(eq(int, cli(&p, "ping", "--samples", "1", "--masters", masters, "--password-file",
-                          fifo), 0), "stderr: %s", p.err);
+    cr_assert(eq(int,
+                 cli(&p, "ping", "--samples", "1", "--masters", masters, "--password-file", fifo),
+                 0),
+              "stderr: %s", p.err);
     cli_free(&p);
     cr_assert(waitpid(w, &st, 0) == w && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
@@ -598,9 +629,9 @@ static int run_tool(const char *const *argv, char **out, char **err)
 
 Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
 {
-    const char *check[] = {"groff", "-ww", "-z", "-man", REDLOCK_CLI_MAN, NULL};
-    const char *render[] = {"groff", "-man", "-Tutf8", "-P-cbou", "-rLL=200n", REDLOCK_CLI_MAN,
-                            NULL};
+    const char *check[] = { "groff", "-ww", "-z", "-man", REDLOCK_CLI_MAN, NULL };
+    const char *render[] = { "groff",     "-man",          "-Tutf8", "-P-cbou",
+                             "-rLL=200n", REDLOCK_CLI_MAN, NULL };
     char *out, *err;
 
     if (access("/usr/bin/groff", X_OK) != 0)
@@ -612,18 +643,19 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     cr_assert(eq(int, run_tool(render, &out, &err), 0), "%s", err);
     /* The quotes of the JSON example survive troff. */
     cr_assert(strstr(out, "{\"code\": \"ECONFLICT\", \"message\": \"...\"}") != NULL,
-              "the JSON error example: %s", strstr(out, "ECONFLICT") ? strstr(out, "ECONFLICT") - 20
-                                                                    : out);
+              "the JSON error example: %s",
+              strstr(out, "ECONFLICT") ? strstr(out, "ECONFLICT") - 20 : out);
     /* The footer names the version built (meson fills it in). */
     cr_assert(strstr(out, "redlock " REDLOCK_VERSION_STRING) != NULL, "the footer's version");
     /* The defaults the code has. */
     cr_assert(strstr(out, "default 1000000") != NULL, "--max-extends' default");
     cr_assert(strstr(out, "default 1000,") == NULL, "--max-extends' old default");
     {
-        static const char *const said[] = {"77", "78", "conflict-exit-code", "signal", "command",
-                                           "--masters-file", "forever", "EUNAVAIL", "ECANCELED",
-                                           "128 + N", "redis://", "unix://", "the floor",
-                                           "declare-empty"};
+        static const char *const said[] = { "77",        "78",           "conflict-exit-code",
+                                            "signal",    "command",      "--masters-file",
+                                            "forever",   "EUNAVAIL",     "ECANCELED",
+                                            "128 + N",   "redis://",     "unix://",
+                                            "the floor", "declare-empty" };
 
         for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
             cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
@@ -647,14 +679,13 @@ static void put_file(const char *path, const char *text)
 /* status R --json run with @env and @args: is R held under the prefix in
  * force? (The lock was taken under "cmd:", and each source names another
  * prefix but one.) */
-static int held_with(const char *const *env, const char *res, const char *arg1,
-                     const char *arg2)
+static int held_with(const char *const *env, const char *res, const char *arg1, const char *arg2)
 {
     struct cli_proc p;
     int held;
 
-    cr_assert(eq(int, cli_env(&p, env, "status", res, "--json", arg1, arg2, (const char *)NULL),
-                 0), "stderr: %s", p.err);
+    cr_assert(eq(int, cli_env(&p, env, "status", res, "--json", arg1, arg2, (const char *)NULL), 0),
+              "stderr: %s", p.err);
     held = jbool(p.out, "held");
     cli_free(&p);
     return held;
@@ -678,9 +709,9 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
     put_file(dflt, "# the default file\nprefix = cmd:\n");
     put_file(conf, "  prefix=conf:  \n\n");
     {
-        const char *e_dflt[] = {xdg_env, NULL};
-        const char *e_env[] = {xdg_env, "REDLOCK_PREFIX=cmd:", NULL};
-        const char *e_env_other[] = {xdg_env, "REDLOCK_PREFIX=env:", NULL};
+        const char *e_dflt[] = { xdg_env, NULL };
+        const char *e_env[] = { xdg_env, "REDLOCK_PREFIX=cmd:", NULL };
+        const char *e_env_other[] = { xdg_env, "REDLOCK_PREFIX=env:", NULL };
 
         /* The default file is read ... */
         cr_assert(held_with(e_dflt, res, NULL, NULL));
@@ -700,7 +731,7 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
     cr_assert(eq(int, cli(&p, "ping", "--config", conf), 0), "stderr: %s", p.err);
     cli_free(&p);
     {
-        const char *no_env[] = {"!REDLOCK_MASTERS", NULL};
+        const char *no_env[] = { "!REDLOCK_MASTERS", NULL };
 
         cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 69));
         cli_free(&p);
@@ -718,10 +749,10 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
      * with its source. */
     put_file(conf, "tls = yes\n");
     {
-        const char *tls_no[] = {"REDLOCK_TLS=no", NULL};
-        const char *tls_bad[] = {"REDLOCK_TLS=maybe", NULL};
-        const char *user[] = {"REDLOCK_USER=bob", NULL};
-        const char *timeout[] = {"REDLOCK_TIMEOUT_MS=50", NULL};
+        const char *tls_no[] = { "REDLOCK_TLS=no", NULL };
+        const char *tls_bad[] = { "REDLOCK_TLS=maybe", NULL };
+        const char *user[] = { "REDLOCK_USER=bob", NULL };
+        const char *timeout[] = { "REDLOCK_TIMEOUT_MS=50", NULL };
 
         cr_assert(eq(int, cli_env(&p, tls_no, "ping", "--config", conf, (const char *)NULL), 0),
                   "stderr: %s", p.err);

@@ -172,7 +172,8 @@ static redlock_status ping_until_samples(redlock_client *c, int m, uint64_t n)
     redlock_status st;
 
     if (!TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(c, &st, NULL),
-                   st.masters[m].clock_samples >= n), 10000))
+                   st.masters[m].clock_samples >= n),
+                  10000))
         cr_fatal("master %d: fewer than %llu clock samples after 10 s", m, (unsigned long long)n);
     return st;
 }
@@ -181,14 +182,14 @@ static redlock_status ping_until_samples(redlock_client *c, int m, uint64_t n)
 
 Test(clock, offset_alone_triggers_nothing)
 {
-    fake_clock(0, "1 -86400000");   /* a day behind, true rate */
+    fake_clock(0, "1 -86400000"); /* a day behind, true rate */
     events e;
     redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
     redlock_status st = ping_until_samples(c, 0, 30);
     cr_assert(eq(int, clock_events(&e, 0), 0), "an offset must not be flagged");
     cr_assert(st.masters[0].clock_trusted);
     cr_assert(st.masters[0].clock_offset_us < -86390LL * 1000000 &&
-              st.masters[0].clock_offset_us > -86410LL * 1000000,
+                  st.masters[0].clock_offset_us > -86410LL * 1000000,
               "offset %lld us reported", (long long)st.masters[0].clock_offset_us);
     cr_assert(st.masters[0].clock_rate_lo <= 1.01 && st.masters[0].clock_rate_hi >= 0.99,
               "rate [%f, %f]", st.masters[0].clock_rate_lo, st.masters[0].clock_rate_hi);
@@ -227,7 +228,7 @@ Test(clock, jump_mid_run_is_detected_at_the_next_probe)
     redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
     ping_until_samples(c, 3, 10);
     cr_assert(eq(int, clock_events(&e, 3), 0), "no event before the jump");
-    set_clock(3, "1 30000");   /* +30 s, now */
+    set_clock(3, "1 30000"); /* +30 s, now */
     long t = wait_clock_event(&e, 3, 1000);
     cr_assert(t >= 0, "a +30 s jump was not detected within 1 s");
     cr_log_info("+30 s jump detected after %ld ms", t);

@@ -80,8 +80,8 @@ static int run_race(int n, uint32_t retry_count)
             cr_expect(not(zero(ptr, r->lock)));
             continue;
         }
-        cr_expect(eq(int, r->rc, REDLOCK_ECONFLICT), "racer %d: %s: %s", i,
-                  redlock_err_name(r->rc), r->err.msg);
+        cr_expect(eq(int, r->rc, REDLOCK_ECONFLICT), "racer %d: %s: %s", i, redlock_err_name(r->rc),
+                  r->err.msg);
         cr_expect(zero(ptr, r->lock));
         core_expect_msg(&r->err, "losing acquire");
         /* The loser's last attempt: nobody failed, somebody else holds it. */
@@ -157,8 +157,7 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     cfg.retry_count = 0;
     a = core_client(&cfg, -1);
     b = core_client(&cfg, -1);
-    cr_assert(eq(int, redlock_acquire(a, res, strlen(res), TTL_MS, &la, NULL, &e), 0), "%s",
-              e.msg);
+    cr_assert(eq(int, redlock_acquire(a, res, strlen(res), TTL_MS, &la, NULL, &e), 0), "%s", e.msg);
     core_barrier(a);
 
     t0 = tc_now_us();

@@ -109,7 +109,7 @@ Test(extend, lapsed_lock_is_enotheld_and_not_resurrected)
     tc_resource(res, sizeof(res), NULL);
     l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
     core_barrier(fx.c);
-    core_del_all(res, strlen(res));    /* what expiry leaves */
+    core_del_all(res, strlen(res)); /* what expiry leaves */
     before = redlock_lock_validity_ms(l);
 
     rc = redlock_extend(fx.c, l, LONG_TTL_MS, &out, &e);
@@ -117,7 +117,7 @@ Test(extend, lapsed_lock_is_enotheld_and_not_resurrected)
     core_expect_msg(&e, "extend");
     for (int i = 0; i < tc_n(); i++)
         cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
-                  out.votes[i].kind == REDLOCK_VOTE_PENDING,
+                      out.votes[i].kind == REDLOCK_VOTE_PENDING,
                   "master %d voted %s", i, redlock_vote_kind_name(out.votes[i].kind));
     cr_expect(le(i64, out.validity_ms, 0));
     /* A failed extend leaves the lock's own view alone (no longer, no new ttl). */

@@ -54,7 +54,7 @@ static void warm(uint32_t ttl_ms)
     char res[128];
 
     tc_resource(res, sizeof(res), "warm");
-    core_must_release(fx.c, core_must_acquire(fx.c, res, ttl_ms, NULL));   /* frees it */
+    core_must_release(fx.c, core_must_acquire(fx.c, res, ttl_ms, NULL)); /* frees it */
     core_barrier(fx.c);
 }
 
@@ -94,8 +94,8 @@ Test(fastpath, the_index_bounds_the_lease_from_above)
         /* Above the key's end (the holder's belief ends before it), and by
          * no more than the drift allowance: ttl x 1 % plus the clock
          * reference's age x 1 % (at most 10 s) plus a round trip. */
-        cr_expect(ge(i64, score, end), "master %d: index %lld before the key's end %lld", m,
-                  score, end);
+        cr_expect(ge(i64, score, end), "master %d: index %lld before the key's end %lld", m, score,
+                  end);
         cr_expect(le(i64, score, end + TTL_MS / 100 + 100 + 50), "master %d: index %lld, key %lld",
                   m, score, end);
         freeReplyObject(s);
@@ -106,7 +106,8 @@ Test(fastpath, the_index_bounds_the_lease_from_above)
     core_barrier(fx.c);
     for (int m = 0; m < tc_n(); m++) {
         redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
-        cr_expect(s && s->type == REDIS_REPLY_NIL, "master %d: the release left the index entry", m);
+        cr_expect(s && s->type == REDIS_REPLY_NIL, "master %d: the release left the index entry",
+                  m);
         freeReplyObject(s);
     }
 }
@@ -123,7 +124,8 @@ Test(fastpath, a_waiter_that_wins_at_once_takes_no_place_in_the_queue)
     int rc = redlock_acquire_with(fx.c, &one, 1, &o, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s", fx.e.msg);
     core_barrier(fx.c);
-    cr_expect(eq(i64, calls("evalsha") - sha0, BARRIER_SHAS), "no script: no place taken, none left");
+    cr_expect(eq(i64, calls("evalsha") - sha0, BARRIER_SHAS),
+              "no script: no place taken, none left");
     char q[160];
     memcpy(q, fx.res, fx.len);
     memcpy(q + fx.len, "\0q", 2);

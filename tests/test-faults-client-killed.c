@@ -23,7 +23,7 @@
 #include "cluster.h"
 #include "contend.h"
 
-#define KILL_TTL_MS 1500u      /* the killed holder's lease */
+#define KILL_TTL_MS 1500u /* the killed holder's lease */
 
 TestSuite(client, .fini = child_reap, .timeout = 50);
 
@@ -43,9 +43,9 @@ static void killed_holder(void *arg, int fd)
 /* The lock as B met it. */
 struct next {
     int rc;
-    int conflicts;        /* ECONFLICT answers before the grant */
-    uint64_t got_invoke;  /* when the granted acquire began ... */
-    uint64_t got;         /* ... and returned */
+    int conflicts;       /* ECONFLICT answers before the grant */
+    uint64_t got_invoke; /* when the granted acquire began ... */
+    uint64_t got;        /* ... and returned */
 };
 
 /* B asks until it gets the lock, at most until @until; every other answer
@@ -125,14 +125,18 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
     n = b_waits_out_a(h, b, res, free_by + 1000000);
     /* B's SETs reached the masters before B returned: had that been before
      * safe_until, A's keys would all have been there to refuse them. */
-    cr_expect(ge(u64, n.got, safe_until), "B got the lock %.1f ms after A's acquire began: "
-              "before ttl - margin (%.1f ms)", (n.got - a_invoke) / 1000.0,
-              (safe_until - a_invoke) / 1000.0);
-    cr_expect(le(u64, n.got, free_by), "B got the lock only %.1f ms after A's acquire returned "
-              "(ttl %u ms)", (n.got - a_complete) / 1000.0, KILL_TTL_MS);
+    cr_expect(ge(u64, n.got, safe_until),
+              "B got the lock %.1f ms after A's acquire began: "
+              "before ttl - margin (%.1f ms)",
+              (n.got - a_invoke) / 1000.0, (safe_until - a_invoke) / 1000.0);
+    cr_expect(le(u64, n.got, free_by),
+              "B got the lock only %.1f ms after A's acquire returned "
+              "(ttl %u ms)",
+              (n.got - a_complete) / 1000.0, KILL_TTL_MS);
     cr_expect(gt(int, n.conflicts, 10), "only %d refusals before the ttl", n.conflicts);
     cr_log_info("A killed holding a %u ms lock; B refused %d times, then granted %.1f ms after "
-                "A's acquire began", KILL_TTL_MS, n.conflicts, (n.got_invoke - a_invoke) / 1000.0);
+                "A's acquire began",
+                KILL_TTL_MS, n.conflicts, (n.got_invoke - a_invoke) / 1000.0);
 
     redlock_client_free(b);
     hist_close(h);

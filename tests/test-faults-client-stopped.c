@@ -30,8 +30,8 @@
 #include "cluster.h"
 #include "contend.h"
 
-#define STOP_TTL_MS 1000u      /* the stopped holder's lease */
-#define NEXT_TTL_MS 5000u      /* the next holder's: outlives everything after it */
+#define STOP_TTL_MS 1000u /* the stopped holder's lease */
+#define NEXT_TTL_MS 5000u /* the next holder's: outlives everything after it */
 
 TestSuite(client, .fini = child_reap, .timeout = 50);
 
@@ -57,7 +57,7 @@ static void stopped_holder(void *arg, int fd)
      * long before 30 s; if it did not, the validity check still ends it). */
     for (int step = 0; step < 1500 && !late; step++) {
         t0 = hist_now_us();
-        tc_sleep_ms(20);    /* time is the subject: one step of the holder's work */
+        tc_sleep_ms(20); /* time is the subject: one step of the holder's work */
         late = redlock_lock_validity_ms(a.l) <= 0;
         hist_use(a.h, "A", t0, a.l, late);
         if (step == 0)
@@ -135,14 +135,15 @@ static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
     int rc = -1;
 
     TC_AWAIT(({
-        uint64_t t0 = hist_now_us();
+                 uint64_t t0 = hist_now_us();
 
-        rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, &ob, &e);
-        hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
-        rc != REDLOCK_ECONFLICT;
-    }), 10 * STOP_TTL_MS);
-    cr_assert(eq(int, rc, 0), "B never got the lock after A stopped: %s: %s",
-              redlock_err_name(rc), e.msg);
+                 rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, &ob, &e);
+                 hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
+                 rc != REDLOCK_ECONFLICT;
+             }),
+             10 * STOP_TTL_MS);
+    cr_assert(eq(int, rc, 0), "B never got the lock after A stopped: %s: %s", redlock_err_name(rc),
+              e.msg);
     return lb;
 }
 
@@ -169,7 +170,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 
     child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %63s", tok_a) == 1, "holder said \"%s\"", line);
-    child_hear(fd, line, sizeof(line), 15000);   /* mid-work: "working" */
+    child_hear(fd, line, sizeof(line), 15000); /* mid-work: "working" */
     t0 = hist_now_us();
     cr_assert(kill(child_pid, SIGSTOP) == 0);
     cr_assert(waitpid(child_pid, &st, WUNTRACED) == child_pid && WIFSTOPPED(st));
@@ -185,25 +186,31 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     cr_assert(kill(child_pid, SIGCONT) == 0);
     hist_fault(h, "sigcont-holder", -1, 0, t0);
     child_hear(fd, line, sizeof(line), 15000);
-    cr_assert(sscanf(line, "done %lld %d %d %d %d", &w.validity, &w.rc, &w.ok, &w.gone,
-                     &w.held) == 5, "holder said \"%s\"", line);
+    cr_assert(sscanf(line, "done %lld %d %d %d %d", &w.validity, &w.rc, &w.ok, &w.gone, &w.held) ==
+                  5,
+              "holder said \"%s\"", line);
     cr_assert(waitpid(child_pid, &st, 0) == child_pid);
     child_pid = -1;
     close(fd);
     after = holding(res, strlen(res), redlock_lock_token(lb));
 
     /* What A learned, and what its release did. */
-    cr_expect(le(i64, w.validity, 0), "A's validity after waking is %lld ms: it would believe "
-              "it still holds the lock", w.validity);
+    cr_expect(le(i64, w.validity, 0),
+              "A's validity after waking is %lld ms: it would believe "
+              "it still holds the lock",
+              w.validity);
     cr_expect(w.rc == REDLOCK_ENOTHELD || (w.rc == 0 && w.gone >= 3),
               "A's late release returned %s (ok %d, gone %d, held %d): wanted ENOTHELD, or 0 "
-              "with its keys gone", redlock_err_name(w.rc), w.ok, w.gone, w.held);
+              "with its keys gone",
+              redlock_err_name(w.rc), w.ok, w.gone, w.held);
     cr_expect(eq(int, w.ok, 0), "A's late release deleted a key on %d masters", w.ok);
-    cr_expect(eq(u32, before & ~after, 0u), "B's token was on masters 0x%x before A's release, "
-              "on 0x%x after", before, after);
+    cr_expect(eq(u32, before & ~after, 0u),
+              "B's token was on masters 0x%x before A's release, "
+              "on 0x%x after",
+              before, after);
     cr_log_info("A woke with validity %lld ms; its release: %s (ok %d, gone %d, held %d); B's "
-                "token on masters 0x%x before and 0x%x after", w.validity,
-                redlock_err_name(w.rc), w.ok, w.gone, w.held, before, after);
+                "token on masters 0x%x before and 0x%x after",
+                w.validity, redlock_err_name(w.rc), w.ok, w.gone, w.held, before, after);
 
     t0 = hist_now_us();
     rc = redlock_release(b, lb, &ob, &e);

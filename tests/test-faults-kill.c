@@ -57,7 +57,7 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     uint64_t t0;
     int rc;
 
-    core_fx_client(-1);        /* connected to all five first */
+    core_fx_client(-1); /* connected to all five first */
     tc_kill(3);
     tc_kill(4);
 
@@ -107,8 +107,8 @@ static void expect_fast_enoquorum(void)
               (unsigned long long)took);
     cr_expect(le(i64, out.validity_ms, 0));
     for (int m = 2; m < 5; m++)
-        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_DOWN), "dead master %d voted %s (%s)",
-                  m, redlock_vote_kind_name(out.votes[m].kind), out.votes[m].detail);
+        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_DOWN), "dead master %d voted %s (%s)", m,
+                  redlock_vote_kind_name(out.votes[m].kind), out.votes[m].detail);
     /* No barrier: the claim is about the moment acquire returns. */
     cr_expect(eq(int, core_get(0, res, strlen(res), NULL, 0, NULL), 0), "key left on master 0");
     cr_expect(eq(int, core_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
@@ -119,7 +119,7 @@ Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_new_client)
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
-    core_fx_client(2);     /* the live two answer; the rest refuse */
+    core_fx_client(2); /* the live two answer; the rest refuse */
     expect_fast_enoquorum();
 }
 
@@ -130,7 +130,7 @@ Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_connected_clie
     tc_kill(3);
     tc_kill(4);
     expect_fast_enoquorum();
-    expect_fast_enoquorum();     /* and again, with them known to be down */
+    expect_fast_enoquorum(); /* and again, with them known to be down */
 }
 
 Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
@@ -155,11 +155,11 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
     tc_kill(4);
     /* A ping round trip: by its end the client has seen the dead ones go. */
     cr_assert(eq(int, core_wait_up(fx.c, 2, 5000), 2));
-    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
+    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
     t0 = tc_now_us();
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
     took = tc_now_us() - t0;
-    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL);   /* master 0 itself */
+    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL); /* master 0 itself */
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(eq(int, held, 0),
               "acquire failed after %llu us while live master 0 still holds the attempt's key "
@@ -265,13 +265,13 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
      * then, and succeed after, not before. */
     if (tc_aof())
         cr_skip_test("masters run with --aof: they keep their markers across restarts");
-    tc_fresh(-1);   /* earlier tests' 10 s ttls must not be the fleet's longest here */
+    tc_fresh(-1); /* earlier tests' 10 s ttls must not be the fleet's longest here */
     fx.cfg.restart_guard_ms = GUARD_MS;
     core_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
-    t0 = tc_now_us();   /* the windows start later, when the client met the masters */
+    t0 = tc_now_us(); /* the windows start later, when the client met the masters */
     tc_restart(0);
     tc_restart(1);
     tc_restart(2);
@@ -292,8 +292,10 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
                       (strstr(v->detail, "counts at 2.5 s") || strstr(v->detail, "pending")),
                   "master %d: %s", m, v->detail);
     }
-    cr_expect(ge(int, excluded, 2), "%d of the 3 restarted masters excluded (the third may "
-              "still have been pending when the attempt failed)", excluded);
+    cr_expect(ge(int, excluded, 2),
+              "%d of the 3 restarted masters excluded (the third may "
+              "still have been pending when the attempt failed)",
+              excluded);
     cr_log_info("inside the window: %s", fx.e.msg);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "a failed acquire left a key");
     memset(&st, 0, sizeof(st));
@@ -321,9 +323,13 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     cr_expect(ge(u32, fx.out.n_ok, 3));
     /* The windows were settled after t0 and end GUARD_MS later on the
      * masters' clocks (ms granularity). */
-    cr_expect(ge(u64, took, (GUARD_MS - 5) * 1000ull), "a quorum only %llu us after the "
-              "restarts", (unsigned long long)took);
-    cr_expect(lt(u64, took, (GUARD_MS + 2000) * 1000ull), "the window ended %llu us after the "
-              "restarts", (unsigned long long)took);
+    cr_expect(ge(u64, took, (GUARD_MS - 5) * 1000ull),
+              "a quorum only %llu us after the "
+              "restarts",
+              (unsigned long long)took);
+    cr_expect(lt(u64, took, (GUARD_MS + 2000) * 1000ull),
+              "the window ended %llu us after the "
+              "restarts",
+              (unsigned long long)took);
     redlock_release(fx.c, fx.l, NULL, NULL);
 }

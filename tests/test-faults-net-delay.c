@@ -24,14 +24,14 @@
 
 #define N 5
 #define TTL_MS 10000u
-#define MARGIN_MS (TTL_MS / 100 + 2)       /* drift margin at the default factor */
+#define MARGIN_MS (TTL_MS / 100 + 2) /* drift margin at the default factor */
 
 TestSuite(faults_net, .init = net_init, .fini = net_down, .timeout = 45);
 
 Test(faults_net, the_third_fastest_master_sets_the_latency)
 {
     enum { NODE_TIMEOUT = 400 };
-    static const unsigned delay[N] = { 0, 0, 30, 60, 90 };   /* RTT 0, 0, 60, 120, 180 ms */
+    static const unsigned delay[N] = { 0, 0, 30, 60, 90 }; /* RTT 0, 0, 60, 120, 180 ms */
     redlock_config cfg;
     redlock_client *c;
     struct core_try t;
@@ -107,8 +107,8 @@ Test(faults_net, sets_landing_after_the_node_timeout_block_others_until_cleanup_
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "B during A's late SETs: %s: %s",
               redlock_err_name(rc), e.msg);
-    cr_expect(net_await_key_gone(res, strlen(res), 3000),
-              "A's late SETs left a key on %d masters", net_key_count(res, strlen(res)));
+    cr_expect(net_await_key_gone(res, strlen(res), 3000), "A's late SETs left a key on %d masters",
+              net_key_count(res, strlen(res)));
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, 0), "B after A's cleanup: %s: %s", redlock_err_name(rc), e.msg);
     if (lb) {
@@ -143,7 +143,7 @@ Test(faults_net, loss_on_every_link_keeps_acquires_live)
 
         tc_resource(res, sizeof(res), NULL);
         rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
-        if (rc != 0) {   /* one may fail: said, not warned (a warning fails the run) */
+        if (rc != 0) { /* one may fail: said, not warned (a warning fails the run) */
             cr_log_info("acquire %d under %d%% loss: %s: %s", tries, LOSS, redlock_err_name(rc),
                         e.msg);
             continue;

@@ -22,7 +22,7 @@
 
 #define N 5
 #define TTL_MS 10000u
-#define MARGIN_MS (TTL_MS / 100 + 2)       /* drift margin at the default factor */
+#define MARGIN_MS (TTL_MS / 100 + 2) /* drift margin at the default factor */
 
 TestSuite(faults_net, .init = net_init, .fini = net_down, .timeout = 45);
 
@@ -95,8 +95,8 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
         cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT + 700), "took %llu ms",
                   (unsigned long long)t.took_ms);
         for (int m = 0; m < N; m += 2)
-            cr_expect(eq(int, t.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT),
-                      "cut master %d voted %s", m, redlock_vote_kind_name(t.out.votes[m].kind));
+            cr_expect(eq(int, t.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT), "cut master %d voted %s",
+                      m, redlock_vote_kind_name(t.out.votes[m].kind));
         cr_expect(eq(int, t.out.votes[1].kind, REDLOCK_VOTE_OK));
         cr_expect(eq(int, t.out.votes[3].kind, REDLOCK_VOTE_OK));
         /* The SETs that did land were released before the call returned. */
@@ -294,9 +294,8 @@ static int acquire_once(redlock_client *c, redlock_error *e)
  * printable ASCII as '?'), for the failure message. */
 static int keys_anywhere(char *first, size_t size)
 {
-    static const char others[] =
-        "local out = {} for _, k in ipairs(redis.call('keys', '*')) do "
-        "if k ~= KEYS[1] then out[#out + 1] = k end end return out";
+    static const char others[] = "local out = {} for _, k in ipairs(redis.call('keys', '*')) do "
+                                 "if k ~= KEYS[1] then out[#out + 1] = k end end return out";
     static const char marker[] = "\0redlock:marker";
     int keys = 0;
 

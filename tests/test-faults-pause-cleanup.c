@@ -46,17 +46,18 @@ Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_
     fx.cfg.node_timeout_ms = TIMEOUT_MS;
     core_fx_client(-1);
 
-    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS);   /* the SET passes, the release waits */
+    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
     tc_pause_writes(3, WRITES_PAUSED_MS);
     tc_pause_writes(4, WRITES_PAUSED_MS);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL);   /* master 0 itself */
+    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL); /* master 0 itself */
     cr_assert(ne(int, rc, 0), "acquired with two masters held by another client");
     cr_expect(eq(int, fx.out.votes[0].kind, REDLOCK_VOTE_OK), "master 0 voted %s",
               redlock_vote_kind_name(fx.out.votes[0].kind));
     cr_expect(eq(int, held, 0),
               "acquire returned %s while master 0, which answered the SET, still holds the "
-              "attempt's key (\"%s\"): the cleanup wait ended early", redlock_err_name(rc), val);
+              "attempt's key (\"%s\"): the cleanup wait ended early",
+              redlock_err_name(rc), val);
 
     core_barrier(fx.c);
     cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
@@ -140,13 +141,11 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
             }
         }
         rc = redlock_release(fx.c, l, NULL, &fx.e);
-        cr_assert(eq(int, rc, 0), "cycle %d: release: %s: %s", i, redlock_err_name(rc),
-                  fx.e.msg);
+        cr_assert(eq(int, rc, 0), "cycle %d: release: %s: %s", i, redlock_err_name(rc), fx.e.msg);
         redlock_lock_free(l);
     }
     /* The bound was hit: most later votes of the paused masters were EBUSY. */
-    cr_expect(gt(int, busy_votes, CYCLES), "only %d EBUSY votes in %d cycles", busy_votes,
-              CYCLES);
+    cr_expect(gt(int, busy_votes, CYCLES), "only %d EBUSY votes in %d cycles", busy_votes, CYCLES);
 
     tc_resume(3);
     tc_resume(4);
@@ -179,7 +178,7 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
     cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5));
     for (int m = 0; m < 5; m++)
         cr_expect(fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
-                  fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
+                      fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
                   "master %d voted %s (%s)", m, redlock_vote_kind_name(fx.out.votes[m].kind),
                   fx.out.votes[m].detail);
     cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));

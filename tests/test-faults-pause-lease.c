@@ -58,8 +58,8 @@ Test(faults_pause, release_retries_silent_masters_on_its_own_budget)
     int rc;
 
     fx.cfg.node_timeout_ms = TIMEOUT_MS;
-    fx.cfg.retry_count = 0;                /* acquire retries: none */
-    fx.cfg.release_retry_count = RETRIES;  /* release retries: its own */
+    fx.cfg.retry_count = 0;               /* acquire retries: none */
+    fx.cfg.release_retry_count = RETRIES; /* release retries: its own */
     fx.cfg.release_retry_delay_ms = DELAY_MS;
     core_fx_client(-1);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);

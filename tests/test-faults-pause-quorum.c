@@ -28,7 +28,7 @@ Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
     uint64_t t0, took;
     int rc;
 
-    core_fx_client(-1);     /* connected to all five before the pause */
+    core_fx_client(-1); /* connected to all five before the pause */
     tc_pause(3);
     tc_pause(4);
 

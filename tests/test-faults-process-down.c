@@ -37,7 +37,7 @@ Test(process, sigkill_two_masters_acquires_go_on)
     run *r = run_start(1, CONTEND_WORKERS);
     uint64_t t1, t2;
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);   /* contention runs */
+    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
     run_inject(r, tc_kill, "sigkill", 1, 0);
     run_inject(r, tc_kill, "sigkill", 3, 0);
     t1 = hist_now_us();
@@ -130,8 +130,8 @@ static void stall_two(run *r, int a, int b, unsigned us, int use_lua)
     for (int i = 0; i < 2; i++) {
         redisReply *rep = NULL;
 
-        cr_assert(eq(int, redisGetReply(c[i], (void **)&rep), REDIS_OK), "master %d: %s",
-                  ms[i], c[i]->errstr);
+        cr_assert(eq(int, redisGetReply(c[i], (void **)&rep), REDIS_OK), "master %d: %s", ms[i],
+                  c[i]->errstr);
         cr_assert(rep->type != REDIS_REPLY_ERROR, "master %d: %s", ms[i], rep->str);
         freeReplyObject(rep);
         redisFree(c[i]);
@@ -150,7 +150,8 @@ Test(process, debug_sleep_on_two_masters_acquires_go_on)
 
     if (use_lua)
         cr_log_info("DEBUG is not allowed on these masters (%s): stalling them with a Lua busy "
-                    "loop instead", probe ? probe->str : "no reply");
+                    "loop instead",
+                    probe ? probe->str : "no reply");
     freeReplyObject(probe);
 
     run *r = run_start(1, CONTEND_WORKERS);
@@ -160,7 +161,7 @@ Test(process, debug_sleep_on_two_masters_acquires_go_on)
         stall_two(r, 1, 4, 300000, use_lua);
         t1 = hist_now_us();
         during += run_grants_between(r, t0, t1, 0);
-        run_await_grants(r, t1, 0, 1, AWAIT_MS);   /* a grant between two stalls */
+        run_await_grants(r, t1, 0, 1, AWAIT_MS); /* a grant between two stalls */
     }
     run_expect_clean(r, NULL);
     cr_expect(ge(int, during, 2), "only %d grants while two masters were stalled (%s)", during,

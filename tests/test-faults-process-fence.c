@@ -87,8 +87,9 @@ static void fence_scenario(int aof)
     redlock_client_free(c);
     cr_assert(ne(u64, t2, 0), "no fenced grant from masters 2,3,4 within 10 s: %s", e.msg);
     cr_log_info("fence %s: last token while 3,4 were down %llu; first token from 2,3,4 after "
-                "their restarts %llu", aof ? "with AOF" : "without persistence",
-                (unsigned long long)t1, (unsigned long long)t2);
+                "their restarts %llu",
+                aof ? "with AOF" : "without persistence", (unsigned long long)t1,
+                (unsigned long long)t2);
     rc = run_finish(r, NULL, out, sizeof(out));
     if (aof) {
         cr_expect(gt(u64, t2, t1), "the token went back from %llu to %llu with AOF",

@@ -193,7 +193,7 @@ Test(process, client_kill_drops_our_connections_and_they_come_back)
     cr_expect(ge(i64, killed, 3 * CONTEND_WORKERS), "CLIENT KILL dropped only %lld connections",
               killed);
     cr_expect(gt(u64, run_last_answer(r, 1), last), "master 1 answered no vote after the last "
-              "CLIENT KILL: the clients did not reconnect");
+                                                    "CLIENT KILL: the clients did not reconnect");
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after the last CLIENT KILL", after);
     run_free(r);
 }

@@ -44,9 +44,9 @@ enum lost_by { RESTART, FLUSH, SNAPSHOT };
 
 /* When each fault of the scenario happened (hist_now_us()). */
 struct restarts {
-    uint64_t of34;         /* masters 3 and 4 started again */
-    uint64_t of2;          /* master 2 killed and started again, or flushed ... */
-    uint64_t of2_done;     /* ... and answering */
+    uint64_t of34;     /* masters 3 and 4 started again */
+    uint64_t of2;      /* master 2 killed and started again, or flushed ... */
+    uint64_t of2_done; /* ... and answering */
 };
 
 /* The test's own holder H takes the lock while masters 3 and 4 are dead,
@@ -97,7 +97,7 @@ static struct restarts restart_under_h(run *r, int aof, enum lost_by how, redloc
         tc_restart(2);
         run_fault(r, "kill+restart", 2, !aof, t.of2);
         if (how == SNAPSHOT)
-            tc_master_rm(2, "dump.rdb");   /* loaded: later restarts start empty */
+            tc_master_rm(2, "dump.rdb"); /* loaded: later restarts start empty */
     }
     t.of2_done = hist_now_us();
 
@@ -121,8 +121,10 @@ static void expect_the_overlap_found(run *r, const struct restarts *t)
     int crc = run_finish(r, NULL, out, sizeof(out));
 
     cr_assert(ne(u64, overlap_grant, 0), "no worker was granted by 2,3,4 while H held it");
-    cr_assert(eq(int, crc, 1), "the checker missed two holders at once (exit %d, history "
-              "kept in %s):\n%s", crc, run_keep(r), out);
+    cr_assert(eq(int, crc, 1),
+              "the checker missed two holders at once (exit %d, history "
+              "kept in %s):\n%s",
+              crc, run_keep(r), out);
     cr_assert(strstr(out, "(overlap)") != NULL && strstr(out, "H (token") != NULL,
               "the overlap reported is not H's:\n%s", out);
     cr_log_info("guard off: a worker was granted by 2,3,4 %.1f ms after master 2 came "
@@ -168,7 +170,7 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
 
     cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof",
               aof ? "with" : "without");
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);   /* contention runs */
+    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
     if (how == SNAPSHOT) {
         redisReply *v = tc_cmd(2, "SAVE");
         cr_assert(v && v->type == REDIS_REPLY_STATUS, "SAVE on master 2 failed");
@@ -178,10 +180,10 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     t = restart_under_h(r, aof, how, hl);
 
     tries0 = run_attempts(r);
-    if (mode == GUARD_OFF)   /* within H's validity, a worker granted by 2,3,4 */
+    if (mode == GUARD_OFF) /* within H's validity, a worker granted by 2,3,4 */
         TC_AWAIT(redlock_lock_validity_ms(hl) <= 0 || run_first_grant(r, t.of2_done, 0x1c),
                  CONTEND_TTL_MS);
-    else                     /* every worker tries, twice, while H holds */
+    else /* every worker tries, twice, while H holds */
         TC_AWAIT(run_attempts(r) >= tries0 + 2 * CONTEND_WORKERS, AWAIT_MS);
     t0 = hist_now_us();
     rc = redlock_release(hc, hl, &out_h, &e);
@@ -190,9 +192,9 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     redlock_client_free(hc);
 
     uint64_t in_window2 = t.of2 + TTL_US, in_window34 = t.of34 + TTL_US;
-    if (mode == GUARD_ON)    /* a grant counting master 2 once its window is over */
+    if (mode == GUARD_ON) /* a grant counting master 2 once its window is over */
         run_await_grants(r, in_window2, 1u << 2, 1, CONTEND_TTL_MS + AWAIT_MS);
-    if (mode == WITH_AOF)    /* a grant counting master 2 within a ttl of its restart */
+    if (mode == WITH_AOF) /* a grant counting master 2 within a ttl of its restart */
         TC_AWAIT(run_grants_between(r, t.of2, in_window2, 1u << 2) > 0, CONTEND_TTL_MS);
 
     int counted2 = run_grants_between(r, t.of2, in_window2, 1u << 2);
@@ -205,20 +207,29 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     } else {
         run_expect_clean(r, NULL);
         if (mode == GUARD_ON) {
-            cr_expect(eq(int, counted2, 0), "%d grants counted master 2 within a ttl of "
-                      "losing its memory", counted2);
-            cr_expect(eq(int, counted34, 0), "%d grants counted master 3 or 4 within a ttl of "
-                      "its restart", counted34);
+            cr_expect(eq(int, counted2, 0),
+                      "%d grants counted master 2 within a ttl of "
+                      "losing its memory",
+                      counted2);
+            cr_expect(eq(int, counted34, 0),
+                      "%d grants counted master 3 or 4 within a ttl of "
+                      "its restart",
+                      counted34);
             cr_expect(gt(int, after_window, 0), "no grant counted master 2 again after its "
-                      "memory window");
+                                                "memory window");
         } else {
-            cr_expect(gt(int, counted2, 0), "with AOF always, master 2 should count at once "
+            cr_expect(gt(int, counted2, 0),
+                      "with AOF always, master 2 should count at once "
                       "after its restart (no guard), but no grant within a ttl counted it");
         }
     }
     cr_log_info("%s %s, %s: grants counting master 2 within a ttl of it: %d, after: %d",
-                how == FLUSH ? "FLUSHALL" : how == SNAPSHOT ? "restart from a snapshot" : "restart", mode == WITH_AOF ? "with AOF" :
-                mode == GUARD_ON ? "guard on" : "guard off",
+                how == FLUSH      ? "FLUSHALL"
+                : how == SNAPSHOT ? "restart from a snapshot"
+                                  : "restart",
+                mode == WITH_AOF   ? "with AOF"
+                : mode == GUARD_ON ? "guard on"
+                                   : "guard off",
                 kind == CONTEND_ONE_SHOT ? "one-shot clients" : "clients kept", counted2,
                 after_window);
     run_free(r);
@@ -271,8 +282,8 @@ Test(process, one_shot_clients_flushall_guard_off_shows_two_holders)
 
 /* A one-shot client (made and used at once, as redlock-cli is) acquiring
  * @res with @ttl_ms and @wait_ms; its outcome into @out. */
-static int one_shot_acquire(const char *res, uint32_t ttl_ms, int64_t wait_ms,
-                            redlock_outcome *out, redlock_error *e)
+static int one_shot_acquire(const char *res, uint32_t ttl_ms, int64_t wait_ms, redlock_outcome *out,
+                            redlock_error *e)
 {
     redlock_config cfg;
     redlock_client *c = NULL;
@@ -324,7 +335,7 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
 
     if (tc_aof())
         cr_skip_test("needs a cluster without --aof");
-    tc_fresh(-1);   /* the fleet's longest ttl is this test's */
+    tc_fresh(-1); /* the fleet's longest ttl is this test's */
     tc_resource(res, sizeof(res), NULL);
     tc_kill(3);
     tc_kill(4);
@@ -338,8 +349,8 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
     uint64_t t1 = hist_now_us();
     int rc = 0;
     age = -1;
-    cr_assert(TC_AWAIT((rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e)) ==
-                               REDLOCK_ENOQUORUM && (age = marker_age_ms(&out, 2)) >= 0,
+    cr_assert(TC_AWAIT((rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e)) == REDLOCK_ENOQUORUM &&
+                           (age = marker_age_ms(&out, 2)) >= 0,
                        2000),
               "master 2 voted %s (%s): %s", redlock_vote_kind_name(out.votes[2].kind),
               out.votes[2].detail, e.msg);
@@ -351,8 +362,10 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
     rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     age = marker_age_ms(&out, 2);
-    cr_expect(ge(i64, age, LATER_MS - 50), "the later client saw a marker %ld ms old: the window "
-              "began again for it", age);
+    cr_expect(ge(i64, age, LATER_MS - 50),
+              "the later client saw a marker %ld ms old: the window "
+              "began again for it",
+              age);
 
     /* Waiting: it counts once the window has passed since t1, not before. */
     rc = one_shot_acquire(res, WINDOW_MS, 3 * WINDOW_MS, &out, &e);
@@ -362,7 +375,8 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
     cr_expect(eq(int, out.votes[2].kind, REDLOCK_VOTE_OK));
     cr_expect(ge(u64, admitted - t1, (WINDOW_MS - 5) * 1000ull),
               "master 2 counted again %.0f ms after the first acquire met it, inside its %u ms "
-              "window", (admitted - t1) / 1000.0, WINDOW_MS);
+              "window",
+              (admitted - t1) / 1000.0, WINDOW_MS);
     cr_log_info("readmitted %.0f ms after the first acquire met it (window %u ms)",
                 (admitted - t1) / 1000.0, WINDOW_MS);
 }

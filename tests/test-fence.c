@@ -67,7 +67,10 @@ Test(fence, tokens_are_positive_and_grow_for_one_client)
 /* ---- many contenders, kills and restarts -------------------------------- */
 
 #define MAXG 20000
-static struct grant { uint64_t at_us; uint64_t fence; } grants[MAXG];
+static struct grant {
+    uint64_t at_us;
+    uint64_t fence;
+} grants[MAXG];
 static int ngrants;
 static pthread_mutex_t gmu = PTHREAD_MUTEX_INITIALIZER;
 static volatile int stop_flag;
@@ -133,8 +136,7 @@ Test(fence, strictly_increasing_across_holders_through_kills_and_restarts)
         cr_assert(await_more_grants(GRANTS_BETWEEN_FAULTS), "no grants before killing %d",
                   victims[k]);
         tc_kill(victims[k]);
-        cr_assert(await_more_grants(GRANTS_BETWEEN_FAULTS), "no grants with %d dead",
-                  victims[k]);
+        cr_assert(await_more_grants(GRANTS_BETWEEN_FAULTS), "no grants with %d dead", victims[k]);
         tc_restart(victims[k]);
     }
     __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
@@ -143,9 +145,8 @@ Test(fence, strictly_increasing_across_holders_through_kills_and_restarts)
     cr_assert(gt(int, ngrants, 50), "only %d grants: contention did not run", ngrants);
     qsort(grants, (size_t)ngrants, sizeof(grants[0]), by_time);
     for (int i = 1; i < ngrants; i++)
-        cr_assert(gt(u64, grants[i].fence, grants[i - 1].fence),
-                  "grant %d: fence %llu after %llu", i, (unsigned long long)grants[i].fence,
-                  (unsigned long long)grants[i - 1].fence);
+        cr_assert(gt(u64, grants[i].fence, grants[i - 1].fence), "grant %d: fence %llu after %llu",
+                  i, (unsigned long long)grants[i].fence, (unsigned long long)grants[i - 1].fence);
     cr_log_info("%d grants, fences %llu..%llu, strictly increasing through 5 kill/restarts",
                 ngrants, (unsigned long long)grants[0].fence,
                 (unsigned long long)grants[ngrants - 1].fence);
@@ -189,7 +190,7 @@ Test(fence, store_rejects_the_late_write_of_a_paused_holder)
         if (write(to_parent[1], &f, sizeof(f)) != sizeof(f))
             _exit(4);
         char b;
-        if (read(go[0], &b, 1) != 1)   /* resumed: the late write */
+        if (read(go[0], &b, 1) != 1) /* resumed: the late write */
             _exit(5);
         int64_t left = redlock_lock_validity_ms(l);
         if (write(to_parent[1], &left, sizeof(left)) != sizeof(left))
@@ -201,7 +202,7 @@ Test(fence, store_rejects_the_late_write_of_a_paused_holder)
     uint64_t fa = 0;
     cr_assert(eq(long, (long)read(to_parent[0], &fa, sizeof(fa)), (long)sizeof(fa)));
     cr_assert(store_write(fa), "A's first write is accepted");
-    kill(pid, SIGSTOP);   /* A pauses: GC, swap, ... */
+    kill(pid, SIGSTOP); /* A pauses: GC, swap, ... */
 
     /* B waits out A's ttl, takes the lock, writes. */
     redlock_client *c = client();
@@ -210,14 +211,14 @@ Test(fence, store_rejects_the_late_write_of_a_paused_holder)
     redlock_error err;
     int rc = REDLOCK_ECONFLICT;
     TC_AWAIT((rc = redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &lb, NULL, &err)) == 0,
-             2000);   /* A's 500 ms ttl lapsing */
+             2000); /* A's 500 ms ttl lapsing */
     cr_assert(eq(int, rc, 0), "B: %s", err.msg);
     uint64_t fb = redlock_lock_fence(lb);
     cr_assert(gt(u64, fb, fa), "B's token %llu is newer than A's %llu", (unsigned long long)fb,
               (unsigned long long)fa);
     cr_assert(store_write(fb));
 
-    kill(pid, SIGCONT);   /* A wakes up and writes with its old token */
+    kill(pid, SIGCONT); /* A wakes up and writes with its old token */
     cr_assert(eq(long, (long)write(go[1], "g", 1), 1L));
     int64_t a_left = 0;
     uint64_t late = 0;
@@ -306,8 +307,7 @@ Test(fence, a_counter_from_before_the_change_keeps_fences_growing)
     cr_assert(eq(int, redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &l, NULL, &err), 0), "%s",
               err.msg);
     uint64_t f = redlock_lock_fence(l);
-    cr_expect(gt(u64, f, 1000000u), "fence %llu went below the old counter",
-              (unsigned long long)f);
+    cr_expect(gt(u64, f, 1000000u), "fence %llu went below the old counter", (unsigned long long)f);
     cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
     redlock_lock_free(l);
     int in_step = 0;
@@ -316,7 +316,7 @@ Test(fence, a_counter_from_before_the_change_keeps_fences_growing)
         redisReply *g = tc_cmd(m, "GET %b", fence_key, sizeof(fence_key) - 1);
         uint64_t ov = o && o->type == REDIS_REPLY_STRING ? strtoull(o->str, NULL, 10) : 0;
         uint64_t gv = g && g->type == REDIS_REPLY_STRING ? strtoull(g->str, NULL, 10) : 0;
-        in_step += ov >= f && gv >= f;   /* the write-back reached it (a majority at least) */
+        in_step += ov >= f && gv >= f; /* the write-back reached it (a majority at least) */
         freeReplyObject(o);
         freeReplyObject(g);
         freeReplyObject(tc_cmd(m, "DEL %b", key, len + 6));

@@ -128,7 +128,7 @@ Test(harness, killed_master_refuses_then_restarts)
     set_key(1, key);
     tc_kill(1);
     cr_assert(zero(ptr, tc_cmd(1, "PING")), "a killed master answered");
-    tc_kill(1);    /* killing a dead master is a no-op */
+    tc_kill(1); /* killing a dead master is a no-op */
     cr_assert(eq(int, tc_key_count(key, strlen(key)), 0));
 
     tc_restart(1);
@@ -193,7 +193,7 @@ Test(harness, heal_restarts_dead_and_resumes_paused)
     tc_heal();
     for (int i = 0; i < tc_n(); i++)
         expect_pong(i);
-    tc_heal();    /* nothing to do: still fine */
+    tc_heal(); /* nothing to do: still fine */
 }
 
 /* --- tc_run_until -------------------------------------------------------- */

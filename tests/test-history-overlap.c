@@ -61,7 +61,7 @@ Test(history, two_holders_at_once_are_found)
     hist *h = hc_new(p, sizeof(p));
 
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hc_grant(h, "b", "bbbb", 90, 95, 300, 0x1f);   /* a still valid until 100 */
+    hc_grant(h, "b", "bbbb", 90, 95, 300, 0x1f); /* a still valid until 100 */
     hist_close(h);
     hc_expect_violation(p, NULL, NULL, "overlap");
     cr_expect(strstr(hc_out, "overlap for 5.000 ms") != NULL, "%s", hc_out);
@@ -73,8 +73,8 @@ Test(history, a_release_before_the_next_grant_is_no_overlap)
     hist *h = hc_new(p, sizeof(p));
 
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hc_release(h, "a", "aaaa", 50, 60, 0);          /* released at 50 ... */
-    hc_grant(h, "b", "bbbb", 40, 55, 300, 0x1f);    /* ... b granted at 55 */
+    hc_release(h, "a", "aaaa", 50, 60, 0);       /* released at 50 ... */
+    hc_grant(h, "b", "bbbb", 40, 55, 300, 0x1f); /* ... b granted at 55 */
     hist_close(h);
     hc_expect_clean(p, NULL, NULL);
 }
@@ -86,7 +86,7 @@ Test(history, a_release_after_the_next_grant_is_an_overlap)
 
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
     hc_grant(h, "b", "bbbb", 40, 55, 300, 0x1f);
-    hc_release(h, "a", "aaaa", 56, 60, 0);          /* a let go only after b got it */
+    hc_release(h, "a", "aaaa", 56, 60, 0); /* a let go only after b got it */
     hist_close(h);
     hc_expect_violation(p, NULL, NULL, "overlap");
 }
@@ -140,9 +140,17 @@ Test(history, resource_names_are_compared_byte_for_byte)
     static const char n2[] = "q\"\\\n\x01\xfe";
     char p[512], q[512];
     hist *h = hc_new(p, sizeof(p));
-    hist_rec a = { .client = "a", .op = HIST_ACQUIRE, .res = n1, .res_len = sizeof(n1),
-                   .invoke_us = HC_MS(0), .complete_us = HC_MS(1), .token = "aaaa",
-                   .vend_us = HC_MS(100), .has_vend = 1, .ttl_ms = 1000, .master = -1 };
+    hist_rec a = { .client = "a",
+                   .op = HIST_ACQUIRE,
+                   .res = n1,
+                   .res_len = sizeof(n1),
+                   .invoke_us = HC_MS(0),
+                   .complete_us = HC_MS(1),
+                   .token = "aaaa",
+                   .vend_us = HC_MS(100),
+                   .has_vend = 1,
+                   .ttl_ms = 1000,
+                   .master = -1 };
     hist_rec b = a;
 
     b.client = "b";
@@ -171,15 +179,15 @@ Test(history, a_late_use_is_flagged_unless_its_client_marked_it)
 
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
     hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
-    hc_use(h, "a", "aaaa", 50, 200, 0);             /* a paused mid-use, acting after 100 */
+    hc_use(h, "a", "aaaa", 50, 200, 0); /* a paused mid-use, acting after 100 */
     hist_close(h);
     hc_expect_violation(p, NULL, NULL, "use");
 
     h = hc_new(q, sizeof(q));
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
     hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
-    hc_use(h, "a", "aaaa", 10, 20, 0);              /* inside a's own window */
-    hc_use(h, "a", "aaaa", 50, 200, 1);             /* a checked its validity: knows */
+    hc_use(h, "a", "aaaa", 10, 20, 0);  /* inside a's own window */
+    hc_use(h, "a", "aaaa", 50, 200, 1); /* a checked its validity: knows */
     hist_close(h);
     hc_expect_clean(q, NULL, NULL);
     cr_expect(strstr(hc_out, "1 op marked late by their clients") != NULL, "%s", hc_out);

@@ -58,7 +58,8 @@ Test(history, records_from_redlock_objects_are_accepted)
     cr_assert(f != NULL);
     cr_assert(fgets(line, sizeof(line), f) != NULL);
     fclose(f);
-    cr_expect(strstr(line, "\"op\":\"acquire\",\"client\":\"a\",\"res\":\"res\"") != NULL, "%s", line);
+    cr_expect(strstr(line, "\"op\":\"acquire\",\"client\":\"a\",\"res\":\"res\"") != NULL, "%s",
+              line);
     cr_expect(strstr(line, "\"token\":\"0123456789abcdef0123456789abcdef\"") != NULL, "%s", line);
     cr_expect(strstr(line, "\"oks\":21,\"n_ok\":3") != NULL, "%s", line);
     cr_expect(strstr(line, "\"fence\":0") != NULL, "%s", line);
@@ -88,8 +89,13 @@ static void *write_lines(void *arg)
         res[i] = (char)(i * 7 + (size_t)w->id);
     snprintf(client, sizeof(client), "p%d-w%d", (int)getpid(), w->id);
     for (int i = 0; i < LINES; i++) {
-        hist_rec r = { .client = client, .op = HIST_ACQUIRE, .res = res, .res_len = sizeof(res),
-                       .invoke_us = hist_now_us(), .rc = REDLOCK_ECONFLICT, .ttl_ms = 1000,
+        hist_rec r = { .client = client,
+                       .op = HIST_ACQUIRE,
+                       .res = res,
+                       .res_len = sizeof(res),
+                       .invoke_us = hist_now_us(),
+                       .rc = REDLOCK_ECONFLICT,
+                       .ttl_ms = 1000,
                        .master = -1 };
         if (hist_write(w->h, &r) != 0)
             w->failed++;

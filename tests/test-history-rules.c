@@ -26,8 +26,13 @@ Test(history, fences_must_increase_in_grant_order)
 {
     char p[512], q[512];
     hist *h = hc_new(p, sizeof(p));
-    hist_rec r = { .client = "a", .op = HIST_ACQUIRE, .res = "r", .res_len = 1,
-                   .ttl_ms = 1000, .has_vend = 1, .master = -1 };
+    hist_rec r = { .client = "a",
+                   .op = HIST_ACQUIRE,
+                   .res = "r",
+                   .res_len = 1,
+                   .ttl_ms = 1000,
+                   .has_vend = 1,
+                   .master = -1 };
     static const char *const toks[] = { "t1", "t2", "t3" };
     const uint64_t fences[] = { 5, 7, 7 };
 
@@ -46,9 +51,11 @@ Test(history, fences_must_increase_in_grant_order)
      * order only for a grant invoked after the other completed) */
     char o[512];
     h = hc_new(o, sizeof(o));
-    r.token = "t1", r.invoke_us = HC_MS(0), r.complete_us = HC_MS(50), r.vend_us = HC_MS(60), r.fence = 9;
+    r.token = "t1", r.invoke_us = HC_MS(0), r.complete_us = HC_MS(50), r.vend_us = HC_MS(60),
+    r.fence = 9;
     hc_put(h, &r);
-    r.token = "t2", r.invoke_us = HC_MS(10), r.complete_us = HC_MS(70), r.vend_us = HC_MS(90), r.fence = 8;
+    r.token = "t2", r.invoke_us = HC_MS(10), r.complete_us = HC_MS(70), r.vend_us = HC_MS(90),
+    r.fence = 8;
     hc_put(h, &r);
     hist_close(h);
     hc_expect_clean(o, NULL, NULL);
@@ -76,7 +83,7 @@ Test(history, a_late_release_returning_0_while_another_holds_is_flagged)
 
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
     hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
-    hc_release(h, "a", "aaaa", 200, 205, 0);        /* a's window ended at 100 */
+    hc_release(h, "a", "aaaa", 200, 205, 0); /* a's window ended at 100 */
     hist_close(h);
     hc_expect_violation(p, NULL, NULL, "release");
     cr_expect(strstr(hc_out, "review") != NULL, "%s", hc_out);
@@ -117,13 +124,13 @@ Test(history, keys_left_behind_are_found)
 
     hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
     hc_release(h, "a", "aaaa", 50, 60, 0);
-    hc_refused(h, "b", 100, 110);                   /* a failed acquire, ttl 1000 */
+    hc_refused(h, "b", 100, 110); /* a failed acquire, ttl 1000 */
     hist_close(h);
 
     /* a key of a failed acquire, expiring within its ttl: fine; a lock's
      * own key on a master its release missed: fine */
     s = hc_new(s1, sizeof(s1));
-    hc_key(s, 0, "ffff", 200, 900);                 /* expires at 1100 <= 110 + 1000 + 50 */
+    hc_key(s, 0, "ffff", 200, 900); /* expires at 1100 <= 110 + 1000 + 50 */
     hc_key(s, 1, "aaaa", 200, 500);
     hist_close(s);
     hc_expect_clean(p, s1, NULL);
@@ -132,7 +139,7 @@ Test(history, keys_left_behind_are_found)
     /* no ttl: never frees */
     one_key(p, 2, "aaaa", 200, -1, "no ttl");
     /* a failed acquire's key living past its ttl */
-    one_key(p, 3, "ffff", 1000, 900, "left by a failed acquire");   /* expires at 1900 > 1160 */
+    one_key(p, 3, "ffff", 1000, 900, "left by a failed acquire"); /* expires at 1900 > 1160 */
     /* a ttl above any ttl used */
     one_key(p, 4, "aaaa", 200, 5000, "above the longest ttl used");
 
@@ -152,18 +159,28 @@ Test(history, keys_left_behind_are_found)
 Test(history, a_granted_acquire_may_leave_a_key_of_a_failed_attempt)
 {
     char p[512], q[512];
-    hist_rec r = { .client = "a", .op = HIST_ACQUIRE, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(0), .complete_us = HC_MS(40), .token = "aaaa",
-                   .vend_us = HC_MS(900), .has_vend = 1, .ttl_ms = 1000, .oks = 0x1f,
-                   .n_ok = 5, .attempts = 2, .master = -1 };
+    hist_rec r = { .client = "a",
+                   .op = HIST_ACQUIRE,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(0),
+                   .complete_us = HC_MS(40),
+                   .token = "aaaa",
+                   .vend_us = HC_MS(900),
+                   .has_vend = 1,
+                   .ttl_ms = 1000,
+                   .oks = 0x1f,
+                   .n_ok = 5,
+                   .attempts = 2,
+                   .master = -1 };
     hist *h = hc_new(p, sizeof(p));
 
     hc_put(h, &r);
     hc_release(h, "a", "aaaa", 50, 60, 0);
     hist_close(h);
-    one_key(p, 1, "ffff", 200, 800, NULL);          /* expires at 1000 <= 40 + 1000 + 50 */
+    one_key(p, 1, "ffff", 200, 800, NULL); /* expires at 1000 <= 40 + 1000 + 50 */
     /* past what its failed attempt could have set */
-    one_key(p, 1, "ffff", 200, 900, "left by a failed acquire attempt");   /* 1100 > 1090 */
+    one_key(p, 1, "ffff", 200, 900, "left by a failed acquire attempt"); /* 1100 > 1090 */
 
     /* the same grant at its first attempt left no other key */
     h = hc_new(q, sizeof(q));

@@ -56,7 +56,7 @@ static char *bomb_reply(size_t k)
 
     cr_assert(s != NULL);
     if (k == HUGE_BULK) {
-        strcpy(s, "$1000000000\r\n");   /* the rest streams (tc_fake_stream_start) */
+        strcpy(s, "$1000000000\r\n"); /* the rest streams (tc_fake_stream_start) */
     } else if (k == ARRAY_BOMB) {
         strcpy(s, "*1000000000\r\n");
     } else if (k == OBJECT_BOMB) {
@@ -112,8 +112,10 @@ ParameterizedTest(size_t *k, hostile, a_reply_without_bound_is_one_line_of_eprot
     cr_assert(eq(int, rc, REDLOCK_EPROTO), "%s: %s: %s", b->what, redlock_err_name(rc), fx.e.msg);
     core_expect_msg(&fx.e, b->what);
     cr_expect(eq(int, fx.e.master, 0));
-    cr_expect(strstr(fx.e.msg, tc_fake_addr(f)) != NULL, "%s: the message does not name the "
-              "master: %s", b->what, fx.e.msg);
+    cr_expect(strstr(fx.e.msg, tc_fake_addr(f)) != NULL,
+              "%s: the message does not name the "
+              "master: %s",
+              b->what, fx.e.msg);
     cr_expect(strstr(fx.e.msg, b->says[0]) || (b->says[1] && strstr(fx.e.msg, b->says[1])),
               "%s: %s", b->what, fx.e.msg);
     cr_expect(lt(u64, took, 2000000), "%s: took %llu us", b->what, (unsigned long long)took);
@@ -156,7 +158,7 @@ struct soak {
     redlock_client *c;
     int started, done, granted, fake_eproto;
     volatile int finished;
-    long rss_warm_kb;             /* after WARMUP acquisitions */
+    long rss_warm_kb; /* after WARMUP acquisitions */
     char res[DEPTH][128];
     struct soak_slot {
         struct soak *s;
@@ -169,7 +171,10 @@ static void soak_next(struct soak_slot *slot);
 static void soak_released(redlock_client *c, int status, redlock_lock *lock,
                           const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)c; (void)status; (void)out; (void)err;
+    (void)c;
+    (void)status;
+    (void)out;
+    (void)err;
     redlock_lock_free(lock);
     soak_next(arg);
 }
@@ -203,8 +208,8 @@ static void soak_next(struct soak_slot *slot)
         return;
     }
     s->started++;
-    if (redlock_acquire_async(s->c, s->res[slot->i], strlen(s->res[slot->i]), TTL_MS,
-                              soak_acquired, slot, NULL) != 0)
+    if (redlock_acquire_async(s->c, s->res[slot->i], strlen(s->res[slot->i]), TTL_MS, soak_acquired,
+                              slot, NULL) != 0)
         soak_next(slot);
 }
 
@@ -221,27 +226,29 @@ Test(hostile, a_soak_against_a_master_streaming_a_huge_reply_keeps_memory_flat)
 
     cr_assert(base != NULL);
     core_fx_masters_with(4, tc_fake_addr(f));
-    fx.cfg.retry_count = 0;   /* one attempt each: no waiting, no pub/sub */
+    fx.cfg.retry_count = 0; /* one attempt each: no waiting, no pub/sub */
     s.c = core_client_async(&fx.cfg, base);
     cr_assert(core_async_ready(base, s.c, 4, 5000), "the four real masters did not connect");
     for (int i = 0; i < DEPTH; i++) {
         tc_resource(s.res[i], sizeof(s.res[i]), NULL);
         s.slots[i] = (struct soak_slot){ &s, i };
-        s.done--;   /* soak_next counts the slot's previous acquisition; there is none */
+        s.done--; /* soak_next counts the slot's previous acquisition; there is none */
         soak_next(&s.slots[i]);
     }
     uint64_t t0 = tc_now_us();
-    cr_assert(tc_run_until(base, &s.finished, 140000), "%d of %d acquisitions in 140 s",
-              s.done, SOAK);
+    cr_assert(tc_run_until(base, &s.finished, 140000), "%d of %d acquisitions in 140 s", s.done,
+              SOAK);
     long rss_end = rss_kb();
     cr_log_info("%d acquisitions in %.1f s (%d granted), the fake dropped with EPROTO %d times "
                 "over %u connections; RSS %ld kB after warm-up, %ld kB at the end",
-                SOAK, (tc_now_us() - t0) / 1e6, s.granted, s.fake_eproto,
-                tc_fake_connections(f), s.rss_warm_kb, rss_end);
+                SOAK, (tc_now_us() - t0) / 1e6, s.granted, s.fake_eproto, tc_fake_connections(f),
+                s.rss_warm_kb, rss_end);
     cr_expect(eq(int, s.granted, SOAK), "the four real masters grant every lock");
     cr_expect(gt(int, s.fake_eproto, 0), "the fake was never dropped with EPROTO");
-    cr_expect(gt(u32, tc_fake_connections(f), 10), "the client stopped reconnecting to the "
-              "fake (%u connections)", tc_fake_connections(f));
+    cr_expect(gt(u32, tc_fake_connections(f), 10),
+              "the client stopped reconnecting to the "
+              "fake (%u connections)",
+              tc_fake_connections(f));
 #ifdef __SANITIZE_ADDRESS__
     /* AddressSanitizer keeps freed memory in quarantine (256 MB), so RSS
      * says nothing here; the plain build checks the bound. */

@@ -36,8 +36,8 @@
 #include "cluster.h"
 #include "core.h"
 
-#define TTL_MS 10000u        /* A's lease outlives every fault below */
-#define LOSER 2              /* the master of A's majority that loses its memory */
+#define TTL_MS 10000u /* A's lease outlives every fault below */
+#define LOSER 2       /* the master of A's majority that loses its memory */
 
 static const char marker[] = "\0redlock:marker";
 
@@ -91,17 +91,20 @@ static void need_aof(int aof)
 /* ---- losing memory ------------------------------------------------------- */
 
 enum fault {
-    RESTART,        /* kill, restart without persistence */
-    FLUSH,          /* FLUSHALL */
-    EVICTED,        /* the marker and the lock key gone, as an allkeys-* policy may do */
-    WIPED_AOF,      /* kill, AOF files removed, restart (an --aof cluster) */
-    AOF_RESTART,    /* kill, restart with appendfsync always: nothing lost */
-    SNAPSHOT,       /* kill, restart from an RDB snapshot older than A's lock */
-    AOF_TAIL_LOST,  /* appendfsync everysec; kill, the AOF's tail (A's key) lost, restart */
+    RESTART,       /* kill, restart without persistence */
+    FLUSH,         /* FLUSHALL */
+    EVICTED,       /* the marker and the lock key gone, as an allkeys-* policy may do */
+    WIPED_AOF,     /* kill, AOF files removed, restart (an --aof cluster) */
+    AOF_RESTART,   /* kill, restart with appendfsync always: nothing lost */
+    SNAPSHOT,      /* kill, restart from an RDB snapshot older than A's lock */
+    AOF_TAIL_LOST, /* appendfsync everysec; kill, the AOF's tail (A's key) lost, restart */
 };
 
-static const char *const fault_name[] = { "a restart without persistence", "FLUSHALL",
-                                          "an eviction", "wiped AOF files", "an AOF restart",
+static const char *const fault_name[] = { "a restart without persistence",
+                                          "FLUSHALL",
+                                          "an eviction",
+                                          "wiped AOF files",
+                                          "an AOF restart",
                                           "a restart from an older snapshot",
                                           "an AOF everysec restart that lost its tail" };
 
@@ -133,7 +136,7 @@ static void lose_memory(int m, enum fault f, const char *res, redlock_lock *la)
     case SNAPSHOT:
         tc_kill(m);
         tc_restart(m);
-        tc_master_rm(m, "dump.rdb");   /* loaded: later restarts start empty */
+        tc_master_rm(m, "dump.rdb"); /* loaded: later restarts start empty */
         break;
     case AOF_TAIL_LOST:
         tc_kill(m);
@@ -266,14 +269,15 @@ static void scenario(enum fault f, int guard, int b_before)
     if (b_before && (f == RESTART || f == WIPED_AOF || f == AOF_RESTART || f == SNAPSHOT))
         cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(b, &st, NULL),
                             st.masters[LOSER].err == 0 &&
-                                strcmp(st.masters[LOSER].run_id, old_id) != 0), 4000),
+                                strcmp(st.masters[LOSER].run_id, old_id) != 0),
+                           4000),
                   "B never met the restarted master");
     if (!b)
-        b = client(guard, 0);   /* fresh: made after the fault, used at once */
+        b = client(guard, 0); /* fresh: made after the fault, used at once */
 
     long long execs = core_info_num(LOSER, "commandstats", "cmdstat_exec");
     int rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
-    if (guard && b_before && f == FLUSH)   /* what a warm client sends: acquire.c */
+    if (guard && b_before && f == FLUSH) /* what a warm client sends: acquire.c */
         cr_expect(gt(i64, core_info_num(LOSER, "commandstats", "cmdstat_exec"), execs),
                   "B did not take the fast path on master %d", LOSER);
     if (f == AOF_RESTART) {
@@ -312,7 +316,7 @@ static void scenario(enum fault f, int guard, int b_before)
 static void both_ways(enum fault f, int b_before)
 {
     scenario(f, 1, b_before);
-    fresh_all();   /* master 2 is inside its window now: new masters again */
+    fresh_all(); /* master 2 is inside its window now: new masters again */
     scenario(f, 0, b_before);
 }
 
@@ -393,7 +397,8 @@ static int marker_durable(void)
 {
     redisReply *r = tc_cmd(LOSER, "HMGET %b durable run", marker, sizeof(marker) - 1);
     int v = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-            r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+            r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING &&
             strcmp(r->element[0]->str, r->element[1]->str) == 0;
 
     freeReplyObject(r);
@@ -458,9 +463,8 @@ static void window_scenario(int b_up)
     int rc = redlock_acquire(b, other, strlen(other), SHORT_TTL_MS, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "the four others grant it: %s: %s", redlock_err_name(rc), e.msg);
     if (out.votes[LOSER].kind != REDLOCK_VOTE_PENDING)
-        cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_EXCLUDED),
-                  "master %d voted %s (%s)", LOSER,
-                  redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
+        cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_EXCLUDED), "master %d voted %s (%s)",
+                  LOSER, redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
     core_must_release(b, l);
 
     /* Settled on the master itself: measured (tight), about what was left
@@ -469,8 +473,8 @@ static void window_scenario(int b_up)
     cr_assert(TC_AWAIT(marker_tight() && (window = marker_window()) > 0, 3000),
               "master %d's window was never measured (window %lld)", LOSER, window);
     long long left_ms = LONG_TTL_MS - (long long)(tc_now_us() - t_restart) / 1000;
-    cr_expect(ge(i64, window, left_ms - 200), "window %lld ms, A's lease had %lld ms left",
-              window, left_ms);
+    cr_expect(ge(i64, window, left_ms - 200), "window %lld ms, A's lease had %lld ms left", window,
+              left_ms);
     cr_expect(le(i64, window, LONG_TTL_MS * 102 / 100 + 10), "window %lld ms > A's ttl", window);
 
     /* What ping through A (which never sent it an acquire) says of it. */
@@ -479,9 +483,8 @@ static void window_scenario(int b_up)
     cr_expect(ms.excluded, "ping shows master %d excluded", LOSER);
     cr_expect(strstr(ms.excluded_why, "counts at") != NULL, "ping says until when: %s",
               ms.excluded_why);
-    cr_log_info("B (ttl %u ms, %s) met the restarted master: it sits out %u ms (%s)",
-                SHORT_TTL_MS, b_up ? "connected first" : "used at once", ms.memory_window_ms,
-                ms.excluded_why);
+    cr_log_info("B (ttl %u ms, %s) met the restarted master: it sits out %u ms (%s)", SHORT_TTL_MS,
+                b_up ? "connected first" : "used at once", ms.memory_window_ms, ms.excluded_why);
     core_must_release(a, la);
     redlock_client_free(b);
     redlock_client_free(a);
@@ -562,8 +565,8 @@ Test(memory, a_released_long_lock_costs_a_later_restart_nothing)
     cr_assert(TC_AWAIT(loser_counts(c, res), 1000),
               "master %d did not count within 1 s of its restart: %s; window %lld ms, pending %d",
               LOSER, loser_vote, marker_window(), marker_pending());
-    cr_log_info("after a released %d ms lock, the restarted master counted %llu ms later",
-                DAY_MS, (unsigned long long)(tc_now_us() - t0) / 1000);
+    cr_log_info("after a released %d ms lock, the restarted master counted %llu ms later", DAY_MS,
+                (unsigned long long)(tc_now_us() - t0) / 1000);
     cr_expect(not(marker_pending()), "master %d is still pending", LOSER);
     cr_expect(marker_tight(), "the window was measured, not the fleet's bound");
     cr_expect(lt(i64, marker_window(), 100), "window %lld ms", marker_window());
@@ -606,7 +609,7 @@ Test(memory, declare_empty_after_a_failed_first_acquire_and_not_where_keys_are)
     need_aof(0);
     tc_resource(res, sizeof(res), NULL);
     for (int m = 0; m < tc_n(); m++)
-        freeReplyObject(tc_cmd(m, "FLUSHALL"));   /* new masters, nothing said about them */
+        freeReplyObject(tc_cmd(m, "FLUSHALL")); /* new masters, nothing said about them */
 
     int rc = redlock_acquire(c, res, strlen(res), SHORT_TTL_MS, &l, &out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
@@ -616,8 +619,7 @@ Test(memory, declare_empty_after_a_failed_first_acquire_and_not_where_keys_are)
     cr_expect(ge(int, excluded, 3), "only %d masters excluded for their memory: %s", excluded,
               e.msg);
     cr_assert(eq(int, redlock_declare_empty(c, &declared, &e), 0), "%s", e.msg);
-    cr_expect(eq(sz, declared, (size_t)tc_n()), "declared %zu of %d new masters", declared,
-              tc_n());
+    cr_expect(eq(sz, declared, (size_t)tc_n()), "declared %zu of %d new masters", declared, tc_n());
     rc = redlock_acquire(c, res, strlen(res), SHORT_TTL_MS, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "declared masters count at once: %s: %s", redlock_err_name(rc),
               e.msg);
@@ -692,7 +694,7 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
     need_aof(0);
     core_config(&cfg);
     cfg.retry_count = 0;
-    cfg.clock_probe_ms = 100;   /* the probe reads CONFIG: do not wait a second for it */
+    cfg.clock_probe_ms = 100; /* the probe reads CONFIG: do not wait a second for it */
     c = core_client(&cfg, -1);
     r = tc_cmd(m, "CONFIG SET maxmemory 1gb");
     cr_assert(r && r->type == REDIS_REPLY_STATUS, "CONFIG SET maxmemory failed");
@@ -706,16 +708,14 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
         cr_assert(TC_AWAIT((ping_master(c, m, &ms), strcmp(ms.eviction_policy, p) == 0), 3000),
                   "the probe never saw policy %s (ping says \"%s\")", p, ms.eviction_policy);
         cr_expect(ms.excluded, "ping: a master with %s is not excluded", p);
-        cr_expect(strstr(ms.excluded_why, p) != NULL, "ping names the policy: %s",
-                  ms.excluded_why);
+        cr_expect(strstr(ms.excluded_why, p) != NULL, "ping names the policy: %s", ms.excluded_why);
         cr_expect(eq(i64, ms.maxmemory, 1ll << 30));
 
         tc_resource(res, sizeof(res), NULL);
         int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        cr_assert(eq(int, rc, 0), "the four others grant it: %s: %s", redlock_err_name(rc),
-                  e.msg);
-        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "%s: master %d voted %s", p,
-                  m, redlock_vote_kind_name(out.votes[m].kind));
+        cr_assert(eq(int, rc, 0), "the four others grant it: %s: %s", redlock_err_name(rc), e.msg);
+        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "%s: master %d voted %s", p, m,
+                  redlock_vote_kind_name(out.votes[m].kind));
         cr_expect(eq(int, out.votes[m].err, REDLOCK_EUNTRUSTED));
         cr_expect(strstr(out.votes[m].detail, p) != NULL, "the vote names the policy: %s",
                   out.votes[m].detail);
@@ -783,7 +783,8 @@ Test(memory, a_marker_without_its_served_flag_is_judged_by_its_window)
 
     /* The window passes on the master's own clock: it counts again. */
     cr_expect(TC_AWAIT(redlock_acquire(c, res, strlen(res), 1000, &l, &out, &e) == 0,
-                       3 * WINDOW_MS), "master %d never counted again: %s", LOSER, e.msg);
+                       3 * WINDOW_MS),
+              "master %d never counted again: %s", LOSER, e.msg);
     if (l)
         core_must_release(c, l);
     redisReply *s = tc_cmd(LOSER, "HGET %b served", marker, sizeof(marker) - 1);

@@ -24,8 +24,8 @@ static drift_sample sample(uint64_t t, uint64_t rtt_us, double rate, int64_t off
     return s;
 }
 
-static void feed(drift_monitor *m, int n, uint64_t start, uint64_t step, uint64_t rtt,
-                 double rate, int64_t off, int *events)
+static void feed(drift_monitor *m, int n, uint64_t start, uint64_t step, uint64_t rtt, double rate,
+                 int64_t off, int *events)
 {
     for (int i = 0; i < n; i++) {
         drift_sample s = sample(start + (uint64_t)i * step, rtt, rate, off);
@@ -43,8 +43,8 @@ Test(monitor, offset_alone_never_flags)
     /* a day behind, then a day ahead: constant offsets, true rate */
     feed(&m, 40, 1000000, 100000, 300, 1.0, -86400LL * 1000000, &events);
     cr_assert(eq(int, events, 0));
-    cr_assert(m.rate_lo <= 1.0 && m.rate_hi >= 1.0, "rate bounds [%f, %f] must hold 1.0",
-              m.rate_lo, m.rate_hi);
+    cr_assert(m.rate_lo <= 1.0 && m.rate_hi >= 1.0, "rate bounds [%f, %f] must hold 1.0", m.rate_lo,
+              m.rate_hi);
     cr_assert(m.offset_us < -86399LL * 1000000, "offset %lld reported", (long long)m.offset_us);
     cr_assert(drift_monitor_trusted(&m, 10000000));
 }
@@ -52,7 +52,7 @@ Test(monitor, offset_alone_never_flags)
 Test(monitor, fast_clock_beyond_factor_flags_as_rate)
 {
     drift_monitor m;
-    drift_monitor_init(&m, 0.01, 1000, 10000, 10000);   /* large jump threshold: rate only */
+    drift_monitor_init(&m, 0.01, 1000, 10000, 10000); /* large jump threshold: rate only */
     int events = 0;
     feed(&m, 20, 1000000, 100000, 300, 1.5, 0, &events);
     cr_assert(eq(u64, m.rate_faults, 1), "one rate fault, not one per sample");
@@ -66,7 +66,7 @@ Test(monitor, rate_within_factor_is_trusted)
     drift_monitor m;
     drift_monitor_init(&m, 0.01, 25, 10000, 10000);
     int events = 0;
-    feed(&m, 50, 1000000, 100000, 300, 1.005, 0, &events);   /* 0.5 % fast: allowed */
+    feed(&m, 50, 1000000, 100000, 300, 1.005, 0, &events); /* 0.5 % fast: allowed */
     cr_assert(eq(int, events, 0));
 }
 
@@ -105,11 +105,11 @@ Test(monitor, jump_forward_is_caught_by_the_next_sample)
     int events = 0;
     feed(&m, 10, 1000000, 100000, 300, 1.0, 0, &events);
     cr_assert(eq(int, events, 0));
-    drift_sample s = sample(1000000 + 10 * 100000, 300, 1.0, 30LL * 1000000);   /* +30 s */
+    drift_sample s = sample(1000000 + 10 * 100000, 300, 1.0, 30LL * 1000000); /* +30 s */
     cr_assert(eq(int, drift_monitor_add(&m, &s), DRIFT_EV_JUMP));
     cr_assert(eq(u64, m.jumps, 1));
-    cr_assert(m.last_jump_us > 29LL * 1000000 && m.last_jump_us < 31LL * 1000000,
-              "jump of %lld us", (long long)m.last_jump_us);
+    cr_assert(m.last_jump_us > 29LL * 1000000 && m.last_jump_us < 31LL * 1000000, "jump of %lld us",
+              (long long)m.last_jump_us);
     cr_assert(not(drift_monitor_trusted(&m, s.recv_us + 1999000)));
 }
 
@@ -129,7 +129,7 @@ Test(monitor, step_below_threshold_is_not_a_jump)
     drift_monitor_init(&m, 0.01, 25, 10000, 2000);
     int events = 0;
     feed(&m, 5, 1000000, 100000, 300, 1.0, 0, &events);
-    drift_sample s = sample(1000000 + 5 * 100000, 300, 1.0, 20000);   /* +20 ms < 25 ms */
+    drift_sample s = sample(1000000 + 5 * 100000, 300, 1.0, 20000); /* +20 ms < 25 ms */
     /* Not a jump; over a 0.5 s window it is a 4 % rate error, which the
      * rate check may report instead. */
     cr_assert(not(eq(int, drift_monitor_add(&m, &s), DRIFT_EV_JUMP)));
@@ -139,7 +139,7 @@ Test(monitor, step_below_threshold_is_not_a_jump)
 Test(monitor, trusted_again_after_readmit_window_of_good_behaviour)
 {
     drift_monitor m;
-    drift_monitor_init(&m, 0.01, 25, 1000, 2000);   /* 1 s window, 2 s readmit */
+    drift_monitor_init(&m, 0.01, 25, 1000, 2000); /* 1 s window, 2 s readmit */
     int events = 0;
     feed(&m, 5, 1000000, 100000, 300, 1.0, 0, &events);
     drift_sample j = sample(1500000, 300, 1.0, 10LL * 1000000);
@@ -150,9 +150,10 @@ Test(monitor, trusted_again_after_readmit_window_of_good_behaviour)
         drift_sample s = sample(t, 300, 1.0, 10LL * 1000000);
         drift_monitor_add(&m, &s);
     }
-    cr_assert(drift_monitor_trusted(&m, t), "trusted once the jump left the window and "
-              "readmit passed (bad until %llu, now %llu)", (unsigned long long)m.bad_until_us,
-              (unsigned long long)t);
+    cr_assert(drift_monitor_trusted(&m, t),
+              "trusted once the jump left the window and "
+              "readmit passed (bad until %llu, now %llu)",
+              (unsigned long long)m.bad_until_us, (unsigned long long)t);
 }
 
 Test(monitor, persistent_fast_clock_still_gets_a_rate_estimate)
@@ -160,7 +161,7 @@ Test(monitor, persistent_fast_clock_still_gets_a_rate_estimate)
     drift_monitor m;
     drift_monitor_init(&m, 0.01, 25, 10000, 10000);
     int events = 0;
-    feed(&m, 10, 1000000, 50000, 300, 10.0, 0, &events);   /* x10: every step is a "jump" */
+    feed(&m, 10, 1000000, 50000, 300, 10.0, 0, &events); /* x10: every step is a "jump" */
     cr_assert(m.jumps > 0);
     cr_assert(m.rate_lo > 9.0 && m.rate_hi < 11.0, "rate [%f, %f]", m.rate_lo, m.rate_hi);
 }

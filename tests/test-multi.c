@@ -45,16 +45,15 @@ Test(multi, set_is_taken_whole_and_released_whole)
     redlock_resource set[3] = { { a, strlen(a) }, { b, strlen(b) }, { d, strlen(d) } };
     redlock_lock *l;
     redlock_error err;
-    cr_assert(eq(int, redlock_acquire_set(c, set, 3, 10000, 0, &l, NULL, &err), 0), "%s",
-              err.msg);
+    cr_assert(eq(int, redlock_acquire_set(c, set, 3, 10000, 0, &l, NULL, &err), 0), "%s", err.msg);
     cr_assert(eq(sz, redlock_lock_count(l), 3));
     for (int m = 0; m < tc_n(); m++)
         cr_assert(eq(int, exists_on(m, a) + exists_on(m, b) + exists_on(m, d),
-                     exists_on(m, a) ? 3 : 0), "master %d holds all three or none", m);
+                     exists_on(m, a) ? 3 : 0),
+                  "master %d holds all three or none", m);
     /* any one member is now held */
     redlock_lock *l2;
-    cr_assert(eq(int, redlock_acquire(c, b, strlen(b), 1000, &l2, NULL, &err),
-                 REDLOCK_ECONFLICT));
+    cr_assert(eq(int, redlock_acquire(c, b, strlen(b), 1000, &l2, NULL, &err), REDLOCK_ECONFLICT));
     cr_assert(eq(int, redlock_extend(c, l, 20000, NULL, &err), 0), "%s", err.msg);
     redisReply *r = tc_cmd(0, "PTTL %b", d, strlen(d));
     cr_assert(gt(i64, r->integer, 10000), "extend covered the last member too");
@@ -77,8 +76,8 @@ Test(multi, one_member_held_means_no_member_is_taken)
     redlock_resource set[2] = { { a, strlen(a) }, { b, strlen(b) } };
     redlock_lock *l;
     redlock_error err;
-    cr_assert(eq(int, redlock_acquire_set(c, set, 2, 10000, 0, &l, NULL, &err),
-                 REDLOCK_ECONFLICT), "%s", err.msg);
+    cr_assert(eq(int, redlock_acquire_set(c, set, 2, 10000, 0, &l, NULL, &err), REDLOCK_ECONFLICT),
+              "%s", err.msg);
     for (int m = 0; m < tc_n(); m++)
         cr_assert(eq(int, exists_on(m, a), 0), "master %d: free member untouched", m);
     redlock_release(c, lb, NULL, NULL);
@@ -98,8 +97,8 @@ Test(multi, bad_sets_are_refused_with_a_clear_message)
     redlock_resource big[REDLOCK_SET_MAX + 1];
     cr_assert(eq(int, redlock_acquire_set(c, big, REDLOCK_SET_MAX + 1, 1000, 0, &l, NULL, &err),
                  REDLOCK_EINVAL));
-    cr_assert(eq(int, redlock_acquire_set(c, dup, 1, 1000, 0x80, &l, NULL, &err),
-                 REDLOCK_EINVAL), "unknown flag");
+    cr_assert(eq(int, redlock_acquire_set(c, dup, 1, 1000, 0x80, &l, NULL, &err), REDLOCK_EINVAL),
+              "unknown flag");
     redlock_client_free(c);
 }
 

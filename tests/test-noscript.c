@@ -29,8 +29,7 @@ static void flush_scripts_everywhere(void)
         redisReply *r = tc_cmd(i, "SCRIPT FLUSH");
 
         cr_assert(not(zero(ptr, r)), "master %d", i);
-        cr_assert(eq(int, r->type, REDIS_REPLY_STATUS), "SCRIPT FLUSH on master %d: %s", i,
-                  r->str);
+        cr_assert(eq(int, r->type, REDIS_REPLY_STATUS), "SCRIPT FLUSH on master %d: %s", i, r->str);
         freeReplyObject(r);
     }
 }
@@ -105,7 +104,7 @@ Test(noscript, extend_falls_back_to_eval_after_script_flush)
         cr_expect(eq(int, core_get(i, res, strlen(res), NULL, 0, &pttl), 1), "master %d", i);
         cr_expect(gt(i64, pttl, (long long)SHORT_TTL_MS), "master %d: PTTL %lld", i, pttl);
     }
-    cr_expect(ge(i64, calls("eval") - eval_before, 2 * tc_n()));   /* extend + barrier */
+    cr_expect(ge(i64, calls("eval") - eval_before, 2 * tc_n())); /* extend + barrier */
     cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
     redlock_lock_free(l);
 }
@@ -146,8 +145,8 @@ Test(noscript, repeated_flushes_keep_working)
         tc_resource(res, sizeof(res), NULL);
         l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
         flush_scripts_everywhere();
-        cr_assert(eq(int, redlock_extend(fx.c, l, LONG_TTL_MS, NULL, &e), 0), "round %d: %s",
-                  round, e.msg);
+        cr_assert(eq(int, redlock_extend(fx.c, l, LONG_TTL_MS, NULL, &e), 0), "round %d: %s", round,
+                  e.msg);
         flush_scripts_everywhere();
         cr_assert(eq(int, redlock_release(fx.c, l, NULL, &e), 0), "round %d: %s", round, e.msg);
         core_barrier(fx.c);

@@ -28,7 +28,7 @@
 TestSuite(queue, .fini = tc_heal, .timeout = 60);
 
 #define TTL_MS 10000u
-#define SLOW_POLL_MS 1500u   /* a waiter's poll: a grant sooner is the hand-off's */
+#define SLOW_POLL_MS 1500u /* a waiter's poll: a grant sooner is the hand-off's */
 
 static redlock_client *client(uint32_t retry_delay_ms)
 {
@@ -158,9 +158,11 @@ static void plant_garbage_heads(const char *res)
     /* Ahead of the real waiter (score 0 and 1): a member that is no
      * waiter's name; a forged name on a channel that is not ours, no lease;
      * the same with a lease far away; a well-formed name with no lease. */
-    on_all("ZADD", res, "q", "0 garbage 1 3000|redlock:wake:forged|1 "
+    on_all("ZADD", res, "q",
+           "0 garbage 1 3000|redlock:wake:forged|1 "
            "1 2000|redlock:wake:forged|2 1 3000|redlock:wake:abcd|1");
-    on_all("ZADD", res, "l", "9000000000000000 2000|redlock:wake:forged|2 9000000000000000 garbage");
+    on_all("ZADD", res, "l",
+           "9000000000000000 2000|redlock:wake:forged|2 9000000000000000 garbage");
 }
 
 Test(queue, garbage_at_the_head_of_the_queue_is_dropped_by_the_release)
@@ -172,8 +174,9 @@ Test(queue, garbage_at_the_head_of_the_queue_is_dropped_by_the_release)
     /* Its poll is 1.5 s: sooner is the hand-off; 300 ms of slack. */
     cr_expect(lt(long, ms, 300), "the hand-off stalled %ld ms behind garbage", ms);
     for (int m = 0; m < tc_n(); m++)
-        cr_expect(eq(int, in_queue(m, res, "garbage") || in_queue(m, res, "3000|redlock:wake:abcd|1"), 0),
-                  "garbage left in the queue on master %d", m);
+        cr_expect(
+            eq(int, in_queue(m, res, "garbage") || in_queue(m, res, "3000|redlock:wake:abcd|1"), 0),
+            "garbage left in the queue on master %d", m);
     core_del_all(res, strlen(res));
 }
 
@@ -255,7 +258,8 @@ Test(queue, a_dead_waiter_is_skipped_after_one_missed_reservation)
     cr_expect(lt(long, first, 400 + 100 + 300), "first hand-off: %ld ms", first);
     cr_expect(lt(long, second, 300), "the dead head was reserved for again: %ld ms", second);
     for (int m = 0; m < tc_n(); m++)
-        cr_expect(eq(int, in_queue(m, res, "400|redlock:wake:dead|1"), 0), "dead waiter still queued on %d", m);
+        cr_expect(eq(int, in_queue(m, res, "400|redlock:wake:dead|1"), 0),
+                  "dead waiter still queued on %d", m);
     core_must_release(b.c, b.lock);
     redlock_client_free(a.c);
     redlock_client_free(b.c);
@@ -276,7 +280,7 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
     char key[160];
     size_t len = side_key(key, res, "fence");
     freeReplyObject(tc_cmd(0, "SET %b abc", key, len));
-    unsigned long long top = 0;   /* the masters' own counters (one per master) */
+    unsigned long long top = 0; /* the masters' own counters (one per master) */
     for (int m = 1; m < tc_n(); m++) {
         redisReply *g = tc_cmd(m, "GET %b", "\0redlock:fence", (size_t)14);
         if (g && g->type == REDIS_REPLY_STRING && strtoull(g->str, NULL, 10) > top)
@@ -301,7 +305,7 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
         cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), e.msg);
         cr_expect(eq(u32, out.attempts, 1), "%u attempts", out.attempts);
         cr_expect(strstr(e.msg, "fence counter ") && strstr(e.msg, res) &&
-                  strstr(e.msg, "\\0fence") && strstr(e.msg, "largest fence"),
+                      strstr(e.msg, "\\0fence") && strstr(e.msg, "largest fence"),
                   "the message names the counter: %s", e.msg);
         cr_log_info("%s", e.msg);
         /* Nothing was written: the lock key is free for others. */
@@ -443,8 +447,12 @@ Test(queue, a_set_woken_for_one_key_is_woken_again_for_the_next)
     redlock_client *holder = client(200);
     redlock_lock *lx = core_must_acquire(holder, x, TTL_MS, NULL);
     redlock_lock *ly = core_must_acquire(holder, y, TTL_MS, NULL);
-    set_waiter w = { client(SLOW_POLL_MS), { { x, strlen(x) }, { y, strlen(y) } },
-                     opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL };
+    set_waiter w = { client(SLOW_POLL_MS),
+                     { { x, strlen(x) }, { y, strlen(y) } },
+                     opts(20000, SLOW_POLL_MS, 0),
+                     -100,
+                     0,
+                     NULL };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_set, &w);
     cr_assert(TC_AWAIT(queued_everywhere(x, 1) && queued_everywhere(y, 1), 5000),

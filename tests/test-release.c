@@ -165,7 +165,7 @@ Test(release, second_release_of_the_same_lock_finds_it_gone)
     cr_assert(eq(int, redlock_release(fx.c, l, &out, NULL), 0));
     for (int i = 0; i < tc_n(); i++)
         cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
-                  out.votes[i].kind == REDLOCK_VOTE_PENDING,
+                      out.votes[i].kind == REDLOCK_VOTE_PENDING,
                   "master %d voted %s", i, redlock_vote_kind_name(out.votes[i].kind));
     redlock_lock_free(l);
 }

@@ -24,7 +24,7 @@
 #include "servers.h"
 
 #define TTL_MS 10000
-#define DEAD_PORT_K 9   /* a port of this test's block nothing listens on */
+#define DEAD_PORT_K 9 /* a port of this test's block nothing listens on */
 
 TestSuite(same_server, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
 
@@ -55,15 +55,17 @@ static void config(redlock_config *cfg, const char *masters)
     cfg->masters = masters;
     cfg->node_timeout_ms = 2000;
     cfg->retry_count = 0;
-    cfg->restart_guard = 0;   /* a new server's OK counts: only the twin rule refuses it */
+    cfg->restart_guard = 0; /* a new server's OK counts: only the twin rule refuses it */
     cfg->log_fn = ts_log;
     cfg->log_level = REDLOCK_LOG_DEBUG;
 }
 
 static void expected_msg(char *buf, size_t size, const char *a, const char *b, const char *run_id)
 {
-    snprintf(buf, size, "masters: %s and %s are the same server (run_id %.8s): each master must "
-             "be a separate redis-server", a, b, run_id);
+    snprintf(buf, size,
+             "masters: %s and %s are the same server (run_id %.8s): each master must "
+             "be a separate redis-server",
+             a, b, run_id);
 }
 
 /* Acquire at once after creating the client, @rounds times: the votes

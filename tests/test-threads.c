@@ -28,14 +28,13 @@
 
 #define THREADS 16
 #define CYCLES 25
-#define TTL_MS 30000u       /* far longer than any holder keeps it: no expiry */
+#define TTL_MS 30000u /* far longer than any holder keeps it: no expiry */
 
 /* ---- a minimal TAP harness ---------------------------------------------- */
 
-static int failures;         /* in the running test */
+static int failures; /* in the running test */
 
-__attribute__((format(printf, 3, 4)))
-static void check(int ok, int line, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void check(int ok, int line, const char *fmt, ...)
 {
     va_list ap;
 
@@ -55,7 +54,7 @@ static void check(int ok, int line, const char *fmt, ...)
 /* ---- workers -------------------------------------------------------------- */
 
 struct interval {
-    uint64_t from_us, to_us;  /* acquire returned, release called */
+    uint64_t from_us, to_us; /* acquire returned, release called */
     int thread;
 };
 
@@ -69,7 +68,7 @@ struct worker {
     int own_failures;
     char own_error[REDLOCK_ERRMSG_LEN + 32];
     int shared_wins;
-    int shared_bad;            /* failures other than ECONFLICT */
+    int shared_bad; /* failures other than ECONFLICT */
     char shared_error[REDLOCK_ERRMSG_LEN + 32];
     int release_failures;
     struct interval held[CYCLES];
@@ -89,8 +88,7 @@ static void *work(void *arg)
         rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
         if (rc != 0) {
             if (!w->own_failures++)
-                snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc),
-                         e.msg);
+                snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc), e.msg);
         } else {
             if (redlock_release(w->c, l, NULL, &e) != 0)
                 w->release_failures++;
@@ -115,8 +113,8 @@ static void *work(void *arg)
             redlock_lock_free(l);
         } else if (rc != REDLOCK_ECONFLICT) {
             if (!w->shared_bad++)
-                snprintf(w->shared_error, sizeof(w->shared_error), "%s: %s",
-                         redlock_err_name(rc), e.msg);
+                snprintf(w->shared_error, sizeof(w->shared_error), "%s: %s", redlock_err_name(rc),
+                         e.msg);
         }
     }
     return NULL;
@@ -284,7 +282,7 @@ static void *blocked_acquire(void *arg)
     int rc;
 
     rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
-    w->held[0].to_us = tc_now_us();   /* when it returned */
+    w->held[0].to_us = tc_now_us(); /* when it returned */
     if (rc != REDLOCK_ESHUTDOWN) {
         w->own_failures++;
         snprintf(w->own_error, sizeof(w->own_error), "%s: %s", redlock_err_name(rc),
@@ -292,8 +290,7 @@ static void *blocked_acquire(void *arg)
         redlock_lock_free(l);
     } else if (e.code != REDLOCK_ESHUTDOWN || !e.msg[0] || strchr(e.msg, '\n')) {
         w->own_failures++;
-        snprintf(w->own_error, sizeof(w->own_error), "bad error detail: %d \"%s\"", e.code,
-                 e.msg);
+        snprintf(w->own_error, sizeof(w->own_error), "bad error detail: %d \"%s\"", e.code, e.msg);
     }
     return NULL;
 }
@@ -322,7 +319,7 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
         for (int m = 0; m < tc_n(); m++)
             core_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
     }
-    sets_before += THREADS;   /* core_plant's own SETs on master 0 */
+    sets_before += THREADS; /* core_plant's own SETs on master 0 */
     for (int i = 0; i < THREADS; i++)
         if (pthread_create(&th[i], NULL, blocked_acquire, &workers[i]) != 0)
             abort();
@@ -332,8 +329,8 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
     do {
         sets = core_acquires_seen(0);
     } while (sets < sets_before + THREADS && tc_now_us() - t0 < 5000000);
-    CHECK(sets >= sets_before + THREADS, "only %lld of %d first attempts seen",
-          sets - sets_before, THREADS);
+    CHECK(sets >= sets_before + THREADS, "only %lld of %d first attempts seen", sets - sets_before,
+          THREADS);
 
     t0 = tc_now_us();
     /* Returns once every waiting call has left the client (a thread may
@@ -344,8 +341,8 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
         pthread_join(th[i], NULL);
     for (int i = 0; i < THREADS; i++) {
         CHECK(workers[i].own_failures == 0, "thread %d: %s", i, workers[i].own_error);
-        CHECK(workers[i].held[0].to_us - t0 < 900000, "thread %d waited %llu us for its retry",
-              i, (unsigned long long)(workers[i].held[0].to_us - t0));
+        CHECK(workers[i].held[0].to_us - t0 < 900000, "thread %d waited %llu us for its retry", i,
+              (unsigned long long)(workers[i].held[0].to_us - t0));
     }
     for (int i = 0; i < THREADS; i++)
         core_del_all(workers[i].own, strlen(workers[i].own));

@@ -26,16 +26,21 @@
 #include "servers.h"
 
 #define TTL_MS 10000
-#define CONNECT_MS 1000   /* connect_timeout_ms of the clients here */
-#define NODE_MS 5000      /* node_timeout_ms: far beyond it, so a failure seen is the connection's */
+#define CONNECT_MS 1000 /* connect_timeout_ms of the clients here */
+#define NODE_MS 5000    /* node_timeout_ms: far beyond it, so a failure seen is the connection's */
 
 /* ---- servers and clients ------------------------------------------------------ */
 
 /* TLS_TLS12_*: TLS 1.2 only, where a refusal is the handshake_failure
  * alert whatever its cause: a client certificate missing, or no cipher in
  * common (the one allowed needs an RSA key; the server's is EC). */
-enum { TLS_OPTIONAL, TLS_REQUIRE_CLIENT, TLS_OTHER_NAME, TLS_TLS12_REQUIRE_CLIENT,
-       TLS_TLS12_NO_COMMON_CIPHER };
+enum {
+    TLS_OPTIONAL,
+    TLS_REQUIRE_CLIENT,
+    TLS_OTHER_NAME,
+    TLS_TLS12_REQUIRE_CLIENT,
+    TLS_TLS12_NO_COMMON_CIPHER
+};
 
 static ts_server *servers[4];
 
@@ -47,14 +52,23 @@ static ts_server *tls_server(int k, int kind)
     bool require = kind == TLS_REQUIRE_CLIENT || kind == TLS_TLS12_REQUIRE_CLIENT;
     bool tls12 = kind == TLS_TLS12_REQUIRE_CLIENT || kind == TLS_TLS12_NO_COMMON_CIPHER;
     const char *args[] = {
-        "--port", "0", "--tls-port", port,
-        "--tls-cert-file", ts_pki_file(kind == TLS_OTHER_NAME ? "other.crt" : "server.crt"),
-        "--tls-key-file", ts_pki_file(kind == TLS_OTHER_NAME ? "other.key" : "server.key"),
-        "--tls-ca-cert-file", ts_pki_file("ca.crt"),
-        "--tls-auth-clients", require ? "yes" : "optional",
+        "--port",
+        "0",
+        "--tls-port",
+        port,
+        "--tls-cert-file",
+        ts_pki_file(kind == TLS_OTHER_NAME ? "other.crt" : "server.crt"),
+        "--tls-key-file",
+        ts_pki_file(kind == TLS_OTHER_NAME ? "other.key" : "server.key"),
+        "--tls-ca-cert-file",
+        ts_pki_file("ca.crt"),
+        "--tls-auth-clients",
+        require ? "yes" : "optional",
         /* Otherwise redis' default protocols and OpenSSL's ciphers. */
-        "--tls-protocols", tls12 ? "TLSv1.2" : "TLSv1.2 TLSv1.3",
-        "--tls-ciphers", kind == TLS_TLS12_NO_COMMON_CIPHER ? "AES128-SHA" : "DEFAULT",
+        "--tls-protocols",
+        tls12 ? "TLSv1.2" : "TLSv1.2 TLSv1.3",
+        "--tls-ciphers",
+        kind == TLS_TLS12_NO_COMMON_CIPHER ? "AES128-SHA" : "DEFAULT",
         NULL,
     };
     return servers[k - 1] = ts_server_start(args);
@@ -155,8 +169,7 @@ static void expect_connection_failure(const redlock_config *cfg, int code, const
                   e.msg);
     cr_expect(zero(ptr, l));
     core_expect_msg(&e, what);
-    cr_expect(not(zero(ptr, strstr(e.msg, name))), "the message does not name %s: %s", name,
-              e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, name))), "the message does not name %s: %s", name, e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, what))), "no \"%s\" in: %s", what, e.msg);
     cr_expect(zero(ptr, strstr(out.votes[0].detail, "no answer within")),
               "the node timeout decided, not the connection: %s", out.votes[0].detail);
@@ -298,7 +311,7 @@ Test(tls, verification_is_on_by_default)
 {
     char name[64], msg[REDLOCK_ERRMSG_LEN];
     redlock_config cfg;
-    one_master(TLS_OTHER_NAME, "rediss", name, &cfg);   /* a valid certificate, for other.example */
+    one_master(TLS_OTHER_NAME, "rediss", name, &cfg); /* a valid certificate, for other.example */
     expect_connection_failure(&cfg, REDLOCK_EAUTH, name, "IP address mismatch", msg);
     /* Only turning verification off accepts it. */
     cfg.tls_verify = 0;
@@ -344,7 +357,7 @@ Test(tls, plain_client_on_a_tls_port_is_a_one_line_error)
     char name[64], msg[REDLOCK_ERRMSG_LEN];
     redlock_config cfg;
     one_master(TLS_OPTIONAL, "redis", name, &cfg);
-    cfg.tls_ca_file = NULL;   /* no master uses TLS: the TLS settings would be refused */
+    cfg.tls_ca_file = NULL; /* no master uses TLS: the TLS settings would be refused */
     expect_connection_failure(&cfg, 0, name, "TLS port", msg);
 }
 
@@ -380,7 +393,7 @@ Test(tls, unloadable_tls_files_are_einval_naming_the_field)
 
     config(&cfg, "rediss://127.0.0.1:1");
     cfg.tls_cert_file = ts_pki_file("client.crt");
-    cfg.tls_key_file = ts_pki_file("server.key");   /* not the certificate's key */
+    cfg.tls_key_file = ts_pki_file("server.key"); /* not the certificate's key */
     cr_expect(eq(int, redlock_client_new(&cfg, NULL, &c, &e), REDLOCK_EINVAL));
     cr_expect(not(zero(ptr, strstr(e.msg, "config.tls_key_file"))), "%s", e.msg);
 
@@ -389,7 +402,7 @@ Test(tls, unloadable_tls_files_are_einval_naming_the_field)
     cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL));
     cr_expect(not(zero(ptr, strstr(e.msg, "go together"))), "%s", e.msg);
 
-    config(&cfg, "127.0.0.1:1");   /* TLS files, and no master over TLS */
+    config(&cfg, "127.0.0.1:1"); /* TLS files, and no master over TLS */
     cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL));
     cr_expect(not(zero(ptr, strstr(e.msg, "no master uses TLS"))), "%s", e.msg);
 

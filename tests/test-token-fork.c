@@ -32,12 +32,14 @@ typedef struct taken {
 static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
                         const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)c; (void)out; (void)err;
+    (void)c;
+    (void)out;
+    (void)err;
     taken *t = arg;
     t->status = status;
     if (lock) {
         snprintf(t->token, sizeof(t->token), "%s", redlock_lock_token(lock));
-        redlock_lock_free(lock);   /* the lock lapses: the key's ttl does the rest */
+        redlock_lock_free(lock); /* the lock lapses: the key's ttl does the rest */
     }
     t->done = 1;
 }
@@ -63,7 +65,7 @@ static void take_async(const char *label, taken *t)
 Test(token, a_forked_child_draws_tokens_of_its_own)
 {
     taken first, parent, child;
-    take_async("prime", &first);   /* this thread now holds a batch of tokens */
+    take_async("prime", &first); /* this thread now holds a batch of tokens */
     cr_assert(eq(int, first.status, 0));
 
     int fds[2];

@@ -68,7 +68,8 @@ static atomic_int loading_lines;
 
 static void on_log(int level, const char *msg, void *arg)
 {
-    (void)level; (void)arg;
+    (void)level;
+    (void)arg;
     if (strstr(msg, "LOADING"))
         atomic_fetch_add(&loading_lines, 1);
 }
@@ -197,8 +198,8 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
     core_expect_msg(&fx.e, "acquire");
-    cr_expect(eq(int, fx.out.votes[busy].kind, REDLOCK_VOTE_DOWN), "master %d voted %s (%s)",
-              busy, redlock_vote_kind_name(fx.out.votes[busy].kind), fx.out.votes[busy].detail);
+    cr_expect(eq(int, fx.out.votes[busy].kind, REDLOCK_VOTE_DOWN), "master %d voted %s (%s)", busy,
+              redlock_vote_kind_name(fx.out.votes[busy].kind), fx.out.votes[busy].detail);
     cr_expect(eq(int, fx.out.votes[busy].err, REDLOCK_EUNAVAIL), "%s",
               redlock_err_name(fx.out.votes[busy].err));
     cr_expect(strstr(fx.out.votes[busy].detail, "BUSY") != NULL, "%s", fx.out.votes[busy].detail);
@@ -250,8 +251,7 @@ static void expect_unavailable(const char *word)
 {
     int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
 
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", word, redlock_err_name(rc),
-              fx.e.msg);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", word, redlock_err_name(rc), fx.e.msg);
     core_expect_msg(&fx.e, "acquire");
     cr_expect(eq(int, fx.out.votes[0].kind, REDLOCK_VOTE_DOWN), "%s: voted %s (%s)", word,
               redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
@@ -273,7 +273,7 @@ ParameterizedTest(size_t *i, transient, a_transient_reply_to_an_acquire_is_a_mas
     static const tc_fake_rule handshake[] = {
         { "SCRIPT", "$40\r\n0000000000000000000000000000000000000000\r\n" },
         { "INFO", "$0\r\n\r\n" },
-        { "EVAL", "*3\r\n:0\r\n:0\r\n:0\r\n" },   /* a marker that counts at once */
+        { "EVAL", "*3\r\n:0\r\n:0\r\n:0\r\n" }, /* a marker that counts at once */
         { "CONFIG", "*0\r\n" },
         { "PING", "+PONG\r\n" },
         { "TIME", "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n" },
@@ -344,7 +344,7 @@ Test(transient, the_first_acquire_after_a_quorum_returns_succeeds_at_once)
     redlock_resource one = { fx.res, fx.len };
     redlock_acquire_opts opts;
 
-    fx.cfg.reconnect_max_ms = 1000;   /* the default cap */
+    fx.cfg.reconnect_max_ms = 1000; /* the default cap */
     core_fx_client(-1);
     for (int m = 0; m < 3; m++)
         tc_kill(m);
@@ -353,7 +353,7 @@ Test(transient, the_first_acquire_after_a_quorum_returns_succeeds_at_once)
     tc_sleep_ms(2500);
     for (int m = 0; m < 3; m++) {
         tc_restart(m);
-        tc_declare_empty(m);   /* crashed, back as new masters */
+        tc_declare_empty(m); /* crashed, back as new masters */
     }
 
     redlock_acquire_opts_init(&opts);

@@ -23,7 +23,7 @@
 #include "servers.h"
 
 #define TTL_MS 10000
-#define SECRET "S3cret-Pw"   /* in every password here: it must never show */
+#define SECRET "S3cret-Pw" /* in every password here: it must never show */
 
 static void expect_no_secret(const char *what, const char *text)
 {
@@ -198,7 +198,7 @@ Test(url, a_wrong_password_fails_only_its_master_and_never_shows)
      * detail (failed once). */
     cfg.reconnect_min_ms = cfg.reconnect_max_ms = 60000;
     redlock_client *c = client(&cfg, 2);
-    barrier_mask = 1u << 0 | 1u << 1;   /* master 2 never lets us in */
+    barrier_mask = 1u << 0 | 1u << 1; /* master 2 never lets us in */
     redlock_status st;
     redlock_error e = { 0 };
     int rc = 0;
@@ -260,13 +260,20 @@ Test(url, unix_socket_masters)
     size_t used = 0;
     for (int i = 0; i < 3; i++) {
         snprintf(paths[i], sizeof(paths[i]), "%s/m%d.sock", ts_dir(), i);
-        const char *args[] = { "--port", "0", "--unixsocket", paths[i], "--unixsocketperm", "700",
-                               i == 2 ? "--requirepass" : NULL, SECRET, NULL };
+        const char *args[] = { "--port",
+                               "0",
+                               "--unixsocket",
+                               paths[i],
+                               "--unixsocketperm",
+                               "700",
+                               i == 2 ? "--requirepass" : NULL,
+                               SECRET,
+                               NULL };
         servers[i] = ts_server_start(args);
         /* Master 2 wants a password and says it in its URL, with a database. */
         if (i == 2)
-            used += (size_t)snprintf(masters + used, sizeof(masters) - used,
-                                     ",unix://:%s@%s?db=5", SECRET, paths[i]);
+            used += (size_t)snprintf(masters + used, sizeof(masters) - used, ",unix://:%s@%s?db=5",
+                                     SECRET, paths[i]);
         else
             used += (size_t)snprintf(masters + used, sizeof(masters) - used, "%sunix://%s",
                                      i ? "," : "", paths[i]);
@@ -321,8 +328,11 @@ static bool utf8_whole(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
-        int n = *p < 0x80 ? 0 : (*p & 0xE0) == 0xC0 ? 1 : (*p & 0xF0) == 0xE0 ? 2
-                : (*p & 0xF8) == 0xF0 ? 3 : -1;
+        int n = *p < 0x80             ? 0
+                : (*p & 0xE0) == 0xC0 ? 1
+                : (*p & 0xF0) == 0xE0 ? 2
+                : (*p & 0xF8) == 0xF0 ? 3
+                                      : -1;
         if (n < 0)
             return false;
         for (p++; n > 0; n--, p++)
@@ -345,7 +355,7 @@ static bool ends_with(const char *s, const char *end)
 Test(url, a_long_address_is_cut_and_the_advice_kept)
 {
     char user[128] = "a", path[200], masters[600];
-    for (int i = 0; i < 40; i++)   /* 81 bytes: a cut at a byte count splits a character */
+    for (int i = 0; i < 40; i++) /* 81 bytes: a cut at a byte count splits a character */
         strcat(user, "\xc3\xa9");
     /* Up to 106 bytes: hiredis 1.2 copies a path of 107, the most sun_path
      * holds, without its NUL into memory it did not clear. */
@@ -353,8 +363,10 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
     while (strlen(path) + 2 + strlen(".sock") < sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
         strcat(path, "\xc3\xa9");
     strcat(path, ".sock");
-    const char *args[] = { "--port", "0", "--unixsocket", path, "--unixsocketperm", "700",
-                           "--requirepass", SECRET, NULL };
+    const char *args[] = {
+        "--port", "0", "--unixsocket", path, "--unixsocketperm", "700", "--requirepass",
+        SECRET,   NULL
+    };
     servers[0] = ts_server_start(args);
     snprintf(masters, sizeof(masters), "unix://%s:%s-wrong@%s", user, SECRET, path);
     redlock_config cfg;
@@ -366,7 +378,8 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
     cr_expect(not(zero(ptr, strstr(e.msg, "AUTH failed"))), "%s", e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, "\xe2\x80\xa6"))), "the cut is not marked: %s", e.msg);
     cr_expect(ends_with(e.msg, "(check the password (and the ACL user, if any); 1 of 1 masters "
-                               "fail this way)"), "the advice is lost: %s", e.msg);
+                               "fail this way)"),
+              "the advice is lost: %s", e.msg);
     expect_no_secret("the message", e.msg);
     ts_server_stop(servers[0]);
     servers[0] = NULL;
@@ -383,7 +396,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
 
 struct bad_url {
     const char *masters;
-    const char *says;      /* in the message */
+    const char *says; /* in the message */
 };
 
 static const struct bad_url bad_urls[] = {
@@ -418,7 +431,8 @@ static const struct bad_url bad_urls[] = {
     { "unix:/tmp/r.sock", "write unix:///path/to.sock" },
     /* 107 bytes: sun_path's most, which hiredis 1.x copies without its NUL. */
     { "unix:///tmp/0123456789012345678901234567890123456789012345678901234567890123456789"
-      "012345678901234567890123456.sock", "longer than 106 bytes" },
+      "012345678901234567890123456.sock",
+      "longer than 106 bytes" },
 };
 
 ParameterizedTestParameters(url, bad_url_is_one_line_einval_without_the_password)
@@ -438,8 +452,8 @@ ParameterizedTest(size_t *i, url, bad_url_is_one_line_einval_without_the_passwor
     int rc = redlock_config_check(&cfg, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s: %s", b->masters, redlock_err_name(rc));
     core_expect_msg(&e, b->masters);
-    cr_expect(not(zero(ptr, strstr(e.msg, b->says))), "%s: no \"%s\" in: %s", b->masters,
-              b->says, e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, b->says))), "%s: no \"%s\" in: %s", b->masters, b->says,
+              e.msg);
     expect_no_secret("the message", e.msg);
     size_t count = 7;
     int secret = 7;
@@ -453,19 +467,23 @@ Test(url, masters_check_says_which_lists_carry_a_secret)
 {
     size_t count = 0;
     int secret = -1;
-    cr_expect(eq(int, redlock_masters_check("127.0.0.1:1,redis://u@127.0.0.1:2/1", &count,
-                                            &secret, NULL), REDLOCK_EINVAL),
-              "a user without a password is refused");
-    cr_expect(eq(int, redlock_masters_check("127.0.0.1:1,redis://127.0.0.1:2/1,unix:///tmp/s",
-                                            &count, &secret, NULL), 0));
+    cr_expect(
+        eq(int, redlock_masters_check("127.0.0.1:1,redis://u@127.0.0.1:2/1", &count, &secret, NULL),
+           REDLOCK_EINVAL),
+        "a user without a password is refused");
+    cr_expect(eq(int,
+                 redlock_masters_check("127.0.0.1:1,redis://127.0.0.1:2/1,unix:///tmp/s", &count,
+                                       &secret, NULL),
+                 0));
     cr_expect(eq(sz, count, 3));
     cr_expect(eq(int, secret, 0));
-    cr_expect(eq(int, redlock_masters_check("127.0.0.1:1,unix://:" SECRET "@/tmp/s", &count,
-                                            &secret, NULL), 0));
+    cr_expect(eq(
+        int, redlock_masters_check("127.0.0.1:1,unix://:" SECRET "@/tmp/s", &count, &secret, NULL),
+        0));
     cr_expect(eq(sz, count, 2));
     cr_expect(eq(int, secret, 1));
     /* A host named like a scheme is a host: redis:6379 is not a URL. */
-    cr_expect(eq(int, redlock_masters_check("redis:6379,unix:7000,rediss:6380", &count, &secret,
-                                            NULL), 0));
+    cr_expect(eq(
+        int, redlock_masters_check("redis:6379,unix:7000,rediss:6380", &count, &secret, NULL), 0));
     cr_expect(eq(sz, count, 3));
 }

@@ -126,7 +126,8 @@ static long handoff(int pubsub, uint32_t retry_delay_ms, bool kill_subscribers)
     /* Await the waiter really waiting: queued on every master (with the
      * hand-off), or its first attempt seen (polling). */
     cr_assert(TC_AWAIT(pubsub ? queued_everywhere(res, 1) : core_acquires_seen(0) > before + 1,
-                       5000), "the waiter never started waiting");
+                       5000),
+              "the waiter never started waiting");
     if (kill_subscribers)
         for (int i = 0; i < tc_n(); i++)
             freeReplyObject(tc_cmd(i, "CLIENT KILL TYPE pubsub"));
@@ -166,8 +167,8 @@ Test(wait, killed_subscriber_connections_fall_back_to_the_timer)
 /* ---- order -------------------------------------------------------------------- */
 
 struct order {
-    int next;                     /* grants so far */
-    int granted[8];               /* grant number of each waiter */
+    int next;       /* grants so far */
+    int granted[8]; /* grant number of each waiter */
     int failed;
     redlock_client *c;
     const char *res;
@@ -181,7 +182,8 @@ struct slot {
 static void on_ordered(redlock_client *c, int status, redlock_lock *lock,
                        const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)out; (void)err;
+    (void)out;
+    (void)err;
     struct slot *s = arg;
     if (status != 0) {
         s->ord->failed++;
@@ -190,8 +192,7 @@ static void on_ordered(redlock_client *c, int status, redlock_lock *lock,
     s->ord->granted[s->idx] = s->ord->next++;
     redlock_error e;
     /* Release at once: the hand-off goes to the next in line. */
-    cr_assert(eq(int, redlock_release_async(c, lock, core_free_lock_cb, NULL, &e), 0), "%s",
-              e.msg);
+    cr_assert(eq(int, redlock_release_async(c, lock, core_free_lock_cb, NULL, &e), 0), "%s", e.msg);
 }
 
 Test(wait, waiters_of_one_client_are_served_oldest_first)
@@ -311,7 +312,9 @@ Test(wait, a_blocking_wait_is_cancelled_from_another_thread_and_leaves_nothing)
 static void on_cancelled(redlock_client *c, int status, redlock_lock *lock,
                          const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)c; (void)out; (void)err;
+    (void)c;
+    (void)out;
+    (void)err;
     int *got = arg;
     *got = status == 0 ? 1 : status;
     redlock_lock_free(lock);
@@ -333,9 +336,9 @@ Test(wait, an_async_acquire_in_flight_is_cancelled_and_cleaned_up)
     redlock_resource r = { res, strlen(res) };
     int got = 0;
     redlock_error e;
-    cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_cancelled, &got, &e), 0),
-              "%s", e.msg);
-    redlock_cancel_fire(cc);   /* on the loop's thread, before any reply */
+    cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_cancelled, &got, &e), 0), "%s",
+              e.msg);
+    redlock_cancel_fire(cc); /* on the loop's thread, before any reply */
     cr_assert(CORE_RUN_UNTIL(base, got != 0, 5000), "no callback");
     cr_expect(eq(int, got, REDLOCK_ECANCELED), "%s", redlock_err_name(got));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "the cancelled attempt left a key");
@@ -430,8 +433,8 @@ Test(wait, a_failed_attempts_cleanup_wakes_nobody)
     redlock_error e;
     redlock_resource r = { res, strlen(res) };
     redlock_acquire_opts o = opts(0, 200);
-    cr_assert(eq(int, redlock_acquire_with(c, &r, 1, &o, &l, NULL, &e), REDLOCK_ECONFLICT),
-              "%s", e.msg);
+    cr_assert(eq(int, redlock_acquire_with(c, &r, 1, &o, &l, NULL, &e), REDLOCK_ECONFLICT), "%s",
+              e.msg);
     for (int m = 0; m < tc_n(); m++)
         cr_expect(eq(i64, publishes(m), before[m]), "master %d published", m);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 3), "the cleanup left a key");
@@ -442,7 +445,7 @@ Test(wait, a_failed_attempts_cleanup_wakes_nobody)
 /* ---- the head stays the head on every master ----------------------------------- */
 
 struct seen {
-    int status;                   /* 1 until the callback ran */
+    int status; /* 1 until the callback ran */
     unsigned attempts;
     redlock_lock *lock;
 };
@@ -450,7 +453,8 @@ struct seen {
 static void on_seen(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
                     const redlock_error *err, void *arg)
 {
-    (void)c; (void)err;
+    (void)c;
+    (void)err;
     struct seen *s = arg;
     s->status = status;
     s->attempts = out->attempts;
@@ -545,7 +549,8 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
     for (int m = 0; m < 2; m++) {
         redisReply *v = NULL;
         bool reserved = TC_AWAIT((freeReplyObject(v), v = tc_cmd(m, "GET %b", res, rlen),
-                                  v && v->type == REDIS_REPLY_STRING && v->str[0] == '\1'), 3000);
+                                  v && v->type == REDIS_REPLY_STRING && v->str[0] == '\1'),
+                                 3000);
         freeReplyObject(v);
         cr_expect(reserved, "master %d: the freed key went to nobody", m);
         cr_expect(eq(i64, publishes(m), published[m]), "master %d: the cleanup woke the head", m);
@@ -595,8 +600,10 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
     redlock_cancel_fire(cc);
     /* Each ends when its cancel is done: at once, or after the cleanup of
      * an attempt it had in flight. */
-    cr_assert(CORE_RUN_UNTIL(base, w[0].status != 1 && w[1].status != 1 && w[2].status != 1 &&
-                                       w[3].status != 1 && w[4].status != 1, 5000),
+    cr_assert(CORE_RUN_UNTIL(base,
+                             w[0].status != 1 && w[1].status != 1 && w[2].status != 1 &&
+                                 w[3].status != 1 && w[4].status != 1,
+                             5000),
               "the waiters never ended");
     for (int i = 0; i < W; i++) {
         cr_expect(eq(int, w[i].status, REDLOCK_ECANCELED), "W%d: %s", i,

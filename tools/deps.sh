@@ -48,7 +48,7 @@ PACKAGES=(
     build-essential pkg-config meson ninja-build
     libhiredis-dev libevent-dev libssl-dev libcriterion-dev
     redis-server faketime iproute2 gnuplot-nox
-    clang libclang-rt-14-dev python3
+    clang libclang-rt-14-dev clang-format python3
     spin
 )
 # Bumped whenever what --hiredis12 or --valkey puts into its dir changes, so

@@ -5,6 +5,10 @@
 #
 # Installs what is missing (tools/deps.sh), then runs these stages, each
 # build with -Dwerror=true:
+#   format     (none)            -                clang-format --dry-run
+#                                                 -Werror: every .c and .h of
+#                                                 the C dirs follows
+#                                                 .clang-format (seconds)
 #   plain      build/            hiredis 0.14.1   every suite
 #   asan       build-asan/       hiredis 0.14.1   every suite, with memory
 #                                                 errors, leaks and undefined
@@ -72,7 +76,7 @@ HIREDIS12_READY=1
 # packages 23, valkey 210, hiredis12 292 + 42 + fuzz 31, the rest builds);
 # the asan stage then stopped running the netns tests (hiredis12 runs them
 # under ASan), about 45 s less.
-STAGES=(plain asan tsan model fuzz packages valkey hiredis12)
+STAGES=(format plain asan tsan model fuzz packages valkey hiredis12)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
 NETNS_TESTS=(faults-net-partition faults-net-delay sim-regions)
@@ -321,6 +325,50 @@ run_fuzz() {
         stage_failed "$label: failed (the input is printed above)"
     fi
 }
+
+# --- formatting ------------------------------------------------------------------
+# The C layout is .clang-format's (STYLE.md §8): clang-format --dry-run
+# -Werror over every .c and .h of these dirs; the files that differ are
+# named, with the command that mends them. One test. It settles the style
+# with clang-format 14 (Debian 12's); another version may lay out a few
+# lines differently, and says so when it fails.
+
+FORMAT_DIRS=(redlock drift cli bench tests fuzz examples)
+
+if wanted format; then
+    say "format: clang-format --dry-run -Werror over ${FORMAT_DIRS[*]}"
+    t0=$SECONDS
+    cf=$(command -v clang-format-14 || command -v clang-format || true)
+    if [[ -z $cf ]]; then
+        stage_failed "format: clang-format not found (tools/deps.sh installs it)"
+    else
+        mapfile -t files < <(find "${FORMAT_DIRS[@]}" -type f -name '*.[ch]' | LC_ALL=C sort)
+        rc=0
+        "$cf" --dry-run -Werror --ferror-limit=1 "${files[@]}" >"$TMP/format.log" 2>&1 || rc=$?
+        mapfile -t bad < <(sed -n 's/^\(.*\):[0-9][0-9]*:[0-9][0-9]*: error: code should be clang-formatted.*/\1/p' \
+            "$TMP/format.log" | uniq)
+        if ((rc == 0)); then
+            passed=$((passed + 1))
+            echo "$PROG: format: 1 passed, 0 failed (${#files[@]} files, $((SECONDS - t0)) s)"
+        elif ((${#bad[@]} == 0)); then
+            cat -- "$TMP/format.log"
+            stage_failed "format: $cf failed (above)"
+        else
+            echo "$PROG: format: these files differ from what .clang-format makes of them:"
+            printf '    %s\n' "${bad[@]}"
+            if ((${#bad[@]} <= 10)); then
+                echo "$PROG: format: mend them with: clang-format -i ${bad[*]}"
+            else
+                echo "$PROG: format: mend them with: find ${FORMAT_DIRS[*]} -name '*.[ch]' -exec clang-format -i {} +"
+            fi
+            ver=$("$cf" --version | sed -n 's/.* version \([0-9][0-9]*\)\..*/\1/p')
+            if [[ $ver != 14 ]]; then
+                echo "$PROG: format: this is clang-format ${ver:-of unknown version}; the style is settled with 14 (Debian 12), whose layout may differ in places"
+            fi
+            stage_failed "format: ${#bad[@]} of ${#files[@]} files not formatted"
+        fi
+    fi
+fi
 
 # --- plain ---------------------------------------------------------------------
 # The plain build is also what the valkey stage runs and what the tsan stage

@@ -65,26 +65,26 @@ extern "C" {
 /* XX(name, value, message). One table generates the enum, redlock_strerror()
  * and redlock_err_name(). "Held by someone else" (ECONFLICT) and "Redis is
  * broken" (ENOQUORUM and the per-master codes) are never the same code. */
-#define REDLOCK_ERRNO_MAP(XX)                                                   \
-    XX(EINVAL, -1, "invalid argument")                                          \
-    XX(ENOMEM, -2, "out of memory")                                             \
-    XX(ECONFLICT, -3, "resource is locked by another client")                   \
-    XX(ENOQUORUM, -4, "no quorum: too many masters down, slow or failing")      \
-    XX(EEXPIRED, -5, "validity expired before a quorum was reached")           \
-    XX(ENOTHELD, -6, "lock not held by this token")                             \
-    XX(ETIMEOUT, -7, "master did not answer in time")                           \
-    XX(ECONNECT, -8, "cannot connect to master")                               \
-    XX(EAUTH, -9, "authentication with master failed")                          \
-    XX(EWRONGTYPE, -10, "key holds a value of the wrong type")                  \
-    XX(EPROTO, -11, "master sent an unexpected or malformed reply")            \
-    XX(EREPLY, -12, "master answered with an error")                            \
-    XX(EBUSY, -13, "too many commands in flight to master")                     \
-    XX(ESHUTDOWN, -14, "client is shutting down")                               \
-    XX(ERESOLVE, -15, "cannot resolve master address")                          \
-    XX(EASYNC, -16, "wrong API for this client (blocking vs async)")            \
-    XX(ESYS, -17, "system call failed")                                         \
-    XX(EUNTRUSTED, -18, "master excluded from the quorum (clock or restart guard)")     \
-    XX(ELIMIT, -19, "watchdog limit reached (max extensions or max lease time)")   \
+#define REDLOCK_ERRNO_MAP(XX)                                                       \
+    XX(EINVAL, -1, "invalid argument")                                              \
+    XX(ENOMEM, -2, "out of memory")                                                 \
+    XX(ECONFLICT, -3, "resource is locked by another client")                       \
+    XX(ENOQUORUM, -4, "no quorum: too many masters down, slow or failing")          \
+    XX(EEXPIRED, -5, "validity expired before a quorum was reached")                \
+    XX(ENOTHELD, -6, "lock not held by this token")                                 \
+    XX(ETIMEOUT, -7, "master did not answer in time")                               \
+    XX(ECONNECT, -8, "cannot connect to master")                                    \
+    XX(EAUTH, -9, "authentication with master failed")                              \
+    XX(EWRONGTYPE, -10, "key holds a value of the wrong type")                      \
+    XX(EPROTO, -11, "master sent an unexpected or malformed reply")                 \
+    XX(EREPLY, -12, "master answered with an error")                                \
+    XX(EBUSY, -13, "too many commands in flight to master")                         \
+    XX(ESHUTDOWN, -14, "client is shutting down")                                   \
+    XX(ERESOLVE, -15, "cannot resolve master address")                              \
+    XX(EASYNC, -16, "wrong API for this client (blocking vs async)")                \
+    XX(ESYS, -17, "system call failed")                                             \
+    XX(EUNTRUSTED, -18, "master excluded from the quorum (clock or restart guard)") \
+    XX(ELIMIT, -19, "watchdog limit reached (max extensions or max lease time)")    \
     XX(EUNAVAIL, -20, "master temporarily unavailable (loading its data, or busy)") \
     XX(ECANCELED, -21, "operation cancelled")
 
@@ -137,25 +137,25 @@ typedef struct redlock_error {
 
 /* One master's answer to one operation. */
 enum redlock_vote_kind {
-    REDLOCK_VOTE_NONE = 0,   /* not asked (operation decided before sending) */
-    REDLOCK_VOTE_PENDING,    /* asked; no answer yet when the outcome was decided */
-    REDLOCK_VOTE_OK,         /* granted / released / extended */
-    REDLOCK_VOTE_HELD,       /* key holds another client's token */
-    REDLOCK_VOTE_GONE,       /* release/extend: key already expired or absent */
-    REDLOCK_VOTE_TIMEOUT,    /* no answer within the node timeout */
-    REDLOCK_VOTE_DOWN,       /* connection refused, lost, not connected, or too many
-                                commands already waiting there (err EBUSY) */
-    REDLOCK_VOTE_ERROR,      /* error reply or unusable reply; see err/detail */
-    REDLOCK_VOTE_EXCLUDED,   /* not counted: clock untrusted or restart guard (detail says) */
+    REDLOCK_VOTE_NONE = 0, /* not asked (operation decided before sending) */
+    REDLOCK_VOTE_PENDING,  /* asked; no answer yet when the outcome was decided */
+    REDLOCK_VOTE_OK,       /* granted / released / extended */
+    REDLOCK_VOTE_HELD,     /* key holds another client's token */
+    REDLOCK_VOTE_GONE,     /* release/extend: key already expired or absent */
+    REDLOCK_VOTE_TIMEOUT,  /* no answer within the node timeout */
+    REDLOCK_VOTE_DOWN,     /* connection refused, lost, not connected, or too many
+                              commands already waiting there (err EBUSY) */
+    REDLOCK_VOTE_ERROR,    /* error reply or unusable reply; see err/detail */
+    REDLOCK_VOTE_EXCLUDED, /* not counted: clock untrusted or restart guard (detail says) */
 };
 
 #define REDLOCK_VOTE_DETAIL_LEN 96
 
 typedef struct redlock_vote {
-    int kind;                                  /* enum redlock_vote_kind */
-    int err;                                   /* REDLOCK_E* when not OK, else 0 */
-    uint32_t latency_us;                       /* send to answer (or to decision) */
-    char detail[REDLOCK_VOTE_DETAIL_LEN];      /* e.g. "connection refused", error reply text */
+    int kind;                             /* enum redlock_vote_kind */
+    int err;                              /* REDLOCK_E* when not OK, else 0 */
+    uint32_t latency_us;                  /* send to answer (or to decision) */
+    char detail[REDLOCK_VOTE_DETAIL_LEN]; /* e.g. "connection refused", error reply text */
 } redlock_vote;
 
 /**
@@ -173,13 +173,13 @@ const char *redlock_vote_kind_name(int kind);
  * provided it (blocking calls) or valid during the callback (async).
  */
 typedef struct redlock_outcome {
-    int status;               /* what the call returned */
-    uint32_t n_masters;       /* N */
-    uint32_t quorum;          /* N/2 + 1 */
-    uint32_t n_ok;            /* OK votes in the deciding attempt */
-    uint32_t attempts;        /* acquire: attempts made (1 + retries used) */
-    uint64_t elapsed_us;      /* deciding attempt: start to decision, monotonic */
-    int64_t validity_ms;      /* acquire/extend: validity computed; <= 0 on failure */
+    int status;          /* what the call returned */
+    uint32_t n_masters;  /* N */
+    uint32_t quorum;     /* N/2 + 1 */
+    uint32_t n_ok;       /* OK votes in the deciding attempt */
+    uint32_t attempts;   /* acquire: attempts made (1 + retries used) */
+    uint64_t elapsed_us; /* deciding attempt: start to decision, monotonic */
+    int64_t validity_ms; /* acquire/extend: validity computed; <= 0 on failure */
     redlock_vote votes[REDLOCK_MAX_MASTERS]; /* deciding attempt, by master index */
 } redlock_outcome;
 
@@ -200,9 +200,9 @@ typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
 
 /* What the clock monitor and the restart guard can report (redlock_event_fn). */
 enum redlock_event {
-    REDLOCK_EVENT_CLOCK_JUMP = 1,   /* a master's clock stepped beyond clock_jump_ms */
-    REDLOCK_EVENT_CLOCK_RATE,       /* a master's clock rate is off by more than drift_factor */
-    REDLOCK_EVENT_RESTART,          /* a master's run_id changed: it restarted */
+    REDLOCK_EVENT_CLOCK_JUMP = 1, /* a master's clock stepped beyond clock_jump_ms */
+    REDLOCK_EVENT_CLOCK_RATE,     /* a master's clock rate is off by more than drift_factor */
+    REDLOCK_EVENT_RESTART,        /* a master's run_id changed: it restarted */
 };
 
 /* Event hook: @master is the index, @msg one line. Same thread and rules as
@@ -211,11 +211,11 @@ typedef void (*redlock_event_fn)(int master, int event, const char *msg, void *a
 
 /* What to do with a master whose clock misbehaves. */
 enum redlock_clock_policy {
-    REDLOCK_CLOCK_WARN = 0,    /* log, call event_fn, count (default) */
-    REDLOCK_CLOCK_EXCLUDE,     /* also: its votes do not count until it behaved
-                                  for clock_readmit_ms; N and the quorum stay
-                                  fixed, so this can only make acquires fail */
-    REDLOCK_CLOCK_OFF,         /* no probes */
+    REDLOCK_CLOCK_WARN = 0, /* log, call event_fn, count (default) */
+    REDLOCK_CLOCK_EXCLUDE,  /* also: its votes do not count until it behaved
+                               for clock_readmit_ms; N and the quorum stay
+                               fixed, so this can only make acquires fail */
+    REDLOCK_CLOCK_OFF,      /* no probes */
 };
 
 /* What a completed operation was, for the op hook (redlock_op_fn). */
@@ -225,7 +225,7 @@ enum redlock_op_kind {
     REDLOCK_OP_EXTEND,
     REDLOCK_OP_STATUS,
     REDLOCK_OP_PING,
-    REDLOCK_OP_DECLARE,   /* redlock_declare_empty() */
+    REDLOCK_OP_DECLARE, /* redlock_declare_empty() */
 };
 
 /*
@@ -268,54 +268,54 @@ typedef void (*redlock_op_fn)(const redlock_op_info *info, void *arg);
  * later libredlock0.
  */
 typedef struct redlock_config {
-    size_t size;                /* set by redlock_config_init(); do not change */
-    const char *masters;        /* comma-separated, 1..REDLOCK_MAX_MASTERS, no duplicates:
-                                     host:port  [v6addr]:port
-                                     redis://[user:password@]host[:port][/db]
-                                     rediss://...  (TLS)
-                                     unix://[user:password@]/path/to.sock[?db=N]
-                                   URL credentials override username/password for
-                                   that master. Host names are resolved once, by
-                                   client_new. */
-    const char *key_prefix;     /* prepended to every resource name; default "" */
-    const char *username;       /* ACL user for AUTH, or NULL */
-    const char *password;       /* AUTH password, or NULL for none */
+    size_t size;            /* set by redlock_config_init(); do not change */
+    const char *masters;    /* comma-separated, 1..REDLOCK_MAX_MASTERS, no duplicates:
+                                 host:port  [v6addr]:port
+                                 redis://[user:password@]host[:port][/db]
+                                 rediss://...  (TLS)
+                                 unix://[user:password@]/path/to.sock[?db=N]
+                               URL credentials override username/password for
+                               that master. Host names are resolved once, by
+                               client_new. */
+    const char *key_prefix; /* prepended to every resource name; default "" */
+    const char *username;   /* ACL user for AUTH, or NULL */
+    const char *password;   /* AUTH password, or NULL for none */
 
-    uint32_t node_timeout_ms;   /* per-master request timeout; default 50 */
-    uint32_t connect_timeout_ms;/* connect + AUTH handshake; default 1000 */
-    uint32_t retry_count;       /* redlock_acquire(): polls after the first attempt
-                                   before giving up; default 3. The wait is a
-                                   deadline drawn from these (retry_count delays
-                                   of retry_delay + jitter): wake-ups from a
-                                   release, and the attempt right after a first
-                                   one that met a holder (it takes the waiter's
-                                   place in the queues), are extra attempts and
-                                   do not count. */
-    uint32_t retry_delay_ms;    /* base delay between polls; default 200 */
-    uint32_t retry_jitter_ms;   /* plus uniform random 0..jitter; default 100 */
-    double drift_factor;        /* clock-drift allowance, fraction of ttl; default 0.01 */
+    uint32_t node_timeout_ms;        /* per-master request timeout; default 50 */
+    uint32_t connect_timeout_ms;     /* connect + AUTH handshake; default 1000 */
+    uint32_t retry_count;            /* redlock_acquire(): polls after the first attempt
+                                        before giving up; default 3. The wait is a
+                                        deadline drawn from these (retry_count delays
+                                        of retry_delay + jitter): wake-ups from a
+                                        release, and the attempt right after a first
+                                        one that met a holder (it takes the waiter's
+                                        place in the queues), are extra attempts and
+                                        do not count. */
+    uint32_t retry_delay_ms;         /* base delay between polls; default 200 */
+    uint32_t retry_jitter_ms;        /* plus uniform random 0..jitter; default 100 */
+    double drift_factor;             /* clock-drift allowance, fraction of ttl; default 0.01 */
     uint32_t release_retry_count;    /* release: retries for masters that did not
                                         answer; default 2 (independent of retry_count) */
     uint32_t release_retry_delay_ms; /* default 20 */
-    uint32_t reconnect_min_ms;  /* reconnect backoff, first step; default 10 */
-    uint32_t reconnect_max_ms;  /* reconnect backoff cap; default 1000. An operation
-                                   that needs a master that is down tries to
-                                   connect at once (at most every reconnect_min_ms),
-                                   so a master that is back is used within a
-                                   round trip, whatever the backoff says. */
-    uint32_t max_inflight;      /* requests outstanding per master before new
-                                   requests fail at once with EBUSY; default 1024 */
+    uint32_t reconnect_min_ms;       /* reconnect backoff, first step; default 10 */
+    uint32_t reconnect_max_ms;       /* reconnect backoff cap; default 1000. An operation
+                                        that needs a master that is down tries to
+                                        connect at once (at most every reconnect_min_ms),
+                                        so a master that is back is used within a
+                                        round trip, whatever the backoff says. */
+    uint32_t max_inflight;           /* requests outstanding per master before new
+                                        requests fail at once with EBUSY; default 1024 */
 
-    redlock_log_fn log_fn;      /* optional */
-    void *log_arg;              /* passed to log_fn */
-    int log_level;              /* minimum level logged; default REDLOCK_LOG_WARN */
+    redlock_log_fn log_fn; /* optional */
+    void *log_arg;         /* passed to log_fn */
+    int log_level;         /* minimum level logged; default REDLOCK_LOG_WARN */
 
     /* Clock monitor (NOTES.md, "Timing"): a TIME probe per master. */
-    int clock_policy;           /* enum redlock_clock_policy; default WARN */
-    uint32_t clock_probe_ms;    /* probe interval; default 1000 */
-    uint32_t clock_jump_ms;     /* step beyond elapsed that counts as a jump; default 25 */
-    uint32_t clock_window_ms;   /* rate estimated over this sliding window; default 10000 */
-    uint32_t clock_readmit_ms;  /* trusted again after this long without a fault; default 10000 */
+    int clock_policy;          /* enum redlock_clock_policy; default WARN */
+    uint32_t clock_probe_ms;   /* probe interval; default 1000 */
+    uint32_t clock_jump_ms;    /* step beyond elapsed that counts as a jump; default 25 */
+    uint32_t clock_window_ms;  /* rate estimated over this sliding window; default 10000 */
+    uint32_t clock_readmit_ms; /* trusted again after this long without a fault; default 10000 */
 
     /* Memory guard (NOTES.md §4): a master counts toward a quorum only while
      * it can show that it has remembered its grants for at least the longest
@@ -327,10 +327,10 @@ typedef struct redlock_config {
      * does not vote until the window has passed. Masters whose eviction
      * policy could evict lock keys (maxmemory set with a volatile-* or
      * allkeys-* policy) are excluded too. */
-    int restart_guard;          /* default 1 (on); 0 trusts every master's memory */
-    uint32_t restart_guard_ms;  /* the window is at least this long (set it fleet-wide
-                                   to the longest ttl any client uses); default 0 */
-    redlock_event_fn event_fn;  /* optional */
+    int restart_guard;         /* default 1 (on); 0 trusts every master's memory */
+    uint32_t restart_guard_ms; /* the window is at least this long (set it fleet-wide
+                                  to the longest ttl any client uses); default 0 */
+    redlock_event_fn event_fn; /* optional */
     void *event_arg;
 
     /* Watchdog (redlock_watchdog_start): extend when the validity left falls
@@ -348,7 +348,7 @@ typedef struct redlock_config {
      * the masters and is woken, in its turn, by the release that hands the
      * resource over (NOTES.md §5: the fair hand-off). The poll timer
      * (retry_delay + jitter) stays as the fallback. 0: poll only. */
-    int pubsub_wait;                /* default 1 (on) */
+    int pubsub_wait; /* default 1 (on) */
 
     int64_t wait_ms;            /* redlock_acquire()'s wait: REDLOCK_WAIT_RETRIES
                                    (default: the retry_count deadline above), 0 (one
@@ -356,28 +356,28 @@ typedef struct redlock_config {
     uint32_t watchdog_floor_ms; /* 0 (default): max(ttl / 10, 4 * node_timeout_ms) */
     redlock_op_fn op_fn;        /* optional: called at every completed operation */
     void *op_arg;
-    uint32_t max_reply_bytes;   /* largest reply a master may send (a reply growing past
-                                   it drops the connection: EPROTO); default 1 MiB */
+    uint32_t max_reply_bytes; /* largest reply a master may send (a reply growing past
+                                 it drops the connection: EPROTO); default 1 MiB */
 
     /* TLS to masters (libredlock built against hiredis >= 1.0 with hiredis_ssl;
      * otherwise asking for TLS fails in redlock_client_new with EINVAL). */
-    int tls;                    /* 1: every master over TLS; rediss:// entries always are */
-    const char *tls_ca_file;    /* CA bundle (PEM); NULL with tls_ca_dir NULL: system CAs */
-    const char *tls_ca_dir;     /* CA directory (c_rehash layout) */
-    const char *tls_cert_file;  /* client certificate (mutual TLS), with tls_key_file */
+    int tls;                   /* 1: every master over TLS; rediss:// entries always are */
+    const char *tls_ca_file;   /* CA bundle (PEM); NULL with tls_ca_dir NULL: system CAs */
+    const char *tls_ca_dir;    /* CA directory (c_rehash layout) */
+    const char *tls_cert_file; /* client certificate (mutual TLS), with tls_key_file */
     const char *tls_key_file;
-    const char *tls_server_name;/* SNI and the name verified; default: each master's host */
-    int tls_verify;             /* default 1: verify the master's certificate and name */
+    const char *tls_server_name; /* SNI and the name verified; default: each master's host */
+    int tls_verify;              /* default 1: verify the master's certificate and name */
 } redlock_config;
 
-#define REDLOCK_RESOURCE_MAX 1024          /* bytes, without the prefix */
-#define REDLOCK_PREFIX_MAX 256             /* bytes */
-#define REDLOCK_TTL_MAX_MS 2147483647u     /* ~24.8 days: keeps all arithmetic in range */
+#define REDLOCK_RESOURCE_MAX 1024      /* bytes, without the prefix */
+#define REDLOCK_PREFIX_MAX 256         /* bytes */
+#define REDLOCK_TTL_MAX_MS 2147483647u /* ~24.8 days: keeps all arithmetic in range */
 
-#define REDLOCK_WAIT_FOREVER ((int64_t)-1)       /* wait until the lock is ours (or cancelled) */
-#define REDLOCK_WAIT_RETRIES ((int64_t)-2)       /* config.wait_ms: derive from retry_count */
-#define REDLOCK_WAIT_DEFAULT ((int64_t)-3)       /* acquire opts: the client's wait_ms */
-#define REDLOCK_WAIT_MAX_MS ((int64_t)1 << 40)   /* ~35 years: longer is FOREVER */
+#define REDLOCK_WAIT_FOREVER ((int64_t)-1)     /* wait until the lock is ours (or cancelled) */
+#define REDLOCK_WAIT_RETRIES ((int64_t)-2)     /* config.wait_ms: derive from retry_count */
+#define REDLOCK_WAIT_DEFAULT ((int64_t)-3)     /* acquire opts: the client's wait_ms */
+#define REDLOCK_WAIT_MAX_MS ((int64_t)1 << 40) /* ~35 years: longer is FOREVER */
 
 /**
  * redlock_config_init_sized() - Fill the first @size bytes of @cfg with defaults
@@ -498,8 +498,8 @@ typedef struct redlock_lock redlock_lock;
  * Sockets are close-on-exec: children you fork and exec do not inherit them.
  */
 REDLOCK_API
-int redlock_client_new(const redlock_config *cfg, struct event_base *base,
-                       redlock_client **ret, redlock_error *reterr);
+int redlock_client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
+                       redlock_error *reterr);
 
 /**
  * redlock_client_free() - Close all connections and free @c
@@ -568,20 +568,19 @@ const char *redlock_client_master_addr(const redlock_client *c, size_t i);
  * Thread-safety: safe from any number of threads on one client.
  */
 REDLOCK_API
-int redlock_acquire(redlock_client *c, const void *resource, size_t len,
-                    uint32_t ttl_ms, redlock_lock **ret_lock,
-                    redlock_outcome *ret_outcome, redlock_error *reterr);
+int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
+                    redlock_lock **ret_lock, redlock_outcome *ret_outcome, redlock_error *reterr);
 
 /* One resource of a set, for redlock_acquire_set(). */
 typedef struct redlock_resource {
-    const void *name;        /* any bytes but NUL */
-    size_t len;              /* 1..REDLOCK_RESOURCE_MAX */
+    const void *name; /* any bytes but NUL */
+    size_t len;       /* 1..REDLOCK_RESOURCE_MAX */
 } redlock_resource;
 
-#define REDLOCK_SET_MAX 64   /* resources in one lock */
+#define REDLOCK_SET_MAX 64 /* resources in one lock */
 
 /* Flags for redlock_acquire_set(). */
-#define REDLOCK_FENCE 0x1u   /* also return a fencing token (redlock_lock_fence) */
+#define REDLOCK_FENCE 0x1u /* also return a fencing token (redlock_lock_fence) */
 
 /**
  * redlock_acquire_set() - Take a lock on several resources at once, and/or fenced
@@ -732,8 +731,8 @@ int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t 
  * calls at once.
  */
 REDLOCK_API
-int redlock_release(redlock_client *c, redlock_lock *lock,
-                    redlock_outcome *ret_outcome, redlock_error *reterr);
+int redlock_release(redlock_client *c, redlock_lock *lock, redlock_outcome *ret_outcome,
+                    redlock_error *reterr);
 
 /**
  * redlock_extend() - Set @lock's ttl to @ttl_ms again, on a majority
@@ -764,14 +763,10 @@ int redlock_extend(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
  * event loop, never inside the *_async call itself. @out and @err are valid
  * only during the callback. @status is what the blocking twin would return.
  */
-typedef void (*redlock_acquire_cb)(redlock_client *c, int status,
-                                   redlock_lock *lock,
-                                   const redlock_outcome *out,
-                                   const redlock_error *err, void *arg);
-typedef void (*redlock_op_cb)(redlock_client *c, int status,
-                              redlock_lock *lock,
-                              const redlock_outcome *out,
-                              const redlock_error *err, void *arg);
+typedef void (*redlock_acquire_cb)(redlock_client *c, int status, redlock_lock *lock,
+                                   const redlock_outcome *out, const redlock_error *err, void *arg);
+typedef void (*redlock_op_cb)(redlock_client *c, int status, redlock_lock *lock,
+                              const redlock_outcome *out, const redlock_error *err, void *arg);
 
 /**
  * redlock_acquire_async() - redlock_acquire() on the caller's event loop
@@ -783,15 +778,14 @@ typedef void (*redlock_op_cb)(redlock_client *c, int status,
  * REDLOCK_EASYNC (blocking client). The resource is copied.
  */
 REDLOCK_API
-int redlock_acquire_async(redlock_client *c, const void *resource, size_t len,
-                          uint32_t ttl_ms, redlock_acquire_cb cb, void *arg,
-                          redlock_error *reterr);
+int redlock_acquire_async(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
+                          redlock_acquire_cb cb, void *arg, redlock_error *reterr);
 
 /** redlock_acquire_set_async() - redlock_acquire_set() on the caller's event loop. */
 REDLOCK_API
 int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
-                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb,
-                              void *arg, redlock_error *reterr);
+                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
+                              redlock_error *reterr);
 
 /**
  * redlock_acquire_with_async() - redlock_acquire_with() on the caller's event loop
@@ -800,8 +794,8 @@ int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, si
  */
 REDLOCK_API
 int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
-                               const redlock_acquire_opts *opts, redlock_acquire_cb cb,
-                               void *arg, redlock_error *reterr);
+                               const redlock_acquire_opts *opts, redlock_acquire_cb cb, void *arg,
+                               redlock_error *reterr);
 
 /**
  * redlock_release_async() - redlock_release() on the caller's event loop
@@ -809,16 +803,16 @@ int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, s
  *        or later)
  */
 REDLOCK_API
-int redlock_release_async(redlock_client *c, redlock_lock *lock,
-                          redlock_op_cb cb, void *arg, redlock_error *reterr);
+int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+                          redlock_error *reterr);
 
 /**
  * redlock_extend_async() - redlock_extend() on the caller's event loop
  * @lock: must stay valid until @cb runs; its validity is updated on success
  */
 REDLOCK_API
-int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
-                         redlock_op_cb cb, void *arg, redlock_error *reterr);
+int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+                         void *arg, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Watchdog: keep a lock alive while work of unknown length runs            */
@@ -862,7 +856,7 @@ void redlock_watchdog_stop(redlock_client *c, redlock_lock *lock);
 /* Locks                                                                    */
 /* ------------------------------------------------------------------------ */
 
-#define REDLOCK_TOKEN_MAX 128    /* bytes, for tokens given to redlock_lock_new() */
+#define REDLOCK_TOKEN_MAX 128 /* bytes, for tokens given to redlock_lock_new() */
 
 /**
  * redlock_lock_new() - A lock handle for a token obtained elsewhere
@@ -876,8 +870,8 @@ void redlock_watchdog_stop(redlock_client *c, redlock_lock *lock);
  * Ownership: the caller owns *@ret; free with redlock_lock_free().
  */
 REDLOCK_API
-int redlock_lock_new(const void *resource, size_t len, const char *token,
-                     redlock_lock **ret, redlock_error *reterr);
+int redlock_lock_new(const void *resource, size_t len, const char *token, redlock_lock **ret,
+                     redlock_error *reterr);
 
 /**
  * redlock_lock_new_set() - redlock_lock_new() for a set of resources
@@ -938,41 +932,41 @@ uint32_t redlock_lock_ttl_ms(const redlock_lock *lock);
 
 /* One master's view, for redlock_status_get() and redlock_ping(). */
 typedef struct redlock_master_state {
-    int err;                          /* 0, or REDLOCK_E*: this master's view is missing */
-    uint32_t rtt_us;                  /* round trip of this query */
-    int held;                         /* status: 1 if the key exists on this master */
-    int64_t pttl_ms;                  /* status: remaining ttl (ms); -2 if absent, -1 if no ttl */
-    char token[REDLOCK_TOKEN_MAX + 1];/* status: token stored there ("" if absent) */
-    int64_t clock_offset_us;          /* ping: master TIME minus client real time at
-                                         the round trip's midpoint */
+    int err;                           /* 0, or REDLOCK_E*: this master's view is missing */
+    uint32_t rtt_us;                   /* round trip of this query */
+    int held;                          /* status: 1 if the key exists on this master */
+    int64_t pttl_ms;                   /* status: remaining ttl (ms); -2 if absent, -1 if no ttl */
+    char token[REDLOCK_TOKEN_MAX + 1]; /* status: token stored there ("" if absent) */
+    int64_t clock_offset_us;           /* ping: master TIME minus client real time at
+                                          the round trip's midpoint */
     char detail[REDLOCK_VOTE_DETAIL_LEN]; /* error text when err != 0 */
     /* ping only: the clock monitor's and the memory guard's view */
     double clock_rate_lo, clock_rate_hi; /* master clock rate / client monotonic rate,
                                             bounds over the window; 0 when unknown */
-    uint64_t clock_samples;           /* TIME samples taken */
-    uint64_t clock_jumps;             /* jumps seen */
-    uint64_t clock_rate_faults;       /* rate faults seen */
-    int clock_trusted;                /* 0 within clock_readmit_ms of a fault */
-    char run_id[41];                  /* INFO run_id at the last handshake */
-    int64_t uptime_s;                 /* INFO uptime_in_seconds at the last handshake */
-    int aof_always;                   /* appendonly yes + appendfsync always */
-    int excluded;                     /* would not count toward a quorum now */
+    uint64_t clock_samples;              /* TIME samples taken */
+    uint64_t clock_jumps;                /* jumps seen */
+    uint64_t clock_rate_faults;          /* rate faults seen */
+    int clock_trusted;                   /* 0 within clock_readmit_ms of a fault */
+    char run_id[41];                     /* INFO run_id at the last handshake */
+    int64_t uptime_s;                    /* INFO uptime_in_seconds at the last handshake */
+    int aof_always;                      /* appendonly yes + appendfsync always */
+    int excluded;                        /* would not count toward a quorum now */
     char excluded_why[REDLOCK_VOTE_DETAIL_LEN];
-    int64_t memory_age_ms;            /* age of the master's memory marker (its clock);
-                                         -1 while unknown */
-    uint32_t memory_window_ms;        /* the marker must be this old to count */
-    int64_t maxmemory;                /* CONFIG maxmemory; -1 if CONFIG was refused */
-    char eviction_policy[32];         /* CONFIG maxmemory-policy, or "" if unknown */
-    int tls;                          /* connected over TLS */
-    int reserved;                     /* status: the key is reserved for the next
-                                         waiter (a hand-off in progress); held is 0 */
+    int64_t memory_age_ms;     /* age of the master's memory marker (its clock);
+                                  -1 while unknown */
+    uint32_t memory_window_ms; /* the marker must be this old to count */
+    int64_t maxmemory;         /* CONFIG maxmemory; -1 if CONFIG was refused */
+    char eviction_policy[32];  /* CONFIG maxmemory-policy, or "" if unknown */
+    int tls;                   /* connected over TLS */
+    int reserved;              /* status: the key is reserved for the next
+                                  waiter (a hand-off in progress); held is 0 */
 } redlock_master_state;
 
 typedef struct redlock_status {
-    uint32_t n_masters;               /* N */
-    uint32_t quorum;                  /* N/2 + 1 */
-    uint32_t n_answered;              /* masters that answered */
-    uint32_t n_held;                  /* status: masters where the key exists */
+    uint32_t n_masters;                         /* N */
+    uint32_t quorum;                            /* N/2 + 1 */
+    uint32_t n_answered;                        /* masters that answered */
+    uint32_t n_held;                            /* status: masters where the key exists */
     char majority_token[REDLOCK_TOKEN_MAX + 1]; /* status: token held on a majority, or "" */
     redlock_master_state masters[REDLOCK_MAX_MASTERS];
 } redlock_status;
@@ -987,8 +981,8 @@ typedef struct redlock_status {
  * Thread-safety: as for redlock_acquire().
  */
 REDLOCK_API
-int redlock_status_get(redlock_client *c, const void *resource, size_t len,
-                       redlock_status *ret, redlock_error *reterr);
+int redlock_status_get(redlock_client *c, const void *resource, size_t len, redlock_status *ret,
+                       redlock_error *reterr);
 
 /**
  * redlock_lock_check() - Is @lock still held, and for how long?
@@ -1031,8 +1025,7 @@ int redlock_status_get_async(redlock_client *c, const void *resource, size_t len
 
 /** redlock_ping_async() - redlock_ping() on the caller's event loop. Return: as above. */
 REDLOCK_API
-int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg,
-                       redlock_error *reterr);
+int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *reterr);
 
 /* Readiness: @status is 0 once @n_up masters (at least the number asked for)
  * are connected and past their handshake, REDLOCK_ETIMEOUT with how many
@@ -1061,8 +1054,8 @@ int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_
  * redis-server; @reterr names both entries), REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
  */
 REDLOCK_API
-int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
-                  size_t *ret_n_up, redlock_error *reterr);
+int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, size_t *ret_n_up,
+                  redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Memory guard: declaring new masters empty                                 */

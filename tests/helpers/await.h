@@ -39,13 +39,13 @@ int tc_poll_pause(uint64_t deadline_us);
  * @cond is evaluated at least once, and once more at the deadline.
  * Value: 1 if @cond held, 0 on timeout. A GNU statement expression.
  */
-#define TC_AWAIT(cond, timeout_ms)                                                   \
-    __extension__({                                                                  \
-        uint64_t tc_deadline_ = tc_now_us() + (uint64_t)(timeout_ms) * 1000u;         \
-        int tc_held_;                                                                \
-        while (!(tc_held_ = !!(cond)) && tc_poll_pause(tc_deadline_))                \
-            ;                                                                        \
-        tc_held_;                                                                    \
+#define TC_AWAIT(cond, timeout_ms)                                            \
+    __extension__({                                                           \
+        uint64_t tc_deadline_ = tc_now_us() + 1000u * (uint64_t)(timeout_ms); \
+        int tc_held_;                                                         \
+        while (!(tc_held_ = !!(cond)) && tc_poll_pause(tc_deadline_))         \
+            ;                                                                 \
+        tc_held_;                                                             \
     })
 
 #endif

@@ -31,12 +31,10 @@ int child_start(void (*fn)(void *arg, int fd), void *arg);
 
 /* In the child: one line to the parent (end it with \n); _exit(3) if the
  * parent is gone. */
-__attribute__((format(printf, 2, 3)))
-void child_tell(int fd, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void child_tell(int fd, const char *fmt, ...);
 
 /* In the child: say "ERR why" and _exit(1). */
-__attribute__((noreturn, format(printf, 2, 3)))
-void child_fail(int fd, const char *fmt, ...);
+__attribute__((noreturn, format(printf, 2, 3))) void child_fail(int fd, const char *fmt, ...);
 
 /* One line from the child (without the newline), waiting at most @ms. A
  * line starting "ERR " fails the test with the child's words, so does
@@ -56,11 +54,11 @@ struct child_args {
 
 /* What a holder child has once it holds the lock. */
 struct child_holder {
-    hist *h;                  /* the history, opened again in the child */
-    redlock_client *c;        /* child_client(5, ...) */
+    hist *h;           /* the history, opened again in the child */
+    redlock_client *c; /* child_client(5, ...) */
     redlock_lock *l;
-    uint64_t invoke_us;       /* when the acquire began ... */
-    uint64_t complete_us;     /* ... and returned */
+    uint64_t invoke_us;   /* when the acquire began ... */
+    uint64_t complete_us; /* ... and returned */
 };
 
 /* In the child: open the history, make a client, take @a->res for @ttl_ms

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 static volatile int spin;
-static long long anchor_real = -1, anchor_fake;   /* µs */
+static long long anchor_real = -1, anchor_fake; /* µs */
 static double rate = 1.0;
 static long long offset_us;
 static long long next_read_mono;
@@ -94,7 +94,7 @@ int clock_gettime(clockid_t id, struct timespec *ts)
 int gettimeofday(struct timeval *tv, void *tz)
 {
     (void)tz;
-    struct timeval *volatile out = tv;   /* NULL is legal in practice */
+    struct timeval *volatile out = tv; /* NULL is legal in practice */
     if (out) {
         long long v = fake_us();
         out->tv_sec = v / 1000000;

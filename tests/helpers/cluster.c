@@ -25,8 +25,8 @@
 #include "spawn.h"
 
 #define TC_HOST "127.0.0.1"
-#define TC_MAX_MASTERS 64         /* cluster-up.sh's limit */
-#define TC_CMD_TIMEOUT_S 2        /* connect and command timeout of tc_cmd() */
+#define TC_MAX_MASTERS 64  /* cluster-up.sh's limit */
+#define TC_CMD_TIMEOUT_S 2 /* connect and command timeout of tc_cmd() */
 
 void tc_fail(const char *fmt, ...)
 {
@@ -52,7 +52,8 @@ static const char *env_required(const char *name)
 
     if (!v || !*v)
         tc_fail("%s is not set: run this test through tests/with-cluster.sh "
-                 "(meson test does)", name);
+                "(meson test does)",
+                name);
     return v;
 }
 
@@ -103,7 +104,7 @@ const char *tc_addr(int i)
     /* One slot per master and per thread: the pointer stays valid for the
      * thread's life and no caller can overwrite another's. */
     static __thread char addrs[TC_MAX_MASTERS][32];
-    int port = tc_port(i);    /* fails the test unless 0 <= i < N */
+    int port = tc_port(i); /* fails the test unless 0 <= i < N */
 
     snprintf(addrs[i], sizeof(addrs[i]), TC_HOST ":%d", port);
     return addrs[i];
@@ -335,8 +336,7 @@ void tc_pause_writes(int i, int ms)
 /* Why tc_cmd() returned NULL, on stderr. Not cr_log_warn(): criterion 2.4.1
  * makes the whole run exit 1 after any warning, even when every test
  * passes, and a test may expect tc_cmd() to fail (a killed master). */
-__attribute__((format(printf, 1, 2)))
-static void tc_note(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void tc_note(const char *fmt, ...)
 {
     va_list ap;
 
@@ -372,7 +372,7 @@ static redisContext *master_connect(int i)
 
         if (!ok)
             tc_note("tc_cmd: master %d (%s): AUTH failed: %s", i, tc_addr(i),
-                        r ? r->str : c->errstr);
+                    r ? r->str : c->errstr);
         freeReplyObject(r);
         if (!ok)
             goto fail;
@@ -386,8 +386,7 @@ fail:
 static redisReply *finish(int i, redisContext *c, void *reply)
 {
     if (!reply)
-        tc_note("tc_cmd: master %d (%s): %s", i, tc_addr(i),
-                    c->err ? c->errstr : "no reply");
+        tc_note("tc_cmd: master %d (%s): %s", i, tc_addr(i), c->err ? c->errstr : "no reply");
     redisFree(c);
     return reply;
 }
@@ -444,15 +443,12 @@ const char *tc_resource(char *buf, size_t size, const char *name)
     if (!name) {
         const struct criterion_test *t = criterion_current_test;
 
-        snprintf(label, sizeof(label), "%s/%s", t ? t->category : "test",
-                 t ? t->name : "unknown");
+        snprintf(label, sizeof(label), "%s/%s", t ? t->category : "test", t ? t->name : "unknown");
         name = label;
     }
-    len = snprintf(buf, size, "%s:%ld:%u", name, (long)getpid(),
-                   atomic_fetch_add(&seq, 1));
+    len = snprintf(buf, size, "%s:%ld:%u", name, (long)getpid(), atomic_fetch_add(&seq, 1));
     if (len < 0 || (size_t)len >= size)
-        tc_fail("tc_resource: %zu bytes are too few for a resource named \"%s\"",
-                 size, name);
+        tc_fail("tc_resource: %zu bytes are too few for a resource named \"%s\"", size, name);
     return buf;
 }
 

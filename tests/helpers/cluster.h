@@ -55,10 +55,10 @@ char *tc_masters_with(int i, const char *addr);
 /* when the masters answer PING again.                                       */
 /* ------------------------------------------------------------------------ */
 
-void tc_kill(int i);      /* SIGKILL master @i */
-void tc_pause(int i);     /* SIGSTOP: socket open, no answers */
-void tc_resume(int i);    /* SIGCONT */
-void tc_restart(int i);   /* start a killed master again; empty unless --aof */
+void tc_kill(int i);    /* SIGKILL master @i */
+void tc_pause(int i);   /* SIGSTOP: socket open, no answers */
+void tc_resume(int i);  /* SIGCONT */
+void tc_restart(int i); /* start a killed master again; empty unless --aof */
 /* Declare master @i (-1: every master) empty on purpose: a memory marker
  * that counts at once where there is none (redlock_declare_empty()). */
 void tc_declare_empty(int i);
@@ -120,8 +120,7 @@ int tc_key_count(const void *key, size_t len);
 /* Fail the running test with a message: cr_fatal() inside a criterion
  * test; in a plain program, print it and abort. What every helper here
  * does when it cannot do its job. */
-__attribute__((noreturn, format(printf, 1, 2)))
-void tc_fail(const char *fmt, ...);
+__attribute__((noreturn, format(printf, 1, 2))) void tc_fail(const char *fmt, ...);
 
 /*
  * tc_resource() - A resource name no other test or run can be using

@@ -29,9 +29,9 @@
 typedef struct contend_worker {
     run *run;
     char name[16];
-    pthread_t th;                /* CONTEND_THREADS */
-    pid_t pid;                   /* CONTEND_ONE_SHOT */
-    redlock_client *c;           /* CONTEND_THREADS: the worker's client */
+    pthread_t th;      /* CONTEND_THREADS */
+    pid_t pid;         /* CONTEND_ONE_SHOT */
+    redlock_client *c; /* CONTEND_THREADS: the worker's client */
     int guard;
     unsigned seed;
 } contend_worker;
@@ -82,8 +82,8 @@ static void note(run *r, int *table, int rc, const char *what, const redlock_err
     table[idx(rc)]++;
     if (rc != 0 && r->rel_fail_after && hist_now_us() > r->rel_fail_after) {
         if (!r->late_failures++)
-            snprintf(r->late_what, sizeof(r->late_what), "%s: %s: %s", what,
-                     redlock_err_name(rc), e->msg);
+            snprintf(r->late_what, sizeof(r->late_what), "%s: %s: %s", what, redlock_err_name(rc),
+                     e->msg);
     }
     pthread_mutex_unlock(&r->mu);
 }
@@ -125,7 +125,7 @@ static void hold_and_release(contend_worker *w, redlock_client *c, redlock_lock 
         rc = redlock_extend(c, l, CONTEND_TTL_MS, &out, &e);
         hist_extend(r->h, w->name, CONTEND_TTL_MS, t0, rc, l, &out);
         note(r, r->ext, rc, "extend", &e);
-        tc_sleep_ms(2 + rand_r(&w->seed) % 10);   /* and works on: time is the subject */
+        tc_sleep_ms(2 + rand_r(&w->seed) % 10); /* and works on: time is the subject */
     }
     t0 = hist_now_us();
     rc = redlock_release(c, l, &out, &e);
@@ -156,7 +156,7 @@ static void *work(void *arg)
     while (!atomic_load(&r->stop)) {
         redlock_client *c = worker_client(w);
         if (!c) {
-            tc_sleep_ms(5);   /* out of memory or threads: the load's shape, not a wait */
+            tc_sleep_ms(5); /* out of memory or threads: the load's shape, not a wait */
             continue;
         }
         redlock_lock *l = NULL;
@@ -366,7 +366,7 @@ static void quiesce(void)
 
         /* -1: a dead master; 1: only our own INFO connection */
         TC_AWAIT((n = core_info_num(m, "clients", "connected_clients")) <= 1, 5000);
-        if (n > 1)   /* not cr_log_warn(): in criterion 2.4.1 a warning fails the run */
+        if (n > 1) /* not cr_log_warn(): in criterion 2.4.1 a warning fails the run */
             cr_log_info("master %d still has %lld clients after 5 s", m, n);
     }
 }
@@ -430,9 +430,10 @@ static void log_counts(run *r)
         ext += r->ext[i];
     }
     cr_log_info("%s: %d grants; acquires %d (conflict %d, no quorum %d); releases %d (ok %d, "
-                "not held %d); extends %d (ok %d)", r->res, r->n_grants, acq,
-                r->acq[idx(REDLOCK_ECONFLICT)], r->acq[idx(REDLOCK_ENOQUORUM)], rel, r->rel[0],
-                r->rel[idx(REDLOCK_ENOTHELD)], ext, r->ext[0]);
+                "not held %d); extends %d (ok %d)",
+                r->res, r->n_grants, acq, r->acq[idx(REDLOCK_ECONFLICT)],
+                r->acq[idx(REDLOCK_ENOQUORUM)], rel, r->rel[0], r->rel[idx(REDLOCK_ENOTHELD)], ext,
+                r->ext[0]);
 }
 
 int run_finish(run *r, const char *const *args, char *out, size_t size)
@@ -458,8 +459,8 @@ void run_expect_clean(run *r, const char *const *args)
     static char out[CONTEND_OUT_SIZE];
     int rc = run_finish(r, args, out, sizeof(out));
 
-    cr_assert(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s",
-              run_keep(r), out);
+    cr_assert(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s", run_keep(r),
+              out);
     cr_assert(strstr(out, " 0 violations") != NULL, "%s", out);
     cr_log_info("%s", out);
 }

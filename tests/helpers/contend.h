@@ -3,13 +3,12 @@
  * A run is a few workers contending on one resource: acquire, hold a few
  * ms, sometimes extend, release. Workers are threads, each with a blocking
  * client of its own, or processes that make a new client for every
- * acquire, as every redlock-cli call does (one-shot clients). Every call goes into a history (history.h) in the cluster's
- * dir. While they run, a test breaks masters; then it stops the workers,
- * snapshots what the masters still hold, and runs tests/history/check.py
- * over it all. Grants are also kept in memory with the masters that voted
- * for them, so a test can await them ("five grants since the fault") and
- * ask which masters they counted. For criterion tests: helpers that cannot
- * do their job fail the test.
+ * acquire, as every redlock-cli call does (one-shot clients). Every call goes into a history
+ * (history.h) in the cluster's dir. While they run, a test breaks masters; then it stops the
+ * workers, snapshots what the masters still hold, and runs tests/history/check.py over it all.
+ * Grants are also kept in memory with the masters that voted for them, so a test can await them
+ * ("five grants since the fault") and ask which masters they counted. For criterion tests: helpers
+ * that cannot do their job fail the test.
  */
 #ifndef TC_CONTEND_H
 #define TC_CONTEND_H
@@ -39,32 +38,32 @@ typedef struct run run;
 
 typedef struct contend_grant {
     uint64_t complete_us;
-    uint32_t oks;              /* bit i: master i voted OK */
+    uint32_t oks; /* bit i: master i voted OK */
 } contend_grant;
 
 struct run {
     /* for the test */
-    hist *h;                   /* the history, for the test's own lines */
-    char path[512];            /* the history's file */
-    char snap[512];            /* the snapshot of keys at the end */
-    char res[160];             /* the contended resource */
+    hist *h;        /* the history, for the test's own lines */
+    char path[512]; /* the history's file */
+    char snap[512]; /* the snapshot of keys at the end */
+    char res[160];  /* the contended resource */
     size_t len;
-    uint64_t rel_fail_after;   /* count release/extend failures after this (0: never) */
-    int late_failures;         /* releases/extends that failed after rel_fail_after */
-    char late_what[400];       /* the first of them */
+    uint64_t rel_fail_after; /* count release/extend failures after this (0: never) */
+    int late_failures;       /* releases/extends that failed after rel_fail_after */
+    char late_what[400];     /* the first of them */
 
     /* contend.c's; what is shared with the workers is under mu */
     struct contend_worker *w;
     int n_workers;
-    int one_shot;              /* the workers are processes (CONTEND_ONE_SHOT) */
-    int bad_exits;             /* worker processes that did not exit 0 */
+    int one_shot;  /* the workers are processes (CONTEND_ONE_SHOT) */
+    int bad_exits; /* worker processes that did not exit 0 */
     atomic_int stop;
     pthread_mutex_t mu;
     contend_grant grants[CONTEND_MAX_GRANTS];
     int n_grants;
     int attempts;
-    uint64_t last_answer[REDLOCK_MAX_MASTERS];   /* last time master i answered a vote */
-    int acq[20], rel[20], ext[20];   /* results by -rc */
+    uint64_t last_answer[REDLOCK_MAX_MASTERS]; /* last time master i answered a vote */
+    int acq[20], rel[20], ext[20];             /* results by -rc */
 };
 
 /* The config of every client in a run: core_config(), a 250 ms node
@@ -77,9 +76,9 @@ redlock_client *contend_client(int guard);
 
 /* How the workers of a run are made. */
 enum contend_kind {
-    CONTEND_THREADS,           /* threads, one client each for the whole run */
-    CONTEND_ONE_SHOT,          /* processes, a new client for every acquire (and
-                                  its extend and release), used at once */
+    CONTEND_THREADS,  /* threads, one client each for the whole run */
+    CONTEND_ONE_SHOT, /* processes, a new client for every acquire (and
+                         its extend and release), used at once */
 };
 
 /* Start @workers workers (0: a history only) of @kind on a fresh resource;

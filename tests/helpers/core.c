@@ -56,7 +56,8 @@ int core_wait_up(redlock_client *c, int want, int timeout_ms)
 
 static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
 {
-    (void)c; (void)n_up;
+    (void)c;
+    (void)n_up;
     *(volatile int *)arg = status == 0 ? 1 : -1;
 }
 
@@ -73,13 +74,19 @@ int core_async_ready(struct event_base *base, redlock_client *c, int want, int t
 void core_free_lock_cb(redlock_client *c, int status, redlock_lock *lock,
                        const redlock_outcome *out, const redlock_error *err, void *arg)
 {
-    (void)c; (void)status; (void)out; (void)err; (void)arg;
+    (void)c;
+    (void)status;
+    (void)out;
+    (void)err;
+    (void)arg;
     redlock_lock_free(lock);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-    (void)fd; (void)what; (void)arg;
+    (void)fd;
+    (void)what;
+    (void)arg;
 }
 
 struct event *core_tick_new(struct event_base *base)
@@ -226,8 +233,8 @@ int core_count_token(const void *key, size_t len, const char *token, long long m
         char val[256];
         long long pttl = 0;
 
-        if (core_get(i, key, len, val, sizeof(val), &pttl) == 1 &&
-            strcmp(val, token) == 0 && pttl > 0 && pttl <= max_pttl_ms)
+        if (core_get(i, key, len, val, sizeof(val), &pttl) == 1 && strcmp(val, token) == 0 &&
+            pttl > 0 && pttl <= max_pttl_ms)
             count++;
     }
     return count;
@@ -238,8 +245,7 @@ void core_plant(int i, const void *key, size_t len, const char *value, unsigned 
     redisReply *r = tc_cmd(i, "SET %b %s PX %u", key, len, value, ttl_ms);
 
     if (!r || r->type != REDIS_REPLY_STATUS)
-        tc_fail("core_plant: SET on master %d failed: %s", i,
-                 r && r->str ? r->str : "no answer");
+        tc_fail("core_plant: SET on master %d failed: %s", i, r && r->str ? r->str : "no answer");
     freeReplyObject(r);
 }
 
@@ -261,8 +267,8 @@ void core_barrier_on(redlock_client *c, unsigned mask)
     for (uint32_t i = 0; i < REDLOCK_MAX_MASTERS; i++) {
         if ((mask & (1u << i)) && (i >= st.n_masters || st.masters[i].err != 0))
             tc_fail("core_barrier: master %u did not answer (%s: %s)", i,
-                      i < st.n_masters ? redlock_err_name(st.masters[i].err) : "no such master",
-                      i < st.n_masters ? st.masters[i].detail : (rc ? e.msg : ""));
+                    i < st.n_masters ? redlock_err_name(st.masters[i].err) : "no such master",
+                    i < st.n_masters ? st.masters[i].detail : (rc ? e.msg : ""));
     }
 }
 
@@ -319,8 +325,7 @@ void core_expect_msg(const redlock_error *e, const char *what)
 
     cr_expect(lt(sz, len, sizeof(e->msg)), "%s: message is not NUL-terminated", what);
     cr_expect(gt(sz, len, 0), "%s: message is empty", what);
-    cr_expect(zero(ptr, memchr(e->msg, '\n', len)), "%s: message has a newline: %s", what,
-              e->msg);
+    cr_expect(zero(ptr, memchr(e->msg, '\n', len)), "%s: message has a newline: %s", what, e->msg);
     cr_expect(zero(ptr, memchr(e->msg, '\r', len)), "%s: message has a CR: %s", what, e->msg);
 }
 

@@ -71,15 +71,15 @@ struct event *core_tick_new(struct event_base *base);
  * that a poll sees: @cond is evaluated after each loop wakeup (a tick wakes
  * it at least every TC_POLL_MS). Value: 1 if @cond held, 0 on timeout.
  */
-#define CORE_RUN_UNTIL(base, cond, timeout_ms)                                       \
-    __extension__({                                                                  \
-        uint64_t cru_deadline_ = tc_now_us() + (uint64_t)(timeout_ms) * 1000u;        \
-        struct event *cru_tick_ = core_tick_new(base);                               \
-        int cru_held_;                                                               \
-        while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)               \
-            event_base_loop((base), EVLOOP_ONCE);                                    \
-        event_free(cru_tick_);                                                       \
-        cru_held_;                                                                   \
+#define CORE_RUN_UNTIL(base, cond, timeout_ms)                                 \
+    __extension__({                                                            \
+        uint64_t cru_deadline_ = tc_now_us() + 1000u * (uint64_t)(timeout_ms); \
+        struct event *cru_tick_ = core_tick_new(base);                         \
+        int cru_held_;                                                         \
+        while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)         \
+            event_base_loop((base), EVLOOP_ONCE);                              \
+        event_free(cru_tick_);                                                 \
+        cru_held_;                                                             \
     })
 
 /* redlock_acquire() of @res on @c that must succeed (the test fails with
@@ -92,12 +92,12 @@ void core_must_release(redlock_client *c, redlock_lock *lock);
 
 /* One timed acquire of a fresh resource: what went in and what came out. */
 struct core_try {
-    char res[128];            /* tc_resource() of the running test */
-    redlock_lock *l;          /* the lock, or NULL; the caller frees it */
+    char res[128];   /* tc_resource() of the running test */
+    redlock_lock *l; /* the lock, or NULL; the caller frees it */
     redlock_outcome out;
     redlock_error e;
     int rc;
-    uint64_t took_ms;         /* how long redlock_acquire() took */
+    uint64_t took_ms; /* how long redlock_acquire() took */
 };
 
 /* redlock_acquire() of a fresh resource on @c, timed, into @t. Return: rc. */
@@ -170,11 +170,11 @@ int core_is_hex32(const char *token);
  * into a file-scope table instead; plain integers travel fine. Needs
  * <criterion/parameterized.h>.
  */
-#define CORE_CASE_INDEXES(table)                                                \
-    do {                                                                        \
-        static size_t idx_[sizeof(table) / sizeof((table)[0])];                 \
-        for (size_t k_ = 0; k_ < sizeof(idx_) / sizeof(idx_[0]); k_++)          \
-            idx_[k_] = k_;                                                      \
+#define CORE_CASE_INDEXES(table)                                                  \
+    do {                                                                          \
+        static size_t idx_[sizeof(table) / sizeof((table)[0])];                   \
+        for (size_t k_ = 0; k_ < sizeof(idx_) / sizeof(idx_[0]); k_++)            \
+            idx_[k_] = k_;                                                        \
         return cr_make_param_array(size_t, idx_, sizeof(idx_) / sizeof(idx_[0])); \
     } while (0)
 
@@ -190,15 +190,15 @@ int core_is_hex32(const char *token);
  * each test in a process of its own, so one global is one test's.
  */
 struct core_fx {
-    redlock_config cfg;      /* core_config(), then the suite's settings */
-    redlock_client *c;       /* core_fx_client(); freed by .fini */
-    redlock_lock *l;         /* the test's lock, if any; freed (not released) by .fini */
-    redlock_outcome out;     /* for the test's calls */
+    redlock_config cfg;  /* core_config(), then the suite's settings */
+    redlock_client *c;   /* core_fx_client(); freed by .fini */
+    redlock_lock *l;     /* the test's lock, if any; freed (not released) by .fini */
+    redlock_outcome out; /* for the test's calls */
     redlock_error e;
-    char res[128];           /* a resource of the test's own (tc_resource()) */
-    size_t len;              /* strlen(res) */
-    char *masters;           /* core_fx_masters_with(); freed by .fini */
-    struct tc_proxy *proxy;  /* core_fx_proxy(); stopped by .fini */
+    char res[128];          /* a resource of the test's own (tc_resource()) */
+    size_t len;             /* strlen(res) */
+    char *masters;          /* core_fx_masters_with(); freed by .fini */
+    struct tc_proxy *proxy; /* core_fx_proxy(); stopped by .fini */
 };
 
 extern struct core_fx fx;

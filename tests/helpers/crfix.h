@@ -14,7 +14,7 @@
 
 #ifndef __cplusplus
 #undef CRI_BINOP_T_GT
-#define CRI_BINOP_T_GT(Tag, Actual, Ref)                                             \
+#define CRI_BINOP_T_GT(Tag, Actual, Ref) \
     (CRI_BINOP_LT_TAG(Tag, !, Actual, Ref) && CRI_BINOP_EQ_TAG(Tag, !, Actual, Ref))
 #endif
 

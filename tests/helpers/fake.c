@@ -24,20 +24,20 @@
 
 #define FAKE_MAX_CONNS 64
 #define FAKE_MAX_RULES 16
-#define FAKE_STREAM_MAX (1ull << 30)   /* a streamed reply ends after 1 GiB */
+#define FAKE_STREAM_MAX (1ull << 30) /* a streamed reply ends after 1 GiB */
 
 struct fake_conn {
-    int fd;                     /* -1 when the slot is free */
-    redisReader *reader;        /* parses the commands the client sends */
+    int fd;              /* -1 when the slot is free */
+    redisReader *reader; /* parses the commands the client sends */
 };
 
 struct tc_fake {
     /* set before the thread starts, read-only afterwards */
     tc_server srv;
-    char *reply;                /* NULL for a black hole */
+    char *reply; /* NULL for a black hole */
     size_t reply_len;
-    int stream;                 /* after each reply, filler until the client stops reading */
-    size_t n_rules;             /* replies by command name, before @reply */
+    int stream;     /* after each reply, filler until the client stops reading */
+    size_t n_rules; /* replies by command name, before @reply */
     char *rule_cmd[FAKE_MAX_RULES];
     char *rule_reply[FAKE_MAX_RULES];
 
@@ -140,8 +140,8 @@ static void fake_serve(tc_fake *f, struct fake_conn *c)
         const char *reply = fake_reply_for(f, cmd, &len);
         freeReplyObject(cmd);
         atomic_fetch_add(&f->commands, 1);
-        if (reply && (tc_send_all(c->fd, reply, len) < 0 ||
-                      (f->stream && fake_stream(c->fd) < 0))) {
+        if (reply &&
+            (tc_send_all(c->fd, reply, len) < 0 || (f->stream && fake_stream(c->fd) < 0))) {
             fake_close(c);
             return;
         }

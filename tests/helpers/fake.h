@@ -44,8 +44,8 @@ tc_fake *tc_blackhole_start(int *ret_port);
 
 /* One reply by command name, for tc_fake_rules_start(). */
 typedef struct tc_fake_rule {
-    const char *cmd;             /* command name, any case; NULL ends a list */
-    const char *reply;           /* the exact RESP sent back */
+    const char *cmd;   /* command name, any case; NULL ends a list */
+    const char *reply; /* the exact RESP sent back */
 } tc_fake_rule;
 
 /*
@@ -70,9 +70,9 @@ tc_fake *tc_fake_rules_start(const tc_fake_rule *rules, const char *otherwise, i
 tc_fake *tc_fake_stream_start(const char *head, int *ret_port);
 
 int tc_fake_port(const tc_fake *f);
-const char *tc_fake_addr(const tc_fake *f);      /* "127.0.0.1:port" */
-unsigned tc_fake_connections(const tc_fake *f);  /* accepted so far; thread-safe */
-unsigned tc_fake_commands(const tc_fake *f);     /* received so far; thread-safe */
+const char *tc_fake_addr(const tc_fake *f);     /* "127.0.0.1:port" */
+unsigned tc_fake_connections(const tc_fake *f); /* accepted so far; thread-safe */
+unsigned tc_fake_commands(const tc_fake *f);    /* received so far; thread-safe */
 
 /* Close every connection and the listener, join the thread, free @f.
  * NULL is a no-op. */

@@ -32,7 +32,7 @@ void histcase_fini(void)
     if (!hc_dir[0])
         return;
     snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", hc_dir);
-    if (system(cmd) != 0)   /* said, not warned: in criterion 2.4.1 a warning fails the run */
+    if (system(cmd) != 0) /* said, not warned: in criterion 2.4.1 a warning fails the run */
         cr_log_info("could not remove %s", hc_dir);
 }
 
@@ -57,26 +57,46 @@ void hc_put(hist *h, const hist_rec *r)
 void hc_grant(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
               unsigned vend, uint32_t oks)
 {
-    hist_rec r = { .client = client, .op = HIST_ACQUIRE, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(inv), .complete_us = HC_MS(comp), .token = tok,
-                   .vend_us = HC_MS(vend), .has_vend = 1, .ttl_ms = 1000, .oks = oks,
-                   .n_ok = (uint32_t)__builtin_popcount(oks), .master = -1 };
+    hist_rec r = { .client = client,
+                   .op = HIST_ACQUIRE,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(inv),
+                   .complete_us = HC_MS(comp),
+                   .token = tok,
+                   .vend_us = HC_MS(vend),
+                   .has_vend = 1,
+                   .ttl_ms = 1000,
+                   .oks = oks,
+                   .n_ok = (uint32_t)__builtin_popcount(oks),
+                   .master = -1 };
     hc_put(h, &r);
 }
 
 void hc_refused(hist *h, const char *client, unsigned inv, unsigned comp)
 {
-    hist_rec r = { .client = client, .op = HIST_ACQUIRE, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(inv), .complete_us = HC_MS(comp), .rc = REDLOCK_ECONFLICT,
-                   .ttl_ms = 1000, .master = -1 };
+    hist_rec r = { .client = client,
+                   .op = HIST_ACQUIRE,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(inv),
+                   .complete_us = HC_MS(comp),
+                   .rc = REDLOCK_ECONFLICT,
+                   .ttl_ms = 1000,
+                   .master = -1 };
     hc_put(h, &r);
 }
 
-void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
-                int rc)
+void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc)
 {
-    hist_rec r = { .client = client, .op = HIST_RELEASE, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(inv), .complete_us = HC_MS(comp), .token = tok, .rc = rc,
+    hist_rec r = { .client = client,
+                   .op = HIST_RELEASE,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(inv),
+                   .complete_us = HC_MS(comp),
+                   .token = tok,
+                   .rc = rc,
                    .master = -1 };
     hc_put(h, &r);
 }
@@ -84,32 +104,58 @@ void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsi
 void hc_extend(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
                unsigned vend)
 {
-    hist_rec r = { .client = client, .op = HIST_EXTEND, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(inv), .complete_us = HC_MS(comp), .token = tok, .rc = rc,
-                   .vend_us = HC_MS(vend), .has_vend = 1, .ttl_ms = 1000, .master = -1 };
+    hist_rec r = { .client = client,
+                   .op = HIST_EXTEND,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(inv),
+                   .complete_us = HC_MS(comp),
+                   .token = tok,
+                   .rc = rc,
+                   .vend_us = HC_MS(vend),
+                   .has_vend = 1,
+                   .ttl_ms = 1000,
+                   .master = -1 };
     hc_put(h, &r);
 }
 
 void hc_use(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int late)
 {
-    hist_rec r = { .client = client, .op = HIST_USE, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(inv), .complete_us = HC_MS(comp), .token = tok, .late = late,
+    hist_rec r = { .client = client,
+                   .op = HIST_USE,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(inv),
+                   .complete_us = HC_MS(comp),
+                   .token = tok,
+                   .late = late,
                    .master = -1 };
     hc_put(h, &r);
 }
 
 void hc_fault(hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp)
 {
-    hist_rec r = { .client = "test", .op = HIST_FAULT, .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp), .master = master, .lost = lost, .what = what };
+    hist_rec r = { .client = "test",
+                   .op = HIST_FAULT,
+                   .invoke_us = HC_MS(inv),
+                   .complete_us = HC_MS(comp),
+                   .master = master,
+                   .lost = lost,
+                   .what = what };
     hc_put(h, &r);
 }
 
 void hc_key(hist *h, int master, const char *tok, unsigned at, int64_t pttl)
 {
-    hist_rec r = { .client = "snapshot", .op = HIST_KEY, .res = "r", .res_len = 1,
-                   .invoke_us = HC_MS(at), .complete_us = HC_MS(at), .token = tok,
-                   .master = master, .pttl_ms = pttl };
+    hist_rec r = { .client = "snapshot",
+                   .op = HIST_KEY,
+                   .res = "r",
+                   .res_len = 1,
+                   .invoke_us = HC_MS(at),
+                   .complete_us = HC_MS(at),
+                   .token = tok,
+                   .master = master,
+                   .pttl_ms = pttl };
     hc_put(h, &r);
 }
 
@@ -142,4 +188,3 @@ void hc_expect_violation(const char *path, const char *snapshot, const char *con
     cr_expect(strstr(hc_out, want) != NULL, "no \"%s\" in:\n%s", want, hc_out);
     cr_expect(strstr(hc_out, ">>") != NULL, "the lines involved are not marked:\n%s", hc_out);
 }
-

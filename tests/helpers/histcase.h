@@ -17,7 +17,7 @@
 #include "history.h"
 
 /* Times in the synthetic histories are ms since 1 s (any origin works). */
-#define HC_MS(x) (1000000u + (uint64_t)(x) * 1000u)
+#define HC_MS(x) (1000000u + 1000u * (uint64_t)(x))
 
 /* The checker's output of the last hc_check(). */
 extern char hc_out[65536];
@@ -43,8 +43,7 @@ void hc_grant(hist *h, const char *client, const char *tok, unsigned inv, unsign
 void hc_refused(hist *h, const char *client, unsigned inv, unsigned comp);
 
 /* @client released @tok over [@inv, @comp], the call returning @rc. */
-void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
-                int rc);
+void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc);
 
 /* @client extended @tok over [@inv, @comp] (@rc), valid until @vend. */
 void hc_extend(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,

@@ -33,12 +33,8 @@ struct hist {
 #define HIST_LINE_MAX 16384
 
 static const char *const op_names[] = {
-    [HIST_ACQUIRE] = "acquire",
-    [HIST_EXTEND] = "extend",
-    [HIST_RELEASE] = "release",
-    [HIST_USE] = "use",
-    [HIST_FAULT] = "fault",
-    [HIST_KEY] = "key",
+    [HIST_ACQUIRE] = "acquire", [HIST_EXTEND] = "extend", [HIST_RELEASE] = "release",
+    [HIST_USE] = "use",         [HIST_FAULT] = "fault",   [HIST_KEY] = "key",
 };
 
 uint64_t hist_now_us(void)
@@ -92,8 +88,7 @@ typedef struct buf {
     int overflow;
 } buf;
 
-__attribute__((format(printf, 2, 3)))
-static void put(buf *b, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void put(buf *b, const char *fmt, ...)
 {
     va_list ap;
     int n;
@@ -146,8 +141,8 @@ int hist_write(hist *h, const hist_rec *r)
         put_str(&b, "client", r->client, strlen(r->client));
     if (r->res)
         put_str(&b, "res", r->res, r->res_len);
-    put(&b, ",\"invoke\":%llu,\"complete\":%llu", (unsigned long long)(r->invoke_us ? r->invoke_us : complete),
-        (unsigned long long)complete);
+    put(&b, ",\"invoke\":%llu,\"complete\":%llu",
+        (unsigned long long)(r->invoke_us ? r->invoke_us : complete), (unsigned long long)complete);
     if (r->op != HIST_FAULT && r->op != HIST_KEY)
         put(&b, ",\"rc\":%d,\"code\":\"%s\"", r->rc, redlock_err_name(r->rc));
     if (r->token)
@@ -213,9 +208,9 @@ uint32_t hist_oks(const redlock_outcome *out)
 char *hist_votes(const redlock_outcome *out, char *buf)
 {
     static const char letters[] = {
-        [REDLOCK_VOTE_NONE] = '-',    [REDLOCK_VOTE_PENDING] = 'P', [REDLOCK_VOTE_OK] = 'O',
-        [REDLOCK_VOTE_HELD] = 'H',    [REDLOCK_VOTE_GONE] = 'G',    [REDLOCK_VOTE_TIMEOUT] = 'T',
-        [REDLOCK_VOTE_DOWN] = 'D',    [REDLOCK_VOTE_ERROR] = 'E',   [REDLOCK_VOTE_EXCLUDED] = 'X',
+        [REDLOCK_VOTE_NONE] = '-', [REDLOCK_VOTE_PENDING] = 'P', [REDLOCK_VOTE_OK] = 'O',
+        [REDLOCK_VOTE_HELD] = 'H', [REDLOCK_VOTE_GONE] = 'G',    [REDLOCK_VOTE_TIMEOUT] = 'T',
+        [REDLOCK_VOTE_DOWN] = 'D', [REDLOCK_VOTE_ERROR] = 'E',   [REDLOCK_VOTE_EXCLUDED] = 'X',
     };
     uint32_t n = out ? out->n_masters : 0;
 
@@ -260,8 +255,7 @@ static void lock_rec(hist_rec *r, const char *client, int op, uint64_t invoke_us
 }
 
 int hist_acquire(hist *h, const char *client, const void *res, size_t len, uint32_t ttl_ms,
-                 uint64_t invoke_us, int rc, const redlock_lock *lock,
-                 const redlock_outcome *out)
+                 uint64_t invoke_us, int rc, const redlock_lock *lock, const redlock_outcome *out)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
     hist_rec r;
@@ -287,8 +281,8 @@ int hist_extend(hist *h, const char *client, uint32_t ttl_ms, uint64_t invoke_us
     return hist_write(h, &r);
 }
 
-int hist_release(hist *h, const char *client, uint64_t invoke_us, int rc,
-                 const redlock_lock *lock, const redlock_outcome *out)
+int hist_release(hist *h, const char *client, uint64_t invoke_us, int rc, const redlock_lock *lock,
+                 const redlock_outcome *out)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
     hist_rec r;
@@ -320,8 +314,7 @@ int hist_fault(hist *h, const char *what, int master, int lost, uint64_t invoke_
     return hist_write(h, &r);
 }
 
-int hist_key(hist *h, int master, const void *res, size_t len, const char *token,
-             int64_t pttl_ms)
+int hist_key(hist *h, int master, const void *res, size_t len, const char *token, int64_t pttl_ms)
 {
     hist_rec r = {
         .client = "snapshot",
@@ -338,8 +331,8 @@ int hist_key(hist *h, int master, const void *res, size_t len, const char *token
 
 /* ---- the checker -------------------------------------------------------- */
 
-int hist_check(const char *history, const char *snapshot, const char *const *args,
-               char *out, size_t size)
+int hist_check(const char *history, const char *snapshot, const char *const *args, char *out,
+               size_t size)
 {
     const char *py = getenv("REDLOCK_PYTHON");
     const char *script = getenv("REDLOCK_HISTORY_CHECK");

@@ -24,12 +24,12 @@ typedef struct hist hist;
 
 /* What a line records ("op" in the file). */
 enum hist_op {
-    HIST_ACQUIRE,   /* "acquire" */
-    HIST_EXTEND,    /* "extend" */
-    HIST_RELEASE,   /* "release" */
-    HIST_USE,       /* "use": the client acted as the holder over [invoke, complete] */
-    HIST_FAULT,     /* "fault": something the test did to a master or a client */
-    HIST_KEY,       /* "key": one key seen on one master (a snapshot line) */
+    HIST_ACQUIRE, /* "acquire" */
+    HIST_EXTEND,  /* "extend" */
+    HIST_RELEASE, /* "release" */
+    HIST_USE,     /* "use": the client acted as the holder over [invoke, complete] */
+    HIST_FAULT,   /* "fault": something the test did to a master or a client */
+    HIST_KEY,     /* "key": one key seen on one master (a snapshot line) */
 };
 
 /*
@@ -124,12 +124,11 @@ int hist_write(hist *h, const hist_rec *r);
  * Return: as hist_write().
  */
 int hist_acquire(hist *h, const char *client, const void *res, size_t len, uint32_t ttl_ms,
-                 uint64_t invoke_us, int rc, const redlock_lock *lock,
-                 const redlock_outcome *out);
+                 uint64_t invoke_us, int rc, const redlock_lock *lock, const redlock_outcome *out);
 int hist_extend(hist *h, const char *client, uint32_t ttl_ms, uint64_t invoke_us, int rc,
                 const redlock_lock *lock, const redlock_outcome *out);
-int hist_release(hist *h, const char *client, uint64_t invoke_us, int rc,
-                 const redlock_lock *lock, const redlock_outcome *out);
+int hist_release(hist *h, const char *client, uint64_t invoke_us, int rc, const redlock_lock *lock,
+                 const redlock_outcome *out);
 
 /* A "use" line: @client acted as @lock's holder over [invoke_us, now];
  * @late says it knew the lease had lapsed. */
@@ -141,8 +140,7 @@ int hist_fault(hist *h, const char *what, int master, int lost, uint64_t invoke_
 
 /* A "key" line (snapshot): master @master holds @token under @res with
  * PTTL @pttl_ms, read at about now. */
-int hist_key(hist *h, int master, const void *res, size_t len, const char *token,
-             int64_t pttl_ms);
+int hist_key(hist *h, int master, const void *res, size_t len, const char *token, int64_t pttl_ms);
 
 /*
  * hist_check() - Run tests/history/check.py over @history
@@ -156,8 +154,8 @@ int hist_key(hist *h, int master, const void *res, size_t len, const char *token
  * Return: the checker's exit status (0 clean, 1 violations, 2 bad input),
  * or -1 if it could not be run or died (@out says why).
  */
-int hist_check(const char *history, const char *snapshot, const char *const *args,
-               char *out, size_t size);
+int hist_check(const char *history, const char *snapshot, const char *const *args, char *out,
+               size_t size);
 
 /* OK votes of @out as a bitmask (bit i = master i). The decision is made
  * at the quorum-th OK, so masters still pending then are not in it even if

@@ -34,8 +34,8 @@
 #define NET_CMD_TIMEOUT_S 2
 
 static struct {
-    int n;                                  /* 0 until net_up() succeeded */
-    int started;                            /* net_up() ran netns.sh up */
+    int n;       /* 0 until net_up() succeeded */
+    int started; /* net_up() ran netns.sh up */
     char prefix[32];
     char masters[NET_MAX * 24];
     char addr[NET_MAX][24];
@@ -108,7 +108,7 @@ void net_up(int n)
         cr_fatal("net_up: %d masters (1..%d)", n, NET_MAX);
     snprintf(net.prefix, sizeof(net.prefix), "rlt%dm", (int)getpid());
     setenv("NETNS_PREFIX", net.prefix, 1);
-    netns_sh(out, sizeof(out), reap);   /* leftovers of runs that died: best effort */
+    netns_sh(out, sizeof(out), reap); /* leftovers of runs that died: best effort */
     snprintf(nbuf, sizeof(nbuf), "%d", n);
     net.started = 1;
     rc = netns_sh(out, sizeof(out), up);
@@ -124,7 +124,8 @@ void net_up(int n)
     char tmp[sizeof(net.masters)], *tok, *tsave = NULL;
     int k = 0;
     snprintf(tmp, sizeof(tmp), "%s", net.masters);
-    for (tok = strtok_r(tmp, ",", &tsave); tok && k < NET_MAX; tok = strtok_r(NULL, ",", &tsave), k++) {
+    for (tok = strtok_r(tmp, ",", &tsave); tok && k < NET_MAX;
+         tok = strtok_r(NULL, ",", &tsave), k++) {
         snprintf(net.addr[k], sizeof(net.addr[k]), "%s", tok);
         snprintf(net.ns[k], sizeof(net.ns[k]), "%s%d", net.prefix, k);
     }
@@ -396,7 +397,7 @@ static redisContext *side_connect(int i)
         close(fd);
         return NULL;
     }
-    ctx = redisConnectFd(fd);   /* owns fd from here on */
+    ctx = redisConnectFd(fd); /* owns fd from here on */
     if (!ctx || ctx->err) {
         cr_log_info("side door to master %d: %s", i, ctx ? ctx->errstr : "out of memory");
         redisFree(ctx);

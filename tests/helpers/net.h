@@ -37,16 +37,16 @@ void net_init(void);
  * call when net_up() never ran or failed; meant for .fini. */
 void net_down(void);
 
-const char *net_masters(void);   /* "10.231.X.2:6379,...": through the veths */
+const char *net_masters(void); /* "10.231.X.2:6379,...": through the veths */
 int net_n(void);
-const char *net_addr(int i);     /* "10.231.X.Y:6379" of master @i */
-const char *net_ns(int i);       /* namespace of master @i */
+const char *net_addr(int i); /* "10.231.X.Y:6379" of master @i */
+const char *net_ns(int i);   /* namespace of master @i */
 
 /* Faults on master @i's link (netns.sh cut / cut-in / cut-out / heal);
  * net_heal(-1) heals every link. */
 void net_cut(int i);
-void net_cut_in(int i);          /* client -> master lost: requests */
-void net_cut_out(int i);         /* master -> client lost: replies */
+void net_cut_in(int i);  /* client -> master lost: requests */
+void net_cut_out(int i); /* master -> client lost: replies */
 void net_heal(int i);
 
 /* netem on master @i's link, each direction. Return: 0, or 3 if netem is

@@ -39,23 +39,23 @@ struct held {
 };
 
 struct proxy_conn {
-    int down, up;                 /* client side, master side; -1 when free (up: refused) */
-    int refused;                  /* answered by the proxy, never passed on */
-    redisReader *reader;          /* splits what the client sends into commands */
-    struct held *head, *tail;     /* commands not yet passed on, in order */
+    int down, up;             /* client side, master side; -1 when free (up: refused) */
+    int refused;              /* answered by the proxy, never passed on */
+    redisReader *reader;      /* splits what the client sends into commands */
+    struct held *head, *tail; /* commands not yet passed on, in order */
 };
 
 struct tc_proxy {
     tc_server srv;
     int upstream_port;
-    pthread_mutex_t mu;           /* guards pass, delay_ms, holding, the refusal */
+    pthread_mutex_t mu; /* guards pass, delay_ms, holding, the refusal */
     int holding;
     unsigned pass, delay_ms;
-    char *refuse_reply;           /* tc_proxy_refuse: the answer, and ... */
-    uint64_t refuse_until_us;     /* ... until when new connections get it */
-    unsigned refused_cmds;        /* commands answered so far */
-    unsigned accepted;            /* connections accepted */
-    struct proxy_conn conns[PROXY_MAX_CONNS];   /* the thread's own */
+    char *refuse_reply;                       /* tc_proxy_refuse: the answer, and ... */
+    uint64_t refuse_until_us;                 /* ... until when new connections get it */
+    unsigned refused_cmds;                    /* commands answered so far */
+    unsigned accepted;                        /* connections accepted */
+    struct proxy_conn conns[PROXY_MAX_CONNS]; /* the thread's own */
 };
 
 static void proxy_close(struct proxy_conn *c)
@@ -211,7 +211,7 @@ static void proxy_accept(tc_proxy *p)
     int refuse = p->refuse_reply && tc_now_us() < p->refuse_until_us;
     pthread_mutex_unlock(&p->mu);
     if (refuse) {
-        up = -1;   /* poll() skips a negative fd */
+        up = -1; /* poll() skips a negative fd */
         goto add;
     }
     up = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -220,7 +220,7 @@ static void proxy_accept(tc_proxy *p)
     if (up < 0 || connect(up, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
         if (up >= 0)
             close(up);
-        close(down);    /* the master is down: so is its proxy */
+        close(down); /* the master is down: so is its proxy */
         return;
     }
 add:

@@ -40,25 +40,25 @@ struct relay_conn;
 /* Bytes read at one moment, and when they may go on. */
 struct relay_chunk {
     struct relay_chunk *next;
-    uint64_t due_us;              /* monotonic */
-    struct evbuffer *data;        /* NULL: end of stream */
+    uint64_t due_us;       /* monotonic */
+    struct evbuffer *data; /* NULL: end of stream */
 };
 
 /* One direction of one connection. */
 struct relay_half {
     struct relay_conn *conn;
-    struct bufferevent *to;       /* where the held bytes go */
+    struct bufferevent *to; /* where the held bytes go */
     struct relay_chunk *head, *tail;
-    uint64_t last_due_us;         /* due time of the newest chunk: no overtaking */
+    uint64_t last_due_us; /* due time of the newest chunk: no overtaking */
     struct event *timer;
-    int up;                       /* 1: client -> target */
+    int up; /* 1: client -> target */
 };
 
 struct relay_conn {
     tc_relay *r;
     struct bufferevent *client, *target;
     struct relay_half up, down;
-    int closing;                  /* end of stream delivered; free once flushed */
+    int closing; /* end of stream delivered; free once flushed */
     struct relay_conn *prev, *next;
 };
 
@@ -66,17 +66,17 @@ struct tc_relay {
     struct event_base *base;
     struct evconnlistener *listener;
     struct event *wake_ev;
-    int wake[2];                  /* 'c': cut changed, 'q': quit */
+    int wake[2]; /* 'c': cut changed, 'q': quit */
     pthread_t thread;
     struct sockaddr_in target;
-    char netns[NAME_MAX + 1];     /* "" for our own namespace */
+    char netns[NAME_MAX + 1]; /* "" for our own namespace */
     int port;
     char addr[32];
     _Atomic unsigned up_ms, down_ms, jitter_ms;
     _Atomic int cut;
     _Atomic unsigned connections;
-    unsigned seed;                /* rand_r state; relay thread only */
-    struct relay_conn *conns;     /* relay thread only (and stop, after join) */
+    unsigned seed;            /* rand_r state; relay thread only */
+    struct relay_conn *conns; /* relay thread only (and stop, after join) */
 };
 
 static void relay_seterr(char *err, size_t size, const char *fmt, ...)
@@ -177,7 +177,7 @@ static void conn_on_flushed(struct bufferevent *bev, void *arg)
 static void conn_on_flushed_event(struct bufferevent *bev, short what, void *arg)
 {
     (void)what;
-    conn_on_flushed(bev, arg);   /* could not flush (reset): close all the same */
+    conn_on_flushed(bev, arg); /* could not flush (reset): close all the same */
 }
 
 /* End of stream reached @h->to: stop reading, let what was written to it
@@ -206,7 +206,7 @@ static int half_deliver(struct relay_half *h)
     uint64_t now;
 
     if (atomic_load(&r->cut) || h->conn->closing)
-        return 0;   /* lifting the cut calls us again */
+        return 0; /* lifting the cut calls us again */
     now = tc_now_us();
     while (h->head && h->head->due_us <= now) {
         struct relay_chunk *c = h->head;
@@ -215,7 +215,7 @@ static int half_deliver(struct relay_half *h)
             h->tail = NULL;
         if (!c->data) {
             free(c);
-            return conn_close_after(h);   /* may free h with its conn */
+            return conn_close_after(h); /* may free h with its conn */
         }
         bufferevent_write_buffer(h->to, c->data);
         evbuffer_free(c->data);
@@ -263,7 +263,7 @@ static int half_push(struct relay_half *h, struct evbuffer *data)
         us += (int64_t)(rand_r(&r->seed) % (2u * jitter * 1000u + 1u)) - (int64_t)jitter * 1000;
     due = tc_now_us() + (uint64_t)(us > 0 ? us : 0);
     if (due < h->last_due_us)
-        due = h->last_due_us;   /* bytes of one stream never overtake */
+        due = h->last_due_us; /* bytes of one stream never overtake */
     h->last_due_us = due;
     c->due_us = due;
     if (h->tail)
@@ -272,7 +272,7 @@ static int half_push(struct relay_half *h, struct evbuffer *data)
         h->head = c;
     h->tail = c;
     if (h->head == c)
-        (void)half_deliver(h);   /* otherwise the timer of the chunk ahead is armed */
+        (void)half_deliver(h); /* otherwise the timer of the chunk ahead is armed */
     return 0;
 }
 
@@ -314,8 +314,8 @@ static void set_nodelay(evutil_socket_t fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void relay_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
-                            struct sockaddr *sa, int salen, void *arg)
+static void relay_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+                            int salen, void *arg)
 {
     tc_relay *r = arg;
     struct relay_conn *conn;
@@ -333,8 +333,9 @@ static void relay_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     conn->client = bufferevent_socket_new(r->base, fd, BEV_OPT_CLOSE_ON_FREE);
     if (!conn->client)
         goto fail;
-    fd = -1;   /* the bufferevent owns it now */
-    up = r->netns[0] ? tc_socket_in_netns(r->netns) : socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd = -1; /* the bufferevent owns it now */
+    up = r->netns[0] ? tc_socket_in_netns(r->netns)
+                     : socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (up < 0 || evutil_make_socket_nonblocking(up) < 0)
         goto fail;
     set_nodelay(up);
@@ -354,8 +355,8 @@ static void relay_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     r->conns = conn;
     bufferevent_setcb(conn->client, conn_on_read, NULL, conn_on_event, conn);
     bufferevent_setcb(conn->target, conn_on_read, NULL, conn_on_event, conn);
-    if (bufferevent_socket_connect(conn->target, (struct sockaddr *)&r->target,
-                                   sizeof(r->target)) < 0) {
+    if (bufferevent_socket_connect(conn->target, (struct sockaddr *)&r->target, sizeof(r->target)) <
+        0) {
         conn_free(conn);
         return;
     }
@@ -436,8 +437,8 @@ static void relay_free(tc_relay *r)
     free(r);
 }
 
-tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns,
-                         char *err, size_t size)
+tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns, char *err,
+                         size_t size)
 {
     tc_relay *r;
     struct event_config *ecfg = NULL;
@@ -450,7 +451,8 @@ tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns,
 
     colon = target ? strrchr(target, ':') : NULL;
     if (!colon || (size_t)(colon - target) >= sizeof(host)) {
-        relay_seterr(err, size, "relay: bad target '%s' (want a.b.c.d:port)", target ? target : "(null)");
+        relay_seterr(err, size, "relay: bad target '%s' (want a.b.c.d:port)",
+                     target ? target : "(null)");
         return NULL;
     }
     memcpy(host, target, (size_t)(colon - target));
@@ -510,8 +512,9 @@ tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns,
     sin.sin_port = htons((uint16_t)listen_port);
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     r->listener = evconnlistener_new_bind(r->base, relay_on_accept, r,
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 64,
-        (struct sockaddr *)&sin, sizeof(sin));
+                                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                              LEV_OPT_CLOSE_ON_EXEC,
+                                          64, (struct sockaddr *)&sin, sizeof(sin));
     if (!r->listener) {
         relay_seterr(err, size, "relay: cannot listen on 127.0.0.1:%d: %s", listen_port,
                      strerror(errno));

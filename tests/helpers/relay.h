@@ -30,8 +30,8 @@ typedef struct tc_relay tc_relay;
  * Starts with no delay. Return: the relay, or NULL on failure.
  * Ownership: stop and free it with tc_relay_stop().
  */
-tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns,
-                         char *err, size_t size);
+tc_relay *tc_relay_start(const char *target, int listen_port, const char *netns, char *err,
+                         size_t size);
 
 /*
  * tc_relay_set_delay() - Delay bytes client->target by @up_ms and
@@ -49,7 +49,7 @@ void tc_relay_set_delay(tc_relay *r, unsigned up_ms, unsigned down_ms, unsigned 
 void tc_relay_cut(tc_relay *r, int on);
 
 int tc_relay_port(const tc_relay *r);
-const char *tc_relay_addr(const tc_relay *r);    /* "127.0.0.1:port" */
+const char *tc_relay_addr(const tc_relay *r);     /* "127.0.0.1:port" */
 unsigned tc_relay_connections(const tc_relay *r); /* accepted so far */
 
 /* Close every connection and the listener, join the thread, free @r.

@@ -27,14 +27,14 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
-#define TS_READY_MS 10000          /* a server that is not ready by then is broken */
+#define TS_READY_MS 10000 /* a server that is not ready by then is broken */
 #define TS_MAX_ARGS 48
 
 struct ts_server {
     pid_t pid;
-    int fd;                        /* its stdout and stderr */
+    int fd; /* its stdout and stderr */
     pthread_t drain;
-    char log[4096];                /* what it said until ready, for failures */
+    char log[4096]; /* what it said until ready, for failures */
 };
 
 static const char *env_or_fail(const char *name)
@@ -89,22 +89,28 @@ static void make_cert(const char *dir, const char *name, const char *cn, const c
     fprintf(f, "%s\n", ext);
     fclose(f);
     if (!ca) {
-        const char *argv[] = { "openssl", "req", "-x509", "-new", "-nodes", "-newkey", "ec",
-                               "-pkeyopt", "ec_paramgen_curve:P-256", "-keyout", key, "-out",
-                               crt, "-days", days, "-subj", subj, "-extensions", "v3",
-                               "-config", extf, NULL };
+        const char *argv[] = { "openssl", "req",      "-x509",
+                               "-new",    "-nodes",   "-newkey",
+                               "ec",      "-pkeyopt", "ec_paramgen_curve:P-256",
+                               "-keyout", key,        "-out",
+                               crt,       "-days",    days,
+                               "-subj",   subj,       "-extensions",
+                               "v3",      "-config",  extf,
+                               NULL };
         run(argv);
         return;
     }
     snprintf(cakey, sizeof(cakey), "%s/%s.key", dir, ca);
     snprintf(cacrt, sizeof(cacrt), "%s/%s.crt", dir, ca);
-    const char *req[] = { "openssl", "req", "-new", "-nodes", "-newkey", "ec", "-pkeyopt",
-                          "ec_paramgen_curve:P-256", "-keyout", key, "-out", csr, "-subj", subj,
-                          NULL };
+    const char *req[] = { "openssl", "req", "-new",     "-nodes",
+                          "-newkey", "ec",  "-pkeyopt", "ec_paramgen_curve:P-256",
+                          "-keyout", key,   "-out",     csr,
+                          "-subj",   subj,  NULL };
     run(req);
-    const char *sign[] = { "openssl", "x509", "-req", "-in", csr, "-CA", cacrt, "-CAkey", cakey,
-                           "-CAcreateserial", "-out", crt, "-days", days, "-extfile", extf,
-                           "-extensions", "v3", NULL };
+    const char *sign[] = { "openssl", "x509",        "-req",   "-in", csr,
+                           "-CA",     cacrt,         "-CAkey", cakey, "-CAcreateserial",
+                           "-out",    crt,           "-days",  days,  "-extfile",
+                           extf,      "-extensions", "v3",     NULL };
     run(sign);
 }
 
@@ -168,14 +174,14 @@ static bool await_ready(ts_server *s)
     for (;;) {
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = TS_READY_MS - ((now.tv_sec - t0.tv_sec) * 1000 +
-                                   (now.tv_nsec - t0.tv_nsec) / 1000000);
+        long left = TS_READY_MS -
+                    ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
         struct pollfd p = { .fd = s->fd, .events = POLLIN };
         if (left <= 0 || poll(&p, 1, (int)left) <= 0)
             return false;
         ssize_t n = read(s->fd, s->log + used, sizeof(s->log) - 1 - used);
         if (n <= 0)
-            return false;   /* it exited */
+            return false; /* it exited */
         used += (size_t)n;
         s->log[used] = '\0';
         /* "Ready to accept connections" (TCP, TLS), or "...ready to accept
@@ -183,7 +189,7 @@ static bool await_ready(ts_server *s)
         if (strstr(s->log, "eady to accept connections"))
             return true;
         if (used == sizeof(s->log) - 1)
-            used = 0;   /* keep reading; the line is short */
+            used = 0; /* keep reading; the line is short */
     }
 }
 
@@ -195,9 +201,17 @@ ts_server *ts_server_start(const char *const *args)
     snprintf(dir, sizeof(dir), "%s/server%d", ts_dir(), ++seq);
     if (mkdir(dir, 0700) != 0)
         cr_fatal("mkdir %s: %s", dir, strerror(errno));
-    const char *argv[TS_MAX_ARGS] = { bin && *bin ? bin : "redis-server", "--bind", "127.0.0.1",
-                                      "--save", "", "--appendonly", "no", "--dir", dir,
-                                      "--loglevel", "notice" };
+    const char *argv[TS_MAX_ARGS] = { bin && *bin ? bin : "redis-server",
+                                      "--bind",
+                                      "127.0.0.1",
+                                      "--save",
+                                      "",
+                                      "--appendonly",
+                                      "no",
+                                      "--dir",
+                                      dir,
+                                      "--loglevel",
+                                      "notice" };
     size_t n = 11;
     for (size_t i = 0; args[i]; i++) {
         if (n + 1 >= TS_MAX_ARGS)
@@ -216,7 +230,7 @@ ts_server *ts_server_start(const char *const *args)
     if (s->pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-            _exit(1);   /* the test died before the line above */
+            _exit(1); /* the test died before the line above */
         dup2(pipefd[1], STDOUT_FILENO);
         dup2(pipefd[1], STDERR_FILENO);
         execvp(argv[0], (char *const *)argv);
@@ -256,7 +270,8 @@ static char log_copy[sizeof(log_buf)];
 
 void ts_log(int level, const char *msg, void *arg)
 {
-    (void)level; (void)arg;
+    (void)level;
+    (void)arg;
     pthread_mutex_lock(&log_mu);
     size_t used = strlen(log_buf);
     snprintf(log_buf + used, sizeof(log_buf) - used, "%s\n", msg);

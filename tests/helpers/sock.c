@@ -66,7 +66,7 @@ int tc_dead_port(void)
 {
     int port, fd = bind_loopback(&port, "tc_dead_port");
 
-    close(fd);    /* never listened on: connections to it are refused */
+    close(fd); /* never listened on: connections to it are refused */
     return port;
 }
 

@@ -24,11 +24,11 @@ int tc_feed(int fd, struct redisReader *reader);
 /* A listener and the thread that serves it. */
 typedef struct tc_server {
     int listen_fd;
-    int wake[2];          /* a byte on wake[1] tells the thread to return */
+    int wake[2]; /* a byte on wake[1] tells the thread to return */
     int port;
-    char addr[32];        /* "127.0.0.1:port" */
+    char addr[32]; /* "127.0.0.1:port" */
     pthread_t thread;
-    int running;          /* the thread was started and not yet joined */
+    int running; /* the thread was started and not yet joined */
 } tc_server;
 
 /* Listen on 127.0.0.1:0 (@what names the caller in failure messages). */

@@ -19,8 +19,7 @@
 
 extern char **environ;
 
-__attribute__((format(printf, 3, 4)))
-static void say(char *out, size_t size, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void say(char *out, size_t size, const char *fmt, ...)
 {
     va_list ap;
 

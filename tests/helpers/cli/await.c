@@ -57,7 +57,7 @@ static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
 /* Wait until CMD (started by `run`) writes its pid into the FIFO. */
 pid_t read_pid_from_fifo(const char *fifo)
 {
-    char buf[32] = {0};
+    char buf[32] = { 0 };
 
     fifo_read(fifo, buf, sizeof(buf));
     return (pid_t)atol(buf);
@@ -88,14 +88,12 @@ void read_line_from_fifo(const char *fifo, char *buf, size_t size)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-
-
 /* Polling is how these wait: the events are in another process (its
  * output, its state in /proc, what a master saw), with nothing to block
  * on. Each looks every 5 ms until its deadline. */
 static void pause_5ms(void)
 {
-    struct timespec ts = {0, 5000000};
+    struct timespec ts = { 0, 5000000 };
 
     nanosleep(&ts, NULL);
 }
@@ -110,8 +108,8 @@ char *await_file_contains(const char *path, const char *needle, int timeout_ms)
         if (strstr(s, needle) != NULL)
             return s;
         if (now_ms() >= deadline)
-            cr_assert_fail("'%s' did not appear in %s within %d ms: %s", needle, path,
-                           timeout_ms, s);
+            cr_assert_fail("'%s' did not appear in %s within %d ms: %s", needle, path, timeout_ms,
+                           s);
         free(s);
         pause_5ms();
     }
@@ -160,8 +158,8 @@ void await_gone(pid_t pid, int timeout_ms)
 
     while (!process_gone(pid)) {
         if (now_ms() >= deadline)
-            cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid,
-                           timeout_ms, proc_state(pid));
+            cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
+                           proc_state(pid));
         pause_5ms();
     }
 }
@@ -172,7 +170,7 @@ struct monitor {
 
 struct monitor *monitor_start(int master)
 {
-    struct timeval tv = {2, 0};
+    struct timeval tv = { 2, 0 };
     struct monitor *m = calloc(1, sizeof(*m));
     redisReply *r;
 
@@ -241,8 +239,7 @@ void await_waiting(const char *res, int timeout_ms)
         }
         if (now_ms() >= deadline) {
             free(key);
-            cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i,
-                           timeout_ms);
+            cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i, timeout_ms);
         }
         pause_5ms();
     }
@@ -337,7 +334,8 @@ void await_group_stopped(pid_t pgid, int timeout_ms)
             memcpy(seen, now, sizeof(seen));
         if (now_ms() >= deadline)
             cr_assert_fail("process group %ld: %d of %d members stopped after %d ms (last "
-                           "seen: %s)", (long)pgid, stopped, n, timeout_ms, seen);
+                           "seen: %s)",
+                           (long)pgid, stopped, n, timeout_ms, seen);
         pause_5ms();
     }
 }
@@ -371,8 +369,8 @@ void await_private_key(int i, const char *key, int present, int timeout_ms)
         if (present ? pttl >= -1 : pttl == -2)
             return;
         if (now_ms() >= deadline)
-            cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s",
-                           key, i, pttl, timeout_ms, present ? "there" : "gone");
+            cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key,
+                           i, pttl, timeout_ms, present ? "there" : "gone");
         pause_5ms();
     }
 }
@@ -411,8 +409,7 @@ void await_file_grows(const char *path, long long size, int timeout_ms)
 
     while (file_size(path) <= size) {
         if (now_ms() >= deadline)
-            cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size,
-                           timeout_ms);
+            cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
         pause_5ms();
     }
 }

@@ -36,7 +36,7 @@ static int private_port0;                  /* its master 0's port */
  * running (`lock --wait forever`) or stopped (^Z) for ever. */
 #define MAX_LIVE 16
 static pid_t live[MAX_LIVE];
-static char private_pw[128];               /* its password, or "" */
+static char private_pw[128]; /* its password, or "" */
 
 const char *cli_path(void)
 {
@@ -60,7 +60,6 @@ const char *cli_path(void)
     cr_assert(access(path, X_OK) == 0, "%s: %s (set $REDLOCK_CLI)", path, strerror(errno));
     return path;
 }
-
 
 char *slurp(const char *path)
 {
@@ -322,7 +321,7 @@ void cli_teardown(void)
     }
     private_port0 = 0;
     if (private_dir[0] != '\0') {
-        const char *stop[] = {"stop", NULL};
+        const char *stop[] = { "stop", NULL };
 
         private_cluster(stop);
         private_dir[0] = '\0';
@@ -336,7 +335,7 @@ void private_start(int n, int offset, const char *password, char *masters, size_
 {
     char nbuf[16], pbuf[16];
     int base = atoi(getenv("REDLOCK_TEST_BASEPORT") ? getenv("REDLOCK_TEST_BASEPORT") : "0");
-    const char *args[10] = {"-n", nbuf, "-p", pbuf, NULL};
+    const char *args[10] = { "-n", nbuf, "-p", pbuf, NULL };
     size_t k = 4, used = 0;
 
     cr_assert(base > 0, "REDLOCK_TEST_BASEPORT is not set");
@@ -362,8 +361,8 @@ void private_start(int n, int offset, const char *password, char *masters, size_
 /* cluster-up.sh @what @i on the private cluster: kill, pause, resume. */
 static void private_fault(const char *what, int i)
 {
-    char ibuf[16];   /* any int: the ASan build checks the bound */
-    const char *args[] = {what, ibuf, NULL};
+    char ibuf[16]; /* any int: the ASan build checks the bound */
+    const char *args[] = { what, ibuf, NULL };
 
     snprintf(ibuf, sizeof(ibuf), "%d", i);
     cr_assert(eq(int, private_cluster(args), 0), "cluster-up.sh %s %d failed", what, i);
@@ -386,7 +385,7 @@ void private_resume(int i)
 
 redisReply *private_cmd(int i, const char *fmt, ...)
 {
-    struct timeval tv = {1, 0};
+    struct timeval tv = { 1, 0 };
     redisContext *c;
     redisReply *r = NULL;
     va_list ap;
@@ -424,14 +423,13 @@ void dead_masters(char *buf, size_t size, int n)
 
     buf[0] = '\0';
     for (int i = 0; i < n; i++) {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = 0 };
         socklen_t len = sizeof(sa);
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
         cr_assert(fd >= 0);
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        cr_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s",
-                  strerror(errno));
+        cr_assert(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "bind: %s", strerror(errno));
         cr_assert(getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
         used += (size_t)snprintf(buf + used, size - used, "%s127.0.0.1:%d", i ? "," : "",
                                  ntohs(sa.sin_port));

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define MAX_ARGS 80        /* a set of 64 resources, and the rest */
+#define MAX_ARGS 80 /* a set of 64 resources, and the rest */
 #define SCRATCH_MAX 512
 
 /* criterion's new cr_assert() pastes the first token of its (expanded)
@@ -32,10 +32,10 @@ static inline int yes(int cond)
 /* Fixtures: TestSuite(x, .init = cli_setup, .fini = cli_teardown)          */
 /* ------------------------------------------------------------------------ */
 
-extern char cli_tmpdir[SCRATCH_MAX];   /* this test's scratch dir */
+extern char cli_tmpdir[SCRATCH_MAX]; /* this test's scratch dir */
 void cli_setup(void);
-void cli_teardown(void);  /* kills what the test left running, stops a private cluster,
-                            removes the dir */
+void cli_teardown(void); /* kills what the test left running, stops a private cluster,
+                           removes the dir */
 
 /* ------------------------------------------------------------------------ */
 /* Running the binary                                                       */
@@ -43,9 +43,9 @@ void cli_teardown(void);  /* kills what the test left running, stops a private c
 
 struct cli_proc {
     pid_t pid;
-    int status;          /* exit code, or 128 + signal */
-    char *out;           /* stdout, NUL-terminated */
-    char *err;           /* stderr */
+    int status; /* exit code, or 128 + signal */
+    char *out;  /* stdout, NUL-terminated */
+    char *err;  /* stderr */
     char out_path[SCRATCH_MAX + 32];
     char err_path[SCRATCH_MAX + 32];
 };
@@ -63,7 +63,7 @@ const char *cli_path(void);
  * stdin is /dev/null.
  */
 void cli_start(struct cli_proc *p, const char *const *args, const char *const *env);
-int cli_wait(struct cli_proc *p);     /* reap, read stdout and stderr: the status */
+int cli_wait(struct cli_proc *p); /* reap, read stdout and stderr: the status */
 void cli_free(struct cli_proc *p);
 /* Start, args as a NULL-terminated list, and leave running (cli_wait()
  * later). */
@@ -79,12 +79,12 @@ void make_fifo(char *path, size_t size);
 /* Small readers                                                            */
 /* ------------------------------------------------------------------------ */
 
-char *slurp(const char *path);        /* the whole file; the caller frees it */
+char *slurp(const char *path); /* the whole file; the caller frees it */
 size_t count_lines(const char *s);
-uint64_t now_ms(void);                /* monotonic */
-int is_token(const char *s);          /* 32 hex digits and a newline */
+uint64_t now_ms(void);       /* monotonic */
+int is_token(const char *s); /* 32 hex digits and a newline */
 int is_hex40(const char *s);
-void take_token(const char *out, char *token);   /* first line of @out, 33 bytes */
+void take_token(const char *out, char *token); /* first line of @out, 33 bytes */
 /* `lock --fence` prints "TOKEN\nFENCE\n": the token into @token, the fence
  * returned. */
 unsigned long long take_token_and_fence(const char *out, char *token);
@@ -95,15 +95,15 @@ void assert_votes(const char *doc, int n);
 /* The masters                                                              */
 /* ------------------------------------------------------------------------ */
 
-int holders(const char *res, const char *token);   /* masters where @res holds @token */
+int holders(const char *res, const char *token); /* masters where @res holds @token */
 long long master_pttl(int i, const char *key);
 /* Start @n masters on REDLOCK_TEST_BASEPORT + @offset.. and write their
  * list to @masters. One private cluster per test, stopped by cli_teardown. */
 void private_start(int n, int offset, const char *password, char *masters, size_t size);
 void private_kill(int i);
-void private_pause(int i);            /* SIGSTOP: its socket stays open, it answers nothing */
+void private_pause(int i); /* SIGSTOP: its socket stays open, it answers nothing */
 void private_resume(int i);
-int private_cluster(const char *const *args);   /* cluster-up.sh on it: its status */
+int private_cluster(const char *const *args); /* cluster-up.sh on it: its status */
 /* A command to private master @i, as redisCommand() formats it: the reply
  * (free it), or NULL if it did not answer within a second. */
 struct redisReply *private_cmd(int i, const char *fmt, ...);
@@ -112,7 +112,7 @@ long long private_pttl(int i, const char *key);
 /* Masters that refuse connections: loopback ports bound but never listened
  * on, so nothing else can take them while the test runs. */
 void dead_masters(char *buf, size_t size, int n);
-const char *clockshim_path(void);     /* tests/clockshim.so, or NULL */
+const char *clockshim_path(void); /* tests/clockshim.so, or NULL */
 
 /* ------------------------------------------------------------------------ */
 /* Awaiting events (each fails the test after @timeout_ms)                  */
@@ -126,7 +126,7 @@ char *await_file_contains(const char *path, const char *needle, int timeout_ms);
 /* /proc/PID/stat's state letter ('R', 'S', 'T', 'Z'...), or 0 if gone. */
 char proc_state(pid_t pid);
 void await_proc_state(pid_t pid, char state, int timeout_ms);
-int process_gone(pid_t pid);          /* gone, or a zombie */
+int process_gone(pid_t pid); /* gone, or a zombie */
 void await_gone(pid_t pid, int timeout_ms);
 /* What master @master is asked, from now on (MONITOR): start it before
  * the command that will send what you await. */
@@ -141,14 +141,14 @@ void await_waiting(const char *res, int timeout_ms);
 /* Until every process in group @pgid is stopped (and there is one).
  * Zombies do not count as members. */
 void await_group_stopped(pid_t pgid, int timeout_ms);
-int group_alive(pid_t pgid);          /* some process is in group @pgid */
+int group_alive(pid_t pgid); /* some process is in group @pgid */
 /* Until the file @path is larger than @size bytes. */
 void await_file_grows(const char *path, long long size, int timeout_ms);
 /* Until no master has @key. */
 void await_key_gone(const char *key, int timeout_ms);
 /* Until private master @i has @key (@present), or has it no more. */
 void await_private_key(int i, const char *key, int present, int timeout_ms);
-long long realtime_ns(void);          /* CLOCK_REALTIME, as `date +%s%N` prints it */
+long long realtime_ns(void); /* CLOCK_REALTIME, as `date +%s%N` prints it */
 /* The last line of @path that starts with a digit, as a number (0: none). */
 long long last_stamp(const char *path);
 

@@ -238,4 +238,3 @@ char *jelem_str(const char *arr, int i, char *buf, size_t size)
     buf[e - v - 1] = '\0';
     return buf;
 }
-
