@@ -62,6 +62,10 @@ static inline rl_acquire *ACQ(rl_op *op)
 void rl_acq_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                     rl_monotime sent);
 
+/* acquire-command.c: this attempt's command, per master, in a fanout
+ * (NULL on OOM). */
+rl_fanout *rl_acq_command(rl_acquire *a);
+
 /* acquire-votes.c: a script's answer after the round ended still tells
  * the marker's bound (rl_fanout_set_late). */
 void rl_acq_on_late(rl_node *n, int script, const rl_reply *r);

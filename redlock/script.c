@@ -35,169 +35,17 @@
  */
 #include "script.h"
 #include "common.h"
+#include "script-lua.h"
 
 #include <openssl/sha.h>
 #include <pthread.h>
 #include <string.h>
 
-/* From here to the end of bodies[], the Lua is laid out as Lua: one line of
- * it per C string, the pieces (NOW_MS, QUEUE_OK, ...) one per line where a
- * body takes them, and the macros' backslashes aligned by hand. clang-format
- * would pack strings and piece names onto shared lines: it is kept out. */
+/* To the end of bodies[], the Lua is laid out as Lua: one line of it per C
+ * string, the pieces (script-lua.h: NOW_MS, QUEUE_OK, ...) one per line
+ * where a body takes them. clang-format would pack strings and piece names
+ * onto shared lines: it is kept out. */
 /* clang-format off */
-
-/* The master's own time in ms, for the marker and for leases. Scripts are
- * replicated by their effects (Redis >= 5 default, the only mode of 7), so
- * TIME may come before writes. */
-#define NOW_MS "local t = redis.call('time')\n" \
-               "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-
-/* Are q and l usable as a queue and its leases? False when there is no
- * queue (nothing to do), or when either key holds another type: then both
- * are deleted (the waiters still alive join again, with their old tickets,
- * at their next attempt) and the master's log names the key. */
-#define QUEUE_OK                                                               \
-    "local function drop_queue(q, l, bad)\n"                                   \
-    "  redis.log(redis.LOG_WARNING, 'redlock: deleted ' .. string.gsub(bad, '%z', '\\\\0') ..\n" \
-    "            ' (a waiters\\' queue key of type ' .. redis.call('type', bad).ok .. ')')\n" \
-    "  redis.call('del', q, l)\n"                                              \
-    "end\n"                                                                    \
-    "local function queue_ok(q, l)\n"                                          \
-    "  local tq = redis.call('type', q).ok\n"                                  \
-    "  if tq == 'none' then return false end\n"                                \
-    "  if tq ~= 'zset' then drop_queue(q, l, q) return false end\n"            \
-    "  local tl = redis.call('type', l).ok\n"                                  \
-    "  if tl == 'zset' or tl == 'none' then return true end\n"                 \
-    "  drop_queue(q, l, l)\n"                                                  \
-    "  return false\n"                                                         \
-    "end\n"
-
-/* Hand K (ARGV-free: i, n) to its first live waiter, or delete it (and
- * take it out of the index of held keys `idx`, if given): drop waiters
- * whose lease ended, reserve K for the head for as long as its reservation
- * may wait, and, if `wake`, tell it on its client's channel. A failed
- * attempt's cleanup hands over quietly: the head finds the reservation at
- * its next poll, well within the reservation's life, and no cleanup ever
- * wakes anyone (waking at every failed attempt is the herd this queue
- * exists to avoid). Without a queue (the common case) it is a DEL: the
- * queue's type is checked first so that an uncontended release costs the
- * master three calls.
- *
- * Only a live waiter is reserved for: a head that is not a waiter's name
- * ("hand|redlock:wake:<hex>|<hex>") or has no lease entry ending later is
- * dropped here, so garbage in the queue costs one release a ZREM, never a
- * reservation that nobody can take. Reserving cuts the head's lease to the
- * reservation's end: a live waiter renews it with its next attempt (its
- * poll comes before the reservation lapses, by construction), a dead one
- * is dropped by the next hand-off instead of being reserved for again
- * until its old lease ends. A queue or lease key of another type is ours
- * (K "\0q" is no one else's name) and garbage: it is deleted, and the
- * master's log names it. At most 64 heads are dropped per call; past
- * that the key is simply freed. */
-#define HAND_OVER                                                              \
-    "local function hand_over(i, n, by, wake, idx)\n"                          \
-    "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
-    "  local function free() redis.call('del', KEYS[i])\n"                    \
-    "    if idx then redis.call('zrem', idx, KEYS[i]) end end\n"             \
-    "  if not queue_ok(q, l) then free() return end\n"                       \
-    "  " NOW_MS                                                               \
-    "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
-    "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
-    "  end\n"                                                                  \
-    "  for _ = 1, 64 do\n"                                                     \
-    "    local head = redis.call('zrange', q, 0, 0)[1]\n"                      \
-    "    if not head then break end\n"                                         \
-    "    local hand, chan = string.match(head, '^(%d+)|(redlock:wake:%x+)|%x+$')\n" \
-    "    local lease = tonumber(redis.call('zscore', l, head))\n"               \
-    "    hand = tonumber(hand)\n"                                              \
-    "    if hand and hand > 0 and hand <= 2147483647 and lease and lease > now then\n" \
-    "      redis.call('set', KEYS[i], '\\1' .. head, 'PX', hand)\n"            \
-    "      if lease > now + hand then redis.call('zadd', l, 'XX', now + hand, head) end\n" \
-    "      if wake then redis.call('publish', chan, head .. '|' .. by) end\n"   \
-    "      return\n"                                                           \
-    "    end\n"                                                                \
-    "    redis.call('zrem', q, head) redis.call('zrem', l, head)\n"            \
-    "  end\n"                                                                  \
-    "  free()\n"                                                               \
-    "end\n"
-
-/* Waiter w takes its place (its ticket; kept if it has one) in queue q and
- * its lease in l is renewed; both sets outlive the lease. The ZADDs are
- * tried with pcall so that the common case costs no TYPE call: a queue key
- * of another type is dropped (QUEUE_OK) and the place taken again in the
- * new sets (both, since dropping one drops the other). */
-#define JOIN                                                                   \
-    "local function join(q, l, w, ticket, lease)\n"                            \
-    "  " NOW_MS                                                               \
-    "  local function bad(r) return type(r) == 'table' and r.err end\n"        \
-    "  if bad(redis.pcall('zadd', q, 'NX', ticket, w)) then\n"                 \
-    "    drop_queue(q, l, q) redis.call('zadd', q, 'NX', ticket, w)\n"          \
-    "  end\n"                                                                  \
-    "  if bad(redis.pcall('zadd', l, now + lease, w)) then\n"                  \
-    "    drop_queue(q, l, l) redis.call('zadd', q, 'NX', ticket, w)\n"          \
-    "    redis.call('zadd', l, now + lease, w)\n"                              \
-    "  end\n"                                                                  \
-    "  redis.call('pexpire', q, 2 * lease) redis.call('pexpire', l, 2 * lease)\n" \
-    "end\n"
-
-/* The marker at KEYS[mk] hears of a ttl `want` in use, and says whether
- * this master's vote may count. The fleet's longest ttl (maxttl, the bound
- * for a window nobody could measure) is raised to `want`; so is a window
- * still running that was set from that bound (a `tight` window was measured
- * from every master's live leases and needs no raise). Returns nil without
- * a marker; else maxttl and: nil (it counts), -1 (its memory is lost and
- * its window not settled yet: `pending`), or the marker's age (and its
- * window) while the window runs on the master's own clock. `served` records that the window
- * has passed, so a trusted master answers with one HMGET and no TIME. Who
- * the master is (its run_id) was checked when the connection was made
- * (CHECK), before any vote on it: a marker here is this process's own. */
-#define HEARD                                                                   \
-    "local function heard(mk, want)\n"                                          \
-    "  local m = redis.call('hmget', KEYS[mk], 'maxttl', 'served', 'pending', 'tight')\n" \
-    "  if not m[1] and redis.call('exists', KEYS[mk]) == 0 then return nil end\n" \
-    "  local maxttl = tonumber(m[1]) or 0\n"                                    \
-    "  if want > maxttl then maxttl = want redis.call('hset', KEYS[mk], 'maxttl', want) end\n" \
-    "  if m[2] then return maxttl, nil end\n"                                   \
-    "  if m[3] then return maxttl, -1 end\n"                                    \
-    "  " NOW_MS                                                                 \
-    "  local b = redis.call('hmget', KEYS[mk], 'born', 'window')\n"             \
-    "  local age, window = now - (tonumber(b[1]) or 0), tonumber(b[2]) or 0\n"  \
-    "  if age >= window then redis.call('hset', KEYS[mk], 'served', 1) return maxttl, nil end\n" \
-    "  if want > window and not m[4] then window = want redis.call('hset', KEYS[mk], 'window', want) end\n" \
-    "  return maxttl, math.max(age, 0), window\n"                               \
-    "end\n"
-
-/* A master whose marker is gone lost its data (FLUSHALL, eviction, a
- * restart without persistence): it is reborn, pending until a client
- * measures how long the leases it may have granted can still live. */
-#define RUN_ID                                                                  \
-    "local function run_id()\n"                                                \
-    "  return string.match(redis.call('info', 'server'), 'run_id:(%x+)') or ''\n" \
-    "end\n"
-
-#define REBORN                                                                  \
-    "local function reborn(mk, maxttl, cause, run)\n"                           \
-    "  " NOW_MS                                                                 \
-    "  redis.call('hset', KEYS[mk], 'born', now, 'window', 0, 'maxttl', maxttl, 'pending', 1,\n" \
-    "             'cause', cause, 'run', run)\n"                                \
-    "  redis.call('hdel', KEYS[mk], 'served', 'durable', 'tight')\n"            \
-    "end\n"
-
-/* Keys KEYS[first..first+n-1], just granted with `ttl`, join the index of
- * held keys KEYS[ik], scored by when their lease ends on this master's
- * clock (PEXPIRETIME: no TIME call); entries whose lease ended before now
- * (the grant's own time: its end minus its ttl) leave it, so the index
- * holds the live leases and never the history. The index names keys and
- * never reads them: a user whose ACL covers one key prefix can keep it. */
-#define INDEX                                                                   \
-    "local function index(ik, first, n, ttl)\n"                                 \
-    "  local e = 0\n"                                                          \
-    "  for i = first, first + n - 1 do\n"                                       \
-    "    e = redis.call('pexpiretime', KEYS[i])\n"                               \
-    "    redis.call('zadd', KEYS[ik], e, KEYS[i])\n"                             \
-    "  end\n"                                                                  \
-    "  redis.call('zremrangebyscore', KEYS[ik], '-inf', '(' .. (e - ttl))\n"     \
-    "end\n"
 
 static const char *const bodies[RL_SCRIPT_COUNT] = {
     /* Release. KEYS: n locks, their n queues, their n lease sets, then the

@@ -1,0 +1,73 @@
+/* acquire-command.c - what one acquire attempt sends each master.
+ *
+ * The fast path's transaction where the master's memory is known to count
+ * and nothing else is asked, the acquire script elsewhere (NOTES.md §4,
+ * "the fast path"); acquire.c starts the round with what this builds.
+ */
+#include "acquire.h"
+#include "memory.h"
+
+#include <stdio.h>
+
+/* This attempt's command, per master. Plain SET NX PX when nothing else is
+ * asked (the restart guard off, no wait, one lock, no fence). With the
+ * guard on (the default), the fast path where it may be taken: one lock, no
+ * fence, no place in the queue asked, and a master whose memory is known to
+ * count for a ttl this long, whose clock was read lately (rl_trust_fast):
+ * HGET marker served, SET NX PX, ZADD of the lease's end into the index,
+ * one transaction (cmd.h; NOTES.md §4 says why that keeps the guard). Every
+ * other master, and every other acquire, gets the acquire script (the
+ * marker, the queue, the fence, a set). A waiter takes its place in the
+ * queues from its second attempt on: an uncontended waiter never does. */
+rl_fanout *rl_acq_command(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    rl_acquire_args args = {
+        .token = a->token,
+        .ttl_ms = a->w.ttl_ms,
+        .fenced = a->w.flags & REDLOCK_FENCE,
+        .queued = a->waiter.joined && (op->attempts > 1 || rl_acq_hot(a)),
+        .marked = c->cfg.restart_guard,
+        .waiter = a->waiter.member,
+        .ticket = a->waiter.ticket,
+        .lease_ms = a->lease_ms,
+        .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
+    };
+    a->in_queues |= args.queued;
+    a->queued_now = args.queued;
+    a->fast_mask = 0;
+    rl_cmd cmd;
+    if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
+        rl_cmd_set(&cmd, &op->k, a->token, a->w.ttl_ms);
+        return rl_fanout_new(c->nodes, &cmd);
+    }
+    rl_cmd_acquire(&cmd, &op->k, &args);
+    if (args.fenced || args.queued || !args.marked || op->nres != 1) {
+        rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
+        if (f && args.marked)
+            rl_fanout_set_late(f, rl_acq_on_late);
+        return f;
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if (rl_node_fast(&c->nodes[i], args.window_ms, op->attempt_us))
+            a->fast_mask |= 1u << i;
+    rl_cmd fast;
+    rl_cmd_acquire_fast(&fast, &op->k, a->token, a->w.ttl_ms);
+    rl_fanout *f = a->fast_mask ? rl_fanout_new2(c->nodes, &fast, &cmd)
+                                : rl_fanout_new(c->nodes, &cmd);
+    if (f)
+        rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */
+    for (uint32_t i = 0; f && i < c->n; i++) {
+        if (!(a->fast_mask & (1u << i))) {
+            rl_fanout_use_alt(f, i);
+            continue;
+        }
+        char end[24];
+        int len = snprintf(end, sizeof(end), "%lld",
+                           (long long)rl_trust_lease_end(&c->nodes[i].trust, op->attempt_us,
+                                                         a->w.ttl_ms, c->cfg.drift_factor));
+        rl_fanout_set_node_arg(f, i, end, (size_t)len);
+    }
+    return f;
+}
