@@ -54,8 +54,12 @@ rl_fanout *rl_acq_command(rl_acquire *a)
             a->fast_mask |= 1u << i;
     rl_cmd fast;
     rl_cmd_acquire_fast(&fast, &op->k, a->token, a->w.ttl_ms);
-    rl_fanout *f = a->fast_mask ? rl_fanout_new2(c->nodes, &fast, &cmd)
-                                : rl_fanout_new(c->nodes, &cmd);
+    /* The script is copied in only if some master needs it: in the common
+     * case every master takes the transaction. */
+    uint32_t all = (1u << c->n) - 1;
+    rl_fanout *f = !a->fast_mask         ? rl_fanout_new(c->nodes, &cmd)
+                   : a->fast_mask == all ? rl_fanout_new(c->nodes, &fast)
+                                         : rl_fanout_new2(c->nodes, &fast, &cmd);
     if (f)
         rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */
     for (uint32_t i = 0; f && i < c->n; i++) {
