@@ -16,10 +16,17 @@
  * Two configurations, chosen with -D:
  *   (default)  safety: faults, free ticks, bounded rounds; asserts mutual
  *              exclusion and the fence order.
- *   LIVE       liveness: the last master down, no other fault, a tick only
- *              when nothing else can move (messages are fast next to a
- *              tick); asserts no stuck resource and the queue's order, and
- *              carries the LTL progress property.
+ *   LIVE       liveness once faults stop: the last master down, no other
+ *              fault, two clients wanting the lock again and again. Bounded
+ *              delivery: each connection is its own process (weak fairness
+ *              delivers every request eventually), a tick only when nothing
+ *              else can move (a message is fast next to a tick), and an
+ *              attempt gives up on its silent masters one tick after it
+ *              started (the node timeout). Asserts no stuck resource (a
+ *              waiter sees a holder within STUCK_MAX ticks) and the queue's
+ *              order (a release serves the waiter queued on every live
+ *              master before the releaser's next grant), and carries the
+ *              LTL progress property (every waiter eventually holds).
  * Known mistakes come back with -DBROKEN_<NAME> (model/check.sh --list-broken).
  */
 
@@ -44,8 +51,12 @@
 #else
 #define MARGIN D                /* validity = TTL - elapsed - MARGIN */
 #endif
-#define HAND 2                  /* a reservation waits this long for its waiter */
+#define NODE_TO 1               /* an attempt gives up on a silent master after (LIVE) */
 #define POLL 1                  /* a failed waiting attempt polls again after */
+/* A reservation waits this long for its waiter: a poll and two node
+ * timeouts, as acquire-queue.c sizes it (poll + 2 x node timeout + 20 ms),
+ * so that a head in the middle of an attempt still finds it. */
+#define HAND (POLL + 2 * NODE_TO)
 #ifndef ROUNDS0
 #define ROUNDS0 1               /* safety: client 0's acquire attempts */
 #endif
@@ -135,12 +146,14 @@ byte tkt[NC];                   /* queue ticket: smaller is earlier */
 byte nok[NC], nno[NC], okm[NC], nom[NC], pend[NC], fmax[NC];
 byte nrep[NC], nns[NC], rmax[NC], nsm[NC];
 byte pt[NC];                    /* poll timer */
+byte dl[NC];                    /* live: ticks left before the attempt's node timeout */
 byte fsnap[NC];                  /* largest granted fence when the attempt started */
 byte hi;                        /* largest fence of any completed grant */
 bool lost;                      /* some master lost or rolled back its counters */
 byte nf;                        /* faults so far */
 bool decided0;                  /* client 0's first attempt decided (STAGGER) */
 byte stuck;                     /* live: ticks with a waiter and no holder */
+byte owed;                      /* live: 1 + the waiter a release must serve next, or 0 */
 
 /* The waiter with the earliest ticket in m's queue, or NC. */
 inline head_of(m, h) {
@@ -156,6 +169,7 @@ inline hand_over(m, wake, h) {
     head_of(m, h);
     if
     :: h < NC -> key[m] = RES(h); ttl[m] = HAND;
+                 printf("MSC: master %d reserves the key for client %d\n", m, h);
                  if :: wake -> woke[h] = 1 :: else -> skip fi
     :: else -> key[m] = FREE; ttl[m] = 0
     fi;
@@ -216,6 +230,7 @@ inline exec(c, m, k, a, x, h) {
                 vote(c, m, a, 1)
             :: else ->
                 ENQUEUE(m, c);                      /* waits its turn */
+                printf("MSC: master %d refuses client %d: queued\n", m, c);
                 vote(c, m, a, 0)
             fi
         fi
@@ -247,7 +262,15 @@ inline exec(c, m, k, a, x, h) {
         :: else -> skip
         fi
     :: k == REL ->
-        if :: key[m] == TOK(c) -> hand_over(m, 1, h) :: else -> skip fi
+        if
+        :: key[m] == TOK(c) ->
+#ifdef BROKEN_RELEASE_FREES
+            key[m] = FREE; ttl[m] = 0           /* no hand-over: first come, first served */
+#else
+            hand_over(m, 1, h)
+#endif
+        :: else -> skip
+        fi
     :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
         DEQUEUE(m, c);
         if :: key[m] == RES(c) -> hand_over(m, 1, h) :: else -> skip fi
@@ -334,6 +357,7 @@ inline drop_conn(i) {
                 if :: old[CH(c, m)] > 0 -> old[CH(c, m)]--; a = 0 :: else -> a = 1 fi; \
                 exec(c, m, k, a, x, h); k = 0; a = 0; x = 0 }
 
+#ifndef LIVE
 proctype net() {
     mtype k; byte a, x, h;
 end:
@@ -345,6 +369,20 @@ end:
 #endif
     od
 }
+#else
+/* LIVE: one process per connection, so that weak fairness (pan -f) means
+ * what "messages are delivered" means: a request waiting on a live
+ * connection is delivered eventually, whatever the other connections do.
+ * (One process for all would let the scheduler serve one client's
+ * connections forever.) */
+proctype link(byte c; byte m) {
+    mtype k; byte a, x, h;
+end:
+    do
+    DELIVER(c, m)
+    od
+}
+#endif
 
 /* ---- time ---- */
 inline tick(i) {
@@ -365,6 +403,7 @@ inline tick(i) {
            :: else -> skip fi;
         if :: ve[i] > 0 -> ve[i]-- :: else -> skip fi;
         if :: pt[i] > 0 -> pt[i]-- :: else -> skip fi;
+        if :: dl[i] > 0 -> dl[i]-- :: else -> skip fi;
         i++
     :: else -> break
     od;
@@ -387,7 +426,7 @@ proctype clock() {
 end:
     do
 #ifdef LIVE
-    :: atomic { timeout -> tick(i) }
+    :: atomic { timeout -> printf("MSC: tick\n"); tick(i) }
 #else
     :: atomic { tick(i) }
 #if D > 0
@@ -552,6 +591,12 @@ proctype client(byte c) {
 
 #else   /* LIVE */
 
+#if NM > 3
+#define QUEUED_LIVE(w) ((queue[0] & BIT(w)) && (queue[1] & BIT(w)) && (queue[2] & BIT(w)) && (queue[3] & BIT(w)))
+#else
+#define QUEUED_LIVE(w) ((queue[0] & BIT(w)) && (queue[1] & BIT(w)))
+#endif
+
 /* ---- a client that wants the lock again and again ---- */
 proctype client(byte c) {
     byte m, okl;
@@ -559,19 +604,21 @@ proctype client(byte c) {
 end:
     do
     :: atomic {
-        waiting[c] = 1; first = 1;
-        if :: waiting[OTHER(c)] -> tkt[OTHER(c)] = 0; tkt[c] = 1
-           :: else -> tkt[c] = 0; tkt[OTHER(c)] = 1 fi }
+        /* tickets are start times: the newest waiter's is the larger,
+         * and an entry left over from the other's last wait keeps its
+         * earlier one, as in the code */
+        waiting[c] = 1; first = 1; tkt[OTHER(c)] = 0; tkt[c] = 1 }
 again:
-        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0;
+        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO;
                  if :: first -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi };
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
             assert(!hold[OTHER(c)]);
+            assert(owed != OTHER(c) + 1);           /* the head is served first */
             printf("MSC: client %d holds\n", c);
-            hold[c] = 1; waiting[c] = 0; stuck = 0; okl = okm[c];
+            hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c];
             new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m); okl = 0 }
-        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || timeout)) || (nok[c] >= Q && v[c] == 0) ->
+        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ->
             printf("MSC: client %d attempt fails, cleans up\n", c);
             okl = nom[c]; new_round(c); send_mask(c, ALL & ~okl, CLEAN, 0, m); okl = 0;
             /* the first attempt (no place in the queues) tries again at
@@ -582,6 +629,13 @@ again:
         fi;
         atomic { hold[c] = 0; v[c] = 0; new_round(c);
                  printf("MSC: client %d releases\n", c);
+                 /* the other waits in every live master's queue: it is
+                  * the head everywhere, and this release's hand-over is its */
+                 if
+                 :: waiting[OTHER(c)] && QUEUED_LIVE(OTHER(c)) -> owed = OTHER(c) + 1;
+                    printf("MSC: client %d waits in every live queue: it is next\n", OTHER(c))
+                 :: else -> skip
+                 fi;
                  send_all(c, REL, 0, 0, m) }
     od
 }
@@ -606,6 +660,15 @@ init {
         tkt[0] = 0; tkt[1] = 1;         /* clients are alike: 0 queued first */
         run faults();
 #endif
-        run net(); run clock(); run client(0); run client(1)
+#ifdef LIVE
+        i = 0;
+        do
+        :: i < NM - 1 -> run link(0, i); run link(1, i); i++    /* the last master is down */
+        :: else -> break
+        od;
+#else
+        run net();
+#endif
+        run clock(); run client(0); run client(1)
     }
 }
