@@ -372,7 +372,7 @@ valkey8() {
 # starts, on a unix socket only (--port 0: no TCP port to clash with
 # anyone's), answers PING through CLI (default BINDIR/valkey-cli), and stops.
 start_check() {
-    local bin=$1 server=${2:-$1/valkey-server} cli=${3:-$1/valkey-cli} tmp pid rc=1 i
+    local server=${2:-$1/valkey-server} cli=${3:-$1/valkey-cli} tmp pid rc=1 i
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/redlock-valkey-check.XXXXXX")
     "$server" --version || { rm -rf -- "$tmp"; return 1; }
     "$server" --port 0 --unixsocket "$tmp/sock" --unixsocketperm 700 \
