@@ -305,22 +305,20 @@ ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one
     CORE_CASE_INDEXES(lies);
 }
 
-/* Masters 0 and 1 of the cluster, the liar (2) and two dead ports: the
- * liar's vote is needed. It passes the handshake as Valkey 9.1.2 whose
- * memory counts, so the first extend sends it the transaction: the extend
- * fails with one error vote, named in the message, and the next
- * one sends it the script (whose EVALSHA it answers 1) and succeeds. The
- * lock is planted on the two real masters by hand (the liar cannot grant
+/* A fake master whose INFO carries @versions ("valkey_version:9.1.2\r\n"
+ * and the like), whose memory counts at once, which refuses or garbles SET
+ * IFEQ with @set (its reply inside MULTI) and @exec, and answers every
+ * script 1; fx.c a client of masters 0 and 1 of the cluster, the fake (2)
+ * and two dead ports, so that the fake's vote is needed; fx.l a handle of
+ * a lock planted by hand on the two real masters (the fake cannot grant
  * it: it answers an acquire's transaction the same way). */
-ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
+static tc_fake *liar_fleet(const char *versions, const char *set, const char *exec)
 {
     static const char token[] = "0123456789abcdef0123456789abcdef";
-    const struct lie *l = &lies[*i];
-    static const char info_body[] = "# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\n"
-                                    "valkey_version:9.1.2\r\n"
-                                    "run_id:0123456789abcdef0123456789abcdef01234567\r\n";
-    char info[256];
-    snprintf(info, sizeof(info), "$%zu\r\n%s\r\n", sizeof(info_body) - 1, info_body);
+    char body[256], info[300];
+    snprintf(body, sizeof(body),
+             "# Server\r\n%srun_id:0123456789abcdef0123456789abcdef01234567\r\n", versions);
+    snprintf(info, sizeof(info), "$%zu\r\n%s\r\n", strlen(body), body);
     const tc_fake_rule rules[] = {
         { "SCRIPT", "$40\r\n0000000000000000000000000000000000000000\r\n" },
         { "INFO", info },
@@ -333,23 +331,36 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
         { "HGET", "+QUEUED\r\n" },
         { "GET", "+QUEUED\r\n" },
         { "ZADD", "+QUEUED\r\n" },
-        { "SET", l->set },
-        { "EXEC", l->exec },
+        { "SET", set },
+        { "EXEC", exec },
         { "EVALSHA", ":1\r\n" }, /* the release and extend scripts: done */
         { NULL, NULL },
     };
     tc_fake *f = tc_fake_rules_start(rules, "-ERR unknown command\r\n", NULL);
-    char masters[256];
-    snprintf(masters, sizeof(masters), "%s,%s,%s,127.0.0.1:%d,127.0.0.1:%d", tc_addr(0), tc_addr(1),
-             tc_fake_addr(f), tc_dead_port(), tc_dead_port());
-    fx.cfg.masters = masters;
+    int dead1 = tc_dead_port(), dead2 = tc_dead_port();
+    while (dead2 == dead1)
+        dead2 = tc_dead_port();
+    fx.masters = malloc(256);
+    snprintf(fx.masters, 256, "%s,%s,%s,127.0.0.1:%d,127.0.0.1:%d", tc_addr(0), tc_addr(1),
+             tc_fake_addr(f), dead1, dead2);
+    fx.cfg.masters = fx.masters;
     fx.cfg.log_fn = ts_log;
     fx.cfg.log_level = REDLOCK_LOG_WARN;
     fx.c = core_client(&fx.cfg, 3);
     core_plant(0, fx.res, fx.len, token, TTL_MS);
     core_plant(1, fx.res, fx.len, token, TTL_MS);
     cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
+    return f;
+}
 
+/* The liar claims Valkey 9.1.2, so the first extend sends it the
+ * transaction: the extend fails with one error vote, named in the message,
+ * and the next one sends it the script and succeeds. */
+ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
+{
+    const struct lie *l = &lies[*i];
+    tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
+                            l->set, l->exec);
     int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
     redlock_vote *v = &fx.out.votes[2];
     /* Two dead masters deny the quorum too: "no quorum", naming the liar
@@ -373,6 +384,46 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
               l->name, redlock_vote_kind_name(fx.out.votes[2].kind), fx.out.votes[2].detail);
     core_must_release(fx.c, fx.l);
     fx.l = NULL;
+    redlock_client_free(fx.c);
+    fx.c = NULL;
+    tc_fake_stop(f);
+}
+
+/* What INFO says decides who gets the transaction: Valkey from 8.1 (by
+ * valkey_version, whatever redis_version says), Redis from 8.4, nothing
+ * for a server that says neither or garbage. The fake refuses SET IFEQ, so
+ * the first extend tells which one it was sent: an error vote (the
+ * transaction) or OK (the script). */
+static const struct claim {
+    const char *info;
+    int native;
+} claims[] = {
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.2\r\n", 0 },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n", 1 },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:10.0.0\r\n", 1 },
+    { "redis_version:8.2.3\r\n", 0 },
+    { "redis_version:8.4.0\r\n", 1 },
+    { "redis_version:9.0.0\r\n", 1 },
+    { "redis_version:8.6.3\r\nvalkey_version:7.2.5\r\n", 0 }, /* valkey_version wins */
+    { "redis_version:x\r\n", 0 },
+    { "", 0 },
+};
+
+ParameterizedTestParameters(lying, only_versions_with_set_ifeq_are_sent_the_transaction)
+{
+    CORE_CASE_INDEXES(claims);
+}
+
+ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_transaction)
+{
+    const struct claim *cl = &claims[*i];
+    tc_fake *f = liar_fleet(cl->info, "-ERR syntax error\r\n",
+                            "-EXECABORT Transaction discarded\r\n");
+    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+    cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, fx.e.msg);
+    cr_expect(eq(int, fx.out.votes[2].kind, cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
+              "[%s]: %s (%s)", cl->info, redlock_vote_kind_name(fx.out.votes[2].kind),
+              fx.out.votes[2].detail);
     redlock_client_free(fx.c);
     fx.c = NULL;
     tc_fake_stop(f);
