@@ -274,9 +274,15 @@ inline exec(c, m, k, a, x, h) {
     :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
         DEQUEUE(m, c);
         if :: key[m] == RES(c) -> hand_over(m, 1, h) :: else -> skip fi
-    :: k == EXT ->
+    :: k == EXT ->      /* the script, or (a master with SET IFEQ) the transaction */
         if
         :: key[m] == TOK(c) && EXT_TRUSTED(m) -> ttl[m] = TTL; vote(c, m, a, 1)
+        :: key[m] == TOK(c) && !EXT_TRUSTED(m) ->
+            /* not served: the script writes nothing; the transaction
+             * (HGET served; GET; SET IFEQ PX; ZADD GT) cannot refuse to
+             * write and extends our own key. Neither vote counts. */
+            if :: ttl[m] = TTL :: skip fi;
+            vote(c, m, a, 0)
         :: else -> vote(c, m, a, 0)
         fi
     :: k == FENCE ->

@@ -68,6 +68,30 @@ static void part_end(rl_cmd *c, int *mark)
     *mark = c->argc;
 }
 
+/* A transaction that starts with HGET marker served: whether this
+ * master's memory counts, read in the step of what follows. */
+static void served_first(rl_cmd *c, int *mark)
+{
+    begin(c, -1);
+    arg(c, "HGET", 4);
+    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    arg(c, "served", 6);
+    part_end(c, mark);
+}
+
+/* ZADD held GT end key, `end` each master's own (the node argument): the
+ * index hears of a lease's end, raised and never lowered. */
+static void index_end(rl_cmd *c, const rl_keys *k, int *mark)
+{
+    arg(c, "ZADD", 4);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg(c, "GT", 2);
+    c->node_arg = c->argc;
+    arg(c, "0", 1);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+    part_end(c, mark);
+}
+
 void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
 {
     /* Why these three, and why together: NOTES.md §4 ("the fast path").
@@ -75,11 +99,7 @@ void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_
      * this master's memory counts; the index hears of the lease before any
      * client could learn that it was granted. */
     int mark = 0;
-    begin(c, -1);
-    arg(c, "HGET", 4);
-    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
-    arg(c, "served", 6);
-    part_end(c, &mark);
+    served_first(c, &mark);
     arg(c, "SET", 3); /* NX GET: a key of another type says WRONGTYPE at once */
     arg(c, k->locks.v[0], k->locks.len[0]);
     arg_str(c, token);
@@ -88,13 +108,7 @@ void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_
     arg(c, "PX", 2);
     arg_num(c, ttl_ms);
     part_end(c, &mark);
-    arg(c, "ZADD", 4);
-    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
-    arg(c, "GT", 2);
-    c->node_arg = c->argc;
-    arg(c, "0", 1);
-    arg(c, k->locks.v[0], k->locks.len[0]);
-    part_end(c, &mark);
+    index_end(c, k, &mark);
 }
 
 void rl_cmd_check(rl_cmd *c)
@@ -167,6 +181,29 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
     arg_str(c, token);
     arg_num(c, ttl_ms);
     arg(c, marked ? "1" : "0", 1);
+}
+
+void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
+{
+    /* What the extend script does, NOTES.md §4 ("extend without Lua") says
+     * why this is the same step: `served` read at the instant of the SET,
+     * the GET tells "gone" from "another's" (the SET's nil does not), and
+     * the index's entry is raised to an upper bound of the new lease's end
+     * (never lowered: GT). */
+    int mark = 0;
+    served_first(c, &mark);
+    arg(c, "GET", 3);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+    part_end(c, &mark);
+    arg(c, "SET", 3);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+    arg_str(c, token);
+    arg(c, "IFEQ", 4);
+    arg_str(c, token);
+    arg(c, "PX", 2);
+    arg_num(c, ttl_ms);
+    part_end(c, &mark);
+    index_end(c, k, &mark);
 }
 
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value)

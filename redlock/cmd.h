@@ -80,6 +80,14 @@ typedef struct rl_place {
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
                     const rl_place *place);
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
+/* The extend without Lua, on a master that has SET IFEQ and whose memory
+ * counts (extend.c): one lock, a transaction, atomic on the master:
+ *   HGET marker served; GET key; SET key token IFEQ token PX ttl;
+ *   ZADD held GT end key
+ * (reply: [served or nil, the value or nil, OK or nil, 0|1]; a key of
+ * another type: WRONGTYPE in the GET's place). The lease end `end` is the
+ * node argument, as for rl_cmd_acquire_fast(). */
+void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);

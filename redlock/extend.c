@@ -15,12 +15,20 @@
  * keys under a lease the caller still holds: on failure the lock's validity
  * becomes min(old, what the new ttl guarantees from the start of this
  * extend), never more.
+ *
+ * Where a master has SET IFEQ (Valkey 8.1, Redis 8.4: INFO at its
+ * handshake) and its memory is known to count, a one-lock extend is a
+ * transaction there instead of the script: the same compare, write, marker
+ * check and index raise in one atomic step, without Lua (NOTES.md §4,
+ * "extend without Lua"). Every other master gets the script in the same
+ * round.
  */
 #include "kinds.h"
 #include "drift.h"
 #include "identity.h"
 #include "lock.h"
 #include "outcome.h"
+#include "script.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +39,7 @@ typedef struct rl_extend {
     redlock_lock *lock; /* the caller's; NULL once the watchdog let go of it */
     uint32_t ttl_ms;
     uint32_t n_ok, n_fail;
+    uint32_t native_mask; /* masters sent the transaction, not the script */
     redlock_op_cb cb;
     void *arg;
 } rl_extend;
@@ -38,6 +47,60 @@ typedef struct rl_extend {
 static rl_extend *EXT(rl_op *op)
 {
     return (rl_extend *)(void *)op;
+}
+
+/* The transaction's answer [served, value, SET's, ZADD's] as a vote, like
+ * the script's 1 / 0 / -1 / -2. The GET and the SET ran at one instant,
+ * so they must agree (the SET wrote exactly when the value was our
+ * token): a master whose answer does not hold together, or that refuses
+ * the transaction (a plain ERR in a command's place: it does not have SET
+ * IFEQ after all), is an error vote, and that connection gets the script
+ * from now on. WRONGTYPE, LOADING and the like are votes as ever. */
+static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_monotime sent)
+{
+    redlock_vote *v = &x->op.out.votes[idx];
+    rl_node *n = &x->op.c->nodes[idx];
+    const rl_reply *e[4] = { r };
+    bool ok = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 4;
+    for (size_t i = 0; ok && i < 4; i++)
+        e[i] = rl_reply_element(r, i);
+    for (size_t i = 0; i < (ok ? 4u : 1u); i++) {
+        if (rl_reply_type(e[i]) != RL_REPLY_ERROR)
+            continue;
+        rl_vote_error_reply(v, n, e[i], sent);
+        /* A plain ERR (syntax, unknown option) or EXECABORT: the server
+         * does not have what it claimed. OOM, LOADING, WRONGTYPE, an ACL's
+         * NOPERM are what they say, and would meet the script too. */
+        size_t len;
+        const char *str = rl_reply_str(e[i], &len);
+        if ((len >= 4 && memcmp(str, "ERR ", 4) == 0) ||
+            (len >= 9 && memcmp(str, "EXECABORT", 9) == 0))
+            rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, v->detail);
+        return v->kind;
+    }
+    int served = ok ? rl_reply_type(e[0]) : 0, val = ok ? rl_reply_type(e[1]) : 0;
+    size_t len = 0;
+    const char *s = val == RL_REPLY_STRING ? rl_reply_str(e[1], &len) : NULL;
+    bool mine = s && len == strlen(x->token) && memcmp(s, x->token, len) == 0;
+    bool set = ok && rl_reply_is_status(e[2], "OK");
+    if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||
+        (val != RL_REPLY_STRING && val != RL_REPLY_NIL) ||
+        (!set && rl_reply_type(e[2]) != RL_REPLY_NIL) || set != mine ||
+        rl_reply_type(e[3]) != RL_REPLY_INTEGER) {
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
+                    "malformed reply to the extend (SET IFEQ)", sent);
+        rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, "a malformed reply");
+        return v->kind;
+    }
+    if (served == RL_REPLY_NIL) {
+        /* As the fast acquire: no vote, and CHECK is asked at once. The
+         * key may be extended there: it keeps others out of a master that
+         * counts for nobody, for at most the new ttl. */
+        n->trust.marker_known = false;
+        rl_node_recheck(n);
+        return rl_vote_code(v, n, -2, sent, REDLOCK_ENOTHELD);
+    }
+    return rl_vote_code(v, n, mine ? 1 : s ? -1 : 0, sent, REDLOCK_ENOTHELD);
 }
 
 static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
@@ -49,8 +112,10 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     if (!r) {
         rl_vote_failed(v, err, why, sent);
         x->n_fail++;
-    } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend", REDLOCK_ENOTHELD) !=
-               REDLOCK_VOTE_OK) {
+    } else if ((x->native_mask & (1u << idx)
+                    ? ext_native_vote(x, idx, r, sent)
+                    : rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend",
+                                           REDLOCK_ENOTHELD)) != REDLOCK_VOTE_OK) {
         x->n_fail++;
     } else if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
@@ -121,6 +186,43 @@ static const rl_op_ops extend_ops = {
     .deliver = ext_deliver,
 };
 
+/* The round's commands: the transaction to masters that have SET IFEQ and
+ * whose memory counts for this ttl, with a clock read lately (the same
+ * test as the fast acquire's, rl_node_fast: the marker already knows this
+ * ttl, so the script would not raise it; the index's end is bounded from
+ * that clock); the script to the others, and to every master for a set
+ * (all or nothing per master is the script's) or with the guard off. */
+static rl_fanout *ext_fanout(rl_extend *x)
+{
+    rl_op *op = &x->op;
+    redlock_client *c = op->c;
+    rl_cmd script, native;
+    rl_cmd_extend(&script, &op->k, x->token, x->ttl_ms, c->cfg.restart_guard);
+    x->native_mask = 0;
+    for (uint32_t i = 0; c->cfg.restart_guard && op->nres == 1 && i < c->n; i++)
+        if (rl_node_native(&c->nodes[i], RL_NATIVE_SET_IFEQ) &&
+            rl_node_fast(&c->nodes[i], x->ttl_ms, op->attempt_us))
+            x->native_mask |= 1u << i;
+    if (!x->native_mask)
+        return rl_fanout_new(c->nodes, &script);
+    rl_cmd_extend_native(&native, &op->k, x->token, x->ttl_ms);
+    uint32_t all = (1u << c->n) - 1;
+    rl_fanout *f = x->native_mask == all ? rl_fanout_new(c->nodes, &native)
+                                         : rl_fanout_new2(c->nodes, &native, &script);
+    for (uint32_t i = 0; f && i < c->n; i++) {
+        if (!(x->native_mask & (1u << i))) {
+            rl_fanout_use_alt(f, i);
+            continue;
+        }
+        char end[24];
+        int len = snprintf(end, sizeof(end), "%lld",
+                           (long long)rl_trust_lease_end(&c->nodes[i].trust, op->attempt_us,
+                                                         x->ttl_ms, c->cfg.drift_factor));
+        rl_fanout_set_node_arg(f, i, end, (size_t)len);
+    }
+    return f;
+}
+
 void rl_extend_forget_lock(rl_op *op)
 {
     EXT(op)->lock = NULL;
@@ -157,9 +259,13 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
         *ret_op = op;
     op->attempts = 1;
     op->attempt_us = rl_now_us();
-    rl_cmd cmd;
-    rl_cmd_extend(&cmd, &op->k, x->token, ttl_ms, c->cfg.restart_guard);
-    rl_round_send(op, &cmd, "extend", RL_ALL, RL_ALL, true, true);
+    rl_fanout *f = ext_fanout(x);
+    if (!f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending extend");
+        rl_op_finish(op, REDLOCK_ENOMEM);
+        return 0;
+    }
+    rl_round_start(op, f, (1u << c->n) - 1, (1u << c->n) - 1, true, true);
     return 0;
 }
 

@@ -218,7 +218,10 @@ static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
     n->backoff_ms = CFG(n)->reconnect_min_ms;
     n->connects++;
     evtimer_del(n->timer);
-    rl_node_log(n, REDLOCK_LOG_INFO, "connected%s", rl_conn_is_tls(n->conn) ? " (TLS)" : "");
+    rl_node_log(n, REDLOCK_LOG_INFO, "connected%s%s%s%s", rl_conn_is_tls(n->conn) ? " (TLS)" : "",
+                n->id_current && n->trust.version[0] ? ": " : "",
+                n->id_current ? n->trust.version : "",
+                rl_node_native(n, RL_NATIVE_SET_IFEQ) ? ", extend by SET IFEQ" : "");
     node_notify(n);
 }
 
@@ -445,6 +448,21 @@ bool rl_node_vote_counts(const rl_node *n, char *why, size_t len)
         return false;
     }
     return true;
+}
+
+bool rl_node_native(const rl_node *n, unsigned native)
+{
+    return n->state == RL_NODE_UP && n->id_current && (n->trust.native & native) == native;
+}
+
+void rl_node_native_refused(rl_node *n, unsigned native, const char *why)
+{
+    if (!(n->trust.native & native))
+        return;
+    n->trust.native &= ~native;
+    rl_node_log(n, REDLOCK_LOG_WARN,
+                "says it is %s but answered SET IFEQ with: %s; scripts from now on",
+                n->trust.version, why);
 }
 
 void rl_node_event(rl_node *n, int event, const char *fmt, ...)

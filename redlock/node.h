@@ -94,6 +94,14 @@ bool rl_node_excluded(const rl_node *n, char *why, size_t len);
  * was checked on this connection (CHECK)? Writes why not. */
 bool rl_node_vote_counts(const rl_node *n, char *why, size_t len);
 
+/* Has the server on @n's connection @native (RL_NATIVE_*, trust.h), as the
+ * INFO of this very connection said? */
+bool rl_node_native(const rl_node *n, unsigned native);
+/* It claimed @native and answered a native command wrongly (@why): the
+ * connection gets the scripts from now on (a lying master is named once,
+ * in the vote and in the log; its next connection is asked again). */
+void rl_node_native_refused(rl_node *n, unsigned native, const char *why);
+
 /* What a master said of its memory marker (the CHECK and acquire scripts):
  * kept on the node, and passed to the client (the longest ttl, a master
  * whose window must be settled). */

@@ -58,28 +58,36 @@ int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, r
                          const char *what, int gone_err)
 {
     int type = rl_reply_type(r);
-    long long i = type == RL_REPLY_INTEGER ? rl_reply_integer(r) : 2;
-    if (i == 1) {
-        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent_us);
-    } else if (i == 0) {
-        rl_vote_set(v, REDLOCK_VOTE_GONE, gone_err,
-                    gone_err ? "key expired or deleted" : "already expired", sent_us);
-    } else if (i == -1) {
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
-    } else if (i == -2) {
-        /* The extend script on a master whose memory is not trusted (a
-         * reborn master may hold our key from an old snapshot). */
-        char d[REDLOCK_VOTE_DETAIL_LEN];
-        if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
-            snprintf(d, sizeof(d), "memory not trusted: it lost its data or restarted");
-        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent_us);
-    } else if (type == RL_REPLY_ERROR) {
+    if (type == RL_REPLY_INTEGER && rl_reply_integer(r) >= -2 && rl_reply_integer(r) <= 1)
+        return rl_vote_code(v, n, (int)rl_reply_integer(r), sent_us, gone_err);
+    if (type == RL_REPLY_ERROR) {
         rl_vote_error_reply(v, n, r, sent_us);
     } else {
         char d[80];
         snprintf(d, sizeof(d), "unexpected %s reply to the %s script",
                  type == RL_REPLY_INTEGER ? "integer" : rl_reply_type_name(type), what);
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent_us);
+    }
+    return v->kind;
+}
+
+int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_us, int gone_err)
+{
+    if (code == 1) {
+        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent_us);
+    } else if (code == 0) {
+        rl_vote_set(v, REDLOCK_VOTE_GONE, gone_err,
+                    gone_err ? "key expired or deleted" : "already expired", sent_us);
+    } else if (code == -1) {
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
+    } else {
+        /* -2: the extend script (or the native extend's HGET of `served`)
+         * on a master whose memory is not trusted (a reborn master may hold
+         * our key from an old snapshot). */
+        char d[REDLOCK_VOTE_DETAIL_LEN];
+        if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
+            snprintf(d, sizeof(d), "memory not trusted: it lost its data or restarted");
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent_us);
     }
     return v->kind;
 }

@@ -44,6 +44,34 @@ static bool info_field(const char *info, const char *name, char *out, size_t len
     return false;
 }
 
+/* "8.1.2" at least @major.@minor? */
+static bool version_at_least(const char *v, long major, long minor)
+{
+    char *end;
+    long ma = strtol(v, &end, 10);
+    long mi = *end == '.' ? strtol(end + 1, NULL, 10) : 0;
+    return ma > major || (ma == major && mi >= minor);
+}
+
+/* Valkey keeps redis_version at 7.2.4 for its clients and says its own in
+ * valkey_version; Redis says only redis_version. A server that gives
+ * neither (a proxy, an ACL'd INFO) gets the scripts. */
+static void native_from_info(rl_trust *t, const char *info)
+{
+    char v[24] = "";
+    t->native = 0;
+    t->version[0] = '\0';
+    if (info_field(info, "valkey_version", v, sizeof(v)) && v[0]) {
+        snprintf(t->version, sizeof(t->version), "valkey %s", v);
+        if (version_at_least(v, 8, 1))
+            t->native |= RL_NATIVE_SET_IFEQ;
+    } else if (info_field(info, "redis_version", v, sizeof(v)) && v[0]) {
+        snprintf(t->version, sizeof(t->version), "redis %s", v);
+        if (version_at_least(v, 8, 4))
+            t->native |= RL_NATIVE_SET_IFEQ;
+    }
+}
+
 bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41])
 {
     char run_id[41] = "", up[32] = "", aof[8] = "";
@@ -60,6 +88,7 @@ bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41])
         memcpy(t->run_id, run_id, sizeof(t->run_id));
     t->aof_on = aof[0] == '1';
     t->aof_always = t->aof_on && t->fsync_always;
+    native_from_info(t, info);
     return restarted;
 }
 

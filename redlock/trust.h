@@ -40,6 +40,10 @@ typedef struct rl_trust {
     bool aof_always;   /* both: every acknowledged write is on disk */
     int vouched;       /* what this connection told the marker of that:
                           -1 nothing yet, 0 not durable, 1 durable */
+    /* What the server has natively (RL_NATIVE_*), from its version in the
+     * same INFO; cleared when it answers a native command wrongly. */
+    unsigned native;
+    char version[32]; /* "valkey 9.1.2", "redis 7.0.15"; "" unknown */
 
     /* Who the master is was checked on this connection (the CHECK script,
      * before any vote on it): until then, and if it failed, no vote counts. */
@@ -68,7 +72,14 @@ typedef struct rl_trust {
 
 void rl_trust_init(rl_trust *t, const redlock_config *cfg);
 
-/* An INFO reply's text: records run_id, uptime and AOF. Returns true when
+/* Commands a server has besides those every supported server has, told
+ * from INFO's version (valkey_version where there is one, else
+ * redis_version): SET ... IFEQ, Valkey 8.1 and Redis 8.4 on. What a
+ * server only claims is checked at its first answer (extend.c). */
+#define RL_NATIVE_SET_IFEQ 1u
+
+/* An INFO reply's text: records run_id, uptime, AOF, the version and
+ * what it has natively (RL_NATIVE_*). Returns true when
  * the run_id changed (the master restarted), with the old one in @old_run_id. */
 bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41]);
 

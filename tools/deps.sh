@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deps.sh - what redlock builds, tests and benches with, on Debian 12.
 #
-#   tools/deps.sh [--hiredis12] [--valkey]
+#   tools/deps.sh [--hiredis12] [--valkey] [--valkey9] [--redis8]
 #
 # Always: the Debian 12 packages (compilers, meson, libhiredis-dev 0.14.1,
 # libevent, OpenSSL, criterion, redis-server, ...). dpkg is asked first and
@@ -19,8 +19,17 @@
 #                 unpacked (dpkg -x) into DEPS/valkey-8/ and checked to
 #                 start. Prints the server's path. Use it with
 #                   REDLOCK_SERVER=PATH meson test ... (see cluster-up.sh)
+#   --valkey9     also Valkey 9 (SET IFEQ, DELIFEQ): valkey-server built
+#                 from the source of Debian's own package (sid's valkey,
+#                 BSD-3-Clause: its binary needs a newer glibc than Debian
+#                 12's) into DEPS/valkey-9/bin/, the server alone (no TLS,
+#                 libc malloc, -O2: the build is what CI would pay for),
+#                 and checked to start. Prints the server's path.
+#   --redis8      also Redis 8 (SET IFEQ, DELEX): redis-server built the
+#                 same way from experimental's redis source (RSALv2/SSPLv1/
+#                 AGPLv3) into DEPS/redis-8/bin/. Prints the server's path.
 #
-# Neither option changes the system's package setup: both run apt with a
+# No option changes the system's package setup: each runs apt with a
 # sources list, lists and cache of their own (under DEPS/apt/, removed once
 # done), checked against the system's Debian archive keyring; the only
 # system-wide installs are the Debian 12 packages above. A second run finds
@@ -82,7 +91,7 @@ die_log() {
 wants=()
 for arg; do
     case $arg in
-    --hiredis12 | --valkey) wants+=("$arg") ;;
+    --hiredis12 | --valkey | --valkey9 | --redis8) wants+=("$arg") ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$PROG: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
     esac
@@ -359,24 +368,25 @@ valkey8() {
     echo "$dir/usr/bin/valkey-server"
 }
 
-# start_check BINDIR: valkey-server from BINDIR starts, on a unix socket only
-# (--port 0: no TCP port to clash with anyone's), answers PING, and stops.
+# start_check BINDIR [SERVER CLI]: SERVER (default BINDIR/valkey-server)
+# starts, on a unix socket only (--port 0: no TCP port to clash with
+# anyone's), answers PING through CLI (default BINDIR/valkey-cli), and stops.
 start_check() {
-    local bin=$1 tmp pid rc=1 i
+    local server=${2:-$1/valkey-server} cli=${3:-$1/valkey-cli} tmp pid rc=1 i
     tmp=$(mktemp -d "${TMPDIR:-/tmp}/redlock-valkey-check.XXXXXX")
-    "$bin/valkey-server" --version || { rm -rf -- "$tmp"; return 1; }
-    "$bin/valkey-server" --port 0 --unixsocket "$tmp/sock" --unixsocketperm 700 \
+    "$server" --version || { rm -rf -- "$tmp"; return 1; }
+    "$server" --port 0 --unixsocket "$tmp/sock" --unixsocketperm 700 \
         --save '' --appendonly no --dir "$tmp" --logfile "$tmp/log" --daemonize no &
     pid=$!
     for ((i = 0; i < 200; i++)); do
-        if [[ $("$bin/valkey-cli" -s "$tmp/sock" ping 2>/dev/null) == PONG ]]; then
+        if [[ $("$cli" -s "$tmp/sock" ping 2>/dev/null) == PONG ]]; then
             rc=0
             break
         fi
         kill -0 "$pid" 2>/dev/null || break
         sleep 0.05
     done
-    ((rc)) || "$bin/valkey-cli" -s "$tmp/sock" info server | grep -E '^(valkey|redis)_version'
+    ((rc)) || "$cli" -s "$tmp/sock" info server | grep -E '^(valkey|redis)_version'
     kill -TERM "$pid" 2>/dev/null || true
     wait "$pid" || true
     cat -- "$tmp/log" 2>/dev/null || true
@@ -384,9 +394,67 @@ start_check() {
     return "$rc"
 }
 
+# --- servers built from Debian's source packages ---------------------------------
+
+# server_from_source LABEL NAME SUITE PACKAGE MAJOR BINARY: the source of
+# PACKAGE (version MAJOR.*) from SUITE's index, and only BINARY built from it
+# into DEPS/NAME/bin/ (with the package's copyright files). The upstream
+# tarball carries its deps/ (Lua, hdr_histogram, ...); Debian's build uses
+# the system's jemalloc, which Debian 12 has too old or not at all for these,
+# so MALLOC=libc; TLS is off (no test needs a TLS master of this kind), and
+# -O2 without LTO: the link-time optimisation doubles the build for a few
+# per cent of speed no figure here depends on. Prints the binary's path.
+server_from_source() {
+    local label=$1 name=$2 suite=$3 pkg=$4 major=$5 binary=$6
+    local dir=$DEPS/$name work=$DEPS/work/$name log=$LOGS/$name.log
+    local ver dsc stage t0
+    if stamp_ok "$dir" "$pkg" && [[ -x $dir/bin/$binary ]]; then
+        say "$label: $(sed -n 2p "$dir/.redlock-deps") ready in $dir"
+        echo "$dir/bin/$binary"
+        return 0
+    fi
+    t0=$SECONDS
+    fetch_index "$label" "$suite's source index" "$suite-src" "deb-src [signed-by=$KEYRING] $MIRROR $suite main"
+    ver=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source "$pkg" 2>>"$log" |
+        sed -n 's/^Version: //p' | sort -V | tail -n 1)
+    [[ -n $ver ]] || die_log "$log" "$label: no $pkg source package in $suite"
+    [[ ${ver#*:} == "$major".* ]] ||
+        die "$label: $suite's $pkg is $ver, not $major.x: this script needs updating"
+
+    say "$label: fetching and unpacking Debian's $pkg $ver source"
+    (cd -- "$work" && apt-get "${APT_OPTS[@]}" source --download-only "$pkg=$ver") >>"$log" 2>&1 ||
+        die_log "$log" "$label: apt-get source failed"
+    # As for hiredis: apt checked the files against the signed index,
+    # dpkg-source checks them against the .dsc.
+    ver=${ver#*:}
+    dsc=$work/${pkg}_$ver.dsc
+    dpkg-source -x "$dsc" "$work/src" >>"$log" 2>&1 || die_log "$log" "$label: dpkg-source -x failed"
+
+    say "$label: building $binary alone (make -j$(nproc); a few minutes on two cores)"
+    nice -n 10 make -C "$work/src/src" -j "$(nproc)" "$binary" BUILD_TLS=no MALLOC=libc \
+        USE_SYSTEMD=no OPTIMIZATION=-O2 >>"$log" 2>&1 || die_log "$log" "$label: make failed"
+    stage=$work/stage
+    mkdir -p -- "$stage/bin" "$stage/share/doc/$pkg"
+    cp -- "$work/src/src/$binary" "$stage/bin/"
+    cp -- "$work/src/debian/copyright" "$stage/share/doc/$pkg/"
+    for f in COPYING LICENSE.txt; do
+        [[ ! -f $work/src/$f ]] || cp -- "$work/src/$f" "$stage/share/doc/$pkg/"
+    done
+
+    say "$label: checking that it starts and answers PING"
+    start_check "$stage/bin" "$stage/bin/$binary" redis-cli >>"$log" 2>&1 ||
+        die_log "$log" "$label: $binary does not start"
+
+    install_stage "$label" "$stage" "$dir" "$pkg" "$ver" "$suite-src"
+    say "$label: fetched and built in $((SECONDS - t0)) s"
+    echo "$dir/bin/$binary"
+}
+
 for want in "${wants[@]}"; do
     case $want in
     --hiredis12) hiredis12 ;;
     --valkey) valkey8 ;;
+    --valkey9) server_from_source "valkey 9" valkey-9 sid valkey 9 valkey-server ;;
+    --redis8) server_from_source "redis 8" redis-8 experimental redis 8 redis-server ;;
     esac
 done

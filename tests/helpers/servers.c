@@ -195,23 +195,20 @@ static bool await_ready(ts_server *s)
 
 ts_server *ts_server_start(const char *const *args)
 {
-    static int seq;
     const char *bin = getenv("REDLOCK_TEST_SERVER");
+    return ts_server_start_with(bin && *bin ? bin : "redis-server", args);
+}
+
+ts_server *ts_server_start_with(const char *bin, const char *const *args)
+{
+    static int seq;
     char dir[600];
     snprintf(dir, sizeof(dir), "%s/server%d", ts_dir(), ++seq);
     if (mkdir(dir, 0700) != 0)
         cr_fatal("mkdir %s: %s", dir, strerror(errno));
-    const char *argv[TS_MAX_ARGS] = { bin && *bin ? bin : "redis-server",
-                                      "--bind",
-                                      "127.0.0.1",
-                                      "--save",
-                                      "",
-                                      "--appendonly",
-                                      "no",
-                                      "--dir",
-                                      dir,
-                                      "--loglevel",
-                                      "notice" };
+    const char *argv[TS_MAX_ARGS] = { bin, "--bind",       "127.0.0.1", "--save",
+                                      "",  "--appendonly", "no",        "--dir",
+                                      dir, "--loglevel",   "notice" };
     size_t n = 11;
     for (size_t i = 0; args[i]; i++) {
         if (n + 1 >= TS_MAX_ARGS)

@@ -47,6 +47,11 @@ const char *ts_pki_file(const char *name);
  */
 ts_server *ts_server_start(const char *const *args);
 
+/* ts_server_start() of the server binary @bin (a path, or a name looked up
+ * in PATH) instead of the cluster's: a fleet of mixed versions (e.g. Debian
+ * 12's redis-server beside $REDLOCK_SERVER's Valkey 9). */
+ts_server *ts_server_start_with(const char *bin, const char *const *args);
+
 /* Kill the server and wait for it. NULL is a no-op. */
 void ts_server_stop(ts_server *s);
 

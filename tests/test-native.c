@@ -1,0 +1,430 @@
+/* test-native.c - extend by SET IFEQ where a master has it, the script elsewhere.
+ *
+ * Suite `native` needs masters that have SET IFEQ (Valkey >= 8.1, Redis >=
+ * 8.4): run it with REDLOCK_SERVER at one, e.g.
+ *   REDLOCK_SERVER=$(tools/deps.sh --valkey9) meson test -C build --suite native
+ * Its cluster (three masters) then runs that server, and each test adds
+ * three masters of Debian 12's redis-server 7.0 ($REDLOCK_TEST_OLD_SERVER to
+ * choose another) on ports of its block: a fleet of five, masters 0 and 1
+ * native, 2..4 not, whose quorum needs both kinds. Without such a server
+ * every test of the suite is skipped, and says so on stderr: it cannot pass
+ * where nothing native ran.
+ *
+ * Suite `lying` needs no such server: a fake master claims to be Valkey
+ * 9.1.2 and answers the transaction wrongly (NOTES.md §4, "extend without
+ * Lua"; §10, "Master answering garbage").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <criterion/parameterized.h>
+#include <hiredis/hiredis.h>
+
+#include <redlock.h>
+
+#include "cluster.h"
+#include "core.h"
+#include "fake.h"
+#include "servers.h"
+
+#define TTL_MS 10000u
+#define N_OLD 3
+
+static const char held_key[] = "\0redlock:held";
+
+/* ---- the mixed fleet --------------------------------------------------------- */
+
+static int fleet_port[2 + N_OLD];
+
+/* "valkey_version:9.1.2" or "redis_version:8.4.0" of master @i of the
+ * cluster says it has SET IFEQ (the library reads the same, trust.c). */
+static bool cluster_is_native(char *version, size_t size)
+{
+    redisReply *r = tc_cmd(0, "INFO server");
+    bool native = false;
+    const char *v = NULL;
+    snprintf(version, size, "unknown");
+    if (r && r->type == REDIS_REPLY_STRING) {
+        v = strstr(r->str, "valkey_version:");
+        bool valkey = v != NULL;
+        v = v ? v + 15 : strstr(r->str, "redis_version:");
+        v = v && !valkey ? v + 14 : v;
+        if (v) {
+            int major = 0, minor = 0;
+            sscanf(v, "%d.%d", &major, &minor);
+            snprintf(version, size, "%s %d.%d", valkey ? "valkey" : "redis", major, minor);
+            native = valkey ? major > 8 || (major == 8 && minor >= 1)
+                            : major > 8 || (major == 8 && minor >= 4);
+        }
+    }
+    freeReplyObject(r);
+    return native;
+}
+
+static void need_native(void)
+{
+    char version[64];
+    if (cluster_is_native(version, sizeof(version)))
+        return;
+    fprintf(stderr,
+            "test-native: SKIPPED: the cluster runs %s, which has no SET IFEQ: nothing native "
+            "to test (REDLOCK_SERVER=$(tools/deps.sh --valkey9) meson test --suite native)\n",
+            version);
+    cr_skip_test("the cluster's server (%s) has no SET IFEQ: set REDLOCK_SERVER to Valkey >= 8.1 "
+                 "or Redis >= 8.4 (tools/deps.sh --valkey9)",
+                 version);
+}
+
+/* Masters 0 and 1 of the cluster, then N_OLD servers of the old kind;
+ * the new ones declared empty, and fx.c a client of all five that logs. */
+static void fleet_up(void)
+{
+    const char *old = getenv("REDLOCK_TEST_OLD_SERVER");
+    char masters[256], port[16];
+    int len = snprintf(masters, sizeof(masters), "%s,%s", tc_addr(0), tc_addr(1));
+    fleet_port[0] = tc_port(0);
+    fleet_port[1] = tc_port(1);
+    for (int k = 0; k < N_OLD; k++) {
+        fleet_port[2 + k] = ts_port(5 + k);
+        snprintf(port, sizeof(port), "%d", fleet_port[2 + k]);
+        const char *args[] = { "--port", port, NULL };
+        ts_server_start_with(old && *old ? old : "redis-server", args);
+        len += snprintf(masters + len, sizeof(masters) - (size_t)len, ",127.0.0.1:%s", port);
+    }
+    fx.masters = strdup(masters);
+    fx.cfg.masters = fx.masters;
+    fx.cfg.log_fn = ts_log;
+    fx.cfg.log_level = REDLOCK_LOG_INFO;
+    redlock_client *d = core_client(&fx.cfg, -1);
+    size_t declared = 0;
+    cr_assert(eq(int, redlock_declare_empty(d, &declared, &fx.e), 0), "%s", fx.e.msg);
+    redlock_client_free(d);
+    core_fx_client(-1);
+}
+
+static void native_init(void)
+{
+    core_fx_init();
+    need_native();
+}
+
+TestSuite(native, .init = native_init, .fini = core_fx_fini, .timeout = 90);
+
+/* A number of INFO @section's @field on the master at @port ("cmdstat_x":
+ * its calls=), 0 if absent. */
+static long long stat_of(int port, const char *section, const char *field)
+{
+    redisContext *r = redisConnect("127.0.0.1", port);
+    cr_assert(r && !r->err, "connect to %d", port);
+    redisReply *rep = redisCommand(r, "INFO %s", section);
+    long long v = 0;
+    char name[80];
+    snprintf(name, sizeof(name), "\n%s:", field);
+    const char *p = rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, name) : NULL;
+    if (p) {
+        p += strlen(name);
+        const char *calls = strncmp(p, "calls=", 6) == 0 ? p + 6 : p;
+        v = strtoll(calls, NULL, 10);
+    }
+    freeReplyObject(rep);
+    redisFree(r);
+    return v;
+}
+
+/* ZSCORE of the index entry and PEXPIRETIME of the lock on @port. */
+static void index_and_expiry(int port, long long *score, long long *expiry)
+{
+    redisContext *r = redisConnect("127.0.0.1", port);
+    cr_assert(r && !r->err, "connect to %d", port);
+    redisReply *z = redisCommand(r, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
+    redisReply *e = redisCommand(r, "PEXPIRETIME %b", fx.res, fx.len);
+    *score = z && z->type == REDIS_REPLY_STRING ? strtoll(z->str, NULL, 10) : -1;
+    *expiry = e && e->type == REDIS_REPLY_INTEGER ? e->integer : -3;
+    freeReplyObject(z);
+    freeReplyObject(e);
+    redisFree(r);
+}
+
+Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
+{
+    enum { CYCLES = 5, EXTENDS = 3 };
+    long long sha0[5], exec0[5];
+
+    fleet_up();
+    core_must_release(fx.c,
+                      core_must_acquire(fx.c, fx.res, TTL_MS, NULL)); /* markers learn the ttl */
+    core_barrier(fx.c);
+    for (int m = 0; m < 5; m++) {
+        sha0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha");
+        exec0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_exec");
+    }
+    for (int i = 0; i < CYCLES; i++) {
+        fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, NULL);
+        for (int k = 0; k < EXTENDS; k++) {
+            int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+            cr_assert(eq(int, rc, 0), "extend %d of cycle %d: %s", k, i, fx.e.msg);
+            /* OK, or not heard yet when a quorum had answered. */
+            for (int m = 0; m < 5; m++)
+                cr_expect(fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
+                              fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
+                          "master %d: %s (%s)", m, redlock_vote_kind_name(fx.out.votes[m].kind),
+                          fx.out.votes[m].detail);
+        }
+        /* The index bounds the lease from above on the native masters too
+         * (GT of the client's bound, never the key's own expiry lowered). */
+        for (int m = 0; m < 2; m++) {
+            long long score, expiry;
+            index_and_expiry(fleet_port[m], &score, &expiry);
+            cr_expect(ge(i64, score, expiry), "master %d: index %lld below the key's end %lld", m,
+                      score, expiry);
+        }
+        core_must_release(fx.c, fx.l);
+        fx.l = NULL;
+    }
+    core_barrier(fx.c); /* one status script per master */
+    for (int m = 0; m < 5; m++) {
+        long long sha = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha") - sha0[m];
+        long long exec = stat_of(fleet_port[m], "commandstats", "cmdstat_exec") - exec0[m];
+        cr_log_info("master %d: %lld evalsha, %lld exec over %d cycles", m, sha, exec, CYCLES);
+        if (m < 2) {
+            /* The releases and the barrier; acquires and extends are
+             * transactions. */
+            cr_expect(le(i64, sha, 2 * CYCLES + 1), "master %d (native): %lld scripts", m, sha);
+            cr_expect(ge(i64, exec, CYCLES * EXTENDS), "master %d (native): %lld exec", m, exec);
+        } else {
+            cr_expect(ge(i64, sha, CYCLES * (EXTENDS + 1) + 1), "master %d (old): %lld scripts", m,
+                      sha);
+        }
+    }
+    cr_expect(ts_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", ts_log_text());
+    cr_expect(ts_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", ts_log_text());
+    cr_expect(not(ts_log_contains("7.0.15, extend by SET IFEQ")), "%s", ts_log_text());
+}
+
+/* A client of master 0 alone (every vote is heard before the extend
+ * returns), whose marker knows the ttl; fx.l a lock handle of @token, the
+ * key planted with it. */
+static void one_native_master(const char *token)
+{
+    fx.cfg.masters = tc_addr(0);
+    fx.c = core_client(&fx.cfg, -1);
+    char warm[128];
+    tc_resource(warm, sizeof(warm), "warm");
+    core_must_release(fx.c, core_must_acquire(fx.c, warm, TTL_MS, NULL));
+    core_barrier(fx.c);
+    core_plant(0, fx.res, fx.len, token, TTL_MS);
+    cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
+}
+
+/* Calls of @cmd on master 0 (none yet: absent from commandstats). */
+static long long calls0(const char *cmd)
+{
+    char field[64];
+    snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+    long long v = core_info_num(0, "commandstats", field);
+    return v > 0 ? v : 0;
+}
+
+/* redlock_extend() of fx.l on master 0, which must go as the transaction
+ * (one EXEC, and no script but where the vote is excluded: the client
+ * then settles the master, by script); its vote must be @kind with @err. */
+static void extend_natively(int kind, int err)
+{
+    long long exec = calls0("exec"), sha = calls0("evalsha");
+    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+    /* A vote that does not count fails a one-master extend as "no quorum". */
+    int want = kind == REDLOCK_VOTE_OK         ? 0
+               : kind == REDLOCK_VOTE_EXCLUDED ? REDLOCK_ENOQUORUM
+                                               : err;
+    cr_expect(eq(int, rc, want), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_expect(eq(int, fx.out.votes[0].kind, kind), "%s (%s)",
+              redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
+    cr_expect(eq(int, fx.out.votes[0].err, err), "%s", redlock_err_name(fx.out.votes[0].err));
+    exec = calls0("exec") - exec;
+    sha = calls0("evalsha") - sha;
+    cr_expect(eq(i64, exec, 1), "one EXEC, not %lld (and %lld scripts)", exec, sha);
+    if (kind != REDLOCK_VOTE_EXCLUDED)
+        cr_expect(eq(i64, sha, 0), "no script, not %lld", sha);
+}
+
+Test(native, an_extend_on_a_native_master_tells_gone_from_held_by_another)
+{
+    static const char token[] = "00112233445566778899aabbccddeeff";
+    one_native_master(token);
+    extend_natively(REDLOCK_VOTE_OK, 0);
+    long long pttl;
+    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, &pttl), 1));
+    cr_expect(gt(i64, pttl, TTL_MS - 1000), "extended: pttl %lld", pttl);
+
+    core_plant(0, fx.res, fx.len, "someone-else", 2000);
+    extend_natively(REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD);
+    char val[64];
+    cr_expect(eq(int, core_get(0, fx.res, fx.len, val, sizeof(val), &pttl), 1));
+    cr_expect(eq(str, val, "someone-else"), "the other holder's key is untouched");
+    cr_expect(le(i64, pttl, 2000), "and its ttl too: %lld", pttl);
+
+    core_del_all(fx.res, fx.len);
+    extend_natively(REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD);
+    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
+}
+
+/* FLUSHALL took the marker: the transaction's HGET of `served` says nil in
+ * the step of the SET, so the vote does not count (and CHECK reborns the
+ * master); the key is gone with the rest, so nothing was written. */
+Test(native, a_flushed_native_master_counts_for_no_extend)
+{
+    static const char token[] = "ffeeddccbbaa99887766554433221100";
+    one_native_master(token);
+    redisReply *r = tc_cmd(0, "FLUSHALL");
+    freeReplyObject(r);
+    extend_natively(REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED);
+    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
+}
+
+/* ---- a master that claims SET IFEQ and lies ------------------------------------------ */
+
+TestSuite(lying, .init = core_fx_init, .fini = core_fx_fini, .timeout = 60);
+
+static const struct lie {
+    const char *name;
+    const char *set;  /* the reply to the SET inside MULTI */
+    const char *exec; /* the reply to EXEC */
+} lies[] = {
+    { "refuses", "-ERR syntax error\r\n",
+      "-EXECABORT Transaction discarded because of previous errors.\r\n" },
+    { "garbage", "+QUEUED\r\n", "*4\r\n:1\r\n:2\r\n:3\r\n:4\r\n" },
+    /* Well-formed, but the GET and the SET disagree: gone, yet written. */
+    { "disagrees", "+QUEUED\r\n", "*4\r\n$1\r\n1\r\n$-1\r\n+OK\r\n:1\r\n" },
+};
+
+ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
+{
+    CORE_CASE_INDEXES(lies);
+}
+
+/* A fake master whose INFO carries @versions ("valkey_version:9.1.2\r\n"
+ * and the like), whose memory counts at once, which refuses or garbles SET
+ * IFEQ with @set (its reply inside MULTI) and @exec, and answers every
+ * script 1; fx.c a client of masters 0 and 1 of the cluster, the fake (2)
+ * and two dead ports, so that the fake's vote is needed; fx.l a handle of
+ * a lock planted by hand on the two real masters (the fake cannot grant
+ * it: it answers an acquire's transaction the same way). */
+static tc_fake *liar_fleet(const char *versions, const char *set, const char *exec)
+{
+    static const char token[] = "0123456789abcdef0123456789abcdef";
+    char body[256], info[300];
+    snprintf(body, sizeof(body),
+             "# Server\r\n%srun_id:0123456789abcdef0123456789abcdef01234567\r\n", versions);
+    snprintf(info, sizeof(info), "$%zu\r\n%s\r\n", strlen(body), body);
+    const tc_fake_rule rules[] = {
+        { "SCRIPT", "$40\r\n0000000000000000000000000000000000000000\r\n" },
+        { "INFO", info },
+        /* CHECK: {age, window, maxttl, counts, no cause, not durable, now} */
+        { "EVAL", "*7\r\n:100000\r\n:0\r\n:3600000\r\n:0\r\n:0\r\n:0\r\n:1700000000000\r\n" },
+        { "CONFIG", "*0\r\n" },
+        { "PING", "+PONG\r\n" },
+        { "TIME", "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n" },
+        { "MULTI", "+OK\r\n" },
+        { "HGET", "+QUEUED\r\n" },
+        { "GET", "+QUEUED\r\n" },
+        { "ZADD", "+QUEUED\r\n" },
+        { "SET", set },
+        { "EXEC", exec },
+        { "EVALSHA", ":1\r\n" }, /* the release and extend scripts: done */
+        { NULL, NULL },
+    };
+    tc_fake *f = tc_fake_rules_start(rules, "-ERR unknown command\r\n", NULL);
+    int dead1 = tc_dead_port(), dead2 = tc_dead_port();
+    while (dead2 == dead1)
+        dead2 = tc_dead_port();
+    fx.masters = malloc(256);
+    snprintf(fx.masters, 256, "%s,%s,%s,127.0.0.1:%d,127.0.0.1:%d", tc_addr(0), tc_addr(1),
+             tc_fake_addr(f), dead1, dead2);
+    fx.cfg.masters = fx.masters;
+    fx.cfg.log_fn = ts_log;
+    fx.cfg.log_level = REDLOCK_LOG_WARN;
+    fx.c = core_client(&fx.cfg, 3);
+    core_plant(0, fx.res, fx.len, token, TTL_MS);
+    core_plant(1, fx.res, fx.len, token, TTL_MS);
+    cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
+    return f;
+}
+
+/* The liar claims Valkey 9.1.2, so the first extend sends it the
+ * transaction: the extend fails with one error vote, named in the message,
+ * and the next one sends it the script and succeeds. */
+ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
+{
+    const struct lie *l = &lies[*i];
+    tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
+                            l->set, l->exec);
+    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+    redlock_vote *v = &fx.out.votes[2];
+    /* Two dead masters deny the quorum too: "no quorum", naming the liar
+     * and what it said; never "held by another client". */
+    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", l->name, redlock_err_name(rc),
+              fx.e.msg);
+    cr_expect(strstr(fx.e.msg, tc_fake_addr(f)) != NULL, "%s: %s", l->name, fx.e.msg);
+    cr_expect(eq(int, v->kind, REDLOCK_VOTE_ERROR), "%s: %s (%s)", l->name,
+              redlock_vote_kind_name(v->kind), v->detail);
+    cr_log_info("%s: %s", l->name, fx.e.msg);
+    cr_expect(ts_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
+              ts_log_text());
+    for (int m = 0; m < 2; m++)
+        cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_OK), "%s: master %d: %s", l->name, m,
+                  fx.out.votes[m].detail);
+
+    /* Nothing lost: the liar gets the script from now on. */
+    rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+    cr_assert(eq(int, rc, 0), "%s: the second extend: %s", l->name, fx.e.msg);
+    cr_expect(eq(int, fx.out.votes[2].kind, REDLOCK_VOTE_OK), "%s: the second extend: %s (%s)",
+              l->name, redlock_vote_kind_name(fx.out.votes[2].kind), fx.out.votes[2].detail);
+    core_must_release(fx.c, fx.l);
+    fx.l = NULL;
+    redlock_client_free(fx.c);
+    fx.c = NULL;
+    tc_fake_stop(f);
+}
+
+/* What INFO says decides who gets the transaction: Valkey from 8.1 (by
+ * valkey_version, whatever redis_version says), Redis from 8.4, nothing
+ * for a server that says neither or garbage. The fake refuses SET IFEQ, so
+ * the first extend tells which one it was sent: an error vote (the
+ * transaction) or OK (the script). */
+static const struct claim {
+    const char *info;
+    int native;
+} claims[] = {
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.2\r\n", 0 },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n", 1 },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:10.0.0\r\n", 1 },
+    { "redis_version:8.2.3\r\n", 0 },
+    { "redis_version:8.4.0\r\n", 1 },
+    { "redis_version:9.0.0\r\n", 1 },
+    { "redis_version:8.6.3\r\nvalkey_version:7.2.5\r\n", 0 }, /* valkey_version wins */
+    { "redis_version:x\r\n", 0 },
+    { "", 0 },
+};
+
+ParameterizedTestParameters(lying, only_versions_with_set_ifeq_are_sent_the_transaction)
+{
+    CORE_CASE_INDEXES(claims);
+}
+
+ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_transaction)
+{
+    const struct claim *cl = &claims[*i];
+    tc_fake *f = liar_fleet(cl->info, "-ERR syntax error\r\n",
+                            "-EXECABORT Transaction discarded\r\n");
+    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+    cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, fx.e.msg);
+    cr_expect(eq(int, fx.out.votes[2].kind, cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
+              "[%s]: %s (%s)", cl->info, redlock_vote_kind_name(fx.out.votes[2].kind),
+              fx.out.votes[2].detail);
+    redlock_client_free(fx.c);
+    fx.c = NULL;
+    tc_fake_stop(f);
+}
