@@ -120,8 +120,9 @@ mtype = { ACQ, FAST, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 
 #define CH(c, m) ((c) * NM + (m))
 #if defined(LIVE) || defined(WAITQ)
-#define ENQUEUE(m, c) queue[m] = queue[m] | BIT(c)
-#define DEQUEUE(m, c) queue[m] = queue[m] & ~BIT(c)
+/* A place renewed (join) or taken away also clears its cut lease (below). */
+#define ENQUEUE(m, c) queue[m] = queue[m] | BIT(c); cut[m] = cut[m] & ~BIT(c)
+#define DEQUEUE(m, c) queue[m] = queue[m] & ~BIT(c); cut[m] = cut[m] & ~BIT(c)
 #else
 #define ENQUEUE(m, c) skip      /* acquires that do not wait: no queue */
 #define DEQUEUE(m, c) skip
@@ -130,6 +131,7 @@ mtype = { ACQ, FAST, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 
 /* ---- masters ---- */
 byte key[NM], ttl[NM], fence[NM], queue[NM];
+byte cut[NM];                   /* waiters whose lease a reservation cut to its own end */
 byte mk[NM], mkrun[NM], win[NM], inc[NM];
 bool mkdur[NM];                 /* the marker vouches its incarnation was AOF always */
 bool up[NM];
@@ -165,10 +167,24 @@ inline head_of(m, h) {
 }
 
 /* A key that is freed goes to the queue's head as a reservation. */
+/* A reservation cuts its waiter's lease to the reservation's end (script-
+ * lua.h HAND_OVER); the waiter's next attempt renews it. A head whose cut
+ * lease is still not renewed when the key is handed again let its
+ * reservation lapse: its lease has ended, and it is dropped (a dead waiter
+ * is reserved for once). */
 inline hand_over(m, wake, h) {
     head_of(m, h);
+    do
+#ifndef BROKEN_DEAD_HEAD_KEPT
+    :: h < NC && (cut[m] & BIT(h)) ->
+        DEQUEUE(m, h);
+        printf("MSC: master %d drops client %d from its queue: its lease ended\n", m, h);
+        head_of(m, h)
+#endif
+    :: else -> break
+    od;
     if
-    :: h < NC -> key[m] = RES(h); ttl[m] = HAND;
+    :: h < NC -> key[m] = RES(h); ttl[m] = HAND; cut[m] = cut[m] | BIT(h);
                  printf("MSC: master %d reserves the key for client %d\n", m, h);
                  if :: wake -> woke[h] = 1 :: else -> skip fi
     :: else -> key[m] = FREE; ttl[m] = 0
@@ -604,9 +620,30 @@ proctype client(byte c) {
 #endif
 
 /* ---- a client that wants the lock again and again ---- */
+/* -DCRASH: client 1 may crash once, between any two of its steps (while
+ * waiting, holding or cleaning up): it sends nothing more; what it sent is
+ * still delivered; its keys, reservations and queue places stay until
+ * they expire or are dropped. */
+bool dead[NC];
+bool doom;                      /* the crash is due: client 1 dies at its next step */
+#ifdef CRASH
+#define CAN_CRASH(c) ((c) == 1 && doom)
+/* Dooms client 1 at a moment of its choosing, or never. (An escape that
+ * is executable takes priority in Promela: the choice lives here.) */
+proctype killer() {
+    if
+    :: doom = 1
+    :: skip
+    fi
+}
+#else
+#define CAN_CRASH(c) false
+#endif
+
 proctype client(byte c) {
     byte m, okl;
     bool first;
+    {
 end:
     do
     :: atomic {
@@ -644,11 +681,17 @@ again:
                  fi;
                  send_all(c, REL, 0, 0, m) }
     od
+    } unless {
+        atomic { CAN_CRASH(c) && !dead[c] -> dead[c] = 1;
+                 printf("MSC: client %d crashes (holding: %d)\n", c, hold[c]);
+                 hold[c] = 0; waiting[c] = 0; v[c] = 0;
+                 if :: owed == c + 1 -> owed = 0 :: else -> skip fi }
+    }
 }
 
 #ifdef LTL_PROGRESS
-/* Every waiting client eventually holds (weak fairness: pan -a -f). */
-ltl progress { [] ((waiting[0] -> <> hold[0]) && (waiting[1] -> <> hold[1])) }
+/* Every waiting client eventually holds, or crashed (weak fairness: pan -a -f). */
+ltl progress { [] ((waiting[0] -> <> (hold[0] || dead[0])) && (waiting[1] -> <> (hold[1] || dead[1]))) }
 #endif
 #endif
 
@@ -674,6 +717,9 @@ init {
         od;
 #else
         run net();
+#endif
+#ifdef CRASH
+        run killer();
 #endif
         run clock(); run client(0); run client(1)
     }
