@@ -111,11 +111,11 @@ Test(lock, wait_gets_the_lock_once_the_holder_expires)
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800ms"), 0));
     cli_free(&p);
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int, cli(&p, "lock", res, "--wait", "10000ms", "--retry-delay", "50ms"), 0),
               "stderr: %s", p.err);
     cr_assert(is_token(p.out));
-    cr_assert(now_ms() - t0 < 5000);
+    cr_assert(tc_ms_since(t0) < 5000);
     cli_free(&p);
 }
 
@@ -128,10 +128,10 @@ Test(lock, wait_runs_out_with_75_when_the_lock_stays_held)
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0));
     cli_free(&p);
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int, cli(&p, "lock", res, "--wait", "600ms", "--retry-delay", "50ms", "--json"),
                  75));
-    cr_assert(now_ms() - t0 >= 600, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
+    cr_assert(tc_ms_since(t0) >= 600, "gave up after %llu ms", (unsigned long long)tc_ms_since(t0));
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "attempts") >= 3);
     cr_assert(jint(p.out, "waited_ms") >= 600);
@@ -300,16 +300,16 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     /* The waiter finds it held and joins the queue on every master; then
      * the holder unlocks, which hands the lock to the queue's head. With a
      * 5 s retry delay, only the release's message can wake it. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     cli_start(&p, waiter, NULL);
     await_waiting(res, 5000);
     cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
-    t_rel = now_ms();
+    t_rel = tc_now_us();
     cli_free(&holder);
     cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
-    cr_assert(now_ms() - t_rel < 1500, "got the lock %llu ms after the release",
-              (unsigned long long)(now_ms() - t_rel));
-    cr_assert(now_ms() - t0 < 4000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    cr_assert(tc_ms_since(t_rel) < 1500, "got the lock %llu ms after the release",
+              (unsigned long long)tc_ms_since(t_rel));
+    cr_assert(tc_ms_since(t0) < 4000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "attempts") >= 2, "the waiter never waited: %s", p.out);
     jstr(p.out, "token", t, sizeof(t));
@@ -323,7 +323,7 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     cli_start(&p, poller, NULL);
     monitor_await(mon, set_cmd, 5000);
     monitor_stop(mon);
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
     cli_free(&holder);
     cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
@@ -331,8 +331,8 @@ Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
     cr_assert(jint(p.out, "attempts") >= 2, "the poller never waited: %s", p.out);
     cr_assert(jint(p.out, "waited_ms") >= 950, "a poller got the lock after %lld ms: %s",
               jint(p.out, "waited_ms"), p.out);
-    cr_assert(now_ms() - t0 >= 500, "the poller got the lock %llu ms after the release",
-              (unsigned long long)(now_ms() - t0));
+    cr_assert(tc_ms_since(t0) >= 500, "the poller got the lock %llu ms after the release",
+              (unsigned long long)tc_ms_since(t0));
     cli_free(&p);
 }
 
@@ -489,10 +489,10 @@ Test(lock, a_signal_while_waiting_cancels_the_wait_and_exits_128_plus_n)
         /* A poll every 10 minutes: only the cancel can end this wait soon. */
         cli_bg(&p, "lock", res, "--wait", "forever", "--retry-delay", "10m", "--json");
         await_waiting(res, 5000);
-        t0 = now_ms();
+        t0 = tc_now_us();
         cr_assert(kill(p.pid, sigs[i]) == 0);
         cr_assert(eq(int, cli_wait(&p), 128 + sigs[i]), "stderr: %s", p.err);
-        cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+        cr_assert(tc_ms_since(t0) < 5000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
         cr_assert(strstr(p.err, "interrupted by SIG") != NULL, "stderr: %s", p.err);
         assert_one_json_object(p.out);
         cr_assert(eq(int, jint(p.out, "exit"), 128 + sigs[i]));
@@ -546,13 +546,14 @@ Test(lock, masters_loading_their_data_are_waited_for_then_69)
              tc_fake_addr(f[1]), tc_fake_addr(f[2]));
     /* Loading passes: a wait goes on trying (it used to give up at once,
      * as for a broken setup), and what is left is "no quorum", 69. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int,
                  cli(&p, "lock", res, "--masters", masters, "--wait", "1s", "--retry-delay",
                      "100ms", "--json"),
                  69),
               "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 >= 1000, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
+    cr_assert(tc_ms_since(t0) >= 1000, "gave up after %llu ms",
+              (unsigned long long)tc_ms_since(t0));
     assert_one_json_object(p.out);
     cr_assert(jint(p.out, "attempts") >= 2, "%s", p.out);
     for (int i = 2; i < 5; i++) {

@@ -37,7 +37,7 @@ Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
 
     /* Another party deletes the key on a majority: the next extend finds the
      * token gone, and CMD is stopped. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     for (int i = 0; i < tc_n() / 2 + 1; i++) {
         redisReply *r = tc_cmd(i, "DEL %s", res);
 
@@ -45,8 +45,8 @@ Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
         freeReplyObject(r);
     }
     cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 < 1000 + 500 + 1000, "took %llu ms",
-              (unsigned long long)(now_ms() - t0));
+    cr_assert(tc_ms_since(t0) < 1000 + 500 + 1000, "took %llu ms",
+              (unsigned long long)tc_ms_since(t0));
     cr_assert(process_gone(child), "CMD (pid %ld) still runs", (long)child);
     cr_assert(strstr(p.err, "lock lost") != NULL, "%s", p.err);
     cli_free(&p);
@@ -78,13 +78,13 @@ Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
     tc_resource(res, sizeof(res), NULL);
     /* Two extensions (at about 0.49 s and 0.98 s), then the cap: CMD is
      * stopped as for a lost lock, while the lock is still valid. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int,
                  cli(&p, "run", res, "--ttl", "1000ms", "--max-extends", "2", "--kill-after",
                      "500ms", "--json", "--", "sleep", "30"),
                  124),
               "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+    cr_assert(tc_ms_since(t0) < 5000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
     assert_one_json_object(p.out);
     cr_assert(jbool(p.out, "limit_reached"));
     cr_assert(jbool(p.out, "lock_lost"));

@@ -60,12 +60,12 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
 
     /* Time is the subject (A's ttl lapsing): B asks over and over, and
      * each refusal is counted. */
-    while (hist_now_us() < until) {
-        t0 = hist_now_us();
+    while (tc_now_us() < until) {
+        t0 = tc_now_us();
         n.rc = redlock_acquire(b, res, strlen(res), KILL_TTL_MS, &lb, &ob, &e);
         hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, &ob);
         if (n.rc == 0) {
-            n.got = hist_now_us();
+            n.got = tc_now_us();
             n.got_invoke = t0;
             break;
         }
@@ -74,7 +74,7 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
         tc_poll_pause(until);
     }
     cr_assert(eq(int, n.rc, 0), "the lock did not free within 1 s after A's ttl");
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     n.rc = redlock_release(b, lb, &ob, &e);
     hist_release(h, "B", t0, n.rc, lb, &ob);
     cr_expect(eq(int, n.rc, 0), "B's release: %s", e.msg);
@@ -105,7 +105,7 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
     child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %llu %llu %63s", &a_invoke, &a_complete, tok_a) == 3,
               "holder said \"%s\"", line);
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     cr_assert(kill(child_pid, SIGKILL) == 0);
     cr_assert(waitpid(child_pid, &st, 0) == child_pid);
     child_pid = -1;

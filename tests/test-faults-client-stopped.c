@@ -56,7 +56,7 @@ static void stopped_holder(void *arg, int fd)
     /* Work until the lease says it is over (bounded: the test stops us
      * long before 30 s; if it did not, the validity check still ends it). */
     for (int step = 0; step < 1500 && !late; step++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         tc_sleep_ms(20); /* time is the subject: one step of the holder's work */
         late = redlock_lock_validity_ms(a.l) <= 0;
         hist_use(a.h, "A", t0, a.l, late);
@@ -64,7 +64,7 @@ static void stopped_holder(void *arg, int fd)
             child_tell(fd, "working\n");
     }
     v = redlock_lock_validity_ms(a.l);
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(a.c, a.l, &out, &e);
     hist_release(a.h, "A", t0, rc, a.l, &out);
     hist_votes(&out, votes);
@@ -135,7 +135,7 @@ static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
     int rc = -1;
 
     TC_AWAIT(({
-                 uint64_t t0 = hist_now_us();
+                 uint64_t t0 = tc_now_us();
 
                  rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, &ob, &e);
                  hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
@@ -171,7 +171,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %63s", tok_a) == 1, "holder said \"%s\"", line);
     child_hear(fd, line, sizeof(line), 15000); /* mid-work: "working" */
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     cr_assert(kill(child_pid, SIGSTOP) == 0);
     cr_assert(waitpid(child_pid, &st, WUNTRACED) == child_pid && WIFSTOPPED(st));
     hist_fault(h, "sigstop-holder", -1, 0, t0);
@@ -182,7 +182,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     before = holding(res, strlen(res), redlock_lock_token(lb));
     cr_assert(ge(int, __builtin_popcount(before), 3), "B's token is on masters 0x%x only", before);
 
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     cr_assert(kill(child_pid, SIGCONT) == 0);
     hist_fault(h, "sigcont-holder", -1, 0, t0);
     child_hear(fd, line, sizeof(line), 15000);
@@ -212,7 +212,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
                 "token on masters 0x%x before and 0x%x after",
                 w.validity, redlock_err_name(w.rc), w.ok, w.gone, w.held, before, after);
 
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(b, lb, &ob, &e);
     hist_release(h, "B", t0, rc, lb, &ob);
     cr_expect(eq(int, rc, 0), "B's release: %s", e.msg);

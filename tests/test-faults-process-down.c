@@ -40,9 +40,9 @@ Test(process, sigkill_two_masters_acquires_go_on)
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
     run_inject(r, tc_kill, "sigkill", 1, 0);
     run_inject(r, tc_kill, "sigkill", 3, 0);
-    t1 = hist_now_us();
+    t1 = tc_now_us();
     run_await_grants(r, t1, 0, SOME_GRANTS, AWAIT_MS);
-    t2 = hist_now_us();
+    t2 = tc_now_us();
 
     int after = run_grants_between(r, t1, t2, 0);
     int with_dead = run_grants_between(r, t1, t2, 1u << 1) + run_grants_between(r, t1, t2, 1u << 3);
@@ -65,14 +65,14 @@ Test(process, sigstop_two_masters_acquires_go_on_and_backlogs_are_harmless)
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     run_inject(r, tc_pause, "sigstop", 0, 0);
     run_inject(r, tc_pause, "sigstop", 2, 0);
-    t1 = hist_now_us();
+    t1 = tc_now_us();
     run_await_grants(r, t1, 0, SOME_GRANTS, AWAIT_MS);
-    t2 = hist_now_us();
+    t2 = tc_now_us();
     tc_resume(0);
     run_fault(r, "sigcont", 0, 0, t2);
     run_inject(r, tc_resume, "sigcont", 2, 0);
     /* Grants go on with the backlogs running. */
-    int woken = run_await_grants(r, hist_now_us(), 0, 1, AWAIT_MS);
+    int woken = run_await_grants(r, tc_now_us(), 0, 1, AWAIT_MS);
 
     int during = run_grants_between(r, t1, t2, 0);
     run_expect_clean(r, NULL);
@@ -111,7 +111,7 @@ static void stall_two(run *r, int a, int b, unsigned us, int use_lua)
 {
     const int ms[2] = { a, b };
     redisContext *c[2];
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
     char secs[32], usbuf[32];
 
     snprintf(secs, sizeof(secs), "%.6f", us / 1e6);
@@ -157,9 +157,9 @@ Test(process, debug_sleep_on_two_masters_acquires_go_on)
     run *r = run_start(1, CONTEND_WORKERS);
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     for (int k = 0; k < 3; k++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         stall_two(r, 1, 4, 300000, use_lua);
-        t1 = hist_now_us();
+        t1 = tc_now_us();
         during += run_grants_between(r, t0, t1, 0);
         run_await_grants(r, t1, 0, 1, AWAIT_MS); /* a grant between two stalls */
     }

@@ -37,14 +37,14 @@ static int fenced_grant(run *r, redlock_client *c, uint64_t *fence, redlock_erro
     redlock_resource res = { r->res, r->len };
     redlock_lock *l = NULL;
     redlock_outcome o;
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
     int rc = redlock_acquire_set(c, &res, 1, FENCE_TTL_MS, REDLOCK_FENCE, &l, &o, e);
 
     hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, &o);
     if (rc != 0)
         return rc;
     *fence = redlock_lock_fence(l);
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     hist_release(r->h, "c", t0, redlock_release(c, l, &o, NULL), l, &o);
     redlock_lock_free(l);
     return 0;
@@ -73,7 +73,7 @@ static void fence_scenario(int aof)
         cr_assert(eq(int, rc, 0), "fenced acquire %d: %s", k, e.msg);
     }
     for (int m = 2; m <= 4; m++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         if (m == 2)
             tc_kill(2);
         tc_restart(m);

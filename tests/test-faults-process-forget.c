@@ -51,17 +51,17 @@ Test(process, script_flush_on_all_masters_is_transparent)
     uint64_t t0;
 
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
-    r->rel_fail_after = hist_now_us();
+    r->rel_fail_after = tc_now_us();
     for (int m = 0; m < tc_n(); m++) {
         redisReply *rep;
 
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         rep = tc_cmd(m, "SCRIPT FLUSH");
         cr_assert(rep && rep->type == REDIS_REPLY_STATUS, "SCRIPT FLUSH on master %d failed", m);
         freeReplyObject(rep);
         run_fault(r, "script-flush", m, 0, t0);
     }
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     int after = run_await_grants(r, t0, 0, SOME_GRANTS, AWAIT_MS);
 
     run_expect_clean(r, NULL);
@@ -79,7 +79,7 @@ Test(process, script_flush_on_all_masters_is_transparent)
  * when it is done. */
 static void flush_master(run *r, int m)
 {
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
     redisReply *rep = tc_cmd(m, "FLUSHALL");
 
     cr_assert(rep && rep->type == REDIS_REPLY_STATUS, "FLUSHALL on master %d failed", m);
@@ -101,7 +101,7 @@ Test(process, flushall_on_one_master_no_second_holder)
 
     run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     flush_master(r, 1);
-    int after = run_await_grants(r, hist_now_us(), 0, SOME_GRANTS, AWAIT_MS);
+    int after = run_await_grants(r, tc_now_us(), 0, SOME_GRANTS, AWAIT_MS);
 
     run_expect_clean(r, NULL);
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after FLUSHALL", after);
@@ -127,7 +127,7 @@ Test(process, one_shot_clients_flushall_on_each_master_in_turn_no_second_holder)
         cr_assert(ge(int, run_await_grants(r, last, mask, 1, AWAIT_MS), 1),
                   "flush %d: no grant counted masters 0x%x in %d ms", k, mask, AWAIT_MS);
         flush_master(r, m);
-        last = hist_now_us();
+        last = tc_now_us();
     }
     int after = run_await_grants(r, last, 0, SOME_GRANTS, AWAIT_MS);
 
@@ -177,13 +177,13 @@ Test(process, client_kill_drops_our_connections_and_they_come_back)
         cr_assert(TC_AWAIT(normal_clients_of_master_1() >= CONTEND_WORKERS, AWAIT_MS),
                   "the workers did not reconnect to master 1 (%lld connections)",
                   normal_clients_of_master_1());
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         rep = tc_cmd(1, "CLIENT KILL TYPE normal");
         cr_assert(rep && rep->type == REDIS_REPLY_INTEGER, "CLIENT KILL failed");
         killed += rep->integer;
         freeReplyObject(rep);
         run_fault(r, "client-kill", 1, 0, t0);
-        last = hist_now_us();
+        last = tc_now_us();
     }
     /* The clients come back: master 1 answers a vote after the last kill. */
     TC_AWAIT(run_last_answer(r, 1) > last, AWAIT_MS);

@@ -42,7 +42,7 @@ enum restart_mode { WITH_AOF, GUARD_ON, GUARD_OFF };
  * marker comes back as it was served, H's key does not). */
 enum lost_by { RESTART, FLUSH, SNAPSHOT };
 
-/* When each fault of the scenario happened (hist_now_us()). */
+/* When each fault of the scenario happened (tc_now_us()). */
 struct restarts {
     uint64_t of34;     /* masters 3 and 4 started again */
     uint64_t of2;      /* master 2 killed and started again, or flushed ... */
@@ -63,7 +63,7 @@ static redlock_lock *h_acquires(run *r, redlock_client *hc)
     run_inject(r, tc_kill, "sigkill", 3, 0);
     run_inject(r, tc_kill, "sigkill", 4, 0);
     for (int tries = 0; tries < 100 && rc != 0; tries++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         rc = redlock_acquire(hc, r->res, r->len, CONTEND_TTL_MS, &hl, &out, &e);
         hist_acquire(r->h, "H", r->res, r->len, CONTEND_TTL_MS, t0, rc, hl, &out);
     }
@@ -82,11 +82,11 @@ static struct restarts restart_under_h(run *r, int aof, enum lost_by how, redloc
     redisReply *v;
     int kept;
 
-    t.of34 = hist_now_us();
+    t.of34 = tc_now_us();
     tc_restart(3);
     run_fault(r, "restart", 3, !aof, t.of34);
     run_inject(r, tc_restart, "restart", 4, !aof);
-    t.of2 = hist_now_us();
+    t.of2 = tc_now_us();
     if (how == FLUSH) {
         v = tc_cmd(2, "FLUSHALL");
         cr_assert(v && v->type == REDIS_REPLY_STATUS, "FLUSHALL on master 2 failed");
@@ -99,7 +99,7 @@ static struct restarts restart_under_h(run *r, int aof, enum lost_by how, redloc
         if (how == SNAPSHOT)
             tc_master_rm(2, "dump.rdb"); /* loaded: later restarts start empty */
     }
-    t.of2_done = hist_now_us();
+    t.of2_done = tc_now_us();
 
     /* the premise: master 2 kept H's key with AOF, and lost it without */
     v = tc_cmd(2, "GET %b", r->res, r->len);
@@ -185,7 +185,7 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
                  CONTEND_TTL_MS);
     else /* every worker tries, twice, while H holds */
         TC_AWAIT(run_attempts(r) >= tries0 + 2 * CONTEND_WORKERS, AWAIT_MS);
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(hc, hl, &out_h, &e);
     hist_release(r->h, "H", t0, rc, hl, &out_h);
     redlock_lock_free(hl);
@@ -346,7 +346,7 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
      * window: with masters 3 and 4 down nobody can, so it is the longest
      * ttl in use (this test's). A one-shot client may exit before its
      * settle lands: the next one settles it. */
-    uint64_t t1 = hist_now_us();
+    uint64_t t1 = tc_now_us();
     int rc = 0;
     age = -1;
     cr_assert(TC_AWAIT((rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e)) == REDLOCK_ENOQUORUM &&
@@ -369,7 +369,7 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
 
     /* Waiting: it counts once the window has passed since t1, not before. */
     rc = one_shot_acquire(res, WINDOW_MS, 3 * WINDOW_MS, &out, &e);
-    uint64_t admitted = hist_now_us();
+    uint64_t admitted = tc_now_us();
     cr_assert(eq(int, rc, 0), "master 2 was never admitted again: %s: %s", redlock_err_name(rc),
               e.msg);
     cr_expect(eq(int, out.votes[2].kind, REDLOCK_VOTE_OK));

@@ -43,7 +43,7 @@ Test(history, records_from_redlock_objects_are_accepted)
     o.attempts = 2;
     o.votes[0].kind = o.votes[2].kind = o.votes[4].kind = REDLOCK_VOTE_OK;
     cr_expect(eq(u32, hist_oks(&o), 0x15u));
-    uint64_t t = hist_now_us();
+    uint64_t t = tc_now_us();
     cr_assert(eq(int, hist_acquire(h, "a", "res", 3, 1000, t, 0, l, &o), 0));
     cr_assert(eq(int, hist_extend(h, "a", 1000, t, REDLOCK_ENOTHELD, l, &o), 0));
     cr_assert(eq(int, hist_use(h, "a", t, l, 1), 0));
@@ -93,7 +93,7 @@ static void *write_lines(void *arg)
                        .op = HIST_ACQUIRE,
                        .res = res,
                        .res_len = sizeof(res),
-                       .invoke_us = hist_now_us(),
+                       .invoke_us = tc_now_us(),
                        .rc = REDLOCK_ECONFLICT,
                        .ttl_ms = 1000,
                        .master = -1 };

@@ -120,9 +120,9 @@ void child_acquire(int fd, const struct child_args *a, uint32_t ttl_ms, struct c
     ret->c = child_client(5, why, sizeof(why));
     if (!ret->c)
         child_fail(fd, "%s", why);
-    ret->invoke_us = hist_now_us();
+    ret->invoke_us = tc_now_us();
     rc = redlock_acquire(ret->c, a->res, len, ttl_ms, &ret->l, &out, &e);
-    ret->complete_us = hist_now_us();
+    ret->complete_us = tc_now_us();
     hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
     if (rc != 0)
         child_fail(fd, "acquire: %s", e.msg);

@@ -67,7 +67,7 @@ static void note_grant(run *r, const redlock_outcome *out)
 {
     pthread_mutex_lock(&r->mu);
     if (r->n_grants < CONTEND_MAX_GRANTS)
-        r->grants[r->n_grants++] = (contend_grant){ hist_now_us(), hist_oks(out) };
+        r->grants[r->n_grants++] = (contend_grant){ tc_now_us(), hist_oks(out) };
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -80,7 +80,7 @@ static void note(run *r, int *table, int rc, const char *what, const redlock_err
 {
     pthread_mutex_lock(&r->mu);
     table[idx(rc)]++;
-    if (rc != 0 && r->rel_fail_after && hist_now_us() > r->rel_fail_after) {
+    if (rc != 0 && r->rel_fail_after && tc_now_us() > r->rel_fail_after) {
         if (!r->late_failures++)
             snprintf(r->late_what, sizeof(r->late_what), "%s: %s: %s", what, redlock_err_name(rc),
                      e->msg);
@@ -92,7 +92,7 @@ static void note(run *r, int *table, int rc, const char *what, const redlock_err
  * reply: anything but silence or a dropped connection). */
 static void note_votes(run *r, const redlock_outcome *out)
 {
-    uint64_t now = hist_now_us();
+    uint64_t now = tc_now_us();
 
     pthread_mutex_lock(&r->mu);
     for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {
@@ -121,13 +121,13 @@ static void hold_and_release(contend_worker *w, redlock_client *c, redlock_lock 
      * so that faults land while locks are held. */
     tc_sleep_ms(2 + rand_r(&w->seed) % 15);
     if (rand_r(&w->seed) % 2) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         rc = redlock_extend(c, l, CONTEND_TTL_MS, &out, &e);
         hist_extend(r->h, w->name, CONTEND_TTL_MS, t0, rc, l, &out);
         note(r, r->ext, rc, "extend", &e);
         tc_sleep_ms(2 + rand_r(&w->seed) % 10); /* and works on: time is the subject */
     }
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(c, l, &out, &e);
     hist_release(r->h, w->name, t0, rc, l, &out);
     note_votes(r, &out);
@@ -162,7 +162,7 @@ static void *work(void *arg)
         redlock_lock *l = NULL;
         redlock_outcome out;
         redlock_error e;
-        uint64_t t0 = hist_now_us();
+        uint64_t t0 = tc_now_us();
         int rc = redlock_acquire(c, r->res, r->len, CONTEND_TTL_MS, &l, &out, &e);
 
         hist_acquire(r->h, w->name, r->res, r->len, CONTEND_TTL_MS, t0, rc, l, &out);
@@ -347,7 +347,7 @@ void run_fault(run *r, const char *what, int master, int lost, uint64_t t0)
 
 void run_inject(run *r, void (*act)(int), const char *what, int master, int lost)
 {
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
 
     act(master);
     run_fault(r, what, master, lost, t0);

@@ -37,11 +37,6 @@ static const char *const op_names[] = {
     [HIST_USE] = "use",         [HIST_FAULT] = "fault",   [HIST_KEY] = "key",
 };
 
-uint64_t hist_now_us(void)
-{
-    return tc_now_us();
-}
-
 hist *hist_open(const char *path)
 {
     hist *h = calloc(1, sizeof(*h));
@@ -128,7 +123,7 @@ static void put_str(buf *b, const char *key, const void *s, size_t len)
 int hist_write(hist *h, const hist_rec *r)
 {
     buf b = { .cap = HIST_LINE_MAX };
-    uint64_t complete = r->complete_us ? r->complete_us : hist_now_us();
+    uint64_t complete = r->complete_us ? r->complete_us : tc_now_us();
     int rc = 0;
 
     if (!h || !r || r->op < HIST_ACQUIRE || r->op > HIST_KEY)
@@ -235,7 +230,7 @@ static void lock_rec(hist_rec *r, const char *client, int op, uint64_t invoke_us
     r->client = client;
     r->op = op;
     r->invoke_us = invoke_us;
-    r->complete_us = hist_now_us();
+    r->complete_us = tc_now_us();
     r->rc = rc;
     r->master = -1;
     if (lock) {

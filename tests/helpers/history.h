@@ -20,6 +20,8 @@
 
 #include <redlock.h>
 
+#include "await.h" /* tc_now_us(): the one clock, the history's too */
+
 typedef struct hist hist;
 
 /* What a line records ("op" in the file). */
@@ -83,9 +85,6 @@ typedef struct hist_rec {
     const char *what;
 } hist_rec;
 
-/* CLOCK_MONOTONIC in µs: the history's one clock. */
-uint64_t hist_now_us(void);
-
 /*
  * hist_open() - Open (create, or append to) the history at @path
  * Return: the handle, or NULL with errno set.
@@ -111,7 +110,7 @@ int hist_write(hist *h, const hist_rec *r);
 /*
  * hist_acquire(), hist_extend(), hist_release() - Record a redlock call
  * that has just returned
- * @invoke_us: hist_now_us() read just before the call
+ * @invoke_us: tc_now_us() read just before the call
  * @rc:        what the call returned
  * @lock:      acquire: the new lock (NULL on failure); extend/release: the
  *             lock the call was about

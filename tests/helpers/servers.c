@@ -7,6 +7,7 @@
  * server holding its port.
  */
 #include "servers.h"
+#include "await.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -169,13 +170,9 @@ static void *drain_main(void *arg)
 static bool await_ready(ts_server *s)
 {
     size_t used = 0;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = tc_now_us();
     for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = TS_READY_MS -
-                    ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        long left = TS_READY_MS - (long)tc_ms_since(t0);
         struct pollfd p = { .fd = s->fd, .events = POLLIN };
         if (left <= 0 || poll(&p, 1, (int)left) <= 0)
             return false;

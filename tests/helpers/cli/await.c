@@ -35,7 +35,7 @@ static void pause_5ms(void);
 
 static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
 {
-    uint64_t deadline = now_ms() + FIFO_WAIT_MS;
+    uint64_t deadline = tc_now_us() + 1000u * FIFO_WAIT_MS;
     int fd = open(fifo, O_RDONLY | O_NONBLOCK);
     ssize_t n;
 
@@ -43,7 +43,7 @@ static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
     /* No writer yet reads as an end: look again until one has written. */
     while ((n = read(fd, buf, size - 1)) <= 0) {
         cr_assert(n == 0 || errno == EAGAIN, "read %s: %s", fifo, strerror(errno));
-        if (now_ms() >= deadline) {
+        if (tc_now_us() >= deadline) {
             close(fd);
             cr_assert_fail("nothing written into %s within %d ms", fifo, FIFO_WAIT_MS);
         }
@@ -100,14 +100,14 @@ static void pause_5ms(void)
 
 char *await_file_contains(const char *path, const char *needle, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     for (;;) {
         char *s = slurp(path);
 
         if (strstr(s, needle) != NULL)
             return s;
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("'%s' did not appear in %s within %d ms: %s", needle, path, timeout_ms,
                            s);
         free(s);
@@ -141,11 +141,11 @@ char proc_state(pid_t pid)
 
 void await_proc_state(pid_t pid, char state, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     char now;
 
     while ((now = proc_state(pid)) != state) {
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("process %ld is in state '%c', not '%c', after %d ms", (long)pid,
                            now ? now : '-', state, timeout_ms);
         pause_5ms();
@@ -154,10 +154,10 @@ void await_proc_state(pid_t pid, char state, int timeout_ms)
 
 void await_gone(pid_t pid, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     while (!process_gone(pid)) {
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
                            proc_state(pid));
         pause_5ms();
@@ -190,17 +190,17 @@ struct monitor *monitor_start(int master)
 
 void monitor_await(struct monitor *m, const char *needle, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = tc_now_us();
         struct timeval tv;
         redisReply *r = NULL;
         int found;
 
         cr_assert(now < deadline, "MONITOR: no '%s' within %d ms", needle, timeout_ms);
-        tv.tv_sec = (time_t)((deadline - now) / 1000u);
-        tv.tv_usec = (suseconds_t)((deadline - now) % 1000u * 1000u);
+        tv.tv_sec = (time_t)((deadline - now) / 1000000u);
+        tv.tv_usec = (suseconds_t)((deadline - now) % 1000000u);
         redisSetTimeout(m->c, tv);
         cr_assert(redisGetReply(m->c, (void **)&r) == REDIS_OK && r != NULL,
                   "MONITOR: no '%s' within %d ms (%s)", needle, timeout_ms, m->c->errstr);
@@ -219,7 +219,7 @@ void monitor_stop(struct monitor *m)
 
 void await_waiting(const char *res, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     size_t len = strlen(res);
     char *key = malloc(len + 2);
 
@@ -237,7 +237,7 @@ void await_waiting(const char *res, int timeout_ms)
             i++;
             continue;
         }
-        if (now_ms() >= deadline) {
+        if (tc_now_us() >= deadline) {
             free(key);
             cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i, timeout_ms);
         }
@@ -322,7 +322,7 @@ static int group_count(pid_t pgid, int *stopped, char *desc, size_t size)
 
 void await_group_stopped(pid_t pgid, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     char seen[256] = "", now[256];
 
     for (;;) {
@@ -332,7 +332,7 @@ void await_group_stopped(pid_t pgid, int timeout_ms)
             return;
         if (n > 0)
             memcpy(seen, now, sizeof(seen));
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("process group %ld: %d of %d members stopped after %d ms (last "
                            "seen: %s)",
                            (long)pgid, stopped, n, timeout_ms, seen);
@@ -349,10 +349,10 @@ int group_alive(pid_t pgid)
 
 void await_key_gone(const char *key, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     while (tc_key_count(key, strlen(key)) > 0) {
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("'%s' is still on %d masters after %d ms", key,
                            tc_key_count(key, strlen(key)), timeout_ms);
         pause_5ms();
@@ -361,14 +361,14 @@ void await_key_gone(const char *key, int timeout_ms)
 
 void await_private_key(int i, const char *key, int present, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     for (;;) {
         long long pttl = private_pttl(i, key);
 
         if (present ? pttl >= -1 : pttl == -2)
             return;
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key,
                            i, pttl, timeout_ms, present ? "there" : "gone");
         pause_5ms();
@@ -405,10 +405,10 @@ static long long file_size(const char *path)
 
 void await_file_grows(const char *path, long long size, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     while (file_size(path) <= size) {
-        if (now_ms() >= deadline)
+        if (tc_now_us() >= deadline)
             cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
         pause_5ms();
     }

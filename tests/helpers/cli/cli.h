@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "await.h" /* tc_now_us(), tc_ms_since(): the clock of the tests */
+
 #define MAX_ARGS 80 /* a set of 64 resources, and the rest */
 #define SCRATCH_MAX 512
 
@@ -81,7 +83,6 @@ void make_fifo(char *path, size_t size);
 
 char *slurp(const char *path); /* the whole file; the caller frees it */
 size_t count_lines(const char *s);
-uint64_t now_ms(void);       /* monotonic */
 int is_token(const char *s); /* 32 hex digits and a newline */
 int is_hex40(const char *s);
 void take_token(const char *out, char *token); /* first line of @out, 33 bytes */
