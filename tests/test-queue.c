@@ -349,7 +349,7 @@ static void *flood_wakes(void *arg)
     while (!f->stop) {
         freeReplyObject(tc_cmd(0, "PUBLISH %s %s|x", chan, member));
         f->sent++;
-        usleep(1000);
+        tc_sleep_us(1000); /* time is the subject: a publish every ms */
     }
     return NULL;
 }

@@ -138,10 +138,7 @@ Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
     core_barrier(fx.c);
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "PEXPIRE %b 1", res, strlen(res)));
-    uint64_t deadline = tc_now_us() + 2000000;
-    while (tc_key_count(res, strlen(res)) > 0 && tc_now_us() < deadline)
-        ;
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "keys did not expire");
+    cr_assert(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 2000), "keys did not expire");
 
     rc = redlock_release(fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);

@@ -25,13 +25,16 @@
 
 #include "cluster.h"
 
+/* Polling is how these wait: the events are in another process (its
+ * output, its state in /proc, what a master saw), with nothing to block
+ * on. Each looks again every TC_POLL_MS (tc_poll_pause(), TC_AWAIT(): the
+ * tests' one waiting helper, await.h) until its deadline. */
+
 /* What CMD writes into @fifo (a line), within FIFO_WAIT_MS. Opened
  * non-blocking and polled, as the awaits below: a blocking open would wait
  * for ever if redlock-cli died before CMD ran, and a test that hangs until
  * criterion kills it leaves its private masters running. */
 #define FIFO_WAIT_MS 20000
-
-static void pause_5ms(void);
 
 static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
 {
@@ -43,11 +46,10 @@ static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
     /* No writer yet reads as an end: look again until one has written. */
     while ((n = read(fd, buf, size - 1)) <= 0) {
         cr_assert(n == 0 || errno == EAGAIN, "read %s: %s", fifo, strerror(errno));
-        if (tc_now_us() >= deadline) {
+        if (!tc_poll_pause(deadline)) {
             close(fd);
             cr_assert_fail("nothing written into %s within %d ms", fifo, FIFO_WAIT_MS);
         }
-        pause_5ms();
     }
     close(fd);
     buf[n] = '\0';
@@ -88,16 +90,6 @@ void read_line_from_fifo(const char *fifo, char *buf, size_t size)
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Polling is how these wait: the events are in another process (its
- * output, its state in /proc, what a master saw), with nothing to block
- * on. Each looks every 5 ms until its deadline. */
-static void pause_5ms(void)
-{
-    struct timespec ts = { 0, 5000000 };
-
-    nanosleep(&ts, NULL);
-}
-
 char *await_file_contains(const char *path, const char *needle, int timeout_ms)
 {
     uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
@@ -107,11 +99,10 @@ char *await_file_contains(const char *path, const char *needle, int timeout_ms)
 
         if (strstr(s, needle) != NULL)
             return s;
-        if (tc_now_us() >= deadline)
+        if (!tc_poll_pause(deadline))
             cr_assert_fail("'%s' did not appear in %s within %d ms: %s", needle, path, timeout_ms,
                            s);
         free(s);
-        pause_5ms();
     }
 }
 
@@ -141,27 +132,18 @@ char proc_state(pid_t pid)
 
 void await_proc_state(pid_t pid, char state, int timeout_ms)
 {
-    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     char now;
 
-    while ((now = proc_state(pid)) != state) {
-        if (tc_now_us() >= deadline)
-            cr_assert_fail("process %ld is in state '%c', not '%c', after %d ms", (long)pid,
-                           now ? now : '-', state, timeout_ms);
-        pause_5ms();
-    }
+    if (!TC_AWAIT((now = proc_state(pid)) == state, timeout_ms))
+        cr_assert_fail("process %ld is in state '%c', not '%c', after %d ms", (long)pid,
+                       now ? now : '-', state, timeout_ms);
 }
 
 void await_gone(pid_t pid, int timeout_ms)
 {
-    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
-
-    while (!process_gone(pid)) {
-        if (tc_now_us() >= deadline)
-            cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
-                           proc_state(pid));
-        pause_5ms();
-    }
+    if (!TC_AWAIT(process_gone(pid), timeout_ms))
+        cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
+                       proc_state(pid));
 }
 
 struct monitor {
@@ -237,11 +219,10 @@ void await_waiting(const char *res, int timeout_ms)
             i++;
             continue;
         }
-        if (tc_now_us() >= deadline) {
+        if (!tc_poll_pause(deadline)) {
             free(key);
             cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i, timeout_ms);
         }
-        pause_5ms();
     }
     free(key);
 }
@@ -332,11 +313,10 @@ void await_group_stopped(pid_t pgid, int timeout_ms)
             return;
         if (n > 0)
             memcpy(seen, now, sizeof(seen));
-        if (tc_now_us() >= deadline)
+        if (!tc_poll_pause(deadline))
             cr_assert_fail("process group %ld: %d of %d members stopped after %d ms (last "
                            "seen: %s)",
                            (long)pgid, stopped, n, timeout_ms, seen);
-        pause_5ms();
     }
 }
 
@@ -349,30 +329,20 @@ int group_alive(pid_t pgid)
 
 void await_key_gone(const char *key, int timeout_ms)
 {
-    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
-
-    while (tc_key_count(key, strlen(key)) > 0) {
-        if (tc_now_us() >= deadline)
-            cr_assert_fail("'%s' is still on %d masters after %d ms", key,
-                           tc_key_count(key, strlen(key)), timeout_ms);
-        pause_5ms();
-    }
+    if (!TC_AWAIT(tc_key_count(key, strlen(key)) == 0, timeout_ms))
+        cr_assert_fail("'%s' is still on %d masters after %d ms", key,
+                       tc_key_count(key, strlen(key)), timeout_ms);
 }
 
 void await_private_key(int i, const char *key, int present, int timeout_ms)
 {
-    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
+    long long pttl;
 
-    for (;;) {
-        long long pttl = private_pttl(i, key);
-
-        if (present ? pttl >= -1 : pttl == -2)
-            return;
-        if (tc_now_us() >= deadline)
-            cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key,
-                           i, pttl, timeout_ms, present ? "there" : "gone");
-        pause_5ms();
-    }
+    if (!TC_AWAIT(present ? (pttl = private_pttl(i, key)) >= -1
+                          : (pttl = private_pttl(i, key)) == -2,
+                  timeout_ms))
+        cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key, i,
+                       pttl, timeout_ms, present ? "there" : "gone");
 }
 
 long long realtime_ns(void)
@@ -405,11 +375,6 @@ static long long file_size(const char *path)
 
 void await_file_grows(const char *path, long long size, int timeout_ms)
 {
-    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
-
-    while (file_size(path) <= size) {
-        if (tc_now_us() >= deadline)
-            cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
-        pause_5ms();
-    }
+    if (!TC_AWAIT(file_size(path) > size, timeout_ms))
+        cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
 }
