@@ -25,17 +25,17 @@
 
 #define KILL_TTL_MS 1500u /* the killed holder's lease */
 
-TestSuite(client, .fini = child_reap, .timeout = 50);
+TestSuite(client, .fini = tc_child_reap, .timeout = 50);
 
 /* The holder: take the lock, say when, then wait to be killed. Says
  * "acquired INVOKE COMPLETE TOKEN" (µs, monotonic). */
 static void killed_holder(void *arg, int fd)
 {
-    struct child_holder a;
+    struct tc_child_holder a;
 
-    child_acquire(fd, arg, KILL_TTL_MS, &a);
-    child_tell(fd, "acquired %llu %llu %s\n", (unsigned long long)a.invoke_us,
-               (unsigned long long)a.complete_us, redlock_lock_token(a.l));
+    tc_child_acquire(fd, arg, KILL_TTL_MS, &a);
+    tc_child_tell(fd, "acquired %llu %llu %s\n", (unsigned long long)a.invoke_us,
+                  (unsigned long long)a.complete_us, redlock_lock_token(a.l));
     for (;;)
         pause();
 }
@@ -86,7 +86,7 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
 {
     static char out[CONTEND_OUT_SIZE];
     char hpath[512], spath[512], res[160], line[512], why[256], tok_a[64];
-    struct child_args args = { hpath, res };
+    struct tc_child_args args = { hpath, res };
     unsigned long long a_invoke, a_complete;
     redlock_client *b;
     struct next n;
@@ -96,19 +96,19 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
 
     contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
-    fd = child_start(killed_holder, &args);
+    fd = tc_child_start(killed_holder, &args);
     h = hist_open(hpath);
     cr_assert(h != NULL);
-    b = child_client(0, why, sizeof(why));
+    b = tc_child_client(0, why, sizeof(why));
     cr_assert(b != NULL, "%s", why);
 
-    child_hear(fd, line, sizeof(line), 15000);
+    tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %llu %llu %63s", &a_invoke, &a_complete, tok_a) == 3,
               "holder said \"%s\"", line);
     t0 = tc_now_us();
-    cr_assert(kill(child_pid, SIGKILL) == 0);
-    cr_assert(waitpid(child_pid, &st, 0) == child_pid);
-    child_pid = -1;
+    cr_assert(kill(tc_child_pid, SIGKILL) == 0);
+    cr_assert(waitpid(tc_child_pid, &st, 0) == tc_child_pid);
+    tc_child_pid = -1;
     close(fd);
     hist_fault(h, "sigkill-holder", -1, 0, t0);
 

@@ -33,7 +33,7 @@
 #define STOP_TTL_MS 1000u /* the stopped holder's lease */
 #define NEXT_TTL_MS 5000u /* the next holder's: outlives everything after it */
 
-TestSuite(client, .fini = child_reap, .timeout = 50);
+TestSuite(client, .fini = tc_child_reap, .timeout = 50);
 
 /* The holder, A: take the lock, then work in 20 ms steps, checking the
  * lease after each step, the way a careful holder does. Each step is a
@@ -43,15 +43,15 @@ TestSuite(client, .fini = child_reap, .timeout = 50);
 static void stopped_holder(void *arg, int fd)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
-    struct child_holder a;
+    struct tc_child_holder a;
     redlock_outcome out;
     redlock_error e;
     uint64_t t0;
     int rc, late = 0, ok = 0, gone = 0, held = 0;
     int64_t v;
 
-    child_acquire(fd, arg, STOP_TTL_MS, &a);
-    child_tell(fd, "acquired %s\n", redlock_lock_token(a.l));
+    tc_child_acquire(fd, arg, STOP_TTL_MS, &a);
+    tc_child_tell(fd, "acquired %s\n", redlock_lock_token(a.l));
 
     /* Work until the lease says it is over (bounded: the test stops us
      * long before 30 s; if it did not, the validity check still ends it). */
@@ -61,7 +61,7 @@ static void stopped_holder(void *arg, int fd)
         late = redlock_lock_validity_ms(a.l) <= 0;
         hist_use(a.h, "A", t0, a.l, late);
         if (step == 0)
-            child_tell(fd, "working\n");
+            tc_child_tell(fd, "working\n");
     }
     v = redlock_lock_validity_ms(a.l);
     t0 = tc_now_us();
@@ -73,7 +73,7 @@ static void stopped_holder(void *arg, int fd)
         gone += *p == 'G';
         held += *p == 'H';
     }
-    child_tell(fd, "done %lld %d %d %d %d\n", (long long)v, rc, ok, gone, held);
+    tc_child_tell(fd, "done %lld %d %d %d %d\n", (long long)v, rc, ok, gone, held);
     redlock_lock_free(a.l);
     redlock_client_free(a.c);
     hist_close(a.h);
@@ -151,7 +151,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 {
     static char out[CONTEND_OUT_SIZE];
     char hpath[512], spath[512], res[160], line[512], why[256], tok_a[64] = "";
-    struct child_args args = { hpath, res };
+    struct tc_child_args args = { hpath, res };
     struct woke w;
     redlock_client *b;
     redlock_lock *lb;
@@ -164,33 +164,33 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 
     contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
-    fd = child_start(stopped_holder, &args);
+    fd = tc_child_start(stopped_holder, &args);
     h = hist_open(hpath);
     cr_assert(h != NULL);
 
-    child_hear(fd, line, sizeof(line), 15000);
+    tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %63s", tok_a) == 1, "holder said \"%s\"", line);
-    child_hear(fd, line, sizeof(line), 15000); /* mid-work: "working" */
+    tc_child_hear(fd, line, sizeof(line), 15000); /* mid-work: "working" */
     t0 = tc_now_us();
-    cr_assert(kill(child_pid, SIGSTOP) == 0);
-    cr_assert(waitpid(child_pid, &st, WUNTRACED) == child_pid && WIFSTOPPED(st));
+    cr_assert(kill(tc_child_pid, SIGSTOP) == 0);
+    cr_assert(waitpid(tc_child_pid, &st, WUNTRACED) == tc_child_pid && WIFSTOPPED(st));
     hist_fault(h, "sigstop-holder", -1, 0, t0);
 
-    b = child_client(0, why, sizeof(why));
+    b = tc_child_client(0, why, sizeof(why));
     cr_assert(b != NULL, "%s", why);
     lb = b_waits_out_a(h, b, res);
     before = holding(res, strlen(res), redlock_lock_token(lb));
     cr_assert(ge(int, __builtin_popcount(before), 3), "B's token is on masters 0x%x only", before);
 
     t0 = tc_now_us();
-    cr_assert(kill(child_pid, SIGCONT) == 0);
+    cr_assert(kill(tc_child_pid, SIGCONT) == 0);
     hist_fault(h, "sigcont-holder", -1, 0, t0);
-    child_hear(fd, line, sizeof(line), 15000);
+    tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "done %lld %d %d %d %d", &w.validity, &w.rc, &w.ok, &w.gone, &w.held) ==
                   5,
               "holder said \"%s\"", line);
-    cr_assert(waitpid(child_pid, &st, 0) == child_pid);
-    child_pid = -1;
+    cr_assert(waitpid(tc_child_pid, &st, 0) == tc_child_pid);
+    tc_child_pid = -1;
     close(fd);
     after = holding(res, strlen(res), redlock_lock_token(lb));
 
