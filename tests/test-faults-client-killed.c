@@ -84,7 +84,7 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
 
 Test(client, killed_holder_frees_after_its_ttl_and_not_before)
 {
-    static char out[CONTEND_OUT_SIZE];
+    static char out[TC_CONTEND_OUT_SIZE];
     char hpath[512], spath[512], res[160], line[512], why[256], tok_a[64];
     struct tc_child_args args = { hpath, res };
     unsigned long long a_invoke, a_complete;
@@ -94,7 +94,7 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
     hist *h;
     int fd, st, rc;
 
-    contend_paths(hpath, spath, sizeof(hpath));
+    tc_contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
     fd = tc_child_start(killed_holder, &args);
     h = hist_open(hpath);
@@ -140,8 +140,8 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
 
     redlock_client_free(b);
     hist_close(h);
-    contend_snapshot(spath, res, strlen(res));
-    rc = contend_check(hpath, spath, NULL, out, sizeof(out));
+    tc_contend_snapshot(spath, res, strlen(res));
+    rc = tc_contend_check(hpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 0), "the checker found violations:\n%s", out);
     cr_log_info("%s", out);
 }

@@ -103,7 +103,7 @@ struct woke {
 /* A's history without its late mark must be a violation. */
 static void expect_unmarked_history_fails(const char *hpath, const char *spath)
 {
-    static char out[CONTEND_OUT_SIZE];
+    static char out[TC_CONTEND_OUT_SIZE];
     char lpath[600], buf[8192];
     FILE *in = fopen(hpath, "r"), *o;
     int rc;
@@ -120,7 +120,7 @@ static void expect_unmarked_history_fails(const char *hpath, const char *spath)
     }
     fclose(in);
     fclose(o);
-    rc = contend_check(lpath, spath, NULL, out, sizeof(out));
+    rc = tc_contend_check(lpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 1), "unmarked, A's late step must be a violation:\n%s", out);
     cr_assert(strstr(out, "VIOLATION 1 (use): A acted as holder") != NULL, "%s", out);
 }
@@ -149,7 +149,7 @@ static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
 
 Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 {
-    static char out[CONTEND_OUT_SIZE];
+    static char out[TC_CONTEND_OUT_SIZE];
     char hpath[512], spath[512], res[160], line[512], why[256], tok_a[64] = "";
     struct tc_child_args args = { hpath, res };
     struct woke w;
@@ -162,7 +162,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     hist *h;
     int fd, st, rc;
 
-    contend_paths(hpath, spath, sizeof(hpath));
+    tc_contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
     fd = tc_child_start(stopped_holder, &args);
     h = hist_open(hpath);
@@ -219,10 +219,10 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     redlock_lock_free(lb);
     redlock_client_free(b);
     hist_close(h);
-    contend_snapshot(spath, res, strlen(res));
+    tc_contend_snapshot(spath, res, strlen(res));
 
     /* The history as recorded: clean, the step spanning the stop marked late. */
-    rc = contend_check(hpath, spath, NULL, out, sizeof(out));
+    rc = tc_contend_check(hpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 0), "the checker found violations:\n%s", out);
     cr_assert(strstr(out, "1 op marked late") != NULL, "no late op was recorded:\n%s", out);
     cr_assert(strstr(out, "NOTE: late") != NULL, "the late op did not overlap B:\n%s", out);
