@@ -27,9 +27,9 @@
 
 static const char held_key[] = "\0redlock:held";
 
-TestSuite(fastpath, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+TestSuite(fastpath, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
-/* core_barrier() asks every master for the status script (EVALSHA): one
+/* tc_barrier() asks every master for the status script (EVALSHA): one
  * script per master that the counts below must leave out. */
 #define BARRIER_SHAS tc_n()
 
@@ -41,7 +41,7 @@ static long long calls(const char *cmd)
 
     snprintf(field, sizeof(field), "cmdstat_%s", cmd);
     for (int m = 0; m < tc_n(); m++) {
-        long long v = core_info_num(m, "commandstats", field);
+        long long v = tc_info_num(m, "commandstats", field);
         sum += v > 0 ? v : 0;
     }
     return sum;
@@ -54,26 +54,26 @@ static void warm(uint32_t ttl_ms)
     char res[128];
 
     tc_resource(res, sizeof(res), "warm");
-    core_must_release(fx.c, core_must_acquire(fx.c, res, ttl_ms, NULL)); /* frees it */
-    core_barrier(fx.c);
+    tc_must_release(fx.c, tc_must_acquire(fx.c, res, ttl_ms, NULL)); /* frees it */
+    tc_barrier(fx.c);
 }
 
 Test(fastpath, an_uncontended_acquire_is_one_transaction_and_no_script)
 {
     warm(TTL_MS);
     long long exec0 = calls("exec"), sha0 = calls("evalsha");
-    fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, &fx.out);
-    core_barrier(fx.c);
+    fx.l = tc_must_acquire(fx.c, fx.res, TTL_MS, &fx.out);
+    tc_barrier(fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, tc_n()), "one transaction per master");
     cr_expect(eq(i64, calls("evalsha") - sha0, BARRIER_SHAS), "no script for the acquire");
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), tc_n()),
+    cr_expect(eq(int, tc_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), tc_n()),
               "every master holds our token");
     /* The release: the release script, whose common case runs first. */
     exec0 = calls("exec");
     sha0 = calls("evalsha");
-    core_must_release(fx.c, fx.l);
+    tc_must_release(fx.c, fx.l);
     fx.l = NULL;
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, 0));
     cr_expect(eq(i64, calls("evalsha") - sha0, tc_n() + BARRIER_SHAS),
               "one release script per master");
@@ -83,8 +83,8 @@ Test(fastpath, an_uncontended_acquire_is_one_transaction_and_no_script)
 Test(fastpath, the_index_bounds_the_lease_from_above)
 {
     warm(TTL_MS);
-    fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, &fx.out);
-    core_barrier(fx.c);
+    fx.l = tc_must_acquire(fx.c, fx.res, TTL_MS, &fx.out);
+    tc_barrier(fx.c);
     for (int m = 0; m < tc_n(); m++) {
         redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
         redisReply *p = tc_cmd(m, "PEXPIRETIME %b", fx.res, fx.len);
@@ -101,9 +101,9 @@ Test(fastpath, the_index_bounds_the_lease_from_above)
         freeReplyObject(s);
         freeReplyObject(p);
     }
-    core_must_release(fx.c, fx.l);
+    tc_must_release(fx.c, fx.l);
     fx.l = NULL;
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     for (int m = 0; m < tc_n(); m++) {
         redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
         cr_expect(s && s->type == REDIS_REPLY_NIL, "master %d: the release left the index entry",
@@ -123,7 +123,7 @@ Test(fastpath, a_waiter_that_wins_at_once_takes_no_place_in_the_queue)
     o.wait_ms = 5000;
     int rc = redlock_acquire_with(fx.c, &one, 1, &o, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s", fx.e.msg);
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     cr_expect(eq(i64, calls("evalsha") - sha0, BARRIER_SHAS),
               "no script: no place taken, none left");
     char q[160];
@@ -137,17 +137,17 @@ Test(fastpath, a_longer_ttl_takes_the_script_once_then_the_fast_path)
     warm(TTL_MS);
     /* A ttl no marker has heard of: the script, which raises their bound. */
     long long exec0 = calls("exec"), sha0 = calls("evalsha");
-    redlock_lock *l = core_must_acquire(fx.c, fx.res, 2 * TTL_MS, NULL);
-    core_barrier(fx.c);
+    redlock_lock *l = tc_must_acquire(fx.c, fx.res, 2 * TTL_MS, NULL);
+    tc_barrier(fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, 0));
     cr_expect(eq(i64, calls("evalsha") - sha0, tc_n() + BARRIER_SHAS),
               "the acquire script on every master");
-    core_must_release(fx.c, l);
-    core_barrier(fx.c);
+    tc_must_release(fx.c, l);
+    tc_barrier(fx.c);
     /* The script's answers told the client the markers' new bound. */
     exec0 = calls("exec");
-    fx.l = core_must_acquire(fx.c, fx.res, 2 * TTL_MS, NULL);
-    core_barrier(fx.c);
+    fx.l = tc_must_acquire(fx.c, fx.res, 2 * TTL_MS, NULL);
+    tc_barrier(fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, tc_n()), "the fast path, now that they know");
 }
 
@@ -167,5 +167,5 @@ Test(fastpath, a_key_of_another_type_says_wrongtype_at_once)
                   "master %d: the list was touched", m);
         freeReplyObject(r);
     }
-    core_del_all(fx.res, fx.len);
+    tc_del_all(fx.res, fx.len);
 }

@@ -24,9 +24,9 @@
 #define TTL_MS 10000u
 /* The fixture's: long enough that "quickly" (refused connections) and
  * "after the node timeout" cannot be confused. */
-#define NODE_TIMEOUT_MS CORE_FAULTS_NODE_TIMEOUT_MS
+#define NODE_TIMEOUT_MS TC_FAULTS_NODE_TIMEOUT_MS
 
-TestSuite(faults_kill, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 90);
+TestSuite(faults_kill, .init = tc_fx_init_faults, .fini = tc_fx_fini_faults, .timeout = 90);
 
 /* Killed masters 3 and 4 cost the acquire just made nothing (it took
  * @took us). A refused connection is a "down" vote at once; and an
@@ -57,7 +57,7 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     uint64_t t0;
     int rc;
 
-    core_fx_client(-1); /* connected to all five first */
+    tc_fx_client(-1); /* connected to all five first */
     tc_kill(3);
     tc_kill(4);
 
@@ -67,7 +67,7 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     expect_dead_cost_nothing(tc_now_us() - t0);
     cr_expect(eq(u32, fx.out.n_ok, 3));
     cr_expect(gt(i64, redlock_lock_validity_ms(fx.l), 0));
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
+    cr_expect(eq(int, tc_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
 
     /* And again, with the dead ones known to be down. */
     tc_resource(res2, sizeof(res2), NULL);
@@ -97,7 +97,7 @@ static void expect_fast_enoquorum(void)
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     cr_expect(eq(int, e.code, REDLOCK_ENOQUORUM));
-    core_expect_msg(&e, "acquire");
+    tc_expect_msg(&e, "acquire");
     cr_expect(not(zero(ptr, strstr(e.msg, "no quorum"))), "%s", e.msg);
     /* The message names a dead master. */
     cr_expect(strstr(e.msg, tc_addr(2)) || strstr(e.msg, tc_addr(3)) || strstr(e.msg, tc_addr(4)),
@@ -110,8 +110,8 @@ static void expect_fast_enoquorum(void)
         cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_DOWN), "dead master %d voted %s (%s)", m,
                   redlock_vote_kind_name(out.votes[m].kind), out.votes[m].detail);
     /* No barrier: the claim is about the moment acquire returns. */
-    cr_expect(eq(int, core_get(0, res, strlen(res), NULL, 0, NULL), 0), "key left on master 0");
-    cr_expect(eq(int, core_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, tc_get(0, res, strlen(res), NULL, 0, NULL), 0), "key left on master 0");
+    cr_expect(eq(int, tc_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
 }
 
 Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_new_client)
@@ -119,13 +119,13 @@ Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_new_client)
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
-    core_fx_client(2); /* the live two answer; the rest refuse */
+    tc_fx_client(2); /* the live two answer; the rest refuse */
     expect_fast_enoquorum();
 }
 
 Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_connected_client)
 {
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
@@ -148,18 +148,18 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
      * not report the failure while master 0 holds the attempt's key. In
      * the plain kill test SET and release leave in one write and run back
      * to back, which hides this. */
-    core_fx_proxy(0);
-    core_fx_client(-1);
+    tc_fx_proxy(0);
+    tc_fx_client(-1);
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
     /* A ping round trip: by its end the client has seen the dead ones go. */
-    cr_assert(eq(int, core_wait_up(fx.c, 2, 5000), 2));
+    cr_assert(eq(int, tc_wait_up(fx.c, 2, 5000), 2));
     tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
     t0 = tc_now_us();
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
     took = tc_now_us() - t0;
-    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL); /* master 0 itself */
+    held = tc_get(0, fx.res, fx.len, val, sizeof(val), NULL); /* master 0 itself */
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(eq(int, held, 0),
               "acquire failed after %llu us while live master 0 still holds the attempt's key "
@@ -168,7 +168,7 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000), "took %llu us",
               (unsigned long long)took);
 
-    core_barrier_on(fx.c, 1u << 0 | 1u << 1);
+    tc_barrier_on(fx.c, 1u << 0 | 1u << 1);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
@@ -179,15 +179,15 @@ Test(faults_kill, three_of_five_killed_with_retries_still_leaves_no_key)
     fx.cfg.retry_count = 3;
     fx.cfg.retry_delay_ms = 10;
     fx.cfg.retry_jitter_ms = 10;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(2);
     tc_kill(4);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(eq(u32, fx.out.attempts, 4));
-    cr_expect(eq(int, core_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
-    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
+    cr_expect(eq(int, tc_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, tc_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
 }
 
 /* For tests about reconnecting: a master restarted without AOF would be
@@ -198,7 +198,7 @@ Test(faults_kill, restarted_masters_reconnect_and_acquires_succeed_again)
     int rc;
 
     fx.cfg.restart_guard = 0;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
@@ -210,18 +210,18 @@ Test(faults_kill, restarted_masters_reconnect_and_acquires_succeed_again)
     tc_restart(2);
     /* Reconnects run on the client's backoff (capped at 100 ms here): the
      * client reports all five answering again well within a second. */
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
+    cr_assert(eq(int, tc_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
     /* A quorum now needs a restarted master: only masters 3 and 4 lived. */
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5),
+    tc_barrier(fx.c);
+    cr_expect(eq(int, tc_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5),
               "every master, restarted or not, holds the new lock");
     /* The restarted masters lost their script cache: release still works
      * (SCRIPT LOAD on reconnect, or the EVAL fallback). */
     cr_expect(eq(int, redlock_release(fx.c, fx.l, &fx.out, &fx.e), 0), "%s", fx.e.msg);
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
@@ -236,14 +236,14 @@ Test(faults_kill, acquire_retries_ride_out_a_restart)
     fx.cfg.retry_count = 20;
     fx.cfg.retry_delay_ms = 50;
     fx.cfg.retry_jitter_ms = 10;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(1);
     tc_kill(3);
     tc_kill(4);
     tc_restart(4);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(ge(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
+    cr_expect(ge(int, tc_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
     redlock_release(fx.c, fx.l, NULL, NULL);
 }
 
@@ -267,7 +267,7 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
         cr_skip_test("masters run with --aof: they keep their markers across restarts");
     tc_fresh(-1); /* earlier tests' 10 s ttls must not be the fleet's longest here */
     fx.cfg.restart_guard_ms = GUARD_MS;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
@@ -275,12 +275,12 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     tc_restart(0);
     tc_restart(1);
     tc_restart(2);
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
+    cr_assert(eq(int, tc_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
     rc = redlock_acquire(fx.c, fx.res, fx.len, SHORT_TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "inside the window: %s: %s", redlock_err_name(rc),
               fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
+    tc_expect_msg(&fx.e, "acquire");
     for (int m = 0; m < 3; m++) {
         const redlock_vote *v = &fx.out.votes[m];
 
@@ -316,7 +316,7 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     fx.cfg.retry_count = 40;
     fx.cfg.retry_delay_ms = 100;
     fx.cfg.retry_jitter_ms = 0;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     rc = redlock_acquire(fx.c, fx.res, fx.len, SHORT_TTL_MS, &fx.l, &fx.out, &fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "after the window: %s: %s", redlock_err_name(rc), fx.e.msg);

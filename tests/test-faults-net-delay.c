@@ -34,12 +34,12 @@ Test(faults_net, the_third_fastest_master_sets_the_latency)
     static const unsigned delay[N] = { 0, 0, 30, 60, 90 }; /* RTT 0, 0, 60, 120, 180 ms */
     redlock_config cfg;
     redlock_client *c;
-    struct core_try t;
+    struct tc_try t;
 
     net_config(&cfg, net_delayed_masters(delay, 0), NODE_TIMEOUT);
     c = net_client(&cfg);
     for (int k = 0; k < 8; k++) {
-        int rc = core_try_acquire(c, TTL_MS, &t);
+        int rc = tc_try_acquire(c, TTL_MS, &t);
 
         cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         /* No faster than the quorum's slowest member (60 ms), well before
@@ -62,12 +62,12 @@ Test(faults_net, jitter_keeps_latency_between_the_bounds_of_the_links)
     static const unsigned delay[N] = { ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY };
     redlock_config cfg;
     redlock_client *c;
-    struct core_try t;
+    struct tc_try t;
 
     net_config(&cfg, net_delayed_masters(delay, JITTER), NODE_TIMEOUT);
     c = net_client(&cfg);
     for (int k = 0; k < 10; k++) {
-        int rc = core_try_acquire(c, TTL_MS, &t);
+        int rc = tc_try_acquire(c, TTL_MS, &t);
 
         cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         /* Each round trip is 2 x (20 +/- 10) ms. */

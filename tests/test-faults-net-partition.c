@@ -39,7 +39,7 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
 {
     enum { NODE_TIMEOUT = 2000 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    struct core_try t;
+    struct tc_try t;
 
     net_cut(3);
     net_cut(4);
@@ -47,7 +47,7 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
         uint64_t t0;
         int rc;
 
-        rc = core_try_acquire(c, TTL_MS, &t);
+        rc = tc_try_acquire(c, TTL_MS, &t);
         cr_assert(eq(int, rc, 0), "acquire %d: %s: %s", k, redlock_err_name(rc), t.e.msg);
         /* Liveness, and at the third OK: a black hole costs nothing while a
          * quorum answers. */
@@ -76,13 +76,13 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
 {
     enum { NODE_TIMEOUT = 300 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    struct core_try t;
+    struct tc_try t;
 
     net_cut(0);
     net_cut(2);
     net_cut(4);
     for (int k = 0; k < 3; k++) {
-        int rc = core_try_acquire(c, TTL_MS, &t);
+        int rc = tc_try_acquire(c, TTL_MS, &t);
 
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "acquire %d: %s: %s", k, redlock_err_name(rc),
                   t.e.msg);
@@ -345,9 +345,9 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
         net_cut(m);
 
     for (int k = 0; k < TRIES; k++) {
-        struct core_try t;
+        struct tc_try t;
 
-        rc = core_try_acquire(c, TTL_MS, &t);
+        rc = tc_try_acquire(c, TTL_MS, &t);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "try %d: %s: %s", k, redlock_err_name(rc),
                   t.e.msg);
         if (t.out.votes[0].err == REDLOCK_EBUSY) {

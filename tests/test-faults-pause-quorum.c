@@ -19,16 +19,16 @@
 #include "core.h"
 
 #define TTL_MS 10000u
-#define NODE_TIMEOUT_MS CORE_FAULTS_NODE_TIMEOUT_MS
+#define NODE_TIMEOUT_MS TC_FAULTS_NODE_TIMEOUT_MS
 
-TestSuite(faults_pause, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 120);
+TestSuite(faults_pause, .init = tc_fx_init_faults, .fini = tc_fx_fini_faults, .timeout = 120);
 
 Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
 {
     uint64_t t0, took;
     int rc;
 
-    core_fx_client(-1); /* connected to all five before the pause */
+    tc_fx_client(-1); /* connected to all five before the pause */
     tc_pause(3);
     tc_pause(4);
 
@@ -60,7 +60,7 @@ Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
      * no key behind. */
     tc_resume(3);
     tc_resume(4);
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
@@ -71,7 +71,7 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     int rc;
 
     fx.cfg.node_timeout_ms = TIMEOUT_MS;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_pause(0);
     tc_pause(2);
     tc_pause(4);
@@ -80,7 +80,7 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
+    tc_expect_msg(&fx.e, "acquire");
     /* libevent times its timers on CLOCK_MONOTONIC_COARSE (one jiffy,
      * up to 4 ms at HZ=250), so the timeout may fire that much early. */
     cr_expect(ge(u64, took, (uint64_t)TIMEOUT_MS * 1000 - 10000), "took %llu us",
@@ -96,14 +96,14 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     cr_expect(eq(int, fx.out.votes[3].kind, REDLOCK_VOTE_OK));
     /* The two live masters answered the SET, so acquire waited for their
      * cleanup: nothing there when it returns. */
-    cr_expect(eq(int, core_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
-    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
+    cr_expect(eq(int, tc_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, tc_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
 
     /* After the wake-up the SET and its queued release run in order. */
     tc_resume(0);
     tc_resume(2);
     tc_resume(4);
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
@@ -113,7 +113,7 @@ Test(faults_pause, quorum_reached_after_the_ttl_is_eexpired_and_no_lease_is_retu
 
     /* Three masters take 300 ms to grant a 100 ms lock: the quorum comes
      * when the lease would already have lapsed. */
-    core_fx_client(-1);
+    tc_fx_client(-1);
     for (int i = 0; i < 3; i++)
         tc_pause_writes(i, 300);
     rc = redlock_acquire(fx.c, fx.res, fx.len, 100, &fx.l, &fx.out, &fx.e);
@@ -121,9 +121,9 @@ Test(faults_pause, quorum_reached_after_the_ttl_is_eexpired_and_no_lease_is_retu
     cr_expect(zero(ptr, fx.l), "a lease with no validity was returned");
     cr_expect(le(i64, fx.out.validity_ms, 0));
     cr_expect(ge(u32, fx.out.n_ok, fx.out.quorum), "the quorum was reached, just too late");
-    core_expect_msg(&fx.e, "acquire");
+    tc_expect_msg(&fx.e, "acquire");
     cr_expect(not(zero(ptr, strstr(fx.e.msg, "ttl"))), "%s", fx.e.msg);
-    core_barrier(fx.c);
+    tc_barrier(fx.c);
     cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
 }
 
@@ -138,7 +138,7 @@ Test(faults_pause, validity_is_timed_from_the_successful_attempt)
     fx.cfg.retry_count = 1;
     fx.cfg.retry_delay_ms = 10;
     fx.cfg.retry_jitter_ms = 0;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     for (int i = 0; i < 3; i++)
         tc_pause_writes(i, 300);
     t0 = tc_now_us();
@@ -165,7 +165,7 @@ Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)
     tc_pause(1);
     fx.cfg.node_timeout_ms = 200;
     fx.cfg.connect_timeout_ms = 200;
-    core_fx_client(4);
+    tc_fx_client(4);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
     cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
@@ -173,10 +173,10 @@ Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)
     fx.l = NULL;
 
     tc_resume(1);
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 10000), 5), "master 1 not reconnected after SIGCONT");
+    cr_assert(eq(int, tc_wait_up(fx.c, 5, 10000), 5), "master 1 not reconnected after SIGCONT");
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5));
+    tc_barrier(fx.c);
+    cr_expect(eq(int, tc_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5));
     redlock_release(fx.c, fx.l, NULL, NULL);
 }

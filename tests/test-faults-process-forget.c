@@ -34,7 +34,7 @@ static long long eval_calls(void)
     long long n = 0;
 
     for (int m = 0; m < tc_n(); m++) {
-        long long v = core_info_num(m, "commandstats", "cmdstat_eval");
+        long long v = tc_info_num(m, "commandstats", "cmdstat_eval");
 
         n += v > 0 ? v : 0;
     }

@@ -28,7 +28,7 @@
 
 #define TTL_MS 10000u
 
-TestSuite(hostile, .init = core_fx_init, .fini = core_fx_fini, .timeout = 150);
+TestSuite(hostile, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 150);
 
 /* ---- one reply of each kind ---------------------------------------------------- */
 
@@ -91,7 +91,7 @@ static tc_fake *bomb_start(size_t k)
 
 ParameterizedTestParameters(hostile, a_reply_without_bound_is_one_line_of_eproto_naming_the_master)
 {
-    CORE_CASE_INDEXES(bombs);
+    TC_CASE_INDEXES(bombs);
 }
 
 /* The fake alone (one master): the acquire fails with EPROTO, its message
@@ -105,12 +105,12 @@ ParameterizedTest(size_t *k, hostile, a_reply_without_bound_is_one_line_of_eprot
 
     fx.cfg.masters = tc_fake_addr(f);
     fx.cfg.retry_count = 0;
-    core_fx_client(0);
+    tc_fx_client(0);
     uint64_t t0 = tc_now_us();
     int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     uint64_t took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_EPROTO), "%s: %s: %s", b->what, redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, b->what);
+    tc_expect_msg(&fx.e, b->what);
     cr_expect(eq(int, fx.e.master, 0));
     cr_expect(strstr(fx.e.msg, tc_fake_addr(f)) != NULL,
               "%s: the message does not name the "
@@ -123,12 +123,12 @@ ParameterizedTest(size_t *k, hostile, a_reply_without_bound_is_one_line_of_eprot
     redlock_client_free(fx.c);
     fx.c = NULL;
 
-    core_fx_masters_with(4, tc_fake_addr(f));
-    core_fx_client(4);
+    tc_fx_masters_with(4, tc_fake_addr(f));
+    tc_fx_client(4);
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier_on(fx.c, 0x0f);
-    core_must_release(fx.c, fx.l);
+    tc_barrier_on(fx.c, 0x0f);
+    tc_must_release(fx.c, fx.l);
     fx.l = NULL;
     redlock_client_free(fx.c);
     fx.c = NULL;
@@ -241,10 +241,10 @@ Test(hostile, a_soak_against_a_master_streaming_a_huge_reply_keeps_memory_flat)
     tc_fake *f = bomb_start(HUGE_BULK);
 
     cr_assert(base != NULL);
-    core_fx_masters_with(4, tc_fake_addr(f));
+    tc_fx_masters_with(4, tc_fake_addr(f));
     fx.cfg.retry_count = 0; /* one attempt each: no waiting, no pub/sub */
-    s.c = core_client_async(&fx.cfg, base);
-    cr_assert(core_async_ready(base, s.c, 4, 5000), "the four real masters did not connect");
+    s.c = tc_client_async(&fx.cfg, base);
+    cr_assert(tc_async_ready(base, s.c, 4, 5000), "the four real masters did not connect");
     for (int i = 0; i < DEPTH; i++) {
         tc_resource(s.res[i], sizeof(s.res[i]), NULL);
         s.slots[i] = (struct soak_slot){ &s, i };

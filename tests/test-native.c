@@ -98,20 +98,20 @@ static void fleet_up(void)
     fx.cfg.masters = fx.masters;
     fx.cfg.log_fn = ts_log;
     fx.cfg.log_level = REDLOCK_LOG_INFO;
-    redlock_client *d = core_client(&fx.cfg, -1);
+    redlock_client *d = tc_client(&fx.cfg, -1);
     size_t declared = 0;
     cr_assert(eq(int, redlock_declare_empty(d, &declared, &fx.e), 0), "%s", fx.e.msg);
     redlock_client_free(d);
-    core_fx_client(-1);
+    tc_fx_client(-1);
 }
 
 static void native_init(void)
 {
-    core_fx_init();
+    tc_fx_init();
     need_native();
 }
 
-TestSuite(native, .init = native_init, .fini = core_fx_fini, .timeout = 90);
+TestSuite(native, .init = native_init, .fini = tc_fx_fini, .timeout = 90);
 
 /* A number of INFO @section's @field on the master at @port ("cmdstat_x":
  * its calls=), 0 if absent. */
@@ -154,15 +154,14 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
     long long sha0[5], exec0[5];
 
     fleet_up();
-    core_must_release(fx.c,
-                      core_must_acquire(fx.c, fx.res, TTL_MS, NULL)); /* markers learn the ttl */
-    core_barrier(fx.c);
+    tc_must_release(fx.c, tc_must_acquire(fx.c, fx.res, TTL_MS, NULL)); /* markers learn the ttl */
+    tc_barrier(fx.c);
     for (int m = 0; m < 5; m++) {
         sha0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha");
         exec0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_exec");
     }
     for (int i = 0; i < CYCLES; i++) {
-        fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, NULL);
+        fx.l = tc_must_acquire(fx.c, fx.res, TTL_MS, NULL);
         for (int k = 0; k < EXTENDS; k++) {
             int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
             cr_assert(eq(int, rc, 0), "extend %d of cycle %d: %s", k, i, fx.e.msg);
@@ -181,10 +180,10 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
             cr_expect(ge(i64, score, expiry), "master %d: index %lld below the key's end %lld", m,
                       score, expiry);
         }
-        core_must_release(fx.c, fx.l);
+        tc_must_release(fx.c, fx.l);
         fx.l = NULL;
     }
-    core_barrier(fx.c); /* one status script per master */
+    tc_barrier(fx.c); /* one status script per master */
     for (int m = 0; m < 5; m++) {
         long long sha = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha") - sha0[m];
         long long exec = stat_of(fleet_port[m], "commandstats", "cmdstat_exec") - exec0[m];
@@ -210,12 +209,12 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
 static void one_native_master(const char *token)
 {
     fx.cfg.masters = tc_addr(0);
-    fx.c = core_client(&fx.cfg, -1);
+    fx.c = tc_client(&fx.cfg, -1);
     char warm[128];
     tc_resource(warm, sizeof(warm), "warm");
-    core_must_release(fx.c, core_must_acquire(fx.c, warm, TTL_MS, NULL));
-    core_barrier(fx.c);
-    core_plant(0, fx.res, fx.len, token, TTL_MS);
+    tc_must_release(fx.c, tc_must_acquire(fx.c, warm, TTL_MS, NULL));
+    tc_barrier(fx.c);
+    tc_plant(0, fx.res, fx.len, token, TTL_MS);
     cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
 }
 
@@ -224,7 +223,7 @@ static long long calls0(const char *cmd)
 {
     char field[64];
     snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-    long long v = core_info_num(0, "commandstats", field);
+    long long v = tc_info_num(0, "commandstats", field);
     return v > 0 ? v : 0;
 }
 
@@ -256,19 +255,19 @@ Test(native, an_extend_on_a_native_master_tells_gone_from_held_by_another)
     one_native_master(token);
     extend_natively(REDLOCK_VOTE_OK, 0);
     long long pttl;
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, &pttl), 1));
+    cr_expect(eq(int, tc_get(0, fx.res, fx.len, NULL, 0, &pttl), 1));
     cr_expect(gt(i64, pttl, TTL_MS - 1000), "extended: pttl %lld", pttl);
 
-    core_plant(0, fx.res, fx.len, "someone-else", 2000);
+    tc_plant(0, fx.res, fx.len, "someone-else", 2000);
     extend_natively(REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD);
     char val[64];
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, val, sizeof(val), &pttl), 1));
+    cr_expect(eq(int, tc_get(0, fx.res, fx.len, val, sizeof(val), &pttl), 1));
     cr_expect(eq(str, val, "someone-else"), "the other holder's key is untouched");
     cr_expect(le(i64, pttl, 2000), "and its ttl too: %lld", pttl);
 
-    core_del_all(fx.res, fx.len);
+    tc_del_all(fx.res, fx.len);
     extend_natively(REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD);
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
+    cr_expect(eq(int, tc_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
 }
 
 /* FLUSHALL took the marker: the transaction's HGET of `served` says nil in
@@ -281,12 +280,12 @@ Test(native, a_flushed_native_master_counts_for_no_extend)
     redisReply *r = tc_cmd(0, "FLUSHALL");
     freeReplyObject(r);
     extend_natively(REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED);
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
+    cr_expect(eq(int, tc_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
 }
 
 /* ---- a master that claims SET IFEQ and lies ------------------------------------------ */
 
-TestSuite(lying, .init = core_fx_init, .fini = core_fx_fini, .timeout = 60);
+TestSuite(lying, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 60);
 
 static const struct lie {
     const char *name;
@@ -302,7 +301,7 @@ static const struct lie {
 
 ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
 {
-    CORE_CASE_INDEXES(lies);
+    TC_CASE_INDEXES(lies);
 }
 
 /* A fake master whose INFO carries @versions ("valkey_version:9.1.2\r\n"
@@ -346,9 +345,9 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
     fx.cfg.masters = fx.masters;
     fx.cfg.log_fn = ts_log;
     fx.cfg.log_level = REDLOCK_LOG_WARN;
-    fx.c = core_client(&fx.cfg, 3);
-    core_plant(0, fx.res, fx.len, token, TTL_MS);
-    core_plant(1, fx.res, fx.len, token, TTL_MS);
+    fx.c = tc_client(&fx.cfg, 3);
+    tc_plant(0, fx.res, fx.len, token, TTL_MS);
+    tc_plant(1, fx.res, fx.len, token, TTL_MS);
     cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
     return f;
 }
@@ -382,7 +381,7 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
     cr_assert(eq(int, rc, 0), "%s: the second extend: %s", l->name, fx.e.msg);
     cr_expect(eq(int, fx.out.votes[2].kind, REDLOCK_VOTE_OK), "%s: the second extend: %s (%s)",
               l->name, redlock_vote_kind_name(fx.out.votes[2].kind), fx.out.votes[2].detail);
-    core_must_release(fx.c, fx.l);
+    tc_must_release(fx.c, fx.l);
     fx.l = NULL;
     redlock_client_free(fx.c);
     fx.c = NULL;
@@ -411,7 +410,7 @@ static const struct claim {
 
 ParameterizedTestParameters(lying, only_versions_with_set_ifeq_are_sent_the_transaction)
 {
-    CORE_CASE_INDEXES(claims);
+    TC_CASE_INDEXES(claims);
 }
 
 ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_transaction)

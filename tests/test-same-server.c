@@ -115,7 +115,7 @@ static void expect_ready_refuses(const char *masters, const char *a, const char 
     /* Refused the moment the later twin's INFO is read: the earlier one may
      * still be finishing its handshake (up 0) or be up (1); never both. */
     cr_expect(le(sz, up, 1), "%zu up: never both twins, never the dead master", up);
-    core_expect_msg(&e, "ready");
+    tc_expect_msg(&e, "ready");
     char want[1024];
     expected_msg(want, sizeof(want), a, b, run_id);
     cr_expect(eq(str, e.msg, want));
@@ -142,11 +142,11 @@ Test(same_server, a_socket_and_a_port_of_one_server_never_make_a_quorum)
     snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, tc_addr(0), ts_port(DEAD_PORT_K));
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = core_client(&cfg, 2);
+    redlock_client *c = tc_client(&cfg, 2);
     char res[128];
     tc_resource(res, sizeof(res), NULL);
-    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL);
-    core_must_release(c, l);
+    redlock_lock *l = tc_must_acquire(c, res, TTL_MS, NULL);
+    tc_must_release(c, l);
     redlock_client_free(c);
 
     snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, ts_port(DEAD_PORT_K));

@@ -168,7 +168,7 @@ static void expect_connection_failure(const redlock_config *cfg, int code, const
         cr_expect(rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EPROTO, "%s: %s", redlock_err_name(rc),
                   e.msg);
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, what);
+    tc_expect_msg(&e, what);
     cr_expect(not(zero(ptr, strstr(e.msg, name))), "the message does not name %s: %s", name, e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, what))), "no \"%s\" in: %s", what, e.msg);
     cr_expect(zero(ptr, strstr(out.votes[0].detail, "no answer within")),
@@ -387,7 +387,7 @@ Test(tls, unloadable_tls_files_are_einval_naming_the_field)
     cfg.tls_ca_file = "/nonexistent/ca.crt";
     cr_expect(eq(int, redlock_client_new(&cfg, NULL, &c, &e), REDLOCK_EINVAL));
     cr_expect(zero(ptr, c));
-    core_expect_msg(&e, "tls_ca_file");
+    tc_expect_msg(&e, "tls_ca_file");
     cr_expect(not(zero(ptr, strstr(e.msg, "config.tls_ca_file"))), "%s", e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, "No such file"))), "%s", e.msg);
 
@@ -452,7 +452,7 @@ Test(tls, no_tls_build_refuses_tls_with_einval)
         cfg.masters = lists[i];
         cfg.tls = i == 1;
         cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL), "%s", lists[i]);
-        core_expect_msg(&e, "config_check");
+        tc_expect_msg(&e, "config_check");
         cr_expect(not(zero(ptr, strstr(e.msg, "no TLS"))), "%s", e.msg);
         cr_expect(eq(int, redlock_client_new(&cfg, NULL, &c, &e), REDLOCK_EINVAL));
         cr_expect(zero(ptr, c));

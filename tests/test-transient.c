@@ -33,7 +33,7 @@
 static void init(void)
 {
     tc_fresh(-1);
-    core_fx_init_faults();
+    tc_fx_init_faults();
 }
 
 /* Undo what a test may leave: a master's dump (it would load it at every
@@ -46,7 +46,7 @@ static void fini(void)
         freeReplyObject(tc_cmd(m, "CONFIG SET busy-reply-threshold 5000"));
     }
     tc_fresh(-1);
-    core_fx_fini();
+    tc_fx_fini();
 }
 
 TestSuite(transient, .init = init, .fini = fini, .timeout = 90);
@@ -106,7 +106,7 @@ Test(transient, an_acquire_waits_out_masters_loading_a_large_dump)
 
     fx.cfg.log_fn = on_log;
     fx.cfg.log_level = REDLOCK_LOG_INFO;
-    core_fx_client(-1);
+    tc_fx_client(-1);
     large_dump(1);
     large_dump(2);
     tc_kill(0);
@@ -146,8 +146,8 @@ static void *busy_script(void *arg)
 /* Scripts run so far by master @m (EVALSHA or EVAL). */
 static long long scripts_run(int m)
 {
-    long long sha = core_info_num(m, "commandstats", "cmdstat_evalsha");
-    long long eval = core_info_num(m, "commandstats", "cmdstat_eval");
+    long long sha = tc_info_num(m, "commandstats", "cmdstat_evalsha");
+    long long eval = tc_info_num(m, "commandstats", "cmdstat_eval");
 
     return (sha > 0 ? sha : 0) + (eval > 0 ? eval : 0);
 }
@@ -184,7 +184,7 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     redisReply *r;
     uint64_t t0, took;
 
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(4);
     r = tc_cmd(busy, "CONFIG SET busy-reply-threshold 100");
@@ -197,18 +197,18 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
+    tc_expect_msg(&fx.e, "acquire");
     cr_expect(eq(int, fx.out.votes[busy].kind, REDLOCK_VOTE_DOWN), "master %d voted %s (%s)", busy,
               redlock_vote_kind_name(fx.out.votes[busy].kind), fx.out.votes[busy].detail);
     cr_expect(eq(int, fx.out.votes[busy].err, REDLOCK_EUNAVAIL), "%s",
               redlock_err_name(fx.out.votes[busy].err));
     cr_expect(strstr(fx.out.votes[busy].detail, "BUSY") != NULL, "%s", fx.out.votes[busy].detail);
-    cr_expect(lt(u64, took, CORE_FAULTS_NODE_TIMEOUT_MS * 1000ull / 4),
-              "BUSY is an answer: %llu us", (unsigned long long)took);
+    cr_expect(lt(u64, took, TC_FAULTS_NODE_TIMEOUT_MS * 1000ull / 4), "BUSY is an answer: %llu us",
+              (unsigned long long)took);
 
     /* Now wait: kill the script once an attempt has come and gone (it
      * reached master 2, and so did its cleanup), and the acquire goes on. */
-    core_barrier_on(fx.c, 1u << 2 | 1u << 3);
+    tc_barrier_on(fx.c, 1u << 2 | 1u << 3);
     long long before = scripts_run(2);
     cr_assert(eq(int, pthread_create(&w.thread, NULL, acquire_waiting, &w), 0));
     cr_expect(TC_AWAIT(scripts_run(2) >= before + 2, 5000), "no attempt reached master 2");
@@ -242,7 +242,7 @@ static const struct transient_reply {
 static redlock_client *one_master_client(const char *addr)
 {
     fx.cfg.masters = addr;
-    return core_fx_client(0);
+    return tc_fx_client(0);
 }
 
 /* The acquire of a one-master client whose master says "not now": no
@@ -252,7 +252,7 @@ static void expect_unavailable(const char *word)
     int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
 
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", word, redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
+    tc_expect_msg(&fx.e, "acquire");
     cr_expect(eq(int, fx.out.votes[0].kind, REDLOCK_VOTE_DOWN), "%s: voted %s (%s)", word,
               redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
     cr_expect(eq(int, fx.out.votes[0].err, REDLOCK_EUNAVAIL), "%s: %s", word,
@@ -262,7 +262,7 @@ static void expect_unavailable(const char *word)
 
 ParameterizedTestParameters(transient, a_transient_reply_to_an_acquire_is_a_master_down_for_now)
 {
-    CORE_CASE_INDEXES(transient_replies);
+    TC_CASE_INDEXES(transient_replies);
 }
 
 /* A fake that passes the handshake, then answers every acquire with the
@@ -283,7 +283,7 @@ ParameterizedTest(size_t *i, transient, a_transient_reply_to_an_acquire_is_a_mas
     tc_fake *f = tc_fake_rules_start(handshake, t->reply, NULL);
 
     one_master_client(tc_fake_addr(f));
-    cr_assert(eq(int, core_wait_up(fx.c, 1, 5000), 1), "%s: the fake's handshake failed", t->word);
+    cr_assert(eq(int, tc_wait_up(fx.c, 1, 5000), 1), "%s: the fake's handshake failed", t->word);
     expect_unavailable(t->word);
     expect_unavailable(t->word);
     cr_expect(eq(u32, tc_fake_connections(f), 1), "%s: %u connections", t->word,
@@ -295,7 +295,7 @@ ParameterizedTest(size_t *i, transient, a_transient_reply_to_an_acquire_is_a_mas
 
 ParameterizedTestParameters(transient, a_handshake_that_meets_a_transient_reply_is_retried)
 {
-    CORE_CASE_INDEXES(transient_replies);
+    TC_CASE_INDEXES(transient_replies);
 }
 
 /* A master that answers the reply to everything for a while (in front of
@@ -326,7 +326,7 @@ ParameterizedTest(size_t *i, transient, a_handshake_that_meets_a_transient_reply
                 (now - ready_at) / 1000.0, tc_proxy_accepted(p));
     rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s: %s", t->word, redlock_err_name(rc), fx.e.msg);
-    core_must_release(fx.c, fx.l);
+    tc_must_release(fx.c, fx.l);
     fx.l = NULL;
 }
 
@@ -345,7 +345,7 @@ Test(transient, the_first_acquire_after_a_quorum_returns_succeeds_at_once)
     redlock_acquire_opts opts;
 
     fx.cfg.reconnect_max_ms = 1000; /* the default cap */
-    core_fx_client(-1);
+    tc_fx_client(-1);
     for (int m = 0; m < 3; m++)
         tc_kill(m);
     /* Time is the subject: the backoff doubles from 10 ms to its cap
@@ -381,21 +381,21 @@ Test(transient, release_and_extend_are_enoquorum_unless_the_loss_is_provable)
     enum { SHORT_TTL_MS = 3000 };
 
     fx.cfg.node_timeout_ms = 100;
-    core_fx_client(-1);
-    fx.l = core_must_acquire(fx.c, fx.res, SHORT_TTL_MS, NULL);
-    core_barrier(fx.c);
-    core_plant(1, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
-    core_plant(2, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
+    tc_fx_client(-1);
+    fx.l = tc_must_acquire(fx.c, fx.res, SHORT_TTL_MS, NULL);
+    tc_barrier(fx.c);
+    tc_plant(1, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
+    tc_plant(2, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
     tc_pause(3);
     tc_pause(4);
 
     int rc = redlock_extend(fx.c, fx.l, SHORT_TTL_MS, &fx.out, &fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "extend: %s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "extend");
+    tc_expect_msg(&fx.e, "extend");
     cr_expect(gt(i64, redlock_lock_validity_ms(fx.l), 0), "the lease stands after the extend");
     rc = redlock_release(fx.c, fx.l, &fx.out, &fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "release: %s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "release");
+    tc_expect_msg(&fx.e, "release");
     cr_expect(eq(int, fx.out.votes[1].kind, REDLOCK_VOTE_HELD));
     cr_expect(eq(int, fx.out.votes[3].kind, REDLOCK_VOTE_TIMEOUT), "master 3 voted %s",
               redlock_vote_kind_name(fx.out.votes[3].kind));
@@ -403,9 +403,9 @@ Test(transient, release_and_extend_are_enoquorum_unless_the_loss_is_provable)
     /* Provable: masters 1, 2 and 3 hold another token. */
     tc_resume(3);
     tc_resume(4);
-    core_barrier(fx.c);
-    core_plant(3, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
+    tc_barrier(fx.c);
+    tc_plant(3, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
     rc = redlock_release(fx.c, fx.l, &fx.out, &fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "release: %s: %s", redlock_err_name(rc), fx.e.msg);
-    core_del_all(fx.res, fx.len);
+    tc_del_all(fx.res, fx.len);
 }

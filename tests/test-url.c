@@ -113,7 +113,7 @@ static bool connected_as(int i, const char *user)
  * declared empty (the restart guard's marker lives in each database). */
 static redlock_client *client(const redlock_config *cfg, int want)
 {
-    redlock_client *c = core_client(cfg, want);
+    redlock_client *c = tc_client(cfg, want);
     redlock_error e;
     cr_assert(eq(int, redlock_declare_empty(c, NULL, &e), 0), "%s", e.msg);
     return c;
@@ -132,9 +132,9 @@ static redlock_lock *take(redlock_client *c, char res[128], redlock_outcome *out
     int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     if (barrier_mask)
-        core_barrier_on(c, barrier_mask);
+        tc_barrier_on(c, barrier_mask);
     else
-        core_barrier(c);
+        tc_barrier(c);
     return l;
 }
 
@@ -144,9 +144,9 @@ static void give(redlock_client *c, redlock_lock *l)
     redlock_error e;
     cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
     if (barrier_mask)
-        core_barrier_on(c, barrier_mask);
+        tc_barrier_on(c, barrier_mask);
     else
-        core_barrier(c);
+        tc_barrier(c);
     redlock_lock_free(l);
 }
 
@@ -174,7 +174,7 @@ Test(url, each_master_authenticates_with_its_own_credentials)
     }
     char res[128];
     redlock_lock *l = take(c, res, NULL);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
+    cr_expect(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
     give(c, l);
     redlock_client_free(c);
 }
@@ -305,7 +305,7 @@ static int failed_acquire(const redlock_config *cfg, redlock_error *e)
     redlock_lock *l = NULL;
     int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, e);
     cr_expect(zero(ptr, l));
-    core_expect_msg(e, "acquire");
+    tc_expect_msg(e, "acquire");
     redlock_client_free(c);
     return rc;
 }
@@ -451,7 +451,7 @@ ParameterizedTest(size_t *i, url, bad_url_is_one_line_einval_without_the_passwor
     config(&cfg, b->masters);
     int rc = redlock_config_check(&cfg, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s: %s", b->masters, redlock_err_name(rc));
-    core_expect_msg(&e, b->masters);
+    tc_expect_msg(&e, b->masters);
     cr_expect(not(zero(ptr, strstr(e.msg, b->says))), "%s: no \"%s\" in: %s", b->masters, b->says,
               e.msg);
     expect_no_secret("the message", e.msg);

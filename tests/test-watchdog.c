@@ -159,7 +159,7 @@ static void keeps_alive(int want, unsigned paused)
     redlock_client *c = client(0, &x);
     char res[128];
     tc_resource(res, sizeof(res), paused ? "paused" : "alive");
-    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL), *other;
+    redlock_lock *l = tc_must_acquire(c, res, TTL_MS, NULL), *other;
     lost lo = LOST_INIT;
     redlock_error err;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
@@ -176,7 +176,7 @@ static void keeps_alive(int want, unsigned paused)
                  REDLOCK_ECONFLICT),
               "nobody else got it meanwhile");
     tc_heal();
-    core_must_release(c, l); /* stops it */
+    tc_must_release(c, l); /* stops it */
     cr_assert(eq(int, losses(&lo), 0), "release stops the watchdog without a loss report");
     redlock_client_free(c);
 }
@@ -310,7 +310,7 @@ static redlock_client *blip_client(extends *x)
     redlock_client *c;
     redlock_error err;
     cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0), "%s", err.msg);
-    cr_assert(eq(int, core_wait_up(c, tc_n(), 5000), tc_n()));
+    cr_assert(eq(int, tc_wait_up(c, tc_n(), 5000), tc_n()));
     return c;
 }
 
@@ -323,7 +323,7 @@ Test(watchdog, rides_out_three_of_five_paused_for_longer_than_a_retry)
     redlock_client *c = blip_client(&x);
     char res[128];
     tc_resource(res, sizeof(res), "blip");
-    redlock_lock *l = core_must_acquire(c, res, BLIP_TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, BLIP_TTL_MS, NULL);
     lost lo = LOST_INIT;
     redlock_error err;
     for (int m = 0; m < 3; m++)
@@ -344,7 +344,7 @@ Test(watchdog, rides_out_three_of_five_paused_for_longer_than_a_retry)
     cr_assert(gt(i64, redlock_lock_validity_ms(l), left), "the lease was not extended");
     cr_log_info("%d extensions failed, %lld ms were left; then extended", failed_extensions(&x),
                 (long long)left);
-    core_must_release(c, l);
+    tc_must_release(c, l);
     redlock_client_free(c);
 }
 
@@ -361,13 +361,13 @@ static void lost_at_the_floor(int plant)
     redlock_client *c = blip_client(&x);
     char res[128];
     tc_resource(res, sizeof(res), plant ? "stale" : "floor");
-    redlock_lock *l = core_must_acquire(c, res, BLIP_TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, BLIP_TTL_MS, NULL);
     lost lo = LOST_INIT;
     redlock_error err;
     if (plant) {
-        core_barrier(c);
-        core_plant(1, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
-        core_plant(2, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
+        tc_barrier(c);
+        tc_plant(1, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
+        tc_plant(2, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
     }
     for (int m = plant ? 3 : 0; m < (plant ? 5 : 3); m++)
         tc_pause(m);
@@ -411,7 +411,7 @@ Test(watchdog, freeing_the_lock_stops_its_watchdog)
     redlock_client *c = client(0, &x);
     char res[128];
     tc_resource(res, sizeof(res), "freed");
-    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, TTL_MS, NULL);
     lost lo = LOST_INIT;
     redlock_error err;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);

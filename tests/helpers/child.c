@@ -97,12 +97,12 @@ redlock_client *tc_child_client(unsigned retries, char *why, size_t size)
 {
     redlock_config cfg;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.node_timeout_ms = 250;
     cfg.retry_count = retries;
     cfg.retry_delay_ms = 20;
     cfg.retry_jitter_ms = 10;
-    return core_client_try(&cfg, -1, why, size);
+    return tc_client_try(&cfg, -1, why, size);
 }
 
 void tc_child_acquire(int fd, const struct tc_child_args *a, uint32_t ttl_ms,

@@ -5,7 +5,7 @@
  * it did as lines on a pipe ("acquired TOKEN", "done ...", or "ERR why"),
  * and the test waits for each line, which is the event it acts on. The
  * child uses only the helpers that do not need criterion (history.h,
- * core_client_try()); the suite's .fini kills a child left behind.
+ * tc_client_try()); the suite's .fini kills a child left behind.
  */
 #ifndef TC_CHILD_H
 #define TC_CHILD_H

@@ -38,7 +38,7 @@ typedef struct tc_contend_worker {
 
 void tc_contend_config(redlock_config *cfg, int guard)
 {
-    core_config(cfg);
+    tc_config(cfg);
     cfg->node_timeout_ms = 250;
     cfg->retry_count = 2;
     cfg->retry_delay_ms = 20;
@@ -53,7 +53,7 @@ redlock_client *tc_contend_client(int guard)
     redlock_config cfg;
 
     tc_contend_config(&cfg, guard);
-    return core_client(&cfg, -1);
+    return tc_client(&cfg, -1);
 }
 
 /* ---- what the workers note ---------------------------------------------- */
@@ -366,7 +366,7 @@ static void quiesce(void)
         long long n = 0;
 
         /* -1: a dead master; 1: only our own INFO connection */
-        TC_AWAIT((n = core_info_num(m, "clients", "connected_clients")) <= 1, 5000);
+        TC_AWAIT((n = tc_info_num(m, "clients", "connected_clients")) <= 1, 5000);
         if (n > 1) /* not cr_log_warn(): in criterion 2.4.1 a warning fails the run */
             cr_log_info("master %d still has %lld clients after 5 s", m, n);
     }

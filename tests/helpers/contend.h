@@ -66,7 +66,7 @@ struct tc_contend {
     int acq[20], rel[20], ext[20];             /* results by -rc */
 };
 
-/* The config of every client in a run: core_config(), a 250 ms node
+/* The config of every client in a run: tc_config(), a 250 ms node
  * timeout, two quick retries, reconnects within 100 ms, @guard as
  * restart_guard. */
 void tc_contend_config(redlock_config *cfg, int guard);
