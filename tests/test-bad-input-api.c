@@ -21,7 +21,7 @@
 
 #define TTL_MS 10000u
 
-/* A client of the default config, connected to every master: fx.c. */
+/* A client of the default config, connected to every master: tc_fx.c. */
 TestSuite(bad_input, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
 /* ------------------------------------------------------------------------ */
@@ -64,15 +64,15 @@ Test(bad_input, async_calls_on_a_blocking_client_are_easync)
     cb_runs = 0;
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), "tok", &l, NULL), 0));
-    cr_expect(eq(int, redlock_acquire_async(fx.c, res, strlen(res), TTL_MS, acq_cb, NULL, &e),
+    cr_expect(eq(int, redlock_acquire_async(tc_fx.c, res, strlen(res), TTL_MS, acq_cb, NULL, &e),
                  REDLOCK_EASYNC));
     tc_expect_msg(&e, "acquire_async");
-    cr_expect(eq(int, redlock_release_async(fx.c, l, op_cb, NULL, &e), REDLOCK_EASYNC));
+    cr_expect(eq(int, redlock_release_async(tc_fx.c, l, op_cb, NULL, &e), REDLOCK_EASYNC));
     tc_expect_msg(&e, "release_async");
-    cr_expect(eq(int, redlock_extend_async(fx.c, l, TTL_MS, op_cb, NULL, &e), REDLOCK_EASYNC));
+    cr_expect(eq(int, redlock_extend_async(tc_fx.c, l, TTL_MS, op_cb, NULL, &e), REDLOCK_EASYNC));
     tc_expect_msg(&e, "extend_async");
     /* A round trip through the I/O thread: anything queued would have run. */
-    cr_expect(eq(int, redlock_status_get(fx.c, res, strlen(res), &st, &e), 0), "%s", e.msg);
+    cr_expect(eq(int, redlock_status_get(tc_fx.c, res, strlen(res), &st, &e), 0), "%s", e.msg);
     cr_expect(eq(int, cb_runs, 0));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_lock_free(l);
@@ -115,11 +115,11 @@ Test(bad_input, null_client_lock_or_callback_is_einval)
 
     cr_expect(eq(int, redlock_acquire(NULL, "r", 1, TTL_MS, &l, NULL, &e), REDLOCK_EINVAL));
     tc_expect_msg(&e, "NULL client");
-    cr_expect(eq(int, redlock_acquire(fx.c, "r", 1, TTL_MS, NULL, NULL, &e), REDLOCK_EINVAL));
+    cr_expect(eq(int, redlock_acquire(tc_fx.c, "r", 1, TTL_MS, NULL, NULL, &e), REDLOCK_EINVAL));
     tc_expect_msg(&e, "NULL ret_lock");
-    cr_expect(eq(int, redlock_release(fx.c, NULL, NULL, &e), REDLOCK_EINVAL));
+    cr_expect(eq(int, redlock_release(tc_fx.c, NULL, NULL, &e), REDLOCK_EINVAL));
     tc_expect_msg(&e, "NULL lock");
-    cr_expect(eq(int, redlock_extend(fx.c, NULL, TTL_MS, NULL, &e), REDLOCK_EINVAL));
+    cr_expect(eq(int, redlock_extend(tc_fx.c, NULL, TTL_MS, NULL, &e), REDLOCK_EINVAL));
     tc_expect_msg(&e, "NULL lock");
     cr_expect(eq(int, redlock_acquire_async(NULL, "r", 1, TTL_MS, acq_cb, NULL, &e),
                  REDLOCK_EINVAL));
@@ -198,12 +198,12 @@ ParameterizedTest(size_t *i, bad_input, bad_acquire_options_are_named)
     redlock_resource r = { "r", 1 };
     redlock_lock *l = NULL;
     redlock_error e;
-    int rc = redlock_acquire_with(fx.c, &r, 1, &o, &l, NULL, &e);
+    int rc = redlock_acquire_with(tc_fx.c, &r, 1, &o, &l, NULL, &e);
     cr_assert(eq(int, rc, REDLOCK_EINVAL), "%s: %s", k->name, redlock_err_name(rc));
     cr_expect(zero(ptr, l));
     cr_expect(strstr(e.msg, k->field) != NULL, "%s: the message does not name %s: %s", k->name,
               k->field, e.msg);
     cr_expect(strchr(e.msg, '\n') == NULL);
     /* NULL options */
-    cr_expect(eq(int, redlock_acquire_with(fx.c, &r, 1, NULL, &l, NULL, &e), REDLOCK_EINVAL));
+    cr_expect(eq(int, redlock_acquire_with(tc_fx.c, &r, 1, NULL, &l, NULL, &e), REDLOCK_EINVAL));
 }

@@ -198,30 +198,31 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     redlock_client_free(b);
 }
 
-/* For the tests on one client with no retries: fx.cfg, fx.res. */
+/* For the tests on one client with no retries: tc_fx.cfg, tc_fx.res. */
 static void one_client(void)
 {
     tc_fx_init();
-    fx.cfg.retry_count = 0;
+    tc_fx.cfg.retry_count = 0;
 }
 
 Test(contention, held_on_a_minority_still_acquires, .init = one_client, .fini = tc_fx_fini)
 {
     int rc;
 
-    tc_plant(0, fx.res, fx.len, "other-client", TTL_MS);
-    tc_plant(1, fx.res, fx.len, "other-client", TTL_MS);
+    tc_plant(0, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_plant(1, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
     tc_fx_client(-1);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s", fx.e.msg);
-    cr_expect(eq(u32, fx.out.n_ok, 3));
-    tc_barrier(fx.c);
-    cr_expect(eq(int, tc_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
-    cr_expect(eq(int, tc_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
-    tc_barrier(fx.c);
-    cr_expect(eq(int, tc_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
-    tc_del_all(fx.res, fx.len);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
+    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 3));
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 2));
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 2));
+    tc_del_all(tc_fx.res, tc_fx.len);
 }
 
 Test(contention, held_on_a_majority_is_econflict_after_every_retry, .init = one_client,
@@ -230,18 +231,18 @@ Test(contention, held_on_a_majority_is_econflict_after_every_retry, .init = one_
     int rc;
 
     for (int i = 0; i < 3; i++)
-        tc_plant(i, fx.res, fx.len, "other-client", TTL_MS);
-    fx.cfg.retry_count = 2;
-    fx.cfg.retry_delay_ms = 10;
-    fx.cfg.retry_jitter_ms = 10;
+        tc_plant(i, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_fx.cfg.retry_count = 2;
+    tc_fx.cfg.retry_delay_ms = 10;
+    tc_fx.cfg.retry_jitter_ms = 10;
     tc_fx_client(-1);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     /* The first, the one that takes the waiter's place in the queues right
      * after it (an extra attempt, like a wake-up's: acquire.c), the polls. */
-    cr_expect(eq(u32, fx.out.attempts, 1 + 1 + 2), "1 + 1 + retry_count attempts");
+    cr_expect(eq(u32, tc_fx.out.attempts, 1 + 1 + 2), "1 + 1 + retry_count attempts");
     /* Every attempt's keys are gone again: only the other client's remain. */
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 3));
-    cr_expect(eq(int, tc_count_token(fx.res, fx.len, "other-client", TTL_MS), 3));
-    tc_del_all(fx.res, fx.len);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 3));
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 3));
+    tc_del_all(tc_fx.res, tc_fx.len);
 }

@@ -344,14 +344,14 @@ int tc_is_hex32(const char *token)
 /* The fixture                                                              */
 /* ------------------------------------------------------------------------ */
 
-struct tc_fx fx;
+struct tc_fx tc_fx;
 
 void tc_fx_init(void)
 {
-    memset(&fx, 0, sizeof(fx));
-    tc_config(&fx.cfg);
-    tc_resource(fx.res, sizeof(fx.res), NULL);
-    fx.len = strlen(fx.res);
+    memset(&tc_fx, 0, sizeof(tc_fx));
+    tc_config(&tc_fx.cfg);
+    tc_resource(tc_fx.res, sizeof(tc_fx.res), NULL);
+    tc_fx.len = strlen(tc_fx.res);
 }
 
 void tc_fx_setup(void)
@@ -362,20 +362,20 @@ void tc_fx_setup(void)
 
 void tc_fx_fini(void)
 {
-    redlock_client_free(fx.c);
-    redlock_lock_free(fx.l);
-    tc_proxy_stop(fx.proxy);
-    free(fx.masters);
-    memset(&fx, 0, sizeof(fx));
+    redlock_client_free(tc_fx.c);
+    redlock_lock_free(tc_fx.l);
+    tc_proxy_stop(tc_fx.proxy);
+    free(tc_fx.masters);
+    memset(&tc_fx, 0, sizeof(tc_fx));
 }
 
 void tc_fx_init_faults(void)
 {
     tc_fx_init();
-    fx.cfg.retry_count = 0;
-    fx.cfg.node_timeout_ms = TC_FAULTS_NODE_TIMEOUT_MS;
-    fx.cfg.reconnect_min_ms = 10;
-    fx.cfg.reconnect_max_ms = 100;
+    tc_fx.cfg.retry_count = 0;
+    tc_fx.cfg.node_timeout_ms = TC_FAULTS_NODE_TIMEOUT_MS;
+    tc_fx.cfg.reconnect_min_ms = 10;
+    tc_fx.cfg.reconnect_max_ms = 100;
 }
 
 void tc_fx_fini_faults(void)
@@ -386,20 +386,20 @@ void tc_fx_fini_faults(void)
 
 redlock_client *tc_fx_client(int want_up)
 {
-    fx.c = tc_client(&fx.cfg, want_up);
-    return fx.c;
+    tc_fx.c = tc_client(&tc_fx.cfg, want_up);
+    return tc_fx.c;
 }
 
 void tc_fx_masters_with(int i, const char *addr)
 {
-    free(fx.masters);
-    fx.masters = tc_masters_with(i, addr);
-    fx.cfg.masters = fx.masters;
+    free(tc_fx.masters);
+    tc_fx.masters = tc_masters_with(i, addr);
+    tc_fx.cfg.masters = tc_fx.masters;
 }
 
 struct tc_proxy *tc_fx_proxy(int i)
 {
-    fx.proxy = tc_proxy_start(i);
-    tc_fx_masters_with(i, tc_proxy_addr(fx.proxy));
-    return fx.proxy;
+    tc_fx.proxy = tc_proxy_start(i);
+    tc_fx_masters_with(i, tc_proxy_addr(tc_fx.proxy));
+    return tc_fx.proxy;
 }

@@ -185,8 +185,8 @@ int tc_is_hex32(const char *token);
 /*
  * What a test about one client and one resource starts from, and what its
  * suite's .fini takes down whether the test passed or not. A suite's .init
- * calls tc_fx_init() and adds its own settings to fx.cfg; the test
- * changes fx.cfg if it must and calls tc_fx_client(). Criterion runs
+ * calls tc_fx_init() and adds its own settings to tc_fx.cfg; the test
+ * changes tc_fx.cfg if it must and calls tc_fx_client(). Criterion runs
  * each test in a process of its own, so one global is one test's.
  */
 struct tc_fx {
@@ -201,16 +201,16 @@ struct tc_fx {
     struct tc_proxy *proxy; /* tc_fx_proxy(); stopped by .fini */
 };
 
-extern struct tc_fx fx;
+extern struct tc_fx tc_fx;
 
-/* For .init: fx cleared, tc_config(&fx.cfg), a fresh fx.res. */
+/* For .init: tc_fx cleared, tc_config(&tc_fx.cfg), a fresh tc_fx.res. */
 void tc_fx_init(void);
 
 /* For .init of suites whose every test wants a client of the default
  * config, connected to every master: tc_fx_init(), tc_fx_client(-1). */
 void tc_fx_setup(void);
 
-/* For .fini: free fx.c, then fx.l; stop fx.proxy; free fx.masters. */
+/* For .fini: free tc_fx.c, then tc_fx.l; stop tc_fx.proxy; free tc_fx.masters. */
 void tc_fx_fini(void);
 
 /* The node timeout of tc_fx_init_faults(): long, so that "at once" and
@@ -226,14 +226,14 @@ void tc_fx_init_faults(void);
 /* For .fini of fault suites: tc_heal(), then tc_fx_fini(). */
 void tc_fx_fini_faults(void);
 
-/* fx.c = tc_client(&fx.cfg, @want_up). Return: fx.c. */
+/* tc_fx.c = tc_client(&tc_fx.cfg, @want_up). Return: tc_fx.c. */
 redlock_client *tc_fx_client(int want_up);
 
-/* Master @i of fx.cfg.masters replaced by a slow link (tc_proxy_start()) in
- * front of it. Return: fx.proxy. */
+/* Master @i of tc_fx.cfg.masters replaced by a slow link (tc_proxy_start()) in
+ * front of it. Return: tc_fx.proxy. */
 struct tc_proxy *tc_fx_proxy(int i);
 
-/* Master @i of fx.cfg.masters replaced by @addr (tc_masters_with()). */
+/* Master @i of tc_fx.cfg.masters replaced by @addr (tc_masters_with()). */
 void tc_fx_masters_with(int i, const char *addr);
 
 #endif
