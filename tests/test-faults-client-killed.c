@@ -50,7 +50,7 @@ struct next {
 
 /* B asks until it gets the lock, at most until @until; every other answer
  * must be ECONFLICT. The lock it gets is released and freed. */
-static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, uint64_t until)
+static struct next b_waits_out_a(tc_hist *h, redlock_client *b, const char *res, uint64_t until)
 {
     struct next n = { .rc = -1 };
     redlock_lock *lb = NULL;
@@ -63,7 +63,7 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
     while (tc_now_us() < until) {
         t0 = tc_now_us();
         n.rc = redlock_acquire(b, res, strlen(res), KILL_TTL_MS, &lb, &ob, &e);
-        hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, &ob);
+        tc_hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, &ob);
         if (n.rc == 0) {
             n.got = tc_now_us();
             n.got_invoke = t0;
@@ -76,7 +76,7 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
     cr_assert(eq(int, n.rc, 0), "the lock did not free within 1 s after A's ttl");
     t0 = tc_now_us();
     n.rc = redlock_release(b, lb, &ob, &e);
-    hist_release(h, "B", t0, n.rc, lb, &ob);
+    tc_hist_release(h, "B", t0, n.rc, lb, &ob);
     cr_expect(eq(int, n.rc, 0), "B's release: %s", e.msg);
     redlock_lock_free(lb);
     return n;
@@ -91,13 +91,13 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
     redlock_client *b;
     struct next n;
     uint64_t t0;
-    hist *h;
+    tc_hist *h;
     int fd, st, rc;
 
     tc_contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
     fd = tc_child_start(killed_holder, &args);
-    h = hist_open(hpath);
+    h = tc_hist_open(hpath);
     cr_assert(h != NULL);
     b = tc_child_client(0, why, sizeof(why));
     cr_assert(b != NULL, "%s", why);
@@ -110,7 +110,7 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
     cr_assert(waitpid(tc_child_pid, &st, 0) == tc_child_pid);
     tc_child_pid = -1;
     close(fd);
-    hist_fault(h, "sigkill-holder", -1, 0, t0);
+    tc_hist_fault(h, "sigkill-holder", -1, 0, t0);
 
     /* A's keys were written after a_invoke and live a ttl on each master's
      * clock, so up to ttl - margin after a_invoke (on ours) they are all
@@ -139,7 +139,7 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
                 KILL_TTL_MS, n.conflicts, (n.got_invoke - a_invoke) / 1000.0);
 
     redlock_client_free(b);
-    hist_close(h);
+    tc_hist_close(h);
     tc_contend_snapshot(spath, res, strlen(res));
     rc = tc_contend_check(hpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 0), "the checker found violations:\n%s", out);

@@ -59,15 +59,15 @@ static void stopped_holder(void *arg, int fd)
         t0 = tc_now_us();
         tc_sleep_ms(20); /* time is the subject: one step of the holder's work */
         late = redlock_lock_validity_ms(a.l) <= 0;
-        hist_use(a.h, "A", t0, a.l, late);
+        tc_hist_use(a.h, "A", t0, a.l, late);
         if (step == 0)
             tc_child_tell(fd, "working\n");
     }
     v = redlock_lock_validity_ms(a.l);
     t0 = tc_now_us();
     rc = redlock_release(a.c, a.l, &out, &e);
-    hist_release(a.h, "A", t0, rc, a.l, &out);
-    hist_votes(&out, votes);
+    tc_hist_release(a.h, "A", t0, rc, a.l, &out);
+    tc_hist_votes(&out, votes);
     for (const char *p = votes; *p; p++) {
         ok += *p == 'O';
         gone += *p == 'G';
@@ -76,7 +76,7 @@ static void stopped_holder(void *arg, int fd)
     tc_child_tell(fd, "done %lld %d %d %d %d\n", (long long)v, rc, ok, gone, held);
     redlock_lock_free(a.l);
     redlock_client_free(a.c);
-    hist_close(a.h);
+    tc_hist_close(a.h);
 }
 
 /* Masters where @res holds @token, as a bitmask. */
@@ -127,7 +127,7 @@ static void expect_unmarked_history_fails(const char *hpath, const char *spath)
 
 /* B asks until A's keys have expired (about A's ttl after its acquire):
  * until then every answer must be "held by another client". */
-static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
+static redlock_lock *b_waits_out_a(tc_hist *h, redlock_client *b, const char *res)
 {
     redlock_lock *lb = NULL;
     redlock_outcome ob;
@@ -138,7 +138,7 @@ static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
                  uint64_t t0 = tc_now_us();
 
                  rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, &ob, &e);
-                 hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
+                 tc_hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
                  rc != REDLOCK_ECONFLICT;
              }),
              10 * STOP_TTL_MS);
@@ -159,13 +159,13 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     redlock_error e;
     unsigned before, after;
     uint64_t t0;
-    hist *h;
+    tc_hist *h;
     int fd, st, rc;
 
     tc_contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
     fd = tc_child_start(stopped_holder, &args);
-    h = hist_open(hpath);
+    h = tc_hist_open(hpath);
     cr_assert(h != NULL);
 
     tc_child_hear(fd, line, sizeof(line), 15000);
@@ -174,7 +174,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     t0 = tc_now_us();
     cr_assert(kill(tc_child_pid, SIGSTOP) == 0);
     cr_assert(waitpid(tc_child_pid, &st, WUNTRACED) == tc_child_pid && WIFSTOPPED(st));
-    hist_fault(h, "sigstop-holder", -1, 0, t0);
+    tc_hist_fault(h, "sigstop-holder", -1, 0, t0);
 
     b = tc_child_client(0, why, sizeof(why));
     cr_assert(b != NULL, "%s", why);
@@ -184,7 +184,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 
     t0 = tc_now_us();
     cr_assert(kill(tc_child_pid, SIGCONT) == 0);
-    hist_fault(h, "sigcont-holder", -1, 0, t0);
+    tc_hist_fault(h, "sigcont-holder", -1, 0, t0);
     tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "done %lld %d %d %d %d", &w.validity, &w.rc, &w.ok, &w.gone, &w.held) ==
                   5,
@@ -214,11 +214,11 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 
     t0 = tc_now_us();
     rc = redlock_release(b, lb, &ob, &e);
-    hist_release(h, "B", t0, rc, lb, &ob);
+    tc_hist_release(h, "B", t0, rc, lb, &ob);
     cr_expect(eq(int, rc, 0), "B's release: %s", e.msg);
     redlock_lock_free(lb);
     redlock_client_free(b);
-    hist_close(h);
+    tc_hist_close(h);
     tc_contend_snapshot(spath, res, strlen(res));
 
     /* The history as recorded: clean, the step spanning the stop marked late. */

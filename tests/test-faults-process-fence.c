@@ -40,12 +40,12 @@ static int fenced_grant(tc_contend *r, redlock_client *c, uint64_t *fence, redlo
     uint64_t t0 = tc_now_us();
     int rc = redlock_acquire_set(c, &res, 1, FENCE_TTL_MS, REDLOCK_FENCE, &l, &o, e);
 
-    hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, &o);
+    tc_hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, &o);
     if (rc != 0)
         return rc;
     *fence = redlock_lock_fence(l);
     t0 = tc_now_us();
-    hist_release(r->h, "c", t0, redlock_release(c, l, &o, NULL), l, &o);
+    tc_hist_release(r->h, "c", t0, redlock_release(c, l, &o, NULL), l, &o);
     redlock_lock_free(l);
     return 0;
 }

@@ -65,12 +65,12 @@ static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc)
     for (int tries = 0; tries < 100 && rc != 0; tries++) {
         t0 = tc_now_us();
         rc = redlock_acquire(hc, r->res, r->len, TC_CONTEND_TTL_MS, &hl, &out, &e);
-        hist_acquire(r->h, "H", r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, hl, &out);
+        tc_hist_acquire(r->h, "H", r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, hl, &out);
     }
     cr_assert(eq(int, rc, 0), "H never got the lock: %s", e.msg);
     tc_contend_note_grant(r, &out);
-    cr_assert(eq(u32, hist_oks(&out), 0x07u), "H counted masters 0,1,2 only (oks 0x%x)",
-              hist_oks(&out));
+    cr_assert(eq(u32, tc_hist_oks(&out), 0x07u), "H counted masters 0,1,2 only (oks 0x%x)",
+              tc_hist_oks(&out));
     return hl;
 }
 
@@ -187,7 +187,7 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
         TC_AWAIT(tc_contend_attempts(r) >= tries0 + 2 * TC_CONTEND_WORKERS, AWAIT_MS);
     t0 = tc_now_us();
     rc = redlock_release(hc, hl, &out_h, &e);
-    hist_release(r->h, "H", t0, rc, hl, &out_h);
+    tc_hist_release(r->h, "H", t0, rc, hl, &out_h);
     redlock_lock_free(hl);
     redlock_client_free(hc);
 

@@ -115,16 +115,16 @@ void tc_child_acquire(int fd, const struct tc_child_args *a, uint32_t ttl_ms,
     int rc;
 
     memset(ret, 0, sizeof(*ret));
-    ret->h = hist_open(a->hpath);
+    ret->h = tc_hist_open(a->hpath);
     if (!ret->h)
-        tc_child_fail(fd, "hist_open: %s", strerror(errno));
+        tc_child_fail(fd, "tc_hist_open: %s", strerror(errno));
     ret->c = tc_child_client(5, why, sizeof(why));
     if (!ret->c)
         tc_child_fail(fd, "%s", why);
     ret->invoke_us = tc_now_us();
     rc = redlock_acquire(ret->c, a->res, len, ttl_ms, &ret->l, &out, &e);
     ret->complete_us = tc_now_us();
-    hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
+    tc_hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
     if (rc != 0)
         tc_child_fail(fd, "acquire: %s", e.msg);
 }

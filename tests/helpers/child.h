@@ -54,7 +54,7 @@ struct tc_child_args {
 
 /* What a holder child has once it holds the lock. */
 struct tc_child_holder {
-    hist *h;           /* the history, opened again in the child */
+    tc_hist *h;        /* the history, opened again in the child */
     redlock_client *c; /* tc_child_client(5, ...) */
     redlock_lock *l;
     uint64_t invoke_us;   /* when the acquire began ... */

@@ -67,7 +67,7 @@ static void note_grant(tc_contend *r, const redlock_outcome *out)
 {
     pthread_mutex_lock(&r->mu);
     if (r->n_grants < TC_CONTEND_MAX_GRANTS)
-        r->grants[r->n_grants++] = (tc_contend_grant){ tc_now_us(), hist_oks(out) };
+        r->grants[r->n_grants++] = (tc_contend_grant){ tc_now_us(), tc_hist_oks(out) };
     pthread_mutex_unlock(&r->mu);
 }
 
@@ -123,13 +123,13 @@ static void hold_and_release(tc_contend_worker *w, redlock_client *c, redlock_lo
     if (rand_r(&w->seed) % 2) {
         t0 = tc_now_us();
         rc = redlock_extend(c, l, TC_CONTEND_TTL_MS, &out, &e);
-        hist_extend(r->h, w->name, TC_CONTEND_TTL_MS, t0, rc, l, &out);
+        tc_hist_extend(r->h, w->name, TC_CONTEND_TTL_MS, t0, rc, l, &out);
         note(r, r->ext, rc, "extend", &e);
         tc_sleep_ms(2 + rand_r(&w->seed) % 10); /* and works on: time is the subject */
     }
     t0 = tc_now_us();
     rc = redlock_release(c, l, &out, &e);
-    hist_release(r->h, w->name, t0, rc, l, &out);
+    tc_hist_release(r->h, w->name, t0, rc, l, &out);
     note_votes(r, &out);
     note(r, r->rel, rc, "release", &e);
 }
@@ -165,7 +165,7 @@ static void *work(void *arg)
         uint64_t t0 = tc_now_us();
         int rc = redlock_acquire(c, r->res, r->len, TC_CONTEND_TTL_MS, &l, &out, &e);
 
-        hist_acquire(r->h, w->name, r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, l, &out);
+        tc_hist_acquire(r->h, w->name, r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, l, &out);
         note_votes(r, &out);
         pthread_mutex_lock(&r->mu);
         r->acq[idx(rc)]++;
@@ -237,8 +237,8 @@ tc_contend *tc_contend_start_kind(int guard, int workers, int kind)
     tc_resource(r->res, sizeof(r->res), NULL);
     r->len = strlen(r->res);
     tc_contend_paths(r->path, r->snap, sizeof(r->path));
-    r->h = hist_open(r->path);
-    cr_assert(r->h != NULL, "hist_open %s: %s", r->path, strerror(errno));
+    r->h = tc_hist_open(r->path);
+    cr_assert(r->h != NULL, "tc_hist_open %s: %s", r->path, strerror(errno));
     r->w = calloc((size_t)(workers ? workers : 1), sizeof(*r->w));
     cr_assert(r->w != NULL);
     r->n_workers = workers;
@@ -343,7 +343,7 @@ int tc_contend_await_grants(tc_contend *r, uint64_t from, uint32_t mask, int n, 
 
 void tc_contend_fault(tc_contend *r, const char *what, int master, int lost, uint64_t t0)
 {
-    cr_assert(eq(int, hist_fault(r->h, what, master, lost, t0), 0));
+    cr_assert(eq(int, tc_hist_fault(r->h, what, master, lost, t0), 0));
 }
 
 void tc_contend_inject(tc_contend *r, void (*act)(int), const char *what, int master, int lost)
@@ -374,19 +374,19 @@ static void quiesce(void)
 
 void tc_contend_snapshot(const char *path, const void *res, size_t len)
 {
-    hist *s = hist_open(path);
+    tc_hist *s = tc_hist_open(path);
 
-    cr_assert(s != NULL, "hist_open %s: %s", path, strerror(errno));
+    cr_assert(s != NULL, "tc_hist_open %s: %s", path, strerror(errno));
     for (int m = 0; m < tc_n(); m++) {
         redisReply *v = tc_cmd(m, "GET %b", res, len);
         redisReply *t = tc_cmd(m, "PTTL %b", res, len);
 
         if (v && t && v->type == REDIS_REPLY_STRING && t->type == REDIS_REPLY_INTEGER)
-            cr_assert(eq(int, hist_key(s, m, res, len, v->str, t->integer), 0));
+            cr_assert(eq(int, tc_hist_key(s, m, res, len, v->str, t->integer), 0));
         freeReplyObject(v);
         freeReplyObject(t);
     }
-    hist_close(s);
+    tc_hist_close(s);
 }
 
 int tc_contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
@@ -402,7 +402,7 @@ int tc_contend_check(const char *hpath, const char *spath, const char *const *ar
     for (int i = 0; args && args[i] && k < 7; i++)
         argv[k++] = args[i];
     argv[k] = NULL;
-    rc = hist_check(hpath, spath, argv, out, size);
+    rc = tc_hist_check(hpath, spath, argv, out, size);
     cr_assert(rc >= 0, "check.py did not run: %s", out);
     return rc;
 }
@@ -445,7 +445,7 @@ int tc_contend_finish(tc_contend *r, const char *const *args, char *out, size_t 
     cr_assert(eq(int, r->bad_exits, 0), "%d worker processes died", r->bad_exits);
     quiesce();
     tc_contend_snapshot(r->snap, r->res, r->len);
-    hist_close(r->h);
+    tc_hist_close(r->h);
     r->h = NULL;
     rc = tc_contend_check(r->path, r->snap, args, out, size);
     if (getenv("REDLOCK_KEEP_HISTORY"))
@@ -471,7 +471,7 @@ void tc_contend_free(tc_contend *r)
     if (!r)
         return;
     run_stop(r);
-    hist_close(r->h);
+    tc_hist_close(r->h);
     pthread_mutex_destroy(&r->mu);
     munmap(r, sizeof(*r));
 }

@@ -43,7 +43,7 @@ typedef struct tc_contend_grant {
 
 struct tc_contend {
     /* for the test */
-    hist *h;        /* the history, for the test's own lines */
+    tc_hist *h;     /* the history, for the test's own lines */
     char path[512]; /* the history's file */
     char snap[512]; /* the snapshot of keys at the end */
     char res[160];  /* the contended resource */
@@ -110,7 +110,7 @@ int tc_contend_attempts(tc_contend *r);
  * @mask, for at most @timeout_ms. Return: how many there were. */
 int tc_contend_await_grants(tc_contend *r, uint64_t from, uint32_t mask, int n, int timeout_ms);
 
-/* A "fault" line: @what happened to master @master since @t0 (hist_fault). */
+/* A "fault" line: @what happened to master @master since @t0 (tc_hist_fault). */
 void tc_contend_fault(tc_contend *r, const char *what, int master, int lost, uint64_t t0);
 
 /* One fault, timed and recorded: the time is taken before @act(@master)

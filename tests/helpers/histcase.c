@@ -37,125 +37,126 @@ void histcase_fini(void)
 }
 
 /* A new history file in the test's dir. */
-hist *hc_new(char *path, size_t size)
+tc_hist *hc_new(char *path, size_t size)
 {
-    hist *h;
+    tc_hist *h;
 
     snprintf(path, size, "%s/h%d.jsonl", hc_dir, seq++);
-    h = hist_open(path);
-    cr_assert(h != NULL, "hist_open %s: %s", path, strerror(errno));
+    h = tc_hist_open(path);
+    cr_assert(h != NULL, "tc_hist_open %s: %s", path, strerror(errno));
     return h;
 }
 
-void hc_put(hist *h, const hist_rec *r)
+void hc_put(tc_hist *h, const tc_hist_rec *r)
 {
-    int rc = hist_write(h, r);
+    int rc = tc_hist_write(h, r);
 
-    cr_assert(eq(int, rc, 0), "hist_write: %s", strerror(-rc));
+    cr_assert(eq(int, rc, 0), "tc_hist_write: %s", strerror(-rc));
 }
 
-void hc_grant(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+void hc_grant(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
               unsigned vend, uint32_t oks)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_ACQUIRE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .vend_us = HC_MS(vend),
-                   .has_vend = 1,
-                   .ttl_ms = 1000,
-                   .oks = oks,
-                   .n_ok = (uint32_t)__builtin_popcount(oks),
-                   .master = -1 };
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_ACQUIRE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = HC_MS(inv),
+                      .complete_us = HC_MS(comp),
+                      .token = tok,
+                      .vend_us = HC_MS(vend),
+                      .has_vend = 1,
+                      .ttl_ms = 1000,
+                      .oks = oks,
+                      .n_ok = (uint32_t)__builtin_popcount(oks),
+                      .master = -1 };
     hc_put(h, &r);
 }
 
-void hc_refused(hist *h, const char *client, unsigned inv, unsigned comp)
+void hc_refused(tc_hist *h, const char *client, unsigned inv, unsigned comp)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_ACQUIRE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .rc = REDLOCK_ECONFLICT,
-                   .ttl_ms = 1000,
-                   .master = -1 };
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_ACQUIRE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = HC_MS(inv),
+                      .complete_us = HC_MS(comp),
+                      .rc = REDLOCK_ECONFLICT,
+                      .ttl_ms = 1000,
+                      .master = -1 };
     hc_put(h, &r);
 }
 
-void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc)
+void hc_release(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+                int rc)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_RELEASE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .rc = rc,
-                   .master = -1 };
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_RELEASE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = HC_MS(inv),
+                      .complete_us = HC_MS(comp),
+                      .token = tok,
+                      .rc = rc,
+                      .master = -1 };
     hc_put(h, &r);
 }
 
-void hc_extend(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
+void hc_extend(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
                unsigned vend)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_EXTEND,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .rc = rc,
-                   .vend_us = HC_MS(vend),
-                   .has_vend = 1,
-                   .ttl_ms = 1000,
-                   .master = -1 };
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_EXTEND,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = HC_MS(inv),
+                      .complete_us = HC_MS(comp),
+                      .token = tok,
+                      .rc = rc,
+                      .vend_us = HC_MS(vend),
+                      .has_vend = 1,
+                      .ttl_ms = 1000,
+                      .master = -1 };
     hc_put(h, &r);
 }
 
-void hc_use(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int late)
+void hc_use(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int late)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_USE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .late = late,
-                   .master = -1 };
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_USE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = HC_MS(inv),
+                      .complete_us = HC_MS(comp),
+                      .token = tok,
+                      .late = late,
+                      .master = -1 };
     hc_put(h, &r);
 }
 
-void hc_fault(hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp)
+void hc_fault(tc_hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp)
 {
-    hist_rec r = { .client = "test",
-                   .op = HIST_FAULT,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .master = master,
-                   .lost = lost,
-                   .what = what };
+    tc_hist_rec r = { .client = "test",
+                      .op = TC_HIST_FAULT,
+                      .invoke_us = HC_MS(inv),
+                      .complete_us = HC_MS(comp),
+                      .master = master,
+                      .lost = lost,
+                      .what = what };
     hc_put(h, &r);
 }
 
-void hc_key(hist *h, int master, const char *tok, unsigned at, int64_t pttl)
+void hc_key(tc_hist *h, int master, const char *tok, unsigned at, int64_t pttl)
 {
-    hist_rec r = { .client = "snapshot",
-                   .op = HIST_KEY,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(at),
-                   .complete_us = HC_MS(at),
-                   .token = tok,
-                   .master = master,
-                   .pttl_ms = pttl };
+    tc_hist_rec r = { .client = "snapshot",
+                      .op = TC_HIST_KEY,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = HC_MS(at),
+                      .complete_us = HC_MS(at),
+                      .token = tok,
+                      .master = master,
+                      .pttl_ms = pttl };
     hc_put(h, &r);
 }
 
@@ -163,7 +164,7 @@ char hc_out[65536];
 
 int hc_check(const char *path, const char *snapshot, const char *const *args)
 {
-    int rc = hist_check(path, snapshot, args, hc_out, sizeof(hc_out));
+    int rc = tc_hist_check(path, snapshot, args, hc_out, sizeof(hc_out));
 
     cr_assert(rc >= 0, "the checker did not run: %s", hc_out);
     return rc;

@@ -29,35 +29,36 @@ void histcase_init(void);
 void histcase_fini(void);
 
 /* A new history file in the test's dir; its path into @path. */
-hist *hc_new(char *path, size_t size);
+tc_hist *hc_new(char *path, size_t size);
 
 /* One line as given; fails the test if it cannot be written. */
-void hc_put(hist *h, const hist_rec *r);
+void hc_put(tc_hist *h, const tc_hist_rec *r);
 
 /* @client was granted @tok over [@inv, @comp], valid until @vend, by the
  * masters in @oks (bit i: master i). */
-void hc_grant(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+void hc_grant(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
               unsigned vend, uint32_t oks);
 
 /* @client was refused (ECONFLICT) over [@inv, @comp]. */
-void hc_refused(hist *h, const char *client, unsigned inv, unsigned comp);
+void hc_refused(tc_hist *h, const char *client, unsigned inv, unsigned comp);
 
 /* @client released @tok over [@inv, @comp], the call returning @rc. */
-void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc);
+void hc_release(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+                int rc);
 
 /* @client extended @tok over [@inv, @comp] (@rc), valid until @vend. */
-void hc_extend(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
+void hc_extend(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
                unsigned vend);
 
 /* @client acted as @tok's holder over [@inv, @comp]; @late: it knew its
  * lease had lapsed. */
-void hc_use(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int late);
+void hc_use(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int late);
 
 /* @what happened to @master over [@inv, @comp]; @lost: it lost its keys. */
-void hc_fault(hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp);
+void hc_fault(tc_hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp);
 
 /* Snapshot line: @master holds @tok at @at with PTTL @pttl (-1: none). */
-void hc_key(hist *h, int master, const char *tok, unsigned at, int64_t pttl);
+void hc_key(tc_hist *h, int master, const char *tok, unsigned at, int64_t pttl);
 
 /* Run the checker on @path (@snapshot may be NULL; @args NULL-terminated,
  * may be NULL); output in hc_out. Fails the test if it did not run.
