@@ -21,7 +21,7 @@
 
 #include "histcase.h"
 
-TestSuite(history, .init = histcase_init, .fini = histcase_fini, .timeout = 60);
+TestSuite(history, .init = tc_hc_init, .fini = tc_hc_fini, .timeout = 60);
 
 /* ---- the recorder ------------------------------------------------------------------------- */
 
@@ -30,7 +30,7 @@ TestSuite(history, .init = histcase_init, .fini = histcase_fini, .timeout = 60);
 Test(history, records_from_redlock_objects_are_accepted)
 {
     char p[512];
-    tc_hist *h = hc_new(p, sizeof(p));
+    tc_hist *h = tc_hc_new(p, sizeof(p));
     redlock_lock *l = NULL;
     redlock_outcome o;
     FILE *f;
@@ -66,8 +66,8 @@ Test(history, records_from_redlock_objects_are_accepted)
     cr_expect(strstr(line, "\"fence\":0") != NULL, "%s", line);
     cr_expect(strstr(line, "\"vend\":") != NULL, "%s", line);
     cr_expect(strstr(line, "\"attempts\":2") != NULL, "%s", line);
-    hc_expect_clean(p, NULL, NULL);
-    cr_expect(strstr(hc_out, "checked 5 ops, 1 holder, 0 violations") != NULL, "%s", hc_out);
+    tc_hc_expect_clean(p, NULL, NULL);
+    cr_expect(strstr(tc_hc_out, "checked 5 ops, 1 holder, 0 violations") != NULL, "%s", tc_hc_out);
 }
 
 #define WRITERS 4
@@ -124,7 +124,7 @@ static int write_from_threads(tc_hist *h)
 Test(history, lines_stay_whole_across_threads_and_processes)
 {
     char p[512], want[128];
-    tc_hist *h = hc_new(p, sizeof(p));
+    tc_hist *h = tc_hc_new(p, sizeof(p));
     pid_t kids[2];
 
     for (int k = 0; k < 2; k++) {
@@ -145,7 +145,7 @@ Test(history, lines_stay_whole_across_threads_and_processes)
         cr_expect(ok, "writer process %d failed", k);
     }
     tc_hist_close(h);
-    hc_expect_clean(p, NULL, NULL);
+    tc_hc_expect_clean(p, NULL, NULL);
     snprintf(want, sizeof(want), "checked %d ops, 0 holders, 0 violations", 3 * WRITERS * LINES);
-    cr_expect(strstr(hc_out, want) != NULL, "wanted \"%s\":\n%.2000s", want, hc_out);
+    cr_expect(strstr(tc_hc_out, want) != NULL, "wanted \"%s\":\n%.2000s", want, tc_hc_out);
 }
