@@ -310,7 +310,7 @@ Test(inspect, ping_prints_the_whole_reason_a_master_sits_out)
     struct cli_proc p;
     char path[600], masters[800];
 
-    snprintf(path, sizeof(path), "%s/evicting.sock", ts_dir());
+    snprintf(path, sizeof(path), "%s/evicting.sock", tc_scratch_dir());
     const char *args[] = { "--port",
                            "0",
                            "--unixsocket",
@@ -322,7 +322,7 @@ Test(inspect, ping_prints_the_whole_reason_a_master_sits_out)
                            "--maxmemory",
                            "18446744073709551615",
                            NULL };
-    ts_server *s = ts_server_start(args);
+    tc_redis *s = tc_redis_start(args);
 
     snprintf(masters, sizeof(masters), "unix://%s,%s,%s", path, tc_addr(0), tc_addr(1));
     cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--samples", "1"), 0), "stderr: %s",
@@ -331,7 +331,7 @@ Test(inspect, ping_prints_the_whole_reason_a_master_sits_out)
                             "(set noeviction)\n") != NULL,
               "%s", p.out);
     cli_free(&p);
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }
 
 Test(inspect, no_quorum_exits_69_naming_each_master)

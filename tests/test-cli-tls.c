@@ -23,12 +23,12 @@
 #include "cluster.h"
 #include "servers.h"
 
-static ts_server *servers[3];
+static tc_redis *servers[3];
 
 static void teardown(void)
 {
     for (int k = 0; k < 3; k++) {
-        ts_server_stop(servers[k]);
+        tc_redis_stop(servers[k]);
         servers[k] = NULL;
     }
     cli_teardown();
@@ -57,26 +57,26 @@ static void start_servers_with(const char *cert, bool mutual, char masters[128])
                      "runs these");
     for (int k = 1; k <= 3; k++) {
         char port[16];
-        snprintf(port, sizeof(port), "%d", ts_port(k));
+        snprintf(port, sizeof(port), "%d", tc_block_port(k));
         const char *args[] = {
             "--port",
             "0",
             "--tls-port",
             port,
             "--tls-cert-file",
-            ts_pki_file(crt),
+            tc_pki_file(crt),
             "--tls-key-file",
-            ts_pki_file(key),
+            tc_pki_file(key),
             "--tls-ca-cert-file",
-            ts_pki_file("ca.crt"),
+            tc_pki_file("ca.crt"),
             "--tls-auth-clients",
             mutual ? "yes" : "no",
             NULL,
         };
-        servers[k - 1] = ts_server_start(args);
+        servers[k - 1] = tc_redis_start(args);
     }
-    snprintf(masters, 128, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", ts_port(1), ts_port(2),
-             ts_port(3));
+    snprintf(masters, 128, "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", tc_block_port(1),
+             tc_block_port(2), tc_block_port(3));
 }
 
 static void start_servers(bool mutual, char masters[128])
@@ -89,7 +89,7 @@ Test(cli_tls, tls_and_cacert_take_and_release_a_lock)
     struct cli_proc p;
     char masters[128], res[128], token[33];
     start_servers(false, masters);
-    const char *ca = ts_pki_file("ca.crt");
+    const char *ca = tc_pki_file("ca.crt");
     tc_resource(res, sizeof(res), NULL);
 
     /* Servers this test just started: nothing to forget. */
@@ -117,18 +117,18 @@ Test(cli_tls, rediss_masters_with_a_client_certificate)
     snprintf(urls, sizeof(urls),
              "rediss://127.0.0.1:%d,rediss://127.0.0.1:%d,"
              "rediss://127.0.0.1:%d",
-             ts_port(1), ts_port(2), ts_port(3));
+             tc_block_port(1), tc_block_port(2), tc_block_port(3));
     tc_resource(res, sizeof(res), NULL);
 
-    int rc = cli(&p, "--masters", urls, "--cacert", ts_pki_file("ca.crt"), "--cert",
-                 ts_pki_file("client.crt"), "--key", ts_pki_file("client.key"),
+    int rc = cli(&p, "--masters", urls, "--cacert", tc_pki_file("ca.crt"), "--cert",
+                 tc_pki_file("client.crt"), "--key", tc_pki_file("client.key"),
                  "--no-restart-guard", "lock", "--ttl", "5s", res);
     cr_expect(eq(int, rc, 0), "%d: %s", rc, p.err);
     cr_expect(is_token(p.out), "%s", p.out);
     cli_free(&p);
 
     /* Without the certificate the masters refuse us: 77, one line. */
-    rc = cli(&p, "--masters", urls, "--cacert", ts_pki_file("ca.crt"), "--no-restart-guard", "lock",
+    rc = cli(&p, "--masters", urls, "--cacert", tc_pki_file("ca.crt"), "--no-restart-guard", "lock",
              res);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
@@ -152,7 +152,7 @@ Test(cli_tls, a_certificate_that_does_not_verify_is_77_in_one_line_naming_cacert
     cli_free(&p);
 
     /* A name the certificate does not hold. */
-    rc = cli(&p, "--masters", masters, "--tls", "--cacert", ts_pki_file("ca.crt"), "--sni",
+    rc = cli(&p, "--masters", masters, "--tls", "--cacert", tc_pki_file("ca.crt"), "--sni",
              "wrong.example", "--no-restart-guard", "lock", res);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "--sni"))), "%s", p.err);
@@ -173,7 +173,7 @@ Test(cli_tls, an_expired_master_certificate_is_77_saying_it_is_renewed_on_the_ma
     start_servers_with("expired", false, masters);
     tc_resource(res, sizeof(res), NULL);
 
-    int rc = cli(&p, "--masters", masters, "--tls", "--cacert", ts_pki_file("ca.crt"),
+    int rc = cli(&p, "--masters", masters, "--tls", "--cacert", tc_pki_file("ca.crt"),
                  "--no-restart-guard", "lock", res);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
@@ -229,7 +229,7 @@ Test(cli_tls, bad_tls_options_are_64_in_one_line)
         cli_free(&p);
     }
     /* TLS files, and no master that uses TLS. */
-    int rc = cli(&p, "--masters", masters, "--cacert", ts_pki_file("ca.crt"), "lock", res);
+    int rc = cli(&p, "--masters", masters, "--cacert", tc_pki_file("ca.crt"), "lock", res);
     cr_expect(eq(int, rc, 64), "%d: %s", rc, p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "--tls"))), "%s", p.err);
     cli_free(&p);

@@ -88,15 +88,15 @@ static void fleet_up(void)
     fleet_port[0] = tc_port(0);
     fleet_port[1] = tc_port(1);
     for (int k = 0; k < N_OLD; k++) {
-        fleet_port[2 + k] = ts_port(5 + k);
+        fleet_port[2 + k] = tc_block_port(5 + k);
         snprintf(port, sizeof(port), "%d", fleet_port[2 + k]);
         const char *args[] = { "--port", port, NULL };
-        ts_server_start_with(old && *old ? old : "redis-server", args);
+        tc_redis_start_with(old && *old ? old : "redis-server", args);
         len += snprintf(masters + len, sizeof(masters) - (size_t)len, ",127.0.0.1:%s", port);
     }
     tc_fx.masters = strdup(masters);
     tc_fx.cfg.masters = tc_fx.masters;
-    tc_fx.cfg.log_fn = ts_log;
+    tc_fx.cfg.log_fn = tc_log;
     tc_fx.cfg.log_level = REDLOCK_LOG_INFO;
     redlock_client *d = tc_client(&tc_fx.cfg, -1);
     size_t declared = 0;
@@ -200,9 +200,9 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
                       sha);
         }
     }
-    cr_expect(ts_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", ts_log_text());
-    cr_expect(ts_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", ts_log_text());
-    cr_expect(not(ts_log_contains("7.0.15, extend by SET IFEQ")), "%s", ts_log_text());
+    cr_expect(tc_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", tc_log_text());
+    cr_expect(tc_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", tc_log_text());
+    cr_expect(not(tc_log_contains("7.0.15, extend by SET IFEQ")), "%s", tc_log_text());
 }
 
 /* A client of master 0 alone (every vote is heard before the extend
@@ -346,7 +346,7 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
     snprintf(tc_fx.masters, 256, "%s,%s,%s,127.0.0.1:%d,127.0.0.1:%d", tc_addr(0), tc_addr(1),
              tc_fake_addr(f), dead1, dead2);
     tc_fx.cfg.masters = tc_fx.masters;
-    tc_fx.cfg.log_fn = ts_log;
+    tc_fx.cfg.log_fn = tc_log;
     tc_fx.cfg.log_level = REDLOCK_LOG_WARN;
     tc_fx.c = tc_client(&tc_fx.cfg, 3);
     tc_plant(0, tc_fx.res, tc_fx.len, token, TTL_MS);
@@ -374,8 +374,8 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
     cr_expect(eq(int, v->kind, REDLOCK_VOTE_ERROR), "%s: %s (%s)", l->name,
               redlock_vote_kind_name(v->kind), v->detail);
     cr_log_info("%s: %s", l->name, tc_fx.e.msg);
-    cr_expect(ts_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
-              ts_log_text());
+    cr_expect(tc_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
+              tc_log_text());
     for (int m = 0; m < 2; m++)
         cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_OK), "%s: master %d: %s", l->name,
                   m, tc_fx.out.votes[m].detail);

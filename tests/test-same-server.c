@@ -28,15 +28,15 @@
 
 TestSuite(same_server, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
 
-/* A server on ts_port(@k) and a unix socket (its path into @sock); its
+/* A server on tc_block_port(@k) and a unix socket (its path into @sock); its
  * run_id into @run_id. Each test uses its own @k: workers run in parallel. */
-static ts_server *start_server(int k, char *sock, size_t size, char run_id[41])
+static tc_redis *start_server(int k, char *sock, size_t size, char run_id[41])
 {
     char port[16];
-    snprintf(port, sizeof(port), "%d", ts_port(k));
-    snprintf(sock, size, "%s/s%d.sock", ts_dir(), k);
+    snprintf(port, sizeof(port), "%d", tc_block_port(k));
+    snprintf(sock, size, "%s/s%d.sock", tc_scratch_dir(), k);
     const char *args[] = { "--port", port, "--unixsocket", sock, "--unixsocketperm", "700", NULL };
-    ts_server *s = ts_server_start(args);
+    tc_redis *s = tc_redis_start(args);
     redisContext *ctx = redisConnectUnix(sock);
     cr_assert(not(zero(ptr, ctx)));
     redisReply *r = redisCommand(ctx, "INFO server");
@@ -56,7 +56,7 @@ static void config(redlock_config *cfg, const char *masters)
     cfg->node_timeout_ms = 2000;
     cfg->retry_count = 0;
     cfg->restart_guard = 0; /* a new server's OK counts: only the twin rule refuses it */
-    cfg->log_fn = ts_log;
+    cfg->log_fn = tc_log;
     cfg->log_level = REDLOCK_LOG_DEBUG;
 }
 
@@ -134,12 +134,13 @@ static void expect_ready_refuses(const char *masters, const char *a, const char 
 Test(same_server, a_socket_and_a_port_of_one_server_never_make_a_quorum)
 {
     char sock[600], run_id[41], masters[1024], a[700], b[64];
-    ts_server *s = start_server(1, sock, sizeof(sock), run_id);
+    tc_redis *s = start_server(1, sock, sizeof(sock), run_id);
     snprintf(a, sizeof(a), "unix://%s", sock);
-    snprintf(b, sizeof(b), "127.0.0.1:%d", ts_port(1));
+    snprintf(b, sizeof(b), "127.0.0.1:%d", tc_block_port(1));
 
     /* Control: the server votes OK beside a real second master. */
-    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, tc_addr(0), ts_port(DEAD_PORT_K));
+    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, tc_addr(0),
+             tc_block_port(DEAD_PORT_K));
     redlock_config cfg;
     config(&cfg, masters);
     redlock_client *c = tc_client(&cfg, 2);
@@ -149,22 +150,22 @@ Test(same_server, a_socket_and_a_port_of_one_server_never_make_a_quorum)
     tc_must_release(c, l);
     redlock_client_free(c);
 
-    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, ts_port(DEAD_PORT_K));
+    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, tc_block_port(DEAD_PORT_K));
     expect_ready_refuses(masters, a, b, run_id);
     expect_never_granted(masters, 20);
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }
 
 Test(same_server, two_databases_of_one_server_never_make_a_quorum)
 {
     char sock[600], run_id[41], masters[1024], a[64], b[700];
-    ts_server *s = start_server(2, sock, sizeof(sock), run_id);
-    snprintf(a, sizeof(a), "redis://127.0.0.1:%d/0", ts_port(2));
+    tc_redis *s = start_server(2, sock, sizeof(sock), run_id);
+    snprintf(a, sizeof(a), "redis://127.0.0.1:%d/0", tc_block_port(2));
     snprintf(b, sizeof(b), "unix://%s?db=2", sock);
-    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, ts_port(DEAD_PORT_K));
+    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, tc_block_port(DEAD_PORT_K));
     expect_ready_refuses(masters, a, b, run_id);
     expect_never_granted(masters, 20);
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }
 
 /* The list of issue 18, and the same with the third master alive: exit 64
@@ -172,9 +173,9 @@ Test(same_server, two_databases_of_one_server_never_make_a_quorum)
 Test(same_server, the_cli_refuses_one_server_listed_twice_exit_64)
 {
     char sock[600], run_id[41], a[700], b[64], want[1100];
-    ts_server *s = start_server(3, sock, sizeof(sock), run_id);
+    tc_redis *s = start_server(3, sock, sizeof(sock), run_id);
     snprintf(a, sizeof(a), "unix://%s?db=2", sock);
-    snprintf(b, sizeof(b), "127.0.0.1:%d", ts_port(3));
+    snprintf(b, sizeof(b), "127.0.0.1:%d", tc_block_port(3));
     char line[1024];
     expected_msg(line, sizeof(line), a, b, run_id);
     snprintf(want, sizeof(want), "redlock-cli: %s\n", line);
@@ -183,7 +184,7 @@ Test(same_server, the_cli_refuses_one_server_listed_twice_exit_64)
         if (i % 2)
             snprintf(third, sizeof(third), "%s", tc_addr(0));
         else
-            snprintf(third, sizeof(third), "127.0.0.1:%d", ts_port(DEAD_PORT_K));
+            snprintf(third, sizeof(third), "127.0.0.1:%d", tc_block_port(DEAD_PORT_K));
         snprintf(masters, sizeof(masters), "%s,%s,%s", a, b, third);
         tc_resource(res, sizeof(res), NULL);
         struct cli_proc p;
@@ -193,5 +194,5 @@ Test(same_server, the_cli_refuses_one_server_listed_twice_exit_64)
         cr_expect(eq(str, p.out, ""), "run %d", i);
         cli_free(&p);
     }
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }

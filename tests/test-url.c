@@ -36,19 +36,19 @@ static void config(redlock_config *cfg, const char *masters)
     cfg->masters = masters;
     cfg->node_timeout_ms = 2000;
     cfg->retry_count = 0;
-    cfg->log_fn = ts_log;
+    cfg->log_fn = tc_log;
     cfg->log_level = REDLOCK_LOG_DEBUG;
 }
 
-static ts_server *servers[3];
+static tc_redis *servers[3];
 
 static void teardown(void)
 {
     for (int i = 0; i < 3; i++) {
-        ts_server_stop(servers[i]);
+        tc_redis_stop(servers[i]);
         servers[i] = NULL;
     }
-    expect_no_secret("the log", ts_log_text());
+    expect_no_secret("the log", tc_log_text());
 }
 
 TestSuite(url, .fini = teardown, .timeout = 60);
@@ -259,7 +259,7 @@ Test(url, unix_socket_masters)
     char paths[3][600], masters[2048];
     size_t used = 0;
     for (int i = 0; i < 3; i++) {
-        snprintf(paths[i], sizeof(paths[i]), "%s/m%d.sock", ts_dir(), i);
+        snprintf(paths[i], sizeof(paths[i]), "%s/m%d.sock", tc_scratch_dir(), i);
         const char *args[] = { "--port",
                                "0",
                                "--unixsocket",
@@ -269,7 +269,7 @@ Test(url, unix_socket_masters)
                                i == 2 ? "--requirepass" : NULL,
                                SECRET,
                                NULL };
-        servers[i] = ts_server_start(args);
+        servers[i] = tc_redis_start(args);
         /* Master 2 wants a password and says it in its URL, with a database. */
         if (i == 2)
             used += (size_t)snprintf(masters + used, sizeof(masters) - used, ",unix://:%s@%s?db=5",
@@ -313,7 +313,7 @@ static int failed_acquire(const redlock_config *cfg, redlock_error *e)
 Test(url, a_missing_unix_socket_is_a_one_line_error)
 {
     char masters[700];
-    snprintf(masters, sizeof(masters), "unix://%s/nobody-here.sock", ts_dir());
+    snprintf(masters, sizeof(masters), "unix://%s/nobody-here.sock", tc_scratch_dir());
     redlock_config cfg;
     config(&cfg, masters);
     redlock_error e;
@@ -359,7 +359,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
         strcat(user, "\xc3\xa9");
     /* Up to 106 bytes: hiredis 1.2 copies a path of 107, the most sun_path
      * holds, without its NUL into memory it did not clear. */
-    snprintf(path, sizeof(path), "%s/b", ts_dir());
+    snprintf(path, sizeof(path), "%s/b", tc_scratch_dir());
     while (strlen(path) + 2 + strlen(".sock") < sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
         strcat(path, "\xc3\xa9");
     strcat(path, ".sock");
@@ -367,7 +367,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
         "--port", "0", "--unixsocket", path, "--unixsocketperm", "700", "--requirepass",
         SECRET,   NULL
     };
-    servers[0] = ts_server_start(args);
+    servers[0] = tc_redis_start(args);
     snprintf(masters, sizeof(masters), "unix://%s:%s-wrong@%s", user, SECRET, path);
     redlock_config cfg;
     config(&cfg, masters);
@@ -381,7 +381,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
                                "fail this way)"),
               "the advice is lost: %s", e.msg);
     expect_no_secret("the message", e.msg);
-    ts_server_stop(servers[0]);
+    tc_redis_stop(servers[0]);
     servers[0] = NULL;
 
     /* No quorum names the master too, with what it said. */
