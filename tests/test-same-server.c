@@ -26,7 +26,7 @@
 #define TTL_MS 10000
 #define DEAD_PORT_K 9 /* a port of this test's block nothing listens on */
 
-TestSuite(same_server, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+TestSuite(same_server, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
 
 /* A server on tc_block_port(@k) and a unix socket (its path into @sock); its
  * run_id into @run_id. Each test uses its own @k: workers run in parallel. */
@@ -88,7 +88,7 @@ static void expect_never_granted(const char *masters, int rounds)
         redlock_lock *l = NULL;
         redlock_outcome out;
         int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        cr_expect(yes(rc == REDLOCK_ENOQUORUM || rc == REDLOCK_ECONFLICT),
+        cr_expect(tcli_yes(rc == REDLOCK_ENOQUORUM || rc == REDLOCK_ECONFLICT),
                   "round %d: %s: %s (one server counted twice?)", i, redlock_err_name(rc), e.msg);
         cr_expect(zero(ptr, l));
         cr_expect(lt(u32, out.n_ok, 2), "round %d: %u OKs", i, out.n_ok);
@@ -119,7 +119,7 @@ static void expect_ready_refuses(const char *masters, const char *a, const char 
     char want[1024];
     expected_msg(want, sizeof(want), a, b, run_id);
     cr_expect(eq(str, e.msg, want));
-    cr_expect(yes(e.master == 0 || e.master == 1), "master %d", e.master);
+    cr_expect(tcli_yes(e.master == 0 || e.master == 1), "master %d", e.master);
     /* Ping says it on the refused master, and it does not count. */
     redlock_status st;
     redlock_ping(c, &st, NULL);
@@ -187,12 +187,12 @@ Test(same_server, the_cli_refuses_one_server_listed_twice_exit_64)
             snprintf(third, sizeof(third), "127.0.0.1:%d", tc_block_port(DEAD_PORT_K));
         snprintf(masters, sizeof(masters), "%s,%s,%s", a, b, third);
         tc_resource(res, sizeof(res), NULL);
-        struct cli_proc p;
-        int rc = cli(&p, "--masters", masters, "--no-restart-guard", "lock", res);
+        struct tcli_proc p;
+        int rc = tcli_run(&p, "--masters", masters, "--no-restart-guard", "lock", res);
         cr_expect(eq(int, rc, 64), "run %d (%s): status %d: %s%s", i, masters, rc, p.out, p.err);
         cr_expect(eq(str, p.err, want), "run %d", i);
         cr_expect(eq(str, p.out, ""), "run %d", i);
-        cli_free(&p);
+        tcli_free(&p);
     }
     tc_redis_stop(s);
 }

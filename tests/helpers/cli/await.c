@@ -57,7 +57,7 @@ static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
 }
 
 /* Wait until CMD (started by `run`) writes its pid into the FIFO. */
-pid_t read_pid_from_fifo(const char *fifo)
+pid_t tcli_read_pid_from_fifo(const char *fifo)
 {
     char buf[32] = { 0 };
 
@@ -65,7 +65,7 @@ pid_t read_pid_from_fifo(const char *fifo)
     return (pid_t)atol(buf);
 }
 
-int process_gone(pid_t pid)
+int tcli_process_gone(pid_t pid)
 {
     char path[64], state = 0;
     FILE *f;
@@ -84,18 +84,18 @@ int process_gone(pid_t pid)
 }
 
 /* A line CMD (started by `run`) writes into the FIFO. */
-void read_line_from_fifo(const char *fifo, char *buf, size_t size)
+void tcli_read_line_from_fifo(const char *fifo, char *buf, size_t size)
 {
     fifo_read(fifo, buf, size);
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-char *await_file_contains(const char *path, const char *needle, int timeout_ms)
+char *tcli_await_file_contains(const char *path, const char *needle, int timeout_ms)
 {
     uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     for (;;) {
-        char *s = slurp(path);
+        char *s = tcli_slurp(path);
 
         if (strstr(s, needle) != NULL)
             return s;
@@ -106,7 +106,7 @@ char *await_file_contains(const char *path, const char *needle, int timeout_ms)
     }
 }
 
-char proc_state(pid_t pid)
+char tcli_proc_state(pid_t pid)
 {
     char path[64], state = 0;
     FILE *f;
@@ -130,30 +130,30 @@ char proc_state(pid_t pid)
     return state;
 }
 
-void await_proc_state(pid_t pid, char state, int timeout_ms)
+void tcli_await_proc_state(pid_t pid, char state, int timeout_ms)
 {
     char now;
 
-    if (!TC_AWAIT((now = proc_state(pid)) == state, timeout_ms))
+    if (!TC_AWAIT((now = tcli_proc_state(pid)) == state, timeout_ms))
         cr_assert_fail("process %ld is in state '%c', not '%c', after %d ms", (long)pid,
                        now ? now : '-', state, timeout_ms);
 }
 
-void await_gone(pid_t pid, int timeout_ms)
+void tcli_await_gone(pid_t pid, int timeout_ms)
 {
-    if (!TC_AWAIT(process_gone(pid), timeout_ms))
+    if (!TC_AWAIT(tcli_process_gone(pid), timeout_ms))
         cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
-                       proc_state(pid));
+                       tcli_proc_state(pid));
 }
 
-struct monitor {
+struct tcli_monitor {
     redisContext *c;
 };
 
-struct monitor *monitor_start(int master)
+struct tcli_monitor *tcli_monitor_start(int master)
 {
     struct timeval tv = { 2, 0 };
-    struct monitor *m = calloc(1, sizeof(*m));
+    struct tcli_monitor *m = calloc(1, sizeof(*m));
     redisReply *r;
 
     cr_assert(m != NULL);
@@ -170,7 +170,7 @@ struct monitor *monitor_start(int master)
     return m;
 }
 
-void monitor_await(struct monitor *m, const char *needle, int timeout_ms)
+void tcli_monitor_await(struct tcli_monitor *m, const char *needle, int timeout_ms)
 {
     uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
@@ -193,13 +193,13 @@ void monitor_await(struct monitor *m, const char *needle, int timeout_ms)
     }
 }
 
-void monitor_stop(struct monitor *m)
+void tcli_monitor_stop(struct tcli_monitor *m)
 {
     redisFree(m->c);
     free(m);
 }
 
-void await_waiting(const char *res, int timeout_ms)
+void tcli_await_waiting(const char *res, int timeout_ms)
 {
     uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     size_t len = strlen(res);
@@ -289,7 +289,7 @@ static int group_count(pid_t pgid, int *stopped, char *desc, size_t size)
         if (*end != '\0' || pid <= 0 || proc_pgrp(pid) != (long)pgid)
             continue;
         /* A zombie has done all it will do: not a member that runs. */
-        st = proc_state((pid_t)pid);
+        st = tcli_proc_state((pid_t)pid);
         if (st == 'Z' || st == 0)
             continue;
         n++;
@@ -301,7 +301,7 @@ static int group_count(pid_t pgid, int *stopped, char *desc, size_t size)
     return n;
 }
 
-void await_group_stopped(pid_t pgid, int timeout_ms)
+void tcli_await_group_stopped(pid_t pgid, int timeout_ms)
 {
     uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     char seen[256] = "", now[256];
@@ -320,32 +320,32 @@ void await_group_stopped(pid_t pgid, int timeout_ms)
     }
 }
 
-int group_alive(pid_t pgid)
+int tcli_group_alive(pid_t pgid)
 {
     int stopped;
 
     return group_count(pgid, &stopped, NULL, 0) > 0;
 }
 
-void await_key_gone(const char *key, int timeout_ms)
+void tcli_await_key_gone(const char *key, int timeout_ms)
 {
     if (!TC_AWAIT(tc_key_count(key, strlen(key)) == 0, timeout_ms))
         cr_assert_fail("'%s' is still on %d masters after %d ms", key,
                        tc_key_count(key, strlen(key)), timeout_ms);
 }
 
-void await_private_key(int i, const char *key, int present, int timeout_ms)
+void tcli_await_private_key(int i, const char *key, int present, int timeout_ms)
 {
     long long pttl;
 
-    if (!TC_AWAIT(present ? (pttl = private_pttl(i, key)) >= -1
-                          : (pttl = private_pttl(i, key)) == -2,
+    if (!TC_AWAIT(present ? (pttl = tcli_private_pttl(i, key)) >= -1
+                          : (pttl = tcli_private_pttl(i, key)) == -2,
                   timeout_ms))
         cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key, i,
                        pttl, timeout_ms, present ? "there" : "gone");
 }
 
-long long realtime_ns(void)
+long long tcli_realtime_ns(void)
 {
     struct timespec ts;
 
@@ -353,9 +353,9 @@ long long realtime_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-long long last_stamp(const char *path)
+long long tcli_last_stamp(const char *path)
 {
-    char *s = slurp(path), *l, *last = NULL;
+    char *s = tcli_slurp(path), *l, *last = NULL;
     long long v;
 
     for (l = s; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
@@ -373,7 +373,7 @@ static long long file_size(const char *path)
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-void await_file_grows(const char *path, long long size, int timeout_ms)
+void tcli_await_file_grows(const char *path, long long size, int timeout_ms)
 {
     if (!TC_AWAIT(file_size(path) > size, timeout_ms))
         cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
