@@ -119,7 +119,7 @@ void tcli_start(struct tcli_proc *p, const char *const *args, const char *const 
 {
     static unsigned seq;
     const char *argv[TCLI_MAX_ARGS + 2];
-    char masters_env[1024], path_env[PATH_MAX + 8], tcli_run_env[TCLI_SCRATCH_MAX + 32];
+    char masters_env[1024], path_env[PATH_MAX + 8], cli_var[TCLI_SCRATCH_MAX + 32];
     const char *envp[32];
     size_t k = 0, e = 0;
 
@@ -138,9 +138,9 @@ void tcli_start(struct tcli_proc *p, const char *const *args, const char *const 
     snprintf(path_env, sizeof(path_env), "PATH=%s",
              getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
     snprintf(masters_env, sizeof(masters_env), "REDLOCK_MASTERS=%s", tc_masters());
-    snprintf(tcli_run_env, sizeof(tcli_run_env), "REDLOCK_CLI=%s", tcli_path());
+    snprintf(cli_var, sizeof(cli_var), "REDLOCK_CLI=%s", tcli_path());
     envp[e++] = path_env;
-    envp[e++] = tcli_run_env;
+    envp[e++] = cli_var;
     for (size_t i = 0; env != NULL && env[i] != NULL; i++)
         envp[e++] = env[i];
     /* Defaults go after the caller's entries, and only if not overridden. */
