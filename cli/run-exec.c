@@ -72,19 +72,24 @@ void cli_run_note_inherited_fds(void)
         inherited_overflow = 1; /* no /proc: do not guess */
 }
 
-#define N_ENV_OWN 5
+#define N_ENV_OWN 4
 
-/* What we set in CMD's environment; inherited values of these are dropped,
- * so a nested run never passes on its parent's lock. */
+/* What we set in CMD's environment about the lock; inherited values of
+ * these are dropped, so a nested run never passes on its parent's lock.
+ * The settings (o->run_env) are dropped and set the same way. */
 static const char *const own_env_names[N_ENV_OWN] = {
-    "REDLOCK_TOKEN", "REDLOCK_RESOURCE", "REDLOCK_RESOURCES", "REDLOCK_MASTERS", "REDLOCK_FENCE",
+    "REDLOCK_TOKEN",
+    "REDLOCK_RESOURCE",
+    "REDLOCK_RESOURCES",
+    "REDLOCK_FENCE",
 };
 
 struct exec_plan {
     unsigned char *close_fd;  /* close_fd[fd] != 0: close it in the child */
     int close_hi;             /* close_fd has close_hi + 1 entries */
     char **argv;              /* CMD [ARG...] */
-    char **envp;              /* environ + own_env_names (REDLOCK_FENCE only with --fence) */
+    char **envp;              /* environ + own_env_names (REDLOCK_FENCE only with --fence)
+                                 + o->run_env */
     char *env_own[N_ENV_OWN]; /* the strings we allocated, NULL if not set */
     char **paths;             /* candidates to execve(), in $PATH order */
     size_t n_paths;
@@ -187,6 +192,18 @@ static int env_is(const char *entry, const char *name)
     return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
 }
 
+/* Does @entry ("NAME=value") name a variable o->run_env sets or drops? */
+static int env_in_run_env(const char *entry, char *const *run_env)
+{
+    for (; run_env && *run_env; run_env++) {
+        size_t nl = strcspn(*run_env, "=");
+
+        if (strncmp(entry, *run_env, nl) == 0 && entry[nl] == '=')
+            return 1;
+    }
+    return 0;
+}
+
 /* $REDLOCK_RESOURCES: every name, one per line, no trailing newline (a set
  * with a name holding a newline is refused by opts-args.c). */
 static char *resources_entry(const struct cli_opts *o)
@@ -230,34 +247,37 @@ static int plan_fds(struct exec_plan *p)
 
 /* CMD learns its lock from the environment: the token (to call `redlock-cli
  * extend` itself), the resources (the first alone, for scripts written for
- * one; then all of them), the masters, and with --fence the fencing token
- * for the resource it protects. */
+ * one; then all of them), and with --fence the fencing token for the
+ * resource it protects; and every setting this run resolved, wherever it
+ * came from (o->run_env: the masters, --user, --cacert, --prefix...), so
+ * that the redlock-cli it calls talks to the same masters the same way. */
 static int plan_env(struct exec_plan *p, const struct cli_opts *o, const redlock_lock *lock)
 {
     const char *token = redlock_lock_token(lock);
-    size_t n_env = 0, k = 0;
+    size_t n_env = 0, n_run = 0, k = 0;
 
     p->env_own[0] = env_entry("REDLOCK_TOKEN", token, strlen(token));
     p->env_own[1] = env_entry("REDLOCK_RESOURCE", o->resource, o->resource_len);
     p->env_own[2] = resources_entry(o);
-    p->env_own[3] = env_entry("REDLOCK_MASTERS", o->masters, strlen(o->masters));
-    if (!p->env_own[0] || !p->env_own[1] || !p->env_own[2] || !p->env_own[3])
+    if (!p->env_own[0] || !p->env_own[1] || !p->env_own[2])
         return -1;
     if (o->fence) {
         char fence[24];
 
         snprintf(fence, sizeof(fence), "%llu", (unsigned long long)redlock_lock_fence(lock));
-        p->env_own[4] = env_entry("REDLOCK_FENCE", fence, strlen(fence));
-        if (p->env_own[4] == NULL)
+        p->env_own[3] = env_entry("REDLOCK_FENCE", fence, strlen(fence));
+        if (!p->env_own[3])
             return -1;
     }
-    while (environ[n_env] != NULL)
+    while (environ[n_env])
         n_env++;
-    p->envp = calloc(n_env + N_ENV_OWN + 1, sizeof(char *));
-    if (p->envp == NULL)
+    while (o->run_env && o->run_env[n_run])
+        n_run++;
+    p->envp = calloc(n_env + N_ENV_OWN + n_run + 1, sizeof(char *));
+    if (!p->envp)
         return -1;
     for (size_t i = 0; i < n_env; i++) {
-        int ours = 0;
+        int ours = env_in_run_env(environ[i], o->run_env);
 
         for (size_t e = 0; e < N_ENV_OWN; e++)
             ours |= env_is(environ[i], own_env_names[e]);
@@ -265,8 +285,11 @@ static int plan_env(struct exec_plan *p, const struct cli_opts *o, const redlock
             p->envp[k++] = environ[i];
     }
     for (size_t i = 0; i < N_ENV_OWN; i++)
-        if (p->env_own[i] != NULL)
+        if (p->env_own[i])
             p->envp[k++] = p->env_own[i];
+    for (size_t i = 0; i < n_run; i++)
+        if (strchr(o->run_env[i], '='))
+            p->envp[k++] = o->run_env[i];
     p->envp[k] = NULL;
     return 0;
 }

@@ -403,3 +403,123 @@ Test(run, sigterm_while_waiting_for_the_lock_cancels_it_and_cmd_never_runs)
     cr_assert(access(marker, F_OK) != 0, "CMD ran");
     cr_assert(eq(int, tcli_holders(res, t), tc_n()), "the holder's lock was touched");
 }
+
+/* @text into the file @path, readable by its owner only. */
+static void put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    cr_assert(eq(int, fclose(f), 0));
+    cr_assert(eq(int, chmod(path, 0600), 0));
+}
+
+/* What CMD's environment says (its REDLOCK_* lines, sorted), then whether
+ * the redlock-cli it runs, from another directory, reaches the same lock:
+ * it extends it. */
+static const char env_and_extend[] =
+    "env | grep '^REDLOCK_' | sort > \"$1\"; cd / && "
+    "\"$REDLOCK_CLI\" extend \"$REDLOCK_RESOURCE\" \"$REDLOCK_TOKEN\" --ttl 20s -q";
+
+/* @path (absolute) as a path relative to the working directory. */
+static void relative(const char *path, char *buf, size_t size)
+{
+    char cwd[TCLI_SCRATCH_MAX];
+    size_t used = 0;
+
+    cr_assert(getcwd(cwd, sizeof(cwd)) != NULL);
+    for (const char *c = cwd; *c; c++)
+        if (*c == '/' && c[1] != '\0')
+            used += (size_t)snprintf(buf + used, size - used, "../");
+    snprintf(buf + used, size - used, "%s", path + 1);
+}
+
+Test(run, cmd_sees_every_setting_resolved_but_no_password_that_was_not_in_the_environment)
+{
+    static const char pw[] = "run env s3cret";
+    struct tcli_proc p;
+    char res[128], priv[128], var[TCLI_SCRATCH_MAX + 32], mfile[TCLI_SCRATCH_MAX + 32];
+    char pfile[TCLI_SCRATCH_MAX + 32], conf[TCLI_SCRATCH_MAX + 32], out[TCLI_SCRATCH_MAX + 32];
+    char want[2 * TCLI_SCRATCH_MAX + 256], rel[3 * TCLI_SCRATCH_MAX], *env;
+
+    /* One private master with a password; the settings from every source:
+     * the command line (--timeout-ms, --masters-file, --password-file given
+     * relative to the working directory, which CMD leaves), the
+     * environment ($REDLOCK_RETRY; a stale $REDLOCK_MASTERS and a wrong
+     * $REDLOCK_PASSWORD that those outweigh), a config file (prefix). */
+    tc_resource(res, sizeof(res), NULL);
+    tcli_private_start(1, 5, pw, priv, sizeof(priv));
+    snprintf(mfile, sizeof(mfile), "%s/masters", tcli_tmpdir);
+    snprintf(pfile, sizeof(pfile), "%s/password", tcli_tmpdir);
+    snprintf(conf, sizeof(conf), "%s/cli.conf", tcli_tmpdir);
+    snprintf(out, sizeof(out), "%s/env", tcli_tmpdir);
+    put_file(mfile, priv);
+    put_file(pfile, pw);
+    put_file(conf, "prefix = runenv-\nconnect-timeout-ms = 3s\n");
+    relative(pfile, rel, sizeof(rel));
+    snprintf(var, sizeof(var), "REDLOCK_PASSWORD=wrong");
+    {
+        const char *env_in[] = { "REDLOCK_RETRY=2", "REDLOCK_MASTERS=127.0.0.1:1", var, NULL };
+
+        cr_assert(eq(int,
+                     tcli_run_env(&p, env_in, "--config", conf, "--masters-file", mfile,
+                                  "--password-file", rel, "--timeout-ms", "900ms", "run", res, "--",
+                                  "sh", "-c", env_and_extend, "sh", out, (const char *)NULL),
+                     0),
+                  "CMD's redlock-cli did not reach the lock: %s", p.err);
+    }
+    tcli_free(&p);
+    env = tcli_slurp(out);
+    snprintf(want, sizeof(want),
+             "REDLOCK_CONNECT_TIMEOUT_MS=3s\nREDLOCK_MASTERS=%s\nREDLOCK_PASSWORD_FILE=%s\n"
+             "REDLOCK_PREFIX=runenv-\n",
+             priv, pfile);
+    cr_assert(tcli_yes(strstr(env, want) != NULL), "want\n%s\nin\n%s", want, env);
+    cr_assert(tcli_yes(strstr(env, "REDLOCK_RETRY=2\n") != NULL), "%s", env);
+    cr_assert(tcli_yes(strstr(env, "REDLOCK_TIMEOUT_MS=900ms\n") != NULL), "%s", env);
+    /* The password file outweighed $REDLOCK_PASSWORD: CMD gets the file's
+     * path, not the variable, and never the password. */
+    cr_assert(tcli_yes(strstr(env, "REDLOCK_PASSWORD=") == NULL), "%s", env);
+    cr_assert(tcli_yes(strstr(env, pw) == NULL), "the password is in CMD's environment: %s", env);
+    free(env);
+
+    /* A masters list with the password in it, from a file: CMD gets the
+     * file, not the list (nor the inherited $REDLOCK_MASTERS). */
+    snprintf(want, sizeof(want), "redis://:run%%20env%%20s3cret@%s", priv);
+    put_file(mfile, want);
+    {
+        const char *env_in[] = { "REDLOCK_MASTERS=127.0.0.1:1", NULL };
+
+        cr_assert(eq(int,
+                     tcli_run_env(&p, env_in, "--masters-file", mfile, "run", res, "--", "sh", "-c",
+                                  env_and_extend, "sh", out, (const char *)NULL),
+                     0),
+                  "CMD's redlock-cli did not reach the lock: %s", p.err);
+    }
+    tcli_free(&p);
+    env = tcli_slurp(out);
+    snprintf(want, sizeof(want), "REDLOCK_MASTERS_FILE=%s\n", mfile);
+    cr_assert(tcli_yes(strstr(env, want) != NULL), "want %s in\n%s", want, env);
+    cr_assert(tcli_yes(strstr(env, "REDLOCK_MASTERS=") == NULL), "%s", env);
+    cr_assert(tcli_yes(strstr(env, "s3cret") == NULL), "the password is in CMD's environment: %s",
+              env);
+    free(env);
+
+    /* The same list from $REDLOCK_MASTERS: it was in the environment
+     * already, and CMD gets it as it was. */
+    snprintf(var, sizeof(var), "REDLOCK_MASTERS=redis://:run%%20env%%20s3cret@%s", priv);
+    {
+        const char *env_in[] = { var, NULL };
+
+        cr_assert(eq(int,
+                     tcli_run_env(&p, env_in, "run", res, "--", "sh", "-c", env_and_extend, "sh",
+                                  out, (const char *)NULL),
+                     0),
+                  "CMD's redlock-cli did not reach the lock: %s", p.err);
+    }
+    tcli_free(&p);
+    env = tcli_slurp(out);
+    cr_assert(tcli_yes(strstr(env, var) != NULL), "want %s in\n%s", var, env);
+    free(env);
+}
