@@ -1,11 +1,12 @@
-/* json.h - a tiny streaming JSON writer for redlock-cli's --json output.
+/* json.h - the one JSON writer of the tree: redlock-cli's --json output and
+ * redlock-bench's result lines (an internal static library, json/).
  *
- * Enough for one object per command: objects, arrays, strings of any bytes,
- * integers, booleans and null. Commas are placed by the writer, so callers
+ * Enough for one object per line: objects, arrays, strings of any bytes,
+ * numbers, booleans and null. Commas are placed by the writer, so callers
  * only say key, value, key, value.
  */
-#ifndef REDLOCK_CLI_JSON_H
-#define REDLOCK_CLI_JSON_H
+#ifndef REDLOCK_JSON_H
+#define REDLOCK_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>

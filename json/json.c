@@ -1,4 +1,4 @@
-/* json.c - the streaming JSON writer behind --json (see json.h).
+/* json.c - the streaming JSON writer (see json.h).
  *
  * Resource names may hold any byte but NUL, and JSON strings must be
  * Unicode, so the string writer validates UTF-8 itself instead of trusting
