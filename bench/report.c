@@ -356,7 +356,7 @@ void report_all(struct result **res, int n)
     }
     if (config.out_dir && mkdir_p(config.out_dir) == 0) {
         snprintf(path, sizeof(path), "%s/results.jsonl", config.out_dir);
-        if ((f = fopen(path, "w")) != NULL) {
+        if ((f = fopen(path, "w"))) {
             for (i = 0; i < n; i++)
                 report_json_line(f, res[i]);
             fclose(f);
@@ -366,7 +366,7 @@ void report_all(struct result **res, int n)
     if (timeline_plot_msg()[0])
         printf("%s\n", timeline_plot_msg());
     if (config.json_path) {
-        if ((f = fopen(config.json_path, "w")) != NULL) {
+        if ((f = fopen(config.json_path, "w"))) {
             for (i = 0; i < n; i++)
                 report_json_line(f, res[i]);
             fclose(f);

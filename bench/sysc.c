@@ -114,7 +114,7 @@ void sysc_start(struct sysc *s)
         snprintf(s->why, sizeof(s->why), "/proc/self/task: %s", strerror(errno));
         return;
     }
-    while ((de = readdir(d)) != NULL) {
+    while ((de = readdir(d))) {
         if (de->d_name[0] != '.' && open_thread(s, ids, (pid_t)atoi(de->d_name)) < 0) {
             closedir(d);
             sysc_close(s);

@@ -39,15 +39,15 @@ static int highest_fd(int (*each)(int fd))
     struct dirent *e;
     int hi = -1;
 
-    if (d == NULL)
+    if (!d)
         return -1;
-    while ((e = readdir(d)) != NULL) {
+    while ((e = readdir(d))) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);
 
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end != '\0' || fd == dirfd(d))
             continue;
-        if (each != NULL && each((int)fd) < 0)
+        if (each && each((int)fd) < 0)
             break;
         if (fd > hi)
             hi = (int)fd;
@@ -176,7 +176,7 @@ static char *env_entry(const char *name, const void *val, size_t len)
     size_t nl = strlen(name);
     char *s = malloc(nl + 1 + len + 1);
 
-    if (s == NULL)
+    if (!s)
         return NULL;
     memcpy(s, name, nl);
     s[nl] = '=';
@@ -214,7 +214,7 @@ static char *resources_entry(const struct cli_opts *o)
     for (size_t i = 0; i < o->n_resources; i++)
         len += o->set[i].len + 1;
     val = malloc(len);
-    if (val == NULL)
+    if (!val)
         return NULL;
     for (size_t i = 0; i < o->n_resources; i++) {
         memcpy(val + at, o->set[i].name, o->set[i].len);
@@ -236,7 +236,7 @@ static int plan_fds(struct exec_plan *p)
         return 0;
     p->close_hi = hi + 64;
     p->close_fd = calloc((size_t)p->close_hi + 1, 1);
-    if (p->close_fd == NULL)
+    if (!p->close_fd)
         return -1;
     memset(p->close_fd + 3, 1, (size_t)p->close_hi - 2);
     for (size_t i = 0; i < n_inherited; i++)
@@ -300,19 +300,19 @@ static int plan_paths(struct exec_plan *p, const char *cmd)
     const char *path = getenv("PATH");
     size_t n = 1;
 
-    if (strchr(cmd, '/') != NULL) {
+    if (strchr(cmd, '/')) {
         p->paths = calloc(1, sizeof(char *));
-        if (p->paths == NULL || (p->paths[0] = strdup(cmd)) == NULL)
+        if (!p->paths || !(p->paths[0] = strdup(cmd)))
             return -1;
         p->n_paths = 1;
         return 0;
     }
-    if (path == NULL)
+    if (!path)
         path = "/usr/local/bin:/usr/bin:/bin";
     for (const char *s = path; *s; s++)
         n += (*s == ':');
     p->paths = calloc(n, sizeof(char *));
-    if (p->paths == NULL)
+    if (!p->paths)
         return -1;
     for (const char *s = path;;) {
         const char *e = strchrnul(s, ':');
@@ -324,7 +324,7 @@ static int plan_paths(struct exec_plan *p, const char *cmd)
             dl = 1;
         }
         c = malloc(dl + 1 + strlen(cmd) + 1);
-        if (c == NULL)
+        if (!c)
             return -1;
         memcpy(c, s, dl);
         c[dl] = '/';
@@ -372,7 +372,7 @@ child_exec(const struct exec_plan *p, int errfd, const sigset_t *mask, pid_t par
     if (getppid() != parent)
         _exit(CLI_EXIT_LOST);
     sigprocmask(SIG_SETMASK, mask, NULL);
-    if (p->close_fd != NULL)
+    if (p->close_fd)
         for (int fd = 3; fd <= p->close_hi; fd++)
             if (p->close_fd[fd] && fd != errfd)
                 close(fd);
