@@ -33,7 +33,7 @@
 #define BENCH_MAX_CLIENTS 64 /* contenders: processes or waiters */
 #define BENCH_NERR 32        /* errs[] slots, indexed by -code */
 
-/* Settings, filled by parseOptions(). One instance, shared by all files. */
+/* Settings, filled by parse_options(). One instance, shared by all files. */
 struct config {
     /* targets: loopback only */
     char masters[1024];               /* "127.0.0.1:7000,..." as given */
@@ -229,7 +229,7 @@ void progress(const char *label, double elapsed_s, double total_s, uint64_t ok, 
 void progress_clear(void);
 
 /* options.c */
-void parseOptions(int argc, char **argv, const char *scenario_list); /* list: for --help */
+void parse_options(int argc, char **argv, const char *scenario_list); /* list: for --help */
 
 /* masters.c */
 void bench_config_fill(redlock_config *cfg, uint32_t retries);
