@@ -53,7 +53,7 @@ struct rec {
     int runs;
     int runs_inside_call;  /* ran while an *_async call was on the stack */
     int runs_inside_other; /* ran while another callback was on the stack */
-    int done;              /* for tc_run_until */
+    int done;              /* for TC_RUN_UNTIL */
     int status;
     redlock_lock *lock;
     redlock_outcome out;
@@ -118,7 +118,7 @@ static void run_for(int ms)
 {
     int never = 0;
 
-    tc_run_until(base, &never, ms);
+    TC_RUN_UNTIL(base, never, ms);
 }
 
 static void start_acquire(redlock_client *c, const char *res, struct rec *r)
@@ -135,7 +135,7 @@ static void start_acquire(redlock_client *c, const char *res, struct rec *r)
 
 static void wait_done(struct rec *r, const char *what)
 {
-    cr_assert(tc_run_until(base, &r->done, WAIT_MS), "%s: callback never ran", what);
+    cr_assert(TC_RUN_UNTIL(base, r->done, WAIT_MS), "%s: callback never ran", what);
 }
 
 Test(async, acquire_extend_release_call_back_once_from_the_loop)
@@ -320,7 +320,7 @@ static void spin_until_a_timer_fires(struct spin *s, redlock_client *first, int 
     cr_assert(eq(int, redlock_acquire_async(first, s->res, strlen(s->res), TTL_MS, on_spin, s, &e),
                  0),
               "%s", e.msg);
-    cr_assert(tc_run_until(base, &ticked, WAIT_MS), "the timer never fired");
+    cr_assert(TC_RUN_UNTIL(base, ticked, WAIT_MS), "the timer never fired");
     cr_expect(ge(int, s->runs, min_runs), "the callbacks ran %d times", s->runs);
     s->stop = 1;
     run_for(50);

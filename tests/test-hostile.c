@@ -253,7 +253,7 @@ Test(hostile, a_soak_against_a_master_streaming_a_huge_reply_keeps_memory_flat)
         soak_next(&s.slots[i]);
     }
     uint64_t t0 = tc_now_us();
-    cr_assert(tc_run_until(base, &s.finished, 140000), "%d of %d acquisitions in 140 s", s.done,
+    cr_assert(TC_RUN_UNTIL(base, s.finished, 140000), "%d of %d acquisitions in 140 s", s.done,
               SOAK);
     long rss_end = rss_kb();
     cr_log_info("%d acquisitions in %.1f s (%d granted), the fake dropped with EPROTO %d times "

@@ -57,7 +57,7 @@ static void take_async(const char *label, taken *t)
     redlock_error e;
     memset(t, 0, sizeof(*t));
     if (redlock_acquire_async(c, res, strlen(res), TTL_MS, on_acquired, t, &e) == 0)
-        tc_run_until(base, &t->done, 10000);
+        TC_RUN_UNTIL(base, t->done, 10000);
     redlock_client_free(c);
     event_base_free(base);
 }

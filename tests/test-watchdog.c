@@ -280,7 +280,7 @@ Test(watchdog, runs_on_the_callers_event_loop)
         event_base_loop(base, EVLOOP_ONCE);
     lost lo = LOST_INIT;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, NULL), 0));
-    cr_assert(tc_run_until(base, &extended, 20000), "only %d extensions on the loop in 20 s",
+    cr_assert(TC_RUN_UNTIL(base, extended, 20000), "only %d extensions on the loop in 20 s",
               extensions(&x));
     cr_assert(eq(int, lo.calls, 0));
     cr_assert(gt(i64, redlock_lock_validity_ms(l), 0));

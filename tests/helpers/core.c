@@ -67,7 +67,7 @@ int tc_async_ready(struct event_base *base, redlock_client *c, int want, int tim
     redlock_error e;
     if (redlock_ready_async(c, (size_t)want, (uint32_t)timeout_ms, on_ready, (void *)&done, &e))
         tc_fail("redlock_ready_async: %s", e.msg);
-    tc_run_until(base, &done, timeout_ms + 1000);
+    TC_RUN_UNTIL(base, done, timeout_ms + 1000);
     return done == 1;
 }
 

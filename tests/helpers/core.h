@@ -67,9 +67,11 @@ struct event *tc_tick_new(struct event_base *base);
 /*
  * TC_RUN_UNTIL() - Run @base until @cond holds or @timeout_ms passes
  *
- * For conditions a callback on @base makes true, or state on the masters
- * that a poll sees: @cond is evaluated after each loop wakeup (a tick wakes
- * it at least every TC_POLL_MS). Value: 1 if @cond held, 0 on timeout.
+ * The tests' one way to wait on an event loop (TC_AWAIT(), await.h, is the
+ * one without a loop). For a flag a callback on @base sets, or state on the
+ * masters that a poll sees: @cond is evaluated after each loop wakeup (a
+ * tick wakes it at least every TC_POLL_MS). Fails the test if the loop
+ * fails. Value: 1 if @cond held, 0 on timeout.
  */
 #define TC_RUN_UNTIL(base, cond, timeout_ms)                                   \
     __extension__({                                                            \
@@ -77,7 +79,8 @@ struct event *tc_tick_new(struct event_base *base);
         struct event *cru_tick_ = tc_tick_new(base);                           \
         int cru_held_;                                                         \
         while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)         \
-            event_base_loop((base), EVLOOP_ONCE);                              \
+            if (event_base_loop((base), EVLOOP_ONCE) < 0)                      \
+                tc_fail("TC_RUN_UNTIL: event_base_loop failed");               \
         event_free(cru_tick_);                                                 \
         cru_held_;                                                             \
     })
