@@ -402,10 +402,7 @@ static int count_done(const struct rec *r, int n)
 /* Run the loop until @n records are done or WAIT_MS passes. */
 static void wait_all(const struct rec *r, int n)
 {
-    uint64_t deadline = tc_now_us() + WAIT_MS * 1000ull;
-
-    while (count_done(r, n) < n && tc_now_us() < deadline)
-        cr_assert(ge(int, event_base_loop(base, EVLOOP_ONCE), 0));
+    TC_RUN_UNTIL(base, count_done(r, n) >= n, WAIT_MS);
 }
 
 Test(async, many_operations_in_flight_each_call_back_once)

@@ -276,8 +276,7 @@ Test(watchdog, runs_on_the_callers_event_loop)
     tc_resource(res, sizeof(res), "async");
     redlock_lock *l = NULL;
     cr_assert(eq(int, redlock_acquire_async(c, res, strlen(res), TTL_MS, on_acq, &l, NULL), 0));
-    while (!l)
-        event_base_loop(base, EVLOOP_ONCE);
+    cr_assert(TC_RUN_UNTIL(base, l, 10000), "the acquire never called back");
     lost lo = LOST_INIT;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, NULL), 0));
     cr_assert(TC_RUN_UNTIL(base, extended, 20000), "only %d extensions on the loop in 20 s",
