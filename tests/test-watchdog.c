@@ -58,17 +58,10 @@ static void on_lost(redlock_client *c, redlock_lock *lock, int status, const red
 
 static int wait_lost(lost *l, int timeout_ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     pthread_mutex_lock(&l->mu);
     while (l->calls == 0)
-        if (pthread_cond_timedwait(&l->cv, &l->mu, &dl) != 0)
+        if (tc_cond_wait_until(&l->cv, &l->mu, deadline) != 0)
             break;
     int calls = l->calls;
     pthread_mutex_unlock(&l->mu);

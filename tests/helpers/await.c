@@ -1,5 +1,5 @@
-/* await.c - the tests' clock, their one poll interval and their one sleep
- * (see await.h for when each is right).
+/* await.c - the tests' clock, their one poll interval, their one sleep and
+ * their wait on a condition variable (see await.h for when each is right).
  */
 #include "await.h"
 
@@ -35,6 +35,14 @@ void tc_sleep_ms(unsigned ms)
 void tc_sleep_us(unsigned us)
 {
     sleep_us(us);
+}
+
+int tc_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_us)
+{
+    struct timespec ts = { (time_t)(deadline_us / 1000000u),
+                           (long)(deadline_us % 1000000u) * 1000L };
+
+    return pthread_cond_clockwait(cv, mu, CLOCK_MONOTONIC, &ts);
 }
 
 int tc_poll_pause(uint64_t deadline_us)

@@ -12,6 +12,7 @@
 #ifndef TC_AWAIT_H
 #define TC_AWAIT_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* CLOCK_MONOTONIC in µs: the one clock of the tests (and of histories). */
@@ -32,6 +33,11 @@ void tc_sleep_us(unsigned us);
 /* 0 once @deadline_us (tc_now_us()) has passed; else waits one poll
  * interval (less if the deadline comes first) and returns 1. */
 int tc_poll_pause(uint64_t deadline_us);
+
+/* For a condition another thread signals: pthread_cond_clockwait() on the
+ * tests' clock until @deadline_us (tc_now_us()), @mu held. Return: 0 when
+ * woken (check the condition again), ETIMEDOUT once the deadline passed. */
+int tc_cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_us);
 
 /*
  * TC_AWAIT() - Evaluate @cond until it holds or @timeout_ms has passed
