@@ -82,22 +82,6 @@ void tc_free_lock_cb(redlock_client *c, int status, redlock_lock *lock, const re
     redlock_lock_free(lock);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    (void)arg;
-}
-
-struct event *tc_tick_new(struct event_base *base)
-{
-    struct event *ev = event_new(base, -1, EV_PERSIST, on_tick, NULL);
-    struct timeval tv = { 0, TC_POLL_MS * 1000 };
-    if (!ev || event_add(ev, &tv) != 0)
-        tc_fail("tc_tick_new: cannot arm a timer");
-    return ev;
-}
-
 redlock_client *tc_client_try(const redlock_config *cfg, int want_up, char *why, size_t size)
 {
     redlock_config def;

@@ -61,30 +61,6 @@ int tc_async_ready(struct event_base *base, redlock_client *c, int want, int tim
 void tc_free_lock_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
                      const redlock_error *err, void *arg);
 
-/* A timer on @base that wakes its loop every TC_POLL_MS (TC_RUN_UNTIL). */
-struct event *tc_tick_new(struct event_base *base);
-
-/*
- * TC_RUN_UNTIL() - Run @base until @cond holds or @timeout_ms passes
- *
- * The tests' one way to wait on an event loop (TC_AWAIT(), await.h, is the
- * one without a loop). For a flag a callback on @base sets, or state on the
- * masters that a poll sees: @cond is evaluated after each loop wakeup (a
- * tick wakes it at least every TC_POLL_MS). Fails the test if the loop
- * fails. Value: 1 if @cond held, 0 on timeout.
- */
-#define TC_RUN_UNTIL(base, cond, timeout_ms)                                   \
-    __extension__({                                                            \
-        uint64_t cru_deadline_ = tc_now_us() + 1000u * (uint64_t)(timeout_ms); \
-        struct event *cru_tick_ = tc_tick_new(base);                           \
-        int cru_held_;                                                         \
-        while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)         \
-            if (event_base_loop((base), EVLOOP_ONCE) < 0)                      \
-                tc_fail("TC_RUN_UNTIL: event_base_loop failed");               \
-        event_free(cru_tick_);                                                 \
-        cru_held_;                                                             \
-    })
-
 /* redlock_acquire() of @res on @c that must succeed (the test fails with
  * the library's message otherwise). @out may be NULL. Return: the lock. */
 redlock_lock *tc_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
