@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "hist.h"
+#include "json.h"
 #include <redlock.h>
 
 #define BENCH_MAX_MASTERS REDLOCK_MAX_MASTERS
@@ -32,7 +33,7 @@
 #define BENCH_MAX_CLIENTS 64 /* contenders: processes or waiters */
 #define BENCH_NERR 32        /* errs[] slots, indexed by -code */
 
-/* Settings, filled by parseOptions(). One instance, shared by all files. */
+/* Settings, filled by parse_options(). One instance, shared by all files. */
 struct config {
     /* targets: loopback only */
     char masters[1024];               /* "127.0.0.1:7000,..." as given */
@@ -139,7 +140,8 @@ struct result {
     double first_grant_ms; /* timeline: quorum back -> first grant; < 0: n/a */
     uint64_t raw_all_p99;  /* kill*, pause*: raw quorum of all N before the */
     uint64_t raw_live_p99; /* fault, and of the masters it spares; 0: n/a */
-    char extra[4096];      /* more JSON members: ",\"k\":v..." */
+    char extra[4096];      /* more JSON members, ",\"k\":v...", written by xj */
+    struct json xj;        /* the writer into extra[] (set up by result_clear()) */
 };
 
 /* What one worker (thread, process) counted; added into a result at the end.
@@ -206,8 +208,9 @@ void result_err(struct result *r, int code);
 void tally_init(struct tally *t);
 void tally_fail(struct tally *t, int code, uint64_t waited_us);
 void result_add_tally(struct result *r, const struct tally *t);
-void result_extra(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void result_extra_pcts(struct result *r, const char *name, const struct hist *h);
+/* "@key":{"p50":..,"p90":..,"p99":..,"p999":..,"max":..} of @h, or null when
+ * it is empty. */
+void json_kv_hist(struct json *j, const char *key, const struct hist *h);
 void result_note(struct result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* util.c */
@@ -226,7 +229,7 @@ void progress(const char *label, double elapsed_s, double total_s, uint64_t ok, 
 void progress_clear(void);
 
 /* options.c */
-void parseOptions(int argc, char **argv, const char *scenario_list); /* list: for --help */
+void parse_options(int argc, char **argv, const char *scenario_list); /* list: for --help */
 
 /* masters.c */
 void bench_config_fill(redlock_config *cfg, uint32_t retries);

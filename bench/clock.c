@@ -53,10 +53,13 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
         return;
     }
     floor_fig.n_clock = config.n_masters;
-    result_extra(r, ",\"clock_probe_ms\":%u,\"clock_sampled_s\":%.2f,\"clock\":[", CLOCK_PROBE_MS,
-                 floor_fig.clock_window_s);
+    json_kv_u64(&r->xj, "clock_probe_ms", CLOCK_PROBE_MS);
+    json_kv_double(&r->xj, "clock_sampled_s", floor_fig.clock_window_s, 2);
+    json_key(&r->xj, "clock");
+    json_arr_begin(&r->xj);
     for (m = 0; m < config.n_masters; m++) {
         const redlock_master_state *ms = &st.masters[m];
+        char addr[80];
         int known = ms->clock_rate_lo > 0 || ms->clock_rate_hi > 0;
 
         floor_fig.clock[m].reachable = ms->err == 0;
@@ -72,21 +75,27 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
         floor_fig.clock[m].uptime_s = ms->uptime_s;
         floor_fig.clock[m].aof_always = ms->aof_always;
         floor_fig.clock[m].excluded = ms->excluded;
-        result_extra(r, "%s{\"addr\":\"%s:%d\",\"reachable\":%s", m ? "," : "", config.host[m],
-                     config.port[m], ms->err == 0 ? "true" : "false");
-        if (known)
-            result_extra(r, ",\"rate_lo\":%.6f,\"rate_hi\":%.6f", ms->clock_rate_lo,
-                         ms->clock_rate_hi);
-        else
-            result_extra(r, ",\"rate_lo\":null,\"rate_hi\":null");
-        result_extra(r,
-                     ",\"samples\":%llu,\"trusted\":%s,\"jumps\":%llu,\"rate_faults\":%llu,"
-                     "\"offset_us\":%lld,\"uptime_s\":%lld,\"aof_always\":%s,\"excluded\":%s}",
-                     (unsigned long long)ms->clock_samples, ms->clock_trusted ? "true" : "false",
-                     (unsigned long long)ms->clock_jumps, (unsigned long long)ms->clock_rate_faults,
-                     (long long)ms->clock_offset_us, (long long)ms->uptime_s,
-                     ms->aof_always ? "true" : "false", ms->excluded ? "true" : "false");
+        snprintf(addr, sizeof(addr), "%s:%d", config.host[m], config.port[m]);
+        json_obj_begin(&r->xj);
+        json_kv_cstr(&r->xj, "addr", addr);
+        json_kv_bool(&r->xj, "reachable", ms->err == 0);
+        if (known) {
+            json_kv_double(&r->xj, "rate_lo", ms->clock_rate_lo, 6);
+            json_kv_double(&r->xj, "rate_hi", ms->clock_rate_hi, 6);
+        } else {
+            json_kv_null(&r->xj, "rate_lo");
+            json_kv_null(&r->xj, "rate_hi");
+        }
+        json_kv_u64(&r->xj, "samples", ms->clock_samples);
+        json_kv_bool(&r->xj, "trusted", ms->clock_trusted);
+        json_kv_u64(&r->xj, "jumps", ms->clock_jumps);
+        json_kv_u64(&r->xj, "rate_faults", ms->clock_rate_faults);
+        json_kv_i64(&r->xj, "offset_us", ms->clock_offset_us);
+        json_kv_i64(&r->xj, "uptime_s", ms->uptime_s);
+        json_kv_bool(&r->xj, "aof_always", ms->aof_always);
+        json_kv_bool(&r->xj, "excluded", ms->excluded);
+        json_obj_end(&r->xj);
     }
-    result_extra(r, "]");
+    json_arr_end(&r->xj);
     redlock_client_free(c);
 }

@@ -377,14 +377,16 @@ int contend_run(const struct contend_opts *o, struct result *r)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;
     masters_delta(r, &m0, r->ok);
     contention_json(r, n_start, o->hold_us);
-    if (o->kill_waiter_every_s > 0)
-        result_extra(r, ",\"kill_waiter_every_s\":%.1f,\"waiters_killed\":%llu,\"slots\":%d",
-                     o->kill_waiter_every_s, (unsigned long long)r->waiters_killed, k);
+    if (o->kill_waiter_every_s > 0) {
+        json_kv_double(&r->xj, "kill_waiter_every_s", o->kill_waiter_every_s, 1);
+        json_kv_u64(&r->xj, "waiters_killed", r->waiters_killed);
+        json_kv_i64(&r->xj, "slots", k);
+    }
     wait_json(r, &o->wait);
     if (o->reconnect_max_ms)
-        result_extra(r, ",\"reconnect_max_ms\":%u", o->reconnect_max_ms);
-    result_extra(r, ",\"restart_guard\":%s,\"restarts_seen\":%llu",
-                 o->restart_guard_off ? "false" : "true", (unsigned long long)r->restarts_seen);
+        json_kv_u64(&r->xj, "reconnect_max_ms", o->reconnect_max_ms);
+    json_kv_bool(&r->xj, "restart_guard", !o->restart_guard_off);
+    json_kv_u64(&r->xj, "restarts_seen", r->restarts_seen);
     if (failed_start && !r->note[0])
         result_note(r, "error: %d contenders could not start", failed_start);
     munmap(sh, sh->total);

@@ -53,7 +53,7 @@ void scenario_contention_inproc(void)
     inproc_run(config.clients, config.duration_s, config.hold_us, &w, r);
     contention_json(r, config.clients, config.hold_us);
     wait_json(r, &w);
-    result_extra(r, ",\"inversions\":%lld", (long long)r->inversions);
+    json_kv_i64(&r->xj, "inversions", r->inversions);
 }
 
 /* Issue 18: a waiter that dies while queued must not stall the hand-offs.
@@ -87,10 +87,9 @@ void scenario_contention_deadwaiter(void)
     got = r->duration_s > 0 ? (double)r->owner_changes / r->duration_s : 0;
     if (base > 0)
         r->handoff_ratio = got / base;
-    result_extra(r,
-                 ",\"base_handoffs_per_s\":%.1f,"
-                 "\"handoff_ratio\":%.3f,\"handoff_ratio_target\":0.8",
-                 base, r->handoff_ratio);
+    json_kv_double(&r->xj, "base_handoffs_per_s", base, 1);
+    json_kv_double(&r->xj, "handoff_ratio", r->handoff_ratio, 3);
+    json_kv_double(&r->xj, "handoff_ratio_target", 0.8, 1);
     if (!r->note[0])
         result_note(r,
                     "%llu waiters SIGKILLed (one every %.0f s, each replaced): %.0f hand-offs/s "

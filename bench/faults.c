@@ -65,8 +65,8 @@ static void raw_report(const struct fault_arg *fa, struct result *r)
     }
     r->raw_all_p99 = hist_pct(&fa->raw_all, 0.99);
     r->raw_live_p99 = hist_pct(&fa->raw_live, 0.99);
-    result_extra_pcts(r, "raw_quorum_all_us", &fa->raw_all);
-    result_extra_pcts(r, "raw_quorum_spared_us", &fa->raw_live);
+    json_kv_hist(&r->xj, "raw_quorum_all_us", &fa->raw_all);
+    json_kv_hist(&r->xj, "raw_quorum_spared_us", &fa->raw_live);
     if (!r->note[0])
         result_note(r,
                     "raw SET quorum just before the fault (no library, 100 ms slices "
@@ -103,7 +103,8 @@ static void fault_scenario(const char *name, const char *action, int k, double d
     load_async(&o, r);
     if (fa.errors && !r->note[0])
         result_note(r, "error: cluster-up.sh %s failed %d times", action, fa.errors);
-    result_extra(r, ",\"inflight\":1,\"retries\":0");
+    json_kv_u64(&r->xj, "inflight", 1);
+    json_kv_u64(&r->xj, "retries", 0);
     raw_report(&fa, r);
 }
 
@@ -139,13 +140,15 @@ void scenario_kill3(void)
     r = result_last();
     if (!r || r->skipped || load_async(&o, &probe) != 0 || probe.fail.count == 0)
         return;
-    result_extra(
-        r,
-        ",\"time_to_fail_default_retries_us\":{\"retry_count\":%u,"
-        "\"retry_delay_ms\":%u,\"retry_jitter_ms\":%u,\"n\":%llu,\"p50\":%llu,\"max\":%llu}",
-        def.retry_count, def.retry_delay_ms, def.retry_jitter_ms,
-        (unsigned long long)probe.fail.count, (unsigned long long)hist_pct(&probe.fail, 0.5),
-        (unsigned long long)probe.fail.max);
+    json_key(&r->xj, "time_to_fail_default_retries_us");
+    json_obj_begin(&r->xj);
+    json_kv_u64(&r->xj, "retry_count", def.retry_count);
+    json_kv_u64(&r->xj, "retry_delay_ms", def.retry_delay_ms);
+    json_kv_u64(&r->xj, "retry_jitter_ms", def.retry_jitter_ms);
+    json_kv_u64(&r->xj, "n", probe.fail.count);
+    json_kv_u64(&r->xj, "p50", hist_pct(&probe.fail, 0.5));
+    json_kv_u64(&r->xj, "max", probe.fail.max);
+    json_obj_end(&r->xj);
     result_note(r,
                 "with the default %u retries (delay %u ms + jitter %u ms) an acquire fails after "
                 "%.0f ms (p50 of %llu)",
@@ -228,20 +231,23 @@ static void timeline_reconnects(const struct timeline *tl, struct result *r, uin
                                 char *buf, size_t len)
 {
     size_t used = 0;
+    char port[16];
     int m;
 
     buf[0] = '\0';
-    result_extra(r, ",\"reconnect_ms\":{");
+    json_key(&r->xj, "reconnect_ms");
+    json_obj_begin(&r->xj);
     for (m = 0; m < config.n_masters && used < len; m++) {
         double ms = ((double)tl->connected_us[m] - (double)ref) / 1000.0;
 
         if (tl->connected_us[m] <= tl->heal_us)
             continue;
-        result_extra(r, "%s\"%d\":%.1f", used ? "," : "", config.port[m], ms);
+        snprintf(port, sizeof(port), "%d", config.port[m]);
+        json_kv_double(&r->xj, port, ms, 1);
         used += (size_t)snprintf(buf + used, len - used, "%s:%d %+.1f ms", used ? ", " : "",
                                  config.port[m], ms);
     }
-    result_extra(r, "}");
+    json_obj_end(&r->xj);
 }
 
 /* Issue 13: how fast the client uses masters that came back. From the
@@ -257,16 +263,17 @@ static void timeline_recovery(struct timeline *tl, struct result *r)
 
     if (!tl->heal_us)
         return;
-    result_extra(r, ",\"declared_masters\":%zu,\"quorum_back_after_heal_ms\":", tl->declared);
+    json_kv_u64(&r->xj, "declared_masters", tl->declared);
     if (tl->quorum_us)
-        result_extra(r, "%.1f", (double)(tl->quorum_us - tl->heal_us) / 1000.0);
+        json_kv_double(&r->xj, "quorum_back_after_heal_ms",
+                       (double)(tl->quorum_us - tl->heal_us) / 1000.0, 1);
     else
-        result_extra(r, "null");
+        json_kv_null(&r->xj, "quorum_back_after_heal_ms");
     if (tl->declared_us)
-        result_extra(r, ",\"declared_after_heal_ms\":%.1f",
-                     (double)(tl->declared_us - tl->heal_us) / 1000.0);
+        json_kv_double(&r->xj, "declared_after_heal_ms",
+                       (double)(tl->declared_us - tl->heal_us) / 1000.0, 1);
     if (!tl->recovered_us || !ref) {
-        result_extra(r, ",\"first_grant_after_heal_ms\":null");
+        json_kv_null(&r->xj, "first_grant_after_heal_ms");
         result_note(r, "%s%s", tl->declare_err[0] ? "error: declare: " : "",
                     tl->declare_err[0] ? tl->declare_err
                     : !tl->recovered_us
@@ -277,11 +284,10 @@ static void timeline_recovery(struct timeline *tl, struct result *r)
     timeline_event(tl, tl->recovered_us, "first grant");
     timeline_reconnects(tl, r, ref, rec, sizeof(rec));
     r->first_grant_ms = tl->recovered_us > ref ? (double)(tl->recovered_us - ref) / 1000.0 : 0.0;
-    result_extra(r,
-                 ",\"first_grant_after_heal_ms\":%.1f,\"failed_before_first_grant\":%llu,"
-                 "\"recovery_after_heal_ms\":%.1f",
-                 r->first_grant_ms, (unsigned long long)tl->failed_before_grant,
-                 (double)(tl->recovered_us - tl->heal_us) / 1000.0);
+    json_kv_double(&r->xj, "first_grant_after_heal_ms", r->first_grant_ms, 1);
+    json_kv_u64(&r->xj, "failed_before_first_grant", tl->failed_before_grant);
+    json_kv_double(&r->xj, "recovery_after_heal_ms",
+                   (double)(tl->recovered_us - tl->heal_us) / 1000.0, 1);
     if (tl->declared_us)
         result_note(r,
                     "first grant after heal: %.1f ms after the %zu healed masters were declared "
@@ -341,8 +347,9 @@ void scenario_timeline(void)
         pthread_join(a.th, NULL);
     if (s.errors && !r->note[0])
         result_note(r, "error: %d cluster-up.sh commands failed", s.errors);
-    result_extra(r, ",\"inflight\":4,\"bucket_ms\":%u,\"fail_backoff_us\":%u", TL_BUCKET_US / 1000u,
-                 config.fail_backoff_us);
+    json_kv_u64(&r->xj, "inflight", 4);
+    json_kv_u64(&r->xj, "bucket_ms", TL_BUCKET_US / 1000u);
+    json_kv_u64(&r->xj, "fail_backoff_us", config.fail_backoff_us);
     timeline_recovery(tl, r);
     report_timeline(tl);
     free(tl->acq);

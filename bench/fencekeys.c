@@ -68,6 +68,7 @@ void scenario_fence_keys(void)
                 "%llu distinct fenced resources taken and released: keys per master grew by "
                 "at most %lld (%lld over all %d masters; one fence counter per master: <= 1 each)",
                 (unsigned long long)r->ok, most, grown, config.n_masters);
-    result_extra(r, ",\"fenced_resources\":%llu,\"keys_grown_max\":%lld,\"keys_grown_total\":%lld",
-                 (unsigned long long)r->ok, most, grown);
+    json_kv_u64(&r->xj, "fenced_resources", r->ok);
+    json_kv_i64(&r->xj, "keys_grown_max", most);
+    json_kv_i64(&r->xj, "keys_grown_total", grown);
 }

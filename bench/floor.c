@@ -133,16 +133,17 @@ static void floor_record(struct floor_state *fs, struct result *r, double d, dou
     floor_fig.raw_ops_per_s = raw->ops;
     floor_fig.ceiling_cycles_per_s = raw->ops / (2.0 * fs->n);
     floor_fig.script_ceiling_cycles_per_s = script->ops / (2.0 * fs->n);
-    result_extra_pcts(r, "quorum_us", &fs->quorum);
-    result_extra(r,
-                 ",\"quorum_cpu_us_per_cycle\":%.1f,\"raw_ops_per_s\":%.0f,"
-                 "\"ceiling_cycles_per_s\":%.0f,\"pipeline\":%d,\"capacity_client_cpu\":%.2f,"
-                 "\"raw_script_ops_per_s\":%.0f,\"script_ceiling_cycles_per_s\":%.0f,"
-                 "\"script_capacity_client_cpu\":%.2f,\"capacity_masters_cores\":%.2f,"
-                 "\"script_capacity_masters_cores\":%.2f",
-                 quorum_cpu, raw->ops, floor_fig.ceiling_cycles_per_s, config.pipeline, raw->cpu,
-                 script->ops, floor_fig.script_ceiling_cycles_per_s, script->cpu, raw->mcores,
-                 script->mcores);
+    json_kv_hist(&r->xj, "quorum_us", &fs->quorum);
+    json_kv_double(&r->xj, "quorum_cpu_us_per_cycle", quorum_cpu, 1);
+    json_kv_double(&r->xj, "raw_ops_per_s", raw->ops, 0);
+    json_kv_double(&r->xj, "ceiling_cycles_per_s", floor_fig.ceiling_cycles_per_s, 0);
+    json_kv_i64(&r->xj, "pipeline", config.pipeline);
+    json_kv_double(&r->xj, "capacity_client_cpu", raw->cpu, 2);
+    json_kv_double(&r->xj, "raw_script_ops_per_s", script->ops, 0);
+    json_kv_double(&r->xj, "script_ceiling_cycles_per_s", floor_fig.script_ceiling_cycles_per_s, 0);
+    json_kv_double(&r->xj, "script_capacity_client_cpu", script->cpu, 2);
+    json_kv_double(&r->xj, "capacity_masters_cores", raw->mcores, 2);
+    json_kv_double(&r->xj, "script_capacity_masters_cores", script->mcores, 2);
     result_note(r,
                 "one master: SET p50 %llu us, DEL p50 %llu us. SET to all %d, majority-th reply: "
                 "p50 %llu us, p99 %llu us; client CPU %.1f us per SET+DEL cycle on all %d. "

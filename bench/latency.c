@@ -34,7 +34,7 @@ static void count_syscalls(struct result *r, int blocking)
         r->epoll_ctl_per_cycle = (double)sys.count[SYSC_EPOLL_CTL] / (double)sys.cycles;
     }
     if (sys.ok)
-        result_extra(r, ",\"syscall_pass_cpu_us_per_cycle\":%.1f", scratch.cpu_us_per_cycle);
+        json_kv_double(&r->xj, "syscall_pass_cpu_us_per_cycle", scratch.cpu_us_per_cycle, 1);
     sysc_note(note, sizeof(note), &sys);
     result_note(r, "%s", note);
 }
@@ -50,7 +50,7 @@ void scenario_uncontended(void)
 
     if (load_async(&o, r) == 0)
         floor_fig.healthy_p99 = hist_pct(&r->acq, 0.99);
-    result_extra(r, ",\"inflight\":1");
+    json_kv_u64(&r->xj, "inflight", 1);
     if (!r->note[0])
         count_syscalls(r, 0);
 }
@@ -63,10 +63,10 @@ void scenario_uncontended_blocking(void)
     const struct result *u = result_find("uncontended");
 
     load_blocking(1, config.duration_s, config.max_ops, NULL, r);
-    result_extra(r, ",\"threads\":1");
+    json_kv_u64(&r->xj, "threads", 1);
     if (u && u->acq.count && r->acq.count)
-        result_extra(r, ",\"ratio_async_p50\":%.2f",
-                     (double)hist_pct(&r->acq, 0.5) / (double)hist_pct(&u->acq, 0.5));
+        json_kv_double(&r->xj, "ratio_async_p50",
+                       (double)hist_pct(&r->acq, 0.5) / (double)hist_pct(&u->acq, 0.5), 2);
     if (!r->note[0])
         count_syscalls(r, 1);
 }
@@ -81,7 +81,7 @@ void scenario_throughput(void)
                            .label = "throughput" };
 
     load_async(&o, r);
-    result_extra(r, ",\"inflight\":%d", config.inflight);
+    json_kv_i64(&r->xj, "inflight", config.inflight);
 }
 
 void scenario_blocking(void)
@@ -89,5 +89,5 @@ void scenario_blocking(void)
     struct result *r = result_new("blocking");
 
     load_blocking(config.threads, config.duration_s, config.max_ops, NULL, r);
-    result_extra(r, ",\"threads\":%d", config.threads);
+    json_kv_i64(&r->xj, "threads", config.threads);
 }

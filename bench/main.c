@@ -132,7 +132,7 @@ int main(int argc, char **argv)
     struct result **res;
     int rc, k, n;
 
-    parseOptions(argc, argv, scenario_names());
+    parse_options(argc, argv, scenario_names());
     check_scenario_names();
     bench_signals_install((unsigned)config.max_time_s);
 

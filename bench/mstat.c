@@ -151,18 +151,22 @@ void masters_delta(struct result *r, const struct mstat *before, uint64_t cycles
         n += d[n].calls > 0;
     }
     qsort(d, (size_t)n, sizeof(d[0]), by_usec);
-    result_extra(r, ",\"masters_commands\":{");
+    json_key(&r->xj, "masters_commands");
+    json_obj_begin(&r->xj);
     for (i = 0; i < n; i++) {
         double per_cycle = (double)d[i].calls / (double)cycles,
                us = (double)d[i].usec / (double)d[i].calls;
 
-        result_extra(r, "%s\"%s\":{\"calls_per_cycle\":%.3f,\"us_per_call\":%.2f}", i ? "," : "",
-                     d[i].name, per_cycle, us);
+        json_key(&r->xj, d[i].name);
+        json_obj_begin(&r->xj);
+        json_kv_double(&r->xj, "calls_per_cycle", per_cycle, 3);
+        json_kv_double(&r->xj, "us_per_call", us, 2);
+        json_obj_end(&r->xj);
         if (i < 3 && used < sizeof(r->masters_cmds))
             used += (size_t)snprintf(r->masters_cmds + used, sizeof(r->masters_cmds) - used,
                                      "%s%s %.2f/cycle x %.1f us", i ? ", " : "", d[i].name,
                                      per_cycle, us);
     }
-    result_extra(r, "}");
+    json_obj_end(&r->xj);
     calls_line(r, d, n, cycles);
 }

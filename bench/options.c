@@ -1,4 +1,4 @@
-/* options.c - redlock-bench's command line: usage, parseOptions() (one
+/* options.c - redlock-bench's command line: usage, parse_options() (one
  * struct config, as redis-benchmark does) and the checks on what was given.
  */
 #include "bench.h"
@@ -296,7 +296,7 @@ static const char *parse_args(int argc, char **argv)
     return masters;
 }
 
-void parseOptions(int argc, char **argv, const char *list)
+void parse_options(int argc, char **argv, const char *list)
 {
     const char *masters;
     int i;

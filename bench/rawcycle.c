@@ -285,23 +285,31 @@ static int raw_pass(struct floor_state *fs, int native, int inflight, const char
     return 0;
 }
 
-/* ",\"NAME\":{...}": a loaded pass's figures inside the raw row's JSON. */
+/* "NAME":{...}: a loaded pass's figures inside the raw row's JSON, with the
+ * members the pass's own result gathered. */
 static void pass_json(struct result *r, const char *name, const struct result *p,
                       const char *release)
 {
-    result_extra(r,
-                 ",\"%s\":{\"inflight\":%d,\"release\":\"%s\",\"ops\":%llu,\"ok\":%llu,"
-                 "\"failed\":%llu,\"release_failed\":%llu,\"cycles_per_s\":%.0f,"
-                 "\"client_cpu_us_per_cycle\":%.2f",
-                 name, config.inflight, release, (unsigned long long)p->ops,
-                 (unsigned long long)p->ok, (unsigned long long)p->failed,
-                 (unsigned long long)p->release_failed, p->cycles_per_s, p->cpu_us_per_cycle);
-    result_extra_pcts(r, "acquire_us", &p->acq);
-    result_extra_pcts(r, "release_us", &p->rel);
-    if (p->masters_cpu_us_per_cycle >= 0)
-        result_extra(r, ",\"masters_cpu_us_per_cycle\":%.2f,\"masters_cores\":%.2f",
-                     p->masters_cpu_us_per_cycle, p->masters_cores);
-    result_extra(r, "%s}", p->extra);
+    struct json *j = &r->xj;
+
+    json_key(j, name);
+    json_obj_begin(j);
+    json_kv_i64(j, "inflight", config.inflight);
+    json_kv_cstr(j, "release", release);
+    json_kv_u64(j, "ops", p->ops);
+    json_kv_u64(j, "ok", p->ok);
+    json_kv_u64(j, "failed", p->failed);
+    json_kv_u64(j, "release_failed", p->release_failed);
+    json_kv_double(j, "cycles_per_s", p->cycles_per_s, 0);
+    json_kv_double(j, "client_cpu_us_per_cycle", p->cpu_us_per_cycle, 2);
+    json_kv_hist(j, "acquire_us", &p->acq);
+    json_kv_hist(j, "release_us", &p->rel);
+    if (p->masters_cpu_us_per_cycle >= 0) {
+        json_kv_double(j, "masters_cpu_us_per_cycle", p->masters_cpu_us_per_cycle, 2);
+        json_kv_double(j, "masters_cores", p->masters_cores, 2);
+    }
+    json_raw(j, p->extra);
+    json_obj_end(j);
 }
 
 /* "64 in flight, EVALSHA on all 5: 61234 cycles/s, acquire p50 900 us, masters 60.1 us CPU
@@ -379,8 +387,9 @@ void scenario_raw(void)
     native = floor_release_native(fs);
     floor_release_describe(fs, native, how, sizeof(how));
     snprintf(raw_fig.release, sizeof(raw_fig.release), "%s", how);
-    result_extra(r, ",\"inflight\":1,\"release\":\"%s\",\"native_release\":%s", how,
-                 native ? "true" : "false");
+    json_kv_u64(&r->xj, "inflight", 1);
+    json_kv_cstr(&r->xj, "release", how);
+    json_kv_bool(&r->xj, "native_release", native);
     if (raw_pass(fs, native, 1, "raw: 1 in flight", r) < 0 || raw_loaded(fs, native, r, how) < 0) {
         if (strncmp(r->note, "error", 5) != 0)
             result_note(r, "error: a master failed, answered oddly or stopped answering");

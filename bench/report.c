@@ -9,169 +9,135 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* JSON                                                                     */
+/* JSON (the one writer, json/)                                             */
 /* ------------------------------------------------------------------------ */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-
-        if (ch == '"' || ch == '\\')
-            fprintf(f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(f, "\\u%04x", ch);
-        else
-            fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
-static void json_pcts(FILE *f, const char *name, const struct hist *h)
-{
-    fprintf(f, ",\"%s\":", name);
-    if (h->count == 0) {
-        fputs("null", f);
-        return;
-    }
-    fprintf(f, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu}",
-            (unsigned long long)hist_pct(h, 0.5), (unsigned long long)hist_pct(h, 0.9),
-            (unsigned long long)hist_pct(h, 0.99), (unsigned long long)hist_pct(h, 0.999),
-            (unsigned long long)h->max);
-}
-
-static void json_num(FILE *f, const char *name, double v, int valid)
+/* A figure, or null when it was not measured: whole numbers from 100 up,
+ * two decimals below. */
+static void json_figure(struct json *j, const char *key, double v, int valid)
 {
     if (valid)
-        fprintf(f, ",\"%s\":%.*f", name, v >= 100 ? 0 : 2, v);
+        json_kv_double(j, key, v, v >= 100 ? 0 : 2);
     else
-        fprintf(f, ",\"%s\":null", name);
+        json_kv_null(j, key);
 }
 
 /* The deciding attempt's votes, per master: "votes":[{"ok":n,...},...] */
-static void json_votes(FILE *f, const struct opstats *s)
+static void json_votes(struct json *j, const struct opstats *s)
 {
-    int m, k, first;
-
-    fputs(",\"votes\":[", f);
-    for (m = 0; m < config.n_masters; m++) {
-        fputs(m ? ",{" : "{", f);
-        for (k = 0, first = 1; k <= REDLOCK_VOTE_EXCLUDED; k++) {
-            if (!s->votes[m][k])
-                continue;
-            fprintf(f, "%s\"%s\":%llu", first ? "" : ",", redlock_vote_kind_name(k),
-                    (unsigned long long)s->votes[m][k]);
-            first = 0;
-        }
-        fputc('}', f);
+    json_key(j, "votes");
+    json_arr_begin(j);
+    for (int m = 0; m < config.n_masters; m++) {
+        json_obj_begin(j);
+        for (int k = 0; k <= REDLOCK_VOTE_EXCLUDED; k++)
+            if (s->votes[m][k])
+                json_kv_u64(j, redlock_vote_kind_name(k), s->votes[m][k]);
+        json_obj_end(j);
     }
-    fputc(']', f);
+    json_arr_end(j);
 }
 
 /* The library's own figures (op hook): "lib":{...}, when it saw acquires. */
-static void json_lib(FILE *f, const struct opstats *s)
+static void json_lib(struct json *j, const struct opstats *s)
 {
     if (!s->acquires)
         return;
-    fprintf(f, ",\"lib\":{\"acquires\":%llu,\"ok\":%llu,\"attempts_per_acquire\":%.3f",
-            (unsigned long long)s->acquires, (unsigned long long)s->ok,
-            (double)s->attempts / (double)s->acquires);
-    json_pcts(f, "attempts", &s->attempts_h);
-    json_pcts(f, "waited_us", &s->waited);
-    json_votes(f, s);
-    fputc('}', f);
+    json_key(j, "lib");
+    json_obj_begin(j);
+    json_kv_u64(j, "acquires", s->acquires);
+    json_kv_u64(j, "ok", s->ok);
+    json_kv_double(j, "attempts_per_acquire", (double)s->attempts / (double)s->acquires, 3);
+    json_kv_hist(j, "attempts", &s->attempts_h);
+    json_kv_hist(j, "waited_us", &s->waited);
+    json_votes(j, s);
+    json_obj_end(j);
 }
 
 /* Issue 21's ratios against the raw row of this run (rawcycle.c), on the
  * rows its targets judge; null where either side was not measured. */
-static void json_raw_ratio(FILE *f, const char *name, double lib, double raw)
+static void json_raw_ratio(struct json *j, const char *key, double lib, double raw)
 {
-    json_num(f, name, raw > 0 ? lib / raw : 0, lib >= 0 && raw > 0);
+    json_figure(j, key, raw > 0 ? lib / raw : 0, lib >= 0 && raw > 0);
 }
 
-static void json_raw_ratios(FILE *f, const struct result *r)
+static void json_raw_ratios(struct json *j, const struct result *r)
 {
     const struct result *raw = result_find("raw");
 
     if (!raw || !raw_fig.valid)
         return;
     if (strcmp(r->scenario, "uncontended") == 0) {
-        json_raw_ratio(f, "ratio_raw_p50", r->acq.count ? (double)hist_pct(&r->acq, 0.5) : -1,
+        json_raw_ratio(j, "ratio_raw_p50", r->acq.count ? (double)hist_pct(&r->acq, 0.5) : -1,
                        raw->acq.count ? (double)hist_pct(&raw->acq, 0.5) : 0);
-        json_raw_ratio(f, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
+        json_raw_ratio(j, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
                        raw->masters_cpu_us_per_cycle);
     } else if (strcmp(r->scenario, "throughput") == 0) {
-        json_raw_ratio(f, "ratio_raw_script_cycles", r->cycles_per_s, raw_fig.script_cycles_per_s);
-        json_raw_ratio(f, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
+        json_raw_ratio(j, "ratio_raw_script_cycles", r->cycles_per_s, raw_fig.script_cycles_per_s);
+        json_raw_ratio(j, "ratio_raw_masters_cpu", r->masters_cpu_us_per_cycle,
                        raw_fig.masters_cpu_us_per_cycle);
     }
 }
 
 void report_json_line(FILE *f, const struct result *r)
 {
-    int i, first = 1;
     int has_floor = floor_fig.valid && floor_fig.set_p50 > 0;
+    struct json j;
 
-    fputs("{\"scenario\":", f);
-    json_str(f, r->scenario);
-    fputs(",\"fault\":", f);
-    if (r->fault[0])
-        json_str(f, r->fault);
-    else
-        fputs("null", f);
-    fprintf(f,
-            ",\"masters\":%d,\"ops\":%llu,\"ok\":%llu,\"failed\":%llu,\"violations\":%llu,"
-            "\"checked\":%llu,\"release_failed\":%llu",
-            config.n_masters, (unsigned long long)r->ops, (unsigned long long)r->ok,
-            (unsigned long long)r->failed, (unsigned long long)r->violations,
-            (unsigned long long)r->checked, (unsigned long long)r->release_failed);
-    json_pcts(f, "acquire_us", &r->acq);
-    json_pcts(f, "release_us", &r->rel);
+    json_init(&j, f);
+    json_obj_begin(&j);
+    json_kv_cstr(&j, "scenario", r->scenario);
+    json_kv_cstr(&j, "fault", r->fault[0] ? r->fault : NULL);
+    json_kv_i64(&j, "masters", config.n_masters);
+    json_kv_u64(&j, "ops", r->ops);
+    json_kv_u64(&j, "ok", r->ok);
+    json_kv_u64(&j, "failed", r->failed);
+    json_kv_u64(&j, "violations", r->violations);
+    json_kv_u64(&j, "checked", r->checked);
+    json_kv_u64(&j, "release_failed", r->release_failed);
+    json_kv_hist(&j, "acquire_us", &r->acq);
+    json_kv_hist(&j, "release_us", &r->rel);
     if (r->fail.count)
-        json_pcts(f, "time_to_fail_us", &r->fail);
-    json_num(f, "cycles_per_s", r->cycles_per_s, r->cycles_per_s >= 0);
-    json_num(f, "client_cpu_us_per_cycle", r->cpu_us_per_cycle, r->cpu_us_per_cycle >= 0);
-    json_num(f, "masters_cpu_us_per_cycle", r->masters_cpu_us_per_cycle,
-             r->masters_cpu_us_per_cycle >= 0);
-    json_num(f, "masters_cores", r->masters_cores, r->masters_cores >= 0);
-    json_num(f, "floor_us", (double)floor_fig.set_p50, has_floor);
-    json_num(f, "ratio_p50",
-             has_floor ? (double)hist_pct(&r->acq, 0.5) / (double)floor_fig.set_p50 : 0,
-             has_floor && r->acq.count);
-    json_num(f, "ratio_p99",
-             has_floor ? (double)hist_pct(&r->acq, 0.99) / (double)floor_fig.set_p99 : 0,
-             has_floor && r->acq.count && floor_fig.set_p99);
+        json_kv_hist(&j, "time_to_fail_us", &r->fail);
+    json_figure(&j, "cycles_per_s", r->cycles_per_s, r->cycles_per_s >= 0);
+    json_figure(&j, "client_cpu_us_per_cycle", r->cpu_us_per_cycle, r->cpu_us_per_cycle >= 0);
+    json_figure(&j, "masters_cpu_us_per_cycle", r->masters_cpu_us_per_cycle,
+                r->masters_cpu_us_per_cycle >= 0);
+    json_figure(&j, "masters_cores", r->masters_cores, r->masters_cores >= 0);
+    json_figure(&j, "floor_us", (double)floor_fig.set_p50, has_floor);
+    json_figure(&j, "ratio_p50",
+                has_floor ? (double)hist_pct(&r->acq, 0.5) / (double)floor_fig.set_p50 : 0,
+                has_floor && r->acq.count);
+    json_figure(&j, "ratio_p99",
+                has_floor ? (double)hist_pct(&r->acq, 0.99) / (double)floor_fig.set_p99 : 0,
+                has_floor && r->acq.count && floor_fig.set_p99);
     if (floor_fig.valid && floor_fig.ceiling_cycles_per_s > 0 &&
         (strcmp(r->scenario, "throughput") == 0 || strcmp(r->scenario, "blocking") == 0)) {
-        json_num(f, "ceiling_cycles_per_s", floor_fig.ceiling_cycles_per_s, 1);
-        json_num(f, "ratio_ceiling", r->cycles_per_s / floor_fig.ceiling_cycles_per_s, 1);
-        json_num(f, "ratio_script_ceiling", r->cycles_per_s / floor_fig.script_ceiling_cycles_per_s,
-                 floor_fig.script_ceiling_cycles_per_s > 0);
+        json_figure(&j, "ceiling_cycles_per_s", floor_fig.ceiling_cycles_per_s, 1);
+        json_figure(&j, "ratio_ceiling", r->cycles_per_s / floor_fig.ceiling_cycles_per_s, 1);
+        json_figure(&j, "ratio_script_ceiling",
+                    r->cycles_per_s / floor_fig.script_ceiling_cycles_per_s,
+                    floor_fig.script_ceiling_cycles_per_s > 0);
     }
-    json_raw_ratios(f, r);
-    fprintf(
-        f,
-        ",\"hiredis\":\"%s\",\"duration_s\":%.2f,\"ttl_ms\":%u,\"node_timeout_ms\":%u,\"errors\":{",
-        bench_hiredis_version(), r->duration_s, config.ttl_ms, config.node_timeout_ms);
-    for (i = 1; i < BENCH_NERR; i++) {
-        if (!r->errs[i])
-            continue;
-        fprintf(f, "%s\"%s\":%llu", first ? "" : ",",
-                i == BENCH_NERR - 1 ? "other" : redlock_err_name(-i),
-                (unsigned long long)r->errs[i]);
-        first = 0;
-    }
-    fputc('}', f);
-    json_lib(f, &r->lib);
+    json_raw_ratios(&j, r);
+    json_kv_cstr(&j, "hiredis", bench_hiredis_version());
+    json_kv_double(&j, "duration_s", r->duration_s, 2);
+    json_kv_u64(&j, "ttl_ms", config.ttl_ms);
+    json_kv_u64(&j, "node_timeout_ms", config.node_timeout_ms);
+    json_key(&j, "errors");
+    json_obj_begin(&j);
+    for (int i = 1; i < BENCH_NERR; i++)
+        if (r->errs[i])
+            json_kv_u64(&j, i == BENCH_NERR - 1 ? "other" : redlock_err_name(-i), r->errs[i]);
+    json_obj_end(&j);
+    json_lib(&j, &r->lib);
     if (r->skipped)
-        fputs(",\"skipped\":true", f);
-    if (r->note[0]) {
-        fputs(",\"note\":", f);
-        json_str(f, r->note);
-    }
-    fputs(r->extra, f);
-    fputs("}\n", f);
+        json_kv_bool(&j, "skipped", 1);
+    if (r->note[0])
+        json_kv_cstr(&j, "note", r->note);
+    /* The members the scenario added (r->xj wrote them, commas and all). */
+    json_raw(&j, r->extra);
+    json_obj_end(&j);
+    json_end(&j);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -390,7 +356,7 @@ void report_all(struct result **res, int n)
     }
     if (config.out_dir && mkdir_p(config.out_dir) == 0) {
         snprintf(path, sizeof(path), "%s/results.jsonl", config.out_dir);
-        if ((f = fopen(path, "w")) != NULL) {
+        if ((f = fopen(path, "w"))) {
             for (i = 0; i < n; i++)
                 report_json_line(f, res[i]);
             fclose(f);
@@ -400,7 +366,7 @@ void report_all(struct result **res, int n)
     if (timeline_plot_msg()[0])
         printf("%s\n", timeline_plot_msg());
     if (config.json_path) {
-        if ((f = fopen(config.json_path, "w")) != NULL) {
+        if ((f = fopen(config.json_path, "w"))) {
             for (i = 0; i < n; i++)
                 report_json_line(f, res[i]);
             fclose(f);

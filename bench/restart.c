@@ -96,26 +96,29 @@ static void sat_out_during(void *arg, uint64_t t0)
 static void persist_report(struct result *r, const struct sat_out *so, const char *persist,
                            double t_restart)
 {
-    char each[96];
+    char each[96]; /* the note's list */
     size_t used = 0;
     int i;
 
     each[0] = '\0';
     r->sat_out_ms = 0;
+    json_kv_cstr(&r->xj, "persist", persist);
+    json_key(&r->xj, "sat_out_ms");
+    json_arr_begin(&r->xj);
     for (i = 0; i < so->k; i++) {
         if (so->ms[i] < 0)
             r->sat_out_open = 1;
         else if (so->ms[i] > r->sat_out_ms)
             r->sat_out_ms = so->ms[i];
-        used += (size_t)snprintf(each + used, sizeof(each) - used, "%s%.0f", i ? "," : "",
-                                 so->ms[i]);
-        if (used >= sizeof(each))
-            break;
+        json_double(&r->xj, so->ms[i], 0);
+        if (used < sizeof(each))
+            used += (size_t)snprintf(each + used, sizeof(each) - used, "%s%.0f", i ? "," : "",
+                                     so->ms[i]);
     }
-    result_extra(r,
-                 ",\"persist\":\"%s\",\"sat_out_ms\":[%s],\"sat_out_open\":%s,"
-                 "\"memory_window_ms\":%u,\"no_holder_ms\":%.1f",
-                 persist, each, r->sat_out_open ? "true" : "false", so->window_ms, r->max_gap_ms);
+    json_arr_end(&r->xj);
+    json_kv_bool(&r->xj, "sat_out_open", r->sat_out_open);
+    json_kv_u64(&r->xj, "memory_window_ms", so->window_ms);
+    json_kv_double(&r->xj, "no_holder_ms", r->max_gap_ms, 1);
     if (so->err[0] && !r->note[0])
         result_note(r, "error: ping client: %s", so->err);
     if (!r->note[0] && r->checked)
@@ -218,7 +221,7 @@ static void restart_scenario(const char *name, enum restart_kind kind, const cha
                     "%.1f s)",
                     o.restart_guard_off ? "off" : "on", (unsigned long long)r->restarts_seen,
                     o.clients, r->max_gap_ms, r->max_gap_at_s, t_restart);
-    result_extra(r, ",\"safe_by_algorithm\":%s", kind == RESTART_EMPTY ? "false" : "true");
+    json_kv_bool(&r->xj, "safe_by_algorithm", kind != RESTART_EMPTY);
 }
 
 void scenario_restart(void)

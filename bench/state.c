@@ -46,6 +46,9 @@ void result_clear(struct result *r)
     memcpy(name, r->scenario, sizeof(name));
     memset(r, 0, sizeof(*r));
     memcpy(r->scenario, name, sizeof(name));
+    /* The members a scenario adds come after the line's own (report.c). */
+    json_init_buf(&r->xj, r->extra, sizeof(r->extra));
+    r->xj.need_comma = 1;
     hist_init(&r->acq);
     hist_init(&r->rel);
     hist_init(&r->fail);
@@ -137,16 +140,6 @@ void result_add_tally(struct result *r, const struct tally *t)
         r->errs[j] += t->errs[j];
 }
 
-void result_extra(struct result *r, const char *fmt, ...)
-{
-    size_t used = strlen(r->extra);
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(r->extra + used, sizeof(r->extra) - used, fmt, ap);
-    va_end(ap);
-}
-
 void result_note(struct result *r, const char *fmt, ...)
 {
     va_list ap;
@@ -156,16 +149,18 @@ void result_note(struct result *r, const char *fmt, ...)
     va_end(ap);
 }
 
-/* ",\"name\":{\"p50\":..,\"max\":..}" or null, for a histogram in the JSON */
-void result_extra_pcts(struct result *r, const char *name, const struct hist *h)
+void json_kv_hist(struct json *j, const char *key, const struct hist *h)
 {
-    result_extra(r, ",\"%s\":", name);
     if (!h->count) {
-        result_extra(r, "null");
+        json_kv_null(j, key);
         return;
     }
-    result_extra(r, "{\"p50\":%llu,\"p90\":%llu,\"p99\":%llu,\"p999\":%llu,\"max\":%llu}",
-                 (unsigned long long)hist_pct(h, 0.5), (unsigned long long)hist_pct(h, 0.9),
-                 (unsigned long long)hist_pct(h, 0.99), (unsigned long long)hist_pct(h, 0.999),
-                 (unsigned long long)h->max);
+    json_key(j, key);
+    json_obj_begin(j);
+    json_kv_u64(j, "p50", hist_pct(h, 0.5));
+    json_kv_u64(j, "p90", hist_pct(h, 0.9));
+    json_kv_u64(j, "p99", hist_pct(h, 0.99));
+    json_kv_u64(j, "p999", hist_pct(h, 0.999));
+    json_kv_u64(j, "max", h->max);
+    json_obj_end(j);
 }

@@ -114,7 +114,7 @@ void sysc_start(struct sysc *s)
         snprintf(s->why, sizeof(s->why), "/proc/self/task: %s", strerror(errno));
         return;
     }
-    while ((de = readdir(d)) != NULL) {
+    while ((de = readdir(d))) {
         if (de->d_name[0] != '.' && open_thread(s, ids, (pid_t)atoi(de->d_name)) < 0) {
             closedir(d);
             sysc_close(s);
@@ -166,20 +166,25 @@ static double per_cycle(const struct sysc *s, int kind)
     return (double)v / (double)s->cycles;
 }
 
-/* ",\"syscalls_per_cycle\":x,\"syscalls\":{...}" or the reason there is none */
+/* "syscalls_per_cycle":x,"syscalls":{...}, or the reason there is none */
 void sysc_json(struct result *r, const struct sysc *s)
 {
     int k;
 
     if (!s->ok) {
-        result_extra(r, ",\"syscalls_per_cycle\":null,\"syscalls_why\":\"%s\"", s->why);
+        json_kv_null(&r->xj, "syscalls_per_cycle");
+        json_kv_cstr(&r->xj, "syscalls_why", s->why);
         return;
     }
-    result_extra(r, ",\"syscalls_per_cycle\":%.2f,\"syscall_cycles\":%llu,\"syscalls\":{",
-                 (double)s->count[SYSC_TOTAL] / (double)s->cycles, (unsigned long long)s->cycles);
+    json_kv_double(&r->xj, "syscalls_per_cycle", (double)s->count[SYSC_TOTAL] / (double)s->cycles,
+                   2);
+    json_kv_u64(&r->xj, "syscall_cycles", s->cycles);
+    json_key(&r->xj, "syscalls");
+    json_obj_begin(&r->xj);
     for (k = 1; k < SYSC_KINDS; k++)
-        result_extra(r, "\"%s\":%.2f,", kind_names[k], per_cycle(s, k));
-    result_extra(r, "\"other\":%.2f}", per_cycle(s, SYSC_TOTAL));
+        json_kv_double(&r->xj, kind_names[k], per_cycle(s, k), 2);
+    json_kv_double(&r->xj, "other", per_cycle(s, SYSC_TOTAL), 2);
+    json_obj_end(&r->xj);
 }
 
 void sysc_note(char *buf, size_t len, const struct sysc *s)

@@ -131,13 +131,13 @@ static void safety_targets(void)
              (unsigned long long)checked);
     target("no violation where safe, over >= 100000 acquisitions", got,
            viol == 0 && acquisitions >= 100000, 1);
-    if ((c = result_find("restart-guard")) != NULL) {
+    if ((c = result_find("restart-guard"))) {
         snprintf(got, sizeof(got), "%llu violations in %llu windows; no holder for %.0f ms",
                  (unsigned long long)c->violations, (unsigned long long)c->checked, c->max_gap_ms);
         target("restart without persistence, guard on: no violation", got,
                c->violations == 0 && c->checked > 0 && row_ok(c), 1);
     }
-    if ((c = result_find("restart")) != NULL) {
+    if ((c = result_find("restart"))) {
         snprintf(got, sizeof(got), "%llu violations in %llu windows",
                  (unsigned long long)c->violations, (unsigned long long)c->checked);
         info("restart without persistence, guard off (not claimed safe)", got);
@@ -257,7 +257,7 @@ static void memory_targets(void)
 
     for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         snprintf(name, sizeof(name), "restart-persist-%s", modes[i]);
-        if ((c = result_find(name)) == NULL)
+        if (!(c = result_find(name)))
             continue;
         snprintf(got, sizeof(got),
                  "%llu overlaps in %llu windows; sat out %s%.0f ms; no holder "
@@ -267,13 +267,13 @@ static void memory_targets(void)
         snprintf(what, sizeof(what), "restart, %s: no second holder", modes[i]);
         target(what, got, c->violations == 0 && c->checked > 0 && row_ok(c), 1);
     }
-    if ((c = result_find("restart-persist-always")) != NULL && c->sat_out_ms >= 0) {
+    if ((c = result_find("restart-persist-always")) && c->sat_out_ms >= 0) {
         /* vouched: back at the first look, whatever that look costs */
         snprintf(got, sizeof(got), "%.0f ms", c->sat_out_ms);
         target("restart, AOF always: counts again within 100 ms", got,
                !c->sat_out_open && c->sat_out_ms <= 100.0, 1);
     }
-    if ((c = result_find("contention-deadwaiter")) != NULL) {
+    if ((c = result_find("contention-deadwaiter"))) {
         snprintf(got, sizeof(got), "%.2f x (%llu waiters killed)", c->handoff_ratio,
                  (unsigned long long)c->waiters_killed);
         target("a waiter SIGKILLed every 2 s: hand-offs/s >= 0.8 x without", got,

@@ -155,7 +155,7 @@ static void write_data(const struct timeline *tl)
     }
     fclose(f);
     snprintf(path, sizeof(path), "%s/timeline-events.tsv", config.out_dir);
-    if ((f = fopen(path, "w")) != NULL) {
+    if ((f = fopen(path, "w"))) {
         fprintf(f, "# t_s\tevent\n");
         for (i = 0; i < tl->n_events; i++)
             fprintf(f, "%.3f\t%s\n", tl->ev_t[i], tl->ev_label[i]);

@@ -56,8 +56,9 @@ int wait_acquire_async(redlock_client *c, const struct wait_policy *w, const cha
 
 void wait_json(struct result *r, const struct wait_policy *w)
 {
-    result_extra(r,
-                 ",\"wait\":\"deadline\",\"wait_ms\":%u,\"retry_delay_ms\":%u,"
-                 "\"retry_jitter_ms\":%u,\"pubsub_wait\":%s",
-                 w->wait_ms, w->retry_delay_ms, w->retry_jitter_ms, w->pubsub ? "true" : "false");
+    json_kv_cstr(&r->xj, "wait", "deadline");
+    json_kv_u64(&r->xj, "wait_ms", w->wait_ms);
+    json_kv_u64(&r->xj, "retry_delay_ms", w->retry_delay_ms);
+    json_kv_u64(&r->xj, "retry_jitter_ms", w->retry_jitter_ms);
+    json_kv_bool(&r->xj, "pubsub_wait", w->pubsub);
 }

@@ -96,22 +96,28 @@ void contention_json(struct result *r, int clients, uint32_t hold_us)
     double d = r->duration_s > 0 ? r->duration_s : 1;
     int i;
 
-    result_extra(r,
-                 ",\"clients\":%d,\"hold_us\":%u,\"grants_per_s\":%.0f,"
-                 "\"handoffs_per_s\":%.0f,\"owner_changes\":%llu,\"owner_changes_per_s\":%.0f,"
-                 "\"owner_change_share\":%.3f,\"early_handoffs\":%llu,\"max_overlap_us\":%.0f",
-                 clients, hold_us, (double)r->ok / d, (double)r->ok / d,
-                 (unsigned long long)r->owner_changes, (double)r->owner_changes / d,
-                 r->ok ? (double)r->owner_changes / (double)r->ok : 0.0,
-                 (unsigned long long)r->early_handoffs, r->max_overlap_us);
-    result_extra_pcts(r, "handoff_us", &r->handoff);
-    result_extra(r, ",\"grants_per_process\":[");
+    struct json *j = &r->xj;
+
+    json_kv_i64(j, "clients", clients);
+    json_kv_u64(j, "hold_us", hold_us);
+    json_kv_double(j, "grants_per_s", (double)r->ok / d, 0);
+    json_kv_double(j, "handoffs_per_s", (double)r->ok / d, 0);
+    json_kv_u64(j, "owner_changes", r->owner_changes);
+    json_kv_double(j, "owner_changes_per_s", (double)r->owner_changes / d, 0);
+    json_kv_double(j, "owner_change_share", r->ok ? (double)r->owner_changes / (double)r->ok : 0.0,
+                   3);
+    json_kv_u64(j, "early_handoffs", r->early_handoffs);
+    json_kv_double(j, "max_overlap_us", r->max_overlap_us, 0);
+    json_kv_hist(j, "handoff_us", &r->handoff);
+    json_key(j, "grants_per_process");
+    json_arr_begin(j);
     for (i = 0; i < r->n_owners; i++)
-        result_extra(r, "%s%llu", i ? "," : "", (unsigned long long)r->grants_by[i]);
-    result_extra(r, "],\"fairness_jain\":");
+        json_u64(j, r->grants_by[i]);
+    json_arr_end(j);
     if (r->fairness_jain >= 0)
-        result_extra(r, "%.3f", r->fairness_jain);
+        json_kv_double(j, "fairness_jain", r->fairness_jain, 3);
     else
-        result_extra(r, "null");
-    result_extra(r, ",\"max_gap_ms\":%.1f,\"max_gap_at_s\":%.2f", r->max_gap_ms, r->max_gap_at_s);
+        json_kv_null(j, "fairness_jain");
+    json_kv_double(j, "max_gap_ms", r->max_gap_ms, 1);
+    json_kv_double(j, "max_gap_at_s", r->max_gap_at_s, 2);
 }

@@ -198,7 +198,7 @@ void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *
     json_key(j, "token");
     json_cstr(j, lock ? redlock_lock_token(lock) : NULL);
     json_key(j, "fence");
-    if (lock != NULL && o->fence)
+    if (lock && o->fence)
         json_u64(j, redlock_lock_fence(lock));
     else
         json_null(j);

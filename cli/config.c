@@ -16,7 +16,7 @@ void cli_config_fill(const struct cli_opts *o, redlock_config *cfg)
 {
     redlock_config_init(cfg);
     cfg->masters = o->masters;
-    if (o->prefix != NULL)
+    if (o->prefix)
         cfg->key_prefix = o->prefix;
     cfg->username = o->user;
     cfg->password = o->password;
@@ -82,7 +82,7 @@ int cli_config_check(const struct cli_opts *o)
     redlock_error err;
 
     /* In the words of the command line: the library's would name a field. */
-    if (o->user != NULL && o->password == NULL) {
+    if (o->user && !o->password) {
         cli_usage_error("--user '%s' needs a password: --password-file FILE or "
                         "$REDLOCK_PASSWORD",
                         o->user);
@@ -91,8 +91,7 @@ int cli_config_check(const struct cli_opts *o)
     /* The library checks the TLS files, not the verify flag (its default
      * is on): --insecure alone would pass, where --cacert alone is refused.
      * The same answer for both. */
-    if (o->tls_insecure && !o->tls && o->masters != NULL &&
-        strcasestr(o->masters, "rediss://") == NULL) {
+    if (o->tls_insecure && !o->tls && o->masters && !strcasestr(o->masters, "rediss://")) {
         cli_usage_error("--insecure is given but no master uses TLS (add --tls or write masters "
                         "as rediss://...)");
         return -1;

@@ -21,7 +21,7 @@ static size_t addr_width(redlock_client *c)
     for (size_t i = 0; i < redlock_client_masters(c); i++) {
         const char *a = redlock_client_master_addr(c, i);
 
-        if (a != NULL && strlen(a) > w)
+        if (a && strlen(a) > w)
             w = strlen(a);
     }
     return w;
@@ -31,7 +31,7 @@ static const char *addr_of(redlock_client *c, size_t i)
 {
     const char *a = redlock_client_master_addr(c, i);
 
-    return a != NULL ? a : "?";
+    return a ? a : "?";
 }
 
 /* status or ping failed before anything was filled in: there is no table

@@ -40,7 +40,7 @@ static const char *after_scheme(const char *e, size_t len)
 {
     size_t i = 0;
 
-    while (i < len && (isalnum((unsigned char)e[i]) || strchr("+-.", e[i]) != NULL))
+    while (i < len && (isalnum((unsigned char)e[i]) || strchr("+-.", e[i])))
         i++;
     return i > 0 && i + 3 <= len && memcmp(e + i, "://", 3) == 0 ? e + i + 3 : e;
 }
@@ -56,10 +56,10 @@ static void mask_entry(const char *e, size_t len, char *out)
     const char *from = after_scheme(e, len), *at = NULL;
     size_t o = strlen(out);
 
-    for (size_t i = len; i > 0 && at == NULL; i--)
+    for (size_t i = len; i > 0 && !at; i--)
         if (e[i - 1] == '@')
             at = e + i - 1;
-    if (at == NULL || at < from) {
+    if (!at || at < from) {
         memcpy(out + o, e, len);
         out[o + len] = '\0';
         return;
@@ -89,7 +89,7 @@ static char *masked_list(const char *list)
     for (const char *p = list; *p; p++)
         n += (*p == ',');
     out = malloc(strlen(list) + n * sizeof(MASK) + 1);
-    if (out == NULL)
+    if (!out)
         return NULL;
     out[0] = '\0';
     for (const char *p = list;;) {
@@ -113,12 +113,12 @@ static void explain(const char *list, const char *from, int rc, const redlock_er
     redlock_error merr;
     size_t idx = 1;
 
-    if (strchr(list, '@') == NULL) {
+    if (!strchr(list, '@')) {
         cli_usage_error("%s: %s", from, lib_msg(err, rc));
         return;
     }
     masked = masked_list(list);
-    if (masked == NULL) {
+    if (!masked) {
         cli_usage_error("%s: out of memory", from);
         return;
     }
@@ -133,11 +133,11 @@ static void explain(const char *list, const char *from, int rc, const redlock_er
         const char *comma = strchrnul(p, ',');
         char *one = strndup(p, (size_t)(comma - p));
 
-        if (one != NULL && redlock_masters_check(one, NULL, NULL, NULL) != 0) {
+        if (one && redlock_masters_check(one, NULL, NULL, NULL) != 0) {
             char shown[128] = "";
             char *m = masked_list(one);
 
-            if (m != NULL)
+            if (m)
                 cli_printable(m, strlen(m), shown, sizeof(shown));
             cli_usage_error("%s: entry %zu (%s): its user:password@ part is malformed (a bad "
                             "%%-escape, or too long; the password is not shown)",
@@ -167,7 +167,7 @@ static size_t entry_with_secret(const char *list)
         char *one = strndup(p, (size_t)(comma - p));
         int secret = 0;
 
-        if (one != NULL && redlock_masters_check(one, NULL, &secret, NULL) == 0 && secret) {
+        if (one && redlock_masters_check(one, NULL, &secret, NULL) == 0 && secret) {
             free(one);
             return idx;
         }
@@ -202,12 +202,12 @@ static int take(struct cli_opts *o, const char *list, const char *from, int in_a
     }
     free(o->masters);
     o->masters = strdup(list);
-    if (o->masters == NULL) {
+    if (!o->masters) {
         cli_usage_error("%s: out of memory", from);
         return -1;
     }
     o->n_masters = n;
-    if (ret_secret != NULL)
+    if (ret_secret)
         *ret_secret = secret;
     return 0;
 }
@@ -225,7 +225,7 @@ static int take_file(struct cli_opts *o, const char *path)
         return -1;
     /* Blank lines at the end are no entries. */
     len = strlen(text);
-    while (len > 0 && strchr("\r\n \t", text[len - 1]) != NULL)
+    while (len > 0 && strchr("\r\n \t", text[len - 1]))
         text[--len] = '\0';
     w = text;
     for (const char *r = text; *r; r++) {
@@ -247,16 +247,16 @@ int cli_load_masters(struct cli_opts *o)
     const char *env = getenv("REDLOCK_MASTERS");
     int rc;
 
-    if (o->masters_arg != NULL && o->masters_file != NULL) {
+    if (o->masters_arg && o->masters_file) {
         cli_usage_error("--masters and --masters-file both name the masters: give one");
         return CLI_PARSE_USAGE;
     }
-    if (o->masters_arg != NULL) {
+    if (o->masters_arg) {
         rc = take(o, o->masters_arg, o->masters_arg_from ? o->masters_arg_from : "--masters",
-                  o->masters_arg_from == NULL, NULL);
-    } else if (o->masters_file != NULL) {
+                  !o->masters_arg_from, NULL);
+    } else if (o->masters_file) {
         rc = take_file(o, o->masters_file);
-    } else if (env != NULL && env[0] != '\0') {
+    } else if (env && env[0] != '\0') {
         /* Empty counts as unset, as for $REDLOCK_PASSWORD. */
         rc = take(o, env, "$REDLOCK_MASTERS", 0, NULL);
     } else {

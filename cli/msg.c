@@ -60,7 +60,7 @@ static void cli_words(char *line, size_t size)
         const char *from = words[w][0], *to = words[w][1];
         size_t fl = strlen(from), tl = strlen(to);
         char *at = line;
-        while ((at = strstr(at, from)) != NULL) {
+        while ((at = strstr(at, from))) {
             if (!whole_word(line, at, fl)) {
                 at += fl;
                 continue;
@@ -83,7 +83,7 @@ static void vmsg(const char *fmt, va_list ap)
      * library's log thread) do not interleave mid-line. */
     vsnprintf(line, sizeof(line), fmt, ap);
     cli_words(line, sizeof(line));
-    if (cli_msg_source != NULL)
+    if (cli_msg_source)
         fprintf(stderr, "%s: %s: %s\n", CLI_NAME, cli_msg_source, line);
     else
         fprintf(stderr, "%s: %s\n", CLI_NAME, line);

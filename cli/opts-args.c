@@ -129,7 +129,7 @@ static int check_resource(const struct cli_opts *o, const struct cli_positionals
     }
     /* CMD gets the set as one name per line: a name with a newline in it
      * could not be told apart there. */
-    if (o->cmd == CLI_CMD_RUN && n_res > 1 && strchr(name, '\n') != NULL) {
+    if (o->cmd == CLI_CMD_RUN && n_res > 1 && strchr(name, '\n')) {
         cli_usage_error("run: resource '%s' contains a newline, which $REDLOCK_RESOURCES (one "
                         "name per line) cannot carry: rename it, or run it alone",
                         cli_printable(name, len, b, sizeof(b)));
@@ -179,8 +179,8 @@ static int assign_positionals(struct cli_opts *o, const struct cli_positionals *
 
 static int check_run_command(struct cli_opts *o)
 {
-    if (o->shell_command != NULL) {
-        if (o->run_argv != NULL) {
+    if (o->shell_command) {
+        if (o->run_argv) {
             cli_usage_error("run: give CMD after '--' or -c STRING, not both");
             return -1;
         }
@@ -191,12 +191,12 @@ static int check_run_command(struct cli_opts *o)
         o->run_argv = o->shell_argv;
         return 0;
     }
-    if (o->run_argv == NULL) {
+    if (!o->run_argv) {
         cli_usage_error("run: missing '--' before CMD (or -c STRING): every word before it "
                         "names a resource (run RESOURCE... -- CMD [ARG...])");
         return -1;
     }
-    if (o->run_argv[0] == NULL) {
+    if (!o->run_argv[0]) {
         cli_usage_error("run: missing CMD after '--' (run RESOURCE... -- CMD [ARG...])");
         return -1;
     }
@@ -237,7 +237,7 @@ int cli_args_check(struct cli_opts *o, const struct cli_positionals *ps)
                         "taken: give 1 to 255 (0 is for run, which then skips CMD)");
         return -1;
     }
-    if (o->token != NULL && check_token(o) < 0)
+    if (o->token && check_token(o) < 0)
         return -1;
     if (o->ttl_set || o->cmd == CLI_CMD_LOCK || o->cmd == CLI_CMD_RUN)
         return cli_check_ttl_margin(o);

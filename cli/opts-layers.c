@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "conf.h"
@@ -82,22 +83,28 @@ static int shadowed(const struct parse_state *ps, const struct opt_def *d)
     return given(ps, d->name);
 }
 
+/* REDLOCK_<NAME> of option @d: --cacert is REDLOCK_CACERT, --timeout-ms
+ * REDLOCK_TIMEOUT_MS. */
+static void env_name(const struct opt_def *d, char *name, size_t size)
+{
+    snprintf(name, size, "REDLOCK_%s", d->name);
+    for (char *q = name; *q; q++)
+        *q = *q == '-' ? '_' : (char)toupper((unsigned char)*q);
+}
+
 /* Below the command line, above the config file: every option a config
- * file may set, as REDLOCK_<NAME> (--cacert: REDLOCK_CACERT, --timeout-ms:
- * REDLOCK_TIMEOUT_MS). REDLOCK_MASTERS and REDLOCK_PASSWORD have their own
- * readers (masters.c, cli_load_password() below). */
+ * file may set, as REDLOCK_<NAME>. REDLOCK_MASTERS and REDLOCK_PASSWORD
+ * have their own readers (masters.c, cli_load_password() below). */
 int cli_layer_env(struct cli_opts *o, struct parse_state *ps)
 {
     for (size_t k = 0; k < N_OPTS; k++) {
         const struct opt_def *d = &cli_opt_defs[k];
-        char name[64], source[66], *q;
+        char name[64], source[66];
         int r;
 
         if (!settable(d) || strcmp(d->name, "masters") == 0)
             continue;
-        snprintf(name, sizeof(name), "REDLOCK_%s", d->name);
-        for (q = name; *q; q++)
-            *q = *q == '-' ? '_' : (char)toupper((unsigned char)*q);
+        env_name(d, name, sizeof(name));
         if (shadowed(ps, d) || !env_set(name))
             continue;
         snprintf(source, sizeof(source), "$%s", name);
@@ -176,4 +183,95 @@ int cli_load_password(struct cli_opts *o)
         }
     }
     return 0;
+}
+
+/* One entry of o->run_env: "@name=@val", or "@name" alone (@val NULL). */
+static int export_one(char **env, size_t *n, const char *name, const char *val)
+{
+    size_t len = strlen(name) + (val ? 1 + strlen(val) : 0) + 1;
+
+    env[*n] = malloc(len);
+    if (!env[*n])
+        return -1;
+    snprintf(env[*n], len, val ? "%s=%s" : "%s", name, val ? val : "");
+    (*n)++;
+    return 0;
+}
+
+/* The options that name a file or a directory: CMD gets them absolute, so
+ * that a CMD that changes directory still finds them. */
+static int names_path(const struct opt_def *d)
+{
+    static const char *const paths[] = { "masters-file", "password-file", "cacert",
+                                         "cacertdir",    "cert",          "key" };
+
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+        if (strcmp(d->name, paths[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* "@name=@val", @val made absolute (realpath(3); the working directory in
+ * front if it names nothing that exists now). */
+static int export_path(char **env, size_t *n, const char *name, const char *val)
+{
+    char cwd[4096], *abs = NULL;
+    int r;
+
+    if (!val || val[0] == '/')
+        return export_one(env, n, name, val);
+    abs = realpath(val, NULL);
+    if (!abs && getcwd(cwd, sizeof(cwd)) && asprintf(&abs, "%s/%s", cwd, val) < 0)
+        return -1;
+    r = export_one(env, n, name, abs ? abs : val);
+    free(abs);
+    return r;
+}
+
+int cli_layer_export(struct cli_opts *o, const struct parse_state *ps)
+{
+    /* At most every settable option, REDLOCK_MASTERS and REDLOCK_PASSWORD,
+     * and the terminating NULL. */
+    char **env = calloc(N_OPTS + 3, sizeof(char *));
+    size_t n = 0;
+    int secret = 0, err = 0;
+
+    if (!env)
+        goto oom;
+    o->run_env = env;
+    for (size_t k = 0; k < N_OPTS && !err; k++) {
+        const struct opt_def *d = &cli_opt_defs[k];
+        const char *val = ps->given[k];
+        char name[64];
+
+        if (!settable(d) || strcmp(d->name, "masters") == 0 || strcmp(d->name, "masters-file") == 0)
+            continue;
+        env_name(d, name, sizeof(name));
+        /* A flag as a value: said no by the environment, or yes by any source. */
+        if (val && d->kind == OPT_FLAG)
+            val = *(const int *)(const void *)((const char *)o + d->field) ? "yes" : "no";
+        err = names_path(d) ? export_path(env, &n, name, val) : export_one(env, &n, name, val);
+    }
+    if (err)
+        goto oom;
+    /* The masters: the list itself unless it carries a password that did
+     * not come from the environment; then the file it came from, if any. */
+    if (redlock_masters_check(o->masters, NULL, &secret, NULL) != 0)
+        secret = 1; /* cannot happen (cli_load_masters() checked it): keep it out */
+    if (!secret || (!o->masters_arg && !o->masters_file))
+        err = export_one(env, &n, "REDLOCK_MASTERS", o->masters) < 0 ||
+              export_one(env, &n, "REDLOCK_MASTERS_FILE", NULL) < 0;
+    else
+        err = export_one(env, &n, "REDLOCK_MASTERS", NULL) < 0 ||
+              export_path(env, &n, "REDLOCK_MASTERS_FILE", o->masters_file) < 0;
+    /* A password file outweighed $REDLOCK_PASSWORD: CMD gets the file's
+     * path (above) and not the variable. Else the variable stays as it is. */
+    if (!err && o->password_file)
+        err = export_one(env, &n, "REDLOCK_PASSWORD", NULL) < 0;
+    if (err)
+        goto oom;
+    return 0;
+oom:
+    cli_usage_error("out of memory while preparing CMD's environment");
+    return -1;
 }

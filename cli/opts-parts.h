@@ -75,6 +75,18 @@ int cli_opt_apply(struct cli_opts *o, struct parse_state *ps, const struct opt_d
  * CLI_PARSE_USAGE after a one-line message naming the source. */
 int cli_layer_env(struct cli_opts *o, struct parse_state *ps);
 int cli_layer_conf(struct cli_opts *o, struct parse_state *ps);
+/* run: what CMD's environment gets, so that a redlock-cli it runs resolves
+ * what this one did, wherever each setting came from: o->run_env, entries
+ * "REDLOCK_<NAME>=value" to set and "REDLOCK_<NAME>" to drop (inherited
+ * values of every name in it are dropped); values as given, but file
+ * names absolute. A password goes in only if it
+ * came from there: $REDLOCK_PASSWORD stays as inherited, a password file
+ * goes as its path (and $REDLOCK_PASSWORD, which it outweighed, is
+ * dropped), a masters list that carries passwords goes as its file
+ * ($REDLOCK_MASTERS_FILE) unless it came from $REDLOCK_MASTERS, and not at
+ * all when it came from a config file's masters line. Return: 0, or -1
+ * after a message (out of memory). */
+int cli_layer_export(struct cli_opts *o, const struct parse_state *ps);
 /* The password: --password-file (from any source), else $REDLOCK_PASSWORD;
  * never argv. Return: 0, or -1 after a message. */
 int cli_load_password(struct cli_opts *o);

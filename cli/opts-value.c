@@ -22,7 +22,7 @@
  * on a digit first so neither gets through. */
 static int leading_number(const char *s, unsigned long long *v, char **end)
 {
-    if (s == NULL || !isdigit((unsigned char)s[0]))
+    if (!s || !isdigit((unsigned char)s[0]))
         return -1;
     errno = 0;
     *v = strtoull(s, end, 10);
@@ -75,7 +75,7 @@ int cli_parse_duration_ms(const char *s, uint64_t min_ms, uint64_t max_ms, uint6
     const char *end, *p;
     uint64_t mul = 0, whole = 0, frac = 0, scale = 1;
 
-    if (s == NULL || strict_decimal(s, &end) < 0)
+    if (!s || strict_decimal(s, &end) < 0)
         return -1;
     for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++)
         if (strcmp(end, duration_units[i].unit) == 0)
@@ -160,7 +160,7 @@ int cli_parse_signal(const char *opt, const char *val, int *ret)
         for (int s = 1; s < SIGRTMIN && name[0] != '\0'; s++) {
             const char *abbrev = sigabbrev_np(s);
 
-            if (abbrev != NULL && strcasecmp(abbrev, name) == 0)
+            if (abbrev && strcasecmp(abbrev, name) == 0)
                 sig = s;
         }
     }

@@ -225,6 +225,8 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
         return r;
     if (cli_load_password(o) < 0 || cli_config_check(o) < 0)
         return CLI_PARSE_USAGE;
+    if (o->cmd == CLI_CMD_RUN && cli_layer_export(o, &ps) < 0)
+        return CLI_PARSE_USAGE;
     return CLI_PARSE_OK;
 }
 
@@ -237,6 +239,12 @@ void cli_opts_done(struct cli_opts *o)
     }
     free(o->masters);
     o->masters = NULL;
+    if (o->run_env) {
+        for (char **e = o->run_env; *e; e++)
+            free(*e);
+        free(o->run_env);
+        o->run_env = NULL;
+    }
     if (o->conf) {
         cli_conf_free(o->conf);
         free(o->conf);

@@ -55,6 +55,7 @@ struct cli_opts {
     const char *token;         /* unlock, extend: the last positional word */
     char **run_argv;           /* run: CMD [ARG...], NULL-terminated */
     const char *shell_command; /* run -c STRING, or NULL */
+    char **run_env;            /* run: CMD's settings (cli_layer_export()), owned */
     char *shell_argv[4];       /* run -c: {CLI_SHELL, "-c", STRING, NULL} */
 
     /* connection */

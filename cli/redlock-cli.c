@@ -29,7 +29,8 @@ static void help(void)
           "  unlock RES... TOKEN     release them on a majority (TOKEN is the last word)\n"
           "  extend RES... TOKEN --ttl T              extend them on a majority\n"
           "  run RES... [--fence] [-s SIG] [-k|--kill-after T] [--foreground] [--max-*]\n"
-          "      -- CMD [ARG...] | -c 'SHELL CMD'     hold the lock while CMD runs\n"
+          "      -- CMD [ARG...] | -c 'SHELL CMD'  hold the lock while CMD runs; CMD\n"
+          "      gets $REDLOCK_TOKEN, _RESOURCE(S), _FENCE, all settings, no file's secret\n"
           "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
           "Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"
           "  --masters H:P|URL,... | --masters-file F | $REDLOCK_MASTERS: required\n"
@@ -45,8 +46,7 @@ static void help(void)
           "  69 no quorum: masters down, slow, loading or excluded  77 masters refuse AUTH\n"
           "  75 held elsewhere (or -E N), not TOKEN's  78 setup: no masters, wrong key type\n"
           "  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
-          "  run: CMD's status; 124 lock lost or --max-* reached (CMD got SIG, then\n"
-          "       SIGKILL after -k/--kill-after or the lease ends); 126/127 CMD not run\n"
+          "  run: CMD's status; 124 lock lost/--max-* (SIG, then KILL: -k); 126/127 not run\n"
           "  declare-empty   empty new masters vote at once; readmit: every one (see man)\n",
           stdout);
 }

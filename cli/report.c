@@ -52,7 +52,7 @@ static int vote_err(const redlock_vote *v)
 int report_exit_for(int rc, const redlock_outcome *out)
 {
     int errs[REDLOCK_MAX_MASTERS] = { 0 };
-    size_t n = out != NULL ? out->n_masters : 0, oom = 0, replies = 0;
+    size_t n = out ? out->n_masters : 0, oom = 0, replies = 0;
 
     if (n > REDLOCK_MAX_MASTERS)
         n = REDLOCK_MAX_MASTERS;
@@ -75,7 +75,7 @@ void report_votes(const redlock_client *c, const redlock_outcome *out, int faile
         const redlock_vote *v = &out->votes[i];
         const char *addr = redlock_client_master_addr(c, i);
 
-        if (addr == NULL)
+        if (!addr)
             addr = "?";
         if (vote_is_failure(v->kind)) {
             /* A failure's own line already names the cause, the first
@@ -100,7 +100,7 @@ static void report_error_label(const char *op, const char *label, int rc, const 
 
     /* The library's message names the cause and the counts; without one,
      * say how the votes fell ourselves. */
-    if (err != NULL && err->msg[0] != '\0') {
+    if (err && err->msg[0] != '\0') {
         /* "status 'x': status: no quorum" reads better without the echo;
          * for "run: extend", compare the last word. */
         const char *last = strrchr(op, ' ') ? strrchr(op, ' ') + 1 : op;
@@ -110,12 +110,12 @@ static void report_error_label(const char *op, const char *label, int rc, const 
             snprintf(why, sizeof(why), "%s", err->msg + ol + 2);
         else
             snprintf(why, sizeof(why), "%s", err->msg);
-    } else if (out != NULL && out->n_masters > 0)
+    } else if (out && out->n_masters > 0)
         snprintf(why, sizeof(why), "%s (ok on %u/%u masters, quorum %u)", redlock_strerror(rc),
                  (unsigned)out->n_ok, (unsigned)out->n_masters, (unsigned)out->quorum);
     else
         snprintf(why, sizeof(why), "%s", redlock_strerror(rc));
-    if (label != NULL)
+    if (label)
         cli_error("%s %s: %s", op, label, why);
     else
         cli_error("%s: %s", op, why);
@@ -126,7 +126,7 @@ void report_error(const char *op, const void *resource, size_t len, int rc,
 {
     redlock_resource one = { resource, len };
 
-    report_error_set(op, resource != NULL ? &one : NULL, resource != NULL ? 1 : 0, rc, err, out);
+    report_error_set(op, resource ? &one : NULL, resource ? 1 : 0, rc, err, out);
 }
 
 void report_error_set(const char *op, const redlock_resource *set, size_t n, int rc,
@@ -137,7 +137,7 @@ void report_error_set(const char *op, const redlock_resource *set, size_t n, int
     char label[4 * 132 + 32], res[128];
     size_t used = 0, shown = n < 3 ? n : 3;
 
-    if (set == NULL || n == 0) {
+    if (!set || n == 0) {
         report_error_label(op, NULL, rc, err, out);
         return;
     }
@@ -170,7 +170,7 @@ void report_json_head(struct json *j, const char *command, int exit_code, int rc
     json_key(j, "code");
     json_cstr(j, redlock_err_name(rc));
     json_key(j, "message");
-    json_cstr(j, (err != NULL && err->msg[0] != '\0') ? err->msg : redlock_strerror(rc));
+    json_cstr(j, (err && err->msg[0] != '\0') ? err->msg : redlock_strerror(rc));
     json_obj_end(j);
 }
 

@@ -39,15 +39,15 @@ static int highest_fd(int (*each)(int fd))
     struct dirent *e;
     int hi = -1;
 
-    if (d == NULL)
+    if (!d)
         return -1;
-    while ((e = readdir(d)) != NULL) {
+    while ((e = readdir(d))) {
         char *end;
         long fd = strtol(e->d_name, &end, 10);
 
         if (e->d_name[0] < '0' || e->d_name[0] > '9' || *end != '\0' || fd == dirfd(d))
             continue;
-        if (each != NULL && each((int)fd) < 0)
+        if (each && each((int)fd) < 0)
             break;
         if (fd > hi)
             hi = (int)fd;
@@ -72,19 +72,24 @@ void cli_run_note_inherited_fds(void)
         inherited_overflow = 1; /* no /proc: do not guess */
 }
 
-#define N_ENV_OWN 5
+#define N_ENV_OWN 4
 
-/* What we set in CMD's environment; inherited values of these are dropped,
- * so a nested run never passes on its parent's lock. */
+/* What we set in CMD's environment about the lock; inherited values of
+ * these are dropped, so a nested run never passes on its parent's lock.
+ * The settings (o->run_env) are dropped and set the same way. */
 static const char *const own_env_names[N_ENV_OWN] = {
-    "REDLOCK_TOKEN", "REDLOCK_RESOURCE", "REDLOCK_RESOURCES", "REDLOCK_MASTERS", "REDLOCK_FENCE",
+    "REDLOCK_TOKEN",
+    "REDLOCK_RESOURCE",
+    "REDLOCK_RESOURCES",
+    "REDLOCK_FENCE",
 };
 
 struct exec_plan {
     unsigned char *close_fd;  /* close_fd[fd] != 0: close it in the child */
     int close_hi;             /* close_fd has close_hi + 1 entries */
     char **argv;              /* CMD [ARG...] */
-    char **envp;              /* environ + own_env_names (REDLOCK_FENCE only with --fence) */
+    char **envp;              /* environ + own_env_names (REDLOCK_FENCE only with --fence)
+                                 + o->run_env */
     char *env_own[N_ENV_OWN]; /* the strings we allocated, NULL if not set */
     char **paths;             /* candidates to execve(), in $PATH order */
     size_t n_paths;
@@ -171,7 +176,7 @@ static char *env_entry(const char *name, const void *val, size_t len)
     size_t nl = strlen(name);
     char *s = malloc(nl + 1 + len + 1);
 
-    if (s == NULL)
+    if (!s)
         return NULL;
     memcpy(s, name, nl);
     s[nl] = '=';
@@ -187,6 +192,18 @@ static int env_is(const char *entry, const char *name)
     return strncmp(entry, name, nl) == 0 && entry[nl] == '=';
 }
 
+/* Does @entry ("NAME=value") name a variable o->run_env sets or drops? */
+static int env_in_run_env(const char *entry, char *const *run_env)
+{
+    for (; run_env && *run_env; run_env++) {
+        size_t nl = strcspn(*run_env, "=");
+
+        if (strncmp(entry, *run_env, nl) == 0 && entry[nl] == '=')
+            return 1;
+    }
+    return 0;
+}
+
 /* $REDLOCK_RESOURCES: every name, one per line, no trailing newline (a set
  * with a name holding a newline is refused by opts-args.c). */
 static char *resources_entry(const struct cli_opts *o)
@@ -197,7 +214,7 @@ static char *resources_entry(const struct cli_opts *o)
     for (size_t i = 0; i < o->n_resources; i++)
         len += o->set[i].len + 1;
     val = malloc(len);
-    if (val == NULL)
+    if (!val)
         return NULL;
     for (size_t i = 0; i < o->n_resources; i++) {
         memcpy(val + at, o->set[i].name, o->set[i].len);
@@ -219,7 +236,7 @@ static int plan_fds(struct exec_plan *p)
         return 0;
     p->close_hi = hi + 64;
     p->close_fd = calloc((size_t)p->close_hi + 1, 1);
-    if (p->close_fd == NULL)
+    if (!p->close_fd)
         return -1;
     memset(p->close_fd + 3, 1, (size_t)p->close_hi - 2);
     for (size_t i = 0; i < n_inherited; i++)
@@ -230,34 +247,37 @@ static int plan_fds(struct exec_plan *p)
 
 /* CMD learns its lock from the environment: the token (to call `redlock-cli
  * extend` itself), the resources (the first alone, for scripts written for
- * one; then all of them), the masters, and with --fence the fencing token
- * for the resource it protects. */
+ * one; then all of them), and with --fence the fencing token for the
+ * resource it protects; and every setting this run resolved, wherever it
+ * came from (o->run_env: the masters, --user, --cacert, --prefix...), so
+ * that the redlock-cli it calls talks to the same masters the same way. */
 static int plan_env(struct exec_plan *p, const struct cli_opts *o, const redlock_lock *lock)
 {
     const char *token = redlock_lock_token(lock);
-    size_t n_env = 0, k = 0;
+    size_t n_env = 0, n_run = 0, k = 0;
 
     p->env_own[0] = env_entry("REDLOCK_TOKEN", token, strlen(token));
     p->env_own[1] = env_entry("REDLOCK_RESOURCE", o->resource, o->resource_len);
     p->env_own[2] = resources_entry(o);
-    p->env_own[3] = env_entry("REDLOCK_MASTERS", o->masters, strlen(o->masters));
-    if (!p->env_own[0] || !p->env_own[1] || !p->env_own[2] || !p->env_own[3])
+    if (!p->env_own[0] || !p->env_own[1] || !p->env_own[2])
         return -1;
     if (o->fence) {
         char fence[24];
 
         snprintf(fence, sizeof(fence), "%llu", (unsigned long long)redlock_lock_fence(lock));
-        p->env_own[4] = env_entry("REDLOCK_FENCE", fence, strlen(fence));
-        if (p->env_own[4] == NULL)
+        p->env_own[3] = env_entry("REDLOCK_FENCE", fence, strlen(fence));
+        if (!p->env_own[3])
             return -1;
     }
-    while (environ[n_env] != NULL)
+    while (environ[n_env])
         n_env++;
-    p->envp = calloc(n_env + N_ENV_OWN + 1, sizeof(char *));
-    if (p->envp == NULL)
+    while (o->run_env && o->run_env[n_run])
+        n_run++;
+    p->envp = calloc(n_env + N_ENV_OWN + n_run + 1, sizeof(char *));
+    if (!p->envp)
         return -1;
     for (size_t i = 0; i < n_env; i++) {
-        int ours = 0;
+        int ours = env_in_run_env(environ[i], o->run_env);
 
         for (size_t e = 0; e < N_ENV_OWN; e++)
             ours |= env_is(environ[i], own_env_names[e]);
@@ -265,8 +285,11 @@ static int plan_env(struct exec_plan *p, const struct cli_opts *o, const redlock
             p->envp[k++] = environ[i];
     }
     for (size_t i = 0; i < N_ENV_OWN; i++)
-        if (p->env_own[i] != NULL)
+        if (p->env_own[i])
             p->envp[k++] = p->env_own[i];
+    for (size_t i = 0; i < n_run; i++)
+        if (strchr(o->run_env[i], '='))
+            p->envp[k++] = o->run_env[i];
     p->envp[k] = NULL;
     return 0;
 }
@@ -277,19 +300,19 @@ static int plan_paths(struct exec_plan *p, const char *cmd)
     const char *path = getenv("PATH");
     size_t n = 1;
 
-    if (strchr(cmd, '/') != NULL) {
+    if (strchr(cmd, '/')) {
         p->paths = calloc(1, sizeof(char *));
-        if (p->paths == NULL || (p->paths[0] = strdup(cmd)) == NULL)
+        if (!p->paths || !(p->paths[0] = strdup(cmd)))
             return -1;
         p->n_paths = 1;
         return 0;
     }
-    if (path == NULL)
+    if (!path)
         path = "/usr/local/bin:/usr/bin:/bin";
     for (const char *s = path; *s; s++)
         n += (*s == ':');
     p->paths = calloc(n, sizeof(char *));
-    if (p->paths == NULL)
+    if (!p->paths)
         return -1;
     for (const char *s = path;;) {
         const char *e = strchrnul(s, ':');
@@ -301,7 +324,7 @@ static int plan_paths(struct exec_plan *p, const char *cmd)
             dl = 1;
         }
         c = malloc(dl + 1 + strlen(cmd) + 1);
-        if (c == NULL)
+        if (!c)
             return -1;
         memcpy(c, s, dl);
         c[dl] = '/';
@@ -349,7 +372,7 @@ child_exec(const struct exec_plan *p, int errfd, const sigset_t *mask, pid_t par
     if (getppid() != parent)
         _exit(CLI_EXIT_LOST);
     sigprocmask(SIG_SETMASK, mask, NULL);
-    if (p->close_fd != NULL)
+    if (p->close_fd)
         for (int fd = 3; fd <= p->close_hi; fd++)
             if (p->close_fd[fd] && fd != errfd)
                 close(fd);

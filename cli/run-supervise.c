@@ -73,7 +73,7 @@ static void post(int kind, int status, const redlock_error *err)
     memset(&m, 0, sizeof(m));
     m.kind = kind;
     m.status = status;
-    if (err != NULL)
+    if (err)
         m.err = *err;
     if (ev_pipe[1] >= 0 && write(ev_pipe[1], &m, sizeof(m)) < 0) {
         /* see above */

@@ -41,7 +41,7 @@ static void exec_error_json(struct json *j, int code, int exec_errno)
 static void child_json(struct json *j, const struct run_result *r)
 {
     json_key(j, "child");
-    if (r == NULL || r->pid == 0) {
+    if (!r || r->pid == 0) {
         json_null(j);
         return;
     }
@@ -74,7 +74,7 @@ static void json_u64_or_null(struct json *j, const char *key, int have, uint64_t
 static void run_counts_json(struct json *j, const struct run_result *r)
 {
     static const struct run_result none;
-    const struct run_result *x = r != NULL ? r : &none;
+    const struct run_result *x = r ? r : &none;
     const struct {
         const char *key;
         unsigned value;
@@ -117,7 +117,7 @@ static void print_json(const struct cli_opts *o, redlock_client *c, int code,
 
     json_init(&j, stdout);
     json_obj_begin(&j);
-    if (r != NULL && r->exec_errno != 0)
+    if (r && r->exec_errno != 0)
         exec_error_json(&j, code, r->exec_errno);
     else
         report_json_head(&j, "run", code, p->rc, p->err);
@@ -140,7 +140,7 @@ static int exec_failed(const struct cli_opts *o, const struct run_result *r)
         return CLI_EXIT_SOFTWARE;
     }
     if (e == ENOENT || e == ENOTDIR) {
-        if (strchr(o->run_argv[0], '/') == NULL)
+        if (!strchr(o->run_argv[0], '/'))
             cli_error("run: '%s': command not found (check $PATH)", o->run_argv[0]);
         else
             cli_error("run: '%s': %s", o->run_argv[0], strerror(e));

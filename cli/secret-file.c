@@ -113,7 +113,7 @@ int cli_read_secret_file(const char *opt, const char *path, size_t max, char **r
     }
     f.is_pipe = S_ISFIFO(st.st_mode);
     buf = malloc(max + 2);
-    if (buf == NULL) {
+    if (!buf) {
         cli_usage_error("out of memory while reading %s", opt);
         goto fail;
     }
@@ -140,7 +140,7 @@ int cli_read_secret_file(const char *opt, const char *path, size_t max, char **r
     *ret = buf;
     return 0;
 fail:
-    if (buf != NULL) {
+    if (buf) {
         explicit_bzero(buf, max + 2);
         free(buf);
     }

@@ -35,7 +35,7 @@ static void setup(void)
 {
     base = event_base_new();
     cr_assert(not(zero(ptr, base)));
-    client = core_client_async(NULL, base);
+    client = tc_client_async(NULL, base);
 }
 
 static void teardown(void)
@@ -53,7 +53,7 @@ struct rec {
     int runs;
     int runs_inside_call;  /* ran while an *_async call was on the stack */
     int runs_inside_other; /* ran while another callback was on the stack */
-    int done;              /* for tc_run_until */
+    int done;              /* for TC_RUN_UNTIL */
     int status;
     redlock_lock *lock;
     redlock_outcome out;
@@ -118,7 +118,7 @@ static void run_for(int ms)
 {
     int never = 0;
 
-    tc_run_until(base, &never, ms);
+    TC_RUN_UNTIL(base, never, ms);
 }
 
 static void start_acquire(redlock_client *c, const char *res, struct rec *r)
@@ -135,7 +135,7 @@ static void start_acquire(redlock_client *c, const char *res, struct rec *r)
 
 static void wait_done(struct rec *r, const char *what)
 {
-    cr_assert(tc_run_until(base, &r->done, WAIT_MS), "%s: callback never ran", what);
+    cr_assert(TC_RUN_UNTIL(base, r->done, WAIT_MS), "%s: callback never ran", what);
 }
 
 Test(async, acquire_extend_release_call_back_once_from_the_loop)
@@ -153,8 +153,8 @@ Test(async, acquire_extend_release_call_back_once_from_the_loop)
     cr_expect(zero(int, acq.has_err), "err is NULL on success");
     cr_expect(eq(int, acq.out.status, 0));
     cr_expect(ge(u32, acq.out.n_ok, acq.out.quorum));
-    cr_expect(core_is_hex32(redlock_lock_token(acq.lock)));
-    cr_expect(ge(int, core_count_token(res, strlen(res), redlock_lock_token(acq.lock), TTL_MS),
+    cr_expect(tc_is_hex32(redlock_lock_token(acq.lock)));
+    cr_expect(ge(int, tc_count_token(res, strlen(res), redlock_lock_token(acq.lock), TTL_MS),
                  (int)acq.out.quorum));
 
     in_call = 1;
@@ -194,11 +194,11 @@ Test(async, failure_calls_back_once_with_err_and_no_lock)
     /* Held by someone else everywhere, no retries: ECONFLICT. */
     tc_resource(res, sizeof(res), NULL);
     for (int i = 0; i < tc_n(); i++)
-        core_plant(i, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(i, res, strlen(res), "someone-else", TTL_MS);
     redlock_client_free(client);
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 0;
-    client = core_client_async(&cfg, base);
+    client = tc_client_async(&cfg, base);
 
     start_acquire(client, res, &r);
     wait_done(&r, "acquire");
@@ -206,7 +206,7 @@ Test(async, failure_calls_back_once_with_err_and_no_lock)
     cr_expect(zero(ptr, r.lock));
     cr_assert(eq(int, r.has_err, 1), "err is set on failure");
     cr_expect(eq(int, r.err.code, REDLOCK_ECONFLICT));
-    core_expect_msg(&r.err, "acquire");
+    tc_expect_msg(&r.err, "acquire");
     cr_expect(eq(int, r.out.status, REDLOCK_ECONFLICT));
     run_for(200);
     cr_expect(eq(int, r.runs, 1));
@@ -228,10 +228,10 @@ Test(async, decision_inside_the_call_is_still_delivered_from_the_loop)
     snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", tc_dead_port(),
              tc_dead_port(), tc_dead_port());
     redlock_client_free(client);
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.masters = masters;
     cfg.retry_count = 0;
-    client = core_client_async(&cfg, base);
+    client = tc_client_async(&cfg, base);
     run_for(50); /* let the refusals land (a stand-in: see run_for()) */
 
     tc_resource(res, sizeof(res), NULL);
@@ -298,11 +298,11 @@ static redlock_client *refused_client(void)
 
     snprintf(masters, sizeof(masters), "127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", tc_dead_port(),
              tc_dead_port(), tc_dead_port());
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.masters = masters;
     cfg.retry_count = 0;
     cfg.reconnect_min_ms = cfg.reconnect_max_ms = 60000;
-    return core_client_async(&cfg, base);
+    return tc_client_async(&cfg, base);
 }
 
 /* Spin @s from @first until a 20 ms timer fires: it fires only if the loop
@@ -320,7 +320,7 @@ static void spin_until_a_timer_fires(struct spin *s, redlock_client *first, int 
     cr_assert(eq(int, redlock_acquire_async(first, s->res, strlen(s->res), TTL_MS, on_spin, s, &e),
                  0),
               "%s", e.msg);
-    cr_assert(tc_run_until(base, &ticked, WAIT_MS), "the timer never fired");
+    cr_assert(TC_RUN_UNTIL(base, ticked, WAIT_MS), "the timer never fired");
     cr_expect(ge(int, s->runs, min_runs), "the callbacks ran %d times", s->runs);
     s->stop = 1;
     run_for(50);
@@ -366,22 +366,22 @@ Test(async, error_return_never_runs_the_callback)
     in_call = 1;
     rc = redlock_acquire_async(client, "res", 3, 0, on_acquired, &r[0], &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL));
-    core_expect_msg(&e, "ttl 0");
+    tc_expect_msg(&e, "ttl 0");
     rc = redlock_acquire_async(client, "res", 0, TTL_MS, on_acquired, &r[1], &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL));
-    core_expect_msg(&e, "empty resource");
+    tc_expect_msg(&e, "empty resource");
     rc = redlock_acquire_async(client, "r\0s", 3, TTL_MS, on_acquired, &r[2], &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL));
-    core_expect_msg(&e, "NUL in resource");
+    tc_expect_msg(&e, "NUL in resource");
     rc = redlock_acquire_async(client, "res", 3, TTL_MS, NULL, &r[3], &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL callback");
+    tc_expect_msg(&e, "NULL callback");
     rc = redlock_release_async(client, NULL, on_op, &r[4], &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL lock");
+    tc_expect_msg(&e, "NULL lock");
     rc = redlock_extend_async(client, l, 2, on_op, &r[5], &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL));
-    core_expect_msg(&e, "ttl 2");
+    tc_expect_msg(&e, "ttl 2");
     in_call = 0;
 
     run_for(300);
@@ -402,10 +402,7 @@ static int count_done(const struct rec *r, int n)
 /* Run the loop until @n records are done or WAIT_MS passes. */
 static void wait_all(const struct rec *r, int n)
 {
-    uint64_t deadline = tc_now_us() + WAIT_MS * 1000ull;
-
-    while (count_done(r, n) < n && tc_now_us() < deadline)
-        cr_assert(ge(int, event_base_loop(base, EVLOOP_ONCE), 0));
+    TC_RUN_UNTIL(base, count_done(r, n) >= n, WAIT_MS);
 }
 
 Test(async, many_operations_in_flight_each_call_back_once)
@@ -442,18 +439,18 @@ static redlock_client *client_with_slow_acquires(void)
 {
     redlock_config cfg;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 10;
     cfg.retry_delay_ms = 1000;
     cfg.retry_jitter_ms = 0;
-    return core_client_async(&cfg, base);
+    return tc_client_async(&cfg, base);
 }
 
 static void plant_held(char *res, size_t size)
 {
     tc_resource(res, size, NULL);
     for (int i = 0; i < tc_n(); i++)
-        core_plant(i, res, strlen(res), "someone-else", 60000);
+        tc_plant(i, res, strlen(res), "someone-else", 60000);
 }
 
 static void expect_shutdown(const struct rec *r, const char *what)
@@ -464,7 +461,7 @@ static void expect_shutdown(const struct rec *r, const char *what)
     cr_expect(eq(int, r->has_err, 1), "%s", what);
     if (r->has_err) {
         cr_expect(eq(int, r->err.code, REDLOCK_ESHUTDOWN), "%s", what);
-        core_expect_msg(&r->err, what);
+        tc_expect_msg(&r->err, what);
     }
     cr_expect(eq(int, r->out.status, REDLOCK_ESHUTDOWN), "%s", what);
 }
@@ -555,9 +552,9 @@ Test(async, free_from_a_callback_is_safe_and_the_rest_get_eshutdown_once)
     cr_expect(eq(int, c.runs, 1));
     cr_expect(eq(int, late.runs, 0));
     /* The lock outlives the client. */
-    cr_expect(core_is_hex32(redlock_lock_token(a.lock)));
+    cr_expect(tc_is_hex32(redlock_lock_token(a.lock)));
     redlock_lock_free(a.lock);
-    core_del_all(free_res, strlen(free_res));
+    tc_del_all(free_res, strlen(free_res));
 }
 
 Test(async, free_inside_a_callback_waits_for_it_then_ends_every_op)
@@ -584,7 +581,7 @@ Test(async, free_inside_a_callback_waits_for_it_then_ends_every_op)
     cr_expect(zero(int, b.runs_inside_other), "b's callback ran inside a's");
     cr_expect(zero(int, b.runs_inside_call));
     redlock_lock_free(a.lock);
-    core_del_all(free_res, strlen(free_res));
+    tc_del_all(free_res, strlen(free_res));
 }
 
 /* ---- status, ping and readiness on the caller's loop -------------------------------- */
@@ -632,11 +629,11 @@ Test(async, a_free_releases_an_acquire_in_flight_instead_of_leaving_its_keys)
 
     struct st_rec ready = { 0 };
     cr_assert(eq(int, redlock_ready_async(client, tc_n(), 5000, on_ready, &ready, NULL), 0));
-    cr_assert(CORE_RUN_UNTIL(base, ready.runs == 1 && ready.status == 0, 6000),
+    cr_assert(TC_RUN_UNTIL(base, ready.runs == 1 && ready.status == 0, 6000),
               "the masters never all connected");
     tc_resource(res, sizeof(res), NULL);
     for (int m = 0; m < tc_n(); m++)
-        seen[m] = core_acquires_seen(m);
+        seen[m] = tc_acquires_seen(m);
     start_acquire(client, res, &acq); /* queued on every connection */
     redlock_client_free(client);
     client = NULL;
@@ -645,9 +642,9 @@ Test(async, a_free_releases_an_acquire_in_flight_instead_of_leaving_its_keys)
     /* Each master ran the acquire (the script and its SET count two), and
      * then the release written behind it. */
     for (int m = 0; m < tc_n(); m++)
-        cr_expect(TC_AWAIT(core_acquires_seen(m) >= seen[m] + 2, 2000),
+        cr_expect(TC_AWAIT(tc_acquires_seen(m) >= seen[m] + 2, 2000),
                   "master %d never ran the acquire (%lld commands)", m,
-                  core_acquires_seen(m) - seen[m]);
+                  tc_acquires_seen(m) - seen[m]);
     cr_expect(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 2000),
               "the free left the attempt's keys on %d masters", tc_key_count(res, strlen(res)));
     redlock_lock_free(acq.lock);
@@ -662,7 +659,7 @@ Test(async, ready_status_and_ping_work_on_an_async_client)
     in_call = 1;
     cr_assert(eq(int, redlock_ready_async(client, 0, 5000, on_ready, &ready, &e), 0), "%s", e.msg);
     in_call = 0;
-    cr_assert(CORE_RUN_UNTIL(base, ready.runs == 1, 6000), "ready never called back");
+    cr_assert(TC_RUN_UNTIL(base, ready.runs == 1, 6000), "ready never called back");
     cr_assert(eq(int, ready.status, 0));
     cr_expect(ge(u32, ready.answered, 3), "the quorum is connected");
 
@@ -676,24 +673,24 @@ Test(async, ready_status_and_ping_work_on_an_async_client)
               "%s", e.msg);
     cr_assert(eq(int, redlock_ping_async(client, on_status, &ping, &e), 0), "%s", e.msg);
     in_call = 0;
-    cr_assert(CORE_RUN_UNTIL(base, st.runs == 1 && ping.runs == 1, 5000), "no callback");
+    cr_assert(TC_RUN_UNTIL(base, st.runs == 1 && ping.runs == 1, 5000), "no callback");
     cr_expect(eq(int, st.status, 0));
     cr_expect(eq(int, st.held_on, 5));
     cr_expect(eq(str, st.token, (char *)redlock_lock_token(a.lock)));
     cr_expect(eq(int, ping.status, 0));
     cr_expect(eq(u32, ping.answered, 5));
     redlock_lock_free(a.lock);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 
     /* Readiness that cannot come: a timeout, once, from the loop. */
     struct st_rec never = { 0 };
     redlock_config cfg;
-    core_config(&cfg);
+    tc_config(&cfg);
     char *masters = tc_masters_with(0, "127.0.0.1:1");
     cfg.masters = masters;
-    redlock_client *c = core_client_async(&cfg, base);
+    redlock_client *c = tc_client_async(&cfg, base);
     cr_assert(eq(int, redlock_ready_async(c, 5, 200, on_ready, &never, &e), 0), "%s", e.msg);
-    cr_assert(CORE_RUN_UNTIL(base, never.runs == 1, 3000), "the timeout never came");
+    cr_assert(TC_RUN_UNTIL(base, never.runs == 1, 3000), "the timeout never came");
     cr_expect(eq(int, never.status, REDLOCK_ETIMEOUT));
     cr_expect(le(u32, never.answered, 4));
     redlock_client_free(c);

@@ -58,7 +58,7 @@ TestSuite(auth, .init = setup, .fini = teardown, .timeout = 60);
 
 static void auth_config(redlock_config *cfg, const char *user, const char *password)
 {
-    core_config(cfg);
+    tc_config(cfg);
     cfg->username = user;
     cfg->password = password;
     cfg->retry_count = 0;
@@ -74,13 +74,13 @@ static void expect_eauth(const redlock_config *cfg, const char *what)
     char res[128];
     int rc;
 
-    c = core_client(cfg, 0);
+    c = tc_client(cfg, 0);
     tc_resource(res, sizeof(res), NULL);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s: %s", what, redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     cr_expect(eq(int, e.code, REDLOCK_EAUTH));
-    core_expect_msg(&e, what);
+    tc_expect_msg(&e, what);
     cr_expect(ge(int, e.master, 0), "%s: the message is about one master: %s", what, e.msg);
     if (e.master >= 0 && e.master < tc_n())
         cr_expect(not(zero(ptr, strstr(e.msg, tc_addr(e.master)))), "%s: %s", what, e.msg);
@@ -119,15 +119,15 @@ Test(auth, right_password_works)
 
     cr_assert(not(zero(ptr, (void *)tc_password())));
     auth_config(&cfg, NULL, tc_password());
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
     tc_resource(res, sizeof(res), NULL);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
+    tc_barrier(c);
+    cr_expect(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
     cr_expect(eq(int, redlock_extend(c, l, 2 * TTL_MS, NULL, &e), 0), "%s", e.msg);
     cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
-    core_barrier(c);
+    tc_barrier(c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -155,7 +155,7 @@ Test(auth, wrong_password_message_says_the_password_was_refused)
      * Authentication required", which reads as if none had been given.
      * A new client, so the SET is queued behind the handshake's AUTH. */
     auth_config(&cfg, NULL, "not the password");
-    c = core_client(&cfg, 0);
+    c = tc_client(&cfg, 0);
     tc_resource(res, sizeof(res), NULL);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, REDLOCK_EAUTH), "%s: %s", redlock_err_name(rc), e.msg);
@@ -200,7 +200,7 @@ Test(auth, wrong_password_on_a_minority_still_acquires)
      * failure: a reconnect would queue the SET behind a new AUTH, and the
      * quorum of the other four would decide before it fails ("pending"). */
     cfg.reconnect_min_ms = cfg.reconnect_max_ms = 60000;
-    c = core_client(&cfg, 4);
+    c = tc_client(&cfg, 4);
     cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(c, &st, NULL),
                         st.masters[4].err == REDLOCK_EAUTH),
                        10000),
@@ -239,7 +239,7 @@ Test(auth, acl_user_and_password_work_and_a_wrong_one_is_eauth)
     }
 
     auth_config(&cfg, user, "user-password");
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
     tc_resource(res, sizeof(res), NULL);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
@@ -278,7 +278,7 @@ Test(auth, an_acl_without_info_keeps_the_master_out_and_says_why)
         freeReplyObject(r);
     }
     auth_config(&cfg, user, "user-password");
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
     tc_resource(res, sizeof(res), NULL);
     int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
@@ -347,7 +347,7 @@ static redlock_client *acl_client(const char *user, char *prefix, size_t size)
     cfg.log_level = REDLOCK_LOG_WARN;
     cfg.retry_count = 20;
     cfg.retry_delay_ms = 20;
-    return core_client(&cfg, -1);
+    return tc_client(&cfg, -1);
 }
 
 /* B's waiting acquire, on a thread of its own while A still holds. */
@@ -445,7 +445,7 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
     redlock_client *c1 = acl_client(user, prefix, sizeof(prefix));
     redlock_client *c2 = acl_client(user, prefix, sizeof(prefix));
     tc_resource(res, sizeof(res), NULL);
-    a = core_must_acquire(c1, res, 300, NULL);
+    a = tc_must_acquire(c1, res, 300, NULL);
     redlock_resource one = { res, strlen(res) };
     redlock_acquire_opts o;
     redlock_acquire_opts_init(&o);
@@ -473,7 +473,7 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
 
     redlock_config cfg;
     auth_config(&cfg, user, "acl-pass");
-    redlock_client *c = core_client(&cfg, -1);
+    redlock_client *c = tc_client(&cfg, -1);
     /* An uncontended acquire may take the fast path (no script: acquire.c);
      * the release is a script whatever the path: one of them is refused. */
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &a, &out, &e);

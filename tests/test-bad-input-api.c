@@ -21,8 +21,8 @@
 
 #define TTL_MS 10000u
 
-/* A client of the default config, connected to every master: fx.c. */
-TestSuite(bad_input, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+/* A client of the default config, connected to every master: tc_fx.c. */
+TestSuite(bad_input, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
 /* ------------------------------------------------------------------------ */
 /* The wrong API for the client                                             */
@@ -64,15 +64,15 @@ Test(bad_input, async_calls_on_a_blocking_client_are_easync)
     cb_runs = 0;
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), "tok", &l, NULL), 0));
-    cr_expect(eq(int, redlock_acquire_async(fx.c, res, strlen(res), TTL_MS, acq_cb, NULL, &e),
+    cr_expect(eq(int, redlock_acquire_async(tc_fx.c, res, strlen(res), TTL_MS, acq_cb, NULL, &e),
                  REDLOCK_EASYNC));
-    core_expect_msg(&e, "acquire_async");
-    cr_expect(eq(int, redlock_release_async(fx.c, l, op_cb, NULL, &e), REDLOCK_EASYNC));
-    core_expect_msg(&e, "release_async");
-    cr_expect(eq(int, redlock_extend_async(fx.c, l, TTL_MS, op_cb, NULL, &e), REDLOCK_EASYNC));
-    core_expect_msg(&e, "extend_async");
+    tc_expect_msg(&e, "acquire_async");
+    cr_expect(eq(int, redlock_release_async(tc_fx.c, l, op_cb, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "release_async");
+    cr_expect(eq(int, redlock_extend_async(tc_fx.c, l, TTL_MS, op_cb, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "extend_async");
     /* A round trip through the I/O thread: anything queued would have run. */
-    cr_expect(eq(int, redlock_status_get(fx.c, res, strlen(res), &st, &e), 0), "%s", e.msg);
+    cr_expect(eq(int, redlock_status_get(tc_fx.c, res, strlen(res), &st, &e), 0), "%s", e.msg);
     cr_expect(eq(int, cb_runs, 0));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_lock_free(l);
@@ -88,21 +88,21 @@ Test(bad_input, blocking_calls_on_an_async_client_are_easync)
     char res[128];
 
     cr_assert(not(zero(ptr, base)));
-    c = core_client_async(NULL, base);
+    c = tc_client_async(NULL, base);
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), "tok", &l, NULL), 0));
     cr_expect(eq(int, redlock_acquire(c, res, strlen(res), TTL_MS, &got, NULL, &e),
                  REDLOCK_EASYNC));
-    core_expect_msg(&e, "acquire");
+    tc_expect_msg(&e, "acquire");
     cr_expect(zero(ptr, got));
     cr_expect(eq(int, redlock_release(c, l, NULL, &e), REDLOCK_EASYNC));
-    core_expect_msg(&e, "release");
+    tc_expect_msg(&e, "release");
     cr_expect(eq(int, redlock_extend(c, l, TTL_MS, NULL, &e), REDLOCK_EASYNC));
-    core_expect_msg(&e, "extend");
+    tc_expect_msg(&e, "extend");
     cr_expect(eq(int, redlock_status_get(c, res, strlen(res), &st, &e), REDLOCK_EASYNC));
-    core_expect_msg(&e, "status_get");
+    tc_expect_msg(&e, "status_get");
     cr_expect(eq(int, redlock_ping(c, &st, &e), REDLOCK_EASYNC));
-    core_expect_msg(&e, "ping");
+    tc_expect_msg(&e, "ping");
     redlock_lock_free(l);
     redlock_client_free(c);
     event_base_free(base);
@@ -114,18 +114,18 @@ Test(bad_input, null_client_lock_or_callback_is_einval)
     redlock_error e;
 
     cr_expect(eq(int, redlock_acquire(NULL, "r", 1, TTL_MS, &l, NULL, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL client");
-    cr_expect(eq(int, redlock_acquire(fx.c, "r", 1, TTL_MS, NULL, NULL, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL ret_lock");
-    cr_expect(eq(int, redlock_release(fx.c, NULL, NULL, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL lock");
-    cr_expect(eq(int, redlock_extend(fx.c, NULL, TTL_MS, NULL, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL lock");
+    tc_expect_msg(&e, "NULL client");
+    cr_expect(eq(int, redlock_acquire(tc_fx.c, "r", 1, TTL_MS, NULL, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "NULL ret_lock");
+    cr_expect(eq(int, redlock_release(tc_fx.c, NULL, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "NULL lock");
+    cr_expect(eq(int, redlock_extend(tc_fx.c, NULL, TTL_MS, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "NULL lock");
     cr_expect(eq(int, redlock_acquire_async(NULL, "r", 1, TTL_MS, acq_cb, NULL, &e),
                  REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL client");
+    tc_expect_msg(&e, "NULL client");
     cr_expect(eq(int, redlock_lock_new("r", 1, "t", NULL, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL ret");
+    tc_expect_msg(&e, "NULL ret");
     /* Destructors take NULL. */
     redlock_lock_free(NULL);
     redlock_client_free(NULL);
@@ -185,7 +185,7 @@ static const struct opts_case opts_cases[] = {
 
 ParameterizedTestParameters(bad_input, bad_acquire_options_are_named)
 {
-    CORE_CASE_INDEXES(opts_cases);
+    TC_CASE_INDEXES(opts_cases);
 }
 
 ParameterizedTest(size_t *i, bad_input, bad_acquire_options_are_named)
@@ -198,12 +198,12 @@ ParameterizedTest(size_t *i, bad_input, bad_acquire_options_are_named)
     redlock_resource r = { "r", 1 };
     redlock_lock *l = NULL;
     redlock_error e;
-    int rc = redlock_acquire_with(fx.c, &r, 1, &o, &l, NULL, &e);
+    int rc = redlock_acquire_with(tc_fx.c, &r, 1, &o, &l, NULL, &e);
     cr_assert(eq(int, rc, REDLOCK_EINVAL), "%s: %s", k->name, redlock_err_name(rc));
     cr_expect(zero(ptr, l));
     cr_expect(strstr(e.msg, k->field) != NULL, "%s: the message does not name %s: %s", k->name,
               k->field, e.msg);
     cr_expect(strchr(e.msg, '\n') == NULL);
     /* NULL options */
-    cr_expect(eq(int, redlock_acquire_with(fx.c, &r, 1, NULL, &l, NULL, &e), REDLOCK_EINVAL));
+    cr_expect(eq(int, redlock_acquire_with(tc_fx.c, &r, 1, NULL, &l, NULL, &e), REDLOCK_EINVAL));
 }

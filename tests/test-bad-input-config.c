@@ -4,7 +4,7 @@
  * host that does not resolve) and bad config fields (EINVAL) with a
  * one-line message naming the field, and writes nothing to its output on
  * failure; edge cases that are valid are accepted. Tables are
- * parameterized tests over static arrays (CORE_CASE_INDEXES). NOTES.md
+ * parameterized tests over static arrays (TC_CASE_INDEXES). NOTES.md
  * section 10 lists each input with what the user sees.
  */
 #include <math.h>
@@ -87,7 +87,7 @@ static const struct masters_case masters_cases[] = {
 
 ParameterizedTestParameters(bad_input, bad_masters_are_refused)
 {
-    CORE_CASE_INDEXES(masters_cases);
+    TC_CASE_INDEXES(masters_cases);
 }
 
 ParameterizedTest(size_t *i, bad_input, bad_masters_are_refused)
@@ -107,7 +107,7 @@ ParameterizedTest(size_t *i, bad_input, bad_masters_are_refused)
               e.msg);
     cr_expect(eq(int, e.code, tc->code), "masters \"%s\"", tc->masters);
     cr_expect(eq(ptr, (void *)c, (void *)sentinel), "ret written on failure");
-    core_expect_msg(&e, tc->masters);
+    tc_expect_msg(&e, tc->masters);
     if (tc->code == REDLOCK_EINVAL)
         cr_expect(not(zero(ptr, strstr(e.msg, "masters"))), "message does not name the field: %s",
                   e.msg);
@@ -133,7 +133,7 @@ static const struct good_masters_case good_masters_cases[] = {
 
 ParameterizedTestParameters(bad_input, edge_master_lists_are_accepted)
 {
-    CORE_CASE_INDEXES(good_masters_cases);
+    TC_CASE_INDEXES(good_masters_cases);
 }
 
 ParameterizedTest(size_t *i, bad_input, edge_master_lists_are_accepted)
@@ -229,7 +229,7 @@ static const struct config_case config_cases[] = {
 
 ParameterizedTestParameters(bad_input, bad_config_fields_are_named)
 {
-    CORE_CASE_INDEXES(config_cases);
+    TC_CASE_INDEXES(config_cases);
 }
 
 ParameterizedTest(size_t *i, bad_input, bad_config_fields_are_named)
@@ -240,12 +240,12 @@ ParameterizedTest(size_t *i, bad_input, bad_config_fields_are_named)
     redlock_error e;
     int rc;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     tc->spoil(&cfg);
     rc = redlock_client_new(&cfg, NULL, &c, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s: %s", tc->field, redlock_err_name(rc));
     cr_expect(zero(ptr, c));
-    core_expect_msg(&e, tc->field);
+    tc_expect_msg(&e, tc->field);
     cr_expect(not(zero(ptr, strstr(e.msg, tc->field))), "\"%s\" not in: %s", tc->field, e.msg);
     if (rc == 0)
         redlock_client_free(c);
@@ -257,11 +257,11 @@ Test(bad_input, null_config_or_ret_is_einval)
     redlock_client *c = NULL;
     redlock_error e;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     cr_expect(eq(int, redlock_client_new(NULL, NULL, &c, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL cfg");
+    tc_expect_msg(&e, "NULL cfg");
     cr_expect(eq(int, redlock_client_new(&cfg, NULL, NULL, &e), REDLOCK_EINVAL));
-    core_expect_msg(&e, "NULL ret");
+    tc_expect_msg(&e, "NULL ret");
     /* reterr is optional everywhere. */
     cr_expect(eq(int, redlock_client_new(NULL, NULL, &c, NULL), REDLOCK_EINVAL));
     cr_expect(zero(ptr, c));

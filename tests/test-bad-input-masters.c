@@ -6,7 +6,7 @@
  * listens on, does not stop a lock. A key of another type under the
  * resource's name is EWRONGTYPE (never a conflict), names the master, says
  * what to do, and is left as it was. Tables are parameterized tests over
- * static arrays (CORE_CASE_INDEXES).
+ * static arrays (TC_CASE_INDEXES).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +55,7 @@ static const struct garbage_case garbage_cases[] = {
 
 ParameterizedTestParameters(bad_input, garbage_answering_majority_is_a_clear_error)
 {
-    CORE_CASE_INDEXES(garbage_cases);
+    TC_CASE_INDEXES(garbage_cases);
 }
 
 /* Three fakes answering @tc's reply, then masters 3 and 4 of the cluster:
@@ -72,95 +72,96 @@ static void three_fakes_then_two(const struct garbage_case *tc, tc_fake *fakes[3
     strcat(masters, tc_addr(3));
     strcat(masters, ",");
     strcat(masters, tc_addr(4));
-    fx.masters = strdup(masters);
-    cr_assert(not(zero(ptr, fx.masters)));
-    fx.cfg.masters = fx.masters;
+    tc_fx.masters = strdup(masters);
+    cr_assert(not(zero(ptr, tc_fx.masters)));
+    tc_fx.cfg.masters = tc_fx.masters;
 }
 
 ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_error,
-                  .init = core_fx_init, .fini = core_fx_fini)
+                  .init = tc_fx_init, .fini = tc_fx_fini)
 {
     const struct garbage_case *tc = &garbage_cases[*i];
-    const redlock_error *e = &fx.e;
+    const redlock_error *e = &tc_fx.e;
     tc_fake *fakes[3];
     int rc;
 
     three_fakes_then_two(tc, fakes);
-    fx.cfg.retry_count = 0;
-    core_fx_client(0);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    tc_fx.cfg.retry_count = 0;
+    tc_fx_client(0);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, tc->code), "%s: %s: %s", tc->why, redlock_err_name(rc), e->msg);
-    cr_expect(zero(ptr, fx.l));
-    core_expect_msg(e, tc->why);
+    cr_expect(zero(ptr, tc_fx.l));
+    tc_expect_msg(e, tc->why);
     /* The message names a fake master. */
     cr_expect(ge(int, e->master, 0), "%s: %s", tc->why, e->msg);
     cr_expect(le(int, e->master, 2), "%s: %s", tc->why, e->msg);
     if (e->master >= 0 && e->master <= 2)
         cr_expect(not(zero(ptr, strstr(e->msg, tc_fake_addr(fakes[e->master])))), "%s", e->msg);
     for (int k = 0; k < 3; k++)
-        cr_expect(eq(int, fx.out.votes[k].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
-                  tc->why, k, redlock_vote_kind_name(fx.out.votes[k].kind), fx.out.votes[k].detail);
+        cr_expect(eq(int, tc_fx.out.votes[k].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
+                  tc->why, k, redlock_vote_kind_name(tc_fx.out.votes[k].kind),
+                  tc_fx.out.votes[k].detail);
     /* The real masters got the SET; acquire cleaned up after itself (once
      * its releases have run: whether they have by the time acquire returns
      * is test-faults-kill's business). */
-    core_barrier_on(fx.c, 1u << 3 | 1u << 4);
-    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "%s: key left", tc->why);
-    cr_expect(eq(int, core_get(4, fx.res, fx.len, NULL, 0, NULL), 0), "%s: key left", tc->why);
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    tc_barrier_on(tc_fx.c, 1u << 3 | 1u << 4);
+    cr_expect(eq(int, tc_get(3, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "%s: key left", tc->why);
+    cr_expect(eq(int, tc_get(4, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "%s: key left", tc->why);
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
     for (int k = 0; k < 3; k++)
         tc_fake_stop(fakes[k]);
 }
 
-Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = core_fx_init, .fini = core_fx_fini)
+Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = tc_fx_init, .fini = tc_fx_fini)
 {
     static const char garbage[] = "\x00\x01 not redis\r\n";
     tc_fake *fake = tc_fake_start(garbage, sizeof(garbage) - 1, NULL);
     int rc;
 
-    core_fx_masters_with(2, tc_fake_addr(fake));
-    core_fx_client(4);
+    tc_fx_masters_with(2, tc_fake_addr(fake));
+    tc_fx_client(4);
     for (int round = 0; round < 5; round++) {
-        struct core_try t;
+        struct tc_try t;
 
-        rc = core_try_acquire(fx.c, TTL_MS, &t);
+        rc = tc_try_acquire(tc_fx.c, TTL_MS, &t);
         cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         cr_expect(t.out.votes[2].kind != REDLOCK_VOTE_OK, "the fake voted ok");
-        cr_expect(eq(int, redlock_release(fx.c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
+        cr_expect(eq(int, redlock_release(tc_fx.c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
         redlock_lock_free(t.l);
     }
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
     tc_fake_stop(fake);
 }
 
-Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = core_fx_init,
-     .fini = core_fx_fini)
+Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = tc_fx_init,
+     .fini = tc_fx_fini)
 {
     char addr[32];
     redlock_status st;
     int rc;
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_dead_port());
-    core_fx_masters_with(4, addr);
+    tc_fx_masters_with(4, addr);
     /* One connection per master, so master 4 stays down with its refusal.
      * On loopback a refusal may come a loop turn after connect(): an
      * acquire that reconnected would queue its SET there, and the other
      * four could make the quorum first (a "pending" vote). */
-    fx.cfg.reconnect_min_ms = fx.cfg.reconnect_max_ms = 60000;
-    core_fx_client(4);
-    cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(fx.c, &st, NULL),
+    tc_fx.cfg.reconnect_min_ms = tc_fx.cfg.reconnect_max_ms = 60000;
+    tc_fx_client(4);
+    cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(tc_fx.c, &st, NULL),
                         st.masters[4].err == REDLOCK_ECONNECT),
                        10000),
               "master 4: %s: %s", redlock_err_name(st.masters[4].err), st.masters[4].detail);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(int, fx.out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
-              redlock_vote_kind_name(fx.out.votes[4].kind), fx.out.votes[4].detail);
-    cr_expect(eq(int, fx.out.votes[4].err, REDLOCK_ECONNECT));
-    cr_expect(not(zero(ptr, strstr(fx.out.votes[4].detail, "connection refused"))), "detail: %s",
-              fx.out.votes[4].detail);
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, &fx.e), 0), "%s", fx.e.msg);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(int, tc_fx.out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
+              redlock_vote_kind_name(tc_fx.out.votes[4].kind), tc_fx.out.votes[4].detail);
+    cr_expect(eq(int, tc_fx.out.votes[4].err, REDLOCK_ECONNECT));
+    cr_expect(not(zero(ptr, strstr(tc_fx.out.votes[4].detail, "connection refused"))), "detail: %s",
+              tc_fx.out.votes[4].detail);
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, &tc_fx.e), 0), "%s", tc_fx.e.msg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -213,7 +214,7 @@ static void expect_untouched(size_t k, const char *key, int i)
 
 ParameterizedTestParameters(bad_input, key_of_another_type_is_ewrongtype_not_a_conflict)
 {
-    CORE_CASE_INDEXES(wrongtype_cases);
+    TC_CASE_INDEXES(wrongtype_cases);
 }
 
 ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_conflict)
@@ -231,12 +232,12 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
     /* Default retries (three polls): a key of another type is said at the
      * first attempt, which reads the key when SET NX refuses it; no poll
      * waits for it to go away. EWRONGTYPE, never ECONFLICT. */
-    c = core_client(NULL, -1);
+    c = tc_client(NULL, -1);
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s: %s", w->type, redlock_err_name(rc), e.msg);
     cr_expect(eq(u32, out.attempts, 1), "%s: said after %u attempts", w->type, out.attempts);
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, w->type);
+    tc_expect_msg(&e, w->type);
     /* Names the master and says what to do. */
     cr_expect(ge(int, e.master, 0), "%s", e.msg);
     if (e.master >= 0 && e.master < tc_n())
@@ -248,15 +249,15 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
         cr_expect(eq(int, out.votes[i].err, REDLOCK_EWRONGTYPE), "%s: master %d voted %s (%s)",
                   w->type, i, redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
     }
-    core_barrier(c);
+    tc_barrier(c);
     for (int i = 0; i < tc_n(); i++)
         expect_untouched(*k, res, i);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_client_free(c);
 }
 
-Test(bad_input, release_and_extend_over_a_key_of_another_type_are_ewrongtype, .init = core_fx_setup,
-     .fini = core_fx_fini)
+Test(bad_input, release_and_extend_over_a_key_of_another_type_are_ewrongtype, .init = tc_fx_setup,
+     .fini = tc_fx_fini)
 {
     redlock_lock *l = NULL;
     redlock_error e;
@@ -266,21 +267,21 @@ Test(bad_input, release_and_extend_over_a_key_of_another_type_are_ewrongtype, .i
     tc_resource(res, sizeof(res), NULL);
     plant_wrongtype(0, res, 0, tc_n());
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), "some-token", &l, NULL), 0));
-    rc = redlock_release(fx.c, l, NULL, &e);
+    rc = redlock_release(tc_fx.c, l, NULL, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "release: %s: %s", redlock_err_name(rc), e.msg);
-    core_expect_msg(&e, "release");
-    rc = redlock_extend(fx.c, l, TTL_MS, NULL, &e);
+    tc_expect_msg(&e, "release");
+    rc = redlock_extend(tc_fx.c, l, TTL_MS, NULL, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "extend: %s: %s", redlock_err_name(rc), e.msg);
-    core_expect_msg(&e, "extend");
-    core_barrier(fx.c);
+    tc_expect_msg(&e, "extend");
+    tc_barrier(tc_fx.c);
     for (int i = 0; i < tc_n(); i++)
         expect_untouched(0, res, i);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_lock_free(l);
 }
 
-Test(bad_input, key_of_another_type_on_a_minority_still_acquires, .init = core_fx_setup,
-     .fini = core_fx_fini)
+Test(bad_input, key_of_another_type_on_a_minority_still_acquires, .init = tc_fx_setup,
+     .fini = tc_fx_fini)
 {
     redlock_lock *l = NULL;
     redlock_outcome out;
@@ -290,7 +291,7 @@ Test(bad_input, key_of_another_type_on_a_minority_still_acquires, .init = core_f
 
     tc_resource(res, sizeof(res), NULL);
     plant_wrongtype(0, res, 3, 5);
-    rc = redlock_acquire(fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(tc_fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     /* The masters holding the list never vote for us: each says WRONGTYPE,
      * or had not answered when the quorum decided. */
@@ -300,11 +301,11 @@ Test(bad_input, key_of_another_type_on_a_minority_still_acquires, .init = core_f
                        out.votes[m].err == REDLOCK_EWRONGTYPE),
                   "master %d voted %d (err %s)", m, out.votes[m].kind,
                   redlock_err_name(out.votes[m].err));
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, &e), 0), "%s", e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_get(0, res, strlen(res), NULL, 0, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, &e), 0), "%s", e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_get(0, res, strlen(res), NULL, 0, NULL), 0));
     expect_untouched(0, res, 3);
     expect_untouched(0, res, 4);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_lock_free(l);
 }

@@ -6,7 +6,7 @@
  * empty, NUL-carrying or oversized resource names, unprintable or too long
  * tokens. Taken: the largest ttl, a resource of the maximum length, and
  * odd bytes in a name, stored byte for byte. Tables are parameterized
- * tests over static arrays (CORE_CASE_INDEXES).
+ * tests over static arrays (TC_CASE_INDEXES).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +23,8 @@
 
 #define TTL_MS 10000u
 
-/* A client of the default config, connected to every master: fx.c. */
-TestSuite(bad_input, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+/* A client of the default config, connected to every master: tc_fx.c. */
+TestSuite(bad_input, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
 ParameterizedTestParameters(bad_input, ttl_without_room_for_validity_is_einval)
 {
@@ -43,10 +43,10 @@ ParameterizedTest(uint32_t *ttl, bad_input, ttl_without_room_for_validity_is_ein
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(fx.c, res, strlen(res), *ttl, &l, NULL, &e);
+    rc = redlock_acquire(tc_fx.c, res, strlen(res), *ttl, &l, NULL, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "ttl %u: %s", *ttl, redlock_err_name(rc));
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, "ttl");
+    tc_expect_msg(&e, "ttl");
     cr_expect(not(zero(ptr, strstr(e.msg, "ttl"))), "%s", e.msg);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a refused acquire sent a SET");
 }
@@ -59,17 +59,17 @@ Test(bad_input, largest_ttl_is_accepted_and_reaches_the_masters)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(fx.c, res, strlen(res), REDLOCK_TTL_MAX_MS, &l, NULL, &e);
+    rc = redlock_acquire(tc_fx.c, res, strlen(res), REDLOCK_TTL_MAX_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(gt(i64, redlock_lock_validity_ms(l), (int64_t)REDLOCK_TTL_MAX_MS / 100 * 98));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     for (int i = 0; i < tc_n(); i++) {
         long long pttl = 0;
 
-        cr_expect(eq(int, core_get(i, res, strlen(res), NULL, 0, &pttl), 1));
+        cr_expect(eq(int, tc_get(i, res, strlen(res), NULL, 0, &pttl), 1));
         cr_expect(gt(i64, pttl, (long long)REDLOCK_TTL_MAX_MS - 60000), "master %d: %lld", i, pttl);
     }
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     redlock_lock_free(l);
 }
 
@@ -92,7 +92,7 @@ static const struct resource_case bad_resources[] = {
 
 ParameterizedTestParameters(bad_input, bad_resource_is_einval)
 {
-    CORE_CASE_INDEXES(bad_resources);
+    TC_CASE_INDEXES(bad_resources);
 }
 
 ParameterizedTest(size_t *i, bad_input, bad_resource_is_einval)
@@ -103,20 +103,20 @@ ParameterizedTest(size_t *i, bad_input, bad_resource_is_einval)
     redlock_error e;
     int rc;
 
-    rc = redlock_acquire(fx.c, tc->bytes, tc->len, TTL_MS, &l, NULL, &e);
+    rc = redlock_acquire(tc_fx.c, tc->bytes, tc->len, TTL_MS, &l, NULL, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s: %s", tc->why, redlock_err_name(rc));
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, tc->why);
+    tc_expect_msg(&e, tc->why);
     cr_expect(not(zero(ptr, strstr(e.msg, "resource"))), "%s", e.msg);
 
     rc = redlock_lock_new(tc->bytes, tc->len, "token", &l, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "lock_new, %s: %s", tc->why, redlock_err_name(rc));
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, tc->why);
+    tc_expect_msg(&e, tc->why);
 
-    rc = redlock_status_get(fx.c, tc->bytes, tc->len, &st, &e);
+    rc = redlock_status_get(tc_fx.c, tc->bytes, tc->len, &st, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "status, %s: %s", tc->why, redlock_err_name(rc));
-    core_expect_msg(&e, tc->why);
+    tc_expect_msg(&e, tc->why);
 }
 
 Test(bad_input, resource_of_the_maximum_length_works)
@@ -130,11 +130,11 @@ Test(bad_input, resource_of_the_maximum_length_works)
     tc_resource(head, sizeof(head), NULL);
     memset(res, 'm', sizeof(res));
     memcpy(res, head, strlen(head));
-    rc = redlock_acquire(fx.c, res, sizeof(res), TTL_MS, &l, NULL, &e);
+    rc = redlock_acquire(tc_fx.c, res, sizeof(res), TTL_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(res, sizeof(res), redlock_lock_token(l), TTL_MS), tc_n()));
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(res, sizeof(res), redlock_lock_token(l), TTL_MS), tc_n()));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     redlock_lock_free(l);
 }
 
@@ -157,7 +157,7 @@ static const struct resource_case odd_resources[] = {
 
 ParameterizedTestParameters(bad_input, odd_bytes_in_resource_are_stored_byte_exact)
 {
-    CORE_CASE_INDEXES(odd_resources);
+    TC_CASE_INDEXES(odd_resources);
 }
 
 ParameterizedTest(size_t *i, bad_input, odd_bytes_in_resource_are_stored_byte_exact)
@@ -176,19 +176,19 @@ ParameterizedTest(size_t *i, bad_input, odd_bytes_in_resource_are_stored_byte_ex
     tc_resource(res + tc->len, sizeof(res) - tc->len, ":");
     len = tc->len + strlen(res + tc->len);
 
-    rc = redlock_acquire(fx.c, res, len, TTL_MS, &l, NULL, &e);
+    rc = redlock_acquire(tc_fx.c, res, len, TTL_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, 0), "%s: %s: %s", tc->why, redlock_err_name(rc), e.msg);
     back = redlock_lock_resource(l, &backlen);
     cr_expect(eq(sz, backlen, len));
     cr_expect(zero(int, memcmp(back, res, len)), "%s: lock_resource differs", tc->why);
 
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     /* GET %b with the exact bytes: the key is the name, byte for byte. */
-    cr_expect(eq(int, core_count_token(res, len, redlock_lock_token(l), TTL_MS), tc_n()),
+    cr_expect(eq(int, tc_count_token(res, len, redlock_lock_token(l), TTL_MS), tc_n()),
               "%s: key not stored under the exact bytes", tc->why);
 
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, &e), 0), "%s: %s", tc->why, e.msg);
-    core_barrier(fx.c);
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, &e), 0), "%s: %s", tc->why, e.msg);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, len), 0), "%s", tc->why);
     redlock_lock_free(l);
 }
@@ -203,7 +203,7 @@ static const char *const bad_tokens[] = { NULL,        "",     "has space",   "t
 
 ParameterizedTestParameters(bad_input, bad_token_is_einval)
 {
-    CORE_CASE_INDEXES(bad_tokens);
+    TC_CASE_INDEXES(bad_tokens);
 }
 
 ParameterizedTest(size_t *i, bad_input, bad_token_is_einval)
@@ -216,7 +216,7 @@ ParameterizedTest(size_t *i, bad_input, bad_token_is_einval)
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "token \"%s\": %s", token ? token : "(null)",
               redlock_err_name(rc));
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, "token");
+    tc_expect_msg(&e, "token");
 }
 
 Test(bad_input, longest_printable_token_is_accepted)

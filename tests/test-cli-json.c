@@ -18,110 +18,110 @@
 #include "cluster.h"
 #include "jsonread.h"
 
-TestSuite(json, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+TestSuite(json, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
 
 Test(json, json_fields_of_every_command)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], token[64], buf[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "20000ms", "--json"), 0), "%s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(str, jstr(p.out, "command", buf, sizeof(buf)), "lock"));
-    cr_assert(jbool(p.out, "ok"));
-    cr_assert(eq(int, jint(p.out, "exit"), 0));
-    cr_assert(jnull(p.out, "error"));
-    cr_assert(eq(str, jstr(p.out, "resource", buf, sizeof(buf)), res));
-    jstr(p.out, "token", token, sizeof(token));
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "20000ms", "--json"), 0), "%s", p.err);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(str, tcli_jstr(p.out, "command", buf, sizeof(buf)), "lock"));
+    cr_assert(tcli_jbool(p.out, "ok"));
+    cr_assert(eq(int, tcli_jint(p.out, "exit"), 0));
+    cr_assert(tcli_jnull(p.out, "error"));
+    cr_assert(eq(str, tcli_jstr(p.out, "resource", buf, sizeof(buf)), res));
+    tcli_jstr(p.out, "token", token, sizeof(token));
     cr_assert(eq(sz, strlen(token), 32));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 20000));
-    cr_assert(jint(p.out, "validity_ms") > 19000 && jint(p.out, "validity_ms") < 20000);
-    cr_assert(jint(p.out, "acquired_on") >= 3);
-    cr_assert(eq(int, jint(p.out, "quorum"), tc_n() / 2 + 1));
-    cr_assert(eq(int, jint(p.out, "n_masters"), tc_n()));
-    cr_assert(jint(p.out, "elapsed_us") > 0);
-    cr_assert(eq(int, jint(p.out, "attempts"), 1));
-    jint(p.out, "waited_ms");
-    assert_votes(p.out, tc_n());
-    cli_free(&p);
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 20000));
+    cr_assert(tcli_jint(p.out, "validity_ms") > 19000 && tcli_jint(p.out, "validity_ms") < 20000);
+    cr_assert(tcli_jint(p.out, "acquired_on") >= 3);
+    cr_assert(eq(int, tcli_jint(p.out, "quorum"), tc_n() / 2 + 1));
+    cr_assert(eq(int, tcli_jint(p.out, "n_masters"), tc_n()));
+    cr_assert(tcli_jint(p.out, "elapsed_us") > 0);
+    cr_assert(eq(int, tcli_jint(p.out, "attempts"), 1));
+    tcli_jint(p.out, "waited_ms");
+    tcli_assert_votes(p.out, tc_n());
+    tcli_free(&p);
 
     /* A failure is one object too, with the error's code. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--json"), 75));
-    assert_one_json_object(p.out);
-    cr_assert(yes(!jbool(p.out, "ok")));
-    cr_assert(eq(int, jint(p.out, "exit"), 75));
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
-    jreq(jreq(p.out, "error"), "message");
-    cr_assert(jnull(p.out, "token"));
-    assert_votes(p.out, tc_n());
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--json"), 75));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_yes(!tcli_jbool(p.out, "ok")));
+    cr_assert(eq(int, tcli_jint(p.out, "exit"), 75));
+    cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
+    tcli_jreq(tcli_jreq(p.out, "error"), "message");
+    cr_assert(tcli_jnull(p.out, "token"));
+    tcli_assert_votes(p.out, tc_n());
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "status", res, "--json"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(jbool(p.out, "held"));
-    cr_assert(eq(str, jstr(p.out, "majority_token", buf, sizeof(buf)), token));
-    cr_assert(eq(int, jint(p.out, "held_on"), tc_n()));
-    cr_assert(eq(int, jint(p.out, "answered"), tc_n()));
+    cr_assert(eq(int, tcli_run(&p, "status", res, "--json"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jbool(p.out, "held"));
+    cr_assert(eq(str, tcli_jstr(p.out, "majority_token", buf, sizeof(buf)), token));
+    cr_assert(eq(int, tcli_jint(p.out, "held_on"), tc_n()));
+    cr_assert(eq(int, tcli_jint(p.out, "answered"), tc_n()));
     {
-        const char *m = jindex(jreq(p.out, "masters"), 0);
+        const char *m = tcli_jindex(tcli_jreq(p.out, "masters"), 0);
 
-        cr_assert(jbool(m, "reachable"));
-        cr_assert(jbool(m, "held"));
-        cr_assert(jint(m, "pttl_ms") > 0);
-        cr_assert(eq(str, jstr(m, "token", buf, sizeof(buf)), token));
-        jint(m, "rtt_us");
+        cr_assert(tcli_jbool(m, "reachable"));
+        cr_assert(tcli_jbool(m, "held"));
+        cr_assert(tcli_jint(m, "pttl_ms") > 0);
+        cr_assert(eq(str, tcli_jstr(m, "token", buf, sizeof(buf)), token));
+        tcli_jint(m, "rtt_us");
     }
-    cli_free(&p);
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "ping", "--json"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "reachable"), tc_n()));
+    cr_assert(eq(int, tcli_run(&p, "ping", "--json"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "reachable"), tc_n()));
     {
-        const char *m = jindex(jreq(p.out, "masters"), tc_n() - 1);
+        const char *m = tcli_jindex(tcli_jreq(p.out, "masters"), tc_n() - 1);
 
-        cr_assert(eq(str, jstr(m, "addr", buf, sizeof(buf)), (char *)tc_addr(tc_n() - 1)));
-        cr_assert(jbool(m, "reachable"));
-        jint(m, "rtt_us");
-        jint(m, "clock_offset_us");
+        cr_assert(eq(str, tcli_jstr(m, "addr", buf, sizeof(buf)), (char *)tc_addr(tc_n() - 1)));
+        cr_assert(tcli_jbool(m, "reachable"));
+        tcli_jint(m, "rtt_us");
+        tcli_jint(m, "clock_offset_us");
     }
-    cli_free(&p);
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "20000ms", "--json"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "extended_on") >= 3);
-    assert_votes(p.out, tc_n());
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "20000ms", "--json"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "extended_on") >= 3);
+    tcli_assert_votes(p.out, tc_n());
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "unlock", res, token, "--json"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(eq(str, jstr(p.out, "command", buf, sizeof(buf)), "unlock"));
-    cr_assert(jint(p.out, "released_on") >= 3);
-    assert_votes(p.out, tc_n());
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, token, "--json"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(str, tcli_jstr(p.out, "command", buf, sizeof(buf)), "unlock"));
+    cr_assert(tcli_jint(p.out, "released_on") >= 3);
+    tcli_assert_votes(p.out, tc_n());
+    tcli_free(&p);
 }
 
 Test(json, json_fields_of_run)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], buf[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "run", res, "--json", "--", "true"), 0), "%s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(str, jstr(p.out, "command", buf, sizeof(buf)), "run"));
-    cr_assert(jbool(p.out, "released"));
-    cr_assert(yes(!jbool(p.out, "lock_lost")));
-    jint(p.out, "extends");
-    cr_assert(eq(int, jint(p.out, "stops"), 0));
-    cr_assert(eq(int, jint(jreq(p.out, "child"), "exit_status"), 0));
-    cr_assert(jnull(jreq(p.out, "child"), "signal"));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "run", res, "--json", "--", "true"), 0), "%s", p.err);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(str, tcli_jstr(p.out, "command", buf, sizeof(buf)), "run"));
+    cr_assert(tcli_jbool(p.out, "released"));
+    cr_assert(tcli_yes(!tcli_jbool(p.out, "lock_lost")));
+    tcli_jint(p.out, "extends");
+    cr_assert(eq(int, tcli_jint(p.out, "stops"), 0));
+    cr_assert(eq(int, tcli_jint(tcli_jreq(p.out, "child"), "exit_status"), 0));
+    cr_assert(tcli_jnull(tcli_jreq(p.out, "child"), "signal"));
+    tcli_free(&p);
 }
 
 Test(json, json_escapes_any_resource_bytes)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[160];
     const char *hex;
 
@@ -129,22 +129,22 @@ Test(json, json_escapes_any_resource_bytes)
      * and valid UTF-8 (é). */
     snprintf(res, sizeof(res), "%s \"q\" \\ \x01\n \xff \xc3\xa9",
              tc_resource((char[128]){ 0 }, 128, NULL));
-    cr_assert(eq(int, cli(&p, "lock", res, "--json"), 0), "%s", p.err);
-    assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--json"), 0), "%s", p.err);
+    tcli_assert_one_json_object(p.out);
     cr_assert(strstr(p.out, "\\\"q\\\" \\\\ \\u0001\\n \\u00ff \xc3\xa9") != NULL, "%s", p.out);
-    hex = jreq(p.out, "resource_hex");
-    cr_assert(yes(*hex == '"'));
+    hex = tcli_jreq(p.out, "resource_hex");
+    cr_assert(tcli_yes(*hex == '"'));
     cr_assert(strncmp(hex + 1 + 2 * (strlen(res) - 4), "ff20c3a9\"", 9) == 0, "%s", hex);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "status", res, "--json"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(jbool(p.out, "held"));
-    cli_free(&p);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "status", res, "--json"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jbool(p.out, "held"));
+    tcli_free(&p);
 }
 
 Test(json, a_key_of_another_type_is_a_setup_error_78)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], buf[64];
 
     tc_resource(res, sizeof(res), NULL);
@@ -152,15 +152,16 @@ Test(json, a_key_of_another_type_is_a_setup_error_78)
      * waiting will help, someone must choose another name or a prefix. */
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "RPUSH %s x", res));
-    cr_assert(eq(int, cli(&p, "lock", res, "--json"), 78), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "exit"), 78));
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "EWRONGTYPE"));
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--json"), 78), "stderr: %s", p.err);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "exit"), 78));
+    cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)),
+                 "EWRONGTYPE"));
     cr_assert(strstr(p.err, "wrong type") != NULL || strstr(p.err, "WRONGTYPE") != NULL,
               "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     /* With --wait, too. (The library tells a key of another type from a
      * holder only at the wait's last attempt, so this one waits it out.) */
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "300ms"), 78), "stderr: %s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--wait", "300ms"), 78), "stderr: %s", p.err);
+    tcli_free(&p);
 }

@@ -19,83 +19,83 @@
 #include "fake.h"
 #include "jsonread.h"
 
-TestSuite(lock, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+TestSuite(lock, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
 
 Test(lock, lock_prints_only_the_token_and_holds_every_master)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], token[64];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0), "stderr: %s", p.err);
-    cr_assert(is_token(p.out), "stdout is not just a token: '%s'", p.out);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "30000ms"), 0), "stderr: %s", p.err);
+    cr_assert(tcli_is_token(p.out), "stdout is not just a token: '%s'", p.out);
     cr_assert(eq(str, p.err, ""));
     memcpy(token, p.out, 32);
     token[32] = '\0';
-    cr_assert(eq(int, holders(res, token), tc_n()));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_holders(res, token), tc_n()));
+    tcli_free(&p);
 
     /* Held: a second lock fails with 75, one line naming the cause. */
-    cr_assert(eq(int, cli(&p, "lock", res), 75));
+    cr_assert(eq(int, tcli_run(&p, "lock", res), 75));
     cr_assert(eq(str, p.out, ""));
     cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "unlock", res, token), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, token), 0), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
-    cli_free(&p);
+    tcli_free(&p);
 
     /* Free again. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000ms"), 0), "stderr: %s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "5000ms"), 0), "stderr: %s", p.err);
+    tcli_free(&p);
 }
 
 Test(lock, unlock_and_extend_with_a_wrong_token_exit_75)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], token[64];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0));
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "30000ms"), 0));
     memcpy(token, p.out, 32);
     token[32] = '\0';
-    cli_free(&p);
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "unlock", res, "0123456789abcdef0123456789abcdef"), 75), "stderr: %s",
-              p.err);
-    cr_assert(eq(int, count_lines(p.err) >= 1, 1));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, "not-the-token", "--ttl", "60000ms"), 75));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, "0123456789abcdef0123456789abcdef"), 75),
+              "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_count_lines(p.err) >= 1, 1));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, "not-the-token", "--ttl", "60000ms"), 75));
+    tcli_free(&p);
     /* Neither touched the real holder. */
-    cr_assert(eq(int, holders(res, token), tc_n()));
+    cr_assert(eq(int, tcli_holders(res, token), tc_n()));
     /* Nor does unlocking a resource nobody holds count as success for a
      * stranger's token? It does not matter here: only the holder's token
      * is released below. */
-    cr_assert(eq(int, cli(&p, "unlock", res, token), 0));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, token), 0));
+    tcli_free(&p);
 }
 
 Test(lock, extend_raises_the_ttl_on_the_masters)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], token[64];
     redisReply *r;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "5000ms"), 0));
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "5000ms"), 0));
     memcpy(token, p.out, 32);
     token[32] = '\0';
-    cli_free(&p);
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "120000ms", "--json"), 0),
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "120000ms", "--json"), 0),
               "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "validity_ms") > 100000);
-    cr_assert(jint(p.out, "extended_on") >= 3);
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 120000));
-    cli_free(&p);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "validity_ms") > 100000);
+    cr_assert(tcli_jint(p.out, "extended_on") >= 3);
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 120000));
+    tcli_free(&p);
     r = tc_cmd(0, "PTTL %s", res);
     cr_assert(r != NULL && r->type == REDIS_REPLY_INTEGER);
     cr_assert(r->integer > 100000, "PTTL %lld after extend", r->integer);
@@ -104,131 +104,131 @@ Test(lock, extend_raises_the_ttl_on_the_masters)
 
 Test(lock, wait_gets_the_lock_once_the_holder_expires)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128];
     uint64_t t0;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800ms"), 0));
-    cli_free(&p);
-    t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "10000ms", "--retry-delay", "50ms"), 0),
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "800ms"), 0));
+    tcli_free(&p);
+    t0 = tc_now_us();
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--wait", "10000ms", "--retry-delay", "50ms"), 0),
               "stderr: %s", p.err);
-    cr_assert(is_token(p.out));
-    cr_assert(now_ms() - t0 < 5000);
-    cli_free(&p);
+    cr_assert(tcli_is_token(p.out));
+    cr_assert(tc_ms_since(t0) < 5000);
+    tcli_free(&p);
 }
 
 Test(lock, wait_runs_out_with_75_when_the_lock_stays_held)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128];
     uint64_t t0;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30000ms"), 0));
-    cli_free(&p);
-    t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "600ms", "--retry-delay", "50ms", "--json"),
-                 75));
-    cr_assert(now_ms() - t0 >= 600, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "attempts") >= 3);
-    cr_assert(jint(p.out, "waited_ms") >= 600);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "30000ms"), 0));
+    tcli_free(&p);
+    t0 = tc_now_us();
+    cr_assert(eq(
+        int, tcli_run(&p, "lock", res, "--wait", "600ms", "--retry-delay", "50ms", "--json"), 75));
+    cr_assert(tc_ms_since(t0) >= 600, "gave up after %llu ms", (unsigned long long)tc_ms_since(t0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "attempts") >= 3);
+    cr_assert(tcli_jint(p.out, "waited_ms") >= 600);
+    tcli_free(&p);
 }
 
 Test(lock, quiet_prints_nothing_on_failure)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res), 0));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "-q", "lock", res), 75));
+    cr_assert(eq(int, tcli_run(&p, "lock", res), 0));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "-q", "lock", res), 75));
     cr_assert(eq(str, p.err, ""));
     cr_assert(eq(str, p.out, ""));
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(lock, lock_of_a_set_is_all_or_none)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char a[128], b[128], c[128], x[128], tb[40], t[40], buf[160];
 
     tc_resource(a, sizeof(a), NULL);
     tc_resource(b, sizeof(b), NULL);
     tc_resource(c, sizeof(c), NULL);
     tc_resource(x, sizeof(x), NULL);
-    cr_assert(eq(int, cli(&p, "lock", b, "--ttl", "30000ms"), 0), "stderr: %s", p.err);
-    take_token(p.out, tb);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", b, "--ttl", "30000ms"), 0), "stderr: %s", p.err);
+    tcli_take_token(p.out, tb);
+    tcli_free(&p);
 
     /* One member is held elsewhere: the set is refused as a whole (75),
      * and no other member is taken, on any master. */
-    cr_assert(eq(int, cli(&p, "lock", a, b, c), 75), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "lock", a, b, c), 75), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
     cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
     cr_assert(strstr(p.err, a) != NULL, "the message names the set: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "a member was taken");
     cr_assert(eq(int, tc_key_count(c, strlen(c)), 0), "a member was taken");
-    cr_assert(eq(int, holders(b, tb), tc_n()));
+    cr_assert(eq(int, tcli_holders(b, tb), tc_n()));
 
-    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--json"), 75));
-    assert_one_json_object(p.out);
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
-    cr_assert(eq(str, jstr(p.out, "resource", buf, sizeof(buf)), a));
-    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), a));
-    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 1, buf, sizeof(buf)), b));
-    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 2, buf, sizeof(buf)), c));
-    cr_assert(jindex(jreq(p.out, "resources"), 3) == NULL);
-    cr_assert(jnull(p.out, "token"));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", a, b, c, "--json"), 75));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
+    cr_assert(eq(str, tcli_jstr(p.out, "resource", buf, sizeof(buf)), a));
+    cr_assert(eq(str, tcli_jelem_str(tcli_jreq(p.out, "resources"), 0, buf, sizeof(buf)), a));
+    cr_assert(eq(str, tcli_jelem_str(tcli_jreq(p.out, "resources"), 1, buf, sizeof(buf)), b));
+    cr_assert(eq(str, tcli_jelem_str(tcli_jreq(p.out, "resources"), 2, buf, sizeof(buf)), c));
+    cr_assert(tcli_jindex(tcli_jreq(p.out, "resources"), 3) == NULL);
+    cr_assert(tcli_jnull(p.out, "token"));
+    tcli_free(&p);
     cr_assert(eq(int, tc_key_count(a, strlen(a)), 0));
     cr_assert(eq(int, tc_key_count(c, strlen(c)), 0));
 
     /* Once b is free, the set is taken: every member, one token. */
-    cr_assert(eq(int, cli(&p, "unlock", b, tb), 0), "stderr: %s", p.err);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", a, b, c, "--ttl", "5000ms"), 0), "stderr: %s", p.err);
-    cr_assert(is_token(p.out), "stdout: '%s'", p.out);
-    take_token(p.out, t);
-    cli_free(&p);
-    cr_assert(eq(int, holders(a, t), tc_n()));
-    cr_assert(eq(int, holders(b, t), tc_n()));
-    cr_assert(eq(int, holders(c, t), tc_n()));
+    cr_assert(eq(int, tcli_run(&p, "unlock", b, tb), 0), "stderr: %s", p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", a, b, c, "--ttl", "5000ms"), 0), "stderr: %s", p.err);
+    cr_assert(tcli_is_token(p.out), "stdout: '%s'", p.out);
+    tcli_take_token(p.out, t);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_holders(a, t), tc_n()));
+    cr_assert(eq(int, tcli_holders(b, t), tc_n()));
+    cr_assert(eq(int, tcli_holders(c, t), tc_n()));
 
     /* An overlapping set is refused, and takes nothing either. */
-    cr_assert(eq(int, cli(&p, "lock", x, c), 75), "stderr: %s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", x, c), 75), "stderr: %s", p.err);
+    tcli_free(&p);
     cr_assert(eq(int, tc_key_count(x, strlen(x)), 0));
 
     /* extend and unlock take the same list, in any order, the token last. */
-    cr_assert(eq(int, cli(&p, "extend", c, a, b, t, "--ttl", "60000ms", "--json"), 0), "stderr: %s",
-              p.err);
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "extended_on") >= 3);
-    cr_assert(eq(str, jelem_str(jreq(p.out, "resources"), 0, buf, sizeof(buf)), c));
-    cli_free(&p);
-    cr_assert(master_pttl(0, a) > 50000, "PTTL %lld", master_pttl(0, a));
-    cr_assert(master_pttl(0, c) > 50000, "PTTL %lld", master_pttl(0, c));
-    cr_assert(eq(int, cli(&p, "unlock", a, b, c, "0123456789abcdef0123456789abcdef"), 75),
+    cr_assert(eq(int, tcli_run(&p, "extend", c, a, b, t, "--ttl", "60000ms", "--json"), 0),
               "stderr: %s", p.err);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", a, b, c, "not-the-token", "--ttl", "1000ms"), 75));
-    cli_free(&p);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "extended_on") >= 3);
+    cr_assert(eq(str, tcli_jelem_str(tcli_jreq(p.out, "resources"), 0, buf, sizeof(buf)), c));
+    tcli_free(&p);
+    cr_assert(tcli_master_pttl(0, a) > 50000, "PTTL %lld", tcli_master_pttl(0, a));
+    cr_assert(tcli_master_pttl(0, c) > 50000, "PTTL %lld", tcli_master_pttl(0, c));
+    cr_assert(eq(int, tcli_run(&p, "unlock", a, b, c, "0123456789abcdef0123456789abcdef"), 75),
+              "stderr: %s", p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", a, b, c, "not-the-token", "--ttl", "1000ms"), 75));
+    tcli_free(&p);
     /* The token forgotten: the last resource is taken for it, and the
      * failure says where the token goes. */
-    cr_assert(eq(int, cli(&p, "unlock", a, b, c), 75), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "unlock", a, b, c), 75), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "the token is the last word") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
-    cr_assert(eq(int, holders(a, t), tc_n()));
-    cr_assert(eq(int, holders(c, t), tc_n()));
-    cr_assert(eq(int, cli(&p, "unlock", b, c, a, t), 0), "stderr: %s", p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_holders(a, t), tc_n()));
+    cr_assert(eq(int, tcli_holders(c, t), tc_n()));
+    cr_assert(eq(int, tcli_run(&p, "unlock", b, c, a, t), 0), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
-    cli_free(&p);
+    tcli_free(&p);
     cr_assert(eq(int, tc_key_count(a, strlen(a)), 0));
     cr_assert(eq(int, tc_key_count(b, strlen(b)), 0));
     cr_assert(eq(int, tc_key_count(c, strlen(c)), 0));
@@ -236,305 +236,310 @@ Test(lock, lock_of_a_set_is_all_or_none)
 
 Test(lock, fence_increases_between_successive_locks)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], t[40];
     unsigned long long f1, f2, f3;
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "30000ms"), 0), "stderr: %s", p.err);
-    f1 = take_token_and_fence(p.out, t);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--fence", "--ttl", "30000ms"), 0), "stderr: %s",
+              p.err);
+    f1 = tcli_take_token_and_fence(p.out, t);
     cr_assert(f1 > 0);
     cr_assert(eq(str, p.err, ""));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
-    cli_free(&p);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, t), 0));
+    tcli_free(&p);
 
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--json"), 0), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    f2 = (unsigned long long)jint(p.out, "fence");
-    jstr(p.out, "token", t, sizeof(t));
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--fence", "--json"), 0), "stderr: %s", p.err);
+    tcli_assert_one_json_object(p.out);
+    f2 = (unsigned long long)tcli_jint(p.out, "fence");
+    tcli_jstr(p.out, "token", t, sizeof(t));
     cr_assert(f2 > f1, "fence %llu after %llu", f2, f1);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
-    cli_free(&p);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, t), 0));
+    tcli_free(&p);
 
     /* A holder that never released: the next one, after expiry, is later
      * still. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--ttl", "300ms"), 0));
-    f3 = take_token_and_fence(p.out, t);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--fence", "--ttl", "300ms"), 0));
+    f3 = tcli_take_token_and_fence(p.out, t);
     cr_assert(f3 > f2, "fence %llu after %llu", f3, f2);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--fence", "--wait", "5000ms", "--retry-delay", "50ms"),
+    tcli_free(&p);
+    cr_assert(eq(int,
+                 tcli_run(&p, "lock", res, "--fence", "--wait", "5000ms", "--retry-delay", "50ms"),
                  0),
               "stderr: %s", p.err);
-    cr_assert(take_token_and_fence(p.out, t) > f3);
-    cli_free(&p);
+    cr_assert(tcli_take_token_and_fence(p.out, t) > f3);
+    tcli_free(&p);
 
     /* Without --fence: one line, and "fence": null. */
-    cr_assert(eq(int, cli(&p, "unlock", res, t), 0));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--json"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(jnull(p.out, "fence"));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, t), 0));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--json"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jnull(p.out, "fence"));
+    tcli_free(&p);
 }
 
 Test(lock, wait_wakes_on_release_instead_of_sleeping_out_the_retry_delay)
 {
-    struct cli_proc holder, p;
+    struct tcli_proc holder, p;
     char res[128], t[40];
     const char *waiter[] = { "lock",          NULL,     "--wait", "10000ms",
                              "--retry-delay", "5000ms", "--json", NULL };
     const char *poller[] = { "lock",   NULL,          "--wait", "10000ms", "--retry-delay",
                              "1000ms", "--no-pubsub", "--json", NULL };
-    struct monitor *mon;
+    struct tcli_monitor *mon;
     char set_cmd[200];
     uint64_t t0, t_rel;
 
     tc_resource(res, sizeof(res), NULL);
     waiter[1] = poller[1] = res;
-    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30000ms"), 0));
-    take_token(holder.out, t);
-    cli_free(&holder);
+    cr_assert(eq(int, tcli_run(&holder, "lock", res, "--ttl", "30000ms"), 0));
+    tcli_take_token(holder.out, t);
+    tcli_free(&holder);
 
     /* The waiter finds it held and joins the queue on every master; then
      * the holder unlocks, which hands the lock to the queue's head. With a
      * 5 s retry delay, only the release's message can wake it. */
-    t0 = now_ms();
-    cli_start(&p, waiter, NULL);
-    await_waiting(res, 5000);
-    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
-    t_rel = now_ms();
-    cli_free(&holder);
-    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
-    cr_assert(now_ms() - t_rel < 1500, "got the lock %llu ms after the release",
-              (unsigned long long)(now_ms() - t_rel));
-    cr_assert(now_ms() - t0 < 4000, "took %llu ms", (unsigned long long)(now_ms() - t0));
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "attempts") >= 2, "the waiter never waited: %s", p.out);
-    jstr(p.out, "token", t, sizeof(t));
-    cli_free(&p);
+    t0 = tc_now_us();
+    tcli_start(&p, waiter, NULL);
+    tcli_await_waiting(res, 5000);
+    cr_assert(eq(int, tcli_run(&holder, "unlock", res, t), 0));
+    t_rel = tc_now_us();
+    tcli_free(&holder);
+    cr_assert(eq(int, tcli_wait(&p), 0), "stderr: %s", p.err);
+    cr_assert(tc_ms_since(t_rel) < 1500, "got the lock %llu ms after the release",
+              (unsigned long long)tc_ms_since(t_rel));
+    cr_assert(tc_ms_since(t0) < 4000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "attempts") >= 2, "the waiter never waited: %s", p.out);
+    tcli_jstr(p.out, "token", t, sizeof(t));
+    tcli_free(&p);
 
     /* With --no-pubsub the same waiter, once its first attempt has failed,
      * sleeps out its retry delay: the release does not wake it. */
-    mon = monitor_start(0);
+    mon = tcli_monitor_start(0);
     /* Its first attempt (the acquire script, with the key among its keys). */
     snprintf(set_cmd, sizeof(set_cmd), "\"%s\"", res);
-    cli_start(&p, poller, NULL);
-    monitor_await(mon, set_cmd, 5000);
-    monitor_stop(mon);
-    t0 = now_ms();
-    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
-    cli_free(&holder);
-    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "attempts") >= 2, "the poller never waited: %s", p.out);
-    cr_assert(jint(p.out, "waited_ms") >= 950, "a poller got the lock after %lld ms: %s",
-              jint(p.out, "waited_ms"), p.out);
-    cr_assert(now_ms() - t0 >= 500, "the poller got the lock %llu ms after the release",
-              (unsigned long long)(now_ms() - t0));
-    cli_free(&p);
+    tcli_start(&p, poller, NULL);
+    tcli_monitor_await(mon, set_cmd, 5000);
+    tcli_monitor_stop(mon);
+    t0 = tc_now_us();
+    cr_assert(eq(int, tcli_run(&holder, "unlock", res, t), 0));
+    tcli_free(&holder);
+    cr_assert(eq(int, tcli_wait(&p), 0), "stderr: %s", p.err);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "attempts") >= 2, "the poller never waited: %s", p.out);
+    cr_assert(tcli_jint(p.out, "waited_ms") >= 950, "a poller got the lock after %lld ms: %s",
+              tcli_jint(p.out, "waited_ms"), p.out);
+    cr_assert(tc_ms_since(t0) >= 500, "the poller got the lock %llu ms after the release",
+              (unsigned long long)tc_ms_since(t0));
+    tcli_free(&p);
 }
 
 Test(lock, flock_short_options_n_and_w)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "800ms"), 0));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "800ms"), 0));
+    tcli_free(&p);
     /* flock -n: one attempt, a conflict exits at once, 75 or -E's. */
-    cr_assert(eq(int, cli(&p, "lock", res, "-n", "--json"), 75), "stderr: %s", p.err);
-    cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "-nE", "3"), 3), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "-n", "--json"), 75), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_jint(p.out, "attempts"), 1), "%s", p.out);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "-nE", "3"), 3), "stderr: %s", p.err);
     cr_assert(eq(str, p.err, ""));
-    cli_free(&p);
+    tcli_free(&p);
     /* flock -w SECONDS: waits, and gets it once the ttl lapses. */
-    cr_assert(eq(int, cli(&p, "lock", res, "-w", "5", "--retry-delay", "50ms", "--json"), 0),
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "-w", "5", "--retry-delay", "50ms", "--json"), 0),
               "stderr: %s", p.err);
-    cr_assert(jint(p.out, "attempts") >= 1);
-    cli_free(&p);
+    cr_assert(tcli_jint(p.out, "attempts") >= 1);
+    tcli_free(&p);
 }
 
 Test(lock, durations_take_units)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], token[40];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--ttl", "30s", "--json"), 0), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 30000));
-    jstr(p.out, "token", token, sizeof(token));
-    cli_free(&p);
-    cr_assert(master_pttl(0, res) > 25000 && master_pttl(0, res) <= 30000, "PTTL %lld",
-              master_pttl(0, res));
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "2m", "--json"), 0), "stderr: %s",
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--ttl", "30s", "--json"), 0), "stderr: %s", p.err);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 30000));
+    tcli_jstr(p.out, "token", token, sizeof(token));
+    tcli_free(&p);
+    cr_assert(tcli_master_pttl(0, res) > 25000 && tcli_master_pttl(0, res) <= 30000, "PTTL %lld",
+              tcli_master_pttl(0, res));
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "2m", "--json"), 0), "stderr: %s",
               p.err);
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 120000));
-    cli_free(&p);
-    cr_assert(master_pttl(0, res) > 110000, "PTTL %lld", master_pttl(0, res));
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1h", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 3600000));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 120000));
+    tcli_free(&p);
+    cr_assert(tcli_master_pttl(0, res) > 110000, "PTTL %lld", tcli_master_pttl(0, res));
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "1h", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 3600000));
+    tcli_free(&p);
     /* A bare number is seconds, as flock -w and timeout read it; decimals
      * with or without a unit. */
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "60", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 60000));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1.5", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 1500));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "0.5m", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 30000));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "1.5h", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 5400000));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "0.4s", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 400));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "extend", res, token, "--ttl", "400ms", "--json"), 0));
-    cr_assert(eq(int, jint(p.out, "ttl_ms"), 400));
-    cli_free(&p);
-    cr_assert(master_pttl(0, res) <= 400, "PTTL %lld", master_pttl(0, res));
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "60", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 60000));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "1.5", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 1500));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "0.5m", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 30000));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "1.5h", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 5400000));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "0.4s", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 400));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "extend", res, token, "--ttl", "400ms", "--json"), 0));
+    cr_assert(eq(int, tcli_jint(p.out, "ttl_ms"), 400));
+    tcli_free(&p);
+    cr_assert(tcli_master_pttl(0, res) <= 400, "PTTL %lld", tcli_master_pttl(0, res));
     /* --wait and --retry-delay take units too: the lock lapses, the
      * waiter gets it. */
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "5s", "--retry-delay", "50ms", "--json"), 0),
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--wait", "5s", "--retry-delay", "50ms", "--json"),
+                 0),
               "stderr: %s", p.err);
-    cr_assert(jint(p.out, "attempts") >= 1);
-    cli_free(&p);
+    cr_assert(tcli_jint(p.out, "attempts") >= 1);
+    tcli_free(&p);
 }
 
 Test(lock, conflict_exit_code_replaces_75_for_a_held_lock_only)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], buf[64], dead[256], masters[512];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res), 0));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res), 0));
+    tcli_free(&p);
     /* flock -n -E: silent on a conflict; -v says who holds it. */
-    cr_assert(eq(int, cli(&p, "lock", res, "-E", "3"), 3), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "-E", "3"), 3), "stderr: %s", p.err);
     cr_assert(eq(str, p.err, ""));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "-E", "3", "-v"), 3), "stderr: %s", p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "-E", "3", "-v"), 3), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--conflict-exit-code=42", "--json"), 42));
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "exit"), 42));
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
-    cli_free(&p);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--conflict-exit-code=42", "--json"), 42));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "exit"), 42));
+    cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECONFLICT"));
+    tcli_free(&p);
     /* Masters down are not a conflict: still 69. */
-    dead_masters(dead, sizeof(dead), 3);
+    tcli_dead_masters(dead, sizeof(dead), 3);
     snprintf(masters, sizeof(masters), "%s,%s,%s", tc_addr(0), tc_addr(1), dead);
-    cr_assert(eq(int, cli(&p, "lock", "other", "-E3", "--masters", masters), 69), "stderr: %s",
+    cr_assert(eq(int, tcli_run(&p, "lock", "other", "-E3", "--masters", masters), 69), "stderr: %s",
               p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(lock, wait_forever_gets_the_lock_once_it_is_released)
 {
-    struct cli_proc holder, p;
+    struct tcli_proc holder, p;
     char res[128], t[40], buf[40];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
-    take_token(holder.out, t);
-    cli_free(&holder);
-    cli_bg(&p, "lock", res, "--wait", "forever", "--json");
-    await_waiting(res, 5000);
-    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
-    cli_free(&holder);
-    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    jstr(p.out, "token", buf, sizeof(buf));
+    cr_assert(eq(int, tcli_run(&holder, "lock", res, "--ttl", "30s"), 0));
+    tcli_take_token(holder.out, t);
+    tcli_free(&holder);
+    tcli_bg(&p, "lock", res, "--wait", "forever", "--json");
+    tcli_await_waiting(res, 5000);
+    cr_assert(eq(int, tcli_run(&holder, "unlock", res, t), 0));
+    tcli_free(&holder);
+    cr_assert(eq(int, tcli_wait(&p), 0), "stderr: %s", p.err);
+    tcli_assert_one_json_object(p.out);
+    tcli_jstr(p.out, "token", buf, sizeof(buf));
     /* Held on a majority (a master the release reached last may still have
      * had the old key when the waiter's attempt got there). */
-    cr_assert(holders(res, buf) >= tc_n() / 2 + 1, "held on %d masters", holders(res, buf));
-    cli_free(&p);
+    cr_assert(tcli_holders(res, buf) >= tc_n() / 2 + 1, "held on %d masters",
+              tcli_holders(res, buf));
+    tcli_free(&p);
 }
 
 Test(lock, wait_0_makes_one_attempt)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res), 0));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", res, "--wait", "0ms", "--retry-delay", "10ms", "--json"),
+    cr_assert(eq(int, tcli_run(&p, "lock", res), 0));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--wait", "0ms", "--retry-delay", "10ms", "--json"),
                  75));
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "attempts"), 1), "%s", p.out);
-    cli_free(&p);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "attempts"), 1), "%s", p.out);
+    tcli_free(&p);
 }
 
 Test(lock, a_signal_while_waiting_cancels_the_wait_and_exits_128_plus_n)
 {
     static const int sigs[] = { SIGINT, SIGTERM };
-    struct cli_proc holder, p;
+    struct tcli_proc holder, p;
     char res[128], t[40], buf[64];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
-    take_token(holder.out, t);
-    cli_free(&holder);
+    cr_assert(eq(int, tcli_run(&holder, "lock", res, "--ttl", "30s"), 0));
+    tcli_take_token(holder.out, t);
+    tcli_free(&holder);
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         uint64_t t0;
 
         /* A poll every 10 minutes: only the cancel can end this wait soon. */
-        cli_bg(&p, "lock", res, "--wait", "forever", "--retry-delay", "10m", "--json");
-        await_waiting(res, 5000);
-        t0 = now_ms();
+        tcli_bg(&p, "lock", res, "--wait", "forever", "--retry-delay", "10m", "--json");
+        tcli_await_waiting(res, 5000);
+        t0 = tc_now_us();
         cr_assert(kill(p.pid, sigs[i]) == 0);
-        cr_assert(eq(int, cli_wait(&p), 128 + sigs[i]), "stderr: %s", p.err);
-        cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
+        cr_assert(eq(int, tcli_wait(&p), 128 + sigs[i]), "stderr: %s", p.err);
+        cr_assert(tc_ms_since(t0) < 5000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
         cr_assert(strstr(p.err, "interrupted by SIG") != NULL, "stderr: %s", p.err);
-        assert_one_json_object(p.out);
-        cr_assert(eq(int, jint(p.out, "exit"), 128 + sigs[i]));
-        cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ECANCELED"));
-        cr_assert(jnull(p.out, "token"));
-        cli_free(&p);
+        tcli_assert_one_json_object(p.out);
+        cr_assert(eq(int, tcli_jint(p.out, "exit"), 128 + sigs[i]));
+        cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)),
+                     "ECANCELED"));
+        cr_assert(tcli_jnull(p.out, "token"));
+        tcli_free(&p);
     }
     /* The holder's lock was not touched. */
-    cr_assert(eq(int, holders(res, t), tc_n()));
+    cr_assert(eq(int, tcli_holders(res, t), tc_n()));
 }
 
 Test(lock, a_cancel_releases_the_attempt_in_flight_on_every_master)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], priv[128];
 
     /* Two of three masters paused: the attempt's SET is granted by the
      * third, and waits for the others until a node timeout (2 s). */
     tc_resource(res, sizeof(res), NULL);
-    private_start(3, 5, tc_password(), priv, sizeof(priv));
-    private_pause(1);
-    private_pause(2);
-    cli_bg(&p, "lock", res, "--masters", priv, "--timeout-ms", "2s");
-    await_private_key(0, res, 1, 5000);
+    tcli_private_start(3, 5, tc_password(), priv, sizeof(priv));
+    tcli_private_pause(1);
+    tcli_private_pause(2);
+    tcli_bg(&p, "lock", res, "--masters", priv, "--timeout-ms", "2s");
+    tcli_await_private_key(0, res, 1, 5000);
     /* ^C now: the release follows on every master the SET went to. */
     cr_assert(kill(p.pid, SIGINT) == 0);
-    cr_assert(eq(int, cli_wait(&p), 128 + SIGINT), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_wait(&p), 128 + SIGINT), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
-    cli_free(&p);
-    cr_assert(eq(int, private_pttl(0, res), -2), "the granted key was left behind");
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_private_pttl(0, res), -2), "the granted key was left behind");
     /* The paused ones run the SET, then the release queued behind it. */
-    private_resume(1);
-    private_resume(2);
-    await_private_key(1, res, 0, 5000);
-    await_private_key(2, res, 0, 5000);
+    tcli_private_resume(1);
+    tcli_private_resume(2);
+    tcli_await_private_key(1, res, 0, 5000);
+    tcli_await_private_key(2, res, 0, 5000);
 }
 
 Test(lock, masters_loading_their_data_are_waited_for_then_69)
 {
     static const char loading[] = "-LOADING Redis is loading the dataset in memory\r\n";
     tc_fake *f[3];
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], masters[512], buf[64];
     uint64_t t0;
     int unavail = 0;
@@ -546,24 +551,26 @@ Test(lock, masters_loading_their_data_are_waited_for_then_69)
              tc_fake_addr(f[1]), tc_fake_addr(f[2]));
     /* Loading passes: a wait goes on trying (it used to give up at once,
      * as for a broken setup), and what is left is "no quorum", 69. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int,
-                 cli(&p, "lock", res, "--masters", masters, "--wait", "1s", "--retry-delay",
-                     "100ms", "--json"),
+                 tcli_run(&p, "lock", res, "--masters", masters, "--wait", "1s", "--retry-delay",
+                          "100ms", "--json"),
                  69),
               "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 >= 1000, "gave up after %llu ms", (unsigned long long)(now_ms() - t0));
-    assert_one_json_object(p.out);
-    cr_assert(jint(p.out, "attempts") >= 2, "%s", p.out);
+    cr_assert(tc_ms_since(t0) >= 1000, "gave up after %llu ms",
+              (unsigned long long)tc_ms_since(t0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jint(p.out, "attempts") >= 2, "%s", p.out);
     for (int i = 2; i < 5; i++) {
-        const char *m = jindex(jreq(p.out, "masters"), i);
+        const char *m = tcli_jindex(tcli_jreq(p.out, "masters"), i);
 
-        if (!jnull(m, "error") && strcmp(jstr(m, "error", buf, sizeof(buf)), "EUNAVAIL") == 0)
+        if (!tcli_jnull(m, "error") &&
+            strcmp(tcli_jstr(m, "error", buf, sizeof(buf)), "EUNAVAIL") == 0)
             unavail++;
     }
     cr_assert(eq(int, unavail, 3), "%s", p.out);
     cr_assert(strstr(p.err, "LOADING") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     for (int i = 0; i < 3; i++)
         tc_fake_stop(f[i]);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was left behind");
@@ -575,25 +582,26 @@ Test(lock, masters_loading_their_data_are_waited_for_then_69)
  * do. Two of three: the error replies alone deny the quorum. */
 Test(lock, masters_out_of_memory_are_unavailable_69_not_a_setup_error)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], priv[128], masters[256], buf[64];
 
     tc_resource(res, sizeof(res), NULL);
-    private_start(2, 8, NULL, priv, sizeof(priv));
+    tcli_private_start(2, 8, NULL, priv, sizeof(priv));
     for (int i = 0; i < 2; i++)
-        freeReplyObject(private_cmd(i, "CONFIG SET maxmemory 1"));
+        freeReplyObject(tcli_private_cmd(i, "CONFIG SET maxmemory 1"));
     snprintf(masters, sizeof(masters), "%s,%s", priv, tc_addr(0));
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters, "--no-restart-guard", "--json"),
+    cr_assert(eq(int,
+                 tcli_run(&p, "lock", res, "--masters", masters, "--no-restart-guard", "--json"),
                  69),
               "stderr: %s", p.err);
-    cr_assert(eq(sz, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "OOM command not allowed") != NULL, "stderr: %s", p.err);
     cr_assert(strstr(p.err, "free memory or raise maxmemory; 2 of 3 masters fail this way)") !=
                   NULL,
               "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "exit"), 69), "%s", p.out);
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "EREPLY"));
-    cli_free(&p);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "exit"), 69), "%s", p.out);
+    cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)), "EREPLY"));
+    tcli_free(&p);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was left behind");
 }

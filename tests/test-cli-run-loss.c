@@ -20,118 +20,118 @@
 #include "cluster.h"
 #include "jsonread.h"
 
-TestSuite(run_loss, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+TestSuite(run_loss, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
 
 Test(run_loss, run_exits_124_when_a_majority_loses_the_key)
 {
-    struct cli_proc p;
-    char res[128], fifo[SCRATCH_MAX + 32], script[SCRATCH_MAX + 128];
+    struct tcli_proc p;
+    char res[128], fifo[TCLI_SCRATCH_MAX + 32], script[TCLI_SCRATCH_MAX + 128];
     pid_t child;
     uint64_t t0;
 
     tc_resource(res, sizeof(res), NULL);
-    make_fifo(fifo, sizeof(fifo));
+    tcli_make_fifo(fifo, sizeof(fifo));
     snprintf(script, sizeof(script), "echo $$ > '%s'; exec sleep 60", fifo);
-    cli_bg(&p, "run", res, "--ttl", "1000ms", "--kill-after", "500ms", "--", "sh", "-c", script);
-    child = read_pid_from_fifo(fifo);
+    tcli_bg(&p, "run", res, "--ttl", "1000ms", "--kill-after", "500ms", "--", "sh", "-c", script);
+    child = tcli_read_pid_from_fifo(fifo);
 
     /* Another party deletes the key on a majority: the next extend finds the
      * token gone, and CMD is stopped. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     for (int i = 0; i < tc_n() / 2 + 1; i++) {
         redisReply *r = tc_cmd(i, "DEL %s", res);
 
         cr_assert(r != NULL);
         freeReplyObject(r);
     }
-    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 < 1000 + 500 + 1000, "took %llu ms",
-              (unsigned long long)(now_ms() - t0));
-    cr_assert(process_gone(child), "CMD (pid %ld) still runs", (long)child);
+    cr_assert(eq(int, tcli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(tc_ms_since(t0) < 1000 + 500 + 1000, "took %llu ms",
+              (unsigned long long)tc_ms_since(t0));
+    cr_assert(tcli_process_gone(child), "CMD (pid %ld) still runs", (long)child);
     cr_assert(strstr(p.err, "lock lost") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(run_loss, k_is_kill_after_as_in_timeout)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128];
 
     tc_resource(res, sizeof(res), NULL);
     /* timeout -k: a CMD that ignores SIGTERM gets SIGKILL after -k. */
     cr_assert(eq(int,
-                 cli(&p, "run", res, "--ttl", "1s", "--max-lease", "300ms", "-k", "0.3", "--json",
-                     "--", "sh", "-c", "trap '' TERM; sleep 30"),
+                 tcli_run(&p, "run", res, "--ttl", "1s", "--max-lease", "300ms", "-k", "0.3",
+                          "--json", "--", "sh", "-c", "trap '' TERM; sleep 30"),
                  124),
               "stderr: %s", p.err);
     cr_assert(strstr(p.err, "SIGKILL if it is still there in 300 ms") != NULL, "stderr: %s", p.err);
-    cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGKILL), "%s", p.out);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_jint(tcli_jreq(p.out, "child"), "signal"), SIGKILL), "%s", p.out);
+    tcli_free(&p);
 }
 
 Test(run_loss, run_stops_cmd_at_the_watchdog_limits, .timeout = 60)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char res[128], buf[64];
     uint64_t t0;
 
     tc_resource(res, sizeof(res), NULL);
     /* Two extensions (at about 0.49 s and 0.98 s), then the cap: CMD is
      * stopped as for a lost lock, while the lock is still valid. */
-    t0 = now_ms();
+    t0 = tc_now_us();
     cr_assert(eq(int,
-                 cli(&p, "run", res, "--ttl", "1000ms", "--max-extends", "2", "--kill-after",
-                     "500ms", "--json", "--", "sleep", "30"),
+                 tcli_run(&p, "run", res, "--ttl", "1000ms", "--max-extends", "2", "--kill-after",
+                          "500ms", "--json", "--", "sleep", "30"),
                  124),
               "stderr: %s", p.err);
-    cr_assert(now_ms() - t0 < 5000, "took %llu ms", (unsigned long long)(now_ms() - t0));
-    assert_one_json_object(p.out);
-    cr_assert(jbool(p.out, "limit_reached"));
-    cr_assert(jbool(p.out, "lock_lost"));
-    cr_assert(eq(str, jstr(jreq(p.out, "error"), "code", buf, sizeof(buf)), "ELIMIT"));
-    cr_assert(eq(int, jint(p.out, "extends"), 2), "%s", p.out);
-    cr_assert(eq(int, jint(p.out, "max_extends"), 2));
-    cr_assert(eq(int, jint(jreq(p.out, "child"), "signal"), SIGTERM));
-    cr_assert(jbool(p.out, "released"), "the lock was still ours to release");
+    cr_assert(tc_ms_since(t0) < 5000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jbool(p.out, "limit_reached"));
+    cr_assert(tcli_jbool(p.out, "lock_lost"));
+    cr_assert(eq(str, tcli_jstr(tcli_jreq(p.out, "error"), "code", buf, sizeof(buf)), "ELIMIT"));
+    cr_assert(eq(int, tcli_jint(p.out, "extends"), 2), "%s", p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "max_extends"), 2));
+    cr_assert(eq(int, tcli_jint(tcli_jreq(p.out, "child"), "signal"), SIGTERM));
+    cr_assert(tcli_jbool(p.out, "released"), "the lock was still ours to release");
     cr_assert(strstr(p.err, "limit reached") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
 
     cr_assert(eq(int,
-                 cli(&p, "run", res, "--ttl", "1000ms", "--max-lease", "700ms", "--kill-after",
-                     "500ms", "--json", "--", "sleep", "30"),
+                 tcli_run(&p, "run", res, "--ttl", "1000ms", "--max-lease", "700ms", "--kill-after",
+                          "500ms", "--json", "--", "sleep", "30"),
                  124),
               "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(jbool(p.out, "limit_reached"));
-    cr_assert(eq(int, jint(p.out, "max_lease_ms"), 700));
-    cr_assert(jint(p.out, "extends") <= 2, "%s", p.out);
-    cli_free(&p);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jbool(p.out, "limit_reached"));
+    cr_assert(eq(int, tcli_jint(p.out, "max_lease_ms"), 700));
+    cr_assert(tcli_jint(p.out, "extends") <= 2, "%s", p.out);
+    tcli_free(&p);
 
     /* run's own defaults otherwise, for batch jobs: 1e6 extensions, 7 days. */
-    cr_assert(eq(int, cli(&p, "run", res, "--json", "--", "true"), 0));
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "max_extends"), 1000000));
-    cr_assert(eq(int, jint(p.out, "max_lease_ms"), 604800000));
-    cr_assert(yes(!jbool(p.out, "limit_reached")));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "run", res, "--json", "--", "true"), 0));
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "max_extends"), 1000000));
+    cr_assert(eq(int, tcli_jint(p.out, "max_lease_ms"), 604800000));
+    cr_assert(tcli_yes(!tcli_jbool(p.out, "limit_reached")));
+    tcli_free(&p);
 }
 
 /* CMD for the tests below: a grandchild that appends CLOCK_REALTIME stamps
  * to @stamps every 20 ms; CMD writes "CMD-PID WRITER-PID TOKEN" into
  * @fifo and waits. */
 struct writer {
-    char fifo[SCRATCH_MAX + 32];
-    char stamps[SCRATCH_MAX + 32];
-    char script[3 * SCRATCH_MAX];
+    char fifo[TCLI_SCRATCH_MAX + 32];
+    char stamps[TCLI_SCRATCH_MAX + 32];
+    char script[3 * TCLI_SCRATCH_MAX];
     pid_t cmd, writer;
     char token[40];
 };
 
 static void writer_plan(struct writer *w)
 {
-    snprintf(w->fifo, sizeof(w->fifo), "%s/fifo", cli_tmpdir);
-    snprintf(w->stamps, sizeof(w->stamps), "%s/stamps", cli_tmpdir);
+    snprintf(w->fifo, sizeof(w->fifo), "%s/fifo", tcli_tmpdir);
+    snprintf(w->stamps, sizeof(w->stamps), "%s/stamps", tcli_tmpdir);
     cr_assert(mkfifo(w->fifo, 0600) == 0);
     snprintf(w->script, sizeof(w->script),
              "(while :; do date +%%s%%N >> '%s'; sleep 0.02; done) & "
@@ -144,44 +144,44 @@ static void writer_started(struct writer *w)
     char buf[128];
     long a = 0, b = 0;
 
-    read_line_from_fifo(w->fifo, buf, sizeof(buf));
+    tcli_read_line_from_fifo(w->fifo, buf, sizeof(buf));
     cr_assert(eq(int, sscanf(buf, "%ld %ld %39s", &a, &b, w->token), 3), "'%s'", buf);
     w->cmd = (pid_t)a;
     w->writer = (pid_t)b;
-    await_file_grows(w->stamps, 0, 5000);
+    tcli_await_file_grows(w->stamps, 0, 5000);
 }
 
 /* `run --ttl TTL [--json] -c WRITER` on a new resource, until the writer
  * writes. */
-static void start_writer_run(struct cli_proc *p, struct writer *w, char *res, size_t size,
+static void start_writer_run(struct tcli_proc *p, struct writer *w, char *res, size_t size,
                              const char *ttl, int json)
 {
     tc_resource(res, size, NULL);
     writer_plan(w);
     if (json)
-        cli_bg(p, "run", res, "--ttl", ttl, "--json", "-c", w->script);
+        tcli_bg(p, "run", res, "--ttl", ttl, "--json", "-c", w->script);
     else
-        cli_bg(p, "run", res, "--ttl", ttl, "-c", w->script);
+        tcli_bg(p, "run", res, "--ttl", ttl, "-c", w->script);
     writer_started(w);
 }
 
 /* ^Z (or SIGTTIN, SIGTTOU: @sig): CMD's whole group stops, then run
  * itself. */
-static void stop_run(const struct cli_proc *p, const struct writer *w, int sig)
+static void stop_run(const struct tcli_proc *p, const struct writer *w, int sig)
 {
     cr_assert(kill(p->pid, sig) == 0);
-    await_proc_state(p->pid, 'T', 5000);
-    await_group_stopped(w->cmd, 5000);
+    tcli_await_proc_state(p->pid, 'T', 5000);
+    tcli_await_group_stopped(w->cmd, 5000);
 }
 
 /* When the lock on @res may lapse at the earliest, CLOCK_REALTIME ns: the
  * shortest PTTL of our token's keys, from now. */
 static long long earliest_lapse(const char *res)
 {
-    long long t = realtime_ns(), least = -1;
+    long long t = tcli_realtime_ns(), least = -1;
 
     for (int i = 0; i < tc_n(); i++) {
-        long long ms = master_pttl(i, res);
+        long long ms = tcli_master_pttl(i, res);
 
         if (ms >= 0 && (least < 0 || ms < least))
             least = ms;
@@ -192,34 +192,35 @@ static long long earliest_lapse(const char *res)
 
 Test(run_loss, signal_option_chooses_what_cmd_gets_on_loss)
 {
-    struct cli_proc p;
-    char res[128], fifo[SCRATCH_MAX + 32], got[SCRATCH_MAX + 32], script[3 * SCRATCH_MAX];
+    struct tcli_proc p;
+    char res[128], fifo[TCLI_SCRATCH_MAX + 32], got[TCLI_SCRATCH_MAX + 32],
+        script[3 * TCLI_SCRATCH_MAX];
     char *err;
 
     tc_resource(res, sizeof(res), NULL);
-    snprintf(fifo, sizeof(fifo), "%s/fifo", cli_tmpdir);
-    snprintf(got, sizeof(got), "%s/got", cli_tmpdir);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", tcli_tmpdir);
+    snprintf(got, sizeof(got), "%s/got", tcli_tmpdir);
     cr_assert(mkfifo(fifo, 0600) == 0);
     snprintf(script, sizeof(script),
              "trap 'echo INT > \"%s\"; exit 3' INT; echo $$ > '%s'; sleep 60 & wait", got, fifo);
-    cli_bg(&p, "run", res, "--ttl", "1s", "-s", "int", "--json", "-c", script);
-    read_pid_from_fifo(fifo);
+    tcli_bg(&p, "run", res, "--ttl", "1s", "-s", "int", "--json", "-c", script);
+    tcli_read_pid_from_fifo(fifo);
     for (int i = 0; i < tc_n() / 2 + 1; i++)
         freeReplyObject(tc_cmd(i, "DEL %s", res));
-    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_wait(&p), 124), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "SIGINT") != NULL, "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(jreq(p.out, "child"), "exit_status"), 3), "%s", p.out);
-    err = slurp(got);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(tcli_jreq(p.out, "child"), "exit_status"), 3), "%s", p.out);
+    err = tcli_slurp(got);
     cr_assert(eq(str, err, "INT\n"));
     free(err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(run_loss, sigtstp_stops_cmd_and_its_children_and_fg_continues_them)
 {
     static const int stops[] = { SIGTSTP, SIGTTIN, SIGTTOU };
-    struct cli_proc p;
+    struct tcli_proc p;
     struct writer w;
     char res[128];
 
@@ -229,27 +230,27 @@ Test(run_loss, sigtstp_stops_cmd_and_its_children_and_fg_continues_them)
         long long size;
 
         stop_run(&p, &w, stops[i]);
-        cr_assert(eq(int, holders(res, w.token), tc_n()), "the lock is still held");
-        stamps = slurp(w.stamps);
+        cr_assert(eq(int, tcli_holders(res, w.token), tc_n()), "the lock is still held");
+        stamps = tcli_slurp(w.stamps);
         size = (long long)strlen(stamps);
         free(stamps);
         /* fg (SIGCONT to run): well inside the lease, CMD goes on. */
         cr_assert(kill(p.pid, SIGCONT) == 0);
-        await_file_grows(w.stamps, size, 5000);
+        tcli_await_file_grows(w.stamps, size, 5000);
     }
     cr_assert(kill(p.pid, SIGTERM) == 0);
-    cr_assert(eq(int, cli_wait(&p), 128 + SIGTERM), "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(eq(int, jint(p.out, "stops"), 3), "%s", p.out);
-    cr_assert(yes(!jbool(p.out, "lock_lost")), "%s", p.out);
-    cr_assert(jbool(p.out, "released"));
-    cli_free(&p);
-    await_gone(w.writer, 5000);
+    cr_assert(eq(int, tcli_wait(&p), 128 + SIGTERM), "stderr: %s", p.err);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(eq(int, tcli_jint(p.out, "stops"), 3), "%s", p.out);
+    cr_assert(tcli_yes(!tcli_jbool(p.out, "lock_lost")), "%s", p.out);
+    cr_assert(tcli_jbool(p.out, "released"));
+    tcli_free(&p);
+    tcli_await_gone(w.writer, 5000);
 }
 
 Test(run_loss, a_stopped_run_lets_the_lease_lapse_and_cmd_never_runs_again)
 {
-    struct cli_proc p, second;
+    struct tcli_proc p, second;
     struct writer w;
     char res[128];
     long long stopped_at;
@@ -257,30 +258,30 @@ Test(run_loss, a_stopped_run_lets_the_lease_lapse_and_cmd_never_runs_again)
     start_writer_run(&p, &w, res, sizeof(res), "1s", 1);
 
     stop_run(&p, &w, SIGTSTP);
-    stopped_at = last_stamp(w.stamps);
+    stopped_at = tcli_last_stamp(w.stamps);
 
     /* Nobody extends the stopped run's lease: it lapses, and another run
      * takes the lock while the first is still stopped. The guard has
      * killed the first CMD's group by then. */
-    await_key_gone(res, 5000);
-    cr_assert(eq(int, cli(&second, "run", res, "--", "true"), 0), "stderr: %s", second.err);
-    cli_free(&second);
-    cr_assert(eq(int, group_alive(w.cmd), 0), "CMD's group outlived the lease");
-    cr_assert(eq(int, last_stamp(w.stamps), stopped_at), "CMD's child wrote while stopped");
+    tcli_await_key_gone(res, 5000);
+    cr_assert(eq(int, tcli_run(&second, "run", res, "--", "true"), 0), "stderr: %s", second.err);
+    tcli_free(&second);
+    cr_assert(eq(int, tcli_group_alive(w.cmd), 0), "CMD's group outlived the lease");
+    cr_assert(eq(int, tcli_last_stamp(w.stamps), stopped_at), "CMD's child wrote while stopped");
 
     /* fg: too late; run says so, and exits 124. */
     cr_assert(kill(p.pid, SIGCONT) == 0);
-    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_wait(&p), 124), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "stopped") != NULL, "stderr: %s", p.err);
-    assert_one_json_object(p.out);
-    cr_assert(jbool(p.out, "lock_lost"));
-    cr_assert(eq(int, last_stamp(w.stamps), stopped_at), "CMD's child wrote after fg");
-    cli_free(&p);
+    tcli_assert_one_json_object(p.out);
+    cr_assert(tcli_jbool(p.out, "lock_lost"));
+    cr_assert(eq(int, tcli_last_stamp(w.stamps), stopped_at), "CMD's child wrote after fg");
+    tcli_free(&p);
 }
 
 Test(run_loss, sigkill_of_run_stops_cmd_and_its_children_within_the_lease)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     struct writer w;
     char res[128];
     char *err;
@@ -291,22 +292,22 @@ Test(run_loss, sigkill_of_run_stops_cmd_and_its_children_within_the_lease)
     /* The OOM killer, or kill -9: nobody extends the lock any more. */
     cr_assert(kill(p.pid, SIGKILL) == 0);
     lapse = earliest_lapse(res);
-    await_gone(w.writer, 5000);
-    await_gone(w.cmd, 5000);
+    tcli_await_gone(w.writer, 5000);
+    tcli_await_gone(w.cmd, 5000);
     /* Gone while the lock still held: no write after it could lapse. */
-    cr_assert(holders(res, w.token) >= tc_n() / 2 + 1, "the lease lapsed first");
-    cr_assert(last_stamp(w.stamps) < lapse, "a write %lld ns after the lease could lapse",
-              last_stamp(w.stamps) - lapse);
-    cr_assert(eq(int, cli_wait(&p), 128 + SIGKILL));
-    cli_free(&p);
-    err = await_file_contains(p.err_path, "redlock-cli is gone", 5000);
-    cr_assert(eq(int, count_lines(err), 1), "stderr: %s", err);
+    cr_assert(tcli_holders(res, w.token) >= tc_n() / 2 + 1, "the lease lapsed first");
+    cr_assert(tcli_last_stamp(w.stamps) < lapse, "a write %lld ns after the lease could lapse",
+              tcli_last_stamp(w.stamps) - lapse);
+    cr_assert(eq(int, tcli_wait(&p), 128 + SIGKILL));
+    tcli_free(&p);
+    err = tcli_await_file_contains(p.err_path, "redlock-cli is gone", 5000);
+    cr_assert(eq(int, tcli_count_lines(err), 1), "stderr: %s", err);
     free(err);
 }
 
 Test(run_loss, sigstop_of_run_lets_the_guard_kill_cmd_at_the_lease_end)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     struct writer w;
     char res[128];
     long long lapse;
@@ -316,35 +317,35 @@ Test(run_loss, sigstop_of_run_lets_the_guard_kill_cmd_at_the_lease_end)
     /* SIGSTOP cannot be caught: CMD runs on until the lease ends, and not
      * a write later. */
     cr_assert(kill(p.pid, SIGSTOP) == 0);
-    await_proc_state(p.pid, 'T', 5000);
+    tcli_await_proc_state(p.pid, 'T', 5000);
     lapse = earliest_lapse(res);
-    await_gone(w.writer, 5000);
-    cr_assert(last_stamp(w.stamps) < lapse, "a write %lld ns after the lease could lapse",
-              last_stamp(w.stamps) - lapse);
+    tcli_await_gone(w.writer, 5000);
+    cr_assert(tcli_last_stamp(w.stamps) < lapse, "a write %lld ns after the lease could lapse",
+              tcli_last_stamp(w.stamps) - lapse);
     cr_assert(kill(p.pid, SIGCONT) == 0);
-    cr_assert(eq(int, cli_wait(&p), 124), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_wait(&p), 124), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "SIGKILL") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(run_loss, a_stop_while_waiting_for_the_lock_does_not_end_the_wait)
 {
-    struct cli_proc holder, p;
+    struct tcli_proc holder, p;
     char res[128], t[40];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&holder, "lock", res, "--ttl", "30s"), 0));
-    take_token(holder.out, t);
-    cli_free(&holder);
-    cli_bg(&p, "run", res, "--wait", "20s", "--", "true");
-    await_waiting(res, 5000);
+    cr_assert(eq(int, tcli_run(&holder, "lock", res, "--ttl", "30s"), 0));
+    tcli_take_token(holder.out, t);
+    tcli_free(&holder);
+    tcli_bg(&p, "run", res, "--wait", "20s", "--", "true");
+    tcli_await_waiting(res, 5000);
     /* ^Z and fg while it waits: the SIGCONT wakes the wait, but it is not
      * a signal to give up on. */
     cr_assert(kill(p.pid, SIGTSTP) == 0);
-    await_proc_state(p.pid, 'T', 5000);
+    tcli_await_proc_state(p.pid, 'T', 5000);
     cr_assert(kill(p.pid, SIGCONT) == 0);
-    cr_assert(eq(int, cli(&holder, "unlock", res, t), 0));
-    cli_free(&holder);
-    cr_assert(eq(int, cli_wait(&p), 0), "stderr: %s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&holder, "unlock", res, t), 0));
+    tcli_free(&holder);
+    cr_assert(eq(int, tcli_wait(&p), 0), "stderr: %s", p.err);
+    tcli_free(&p);
 }

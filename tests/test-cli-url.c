@@ -19,9 +19,9 @@
 
 #define SECRET "Cli-S3cret"
 
-TestSuite(cli_url, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+TestSuite(cli_url, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
 
-static void expect_no_secret(const struct cli_proc *p)
+static void expect_no_secret(const struct tcli_proc *p)
 {
     cr_expect(zero(ptr, strstr(p->out, SECRET)), "the password shows on stdout: %s", p->out);
     cr_expect(zero(ptr, strstr(p->err, SECRET)), "the password shows on stderr: %s", p->err);
@@ -44,49 +44,49 @@ static void masters_env(char *env, size_t size, char *user, size_t usize)
 
 Test(cli_url, a_password_in_argv_is_refused_without_echoing_it)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char masters[128], res[128];
     snprintf(masters, sizeof(masters), "redis://u:%s@%s", SECRET, tc_addr(0));
     tc_resource(res, sizeof(res), NULL);
-    int rc = cli(&p, "--masters", masters, "lock", res);
+    int rc = tcli_run(&p, "--masters", masters, "lock", res);
     cr_expect(eq(int, rc, 64), "status %d: %s", rc, p.err);
-    cr_expect(eq(sz, count_lines(p.err), 1), "%s", p.err);
+    cr_expect(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "REDLOCK_MASTERS"))), "no way out named: %s", p.err);
     expect_no_secret(&p);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(cli_url, passwords_from_the_environment_work_and_never_show)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char env[1024], user[64], res[128], token[64];
     masters_env(env, sizeof(env), user, sizeof(user));
     const char *envs[] = { env, NULL };
     tc_resource(res, sizeof(res), NULL);
 
-    int rc = cli_env(&p, envs, "lock", res, "--ttl", "20000ms", "--json", (const char *)NULL);
+    int rc = tcli_run_env(&p, envs, "lock", res, "--ttl", "20000ms", "--json", (const char *)NULL);
     cr_assert(eq(int, rc, 0), "status %d: %s", rc, p.err);
     expect_no_secret(&p);
     cr_expect(not(zero(ptr, strstr(p.out, user))), "masters not named in the JSON: %s", p.out);
     char *t = strstr(p.out, "\"token\":\"");
     cr_assert(not(zero(ptr, t)), "%s", p.out);
     snprintf(token, 33, "%s", t + 9);
-    cli_free(&p);
-    cr_expect(eq(int, holders(res, token), tc_n()));
+    tcli_free(&p);
+    cr_expect(eq(int, tcli_holders(res, token), tc_n()));
 
-    rc = cli_env(&p, envs, "status", res, "--json", (const char *)NULL);
+    rc = tcli_run_env(&p, envs, "status", res, "--json", (const char *)NULL);
     cr_expect(eq(int, rc, 0), "status %d: %s", rc, p.err);
     expect_no_secret(&p);
-    cli_free(&p);
-    rc = cli_env(&p, envs, "unlock", res, token, "-v", (const char *)NULL);
+    tcli_free(&p);
+    rc = tcli_run_env(&p, envs, "unlock", res, token, "-v", (const char *)NULL);
     cr_expect(eq(int, rc, 0), "status %d: %s", rc, p.err);
     expect_no_secret(&p);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(cli_url, a_wrong_password_from_the_environment_never_shows)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char env[1024], user[64], res[128];
     masters_env(env, sizeof(env), user, sizeof(user));
     /* Every URL's password, one character off. */
@@ -94,31 +94,31 @@ Test(cli_url, a_wrong_password_from_the_environment_never_shows)
         s[0] = 'X';
     const char *envs[] = { env, NULL };
     tc_resource(res, sizeof(res), NULL);
-    int rc = cli_env(&p, envs, "lock", res, "--json", "-v", (const char *)NULL);
+    int rc = tcli_run_env(&p, envs, "lock", res, "--json", "-v", (const char *)NULL);
     cr_expect(ne(int, rc, 0));
     cr_expect(not(zero(ptr, strstr(p.out, "EAUTH"))), "%s", p.out);
     cr_expect(zero(ptr, strstr(p.out, "Xli-S3cret")), "the password shows: %s", p.out);
     cr_expect(zero(ptr, strstr(p.err, "Xli-S3cret")), "the password shows: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(cli_url, no_command_line_holds_the_password)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char env[1024], user[64], res[128], cmd[700];
     masters_env(env, sizeof(env), user, sizeof(user));
     const char *envs[] = { env, NULL };
     tc_resource(res, sizeof(res), NULL);
     /* CMD copies its parent's (redlock-cli's) command line while the lock
      * is held. */
-    snprintf(cmd, sizeof(cmd), "tr '\\0' ' ' < /proc/$PPID/cmdline > %s/cmdline", cli_tmpdir);
-    int rc = cli_env(&p, envs, "run", res, "--", "sh", "-c", cmd, (const char *)NULL);
+    snprintf(cmd, sizeof(cmd), "tr '\\0' ' ' < /proc/$PPID/cmdline > %s/cmdline", tcli_tmpdir);
+    int rc = tcli_run_env(&p, envs, "run", res, "--", "sh", "-c", cmd, (const char *)NULL);
     cr_assert(eq(int, rc, 0), "status %d: %s", rc, p.err);
     expect_no_secret(&p);
-    cli_free(&p);
-    char path[SCRATCH_MAX + 16];
-    snprintf(path, sizeof(path), "%s/cmdline", cli_tmpdir);
-    char *line = slurp(path);
+    tcli_free(&p);
+    char path[TCLI_SCRATCH_MAX + 16];
+    snprintf(path, sizeof(path), "%s/cmdline", tcli_tmpdir);
+    char *line = tcli_slurp(path);
     cr_expect(not(zero(ptr, strstr(line, "run"))), "not redlock-cli's: %s", line);
     cr_expect(zero(ptr, strstr(line, SECRET)), "the password shows in ps: %s", line);
     free(line);

@@ -23,7 +23,7 @@
 #include "cluster.h"
 #include "jsonread.h"
 
-TestSuite(usage, .init = cli_setup, .fini = cli_teardown, .timeout = 30);
+TestSuite(usage, .init = tcli_setup, .fini = tcli_teardown, .timeout = 30);
 
 #define LONG_256                                                                                                                       \
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" \
@@ -252,16 +252,17 @@ ParameterizedTestParameters(usage, bad_input_exits_64)
 ParameterizedTest(int *index, usage, bad_input_exits_64)
 {
     const struct bad_input *in = &bad_inputs[*index];
-    struct cli_proc p;
+    struct tcli_proc p;
     const char *env[2] = { in->env, NULL };
 
-    cli_start(&p, in->args, env);
-    cr_assert(eq(int, cli_wait(&p), 64), "%s: exit %d, stderr: %s", in->why, p.status, p.err);
+    tcli_start(&p, in->args, env);
+    cr_assert(eq(int, tcli_wait(&p), 64), "%s: exit %d, stderr: %s", in->why, p.status, p.err);
     cr_assert(eq(str, p.out, ""), "%s: stdout: %s", in->why, p.out);
-    cr_assert(eq(int, count_lines(p.err), 1), "%s: stderr is not one line: %s", in->why, p.err);
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s: stderr is not one line: %s", in->why,
+              p.err);
     cr_assert(strncmp(p.err, "redlock-cli: ", 13) == 0, "%s: %s", in->why, p.err);
     cr_assert(strstr(p.err, "s3cret") == NULL, "%s: the password was printed: %s", in->why, p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 /* Not in the table: an empty regular file needs a path made at run time. */
@@ -269,25 +270,25 @@ Test(usage, an_empty_password_file_exits_64_and_says_so)
 {
     char path[] = "/tmp/redlock-empty-pw-XXXXXX";
     const char *args[] = { "ping", "--password-file", path, NULL };
-    struct cli_proc p;
+    struct tcli_proc p;
     int fd = mkstemp(path);
 
     cr_assert(fd >= 0, "mkstemp: %s", strerror(errno));
     close(fd);
-    cli_start(&p, args, NULL);
-    int status = cli_wait(&p);
+    tcli_start(&p, args, NULL);
+    int status = tcli_wait(&p);
     unlink(path);
     cr_assert(eq(int, status, 64), "exit %d, stderr: %s", status, p.err);
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_expect(strstr(p.err, "is empty") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(usage, a_set_holds_at_most_64_resources)
 {
     static char names[66][8];
-    const char *args[MAX_ARGS + 1];
-    struct cli_proc p;
+    const char *args[TCLI_MAX_ARGS + 1];
+    struct tcli_proc p;
     size_t k = 0;
 
     args[k++] = "lock";
@@ -296,59 +297,59 @@ Test(usage, a_set_holds_at_most_64_resources)
         args[k++] = names[i];
     }
     args[k] = NULL;
-    cli_start(&p, args, NULL);
-    cr_assert(eq(int, cli_wait(&p), 64), "stderr: %s", p.err);
+    tcli_start(&p, args, NULL);
+    cr_assert(eq(int, tcli_wait(&p), 64), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "64") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     /* unlock: 64 resources and the token are fine as far as parsing goes;
      * 65 and the token are not. */
     args[0] = "unlock";
     args[k++] = "tok";
     args[k] = NULL;
-    cli_start(&p, args, NULL);
-    cr_assert(eq(int, cli_wait(&p), 64), "stderr: %s", p.err);
+    tcli_start(&p, args, NULL);
+    cr_assert(eq(int, tcli_wait(&p), 64), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "before TOKEN") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(usage, json_does_not_change_exit_64)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
 
-    cr_assert(eq(int, cli(&p, "--json", "lock", "r", "--ttl", "0ms"), 64));
+    cr_assert(eq(int, tcli_run(&p, "--json", "lock", "r", "--ttl", "0ms"), 64));
     cr_assert(eq(str, p.out, ""));
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(usage, even_number_of_masters_is_a_warning)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     char masters[256], res[128];
 
     tc_resource(res, sizeof(res), NULL);
     snprintf(masters, sizeof(masters), "%s,%s,%s,%s", tc_addr(0), tc_addr(1), tc_addr(2),
              tc_addr(3));
-    cr_assert(eq(int, cli(&p, "lock", res, "--masters", masters), 0), "%s", p.err);
-    cr_assert(is_token(p.out));
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--masters", masters), 0), "%s", p.err);
+    cr_assert(tcli_is_token(p.out));
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "warning") != NULL && strstr(p.err, "odd") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     /* -q silences it. */
-    cr_assert(eq(int, cli(&p, "-q", "status", res, "--masters", masters), 0));
+    cr_assert(eq(int, tcli_run(&p, "-q", "status", res, "--masters", masters), 0));
     cr_assert(eq(str, p.err, ""));
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(usage, help_fits_one_screen_and_lists_exit_codes)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     const char *codes[] = { "64", "69", "75", "77", "78", "124", "126", "127", "128+N" };
     const char *line;
     size_t lines = 0;
 
-    cr_assert(eq(int, cli(&p, "--help"), 0));
+    cr_assert(eq(int, tcli_run(&p, "--help"), 0));
     for (line = p.out; *line; lines++) {
         size_t len = strcspn(line, "\n");
 
@@ -358,26 +359,26 @@ Test(usage, help_fits_one_screen_and_lists_exit_codes)
     cr_assert(lines <= 24, "help is %zu lines", lines);
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
         cr_assert(strstr(p.out, codes[i]) != NULL, "exit code %s not in --help", codes[i]);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "lock", "-h"), 0));
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "--version"), 0));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "lock", "-h"), 0));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "--version"), 0));
     cr_assert(strncmp(p.out, "redlock-cli ", 12) == 0, "%s", p.out);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
 {
-    struct cli_proc p;
-    char masters[128], pwfile[SCRATCH_MAX + 32], badfile[SCRATCH_MAX + 32];
+    struct tcli_proc p;
+    char masters[128], pwfile[TCLI_SCRATCH_MAX + 32], badfile[TCLI_SCRATCH_MAX + 32];
     const char *secret = "cli s3cret pw";
     const char *env_good[] = { "REDLOCK_PASSWORD=cli s3cret pw", NULL };
     const char *env_bad[] = { "REDLOCK_PASSWORD=wr0ng-s3cret", NULL };
     FILE *f;
 
-    private_start(1, 8, secret, masters, sizeof(masters));
-    snprintf(pwfile, sizeof(pwfile), "%s/pw", cli_tmpdir);
-    snprintf(badfile, sizeof(badfile), "%s/badpw", cli_tmpdir);
+    tcli_private_start(1, 8, secret, masters, sizeof(masters));
+    snprintf(pwfile, sizeof(pwfile), "%s/pw", tcli_tmpdir);
+    snprintf(badfile, sizeof(badfile), "%s/badpw", tcli_tmpdir);
     f = fopen(pwfile, "w");
     cr_assert(f != NULL);
     fprintf(f, "%s\n", secret);
@@ -389,33 +390,35 @@ Test(usage, password_from_file_or_env_is_used_and_never_printed, .timeout = 60)
     fclose(f);
     chmod(badfile, 0600);
 
-    cr_assert(eq(int, cli(&p, "ping", "-v", "--masters", masters, "--password-file", pwfile), 0),
-              "%s", p.err);
-    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
-    cli_free(&p);
-    cr_assert(eq(int,
-                 cli_env(&p, env_good, "lock", "pw-test", "--masters", masters, "-v",
-                         (const char *)NULL),
+    cr_assert(eq(int, tcli_run(&p, "ping", "-v", "--masters", masters, "--password-file", pwfile),
                  0),
               "%s", p.err);
     cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
-    cli_free(&p);
+    tcli_free(&p);
+    cr_assert(eq(int,
+                 tcli_run_env(&p, env_good, "lock", "pw-test", "--masters", masters, "-v",
+                              (const char *)NULL),
+                 0),
+              "%s", p.err);
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL);
+    tcli_free(&p);
 
     /* Wrong or missing password: the master refuses; 77, and no secret. */
-    cr_assert(eq(int,
-                 cli(&p, "ping", "-v", "--json", "--masters", masters, "--password-file", badfile),
-                 77));
-    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s", p.out,
-              p.err);
-    cli_free(&p);
     cr_assert(eq(
-        int, cli_env(&p, env_bad, "status", "x", "--masters", masters, "-vv", (const char *)NULL),
+        int, tcli_run(&p, "ping", "-v", "--json", "--masters", masters, "--password-file", badfile),
         77));
     cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s", p.out,
               p.err);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "ping", "--masters", masters), 77));
-    cli_free(&p);
+    tcli_free(&p);
+    cr_assert(eq(int,
+                 tcli_run_env(&p, env_bad, "status", "x", "--masters", masters, "-vv",
+                              (const char *)NULL),
+                 77));
+    cr_assert(strstr(p.out, "s3cret") == NULL && strstr(p.err, "s3cret") == NULL, "%s%s", p.out,
+              p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "ping", "--masters", masters), 77));
+    tcli_free(&p);
 }
 
 /* @text into a new file @name in the scratch dir, with @mode; its path. */
@@ -423,7 +426,7 @@ static void write_file(char *path, size_t size, const char *name, const char *te
 {
     FILE *f;
 
-    snprintf(path, size, "%s/%s", cli_tmpdir, name);
+    snprintf(path, size, "%s/%s", tcli_tmpdir, name);
     f = fopen(path, "w");
     cr_assert(f != NULL);
     fputs(text, f);
@@ -431,7 +434,7 @@ static void write_file(char *path, size_t size, const char *name, const char *te
     cr_assert(chmod(path, mode) == 0);
 }
 
-static void assert_no_secret(const struct cli_proc *p)
+static void assert_no_secret(const struct tcli_proc *p)
 {
     cr_assert(strstr(p->out, "s3cret") == NULL && strstr(p->err, "s3cret") == NULL,
               "the password was printed: %s%s", p->out, p->err);
@@ -439,88 +442,93 @@ static void assert_no_secret(const struct cli_proc *p)
 
 Test(usage, passwords_in_master_urls_come_from_the_environment_or_a_file, .timeout = 60)
 {
-    struct cli_proc p;
-    char priv[64], url[128], env_url[160], env_bad[160], addr[128], file[SCRATCH_MAX + 32];
+    struct tcli_proc p;
+    char priv[64], url[128], env_url[160], env_bad[160], addr[128], file[TCLI_SCRATCH_MAX + 32];
     char text[160], res[128];
     const char *env[] = { env_url, NULL };
     const char *bad[] = { env_bad, NULL };
 
     tc_resource(res, sizeof(res), NULL);
-    private_start(1, 9, "url-s3cret", priv, sizeof(priv));
+    tcli_private_start(1, 9, "url-s3cret", priv, sizeof(priv));
     snprintf(url, sizeof(url), "redis://:url-s3cret@%s", priv);
     snprintf(env_url, sizeof(env_url), "REDLOCK_MASTERS=%s", url);
     snprintf(env_bad, sizeof(env_bad), "REDLOCK_MASTERS=redis://:wr0ng-s3cret@%s", priv);
 
     /* From the environment: used, and shown without its password. */
-    cr_assert(eq(int,
-                 cli_env(&p, env, "ping", "-v", "--samples", "1", "--json", (const char *)NULL), 0),
-              "stderr: %s", p.err);
+    cr_assert(
+        eq(int, tcli_run_env(&p, env, "ping", "-v", "--samples", "1", "--json", (const char *)NULL),
+           0),
+        "stderr: %s", p.err);
     assert_no_secret(&p);
-    assert_one_json_object(p.out);
+    tcli_assert_one_json_object(p.out);
     snprintf(text, sizeof(text), "redis://%s", priv);
-    cr_assert(eq(str, jstr(jindex(jreq(p.out, "masters"), 0), "addr", addr, sizeof(addr)), text));
-    cli_free(&p);
-    cr_assert(eq(int, cli_env(&p, env, "lock", res, "-vv", "--json", (const char *)NULL), 0),
+    cr_assert(eq(str,
+                 tcli_jstr(tcli_jindex(tcli_jreq(p.out, "masters"), 0), "addr", addr, sizeof(addr)),
+                 text));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run_env(&p, env, "lock", res, "-vv", "--json", (const char *)NULL), 0),
               "stderr: %s", p.err);
     assert_no_secret(&p);
-    cli_free(&p);
+    tcli_free(&p);
     /* run's CMD gets the list, password and all, to call redlock-cli. */
     cr_assert(eq(int,
-                 cli_env(&p, env, "run", "other", "-c",
-                         "\"$REDLOCK_CLI\" -q status \"$REDLOCK_RESOURCE\"", (const char *)NULL),
+                 tcli_run_env(&p, env, "run", "other", "-c",
+                              "\"$REDLOCK_CLI\" -q status \"$REDLOCK_RESOURCE\"",
+                              (const char *)NULL),
                  0),
               "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 
     /* From a file, one entry per line; a warning if others may read it. */
     snprintf(text, sizeof(text), "%s\n", url);
     write_file(file, sizeof(file), "masters", text, 0600);
-    cr_assert(eq(int, cli(&p, "status", res, "--masters-file", file), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "status", res, "--masters-file", file), 0), "stderr: %s", p.err);
     assert_no_secret(&p);
     cr_assert(eq(str, p.err, ""));
-    cli_free(&p);
+    tcli_free(&p);
     cr_assert(chmod(file, 0644) == 0);
-    cr_assert(eq(int, cli(&p, "status", res, "--masters-file", file), 0), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "status", res, "--masters-file", file), 0), "stderr: %s", p.err);
     cr_assert(strstr(p.err, "readable by others") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 
     /* Never in argv: ps(1) would show it. */
-    cr_assert(eq(int, cli(&p, "ping", "--masters", url), 64));
+    cr_assert(eq(int, tcli_run(&p, "ping", "--masters", url), 64));
     assert_no_secret(&p);
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "REDLOCK_MASTERS") != NULL && strstr(p.err, "--masters-file") != NULL,
               "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 
     /* A wrong one: refused by the master (77), and still never printed. */
-    cr_assert(eq(int, cli_env(&p, bad, "lock", res, "-vv", "--json", (const char *)NULL), 77),
+    cr_assert(eq(int, tcli_run_env(&p, bad, "lock", res, "-vv", "--json", (const char *)NULL), 77),
               "stderr: %s", p.err);
     assert_no_secret(&p);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 Test(usage, no_masters_is_a_configuration_error_78)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     const char *env[] = { "!REDLOCK_MASTERS", NULL };
     const char *empty[] = { "REDLOCK_MASTERS=", NULL };
 
     /* A cron job without the environment: no guess at a cluster. */
-    cr_assert(eq(int, cli_env(&p, env, "lock", "r", "--json", (const char *)NULL), 78),
+    cr_assert(eq(int, tcli_run_env(&p, env, "lock", "r", "--json", (const char *)NULL), 78),
               "stderr: %s", p.err);
     cr_assert(eq(str, p.out, ""));
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "--masters") != NULL && strstr(p.err, "REDLOCK_MASTERS") != NULL, "%s",
               p.err);
-    cli_free(&p);
+    tcli_free(&p);
     /* Empty is unset, as for $REDLOCK_PASSWORD. */
-    cr_assert(eq(int, cli_env(&p, empty, "ping", (const char *)NULL), 78), "stderr: %s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run_env(&p, empty, "ping", (const char *)NULL), 78), "stderr: %s",
+              p.err);
+    tcli_free(&p);
     /* Bad usage is still told first. */
-    cr_assert(eq(int, cli_env(&p, env, "lock", (const char *)NULL), 64));
-    cli_free(&p);
-    cr_assert(eq(int, cli_env(&p, env, "--help", (const char *)NULL), 0));
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run_env(&p, env, "lock", (const char *)NULL), 64));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run_env(&p, env, "--help", (const char *)NULL), 0));
+    tcli_free(&p);
 }
 
 /* The CLI says --cacert where the library says config.tls_ca_file, but
@@ -528,20 +536,21 @@ Test(usage, no_masters_is_a_configuration_error_78)
  * user's, and stays as typed. */
 Test(usage, field_names_become_options_as_whole_words_only)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     const char *sock = "unix:///nonexistent/tls_ca_file/config.tls_key_file.sock";
 
-    cr_assert(eq(int, cli(&p, "--masters", sock, "ping"), 69), "stderr: %s", p.err);
+    cr_assert(eq(int, tcli_run(&p, "--masters", sock, "ping"), 69), "stderr: %s", p.err);
     cr_expect(strstr(p.err, sock) != NULL, "the address was rewritten: %s", p.err);
     cr_expect(strstr(p.err, "--cacert") == NULL && strstr(p.err, "--key") == NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     /* The words themselves still are rewritten (in a build without TLS
      * too: this is the configuration check). */
-    cr_assert(eq(int, cli(&p, "--masters", tc_addr(0), "--cacert", "/x/tls_ca_file", "ping"), 64),
+    cr_assert(eq(int, tcli_run(&p, "--masters", tc_addr(0), "--cacert", "/x/tls_ca_file", "ping"),
+                 64),
               "stderr: %s", p.err);
     cr_expect(strstr(p.err, "a TLS option is given") != NULL, "%s", p.err);
     cr_expect(strstr(p.err, "add --tls") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
 }
 
 /* A child that opens @fifo for writing, writes @text and closes it: the
@@ -563,24 +572,25 @@ static pid_t fifo_writer(const char *fifo, const char *text)
 
 Test(usage, a_password_pipe_is_read_and_never_blocks_for_ever, .timeout = 60)
 {
-    struct cli_proc p;
-    char masters[128], fifo[SCRATCH_MAX + 32];
+    struct tcli_proc p;
+    char masters[128], fifo[TCLI_SCRATCH_MAX + 32];
     const char *secret = "cli s3cret pw";
     uint64_t t0;
     pid_t w;
     int st, hold;
 
-    private_start(1, 7, secret, masters, sizeof(masters));
-    snprintf(fifo, sizeof(fifo), "%s/pw", cli_tmpdir);
+    tcli_private_start(1, 7, secret, masters, sizeof(masters));
+    snprintf(fifo, sizeof(fifo), "%s/pw", tcli_tmpdir);
     cr_assert(mkfifo(fifo, 0600) == 0);
 
     /* A writer: the password arrives through the pipe (as <(pass show x)). */
     w = fifo_writer(fifo, "cli s3cret pw\n");
     cr_assert(eq(int,
-                 cli(&p, "ping", "--samples", "1", "--masters", masters, "--password-file", fifo),
+                 tcli_run(&p, "ping", "--samples", "1", "--masters", masters, "--password-file",
+                          fifo),
                  0),
               "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     cr_assert(waitpid(w, &st, 0) == w && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 
     /* A writer that holds the pipe and writes nothing; then nobody at all.
@@ -588,28 +598,28 @@ Test(usage, a_password_pipe_is_read_and_never_blocks_for_ever, .timeout = 60)
      * this checks: the CLI must give up by itself). */
     hold = open(fifo, O_RDWR);
     cr_assert(hold >= 0);
-    t0 = now_ms();
-    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--password-file", fifo), 64));
-    cr_assert(now_ms() - t0 < 15000, "took %llu ms", (unsigned long long)(now_ms() - t0));
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
+    t0 = tc_now_us();
+    cr_assert(eq(int, tcli_run(&p, "ping", "--masters", masters, "--password-file", fifo), 64));
+    cr_assert(tc_ms_since(t0) < 15000, "took %llu ms", (unsigned long long)tc_ms_since(t0));
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "pipe") != NULL, "%s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     close(hold);
-    cr_assert(eq(int, cli(&p, "ping", "--masters", masters, "--password-file", fifo), 64));
-    cr_assert(eq(int, count_lines(p.err), 1), "%s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "ping", "--masters", masters, "--password-file", fifo), 64));
+    cr_assert(eq(int, tcli_count_lines(p.err), 1), "%s", p.err);
+    tcli_free(&p);
 }
 
 /* Run @argv, its stdout and stderr into files; return its exit status and
  * the two outputs (free them). */
 static int run_tool(const char *const *argv, char **out, char **err)
 {
-    char op[SCRATCH_MAX + 32], ep[SCRATCH_MAX + 32];
+    char op[TCLI_SCRATCH_MAX + 32], ep[TCLI_SCRATCH_MAX + 32];
     pid_t pid;
     int st;
 
-    snprintf(op, sizeof(op), "%s/tool.out", cli_tmpdir);
-    snprintf(ep, sizeof(ep), "%s/tool.err", cli_tmpdir);
+    snprintf(op, sizeof(op), "%s/tool.out", tcli_tmpdir);
+    snprintf(ep, sizeof(ep), "%s/tool.err", tcli_tmpdir);
     pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
@@ -622,8 +632,8 @@ static int run_tool(const char *const *argv, char **out, char **err)
         _exit(127);
     }
     cr_assert(waitpid(pid, &st, 0) == pid);
-    *out = slurp(op);
-    *err = slurp(ep);
+    *out = tcli_slurp(op);
+    *err = tcli_slurp(ep);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -681,29 +691,31 @@ static void put_file(const char *path, const char *text)
  * prefix but one.) */
 static int held_with(const char *const *env, const char *res, const char *arg1, const char *arg2)
 {
-    struct cli_proc p;
+    struct tcli_proc p;
     int held;
 
-    cr_assert(eq(int, cli_env(&p, env, "status", res, "--json", arg1, arg2, (const char *)NULL), 0),
+    cr_assert(eq(int,
+                 tcli_run_env(&p, env, "status", res, "--json", arg1, arg2, (const char *)NULL), 0),
               "stderr: %s", p.err);
-    held = jbool(p.out, "held");
-    cli_free(&p);
+    held = tcli_jbool(p.out, "held");
+    tcli_free(&p);
     return held;
 }
 
 Test(usage, connection_options_from_environment_and_config_files_in_order)
 {
-    struct cli_proc p;
-    char res[128], xdg[SCRATCH_MAX + 16], dir[SCRATCH_MAX + 32], dflt[SCRATCH_MAX + 48],
-        conf[SCRATCH_MAX + 32], xdg_env[SCRATCH_MAX + 32], text[512], dead[256];
+    struct tcli_proc p;
+    char res[128], xdg[TCLI_SCRATCH_MAX + 16], dir[TCLI_SCRATCH_MAX + 32],
+        dflt[TCLI_SCRATCH_MAX + 48], conf[TCLI_SCRATCH_MAX + 32], xdg_env[TCLI_SCRATCH_MAX + 32],
+        text[512], dead[256];
 
     tc_resource(res, sizeof(res), NULL);
-    cr_assert(eq(int, cli(&p, "lock", res, "--prefix", "cmd:"), 0), "stderr: %s", p.err);
-    cli_free(&p);
-    snprintf(xdg, sizeof(xdg), "%s/xdg", cli_tmpdir);
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--prefix", "cmd:"), 0), "stderr: %s", p.err);
+    tcli_free(&p);
+    snprintf(xdg, sizeof(xdg), "%s/xdg", tcli_tmpdir);
     snprintf(dir, sizeof(dir), "%s/redlock", xdg);
     snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
-    snprintf(conf, sizeof(conf), "%s/other.conf", cli_tmpdir);
+    snprintf(conf, sizeof(conf), "%s/other.conf", tcli_tmpdir);
     snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
     cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0);
     put_file(dflt, "# the default file\nprefix = cmd:\n");
@@ -725,25 +737,27 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
     }
     /* The masters: a file's list counts only without $REDLOCK_MASTERS, and
      * may carry a password (a file, not argv). */
-    dead_masters(dead, sizeof(dead), 3);
+    tcli_dead_masters(dead, sizeof(dead), 3);
     snprintf(text, sizeof(text), "masters = %s\ntls = no\n", dead);
     put_file(conf, text);
-    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 0), "stderr: %s", p.err);
-    cli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 0), "stderr: %s", p.err);
+    tcli_free(&p);
     {
         const char *no_env[] = { "!REDLOCK_MASTERS", NULL };
 
-        cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 69));
-        cli_free(&p);
+        cr_assert(eq(int, tcli_run_env(&p, no_env, "ping", "--config", conf, (const char *)NULL),
+                     69));
+        tcli_free(&p);
         snprintf(text, sizeof(text), "masters = redis://:s3cret@%.*s\n",
                  (int)strcspn(tc_masters(), ","), tc_masters());
         put_file(conf, text);
         /* Taken (argv would refuse it: 64), then refused by the master,
          * which has no password: 77. */
-        cr_assert(eq(int, cli_env(&p, no_env, "ping", "--config", conf, (const char *)NULL), 77),
+        cr_assert(eq(int, tcli_run_env(&p, no_env, "ping", "--config", conf, (const char *)NULL),
+                     77),
                   "stderr: %s", p.err);
         cr_assert(strstr(p.err, "s3cret") == NULL, "stderr: %s", p.err);
-        cli_free(&p);
+        tcli_free(&p);
     }
     /* $REDLOCK_TLS=no outweighs a file's tls = yes; a bad value is named
      * with its source. */
@@ -754,35 +768,36 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
         const char *user[] = { "REDLOCK_USER=bob", NULL };
         const char *timeout[] = { "REDLOCK_TIMEOUT_MS=50", NULL };
 
-        cr_assert(eq(int, cli_env(&p, tls_no, "ping", "--config", conf, (const char *)NULL), 0),
+        cr_assert(eq(int, tcli_run_env(&p, tls_no, "ping", "--config", conf, (const char *)NULL),
+                     0),
                   "stderr: %s", p.err);
-        cli_free(&p);
-        cr_assert(eq(int, cli_env(&p, tls_bad, "ping", (const char *)NULL), 64));
+        tcli_free(&p);
+        cr_assert(eq(int, tcli_run_env(&p, tls_bad, "ping", (const char *)NULL), 64));
         cr_assert(strstr(p.err, "$REDLOCK_TLS: --tls 'maybe'") != NULL, "stderr: %s", p.err);
-        cli_free(&p);
-        cr_assert(eq(int, cli_env(&p, timeout, "ping", (const char *)NULL), 64));
+        tcli_free(&p);
+        cr_assert(eq(int, tcli_run_env(&p, timeout, "ping", (const char *)NULL), 64));
         cr_assert(strstr(p.err, "$REDLOCK_TIMEOUT_MS: --timeout-ms '50': give a unit") != NULL,
                   "stderr: %s", p.err);
-        cli_free(&p);
-        cr_assert(eq(int, cli_env(&p, user, "ping", (const char *)NULL), 64));
+        tcli_free(&p);
+        cr_assert(eq(int, tcli_run_env(&p, user, "ping", (const char *)NULL), 64));
         cr_assert(strstr(p.err, "'bob' needs a password") != NULL, "stderr: %s", p.err);
-        cli_free(&p);
+        tcli_free(&p);
     }
     /* A file's mistakes: one line each, with FILE:LINE. */
     put_file(conf, "ttl = 5\n");
-    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 64));
     cr_assert(strstr(p.err, "other.conf:1: 'ttl': a command's or the output's option") != NULL,
               "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     put_file(conf, "# ok\nprefix\n");
-    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 64));
     cr_assert(strstr(p.err, "other.conf:2: expected 'key = value'") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
+    tcli_free(&p);
     put_file(conf, "user = a\nuser = b\n");
-    cr_assert(eq(int, cli(&p, "ping", "--config", conf), 64));
+    cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 64));
     cr_assert(strstr(p.err, "other.conf:2: user given twice") != NULL, "stderr: %s", p.err);
-    cli_free(&p);
-    cr_assert(eq(int, cli(&p, "ping", "--config", "/no/such/file.conf"), 64));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "ping", "--config", "/no/such/file.conf"), 64));
     cr_assert(eq(str, p.err, "redlock-cli: --config '/no/such/file.conf': no such file\n"));
-    cli_free(&p);
+    tcli_free(&p);
 }

@@ -114,26 +114,16 @@ static int clock_events(events *e, int m)
 /* Wait for a clock event on master @m; returns ms waited, or -1. */
 static long wait_clock_event(events *e, int m, long timeout_ms)
 {
-    struct timespec t0, dl;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (timeout_ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    uint64_t t0 = tc_now_us();
     pthread_mutex_lock(&e->mu);
     int rc = 0;
     while (e->count[m][REDLOCK_EVENT_CLOCK_JUMP] + e->count[m][REDLOCK_EVENT_CLOCK_RATE] == 0 &&
            rc == 0)
-        rc = pthread_cond_timedwait(&e->cv, &e->mu, &dl);
+        rc = tc_cond_wait_until(&e->cv, &e->mu, t0 + 1000u * (uint64_t)timeout_ms);
     pthread_mutex_unlock(&e->mu);
     if (rc != 0)
         return -1;
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    return (long)tc_ms_since(t0);
 }
 
 static redlock_client *client(events *e, int policy)

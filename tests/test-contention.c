@@ -54,14 +54,14 @@ static int run_race(int n, uint32_t retry_count)
     int winners = 0, winner = -1;
 
     tc_resource(res, sizeof(res), NULL);
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = retry_count;
     cfg.retry_delay_ms = 50;
     cfg.retry_jitter_ms = 100;
     pthread_barrier_init(&start, NULL, (unsigned)n);
     for (int i = 0; i < n; i++) {
         memset(&racers[i], 0, sizeof(racers[i]));
-        racers[i].c = core_client(&cfg, -1);
+        racers[i].c = tc_client(&cfg, -1);
         racers[i].start = &start;
         racers[i].res = res;
     }
@@ -83,7 +83,7 @@ static int run_race(int n, uint32_t retry_count)
         cr_expect(eq(int, r->rc, REDLOCK_ECONFLICT), "racer %d: %s: %s", i, redlock_err_name(r->rc),
                   r->err.msg);
         cr_expect(zero(ptr, r->lock));
-        core_expect_msg(&r->err, "losing acquire");
+        tc_expect_msg(&r->err, "losing acquire");
         /* The loser's last attempt: nobody failed, somebody else holds it. */
         uint32_t held = 0;
         for (int m = 0; m < tc_n(); m++) {
@@ -101,17 +101,17 @@ static int run_race(int n, uint32_t retry_count)
     /* The winner's token holds a majority, and no loser left a key behind
      * once each loser's own connections have run all it sent. */
     for (int i = 0; i < n; i++)
-        core_barrier(racers[i].c);
+        tc_barrier(racers[i].c);
     if (winner >= 0) {
         struct racer *w = &racers[winner];
 
-        cr_expect(ge(int, core_count_token(res, strlen(res), redlock_lock_token(w->lock), TTL_MS),
+        cr_expect(ge(int, tc_count_token(res, strlen(res), redlock_lock_token(w->lock), TTL_MS),
                      (int)redlock_client_quorum(w->c)));
         /* Keys under this name are the winner's or nobody's. */
         for (int m = 0; m < tc_n(); m++) {
             char val[64];
 
-            if (core_get(m, res, strlen(res), val, sizeof(val), NULL) == 1)
+            if (tc_get(m, res, strlen(res), val, sizeof(val), NULL) == 1)
                 cr_expect(eq(str, val, (char *)redlock_lock_token(w->lock)),
                           "master %d holds a loser's token", m);
         }
@@ -153,19 +153,19 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 0;
-    a = core_client(&cfg, -1);
-    b = core_client(&cfg, -1);
+    a = tc_client(&cfg, -1);
+    b = tc_client(&cfg, -1);
     cr_assert(eq(int, redlock_acquire(a, res, strlen(res), TTL_MS, &la, NULL, &e), 0), "%s", e.msg);
-    core_barrier(a);
+    tc_barrier(a);
 
     t0 = tc_now_us();
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, e.code, REDLOCK_ECONFLICT));
     cr_expect(eq(int, e.master, -1), "a conflict is about the operation, not one master");
-    core_expect_msg(&e, "acquire");
+    tc_expect_msg(&e, "acquire");
     cr_expect(not(zero(ptr, strstr(e.msg, "held by another client"))), "%s", e.msg);
     cr_expect(zero(ptr, lb));
     cr_expect(eq(u32, out.n_ok, 0));
@@ -183,8 +183,8 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     cr_expect(lt(u64, tc_now_us() - t0, (uint64_t)cfg.node_timeout_ms * 1000));
 
     /* The loser left a's keys alone. */
-    core_barrier(b);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(la), TTL_MS), tc_n()));
+    tc_barrier(b);
+    cr_expect(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(la), TTL_MS), tc_n()));
 
     /* Once a lets go, b gets it. */
     cr_expect(eq(int, redlock_release(a, la, NULL, NULL), 0));
@@ -198,50 +198,51 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     redlock_client_free(b);
 }
 
-/* For the tests on one client with no retries: fx.cfg, fx.res. */
+/* For the tests on one client with no retries: tc_fx.cfg, tc_fx.res. */
 static void one_client(void)
 {
-    core_fx_init();
-    fx.cfg.retry_count = 0;
+    tc_fx_init();
+    tc_fx.cfg.retry_count = 0;
 }
 
-Test(contention, held_on_a_minority_still_acquires, .init = one_client, .fini = core_fx_fini)
+Test(contention, held_on_a_minority_still_acquires, .init = one_client, .fini = tc_fx_fini)
 {
     int rc;
 
-    core_plant(0, fx.res, fx.len, "other-client", TTL_MS);
-    core_plant(1, fx.res, fx.len, "other-client", TTL_MS);
-    core_fx_client(-1);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s", fx.e.msg);
-    cr_expect(eq(u32, fx.out.n_ok, 3));
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
-    core_del_all(fx.res, fx.len);
+    tc_plant(0, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_plant(1, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_fx_client(-1);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
+    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 3));
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 2));
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 2));
+    tc_del_all(tc_fx.res, tc_fx.len);
 }
 
 Test(contention, held_on_a_majority_is_econflict_after_every_retry, .init = one_client,
-     .fini = core_fx_fini)
+     .fini = tc_fx_fini)
 {
     int rc;
 
     for (int i = 0; i < 3; i++)
-        core_plant(i, fx.res, fx.len, "other-client", TTL_MS);
-    fx.cfg.retry_count = 2;
-    fx.cfg.retry_delay_ms = 10;
-    fx.cfg.retry_jitter_ms = 10;
-    core_fx_client(-1);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), fx.e.msg);
+        tc_plant(i, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_fx.cfg.retry_count = 2;
+    tc_fx.cfg.retry_delay_ms = 10;
+    tc_fx.cfg.retry_jitter_ms = 10;
+    tc_fx_client(-1);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     /* The first, the one that takes the waiter's place in the queues right
      * after it (an extra attempt, like a wake-up's: acquire.c), the polls. */
-    cr_expect(eq(u32, fx.out.attempts, 1 + 1 + 2), "1 + 1 + retry_count attempts");
+    cr_expect(eq(u32, tc_fx.out.attempts, 1 + 1 + 2), "1 + 1 + retry_count attempts");
     /* Every attempt's keys are gone again: only the other client's remain. */
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 3));
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 3));
-    core_del_all(fx.res, fx.len);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 3));
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 3));
+    tc_del_all(tc_fx.res, tc_fx.len);
 }

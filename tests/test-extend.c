@@ -19,7 +19,7 @@
 #define SHORT_TTL_MS 2000u
 #define LONG_TTL_MS 60000u
 
-TestSuite(extend, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+TestSuite(extend, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
 /* Masters where @res's PTTL is above @above and at most @most. */
 static int count_pttl_between(const char *res, long long above, long long most)
@@ -29,7 +29,7 @@ static int count_pttl_between(const char *res, long long above, long long most)
     for (int i = 0; i < tc_n(); i++) {
         long long pttl = 0;
 
-        if (core_get(i, res, strlen(res), NULL, 0, &pttl) == 1 && pttl > above && pttl <= most)
+        if (tc_get(i, res, strlen(res), NULL, 0, &pttl) == 1 && pttl > above && pttl <= most)
             n++;
     }
     return n;
@@ -45,12 +45,12 @@ Test(extend, raises_the_pttl_and_the_validity)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
     snprintf(token, sizeof(token), "%s", redlock_lock_token(l));
     before = redlock_lock_validity_ms(l);
     cr_assert(le(i64, before, (int64_t)SHORT_TTL_MS));
 
-    rc = redlock_extend(fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
 
     /* The lease: more than the old ttl could ever give, within the new one
@@ -74,11 +74,11 @@ Test(extend, raises_the_pttl_and_the_validity)
     /* The masters: the quorum that answered has the new ttl now... */
     cr_expect(ge(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS), (int)out.n_ok));
     /* ...and every master once the rest have run their script. */
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS), tc_n()));
-    cr_expect(eq(int, core_count_token(res, strlen(res), token, LONG_TTL_MS), tc_n()));
+    cr_expect(eq(int, tc_count_token(res, strlen(res), token, LONG_TTL_MS), tc_n()));
 
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     redlock_lock_free(l);
 }
 
@@ -88,12 +88,12 @@ Test(extend, can_shorten_the_ttl_too)
     redlock_lock *l;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, LONG_TTL_MS, NULL);
-    cr_assert(eq(int, redlock_extend(fx.c, l, SHORT_TTL_MS, NULL, NULL), 0));
+    l = tc_must_acquire(tc_fx.c, res, LONG_TTL_MS, NULL);
+    cr_assert(eq(int, redlock_extend(tc_fx.c, l, SHORT_TTL_MS, NULL, NULL), 0));
     cr_expect(le(i64, redlock_lock_validity_ms(l), (int64_t)SHORT_TTL_MS));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, count_pttl_between(res, 0, SHORT_TTL_MS), tc_n()));
-    redlock_release(fx.c, l, NULL, NULL);
+    redlock_release(tc_fx.c, l, NULL, NULL);
     redlock_lock_free(l);
 }
 
@@ -107,14 +107,14 @@ Test(extend, lapsed_lock_is_enotheld_and_not_resurrected)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
-    core_barrier(fx.c);
-    core_del_all(res, strlen(res)); /* what expiry leaves */
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    tc_del_all(res, strlen(res)); /* what expiry leaves */
     before = redlock_lock_validity_ms(l);
 
-    rc = redlock_extend(fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
-    core_expect_msg(&e, "extend");
+    tc_expect_msg(&e, "extend");
     for (int i = 0; i < tc_n(); i++)
         cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
                       out.votes[i].kind == REDLOCK_VOTE_PENDING,
@@ -123,7 +123,7 @@ Test(extend, lapsed_lock_is_enotheld_and_not_resurrected)
     /* A failed extend leaves the lock's own view alone (no longer, no new ttl). */
     cr_expect(le(i64, redlock_lock_validity_ms(l), before));
     cr_expect(eq(u32, redlock_lock_ttl_ms(l), SHORT_TTL_MS));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "extend recreated the key");
     redlock_lock_free(l);
 }
@@ -136,19 +136,19 @@ Test(extend, wrong_token_is_enotheld_and_leaves_the_holder_alone)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
     snprintf(real, sizeof(real), "%s", redlock_lock_token(l));
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), "not-the-token", &fake, &e), 0), "%s",
               e.msg);
 
-    rc = redlock_extend(fx.c, fake, LONG_TTL_MS, NULL, &e);
+    rc = redlock_extend(tc_fx.c, fake, LONG_TTL_MS, NULL, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
-    core_expect_msg(&e, "extend");
+    tc_expect_msg(&e, "extend");
     cr_expect(eq(i64, redlock_lock_validity_ms(fake), 0));
     /* The holder's keys keep their short ttl and its token. */
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), real, SHORT_TTL_MS), tc_n()));
-    redlock_release(fx.c, l, NULL, NULL);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(res, strlen(res), real, SHORT_TTL_MS), tc_n()));
+    redlock_release(tc_fx.c, l, NULL, NULL);
     redlock_lock_free(fake);
     redlock_lock_free(l);
 }
@@ -161,14 +161,14 @@ Test(extend, made_up_lock_with_the_right_token_gets_a_validity)
 
     /* redlock-cli's case: the token was printed by another process. */
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), redlock_lock_token(l), &copy, &e), 0));
     cr_assert(eq(i64, redlock_lock_validity_ms(copy), 0));
-    cr_assert(eq(int, redlock_extend(fx.c, copy, LONG_TTL_MS, NULL, &e), 0), "%s", e.msg);
+    cr_assert(eq(int, redlock_extend(tc_fx.c, copy, LONG_TTL_MS, NULL, &e), 0), "%s", e.msg);
     cr_expect(gt(i64, redlock_lock_validity_ms(copy), (int64_t)SHORT_TTL_MS));
     cr_expect(eq(u32, redlock_lock_ttl_ms(copy), LONG_TTL_MS));
-    cr_expect(eq(int, redlock_release(fx.c, copy, NULL, NULL), 0));
-    core_barrier(fx.c);
+    cr_expect(eq(int, redlock_release(tc_fx.c, copy, NULL, NULL), 0));
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_lock_free(copy);
     redlock_lock_free(l);
@@ -183,21 +183,21 @@ Test(extend, minority_of_lost_keys_still_extends_the_majority)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
     snprintf(token, sizeof(token), "%s", redlock_lock_token(l));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     /* Master 0 lost our key; master 1 gave it to someone else. */
     freeReplyObject(tc_cmd(0, "DEL %b", res, strlen(res)));
-    core_plant(1, res, strlen(res), "other-client", SHORT_TTL_MS);
+    tc_plant(1, res, strlen(res), "other-client", SHORT_TTL_MS);
 
-    rc = redlock_extend(fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS), 3));
-    cr_expect(eq(int, core_get(0, res, strlen(res), NULL, 0, NULL), 0), "extend recreated a key");
-    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", SHORT_TTL_MS), 1),
+    cr_expect(eq(int, tc_get(0, res, strlen(res), NULL, 0, NULL), 0), "extend recreated a key");
+    cr_expect(eq(int, tc_count_token(res, strlen(res), "other-client", SHORT_TTL_MS), 1),
               "extend touched another client's key");
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_lock_free(l);
 }
 
@@ -208,17 +208,17 @@ Test(extend, bad_ttl_is_einval_and_changes_nothing)
     redlock_lock *l;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         redlock_error e;
-        int rc = redlock_extend(fx.c, l, bad[k], NULL, &e);
+        int rc = redlock_extend(tc_fx.c, l, bad[k], NULL, &e);
 
         cr_expect(eq(int, rc, REDLOCK_EINVAL), "ttl %u: %s", bad[k], redlock_err_name(rc));
-        core_expect_msg(&e, "extend");
+        tc_expect_msg(&e, "extend");
         cr_expect(eq(u32, redlock_lock_ttl_ms(l), SHORT_TTL_MS));
     }
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, count_pttl_between(res, 0, SHORT_TTL_MS), tc_n()));
-    redlock_release(fx.c, l, NULL, NULL);
+    redlock_release(tc_fx.c, l, NULL, NULL);
     redlock_lock_free(l);
 }

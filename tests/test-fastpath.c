@@ -27,9 +27,9 @@
 
 static const char held_key[] = "\0redlock:held";
 
-TestSuite(fastpath, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+TestSuite(fastpath, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
-/* core_barrier() asks every master for the status script (EVALSHA): one
+/* tc_barrier() asks every master for the status script (EVALSHA): one
  * script per master that the counts below must leave out. */
 #define BARRIER_SHAS tc_n()
 
@@ -41,53 +41,55 @@ static long long calls(const char *cmd)
 
     snprintf(field, sizeof(field), "cmdstat_%s", cmd);
     for (int m = 0; m < tc_n(); m++) {
-        long long v = core_info_num(m, "commandstats", field);
+        long long v = tc_info_num(m, "commandstats", field);
         sum += v > 0 ? v : 0;
     }
     return sum;
 }
 
 /* One lock taken and released at @ttl_ms: every marker has heard of the
- * ttl (the acquire script raises it) and fx.c has read them since. */
+ * ttl (the acquire script raises it) and tc_fx.c has read them since. */
 static void warm(uint32_t ttl_ms)
 {
     char res[128];
 
     tc_resource(res, sizeof(res), "warm");
-    core_must_release(fx.c, core_must_acquire(fx.c, res, ttl_ms, NULL)); /* frees it */
-    core_barrier(fx.c);
+    tc_must_release(tc_fx.c, tc_must_acquire(tc_fx.c, res, ttl_ms, NULL)); /* frees it */
+    tc_barrier(tc_fx.c);
 }
 
 Test(fastpath, an_uncontended_acquire_is_one_transaction_and_no_script)
 {
     warm(TTL_MS);
     long long exec0 = calls("exec"), sha0 = calls("evalsha");
-    fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, &fx.out);
-    core_barrier(fx.c);
+    tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, &tc_fx.out);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, tc_n()), "one transaction per master");
     cr_expect(eq(i64, calls("evalsha") - sha0, BARRIER_SHAS), "no script for the acquire");
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), tc_n()),
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 tc_n()),
               "every master holds our token");
     /* The release: the release script, whose common case runs first. */
     exec0 = calls("exec");
     sha0 = calls("evalsha");
-    core_must_release(fx.c, fx.l);
-    fx.l = NULL;
-    core_barrier(fx.c);
+    tc_must_release(tc_fx.c, tc_fx.l);
+    tc_fx.l = NULL;
+    tc_barrier(tc_fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, 0));
     cr_expect(eq(i64, calls("evalsha") - sha0, tc_n() + BARRIER_SHAS),
               "one release script per master");
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "released everywhere");
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "released everywhere");
 }
 
 Test(fastpath, the_index_bounds_the_lease_from_above)
 {
     warm(TTL_MS);
-    fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, &fx.out);
-    core_barrier(fx.c);
+    tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, &tc_fx.out);
+    tc_barrier(tc_fx.c);
     for (int m = 0; m < tc_n(); m++) {
-        redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
-        redisReply *p = tc_cmd(m, "PEXPIRETIME %b", fx.res, fx.len);
+        redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, tc_fx.res,
+                               tc_fx.len);
+        redisReply *p = tc_cmd(m, "PEXPIRETIME %b", tc_fx.res, tc_fx.len);
         cr_assert(s && s->type == REDIS_REPLY_STRING, "master %d: no index entry for the key", m);
         cr_assert(p && p->type == REDIS_REPLY_INTEGER && p->integer > 0);
         long long score = atoll(s->str), end = p->integer;
@@ -101,11 +103,12 @@ Test(fastpath, the_index_bounds_the_lease_from_above)
         freeReplyObject(s);
         freeReplyObject(p);
     }
-    core_must_release(fx.c, fx.l);
-    fx.l = NULL;
-    core_barrier(fx.c);
+    tc_must_release(tc_fx.c, tc_fx.l);
+    tc_fx.l = NULL;
+    tc_barrier(tc_fx.c);
     for (int m = 0; m < tc_n(); m++) {
-        redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
+        redisReply *s = tc_cmd(m, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, tc_fx.res,
+                               tc_fx.len);
         cr_expect(s && s->type == REDIS_REPLY_NIL, "master %d: the release left the index entry",
                   m);
         freeReplyObject(s);
@@ -116,20 +119,20 @@ Test(fastpath, a_waiter_that_wins_at_once_takes_no_place_in_the_queue)
 {
     warm(TTL_MS);
     long long sha0 = calls("evalsha");
-    redlock_resource one = { fx.res, fx.len };
+    redlock_resource one = { tc_fx.res, tc_fx.len };
     redlock_acquire_opts o;
     redlock_acquire_opts_init(&o);
     o.ttl_ms = TTL_MS;
     o.wait_ms = 5000;
-    int rc = redlock_acquire_with(fx.c, &one, 1, &o, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s", fx.e.msg);
-    core_barrier(fx.c);
+    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &o, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(i64, calls("evalsha") - sha0, BARRIER_SHAS),
               "no script: no place taken, none left");
     char q[160];
-    memcpy(q, fx.res, fx.len);
-    memcpy(q + fx.len, "\0q", 2);
-    cr_expect(eq(int, tc_key_count(q, fx.len + 2), 0), "a queue key was written");
+    memcpy(q, tc_fx.res, tc_fx.len);
+    memcpy(q + tc_fx.len, "\0q", 2);
+    cr_expect(eq(int, tc_key_count(q, tc_fx.len + 2), 0), "a queue key was written");
 }
 
 Test(fastpath, a_longer_ttl_takes_the_script_once_then_the_fast_path)
@@ -137,17 +140,17 @@ Test(fastpath, a_longer_ttl_takes_the_script_once_then_the_fast_path)
     warm(TTL_MS);
     /* A ttl no marker has heard of: the script, which raises their bound. */
     long long exec0 = calls("exec"), sha0 = calls("evalsha");
-    redlock_lock *l = core_must_acquire(fx.c, fx.res, 2 * TTL_MS, NULL);
-    core_barrier(fx.c);
+    redlock_lock *l = tc_must_acquire(tc_fx.c, tc_fx.res, 2 * TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, 0));
     cr_expect(eq(i64, calls("evalsha") - sha0, tc_n() + BARRIER_SHAS),
               "the acquire script on every master");
-    core_must_release(fx.c, l);
-    core_barrier(fx.c);
+    tc_must_release(tc_fx.c, l);
+    tc_barrier(tc_fx.c);
     /* The script's answers told the client the markers' new bound. */
     exec0 = calls("exec");
-    fx.l = core_must_acquire(fx.c, fx.res, 2 * TTL_MS, NULL);
-    core_barrier(fx.c);
+    tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, 2 * TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(i64, calls("exec") - exec0, tc_n()), "the fast path, now that they know");
 }
 
@@ -155,17 +158,17 @@ Test(fastpath, a_key_of_another_type_says_wrongtype_at_once)
 {
     warm(TTL_MS);
     for (int m = 0; m < tc_n(); m++)
-        freeReplyObject(tc_cmd(m, "RPUSH %b x", fx.res, fx.len));
+        freeReplyObject(tc_cmd(m, "RPUSH %b x", tc_fx.res, tc_fx.len));
     long long exec0 = calls("exec");
-    int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(u32, fx.out.attempts, 1), "said at the first attempt, not after the polls");
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(u32, tc_fx.out.attempts, 1), "said at the first attempt, not after the polls");
     cr_expect(gt(i64, calls("exec"), exec0), "the fast path was not taken");
     for (int m = 0; m < tc_n(); m++) {
-        redisReply *r = tc_cmd(m, "LLEN %b", fx.res, fx.len);
+        redisReply *r = tc_cmd(m, "LLEN %b", tc_fx.res, tc_fx.len);
         cr_expect(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1,
                   "master %d: the list was touched", m);
         freeReplyObject(r);
     }
-    core_del_all(fx.res, fx.len);
+    tc_del_all(tc_fx.res, tc_fx.len);
 }

@@ -25,17 +25,17 @@
 
 #define KILL_TTL_MS 1500u /* the killed holder's lease */
 
-TestSuite(client, .fini = child_reap, .timeout = 50);
+TestSuite(client, .fini = tc_child_reap, .timeout = 50);
 
 /* The holder: take the lock, say when, then wait to be killed. Says
  * "acquired INVOKE COMPLETE TOKEN" (µs, monotonic). */
 static void killed_holder(void *arg, int fd)
 {
-    struct child_holder a;
+    struct tc_child_holder a;
 
-    child_acquire(fd, arg, KILL_TTL_MS, &a);
-    child_tell(fd, "acquired %llu %llu %s\n", (unsigned long long)a.invoke_us,
-               (unsigned long long)a.complete_us, redlock_lock_token(a.l));
+    tc_child_acquire(fd, arg, KILL_TTL_MS, &a);
+    tc_child_tell(fd, "acquired %llu %llu %s\n", (unsigned long long)a.invoke_us,
+                  (unsigned long long)a.complete_us, redlock_lock_token(a.l));
     for (;;)
         pause();
 }
@@ -50,7 +50,7 @@ struct next {
 
 /* B asks until it gets the lock, at most until @until; every other answer
  * must be ECONFLICT. The lock it gets is released and freed. */
-static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, uint64_t until)
+static struct next b_waits_out_a(tc_hist *h, redlock_client *b, const char *res, uint64_t until)
 {
     struct next n = { .rc = -1 };
     redlock_lock *lb = NULL;
@@ -60,12 +60,12 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
 
     /* Time is the subject (A's ttl lapsing): B asks over and over, and
      * each refusal is counted. */
-    while (hist_now_us() < until) {
-        t0 = hist_now_us();
+    while (tc_now_us() < until) {
+        t0 = tc_now_us();
         n.rc = redlock_acquire(b, res, strlen(res), KILL_TTL_MS, &lb, &ob, &e);
-        hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, &ob);
+        tc_hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, &ob);
         if (n.rc == 0) {
-            n.got = hist_now_us();
+            n.got = tc_now_us();
             n.got_invoke = t0;
             break;
         }
@@ -74,9 +74,9 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
         tc_poll_pause(until);
     }
     cr_assert(eq(int, n.rc, 0), "the lock did not free within 1 s after A's ttl");
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     n.rc = redlock_release(b, lb, &ob, &e);
-    hist_release(h, "B", t0, n.rc, lb, &ob);
+    tc_hist_release(h, "B", t0, n.rc, lb, &ob);
     cr_expect(eq(int, n.rc, 0), "B's release: %s", e.msg);
     redlock_lock_free(lb);
     return n;
@@ -84,33 +84,33 @@ static struct next b_waits_out_a(hist *h, redlock_client *b, const char *res, ui
 
 Test(client, killed_holder_frees_after_its_ttl_and_not_before)
 {
-    static char out[CONTEND_OUT_SIZE];
+    static char out[TC_CONTEND_OUT_SIZE];
     char hpath[512], spath[512], res[160], line[512], why[256], tok_a[64];
-    struct child_args args = { hpath, res };
+    struct tc_child_args args = { hpath, res };
     unsigned long long a_invoke, a_complete;
     redlock_client *b;
     struct next n;
     uint64_t t0;
-    hist *h;
+    tc_hist *h;
     int fd, st, rc;
 
-    contend_paths(hpath, spath, sizeof(hpath));
+    tc_contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
-    fd = child_start(killed_holder, &args);
-    h = hist_open(hpath);
+    fd = tc_child_start(killed_holder, &args);
+    h = tc_hist_open(hpath);
     cr_assert(h != NULL);
-    b = child_client(0, why, sizeof(why));
+    b = tc_child_client(0, why, sizeof(why));
     cr_assert(b != NULL, "%s", why);
 
-    child_hear(fd, line, sizeof(line), 15000);
+    tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %llu %llu %63s", &a_invoke, &a_complete, tok_a) == 3,
               "holder said \"%s\"", line);
-    t0 = hist_now_us();
-    cr_assert(kill(child_pid, SIGKILL) == 0);
-    cr_assert(waitpid(child_pid, &st, 0) == child_pid);
-    child_pid = -1;
+    t0 = tc_now_us();
+    cr_assert(kill(tc_child_pid, SIGKILL) == 0);
+    cr_assert(waitpid(tc_child_pid, &st, 0) == tc_child_pid);
+    tc_child_pid = -1;
     close(fd);
-    hist_fault(h, "sigkill-holder", -1, 0, t0);
+    tc_hist_fault(h, "sigkill-holder", -1, 0, t0);
 
     /* A's keys were written after a_invoke and live a ttl on each master's
      * clock, so up to ttl - margin after a_invoke (on ours) they are all
@@ -139,9 +139,9 @@ Test(client, killed_holder_frees_after_its_ttl_and_not_before)
                 KILL_TTL_MS, n.conflicts, (n.got_invoke - a_invoke) / 1000.0);
 
     redlock_client_free(b);
-    hist_close(h);
-    contend_snapshot(spath, res, strlen(res));
-    rc = contend_check(hpath, spath, NULL, out, sizeof(out));
+    tc_hist_close(h);
+    tc_contend_snapshot(spath, res, strlen(res));
+    rc = tc_contend_check(hpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 0), "the checker found violations:\n%s", out);
     cr_log_info("%s", out);
 }

@@ -33,7 +33,7 @@
 #define STOP_TTL_MS 1000u /* the stopped holder's lease */
 #define NEXT_TTL_MS 5000u /* the next holder's: outlives everything after it */
 
-TestSuite(client, .fini = child_reap, .timeout = 50);
+TestSuite(client, .fini = tc_child_reap, .timeout = 50);
 
 /* The holder, A: take the lock, then work in 20 ms steps, checking the
  * lease after each step, the way a careful holder does. Each step is a
@@ -43,40 +43,40 @@ TestSuite(client, .fini = child_reap, .timeout = 50);
 static void stopped_holder(void *arg, int fd)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
-    struct child_holder a;
+    struct tc_child_holder a;
     redlock_outcome out;
     redlock_error e;
     uint64_t t0;
     int rc, late = 0, ok = 0, gone = 0, held = 0;
     int64_t v;
 
-    child_acquire(fd, arg, STOP_TTL_MS, &a);
-    child_tell(fd, "acquired %s\n", redlock_lock_token(a.l));
+    tc_child_acquire(fd, arg, STOP_TTL_MS, &a);
+    tc_child_tell(fd, "acquired %s\n", redlock_lock_token(a.l));
 
     /* Work until the lease says it is over (bounded: the test stops us
      * long before 30 s; if it did not, the validity check still ends it). */
     for (int step = 0; step < 1500 && !late; step++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         tc_sleep_ms(20); /* time is the subject: one step of the holder's work */
         late = redlock_lock_validity_ms(a.l) <= 0;
-        hist_use(a.h, "A", t0, a.l, late);
+        tc_hist_use(a.h, "A", t0, a.l, late);
         if (step == 0)
-            child_tell(fd, "working\n");
+            tc_child_tell(fd, "working\n");
     }
     v = redlock_lock_validity_ms(a.l);
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(a.c, a.l, &out, &e);
-    hist_release(a.h, "A", t0, rc, a.l, &out);
-    hist_votes(&out, votes);
+    tc_hist_release(a.h, "A", t0, rc, a.l, &out);
+    tc_hist_votes(&out, votes);
     for (const char *p = votes; *p; p++) {
         ok += *p == 'O';
         gone += *p == 'G';
         held += *p == 'H';
     }
-    child_tell(fd, "done %lld %d %d %d %d\n", (long long)v, rc, ok, gone, held);
+    tc_child_tell(fd, "done %lld %d %d %d %d\n", (long long)v, rc, ok, gone, held);
     redlock_lock_free(a.l);
     redlock_client_free(a.c);
-    hist_close(a.h);
+    tc_hist_close(a.h);
 }
 
 /* Masters where @res holds @token, as a bitmask. */
@@ -103,7 +103,7 @@ struct woke {
 /* A's history without its late mark must be a violation. */
 static void expect_unmarked_history_fails(const char *hpath, const char *spath)
 {
-    static char out[CONTEND_OUT_SIZE];
+    static char out[TC_CONTEND_OUT_SIZE];
     char lpath[600], buf[8192];
     FILE *in = fopen(hpath, "r"), *o;
     int rc;
@@ -120,14 +120,14 @@ static void expect_unmarked_history_fails(const char *hpath, const char *spath)
     }
     fclose(in);
     fclose(o);
-    rc = contend_check(lpath, spath, NULL, out, sizeof(out));
+    rc = tc_contend_check(lpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 1), "unmarked, A's late step must be a violation:\n%s", out);
     cr_assert(strstr(out, "VIOLATION 1 (use): A acted as holder") != NULL, "%s", out);
 }
 
 /* B asks until A's keys have expired (about A's ttl after its acquire):
  * until then every answer must be "held by another client". */
-static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
+static redlock_lock *b_waits_out_a(tc_hist *h, redlock_client *b, const char *res)
 {
     redlock_lock *lb = NULL;
     redlock_outcome ob;
@@ -135,10 +135,10 @@ static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
     int rc = -1;
 
     TC_AWAIT(({
-                 uint64_t t0 = hist_now_us();
+                 uint64_t t0 = tc_now_us();
 
                  rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, &ob, &e);
-                 hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
+                 tc_hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
                  rc != REDLOCK_ECONFLICT;
              }),
              10 * STOP_TTL_MS);
@@ -149,9 +149,9 @@ static redlock_lock *b_waits_out_a(hist *h, redlock_client *b, const char *res)
 
 Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
 {
-    static char out[CONTEND_OUT_SIZE];
+    static char out[TC_CONTEND_OUT_SIZE];
     char hpath[512], spath[512], res[160], line[512], why[256], tok_a[64] = "";
-    struct child_args args = { hpath, res };
+    struct tc_child_args args = { hpath, res };
     struct woke w;
     redlock_client *b;
     redlock_lock *lb;
@@ -159,38 +159,38 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     redlock_error e;
     unsigned before, after;
     uint64_t t0;
-    hist *h;
+    tc_hist *h;
     int fd, st, rc;
 
-    contend_paths(hpath, spath, sizeof(hpath));
+    tc_contend_paths(hpath, spath, sizeof(hpath));
     tc_resource(res, sizeof(res), NULL);
-    fd = child_start(stopped_holder, &args);
-    h = hist_open(hpath);
+    fd = tc_child_start(stopped_holder, &args);
+    h = tc_hist_open(hpath);
     cr_assert(h != NULL);
 
-    child_hear(fd, line, sizeof(line), 15000);
+    tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "acquired %63s", tok_a) == 1, "holder said \"%s\"", line);
-    child_hear(fd, line, sizeof(line), 15000); /* mid-work: "working" */
-    t0 = hist_now_us();
-    cr_assert(kill(child_pid, SIGSTOP) == 0);
-    cr_assert(waitpid(child_pid, &st, WUNTRACED) == child_pid && WIFSTOPPED(st));
-    hist_fault(h, "sigstop-holder", -1, 0, t0);
+    tc_child_hear(fd, line, sizeof(line), 15000); /* mid-work: "working" */
+    t0 = tc_now_us();
+    cr_assert(kill(tc_child_pid, SIGSTOP) == 0);
+    cr_assert(waitpid(tc_child_pid, &st, WUNTRACED) == tc_child_pid && WIFSTOPPED(st));
+    tc_hist_fault(h, "sigstop-holder", -1, 0, t0);
 
-    b = child_client(0, why, sizeof(why));
+    b = tc_child_client(0, why, sizeof(why));
     cr_assert(b != NULL, "%s", why);
     lb = b_waits_out_a(h, b, res);
     before = holding(res, strlen(res), redlock_lock_token(lb));
     cr_assert(ge(int, __builtin_popcount(before), 3), "B's token is on masters 0x%x only", before);
 
-    t0 = hist_now_us();
-    cr_assert(kill(child_pid, SIGCONT) == 0);
-    hist_fault(h, "sigcont-holder", -1, 0, t0);
-    child_hear(fd, line, sizeof(line), 15000);
+    t0 = tc_now_us();
+    cr_assert(kill(tc_child_pid, SIGCONT) == 0);
+    tc_hist_fault(h, "sigcont-holder", -1, 0, t0);
+    tc_child_hear(fd, line, sizeof(line), 15000);
     cr_assert(sscanf(line, "done %lld %d %d %d %d", &w.validity, &w.rc, &w.ok, &w.gone, &w.held) ==
                   5,
               "holder said \"%s\"", line);
-    cr_assert(waitpid(child_pid, &st, 0) == child_pid);
-    child_pid = -1;
+    cr_assert(waitpid(tc_child_pid, &st, 0) == tc_child_pid);
+    tc_child_pid = -1;
     close(fd);
     after = holding(res, strlen(res), redlock_lock_token(lb));
 
@@ -212,17 +212,17 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
                 "token on masters 0x%x before and 0x%x after",
                 w.validity, redlock_err_name(w.rc), w.ok, w.gone, w.held, before, after);
 
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(b, lb, &ob, &e);
-    hist_release(h, "B", t0, rc, lb, &ob);
+    tc_hist_release(h, "B", t0, rc, lb, &ob);
     cr_expect(eq(int, rc, 0), "B's release: %s", e.msg);
     redlock_lock_free(lb);
     redlock_client_free(b);
-    hist_close(h);
-    contend_snapshot(spath, res, strlen(res));
+    tc_hist_close(h);
+    tc_contend_snapshot(spath, res, strlen(res));
 
     /* The history as recorded: clean, the step spanning the stop marked late. */
-    rc = contend_check(hpath, spath, NULL, out, sizeof(out));
+    rc = tc_contend_check(hpath, spath, NULL, out, sizeof(out));
     cr_assert(eq(int, rc, 0), "the checker found violations:\n%s", out);
     cr_assert(strstr(out, "1 op marked late") != NULL, "no late op was recorded:\n%s", out);
     cr_assert(strstr(out, "NOTE: late") != NULL, "the late op did not overlap B:\n%s", out);

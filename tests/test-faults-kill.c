@@ -24,9 +24,9 @@
 #define TTL_MS 10000u
 /* The fixture's: long enough that "quickly" (refused connections) and
  * "after the node timeout" cannot be confused. */
-#define NODE_TIMEOUT_MS CORE_FAULTS_NODE_TIMEOUT_MS
+#define NODE_TIMEOUT_MS TC_FAULTS_NODE_TIMEOUT_MS
 
-TestSuite(faults_kill, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 90);
+TestSuite(faults_kill, .init = tc_fx_init_faults, .fini = tc_fx_fini_faults, .timeout = 90);
 
 /* Killed masters 3 and 4 cost the acquire just made nothing (it took
  * @took us). A refused connection is a "down" vote at once; and an
@@ -38,7 +38,7 @@ static void expect_dead_cost_nothing(uint64_t took)
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 4), "took %llu us",
               (unsigned long long)took);
     for (int m = 3; m < 5; m++) {
-        const redlock_vote *v = &fx.out.votes[m];
+        const redlock_vote *v = &tc_fx.out.votes[m];
 
         cr_expect(v->kind == REDLOCK_VOTE_DOWN || v->kind == REDLOCK_VOTE_PENDING,
                   "killed master %d voted %s (%s)", m, redlock_vote_kind_name(v->kind), v->detail);
@@ -57,26 +57,27 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     uint64_t t0;
     int rc;
 
-    core_fx_client(-1); /* connected to all five first */
+    tc_fx_client(-1); /* connected to all five first */
     tc_kill(3);
     tc_kill(4);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     expect_dead_cost_nothing(tc_now_us() - t0);
-    cr_expect(eq(u32, fx.out.n_ok, 3));
-    cr_expect(gt(i64, redlock_lock_validity_ms(fx.l), 0));
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
+    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
+    cr_expect(gt(i64, redlock_lock_validity_ms(tc_fx.l), 0));
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 3));
 
     /* And again, with the dead ones known to be down. */
     tc_resource(res2, sizeof(res2), NULL);
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, res2, strlen(res2), TTL_MS, &l2, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    rc = redlock_acquire(tc_fx.c, res2, strlen(res2), TTL_MS, &l2, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     expect_dead_cost_nothing(tc_now_us() - t0);
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
-    cr_expect(eq(int, redlock_release(fx.c, l2, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l2, NULL, NULL), 0));
     redlock_lock_free(l2);
 }
 
@@ -92,12 +93,12 @@ static void expect_fast_enoquorum(void)
 
     tc_resource(res, sizeof(res), NULL);
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(tc_fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     cr_expect(eq(int, e.code, REDLOCK_ENOQUORUM));
-    core_expect_msg(&e, "acquire");
+    tc_expect_msg(&e, "acquire");
     cr_expect(not(zero(ptr, strstr(e.msg, "no quorum"))), "%s", e.msg);
     /* The message names a dead master. */
     cr_expect(strstr(e.msg, tc_addr(2)) || strstr(e.msg, tc_addr(3)) || strstr(e.msg, tc_addr(4)),
@@ -110,8 +111,8 @@ static void expect_fast_enoquorum(void)
         cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_DOWN), "dead master %d voted %s (%s)", m,
                   redlock_vote_kind_name(out.votes[m].kind), out.votes[m].detail);
     /* No barrier: the claim is about the moment acquire returns. */
-    cr_expect(eq(int, core_get(0, res, strlen(res), NULL, 0, NULL), 0), "key left on master 0");
-    cr_expect(eq(int, core_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, tc_get(0, res, strlen(res), NULL, 0, NULL), 0), "key left on master 0");
+    cr_expect(eq(int, tc_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
 }
 
 Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_new_client)
@@ -119,13 +120,13 @@ Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_new_client)
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
-    core_fx_client(2); /* the live two answer; the rest refuse */
+    tc_fx_client(2); /* the live two answer; the rest refuse */
     expect_fast_enoquorum();
 }
 
 Test(faults_kill, three_of_five_killed_is_enoquorum_quickly_for_a_connected_client)
 {
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
@@ -148,19 +149,19 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
      * not report the failure while master 0 holds the attempt's key. In
      * the plain kill test SET and release leave in one write and run back
      * to back, which hides this. */
-    core_fx_proxy(0);
-    core_fx_client(-1);
+    tc_fx_proxy(0);
+    tc_fx_client(-1);
     tc_kill(2);
     tc_kill(3);
     tc_kill(4);
     /* A ping round trip: by its end the client has seen the dead ones go. */
-    cr_assert(eq(int, core_wait_up(fx.c, 2, 5000), 2));
-    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
+    cr_assert(eq(int, tc_wait_up(tc_fx.c, 2, 5000), 2));
+    tc_proxy_hold(tc_fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, NULL, &tc_fx.e);
     took = tc_now_us() - t0;
-    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL); /* master 0 itself */
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    held = tc_get(0, tc_fx.res, tc_fx.len, val, sizeof(val), NULL); /* master 0 itself */
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     cr_expect(eq(int, held, 0),
               "acquire failed after %llu us while live master 0 still holds the attempt's key "
               "(\"%s\"): it did not wait for the cleanup release there",
@@ -168,26 +169,26 @@ Test(faults_kill, three_of_five_killed_leaves_no_key_even_over_a_slow_link)
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000), "took %llu us",
               (unsigned long long)took);
 
-    core_barrier_on(fx.c, 1u << 0 | 1u << 1);
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
+    tc_barrier_on(tc_fx.c, 1u << 0 | 1u << 1);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0));
 }
 
 Test(faults_kill, three_of_five_killed_with_retries_still_leaves_no_key)
 {
     int rc;
 
-    fx.cfg.retry_count = 3;
-    fx.cfg.retry_delay_ms = 10;
-    fx.cfg.retry_jitter_ms = 10;
-    core_fx_client(-1);
+    tc_fx.cfg.retry_count = 3;
+    tc_fx.cfg.retry_delay_ms = 10;
+    tc_fx.cfg.retry_jitter_ms = 10;
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(2);
     tc_kill(4);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(u32, fx.out.attempts, 4));
-    cr_expect(eq(int, core_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
-    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(u32, tc_fx.out.attempts, 4));
+    cr_expect(eq(int, tc_get(1, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, tc_get(3, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 3");
 }
 
 /* For tests about reconnecting: a master restarted without AOF would be
@@ -197,32 +198,33 @@ Test(faults_kill, restarted_masters_reconnect_and_acquires_succeed_again)
 {
     int rc;
 
-    fx.cfg.restart_guard = 0;
-    core_fx_client(-1);
+    tc_fx.cfg.restart_guard = 0;
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
 
     tc_restart(0);
     tc_restart(1);
     tc_restart(2);
     /* Reconnects run on the client's backoff (capped at 100 ms here): the
      * client reports all five answering again well within a second. */
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
+    cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
     /* A quorum now needs a restarted master: only masters 3 and 4 lived. */
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5),
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS), 5),
               "every master, restarted or not, holds the new lock");
     /* The restarted masters lost their script cache: release still works
      * (SCRIPT LOAD on reconnect, or the EVAL fallback). */
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, &fx.out, &fx.e), 0), "%s", fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e), 0), "%s",
+              tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0));
 }
 
 Test(faults_kill, acquire_retries_ride_out_a_restart)
@@ -232,19 +234,20 @@ Test(faults_kill, acquire_retries_ride_out_a_restart)
     /* Down to two masters, then one comes back: an acquire started after
      * the restart, with retries that span the reconnect backoff, succeeds
      * on its own without the caller polling. */
-    fx.cfg.restart_guard = 0;
-    fx.cfg.retry_count = 20;
-    fx.cfg.retry_delay_ms = 50;
-    fx.cfg.retry_jitter_ms = 10;
-    core_fx_client(-1);
+    tc_fx.cfg.restart_guard = 0;
+    tc_fx.cfg.retry_count = 20;
+    tc_fx.cfg.retry_delay_ms = 50;
+    tc_fx.cfg.retry_jitter_ms = 10;
+    tc_fx_client(-1);
     tc_kill(1);
     tc_kill(3);
     tc_kill(4);
     tc_restart(4);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, NULL, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(ge(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 3));
-    redlock_release(fx.c, fx.l, NULL, NULL);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, NULL, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(ge(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 3));
+    redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
 }
 
 Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
@@ -266,8 +269,8 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     if (tc_aof())
         cr_skip_test("masters run with --aof: they keep their markers across restarts");
     tc_fresh(-1); /* earlier tests' 10 s ttls must not be the fleet's longest here */
-    fx.cfg.restart_guard_ms = GUARD_MS;
-    core_fx_client(-1);
+    tc_fx.cfg.restart_guard_ms = GUARD_MS;
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
@@ -275,14 +278,15 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     tc_restart(0);
     tc_restart(1);
     tc_restart(2);
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 5000), 5), "restarted masters did not reconnect");
+    cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
-    rc = redlock_acquire(fx.c, fx.res, fx.len, SHORT_TTL_MS, &fx.l, &fx.out, &fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, SHORT_TTL_MS, &tc_fx.l, &tc_fx.out,
+                         &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "inside the window: %s: %s", redlock_err_name(rc),
-              fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
+              tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, "acquire");
     for (int m = 0; m < 3; m++) {
-        const redlock_vote *v = &fx.out.votes[m];
+        const redlock_vote *v = &tc_fx.out.votes[m];
 
         if (v->kind != REDLOCK_VOTE_EXCLUDED)
             continue;
@@ -296,31 +300,32 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
               "%d of the 3 restarted masters excluded (the third may "
               "still have been pending when the attempt failed)",
               excluded);
-    cr_log_info("inside the window: %s", fx.e.msg);
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "a failed acquire left a key");
+    cr_log_info("inside the window: %s", tc_fx.e.msg);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "a failed acquire left a key");
     memset(&st, 0, sizeof(st));
-    redlock_ping(fx.c, &st, NULL);
+    redlock_ping(tc_fx.c, &st, NULL);
     for (int m = 0; m < 5; m++)
         cr_expect(eq(int, st.masters[m].excluded, m < 3), "ping: master %d excluded %d (%s)", m,
                   st.masters[m].excluded, st.masters[m].excluded_why);
-    if (fx.l) {
-        redlock_release(fx.c, fx.l, NULL, NULL);
-        redlock_lock_free(fx.l);
-        fx.l = NULL;
+    if (tc_fx.l) {
+        redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
+        redlock_lock_free(tc_fx.l);
+        tc_fx.l = NULL;
     }
 
     /* A new client, with polls that span the window (40 x 100 ms): the
      * window lives on the masters, so it is not restarted for a client
      * that meets them later; it succeeds once the window ends, not before. */
-    redlock_client_free(fx.c);
-    fx.cfg.retry_count = 40;
-    fx.cfg.retry_delay_ms = 100;
-    fx.cfg.retry_jitter_ms = 0;
-    core_fx_client(-1);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, SHORT_TTL_MS, &fx.l, &fx.out, &fx.e);
+    redlock_client_free(tc_fx.c);
+    tc_fx.cfg.retry_count = 40;
+    tc_fx.cfg.retry_delay_ms = 100;
+    tc_fx.cfg.retry_jitter_ms = 0;
+    tc_fx_client(-1);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, SHORT_TTL_MS, &tc_fx.l, &tc_fx.out,
+                         &tc_fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, 0), "after the window: %s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(ge(u32, fx.out.n_ok, 3));
+    cr_assert(eq(int, rc, 0), "after the window: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(ge(u32, tc_fx.out.n_ok, 3));
     /* The windows were settled after t0 and end GUARD_MS later on the
      * masters' clocks (ms granularity). */
     cr_expect(ge(u64, took, (GUARD_MS - 5) * 1000ull),
@@ -331,5 +336,5 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
               "the window ended %llu us after the "
               "restarts",
               (unsigned long long)took);
-    redlock_release(fx.c, fx.l, NULL, NULL);
+    redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
 }

@@ -26,7 +26,7 @@
 #define TTL_MS 10000u
 #define MARGIN_MS (TTL_MS / 100 + 2) /* drift margin at the default factor */
 
-TestSuite(faults_net, .init = net_init, .fini = net_down, .timeout = 45);
+TestSuite(faults_net, .init = tc_net_init, .fini = tc_net_down, .timeout = 45);
 
 Test(faults_net, the_third_fastest_master_sets_the_latency)
 {
@@ -34,12 +34,12 @@ Test(faults_net, the_third_fastest_master_sets_the_latency)
     static const unsigned delay[N] = { 0, 0, 30, 60, 90 }; /* RTT 0, 0, 60, 120, 180 ms */
     redlock_config cfg;
     redlock_client *c;
-    struct core_try t;
+    struct tc_try t;
 
-    net_config(&cfg, net_delayed_masters(delay, 0), NODE_TIMEOUT);
-    c = net_client(&cfg);
+    tc_net_config(&cfg, tc_net_delayed_masters(delay, 0), NODE_TIMEOUT);
+    c = tc_net_client(&cfg);
     for (int k = 0; k < 8; k++) {
-        int rc = core_try_acquire(c, TTL_MS, &t);
+        int rc = tc_try_acquire(c, TTL_MS, &t);
 
         cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         /* No faster than the quorum's slowest member (60 ms), well before
@@ -62,12 +62,12 @@ Test(faults_net, jitter_keeps_latency_between_the_bounds_of_the_links)
     static const unsigned delay[N] = { ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY };
     redlock_config cfg;
     redlock_client *c;
-    struct core_try t;
+    struct tc_try t;
 
-    net_config(&cfg, net_delayed_masters(delay, JITTER), NODE_TIMEOUT);
-    c = net_client(&cfg);
+    tc_net_config(&cfg, tc_net_delayed_masters(delay, JITTER), NODE_TIMEOUT);
+    c = tc_net_client(&cfg);
     for (int k = 0; k < 10; k++) {
-        int rc = core_try_acquire(c, TTL_MS, &t);
+        int rc = tc_try_acquire(c, TTL_MS, &t);
 
         cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
         /* Each round trip is 2 x (20 +/- 10) ms. */
@@ -92,9 +92,9 @@ Test(faults_net, sets_landing_after_the_node_timeout_block_others_until_cleanup_
     char res[128];
     int rc;
 
-    net_config(&cfg, net_delayed_masters(delay, 0), NODE_TIMEOUT);
-    a = net_client(&cfg);
-    b = net_side_client(NODE_TIMEOUT);
+    tc_net_config(&cfg, tc_net_delayed_masters(delay, 0), NODE_TIMEOUT);
+    a = tc_net_client(&cfg);
+    b = tc_net_side_client(NODE_TIMEOUT);
     tc_resource(res, sizeof(res), NULL);
 
     /* A's SETs reach 2, 3, 4 after 200 ms, their OKs would take 400 ms: A
@@ -107,8 +107,8 @@ Test(faults_net, sets_landing_after_the_node_timeout_block_others_until_cleanup_
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "B during A's late SETs: %s: %s",
               redlock_err_name(rc), e.msg);
-    cr_expect(net_await_key_gone(res, strlen(res), 3000), "A's late SETs left a key on %d masters",
-              net_key_count(res, strlen(res)));
+    cr_expect(tc_net_await_key_gone(res, strlen(res), 3000),
+              "A's late SETs left a key on %d masters", tc_net_key_count(res, strlen(res)));
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, 0), "B after A's cleanup: %s: %s", redlock_err_name(rc), e.msg);
     if (lb) {
@@ -128,12 +128,12 @@ Test(faults_net, loss_on_every_link_keeps_acquires_live)
     int ok = 0, tries = 0;
 
     for (int m = 0; m < N; m++) {
-        if (net_loss(m, LOSS, why, sizeof(why)) == 3)
+        if (tc_net_loss(m, LOSS, why, sizeof(why)) == 3)
             cr_skip_test("%s (loss needs tc netem: a relay cannot drop packets)", why);
     }
-    net_config(&cfg, NULL, NODE_TIMEOUT);
+    tc_net_config(&cfg, NULL, NODE_TIMEOUT);
     cfg.retry_count = 1;
-    c = net_client(&cfg);
+    c = tc_net_client(&cfg);
     /* TCP retransmits what netem drops (200 ms at the soonest): slower
      * answers, well inside a 1 s node timeout. Bounded at 25 s in all. */
     t0 = tc_now_us();

@@ -24,30 +24,30 @@
 #define TTL_MS 10000u
 #define MARGIN_MS (TTL_MS / 100 + 2) /* drift margin at the default factor */
 
-TestSuite(faults_net, .init = net_init, .fini = net_down, .timeout = 45);
+TestSuite(faults_net, .init = tc_net_init, .fini = tc_net_down, .timeout = 45);
 
 /* A client through the links under test, with @node_timeout_ms. */
 static redlock_client *link_client(unsigned node_timeout_ms)
 {
     redlock_config cfg;
 
-    net_config(&cfg, NULL, node_timeout_ms);
-    return net_client(&cfg);
+    tc_net_config(&cfg, NULL, node_timeout_ms);
+    return tc_net_client(&cfg);
 }
 
 Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
 {
     enum { NODE_TIMEOUT = 2000 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    struct core_try t;
+    struct tc_try t;
 
-    net_cut(3);
-    net_cut(4);
+    tc_net_cut(3);
+    tc_net_cut(4);
     for (int k = 0; k < 5; k++) {
         uint64_t t0;
         int rc;
 
-        rc = core_try_acquire(c, TTL_MS, &t);
+        rc = tc_try_acquire(c, TTL_MS, &t);
         cr_assert(eq(int, rc, 0), "acquire %d: %s: %s", k, redlock_err_name(rc), t.e.msg);
         /* Liveness, and at the third OK: a black hole costs nothing while a
          * quorum answers. */
@@ -59,15 +59,15 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
         cr_expect(gt(i64, redlock_lock_validity_ms(t.l),
                      (int64_t)(TTL_MS - MARGIN_MS - NODE_TIMEOUT / 10)));
         /* Both directions are cut: the SET never reached masters 3 and 4. */
-        cr_expect(eq(int, net_get(3, t.res, strlen(t.res), NULL, 0), 0));
-        cr_expect(eq(int, net_get(4, t.res, strlen(t.res), NULL, 0), 0));
+        cr_expect(eq(int, tc_net_get(3, t.res, strlen(t.res), NULL, 0), 0));
+        cr_expect(eq(int, tc_net_get(4, t.res, strlen(t.res), NULL, 0), 0));
 
         t0 = tc_now_us();
         rc = redlock_release(c, t.l, &t.out, &t.e);
         cr_expect(eq(int, rc, 0), "release %d: %s: %s", k, redlock_err_name(rc), t.e.msg);
         cr_expect(lt(u64, tc_ms_since(t0), NODE_TIMEOUT / 10), "release %d took %llu ms", k,
                   (unsigned long long)tc_ms_since(t0));
-        cr_expect(eq(int, net_key_count(t.res, strlen(t.res)), 0), "key left behind");
+        cr_expect(eq(int, tc_net_key_count(t.res, strlen(t.res)), 0), "key left behind");
         redlock_lock_free(t.l);
     }
 }
@@ -76,13 +76,13 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
 {
     enum { NODE_TIMEOUT = 300 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    struct core_try t;
+    struct tc_try t;
 
-    net_cut(0);
-    net_cut(2);
-    net_cut(4);
+    tc_net_cut(0);
+    tc_net_cut(2);
+    tc_net_cut(4);
     for (int k = 0; k < 3; k++) {
-        int rc = core_try_acquire(c, TTL_MS, &t);
+        int rc = tc_try_acquire(c, TTL_MS, &t);
 
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "acquire %d: %s: %s", k, redlock_err_name(rc),
                   t.e.msg);
@@ -100,15 +100,15 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
         cr_expect(eq(int, t.out.votes[1].kind, REDLOCK_VOTE_OK));
         cr_expect(eq(int, t.out.votes[3].kind, REDLOCK_VOTE_OK));
         /* The SETs that did land were released before the call returned. */
-        cr_expect(eq(int, net_get(1, t.res, strlen(t.res), NULL, 0), 0), "key left on master 1");
-        cr_expect(eq(int, net_get(3, t.res, strlen(t.res), NULL, 0), 0), "key left on master 3");
+        cr_expect(eq(int, tc_net_get(1, t.res, strlen(t.res), NULL, 0), 0), "key left on master 1");
+        cr_expect(eq(int, tc_net_get(3, t.res, strlen(t.res), NULL, 0), 0), "key left on master 3");
     }
 }
 
 Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_release_runs)
 {
     enum { NODE_TIMEOUT = 500 };
-    redlock_client *a = link_client(NODE_TIMEOUT), *b = net_side_client(NODE_TIMEOUT);
+    redlock_client *a = link_client(NODE_TIMEOUT), *b = tc_net_side_client(NODE_TIMEOUT);
     redlock_lock *la = NULL, *lb = NULL;
     redlock_outcome out;
     redlock_status st;
@@ -116,8 +116,8 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
     char res[128];
     int rc;
 
-    net_cut_out(0);
-    net_cut_out(1);
+    tc_net_cut_out(0);
+    tc_net_cut_out(1);
     tc_resource(res, sizeof(res), NULL);
 
     rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
@@ -127,8 +127,8 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
     cr_expect(eq(int, out.votes[1].kind, REDLOCK_VOTE_PENDING));
     /* The requests got through: masters 0 and 1 hold A's key though A never
      * heard them say so (sent with the other three: await them). */
-    TC_AWAIT(net_token_count(res, strlen(res), redlock_lock_token(la)) == N, 1000);
-    cr_expect(eq(int, net_token_count(res, strlen(res), redlock_lock_token(la)), N));
+    TC_AWAIT(tc_net_token_count(res, strlen(res), redlock_lock_token(la)) == N, 1000);
+    cr_expect(eq(int, tc_net_token_count(res, strlen(res), redlock_lock_token(la)), N));
 
     /* Safety: B, whose links are fine, gets no majority while A holds. */
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
@@ -147,12 +147,12 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
      * drops too), else when the link heals, in order behind the SET. */
     rc = redlock_release(a, la, &out, &e);
     cr_expect(eq(int, rc, 0), "A release: %s: %s", redlock_err_name(rc), e.msg);
-    if (!net_await_key_gone(res, strlen(res), 500)) {
+    if (!tc_net_await_key_gone(res, strlen(res), 500)) {
         cr_log_info("A's release waits in its socket until the heal");
-        net_heal(-1);
+        tc_net_heal(-1);
     }
-    cr_expect(net_await_key_gone(res, strlen(res), 15000),
-              "A's key still on %d masters after its release", net_key_count(res, strlen(res)));
+    cr_expect(tc_net_await_key_gone(res, strlen(res), 15000),
+              "A's key still on %d masters after its release", tc_net_key_count(res, strlen(res)));
 
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_expect(eq(int, rc, 0), "B after A's release: %s: %s", redlock_err_name(rc), e.msg);
@@ -167,7 +167,7 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
 static void script_calls(long long calls[3])
 {
     for (int m = 0; m < 3; m++)
-        calls[m] = net_cmdstat(m, "evalsha") + net_cmdstat(m, "eval");
+        calls[m] = tc_net_cmdstat(m, "evalsha") + tc_net_cmdstat(m, "eval");
 }
 
 /* 1 once each of masters 0..2 ran a script since @before. */
@@ -182,7 +182,7 @@ static int scripts_ran_since(const long long before[3])
 Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_the_next_holder)
 {
     enum { NODE_TIMEOUT = 300 };
-    redlock_client *a = link_client(NODE_TIMEOUT), *b = net_side_client(NODE_TIMEOUT);
+    redlock_client *a = link_client(NODE_TIMEOUT), *b = tc_net_side_client(NODE_TIMEOUT);
     redlock_lock *la = NULL, *lb = NULL;
     redlock_outcome out;
     redlock_error e;
@@ -191,7 +191,7 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
     int rc;
 
     for (int m = 0; m < 3; m++)
-        net_cut_out(m);
+        tc_net_cut_out(m);
     tc_resource(res, sizeof(res), NULL);
 
     /* The SETs land on all five; A hears two OKs and fails. Its cleanup
@@ -199,8 +199,8 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
     rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "A: %s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(u32, out.n_ok, 2));
-    cr_expect(net_await_key_gone(res, strlen(res), 3000),
-              "A's failed attempt left its key on %d masters", net_key_count(res, strlen(res)));
+    cr_expect(tc_net_await_key_gone(res, strlen(res), 3000),
+              "A's failed attempt left its key on %d masters", tc_net_key_count(res, strlen(res)));
 
     rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     cr_assert(eq(int, rc, 0), "B: %s: %s", redlock_err_name(rc), e.msg);
@@ -214,16 +214,16 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
     rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
     cr_expect(ne(int, rc, 0), "A got the lock B holds");
     cr_expect(eq(ptr, la, NULL));
-    cr_expect(eq(int, net_token_count(res, strlen(res), redlock_lock_token(lb)), N));
+    cr_expect(eq(int, tc_net_token_count(res, strlen(res), redlock_lock_token(lb)), N));
 
     /* Healed, they arrive: NX refused, then a release whose token does not
      * match. B's keys stay. */
-    net_heal(-1);
+    tc_net_heal(-1);
     TC_AWAIT(scripts_ran_since(before), 15000);
     script_calls(after);
     for (int m = 0; m < 3; m++)
         cr_expect(gt(i64, after[m], before[m]), "A's cleanup never ran on master %d", m);
-    cr_expect(eq(int, net_token_count(res, strlen(res), redlock_lock_token(lb)), N),
+    cr_expect(eq(int, tc_net_token_count(res, strlen(res), redlock_lock_token(lb)), N),
               "B's key was removed by A's cleanup");
 
     rc = redlock_release(b, lb, &out, &e);
@@ -236,7 +236,8 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
 static int late_set_and_release_ran(void)
 {
     for (int m = 3; m < N; m++)
-        if (net_cmdstat(m, "set") < 1 || net_cmdstat(m, "evalsha") + net_cmdstat(m, "eval") < 1)
+        if (tc_net_cmdstat(m, "set") < 1 ||
+            tc_net_cmdstat(m, "evalsha") + tc_net_cmdstat(m, "eval") < 1)
             return 0;
     return 1;
 }
@@ -251,24 +252,24 @@ Test(faults_net, requests_lost_then_healed_arrive_in_order_and_leave_nothing)
     char res[128];
     int rc;
 
-    net_cut_in(3);
-    net_cut_in(4);
+    tc_net_cut_in(3);
+    tc_net_cut_in(4);
     tc_resource(res, sizeof(res), NULL);
 
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     rc = redlock_release(c, l, &out, &e);
     cr_expect(eq(int, rc, 0), "release: %s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(i64, net_cmdstat(3, "set"), 0), "a SET got through a cut link");
+    cr_expect(eq(i64, tc_net_cmdstat(3, "set"), 0), "a SET got through a cut link");
 
     /* Healed, TCP retransmits: the late SET runs on 3 and 4, then the
      * release queued behind it on the same connection removes it. */
-    net_heal(-1);
+    tc_net_heal(-1);
     TC_AWAIT(late_set_and_release_ran(), 15000);
     for (int m = 3; m < N; m++)
-        cr_expect(ge(i64, net_cmdstat(m, "set"), 1), "SET never reached master %d", m);
-    cr_expect(net_await_key_gone(res, strlen(res), 2000), "the late SET left a key on %d masters",
-              net_key_count(res, strlen(res)));
+        cr_expect(ge(i64, tc_net_cmdstat(m, "set"), 1), "SET never reached master %d", m);
+    cr_expect(tc_net_await_key_gone(res, strlen(res), 2000),
+              "the late SET left a key on %d masters", tc_net_key_count(res, strlen(res)));
     redlock_lock_free(l);
 }
 
@@ -301,7 +302,7 @@ static int keys_anywhere(char *first, size_t size)
 
     first[0] = '\0';
     for (int m = 0; m < N; m++) {
-        redisReply *r = net_cmd(m, "EVAL %s 1 %b", others, marker, sizeof(marker) - 1);
+        redisReply *r = tc_net_cmd(m, "EVAL %s 1 %b", others, marker, sizeof(marker) - 1);
 
         if (!r || r->type != REDIS_REPLY_ARRAY) {
             keys++;
@@ -332,7 +333,7 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
     int slow = 0, busy = 0, rc = -1, keys;
     uint64_t t0;
 
-    net_config(&cfg, NULL, NODE_TIMEOUT);
+    tc_net_config(&cfg, NULL, NODE_TIMEOUT);
     cfg.max_inflight = MAX_INFLIGHT;
     /* Only our commands in flight, the same on each cut master: no probes
      * while the test runs (the memory probe runs every second even with
@@ -340,14 +341,14 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
      * before another's). */
     cfg.clock_probe_ms = 3600000;
     cfg.clock_window_ms = 3600000;
-    c = net_client(&cfg);
+    c = tc_net_client(&cfg);
     for (int m = 0; m < 3; m++)
-        net_cut(m);
+        tc_net_cut(m);
 
     for (int k = 0; k < TRIES; k++) {
-        struct core_try t;
+        struct tc_try t;
 
-        rc = core_try_acquire(c, TTL_MS, &t);
+        rc = tc_try_acquire(c, TTL_MS, &t);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "try %d: %s: %s", k, redlock_err_name(rc),
                   t.e.msg);
         if (t.out.votes[0].err == REDLOCK_EBUSY) {
@@ -367,7 +368,7 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
 
     /* Healed: the backlog drains (TCP retransmits on its backed-off timer)
      * and acquires succeed again. */
-    net_heal(-1);
+    tc_net_heal(-1);
     t0 = tc_now_us();
     TC_AWAIT((rc = acquire_once(c, &e)) == 0, 20000);
     cr_assert(eq(int, rc, 0), "no acquire 20 s after the heal: %s: %s", redlock_err_name(rc),

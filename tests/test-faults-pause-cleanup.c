@@ -22,7 +22,7 @@
 
 #define TTL_MS 10000u
 
-TestSuite(faults_pause, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 120);
+TestSuite(faults_pause, .init = tc_fx_init_faults, .fini = tc_fx_fini_faults, .timeout = 120);
 
 Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_released)
 {
@@ -40,28 +40,28 @@ Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_
      *      then run SET and release and answer both at ~400 ms.
      * The attempt fails at 300 ms. Master 0's release lands at ~480 ms,
      * inside the 300 ms cleanup wait; acquire must not return before. */
-    core_fx_proxy(0);
-    core_plant(1, fx.res, fx.len, "other-client", TTL_MS);
-    core_plant(2, fx.res, fx.len, "other-client", TTL_MS);
-    fx.cfg.node_timeout_ms = TIMEOUT_MS;
-    core_fx_client(-1);
+    tc_fx_proxy(0);
+    tc_plant(1, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_plant(2, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
+    tc_fx.cfg.node_timeout_ms = TIMEOUT_MS;
+    tc_fx_client(-1);
 
-    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
+    tc_proxy_hold(tc_fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
     tc_pause_writes(3, WRITES_PAUSED_MS);
     tc_pause_writes(4, WRITES_PAUSED_MS);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    held = core_get(0, fx.res, fx.len, val, sizeof(val), NULL); /* master 0 itself */
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    held = tc_get(0, tc_fx.res, tc_fx.len, val, sizeof(val), NULL); /* master 0 itself */
     cr_assert(ne(int, rc, 0), "acquired with two masters held by another client");
-    cr_expect(eq(int, fx.out.votes[0].kind, REDLOCK_VOTE_OK), "master 0 voted %s",
-              redlock_vote_kind_name(fx.out.votes[0].kind));
+    cr_expect(eq(int, tc_fx.out.votes[0].kind, REDLOCK_VOTE_OK), "master 0 voted %s",
+              redlock_vote_kind_name(tc_fx.out.votes[0].kind));
     cr_expect(eq(int, held, 0),
               "acquire returned %s while master 0, which answered the SET, still holds the "
               "attempt's key (\"%s\"): the cleanup wait ended early",
               redlock_err_name(rc), val);
 
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, "other-client", TTL_MS), 2));
-    core_del_all(fx.res, fx.len);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 2));
+    tc_del_all(tc_fx.res, tc_fx.len);
 }
 
 Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
@@ -77,22 +77,22 @@ Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
      * (writes paused), answer SET and release at ~100 ms. Counting their
      * answers as master 0's ends the wait before master 0's WRONGTYPE
      * arrives, and turns EWRONGTYPE into ENOQUORUM. */
-    core_fx_proxy(0);
+    tc_fx_proxy(0);
     for (int i = 0; i < 3; i++)
-        freeReplyObject(tc_cmd(i, "RPUSH %b a b c", fx.res, fx.len));
-    fx.cfg.node_timeout_ms = TIMEOUT_MS;
-    core_fx_client(-1);
+        freeReplyObject(tc_cmd(i, "RPUSH %b a b c", tc_fx.res, tc_fx.len));
+    tc_fx.cfg.node_timeout_ms = TIMEOUT_MS;
+    tc_fx_client(-1);
 
     tc_pause_writes(3, WRITES_PAUSED_MS);
     tc_pause_writes(4, WRITES_PAUSED_MS);
-    tc_proxy_hold(fx.proxy, 1, RELEASE_LATE_MS);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(int, fx.out.votes[0].err, REDLOCK_EWRONGTYPE), "master 0 voted %s (%s)",
-              redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
+    tc_proxy_hold(tc_fx.proxy, 1, RELEASE_LATE_MS);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(int, tc_fx.out.votes[0].err, REDLOCK_EWRONGTYPE), "master 0 voted %s (%s)",
+              redlock_vote_kind_name(tc_fx.out.votes[0].kind), tc_fx.out.votes[0].detail);
 
-    core_barrier(fx.c);
-    core_del_all(fx.res, fx.len);
+    tc_barrier(tc_fx.c);
+    tc_del_all(tc_fx.res, tc_fx.len);
 }
 
 /* Scripts run by masters 3 and 4: every acquire, release and status is
@@ -101,8 +101,8 @@ Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
 static void scripts_run(long long count[5])
 {
     for (int m = 3; m < 5; m++) {
-        long long sha = core_info_num(m, "commandstats", "cmdstat_evalsha");
-        long long eval = core_info_num(m, "commandstats", "cmdstat_eval");
+        long long sha = tc_info_num(m, "commandstats", "cmdstat_evalsha");
+        long long eval = tc_info_num(m, "commandstats", "cmdstat_eval");
 
         count[m] = (sha > 0 ? sha : 0) + (eval > 0 ? eval : 0);
     }
@@ -115,9 +115,9 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
     int busy_votes = 0;
     int rc;
 
-    fx.cfg.node_timeout_ms = 50;
-    fx.cfg.max_inflight = MAX_INFLIGHT;
-    core_fx_client(-1);
+    tc_fx.cfg.node_timeout_ms = 50;
+    tc_fx.cfg.max_inflight = MAX_INFLIGHT;
+    tc_fx_client(-1);
     scripts_run(before);
     tc_pause(3);
     tc_pause(4);
@@ -129,19 +129,20 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
         redlock_lock *l = NULL;
         uint64_t t0 = tc_now_us();
 
-        rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &l, &fx.out, &fx.e);
-        cr_assert(eq(int, rc, 0), "cycle %d: %s: %s", i, redlock_err_name(rc), fx.e.msg);
+        rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &l, &tc_fx.out, &tc_fx.e);
+        cr_assert(eq(int, rc, 0), "cycle %d: %s: %s", i, redlock_err_name(rc), tc_fx.e.msg);
         cr_assert(lt(u64, tc_now_us() - t0, 500000), "cycle %d took %llu us", i,
                   (unsigned long long)(tc_now_us() - t0));
         for (int m = 3; m < 5; m++) {
-            if (fx.out.votes[m].err == REDLOCK_EBUSY) {
+            if (tc_fx.out.votes[m].err == REDLOCK_EBUSY) {
                 busy_votes++;
-                cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_DOWN));
-                cr_expect(gt(sz, strlen(fx.out.votes[m].detail), 0));
+                cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_DOWN));
+                cr_expect(gt(sz, strlen(tc_fx.out.votes[m].detail), 0));
             }
         }
-        rc = redlock_release(fx.c, l, NULL, &fx.e);
-        cr_assert(eq(int, rc, 0), "cycle %d: release: %s: %s", i, redlock_err_name(rc), fx.e.msg);
+        rc = redlock_release(tc_fx.c, l, NULL, &tc_fx.e);
+        cr_assert(eq(int, rc, 0), "cycle %d: release: %s: %s", i, redlock_err_name(rc),
+                  tc_fx.e.msg);
         redlock_lock_free(l);
     }
     /* The bound was hit: most later votes of the paused masters were EBUSY. */
@@ -150,8 +151,8 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
     tc_resume(3);
     tc_resume(4);
     /* The resumed masters answer through this very client again. */
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 10000), 5), "resumed masters do not answer");
-    core_barrier(fx.c);
+    cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 10000), 5), "resumed masters do not answer");
+    tc_barrier(tc_fx.c);
 
     /* What reached each paused master is bounded by the in-flight limit,
      * not by the number of cycles: at most 2 * MAX_INFLIGHT acquires and
@@ -169,17 +170,18 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
                   "master %d ran %lld scripts queued while paused (bound %d)", m, got,
                   2 * MAX_INFLIGHT);
     }
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "a key outlived its release");
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "a key outlived its release");
 
     /* And the client works normally: all five vote again. */
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5));
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 5));
     for (int m = 0; m < 5; m++)
-        cr_expect(fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
-                      fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s (%s)", m, redlock_vote_kind_name(fx.out.votes[m].kind),
-                  fx.out.votes[m].detail);
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
+        cr_expect(tc_fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
+                      tc_fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind),
+                  tc_fx.out.votes[m].detail);
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
 }

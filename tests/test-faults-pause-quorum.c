@@ -19,49 +19,49 @@
 #include "core.h"
 
 #define TTL_MS 10000u
-#define NODE_TIMEOUT_MS CORE_FAULTS_NODE_TIMEOUT_MS
+#define NODE_TIMEOUT_MS TC_FAULTS_NODE_TIMEOUT_MS
 
-TestSuite(faults_pause, .init = core_fx_init_faults, .fini = core_fx_fini_faults, .timeout = 120);
+TestSuite(faults_pause, .init = tc_fx_init_faults, .fini = tc_fx_fini_faults, .timeout = 120);
 
 Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
 {
     uint64_t t0, took;
     int rc;
 
-    core_fx_client(-1); /* connected to all five before the pause */
+    tc_fx_client(-1); /* connected to all five before the pause */
     tc_pause(3);
     tc_pause(4);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     /* Decided at the third OK: an order of magnitude below 2000 ms. */
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10), "took %llu us",
               (unsigned long long)took);
-    cr_expect(lt(u64, fx.out.elapsed_us, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
-    cr_expect(eq(u32, fx.out.n_ok, 3));
+    cr_expect(lt(u64, tc_fx.out.elapsed_us, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
+    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
     for (int m = 3; m < 5; m++)
-        cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_PENDING), "paused master %d voted %s",
-                  m, redlock_vote_kind_name(fx.out.votes[m].kind));
+        cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_PENDING),
+                  "paused master %d voted %s", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind));
     /* Validity is the ttl less margin less the short elapsed time, not
      * less a node timeout. */
-    cr_expect(gt(i64, redlock_lock_validity_ms(fx.l),
+    cr_expect(gt(i64, redlock_lock_validity_ms(tc_fx.l),
                  (int64_t)(TTL_MS - 102 - NODE_TIMEOUT_MS / 10)));
 
     /* Release returns at the third answer too. */
     t0 = tc_now_us();
-    rc = redlock_release(fx.c, fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
+    rc = redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     cr_expect(lt(u64, tc_now_us() - t0, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0), "key left on a live master");
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "key left on a live master");
 
     /* The paused masters run the SET and then its release when they wake:
      * no key behind. */
     tc_resume(3);
     tc_resume(4);
-    core_barrier(fx.c);
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0));
 }
 
 Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
@@ -70,17 +70,17 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     uint64_t t0, took;
     int rc;
 
-    fx.cfg.node_timeout_ms = TIMEOUT_MS;
-    core_fx_client(-1);
+    tc_fx.cfg.node_timeout_ms = TIMEOUT_MS;
+    tc_fx_client(-1);
     tc_pause(0);
     tc_pause(2);
     tc_pause(4);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, "acquire");
     /* libevent times its timers on CLOCK_MONOTONIC_COARSE (one jiffy,
      * up to 4 ms at HZ=250), so the timeout may fire that much early. */
     cr_expect(ge(u64, took, (uint64_t)TIMEOUT_MS * 1000 - 10000), "took %llu us",
@@ -88,23 +88,23 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     cr_expect(lt(u64, took, (uint64_t)TIMEOUT_MS * 1000 + 700000), "took %llu us",
               (unsigned long long)took);
     for (int m = 0; m < 5; m += 2) {
-        cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT), "paused master %d voted %s",
-                  m, redlock_vote_kind_name(fx.out.votes[m].kind));
-        cr_expect(eq(int, fx.out.votes[m].err, REDLOCK_ETIMEOUT));
+        cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT),
+                  "paused master %d voted %s", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind));
+        cr_expect(eq(int, tc_fx.out.votes[m].err, REDLOCK_ETIMEOUT));
     }
-    cr_expect(eq(int, fx.out.votes[1].kind, REDLOCK_VOTE_OK));
-    cr_expect(eq(int, fx.out.votes[3].kind, REDLOCK_VOTE_OK));
+    cr_expect(eq(int, tc_fx.out.votes[1].kind, REDLOCK_VOTE_OK));
+    cr_expect(eq(int, tc_fx.out.votes[3].kind, REDLOCK_VOTE_OK));
     /* The two live masters answered the SET, so acquire waited for their
      * cleanup: nothing there when it returns. */
-    cr_expect(eq(int, core_get(1, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 1");
-    cr_expect(eq(int, core_get(3, fx.res, fx.len, NULL, 0, NULL), 0), "key left on master 3");
+    cr_expect(eq(int, tc_get(1, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 1");
+    cr_expect(eq(int, tc_get(3, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 3");
 
     /* After the wake-up the SET and its queued release run in order. */
     tc_resume(0);
     tc_resume(2);
     tc_resume(4);
-    core_barrier(fx.c);
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0));
 }
 
 Test(faults_pause, quorum_reached_after_the_ttl_is_eexpired_and_no_lease_is_returned)
@@ -113,18 +113,18 @@ Test(faults_pause, quorum_reached_after_the_ttl_is_eexpired_and_no_lease_is_retu
 
     /* Three masters take 300 ms to grant a 100 ms lock: the quorum comes
      * when the lease would already have lapsed. */
-    core_fx_client(-1);
+    tc_fx_client(-1);
     for (int i = 0; i < 3; i++)
         tc_pause_writes(i, 300);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, 100, &fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_EEXPIRED), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(zero(ptr, fx.l), "a lease with no validity was returned");
-    cr_expect(le(i64, fx.out.validity_ms, 0));
-    cr_expect(ge(u32, fx.out.n_ok, fx.out.quorum), "the quorum was reached, just too late");
-    core_expect_msg(&fx.e, "acquire");
-    cr_expect(not(zero(ptr, strstr(fx.e.msg, "ttl"))), "%s", fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, tc_key_count(fx.res, fx.len), 0));
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, 100, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_EEXPIRED), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(zero(ptr, tc_fx.l), "a lease with no validity was returned");
+    cr_expect(le(i64, tc_fx.out.validity_ms, 0));
+    cr_expect(ge(u32, tc_fx.out.n_ok, tc_fx.out.quorum), "the quorum was reached, just too late");
+    tc_expect_msg(&tc_fx.e, "acquire");
+    cr_expect(not(zero(ptr, strstr(tc_fx.e.msg, "ttl"))), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0));
 }
 
 Test(faults_pause, validity_is_timed_from_the_successful_attempt)
@@ -135,23 +135,23 @@ Test(faults_pause, validity_is_timed_from_the_successful_attempt)
     /* First attempt: quorum after 300 ms, too late for a 200 ms ttl. The
      * retry runs on fast masters. Its lease must be nearly the whole ttl:
      * timed from before the retries it would be gone. */
-    fx.cfg.retry_count = 1;
-    fx.cfg.retry_delay_ms = 10;
-    fx.cfg.retry_jitter_ms = 0;
-    core_fx_client(-1);
+    tc_fx.cfg.retry_count = 1;
+    tc_fx.cfg.retry_delay_ms = 10;
+    tc_fx.cfg.retry_jitter_ms = 0;
+    tc_fx_client(-1);
     for (int i = 0; i < 3; i++)
         tc_pause_writes(i, 300);
     t0 = tc_now_us();
-    rc = redlock_acquire(fx.c, fx.res, fx.len, 200, &fx.l, &fx.out, &fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, 200, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(u32, fx.out.attempts, 2));
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(u32, tc_fx.out.attempts, 2));
     cr_expect(ge(u64, took, 200000), "the first attempt did not wait for the paused writes");
-    cr_expect(gt(i64, fx.out.validity_ms, 150), "validity %lld ms of a 200 ms ttl after %llu us",
-              (long long)fx.out.validity_ms, (unsigned long long)took);
-    cr_expect(le(i64, fx.out.validity_ms, 200 - 4));
-    cr_expect(le(u64, fx.out.elapsed_us, took - 200000), "elapsed covers only the last attempt");
-    redlock_release(fx.c, fx.l, NULL, NULL);
+    cr_expect(gt(i64, tc_fx.out.validity_ms, 150), "validity %lld ms of a 200 ms ttl after %llu us",
+              (long long)tc_fx.out.validity_ms, (unsigned long long)took);
+    cr_expect(le(i64, tc_fx.out.validity_ms, 200 - 4));
+    cr_expect(le(u64, tc_fx.out.elapsed_us, took - 200000), "elapsed covers only the last attempt");
+    redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
 }
 
 Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)
@@ -163,20 +163,21 @@ Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)
      * drops it, the acquire still gets its quorum, and after SIGCONT the
      * master is connected again. */
     tc_pause(1);
-    fx.cfg.node_timeout_ms = 200;
-    fx.cfg.connect_timeout_ms = 200;
-    core_fx_client(4);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(int, redlock_release(fx.c, fx.l, NULL, NULL), 0));
-    redlock_lock_free(fx.l);
-    fx.l = NULL;
+    tc_fx.cfg.node_timeout_ms = 200;
+    tc_fx.cfg.connect_timeout_ms = 200;
+    tc_fx_client(4);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
+    redlock_lock_free(tc_fx.l);
+    tc_fx.l = NULL;
 
     tc_resume(1);
-    cr_assert(eq(int, core_wait_up(fx.c, 5, 10000), 5), "master 1 not reconnected after SIGCONT");
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(fx.res, fx.len, redlock_lock_token(fx.l), TTL_MS), 5));
-    redlock_release(fx.c, fx.l, NULL, NULL);
+    cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 10000), 5), "master 1 not reconnected after SIGCONT");
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
+                 5));
+    redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
 }

@@ -34,23 +34,24 @@ TestSuite(process, .fini = tc_heal, .timeout = 55);
  * three masters still make a quorum: acquires keep succeeding, safely. */
 Test(process, sigkill_two_masters_acquires_go_on)
 {
-    run *r = run_start(1, CONTEND_WORKERS);
+    tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);
     uint64_t t1, t2;
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
-    run_inject(r, tc_kill, "sigkill", 1, 0);
-    run_inject(r, tc_kill, "sigkill", 3, 0);
-    t1 = hist_now_us();
-    run_await_grants(r, t1, 0, SOME_GRANTS, AWAIT_MS);
-    t2 = hist_now_us();
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
+    tc_contend_inject(r, tc_kill, "sigkill", 1, 0);
+    tc_contend_inject(r, tc_kill, "sigkill", 3, 0);
+    t1 = tc_now_us();
+    tc_contend_await_grants(r, t1, 0, SOME_GRANTS, AWAIT_MS);
+    t2 = tc_now_us();
 
-    int after = run_grants_between(r, t1, t2, 0);
-    int with_dead = run_grants_between(r, t1, t2, 1u << 1) + run_grants_between(r, t1, t2, 1u << 3);
-    run_expect_clean(r, NULL);
+    int after = tc_contend_grants_between(r, t1, t2, 0);
+    int with_dead = tc_contend_grants_between(r, t1, t2, 1u << 1) +
+                    tc_contend_grants_between(r, t1, t2, 1u << 3);
+    tc_contend_expect_clean(r, NULL);
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants in %d s with two masters dead", after,
               AWAIT_MS / 1000);
     cr_expect(eq(int, with_dead, 0), "%d grants counted a dead master", with_dead);
-    run_free(r);
+    tc_contend_free(r);
 }
 
 /* Two masters stopped (socket open, no answers) while grants go on:
@@ -59,26 +60,26 @@ Test(process, sigkill_two_masters_acquires_go_on)
  * left behind beyond its ttl and no second holder appears. */
 Test(process, sigstop_two_masters_acquires_go_on_and_backlogs_are_harmless)
 {
-    run *r = run_start(1, CONTEND_WORKERS);
+    tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);
     uint64_t t1, t2;
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
-    run_inject(r, tc_pause, "sigstop", 0, 0);
-    run_inject(r, tc_pause, "sigstop", 2, 0);
-    t1 = hist_now_us();
-    run_await_grants(r, t1, 0, SOME_GRANTS, AWAIT_MS);
-    t2 = hist_now_us();
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
+    tc_contend_inject(r, tc_pause, "sigstop", 0, 0);
+    tc_contend_inject(r, tc_pause, "sigstop", 2, 0);
+    t1 = tc_now_us();
+    tc_contend_await_grants(r, t1, 0, SOME_GRANTS, AWAIT_MS);
+    t2 = tc_now_us();
     tc_resume(0);
-    run_fault(r, "sigcont", 0, 0, t2);
-    run_inject(r, tc_resume, "sigcont", 2, 0);
+    tc_contend_fault(r, "sigcont", 0, 0, t2);
+    tc_contend_inject(r, tc_resume, "sigcont", 2, 0);
     /* Grants go on with the backlogs running. */
-    int woken = run_await_grants(r, hist_now_us(), 0, 1, AWAIT_MS);
+    int woken = tc_contend_await_grants(r, tc_now_us(), 0, 1, AWAIT_MS);
 
-    int during = run_grants_between(r, t1, t2, 0);
-    run_expect_clean(r, NULL);
+    int during = tc_contend_grants_between(r, t1, t2, 0);
+    tc_contend_expect_clean(r, NULL);
     cr_expect(ge(int, during, SOME_GRANTS), "only %d grants with two masters stopped", during);
     cr_expect(ge(int, woken, 1), "no grant after the stopped masters woke");
-    run_free(r);
+    tc_contend_free(r);
 }
 
 /* The script run when DEBUG is disabled (redis 7 default, which
@@ -107,11 +108,11 @@ static redisContext *connect_master(int m)
 
 /* Stall masters @a and @b for @us at the same time; returns when both have
  * answered, i.e. when the stall is over. */
-static void stall_two(run *r, int a, int b, unsigned us, int use_lua)
+static void stall_two(tc_contend *r, int a, int b, unsigned us, int use_lua)
 {
     const int ms[2] = { a, b };
     redisContext *c[2];
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
     char secs[32], usbuf[32];
 
     snprintf(secs, sizeof(secs), "%.6f", us / 1e6);
@@ -135,7 +136,7 @@ static void stall_two(run *r, int a, int b, unsigned us, int use_lua)
         cr_assert(rep->type != REDIS_REPLY_ERROR, "master %d: %s", ms[i], rep->str);
         freeReplyObject(rep);
         redisFree(c[i]);
-        run_fault(r, use_lua ? "lua-busy" : "debug-sleep", ms[i], 0, t0);
+        tc_contend_fault(r, use_lua ? "lua-busy" : "debug-sleep", ms[i], 0, t0);
     }
 }
 
@@ -154,18 +155,18 @@ Test(process, debug_sleep_on_two_masters_acquires_go_on)
                     probe ? probe->str : "no reply");
     freeReplyObject(probe);
 
-    run *r = run_start(1, CONTEND_WORKERS);
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
+    tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     for (int k = 0; k < 3; k++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         stall_two(r, 1, 4, 300000, use_lua);
-        t1 = hist_now_us();
-        during += run_grants_between(r, t0, t1, 0);
-        run_await_grants(r, t1, 0, 1, AWAIT_MS); /* a grant between two stalls */
+        t1 = tc_now_us();
+        during += tc_contend_grants_between(r, t0, t1, 0);
+        tc_contend_await_grants(r, t1, 0, 1, AWAIT_MS); /* a grant between two stalls */
     }
-    run_expect_clean(r, NULL);
+    tc_contend_expect_clean(r, NULL);
     cr_expect(ge(int, during, 2), "only %d grants while two masters were stalled (%s)", during,
               how);
     cr_log_info("stalled with %s: %d grants during the stalls", how, during);
-    run_free(r);
+    tc_contend_free(r);
 }

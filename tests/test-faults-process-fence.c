@@ -32,20 +32,20 @@ TestSuite(process_aof, .fini = tc_heal, .timeout = 55);
 
 /* One fenced acquire and release of @r's resource on @c, both recorded.
  * Return: the acquire's result; *@fence gets the token when granted. */
-static int fenced_grant(run *r, redlock_client *c, uint64_t *fence, redlock_error *e)
+static int fenced_grant(tc_contend *r, redlock_client *c, uint64_t *fence, redlock_error *e)
 {
     redlock_resource res = { r->res, r->len };
     redlock_lock *l = NULL;
     redlock_outcome o;
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
     int rc = redlock_acquire_set(c, &res, 1, FENCE_TTL_MS, REDLOCK_FENCE, &l, &o, e);
 
-    hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, &o);
+    tc_hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, &o);
     if (rc != 0)
         return rc;
     *fence = redlock_lock_fence(l);
-    t0 = hist_now_us();
-    hist_release(r->h, "c", t0, redlock_release(c, l, &o, NULL), l, &o);
+    t0 = tc_now_us();
+    tc_hist_release(r->h, "c", t0, redlock_release(c, l, &o, NULL), l, &o);
     redlock_lock_free(l);
     return 0;
 }
@@ -55,9 +55,9 @@ static int fenced_grant(run *r, redlock_client *c, uint64_t *fence, redlock_erro
  * the next grant comes from them alone. */
 static void fence_scenario(int aof)
 {
-    static char out[CONTEND_OUT_SIZE];
-    run *r = run_start(1, 0);
-    redlock_client *c = contend_client(1);
+    static char out[TC_CONTEND_OUT_SIZE];
+    tc_contend *r = tc_contend_start(1, 0);
+    redlock_client *c = tc_contend_client(1);
     redlock_error e;
     uint64_t t0, t1 = 0, t2 = 0;
     int rc;
@@ -66,21 +66,21 @@ static void fence_scenario(int aof)
               aof ? "with" : "without");
     for (int k = 0; k < 30; k++) {
         if (k == 10) {
-            run_inject(r, tc_kill, "sigkill", 3, 0);
-            run_inject(r, tc_kill, "sigkill", 4, 0);
+            tc_contend_inject(r, tc_kill, "sigkill", 3, 0);
+            tc_contend_inject(r, tc_kill, "sigkill", 4, 0);
         }
         rc = fenced_grant(r, c, &t1, &e);
         cr_assert(eq(int, rc, 0), "fenced acquire %d: %s", k, e.msg);
     }
     for (int m = 2; m <= 4; m++) {
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         if (m == 2)
             tc_kill(2);
         tc_restart(m);
-        run_fault(r, "restart", m, !aof, t0);
+        tc_contend_fault(r, "restart", m, !aof, t0);
     }
     for (int m = 0; m <= 1; m++)
-        run_inject(r, tc_kill, "sigkill", m, 0);
+        tc_contend_inject(r, tc_kill, "sigkill", m, 0);
 
     /* the next grant, from 2,3,4 once the guard lets them vote */
     TC_AWAIT(fenced_grant(r, c, &t2, &e) == 0, 10000);
@@ -90,12 +90,12 @@ static void fence_scenario(int aof)
                 "their restarts %llu",
                 aof ? "with AOF" : "without persistence", (unsigned long long)t1,
                 (unsigned long long)t2);
-    rc = run_finish(r, NULL, out, sizeof(out));
+    rc = tc_contend_finish(r, NULL, out, sizeof(out));
     if (aof) {
         cr_expect(gt(u64, t2, t1), "the token went back from %llu to %llu with AOF",
                   (unsigned long long)t1, (unsigned long long)t2);
         cr_expect(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s",
-                  run_keep(r), out);
+                  tc_contend_keep(r), out);
     } else {
         /* NOTES §5: the claim needs masters that keep their counters. A
          * restart without persistence starts them again from 0 and no guard
@@ -106,7 +106,7 @@ static void fence_scenario(int aof)
         cr_expect(ne(int, rc, 0), "the checker reports the fence going backwards");
         cr_expect(strstr(out, "fence") != NULL, "as a fence violation:\n%s", out);
     }
-    run_free(r);
+    tc_contend_free(r);
 }
 
 Test(process_aof, fence_increases_across_restarts_with_aof)

@@ -34,7 +34,7 @@ static long long eval_calls(void)
     long long n = 0;
 
     for (int m = 0; m < tc_n(); m++) {
-        long long v = core_info_num(m, "commandstats", "cmdstat_eval");
+        long long v = tc_info_num(m, "commandstats", "cmdstat_eval");
 
         n += v > 0 ? v : 0;
     }
@@ -46,25 +46,25 @@ static long long eval_calls(void)
  * changes. */
 Test(process, script_flush_on_all_masters_is_transparent)
 {
-    run *r = run_start(1, CONTEND_WORKERS);
+    tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);
     long long eval_before = eval_calls(), eval_after;
     uint64_t t0;
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
-    r->rel_fail_after = hist_now_us();
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
+    r->rel_fail_after = tc_now_us();
     for (int m = 0; m < tc_n(); m++) {
         redisReply *rep;
 
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         rep = tc_cmd(m, "SCRIPT FLUSH");
         cr_assert(rep && rep->type == REDIS_REPLY_STATUS, "SCRIPT FLUSH on master %d failed", m);
         freeReplyObject(rep);
-        run_fault(r, "script-flush", m, 0, t0);
+        tc_contend_fault(r, "script-flush", m, 0, t0);
     }
-    t0 = hist_now_us();
-    int after = run_await_grants(r, t0, 0, SOME_GRANTS, AWAIT_MS);
+    t0 = tc_now_us();
+    int after = tc_contend_await_grants(r, t0, 0, SOME_GRANTS, AWAIT_MS);
 
-    run_expect_clean(r, NULL);
+    tc_contend_expect_clean(r, NULL);
     eval_after = eval_calls();
     cr_expect(gt(i64, eval_after, eval_before),
               "no EVAL fallback was used (eval calls %lld -> %lld)", eval_before, eval_after);
@@ -72,19 +72,19 @@ Test(process, script_flush_on_all_masters_is_transparent)
               "%d releases/extends failed after SCRIPT FLUSH; first: %s", r->late_failures,
               r->late_what);
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after SCRIPT FLUSH", after);
-    run_free(r);
+    tc_contend_free(r);
 }
 
 /* FLUSHALL on master @m, recorded as a fault that lost its keys; returns
  * when it is done. */
-static void flush_master(run *r, int m)
+static void flush_master(tc_contend *r, int m)
 {
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
     redisReply *rep = tc_cmd(m, "FLUSHALL");
 
     cr_assert(rep && rep->type == REDIS_REPLY_STATUS, "FLUSHALL on master %d failed", m);
     freeReplyObject(rep);
-    run_fault(r, "flushall", m, 1, t0);
+    tc_contend_fault(r, "flushall", m, 1, t0);
 }
 
 /* One master loses every key mid-run, its memory marker with them: the
@@ -97,15 +97,15 @@ static void flush_master(run *r, int m)
  * be told which keys were lost). */
 Test(process, flushall_on_one_master_no_second_holder)
 {
-    run *r = run_start(1, CONTEND_WORKERS);
+    tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     flush_master(r, 1);
-    int after = run_await_grants(r, hist_now_us(), 0, SOME_GRANTS, AWAIT_MS);
+    int after = tc_contend_await_grants(r, tc_now_us(), 0, SOME_GRANTS, AWAIT_MS);
 
-    run_expect_clean(r, NULL);
+    tc_contend_expect_clean(r, NULL);
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after FLUSHALL", after);
-    run_free(r);
+    tc_contend_free(r);
 }
 
 /* The same with one-shot clients in processes of their own, as every
@@ -116,24 +116,24 @@ Test(process, flushall_on_one_master_no_second_holder)
 Test(process, one_shot_clients_flushall_on_each_master_in_turn_no_second_holder)
 {
     enum { FLUSHES = 6 };
-    run *r = run_start_kind(1, CONTEND_WORKERS, CONTEND_ONE_SHOT);
+    tc_contend *r = tc_contend_start_kind(1, TC_CONTEND_WORKERS, TC_CONTEND_ONE_SHOT);
     uint64_t last = 0;
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     for (int k = 0; k < FLUSHES; k++) {
         int m = k % tc_n(), prev = (k + tc_n() - 1) % tc_n();
         uint32_t mask = 1u << m | (k ? 1u << prev : 0);
 
-        cr_assert(ge(int, run_await_grants(r, last, mask, 1, AWAIT_MS), 1),
+        cr_assert(ge(int, tc_contend_await_grants(r, last, mask, 1, AWAIT_MS), 1),
                   "flush %d: no grant counted masters 0x%x in %d ms", k, mask, AWAIT_MS);
         flush_master(r, m);
-        last = hist_now_us();
+        last = tc_now_us();
     }
-    int after = run_await_grants(r, last, 0, SOME_GRANTS, AWAIT_MS);
+    int after = tc_contend_await_grants(r, last, 0, SOME_GRANTS, AWAIT_MS);
 
-    run_expect_clean(r, NULL);
+    tc_contend_expect_clean(r, NULL);
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after the last FLUSHALL", after);
-    run_free(r);
+    tc_contend_free(r);
 }
 
 /* The workers' normal (not pub/sub) connections to master 1: what CLIENT
@@ -164,36 +164,37 @@ static long long normal_clients_of_master_1(void)
  * minority may.) */
 Test(process, client_kill_drops_our_connections_and_they_come_back)
 {
-    run *r = run_start(1, CONTEND_WORKERS);
+    tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);
     uint64_t t0, last = 0;
     long long killed = 0;
 
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS);
     for (int k = 0; k < 3; k++) {
         redisReply *rep;
 
         /* Every worker connected to master 1 again, so that each kill
          * drops all four. */
-        cr_assert(TC_AWAIT(normal_clients_of_master_1() >= CONTEND_WORKERS, AWAIT_MS),
+        cr_assert(TC_AWAIT(normal_clients_of_master_1() >= TC_CONTEND_WORKERS, AWAIT_MS),
                   "the workers did not reconnect to master 1 (%lld connections)",
                   normal_clients_of_master_1());
-        t0 = hist_now_us();
+        t0 = tc_now_us();
         rep = tc_cmd(1, "CLIENT KILL TYPE normal");
         cr_assert(rep && rep->type == REDIS_REPLY_INTEGER, "CLIENT KILL failed");
         killed += rep->integer;
         freeReplyObject(rep);
-        run_fault(r, "client-kill", 1, 0, t0);
-        last = hist_now_us();
+        tc_contend_fault(r, "client-kill", 1, 0, t0);
+        last = tc_now_us();
     }
     /* The clients come back: master 1 answers a vote after the last kill. */
-    TC_AWAIT(run_last_answer(r, 1) > last, AWAIT_MS);
-    int after = run_await_grants(r, last, 0, SOME_GRANTS, AWAIT_MS);
+    TC_AWAIT(tc_contend_last_answer(r, 1) > last, AWAIT_MS);
+    int after = tc_contend_await_grants(r, last, 0, SOME_GRANTS, AWAIT_MS);
 
-    run_expect_clean(r, NULL);
-    cr_expect(ge(i64, killed, 3 * CONTEND_WORKERS), "CLIENT KILL dropped only %lld connections",
+    tc_contend_expect_clean(r, NULL);
+    cr_expect(ge(i64, killed, 3 * TC_CONTEND_WORKERS), "CLIENT KILL dropped only %lld connections",
               killed);
-    cr_expect(gt(u64, run_last_answer(r, 1), last), "master 1 answered no vote after the last "
-                                                    "CLIENT KILL: the clients did not reconnect");
+    cr_expect(gt(u64, tc_contend_last_answer(r, 1), last),
+              "master 1 answered no vote after the last "
+              "CLIENT KILL: the clients did not reconnect");
     cr_expect(ge(int, after, SOME_GRANTS), "only %d grants after the last CLIENT KILL", after);
-    run_free(r);
+    tc_contend_free(r);
 }

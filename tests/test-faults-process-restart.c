@@ -34,7 +34,7 @@ TestSuite(process_aof, .fini = tc_heal, .timeout = 55);
 
 #define SOME_GRANTS 5
 #define AWAIT_MS 20000
-#define TTL_US (CONTEND_TTL_MS * 1000ull)
+#define TTL_US (TC_CONTEND_TTL_MS * 1000ull)
 
 enum restart_mode { WITH_AOF, GUARD_ON, GUARD_OFF };
 /* How master 2 loses its memory: a restart without persistence, FLUSHALL,
@@ -42,7 +42,7 @@ enum restart_mode { WITH_AOF, GUARD_ON, GUARD_OFF };
  * marker comes back as it was served, H's key does not). */
 enum lost_by { RESTART, FLUSH, SNAPSHOT };
 
-/* When each fault of the scenario happened (hist_now_us()). */
+/* When each fault of the scenario happened (tc_now_us()). */
 struct restarts {
     uint64_t of34;     /* masters 3 and 4 started again */
     uint64_t of2;      /* master 2 killed and started again, or flushed ... */
@@ -52,7 +52,7 @@ struct restarts {
 /* The test's own holder H takes the lock while masters 3 and 4 are dead,
  * so it counts exactly 0, 1 and 2 (it may have to wait for a worker's
  * turn). */
-static redlock_lock *h_acquires(run *r, redlock_client *hc)
+static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc)
 {
     redlock_lock *hl = NULL;
     redlock_outcome out;
@@ -60,46 +60,46 @@ static redlock_lock *h_acquires(run *r, redlock_client *hc)
     uint64_t t0;
     int rc = -1;
 
-    run_inject(r, tc_kill, "sigkill", 3, 0);
-    run_inject(r, tc_kill, "sigkill", 4, 0);
+    tc_contend_inject(r, tc_kill, "sigkill", 3, 0);
+    tc_contend_inject(r, tc_kill, "sigkill", 4, 0);
     for (int tries = 0; tries < 100 && rc != 0; tries++) {
-        t0 = hist_now_us();
-        rc = redlock_acquire(hc, r->res, r->len, CONTEND_TTL_MS, &hl, &out, &e);
-        hist_acquire(r->h, "H", r->res, r->len, CONTEND_TTL_MS, t0, rc, hl, &out);
+        t0 = tc_now_us();
+        rc = redlock_acquire(hc, r->res, r->len, TC_CONTEND_TTL_MS, &hl, &out, &e);
+        tc_hist_acquire(r->h, "H", r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, hl, &out);
     }
     cr_assert(eq(int, rc, 0), "H never got the lock: %s", e.msg);
-    run_note_grant(r, &out);
-    cr_assert(eq(u32, hist_oks(&out), 0x07u), "H counted masters 0,1,2 only (oks 0x%x)",
-              hist_oks(&out));
+    tc_contend_note_grant(r, &out);
+    cr_assert(eq(u32, tc_hist_oks(&out), 0x07u), "H counted masters 0,1,2 only (oks 0x%x)",
+              tc_hist_oks(&out));
     return hl;
 }
 
 /* 3 and 4 come back (empty unless AOF); 2 is killed and comes back, or
  * flushed: H's key there is kept with AOF and lost without. */
-static struct restarts restart_under_h(run *r, int aof, enum lost_by how, redlock_lock *hl)
+static struct restarts restart_under_h(tc_contend *r, int aof, enum lost_by how, redlock_lock *hl)
 {
     struct restarts t;
     redisReply *v;
     int kept;
 
-    t.of34 = hist_now_us();
+    t.of34 = tc_now_us();
     tc_restart(3);
-    run_fault(r, "restart", 3, !aof, t.of34);
-    run_inject(r, tc_restart, "restart", 4, !aof);
-    t.of2 = hist_now_us();
+    tc_contend_fault(r, "restart", 3, !aof, t.of34);
+    tc_contend_inject(r, tc_restart, "restart", 4, !aof);
+    t.of2 = tc_now_us();
     if (how == FLUSH) {
         v = tc_cmd(2, "FLUSHALL");
         cr_assert(v && v->type == REDIS_REPLY_STATUS, "FLUSHALL on master 2 failed");
         freeReplyObject(v);
-        run_fault(r, "flushall", 2, 1, t.of2);
+        tc_contend_fault(r, "flushall", 2, 1, t.of2);
     } else {
         tc_kill(2);
         tc_restart(2);
-        run_fault(r, "kill+restart", 2, !aof, t.of2);
+        tc_contend_fault(r, "kill+restart", 2, !aof, t.of2);
         if (how == SNAPSHOT)
             tc_master_rm(2, "dump.rdb"); /* loaded: later restarts start empty */
     }
-    t.of2_done = hist_now_us();
+    t.of2_done = tc_now_us();
 
     /* the premise: master 2 kept H's key with AOF, and lost it without */
     v = tc_cmd(2, "GET %b", r->res, r->len);
@@ -113,24 +113,24 @@ static struct restarts restart_under_h(run *r, int aof, enum lost_by how, redloc
 
 /* Guard off: a worker got 2,3,4 while H held 0,1: the checker must say so,
  * and, told which master lost its keys, explain it by A2. */
-static void expect_the_overlap_found(run *r, const struct restarts *t)
+static void expect_the_overlap_found(tc_contend *r, const struct restarts *t)
 {
     static const char *const explain[] = { "--explain-lost-keys", NULL };
-    static char out[CONTEND_OUT_SIZE];
-    uint64_t overlap_grant = run_first_grant(r, t->of2_done, 0x1c);
-    int crc = run_finish(r, NULL, out, sizeof(out));
+    static char out[TC_CONTEND_OUT_SIZE];
+    uint64_t overlap_grant = tc_contend_first_grant(r, t->of2_done, 0x1c);
+    int crc = tc_contend_finish(r, NULL, out, sizeof(out));
 
     cr_assert(ne(u64, overlap_grant, 0), "no worker was granted by 2,3,4 while H held it");
     cr_assert(eq(int, crc, 1),
               "the checker missed two holders at once (exit %d, history "
               "kept in %s):\n%s",
-              crc, run_keep(r), out);
+              crc, tc_contend_keep(r), out);
     cr_assert(strstr(out, "(overlap)") != NULL && strstr(out, "H (token") != NULL,
               "the overlap reported is not H's:\n%s", out);
     cr_log_info("guard off: a worker was granted by 2,3,4 %.1f ms after master 2 came "
                 "back, while H held it; the checker says:\n%.2000s",
                 (overlap_grant - t->of2_done) / 1000.0, out);
-    crc = contend_check(r->path, r->snap, explain, out, sizeof(out));
+    crc = tc_contend_check(r->path, r->snap, explain, out, sizeof(out));
     cr_assert(eq(int, crc, 0), "the overlap is not the one master 2's lost keys explain:\n%s", out);
     cr_assert(strstr(out, "EXPLAINED (overlap)") != NULL, "%s", out);
 }
@@ -159,8 +159,8 @@ static void expect_the_overlap_found(run *r, const struct restarts *t)
 static void restart_scenario(int mode, enum lost_by how, int kind)
 {
     int aof = mode == WITH_AOF;
-    run *r = run_start_kind(mode != GUARD_OFF, CONTEND_WORKERS, kind);
-    redlock_client *hc = contend_client(mode != GUARD_OFF);
+    tc_contend *r = tc_contend_start_kind(mode != GUARD_OFF, TC_CONTEND_WORKERS, kind);
+    redlock_client *hc = tc_contend_client(mode != GUARD_OFF);
     redlock_outcome out_h;
     redlock_error e;
     redlock_lock *hl;
@@ -170,7 +170,7 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
 
     cr_assert(eq(int, tc_aof(), aof), "this test needs a cluster %s --aof",
               aof ? "with" : "without");
-    run_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
+    tc_contend_await_grants(r, 0, 0, SOME_GRANTS, AWAIT_MS); /* contention runs */
     if (how == SNAPSHOT) {
         redisReply *v = tc_cmd(2, "SAVE");
         cr_assert(v && v->type == REDIS_REPLY_STATUS, "SAVE on master 2 failed");
@@ -179,33 +179,33 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     hl = h_acquires(r, hc);
     t = restart_under_h(r, aof, how, hl);
 
-    tries0 = run_attempts(r);
+    tries0 = tc_contend_attempts(r);
     if (mode == GUARD_OFF) /* within H's validity, a worker granted by 2,3,4 */
-        TC_AWAIT(redlock_lock_validity_ms(hl) <= 0 || run_first_grant(r, t.of2_done, 0x1c),
-                 CONTEND_TTL_MS);
+        TC_AWAIT(redlock_lock_validity_ms(hl) <= 0 || tc_contend_first_grant(r, t.of2_done, 0x1c),
+                 TC_CONTEND_TTL_MS);
     else /* every worker tries, twice, while H holds */
-        TC_AWAIT(run_attempts(r) >= tries0 + 2 * CONTEND_WORKERS, AWAIT_MS);
-    t0 = hist_now_us();
+        TC_AWAIT(tc_contend_attempts(r) >= tries0 + 2 * TC_CONTEND_WORKERS, AWAIT_MS);
+    t0 = tc_now_us();
     rc = redlock_release(hc, hl, &out_h, &e);
-    hist_release(r->h, "H", t0, rc, hl, &out_h);
+    tc_hist_release(r->h, "H", t0, rc, hl, &out_h);
     redlock_lock_free(hl);
     redlock_client_free(hc);
 
     uint64_t in_window2 = t.of2 + TTL_US, in_window34 = t.of34 + TTL_US;
     if (mode == GUARD_ON) /* a grant counting master 2 once its window is over */
-        run_await_grants(r, in_window2, 1u << 2, 1, CONTEND_TTL_MS + AWAIT_MS);
+        tc_contend_await_grants(r, in_window2, 1u << 2, 1, TC_CONTEND_TTL_MS + AWAIT_MS);
     if (mode == WITH_AOF) /* a grant counting master 2 within a ttl of its restart */
-        TC_AWAIT(run_grants_between(r, t.of2, in_window2, 1u << 2) > 0, CONTEND_TTL_MS);
+        TC_AWAIT(tc_contend_grants_between(r, t.of2, in_window2, 1u << 2) > 0, TC_CONTEND_TTL_MS);
 
-    int counted2 = run_grants_between(r, t.of2, in_window2, 1u << 2);
-    int counted34 = run_grants_between(r, t.of34, in_window34, 1u << 3) +
-                    run_grants_between(r, t.of34, in_window34, 1u << 4);
-    int after_window = run_grants_between(r, in_window2, UINT64_MAX, 1u << 2);
+    int counted2 = tc_contend_grants_between(r, t.of2, in_window2, 1u << 2);
+    int counted34 = tc_contend_grants_between(r, t.of34, in_window34, 1u << 3) +
+                    tc_contend_grants_between(r, t.of34, in_window34, 1u << 4);
+    int after_window = tc_contend_grants_between(r, in_window2, UINT64_MAX, 1u << 2);
 
     if (mode == GUARD_OFF) {
         expect_the_overlap_found(r, &t);
     } else {
-        run_expect_clean(r, NULL);
+        tc_contend_expect_clean(r, NULL);
         if (mode == GUARD_ON) {
             cr_expect(eq(int, counted2, 0),
                       "%d grants counted master 2 within a ttl of "
@@ -230,16 +230,16 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
                 mode == WITH_AOF   ? "with AOF"
                 : mode == GUARD_ON ? "guard on"
                                    : "guard off",
-                kind == CONTEND_ONE_SHOT ? "one-shot clients" : "clients kept", counted2,
+                kind == TC_CONTEND_ONE_SHOT ? "one-shot clients" : "clients kept", counted2,
                 after_window);
-    run_free(r);
+    tc_contend_free(r);
 }
 
 Test(process_aof, restart_with_aof_keeps_the_lock_and_counts_at_once)
 {
     if (!tc_aof())
         cr_skip_test("needs a cluster with --aof (meson runs it as faults-process-restart-aof)");
-    restart_scenario(WITH_AOF, RESTART, CONTEND_THREADS);
+    restart_scenario(WITH_AOF, RESTART, TC_CONTEND_THREADS);
 }
 
 /* restart_scenario() on the plain cluster meson gives suite process. */
@@ -252,32 +252,32 @@ static void plain_scenario(int mode, enum lost_by how, int kind)
 
 Test(process, restart_without_persistence_guard_on_no_second_holder)
 {
-    plain_scenario(GUARD_ON, RESTART, CONTEND_THREADS);
+    plain_scenario(GUARD_ON, RESTART, TC_CONTEND_THREADS);
 }
 
 Test(process, restart_without_persistence_guard_off_shows_two_holders)
 {
-    plain_scenario(GUARD_OFF, RESTART, CONTEND_THREADS);
+    plain_scenario(GUARD_OFF, RESTART, TC_CONTEND_THREADS);
 }
 
 Test(process, one_shot_clients_restart_without_persistence_no_second_holder)
 {
-    plain_scenario(GUARD_ON, RESTART, CONTEND_ONE_SHOT);
+    plain_scenario(GUARD_ON, RESTART, TC_CONTEND_ONE_SHOT);
 }
 
 Test(process, one_shot_clients_restart_without_persistence_guard_off_shows_two_holders)
 {
-    plain_scenario(GUARD_OFF, RESTART, CONTEND_ONE_SHOT);
+    plain_scenario(GUARD_OFF, RESTART, TC_CONTEND_ONE_SHOT);
 }
 
 Test(process, one_shot_clients_flushall_no_second_holder)
 {
-    plain_scenario(GUARD_ON, FLUSH, CONTEND_ONE_SHOT);
+    plain_scenario(GUARD_ON, FLUSH, TC_CONTEND_ONE_SHOT);
 }
 
 Test(process, one_shot_clients_flushall_guard_off_shows_two_holders)
 {
-    plain_scenario(GUARD_OFF, FLUSH, CONTEND_ONE_SHOT);
+    plain_scenario(GUARD_OFF, FLUSH, TC_CONTEND_ONE_SHOT);
 }
 
 /* A one-shot client (made and used at once, as redlock-cli is) acquiring
@@ -291,7 +291,7 @@ static int one_shot_acquire(const char *res, uint32_t ttl_ms, int64_t wait_ms, r
     redlock_resource one = { res, strlen(res) };
     redlock_lock *l = NULL;
 
-    contend_config(&cfg, 1);
+    tc_contend_config(&cfg, 1);
     cfg.retry_delay_ms = 20;
     cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, e), 0), "%s", e->msg);
     redlock_acquire_opts_init(&opts);
@@ -346,7 +346,7 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
      * window: with masters 3 and 4 down nobody can, so it is the longest
      * ttl in use (this test's). A one-shot client may exit before its
      * settle lands: the next one settles it. */
-    uint64_t t1 = hist_now_us();
+    uint64_t t1 = tc_now_us();
     int rc = 0;
     age = -1;
     cr_assert(TC_AWAIT((rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e)) == REDLOCK_ENOQUORUM &&
@@ -369,7 +369,7 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
 
     /* Waiting: it counts once the window has passed since t1, not before. */
     rc = one_shot_acquire(res, WINDOW_MS, 3 * WINDOW_MS, &out, &e);
-    uint64_t admitted = hist_now_us();
+    uint64_t admitted = tc_now_us();
     cr_assert(eq(int, rc, 0), "master 2 was never admitted again: %s: %s", redlock_err_name(rc),
               e.msg);
     cr_expect(eq(int, out.votes[2].kind, REDLOCK_VOTE_OK));
@@ -383,15 +383,15 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
 
 Test(process, restart_from_an_older_snapshot_no_second_holder)
 {
-    plain_scenario(GUARD_ON, SNAPSHOT, CONTEND_THREADS);
+    plain_scenario(GUARD_ON, SNAPSHOT, TC_CONTEND_THREADS);
 }
 
 Test(process, one_shot_clients_restart_from_an_older_snapshot_no_second_holder)
 {
-    plain_scenario(GUARD_ON, SNAPSHOT, CONTEND_ONE_SHOT);
+    plain_scenario(GUARD_ON, SNAPSHOT, TC_CONTEND_ONE_SHOT);
 }
 
 Test(process, one_shot_clients_restart_from_an_older_snapshot_guard_off_shows_two_holders)
 {
-    plain_scenario(GUARD_OFF, SNAPSHOT, CONTEND_ONE_SHOT);
+    plain_scenario(GUARD_OFF, SNAPSHOT, TC_CONTEND_ONE_SHOT);
 }

@@ -19,6 +19,7 @@
 #include <criterion/new/assert.h>
 
 #include "cluster.h"
+#include "core.h"
 #include "fake.h"
 
 static void expect_pong(int i)
@@ -175,10 +176,10 @@ Test(harness, paused_master_holds_commands_until_resumed)
     if (tc_password())
         redisAsyncCommand(ac, NULL, NULL, "AUTH %s", tc_password());
     cr_assert(eq(int, redisAsyncCommand(ac, on_ping, &st, "PING"), REDIS_OK));
-    cr_assert(eq(int, tc_run_until(base, &st.done, 300), 0), "a paused master answered");
+    cr_assert(eq(int, TC_RUN_UNTIL(base, st.done, 300), 0), "a paused master answered");
 
     tc_resume(2);
-    cr_assert(eq(int, tc_run_until(base, &st.done, 5000), 1), "no answer after resume");
+    cr_assert(eq(int, TC_RUN_UNTIL(base, st.done, 5000), 1), "no answer after resume");
     cr_assert(eq(int, st.type, REDIS_REPLY_STATUS));
 
     redisAsyncFree(ac);
@@ -196,7 +197,7 @@ Test(harness, heal_restarts_dead_and_resumes_paused)
     tc_heal(); /* nothing to do: still fine */
 }
 
-/* --- tc_run_until -------------------------------------------------------- */
+/* --- TC_RUN_UNTIL -------------------------------------------------------- */
 
 static void set_flag(evutil_socket_t fd, short what, void *arg)
 {
@@ -214,9 +215,9 @@ Test(harness, run_until_returns_when_the_flag_is_set)
 
     ev = evtimer_new(base, set_flag, (void *)&flag);
     evtimer_add(ev, &soon);
-    cr_assert(eq(int, tc_run_until(base, &flag, 5000), 1));
+    cr_assert(eq(int, TC_RUN_UNTIL(base, flag, 5000), 1));
     /* and returns at once when it already is */
-    cr_assert(eq(int, tc_run_until(base, &flag, 5000), 1));
+    cr_assert(eq(int, TC_RUN_UNTIL(base, flag, 5000), 1));
     event_free(ev);
     event_base_free(base);
 }
@@ -225,13 +226,11 @@ Test(harness, run_until_times_out)
 {
     struct event_base *base = event_base_new();
     volatile int flag = 0;
-    struct timeval t0, t1;
+    uint64_t t0 = tc_now_us();
     long ms;
 
-    evutil_gettimeofday(&t0, NULL);
-    cr_assert(eq(int, tc_run_until(base, &flag, 50), 0));
-    evutil_gettimeofday(&t1, NULL);
-    ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_usec - t0.tv_usec) / 1000;
+    cr_assert(eq(int, TC_RUN_UNTIL(base, flag, 50), 0));
+    ms = (long)tc_ms_since(t0);
     cr_assert(ge(long, ms, 45));
     cr_assert(lt(long, ms, 2000));
     event_base_free(base);

@@ -21,7 +21,7 @@
 
 #include "histcase.h"
 
-TestSuite(history, .init = histcase_init, .fini = histcase_fini, .timeout = 60);
+TestSuite(history, .init = tc_hc_init, .fini = tc_hc_fini, .timeout = 60);
 
 /* ---- the recorder ------------------------------------------------------------------------- */
 
@@ -30,7 +30,7 @@ TestSuite(history, .init = histcase_init, .fini = histcase_fini, .timeout = 60);
 Test(history, records_from_redlock_objects_are_accepted)
 {
     char p[512];
-    hist *h = hc_new(p, sizeof(p));
+    tc_hist *h = tc_hc_new(p, sizeof(p));
     redlock_lock *l = NULL;
     redlock_outcome o;
     FILE *f;
@@ -42,16 +42,17 @@ Test(history, records_from_redlock_objects_are_accepted)
     o.n_ok = 3;
     o.attempts = 2;
     o.votes[0].kind = o.votes[2].kind = o.votes[4].kind = REDLOCK_VOTE_OK;
-    cr_expect(eq(u32, hist_oks(&o), 0x15u));
-    uint64_t t = hist_now_us();
-    cr_assert(eq(int, hist_acquire(h, "a", "res", 3, 1000, t, 0, l, &o), 0));
-    cr_assert(eq(int, hist_extend(h, "a", 1000, t, REDLOCK_ENOTHELD, l, &o), 0));
-    cr_assert(eq(int, hist_use(h, "a", t, l, 1), 0));
-    cr_assert(eq(int, hist_release(h, "a", t, 0, l, &o), 0));
-    cr_assert(eq(int, hist_acquire(h, "b", "res", 3, 1000, t, REDLOCK_ECONFLICT, NULL, NULL), 0));
-    cr_assert(eq(int, hist_fault(h, "sigstop", 3, 0, t), 0));
-    cr_assert(eq(int, hist_key(h, 1, "res", 3, "0123456789abcdef0123456789abcdef", 500), 0));
-    hist_close(h);
+    cr_expect(eq(u32, tc_hist_oks(&o), 0x15u));
+    uint64_t t = tc_now_us();
+    cr_assert(eq(int, tc_hist_acquire(h, "a", "res", 3, 1000, t, 0, l, &o), 0));
+    cr_assert(eq(int, tc_hist_extend(h, "a", 1000, t, REDLOCK_ENOTHELD, l, &o), 0));
+    cr_assert(eq(int, tc_hist_use(h, "a", t, l, 1), 0));
+    cr_assert(eq(int, tc_hist_release(h, "a", t, 0, l, &o), 0));
+    cr_assert(eq(int, tc_hist_acquire(h, "b", "res", 3, 1000, t, REDLOCK_ECONFLICT, NULL, NULL),
+                 0));
+    cr_assert(eq(int, tc_hist_fault(h, "sigstop", 3, 0, t), 0));
+    cr_assert(eq(int, tc_hist_key(h, 1, "res", 3, "0123456789abcdef0123456789abcdef", 500), 0));
+    tc_hist_close(h);
     redlock_lock_free(l);
 
     f = fopen(p, "r");
@@ -65,15 +66,15 @@ Test(history, records_from_redlock_objects_are_accepted)
     cr_expect(strstr(line, "\"fence\":0") != NULL, "%s", line);
     cr_expect(strstr(line, "\"vend\":") != NULL, "%s", line);
     cr_expect(strstr(line, "\"attempts\":2") != NULL, "%s", line);
-    hc_expect_clean(p, NULL, NULL);
-    cr_expect(strstr(hc_out, "checked 5 ops, 1 holder, 0 violations") != NULL, "%s", hc_out);
+    tc_hc_expect_clean(p, NULL, NULL);
+    cr_expect(strstr(tc_hc_out, "checked 5 ops, 1 holder, 0 violations") != NULL, "%s", tc_hc_out);
 }
 
 #define WRITERS 4
 #define LINES 300
 
 typedef struct writer {
-    hist *h;
+    tc_hist *h;
     int id;
     int failed;
 } writer;
@@ -89,21 +90,21 @@ static void *write_lines(void *arg)
         res[i] = (char)(i * 7 + (size_t)w->id);
     snprintf(client, sizeof(client), "p%d-w%d", (int)getpid(), w->id);
     for (int i = 0; i < LINES; i++) {
-        hist_rec r = { .client = client,
-                       .op = HIST_ACQUIRE,
-                       .res = res,
-                       .res_len = sizeof(res),
-                       .invoke_us = hist_now_us(),
-                       .rc = REDLOCK_ECONFLICT,
-                       .ttl_ms = 1000,
-                       .master = -1 };
-        if (hist_write(w->h, &r) != 0)
+        tc_hist_rec r = { .client = client,
+                          .op = TC_HIST_ACQUIRE,
+                          .res = res,
+                          .res_len = sizeof(res),
+                          .invoke_us = tc_now_us(),
+                          .rc = REDLOCK_ECONFLICT,
+                          .ttl_ms = 1000,
+                          .master = -1 };
+        if (tc_hist_write(w->h, &r) != 0)
             w->failed++;
     }
     return NULL;
 }
 
-static int write_from_threads(hist *h)
+static int write_from_threads(tc_hist *h)
 {
     pthread_t th[WRITERS];
     writer w[WRITERS];
@@ -123,7 +124,7 @@ static int write_from_threads(hist *h)
 Test(history, lines_stay_whole_across_threads_and_processes)
 {
     char p[512], want[128];
-    hist *h = hc_new(p, sizeof(p));
+    tc_hist *h = tc_hc_new(p, sizeof(p));
     pid_t kids[2];
 
     for (int k = 0; k < 2; k++) {
@@ -143,8 +144,8 @@ Test(history, lines_stay_whole_across_threads_and_processes)
 
         cr_expect(ok, "writer process %d failed", k);
     }
-    hist_close(h);
-    hc_expect_clean(p, NULL, NULL);
+    tc_hist_close(h);
+    tc_hc_expect_clean(p, NULL, NULL);
     snprintf(want, sizeof(want), "checked %d ops, 0 holders, 0 violations", 3 * WRITERS * LINES);
-    cr_expect(strstr(hc_out, want) != NULL, "wanted \"%s\":\n%.2000s", want, hc_out);
+    cr_expect(strstr(tc_hc_out, want) != NULL, "wanted \"%s\":\n%.2000s", want, tc_hc_out);
 }

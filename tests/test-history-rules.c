@@ -18,60 +18,60 @@
 
 #include "histcase.h"
 
-TestSuite(history, .init = histcase_init, .fini = histcase_fini, .timeout = 60);
+TestSuite(history, .init = tc_hc_init, .fini = tc_hc_fini, .timeout = 60);
 
 /* ---- (b) fencing tokens ------------------------------------------------------ */
 
 Test(history, fences_must_increase_in_grant_order)
 {
     char p[512], q[512];
-    hist *h = hc_new(p, sizeof(p));
-    hist_rec r = { .client = "a",
-                   .op = HIST_ACQUIRE,
-                   .res = "r",
-                   .res_len = 1,
-                   .ttl_ms = 1000,
-                   .has_vend = 1,
-                   .master = -1 };
+    tc_hist *h = tc_hc_new(p, sizeof(p));
+    tc_hist_rec r = { .client = "a",
+                      .op = TC_HIST_ACQUIRE,
+                      .res = "r",
+                      .res_len = 1,
+                      .ttl_ms = 1000,
+                      .has_vend = 1,
+                      .master = -1 };
     static const char *const toks[] = { "t1", "t2", "t3" };
     const uint64_t fences[] = { 5, 7, 7 };
 
     for (int i = 0; i < 3; i++) {
         r.token = toks[i];
-        r.invoke_us = HC_MS(100 * i);
-        r.complete_us = HC_MS(100 * i + 1);
-        r.vend_us = HC_MS(100 * i + 50);
+        r.invoke_us = TC_HC_MS(100 * i);
+        r.complete_us = TC_HC_MS(100 * i + 1);
+        r.vend_us = TC_HC_MS(100 * i + 50);
         r.fence = fences[i];
-        hc_put(h, &r);
+        tc_hc_put(h, &r);
     }
-    hist_close(h);
-    hc_expect_violation(p, NULL, NULL, "fence");
+    tc_hist_close(h);
+    tc_hc_expect_violation(p, NULL, NULL, "fence");
 
     /* grants whose calls overlap in time are not ordered (NOTES.md claims
      * order only for a grant invoked after the other completed) */
     char o[512];
-    h = hc_new(o, sizeof(o));
-    r.token = "t1", r.invoke_us = HC_MS(0), r.complete_us = HC_MS(50), r.vend_us = HC_MS(60),
-    r.fence = 9;
-    hc_put(h, &r);
-    r.token = "t2", r.invoke_us = HC_MS(10), r.complete_us = HC_MS(70), r.vend_us = HC_MS(90),
-    r.fence = 8;
-    hc_put(h, &r);
-    hist_close(h);
-    hc_expect_clean(o, NULL, NULL);
+    h = tc_hc_new(o, sizeof(o));
+    r.token = "t1", r.invoke_us = TC_HC_MS(0), r.complete_us = TC_HC_MS(50),
+    r.vend_us = TC_HC_MS(60), r.fence = 9;
+    tc_hc_put(h, &r);
+    r.token = "t2", r.invoke_us = TC_HC_MS(10), r.complete_us = TC_HC_MS(70),
+    r.vend_us = TC_HC_MS(90), r.fence = 8;
+    tc_hc_put(h, &r);
+    tc_hist_close(h);
+    tc_hc_expect_clean(o, NULL, NULL);
 
-    h = hc_new(q, sizeof(q));
+    h = tc_hc_new(q, sizeof(q));
     for (int i = 0; i < 3; i++) {
         r.token = toks[i];
-        r.invoke_us = HC_MS(100 * i);
-        r.complete_us = HC_MS(100 * i + 1);
-        r.vend_us = HC_MS(100 * i + 50);
+        r.invoke_us = TC_HC_MS(100 * i);
+        r.complete_us = TC_HC_MS(100 * i + 1);
+        r.vend_us = TC_HC_MS(100 * i + 50);
         r.fence = 0;
-        hc_put(h, &r);
+        tc_hc_put(h, &r);
     }
-    hist_close(h);
-    hc_expect_clean(q, NULL, NULL);
-    cr_expect(strstr(hc_out, "fences all 0: not checked") != NULL, "%s", hc_out);
+    tc_hist_close(h);
+    tc_hc_expect_clean(q, NULL, NULL);
+    cr_expect(strstr(tc_hc_out, "fences all 0: not checked") != NULL, "%s", tc_hc_out);
 }
 
 /* ---- (c) releases of someone else's lock --------------------------------------- */
@@ -79,22 +79,22 @@ Test(history, fences_must_increase_in_grant_order)
 Test(history, a_late_release_returning_0_while_another_holds_is_flagged)
 {
     char p[512], q[512];
-    hist *h = hc_new(p, sizeof(p));
+    tc_hist *h = tc_hc_new(p, sizeof(p));
 
-    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
-    hc_release(h, "a", "aaaa", 200, 205, 0); /* a's window ended at 100 */
-    hist_close(h);
-    hc_expect_violation(p, NULL, NULL, "release");
-    cr_expect(strstr(hc_out, "review") != NULL, "%s", hc_out);
+    tc_hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    tc_hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
+    tc_hc_release(h, "a", "aaaa", 200, 205, 0); /* a's window ended at 100 */
+    tc_hist_close(h);
+    tc_hc_expect_violation(p, NULL, NULL, "release");
+    cr_expect(strstr(tc_hc_out, "review") != NULL, "%s", tc_hc_out);
 
     /* what the library must answer instead: not held */
-    h = hc_new(q, sizeof(q));
-    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
-    hc_release(h, "a", "aaaa", 200, 205, REDLOCK_ENOTHELD);
-    hist_close(h);
-    hc_expect_clean(q, NULL, NULL);
+    h = tc_hc_new(q, sizeof(q));
+    tc_hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    tc_hc_grant(h, "b", "bbbb", 140, 150, 400, 0x1f);
+    tc_hc_release(h, "a", "aaaa", 200, 205, REDLOCK_ENOTHELD);
+    tc_hist_close(h);
+    tc_hc_expect_clean(q, NULL, NULL);
 }
 
 /* ---- (d) keys left on masters ------------------------------------------------------ */
@@ -105,36 +105,36 @@ static void one_key(const char *path, int master, const char *tok, unsigned at, 
                     const char *says)
 {
     char sp[512];
-    hist *s = hc_new(sp, sizeof(sp));
+    tc_hist *s = tc_hc_new(sp, sizeof(sp));
 
-    hc_key(s, master, tok, at, pttl);
-    hist_close(s);
+    tc_hc_key(s, master, tok, at, pttl);
+    tc_hist_close(s);
     if (!says) {
-        hc_expect_clean(path, sp, NULL);
+        tc_hc_expect_clean(path, sp, NULL);
         return;
     }
-    hc_expect_violation(path, sp, NULL, "key");
-    cr_expect(strstr(hc_out, says) != NULL, "wanted \"%s\":\n%s", says, hc_out);
+    tc_hc_expect_violation(path, sp, NULL, "key");
+    cr_expect(strstr(tc_hc_out, says) != NULL, "wanted \"%s\":\n%s", says, tc_hc_out);
 }
 
 Test(history, keys_left_behind_are_found)
 {
     char p[512], s1[512];
-    hist *h = hc_new(p, sizeof(p)), *s;
+    tc_hist *h = tc_hc_new(p, sizeof(p)), *s;
 
-    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hc_release(h, "a", "aaaa", 50, 60, 0);
-    hc_refused(h, "b", 100, 110); /* a failed acquire, ttl 1000 */
-    hist_close(h);
+    tc_hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    tc_hc_release(h, "a", "aaaa", 50, 60, 0);
+    tc_hc_refused(h, "b", 100, 110); /* a failed acquire, ttl 1000 */
+    tc_hist_close(h);
 
     /* a key of a failed acquire, expiring within its ttl: fine; a lock's
      * own key on a master its release missed: fine */
-    s = hc_new(s1, sizeof(s1));
-    hc_key(s, 0, "ffff", 200, 900); /* expires at 1100 <= 110 + 1000 + 50 */
-    hc_key(s, 1, "aaaa", 200, 500);
-    hist_close(s);
-    hc_expect_clean(p, s1, NULL);
-    cr_expect(strstr(hc_out, "2 keys in the snapshot") != NULL, "%s", hc_out);
+    s = tc_hc_new(s1, sizeof(s1));
+    tc_hc_key(s, 0, "ffff", 200, 900); /* expires at 1100 <= 110 + 1000 + 50 */
+    tc_hc_key(s, 1, "aaaa", 200, 500);
+    tc_hist_close(s);
+    tc_hc_expect_clean(p, s1, NULL);
+    cr_expect(strstr(tc_hc_out, "2 keys in the snapshot") != NULL, "%s", tc_hc_out);
 
     /* no ttl: never frees */
     one_key(p, 2, "aaaa", 200, -1, "no ttl");
@@ -145,9 +145,9 @@ Test(history, keys_left_behind_are_found)
 
     /* a token nobody was granted, and no failed acquire to blame */
     char q[512];
-    h = hc_new(q, sizeof(q));
-    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hist_close(h);
+    h = tc_hc_new(q, sizeof(q));
+    tc_hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    tc_hist_close(h);
     one_key(q, 0, "zzzz", 50, 500, "no attempt to acquire this resource failed");
 }
 
@@ -159,34 +159,34 @@ Test(history, keys_left_behind_are_found)
 Test(history, a_granted_acquire_may_leave_a_key_of_a_failed_attempt)
 {
     char p[512], q[512];
-    hist_rec r = { .client = "a",
-                   .op = HIST_ACQUIRE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(0),
-                   .complete_us = HC_MS(40),
-                   .token = "aaaa",
-                   .vend_us = HC_MS(900),
-                   .has_vend = 1,
-                   .ttl_ms = 1000,
-                   .oks = 0x1f,
-                   .n_ok = 5,
-                   .attempts = 2,
-                   .master = -1 };
-    hist *h = hc_new(p, sizeof(p));
+    tc_hist_rec r = { .client = "a",
+                      .op = TC_HIST_ACQUIRE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(0),
+                      .complete_us = TC_HC_MS(40),
+                      .token = "aaaa",
+                      .vend_us = TC_HC_MS(900),
+                      .has_vend = 1,
+                      .ttl_ms = 1000,
+                      .oks = 0x1f,
+                      .n_ok = 5,
+                      .attempts = 2,
+                      .master = -1 };
+    tc_hist *h = tc_hc_new(p, sizeof(p));
 
-    hc_put(h, &r);
-    hc_release(h, "a", "aaaa", 50, 60, 0);
-    hist_close(h);
+    tc_hc_put(h, &r);
+    tc_hc_release(h, "a", "aaaa", 50, 60, 0);
+    tc_hist_close(h);
     one_key(p, 1, "ffff", 200, 800, NULL); /* expires at 1000 <= 40 + 1000 + 50 */
     /* past what its failed attempt could have set */
     one_key(p, 1, "ffff", 200, 900, "left by a failed acquire attempt"); /* 1100 > 1090 */
 
     /* the same grant at its first attempt left no other key */
-    h = hc_new(q, sizeof(q));
+    h = tc_hc_new(q, sizeof(q));
     r.attempts = 1;
-    hc_put(h, &r);
-    hist_close(h);
+    tc_hc_put(h, &r);
+    tc_hist_close(h);
     one_key(q, 1, "ffff", 200, 800, "no attempt to acquire this resource failed");
 }
 
@@ -196,21 +196,21 @@ Test(history, a_granted_acquire_may_leave_a_key_of_a_failed_attempt)
 Test(history, reservations_lapse_within_their_hand_window)
 {
     char p[512], s1[512], s2[512];
-    hist *h = hc_new(p, sizeof(p)), *s;
+    tc_hist *h = tc_hc_new(p, sizeof(p)), *s;
 
-    hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
-    hist_close(h);
+    tc_hc_grant(h, "a", "aaaa", 0, 2, 100, 0x1f);
+    tc_hist_close(h);
 
-    s = hc_new(s1, sizeof(s1));
-    hc_key(s, 1, "\001560|redlock:wake:0123|2", 200, 434);
-    hist_close(s);
-    hc_expect_clean(p, s1, NULL);
+    s = tc_hc_new(s1, sizeof(s1));
+    tc_hc_key(s, 1, "\001560|redlock:wake:0123|2", 200, 434);
+    tc_hist_close(s);
+    tc_hc_expect_clean(p, s1, NULL);
 
-    s = hc_new(s2, sizeof(s2));
-    hc_key(s, 1, "\001560|redlock:wake:0123|2", 200, 900);
-    hist_close(s);
-    hc_expect_violation(p, s2, NULL, "key");
-    cr_expect(strstr(hc_out, "outliving its hand window (560 ms)") != NULL, "%s", hc_out);
+    s = tc_hc_new(s2, sizeof(s2));
+    tc_hc_key(s, 1, "\001560|redlock:wake:0123|2", 200, 900);
+    tc_hist_close(s);
+    tc_hc_expect_violation(p, s2, NULL, "key");
+    cr_expect(strstr(tc_hc_out, "outliving its hand window (560 ms)") != NULL, "%s", tc_hc_out);
 }
 
 /* ---- what a violation prints ------------------------------------------------------------ */
@@ -218,28 +218,29 @@ Test(history, reservations_lapse_within_their_hand_window)
 Test(history, a_violation_prints_ten_lines_either_side)
 {
     char p[512];
-    hist *h = hc_new(p, sizeof(p));
+    tc_hist *h = tc_hc_new(p, sizeof(p));
     char line[64];
 
     /* 40 lines: refusals around an overlap on lines 20 and 21 */
     for (int i = 1; i <= 19; i++)
-        hc_refused(h, "x", (unsigned)i, (unsigned)i + 1);
-    hc_grant(h, "a", "aaaa", 100, 102, 300, 0x1f);
-    hc_grant(h, "b", "bbbb", 150, 160, 600, 0x1f);
+        tc_hc_refused(h, "x", (unsigned)i, (unsigned)i + 1);
+    tc_hc_grant(h, "a", "aaaa", 100, 102, 300, 0x1f);
+    tc_hc_grant(h, "b", "bbbb", 150, 160, 600, 0x1f);
     for (int i = 22; i <= 40; i++)
-        hc_refused(h, "x", 700 + (unsigned)i, 701 + (unsigned)i);
-    hist_close(h);
-    hc_expect_violation(p, NULL, NULL, "overlap");
-    cr_expect(strstr(hc_out, "lines 10..31:") != NULL, "%s", hc_out);
+        tc_hc_refused(h, "x", 700 + (unsigned)i, 701 + (unsigned)i);
+    tc_hist_close(h);
+    tc_hc_expect_violation(p, NULL, NULL, "overlap");
+    cr_expect(strstr(tc_hc_out, "lines 10..31:") != NULL, "%s", tc_hc_out);
     snprintf(line, sizeof(line), ">>%6d  ", 20);
-    cr_expect(strstr(hc_out, line) != NULL, "line 20 not marked:\n%s", hc_out);
+    cr_expect(strstr(tc_hc_out, line) != NULL, "line 20 not marked:\n%s", tc_hc_out);
     snprintf(line, sizeof(line), ">>%6d  ", 21);
-    cr_expect(strstr(hc_out, line) != NULL, "line 21 not marked:\n%s", hc_out);
+    cr_expect(strstr(tc_hc_out, line) != NULL, "line 21 not marked:\n%s", tc_hc_out);
     snprintf(line, sizeof(line), "  %6d  ", 9);
-    cr_expect(strstr(hc_out, line) == NULL, "line 9 is outside the window:\n%s", hc_out);
+    cr_expect(strstr(tc_hc_out, line) == NULL, "line 9 is outside the window:\n%s", tc_hc_out);
     snprintf(line, sizeof(line), "  %6d  ", 32);
-    cr_expect(strstr(hc_out, line) == NULL, "line 32 is outside the window:\n%s", hc_out);
-    cr_expect(strstr(hc_out, "checked 40 ops, 2 holders, 1 violation;") != NULL, "%s", hc_out);
+    cr_expect(strstr(tc_hc_out, line) == NULL, "line 32 is outside the window:\n%s", tc_hc_out);
+    cr_expect(strstr(tc_hc_out, "checked 40 ops, 2 holders, 1 violation;") != NULL, "%s",
+              tc_hc_out);
 }
 
 Test(history, unreadable_input_exits_2_naming_the_line)
@@ -247,12 +248,12 @@ Test(history, unreadable_input_exits_2_naming_the_line)
     char p[512];
     FILE *f;
 
-    snprintf(p, sizeof(p), "%s/bad.jsonl", hc_dir);
+    snprintf(p, sizeof(p), "%s/bad.jsonl", tc_hc_dir);
     f = fopen(p, "w");
     cr_assert(f != NULL);
     fprintf(f, "{\"op\":\"acquire\",\"client\":\"a\",\"res\":\"r\",\"invoke\":1,\"complete\":2,"
                "\"rc\":-3}\n{\"op\":\"acq");
     fclose(f);
-    cr_expect(eq(int, hc_check(p, NULL, NULL), 2), "%s", hc_out);
-    cr_expect(strstr(hc_out, "bad.jsonl:2: not JSON") != NULL, "%s", hc_out);
+    cr_expect(eq(int, tc_hc_check(p, NULL, NULL), 2), "%s", tc_hc_out);
+    cr_expect(strstr(tc_hc_out, "bad.jsonl:2: not JSON") != NULL, "%s", tc_hc_out);
 }

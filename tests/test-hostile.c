@@ -28,7 +28,7 @@
 
 #define TTL_MS 10000u
 
-TestSuite(hostile, .init = core_fx_init, .fini = core_fx_fini, .timeout = 150);
+TestSuite(hostile, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 150);
 
 /* ---- one reply of each kind ---------------------------------------------------- */
 
@@ -91,7 +91,7 @@ static tc_fake *bomb_start(size_t k)
 
 ParameterizedTestParameters(hostile, a_reply_without_bound_is_one_line_of_eproto_naming_the_master)
 {
-    CORE_CASE_INDEXES(bombs);
+    TC_CASE_INDEXES(bombs);
 }
 
 /* The fake alone (one master): the acquire fails with EPROTO, its message
@@ -103,35 +103,36 @@ ParameterizedTest(size_t *k, hostile, a_reply_without_bound_is_one_line_of_eprot
     const struct bomb *b = &bombs[*k];
     tc_fake *f = bomb_start(*k);
 
-    fx.cfg.masters = tc_fake_addr(f);
-    fx.cfg.retry_count = 0;
-    core_fx_client(0);
+    tc_fx.cfg.masters = tc_fake_addr(f);
+    tc_fx.cfg.retry_count = 0;
+    tc_fx_client(0);
     uint64_t t0 = tc_now_us();
-    int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     uint64_t took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, REDLOCK_EPROTO), "%s: %s: %s", b->what, redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, b->what);
-    cr_expect(eq(int, fx.e.master, 0));
-    cr_expect(strstr(fx.e.msg, tc_fake_addr(f)) != NULL,
+    cr_assert(eq(int, rc, REDLOCK_EPROTO), "%s: %s: %s", b->what, redlock_err_name(rc),
+              tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, b->what);
+    cr_expect(eq(int, tc_fx.e.master, 0));
+    cr_expect(strstr(tc_fx.e.msg, tc_fake_addr(f)) != NULL,
               "%s: the message does not name the "
               "master: %s",
-              b->what, fx.e.msg);
-    cr_expect(strstr(fx.e.msg, b->says[0]) || (b->says[1] && strstr(fx.e.msg, b->says[1])),
-              "%s: %s", b->what, fx.e.msg);
+              b->what, tc_fx.e.msg);
+    cr_expect(strstr(tc_fx.e.msg, b->says[0]) || (b->says[1] && strstr(tc_fx.e.msg, b->says[1])),
+              "%s: %s", b->what, tc_fx.e.msg);
     cr_expect(lt(u64, took, 2000000), "%s: took %llu us", b->what, (unsigned long long)took);
-    cr_log_info("%s: %s", b->what, fx.e.msg);
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    cr_log_info("%s: %s", b->what, tc_fx.e.msg);
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
 
-    core_fx_masters_with(4, tc_fake_addr(f));
-    core_fx_client(4);
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_barrier_on(fx.c, 0x0f);
-    core_must_release(fx.c, fx.l);
-    fx.l = NULL;
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    tc_fx_masters_with(4, tc_fake_addr(f));
+    tc_fx_client(4);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_barrier_on(tc_fx.c, 0x0f);
+    tc_must_release(tc_fx.c, tc_fx.l);
+    tc_fx.l = NULL;
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
     tc_fake_stop(f);
 }
 
@@ -241,10 +242,10 @@ Test(hostile, a_soak_against_a_master_streaming_a_huge_reply_keeps_memory_flat)
     tc_fake *f = bomb_start(HUGE_BULK);
 
     cr_assert(base != NULL);
-    core_fx_masters_with(4, tc_fake_addr(f));
-    fx.cfg.retry_count = 0; /* one attempt each: no waiting, no pub/sub */
-    s.c = core_client_async(&fx.cfg, base);
-    cr_assert(core_async_ready(base, s.c, 4, 5000), "the four real masters did not connect");
+    tc_fx_masters_with(4, tc_fake_addr(f));
+    tc_fx.cfg.retry_count = 0; /* one attempt each: no waiting, no pub/sub */
+    s.c = tc_client_async(&tc_fx.cfg, base);
+    cr_assert(tc_async_ready(base, s.c, 4, 5000), "the four real masters did not connect");
     for (int i = 0; i < DEPTH; i++) {
         tc_resource(s.res[i], sizeof(s.res[i]), NULL);
         s.slots[i] = (struct soak_slot){ &s, i };
@@ -252,7 +253,7 @@ Test(hostile, a_soak_against_a_master_streaming_a_huge_reply_keeps_memory_flat)
         soak_next(&s.slots[i]);
     }
     uint64_t t0 = tc_now_us();
-    cr_assert(tc_run_until(base, &s.finished, 140000), "%d of %d acquisitions in 140 s", s.done,
+    cr_assert(TC_RUN_UNTIL(base, s.finished, 140000), "%d of %d acquisitions in 140 s", s.done,
               SOAK);
     long rss_end = rss_kb();
     cr_log_info("%d acquisitions in %.1f s (%d granted), the fake dropped with EPROTO %d times "

@@ -74,12 +74,12 @@ static redlock_client *client(int guard, int want_up)
 {
     redlock_config cfg;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 0;
     cfg.restart_guard = guard;
     cfg.reconnect_min_ms = 10;
     cfg.reconnect_max_ms = 100;
-    return core_client(&cfg, want_up);
+    return tc_client(&cfg, want_up);
 }
 
 static void need_aof(int aof)
@@ -197,7 +197,7 @@ static redlock_lock *a_holds(redlock_client *a, const char *res)
 static void expect_premise(int m, enum fault f, const char *res, redlock_lock *la)
 {
     char val[64] = "";
-    int held = core_get(m, res, strlen(res), val, sizeof(val), NULL);
+    int held = tc_get(m, res, strlen(res), val, sizeof(val), NULL);
     int kept = held == 1 && strcmp(val, redlock_lock_token(la)) == 0;
 
     cr_assert(eq(int, kept, f == AOF_RESTART), "master %d %s A's key across %s", m,
@@ -218,7 +218,7 @@ static void expect_refused(int rc, const redlock_outcome *out, const redlock_err
     cr_expect(strstr(out->votes[m].detail, "memory marker") != NULL, "the vote says why: %s",
               out->votes[m].detail);
     cr_log_info("B refused: %s; master %d: %s", e->msg, m, out->votes[m].detail);
-    cr_expect(eq(int, core_get(m, res, strlen(res), NULL, 0, NULL), 0),
+    cr_expect(eq(int, tc_get(m, res, strlen(res), NULL, 0, NULL), 0),
               "master %d wrote B's key although it does not vote", m);
 }
 
@@ -275,10 +275,10 @@ static void scenario(enum fault f, int guard, int b_before)
     if (!b)
         b = client(guard, 0); /* fresh: made after the fault, used at once */
 
-    long long execs = core_info_num(LOSER, "commandstats", "cmdstat_exec");
+    long long execs = tc_info_num(LOSER, "commandstats", "cmdstat_exec");
     int rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
     if (guard && b_before && f == FLUSH) /* what a warm client sends: acquire.c */
-        cr_expect(gt(i64, core_info_num(LOSER, "commandstats", "cmdstat_exec"), execs),
+        cr_expect(gt(i64, tc_info_num(LOSER, "commandstats", "cmdstat_exec"), execs),
                   "B did not take the fast path on master %d", LOSER);
     if (f == AOF_RESTART) {
         cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
@@ -454,7 +454,7 @@ static void window_scenario(int b_up)
     need_aof(0);
     tc_resource(res, sizeof(res), NULL);
     tc_resource(other, sizeof(other), "other");
-    redlock_lock *la = core_must_acquire(a, res, LONG_TTL_MS, NULL);
+    redlock_lock *la = tc_must_acquire(a, res, LONG_TTL_MS, NULL);
     tc_kill(LOSER);
     tc_restart(LOSER);
     uint64_t t_restart = tc_now_us();
@@ -465,7 +465,7 @@ static void window_scenario(int b_up)
     if (out.votes[LOSER].kind != REDLOCK_VOTE_PENDING)
         cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_EXCLUDED), "master %d voted %s (%s)",
                   LOSER, redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
-    core_must_release(b, l);
+    tc_must_release(b, l);
 
     /* Settled on the master itself: measured (tight), about what was left
      * of A's lease then, never B's 1 s nor more than A's ttl and margins. */
@@ -485,7 +485,7 @@ static void window_scenario(int b_up)
               ms.excluded_why);
     cr_log_info("B (ttl %u ms, %s) met the restarted master: it sits out %u ms (%s)", SHORT_TTL_MS,
                 b_up ? "connected first" : "used at once", ms.memory_window_ms, ms.excluded_why);
-    core_must_release(a, la);
+    tc_must_release(a, la);
     redlock_client_free(b);
     redlock_client_free(a);
 }
@@ -523,7 +523,7 @@ static int loser_counts(redlock_client *c, const char *res)
     int rc = redlock_acquire(c, res, strlen(res), 1000, &l, &out, NULL);
 
     if (rc == 0)
-        core_must_release(c, l);
+        tc_must_release(c, l);
     snprintf(loser_vote, sizeof(loser_vote), "%s: %s (%s)", redlock_err_name(rc),
              redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
     return rc == 0 && out.votes[LOSER].kind == REDLOCK_VOTE_OK;
@@ -541,7 +541,7 @@ static void restart_after_a_day_lock(redlock_client *c, char *res, size_t size, 
 {
     need_aof(0);
     tc_resource(res, size, NULL);
-    core_must_release(c, core_must_acquire(c, res, DAY_MS, NULL));
+    tc_must_release(c, tc_must_acquire(c, res, DAY_MS, NULL));
     if (others_down) {
         tc_kill(0);
         tc_kill(1);
@@ -626,7 +626,7 @@ Test(memory, declare_empty_after_a_failed_first_acquire_and_not_where_keys_are)
     for (int m = 0; m < tc_n(); m++)
         cr_expect(ne(int, out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "master %d: %s", m,
                   out.votes[m].detail);
-    core_must_release(c, l);
+    tc_must_release(c, l);
 
     /* Master 0 holds a key and lost its marker: not new. */
     freeReplyObject(tc_cmd(0, "FLUSHALL"));
@@ -654,7 +654,7 @@ Test(memory, readmit_lets_a_master_that_sits_out_count_at_once)
 
     need_aof(0);
     tc_resource(res, sizeof(res), NULL);
-    redlock_lock *held = core_must_acquire(c, res, 30000, NULL);
+    redlock_lock *held = tc_must_acquire(c, res, 30000, NULL);
     tc_kill(0);
     tc_kill(1);
     tc_kill(LOSER);
@@ -672,7 +672,7 @@ Test(memory, readmit_lets_a_master_that_sits_out_count_at_once)
     freeReplyObject(r);
     rc = redlock_acquire(c, other, strlen(other), 1000, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "readmitted: %s: %s", redlock_err_name(rc), e.msg);
-    core_must_release(c, l);
+    tc_must_release(c, l);
     redlock_lock_free(held);
     redlock_client_free(c);
 }
@@ -692,10 +692,10 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
     redisReply *r;
 
     need_aof(0);
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 0;
     cfg.clock_probe_ms = 100; /* the probe reads CONFIG: do not wait a second for it */
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
     r = tc_cmd(m, "CONFIG SET maxmemory 1gb");
     cr_assert(r && r->type == REDIS_REPLY_STATUS, "CONFIG SET maxmemory failed");
     freeReplyObject(r);
@@ -720,10 +720,10 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
         cr_expect(strstr(out.votes[m].detail, p) != NULL, "the vote names the policy: %s",
                   out.votes[m].detail);
         cr_log_info("%s: vote \"%s\"; ping \"%s\"", p, out.votes[m].detail, ms.excluded_why);
-        core_barrier(c);
-        cr_expect(eq(int, core_get(m, res, strlen(res), NULL, 0, NULL), 0),
+        tc_barrier(c);
+        cr_expect(eq(int, tc_get(m, res, strlen(res), NULL, 0, NULL), 0),
                   "the excluded master was sent the lock");
-        core_must_release(c, l);
+        tc_must_release(c, l);
     }
 
     /* Refusing writes is safe: with noeviction it counts again. */
@@ -731,10 +731,10 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
     cr_assert(TC_AWAIT((ping_master(c, m, &ms), !ms.excluded), 3000), "still excluded: %s",
               ms.excluded_why);
     no_eviction();
-    struct core_try t;
-    cr_assert(eq(int, core_try_acquire(c, TTL_MS, &t), 0), "%s", t.e.msg);
+    struct tc_try t;
+    cr_assert(eq(int, tc_try_acquire(c, TTL_MS, &t), 0), "%s", t.e.msg);
     cr_expect(ne(int, t.out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "%s", t.out.votes[m].detail);
-    core_must_release(c, t.l);
+    tc_must_release(c, t.l);
     redlock_client_free(c);
 }
 
@@ -786,7 +786,7 @@ Test(memory, a_marker_without_its_served_flag_is_judged_by_its_window)
                        3 * WINDOW_MS),
               "master %d never counted again: %s", LOSER, e.msg);
     if (l)
-        core_must_release(c, l);
+        tc_must_release(c, l);
     redisReply *s = tc_cmd(LOSER, "HGET %b served", marker, sizeof(marker) - 1);
     cr_expect(s && s->type == REDIS_REPLY_STRING, "the served flag was not set");
     freeReplyObject(s);
@@ -805,7 +805,7 @@ Test(memory, an_extension_raises_the_fleets_longest_ttl)
 
     need_aof(0);
     tc_resource(res, sizeof(res), NULL);
-    redlock_lock *l = core_must_acquire(c, res, SHORT_TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, SHORT_TTL_MS, NULL);
     cr_assert(eq(int, redlock_extend(c, l, LONG_TTL_MS, NULL, &e), 0), "%s", e.msg);
     int raised = 0;
     for (int m = 0; m < tc_n(); m++) {
@@ -815,6 +815,6 @@ Test(memory, an_extension_raises_the_fleets_longest_ttl)
     }
     cr_expect(ge(int, raised, 3), "only %d masters heard of the %u ms extension", raised,
               LONG_TTL_MS);
-    core_must_release(c, l);
+    tc_must_release(c, l);
     redlock_client_free(c);
 }

@@ -79,7 +79,7 @@ static void need_native(void)
 }
 
 /* Masters 0 and 1 of the cluster, then N_OLD servers of the old kind;
- * the new ones declared empty, and fx.c a client of all five that logs. */
+ * the new ones declared empty, and tc_fx.c a client of all five that logs. */
 static void fleet_up(void)
 {
     const char *old = getenv("REDLOCK_TEST_OLD_SERVER");
@@ -88,30 +88,30 @@ static void fleet_up(void)
     fleet_port[0] = tc_port(0);
     fleet_port[1] = tc_port(1);
     for (int k = 0; k < N_OLD; k++) {
-        fleet_port[2 + k] = ts_port(5 + k);
+        fleet_port[2 + k] = tc_block_port(5 + k);
         snprintf(port, sizeof(port), "%d", fleet_port[2 + k]);
         const char *args[] = { "--port", port, NULL };
-        ts_server_start_with(old && *old ? old : "redis-server", args);
+        tc_redis_start_with(old && *old ? old : "redis-server", args);
         len += snprintf(masters + len, sizeof(masters) - (size_t)len, ",127.0.0.1:%s", port);
     }
-    fx.masters = strdup(masters);
-    fx.cfg.masters = fx.masters;
-    fx.cfg.log_fn = ts_log;
-    fx.cfg.log_level = REDLOCK_LOG_INFO;
-    redlock_client *d = core_client(&fx.cfg, -1);
+    tc_fx.masters = strdup(masters);
+    tc_fx.cfg.masters = tc_fx.masters;
+    tc_fx.cfg.log_fn = tc_log;
+    tc_fx.cfg.log_level = REDLOCK_LOG_INFO;
+    redlock_client *d = tc_client(&tc_fx.cfg, -1);
     size_t declared = 0;
-    cr_assert(eq(int, redlock_declare_empty(d, &declared, &fx.e), 0), "%s", fx.e.msg);
+    cr_assert(eq(int, redlock_declare_empty(d, &declared, &tc_fx.e), 0), "%s", tc_fx.e.msg);
     redlock_client_free(d);
-    core_fx_client(-1);
+    tc_fx_client(-1);
 }
 
 static void native_init(void)
 {
-    core_fx_init();
+    tc_fx_init();
     need_native();
 }
 
-TestSuite(native, .init = native_init, .fini = core_fx_fini, .timeout = 90);
+TestSuite(native, .init = native_init, .fini = tc_fx_fini, .timeout = 90);
 
 /* A number of INFO @section's @field on the master at @port ("cmdstat_x":
  * its calls=), 0 if absent. */
@@ -139,8 +139,9 @@ static void index_and_expiry(int port, long long *score, long long *expiry)
 {
     redisContext *r = redisConnect("127.0.0.1", port);
     cr_assert(r && !r->err, "connect to %d", port);
-    redisReply *z = redisCommand(r, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, fx.res, fx.len);
-    redisReply *e = redisCommand(r, "PEXPIRETIME %b", fx.res, fx.len);
+    redisReply *z = redisCommand(r, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, tc_fx.res,
+                                 tc_fx.len);
+    redisReply *e = redisCommand(r, "PEXPIRETIME %b", tc_fx.res, tc_fx.len);
     *score = z && z->type == REDIS_REPLY_STRING ? strtoll(z->str, NULL, 10) : -1;
     *expiry = e && e->type == REDIS_REPLY_INTEGER ? e->integer : -3;
     freeReplyObject(z);
@@ -154,24 +155,24 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
     long long sha0[5], exec0[5];
 
     fleet_up();
-    core_must_release(fx.c,
-                      core_must_acquire(fx.c, fx.res, TTL_MS, NULL)); /* markers learn the ttl */
-    core_barrier(fx.c);
+    tc_must_release(tc_fx.c,
+                    tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL)); /* markers learn the ttl */
+    tc_barrier(tc_fx.c);
     for (int m = 0; m < 5; m++) {
         sha0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha");
         exec0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_exec");
     }
     for (int i = 0; i < CYCLES; i++) {
-        fx.l = core_must_acquire(fx.c, fx.res, TTL_MS, NULL);
+        tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
         for (int k = 0; k < EXTENDS; k++) {
-            int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
-            cr_assert(eq(int, rc, 0), "extend %d of cycle %d: %s", k, i, fx.e.msg);
+            int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+            cr_assert(eq(int, rc, 0), "extend %d of cycle %d: %s", k, i, tc_fx.e.msg);
             /* OK, or not heard yet when a quorum had answered. */
             for (int m = 0; m < 5; m++)
-                cr_expect(fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
-                              fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
-                          "master %d: %s (%s)", m, redlock_vote_kind_name(fx.out.votes[m].kind),
-                          fx.out.votes[m].detail);
+                cr_expect(tc_fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
+                              tc_fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
+                          "master %d: %s (%s)", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind),
+                          tc_fx.out.votes[m].detail);
         }
         /* The index bounds the lease from above on the native masters too
          * (GT of the client's bound, never the key's own expiry lowered). */
@@ -181,10 +182,10 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
             cr_expect(ge(i64, score, expiry), "master %d: index %lld below the key's end %lld", m,
                       score, expiry);
         }
-        core_must_release(fx.c, fx.l);
-        fx.l = NULL;
+        tc_must_release(tc_fx.c, tc_fx.l);
+        tc_fx.l = NULL;
     }
-    core_barrier(fx.c); /* one status script per master */
+    tc_barrier(tc_fx.c); /* one status script per master */
     for (int m = 0; m < 5; m++) {
         long long sha = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha") - sha0[m];
         long long exec = stat_of(fleet_port[m], "commandstats", "cmdstat_exec") - exec0[m];
@@ -199,24 +200,25 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
                       sha);
         }
     }
-    cr_expect(ts_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", ts_log_text());
-    cr_expect(ts_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", ts_log_text());
-    cr_expect(not(ts_log_contains("7.0.15, extend by SET IFEQ")), "%s", ts_log_text());
+    cr_expect(tc_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", tc_log_text());
+    cr_expect(tc_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", tc_log_text());
+    cr_expect(not(tc_log_contains("7.0.15, extend by SET IFEQ")), "%s", tc_log_text());
 }
 
 /* A client of master 0 alone (every vote is heard before the extend
- * returns), whose marker knows the ttl; fx.l a lock handle of @token, the
+ * returns), whose marker knows the ttl; tc_fx.l a lock handle of @token, the
  * key planted with it. */
 static void one_native_master(const char *token)
 {
-    fx.cfg.masters = tc_addr(0);
-    fx.c = core_client(&fx.cfg, -1);
+    tc_fx.cfg.masters = tc_addr(0);
+    tc_fx.c = tc_client(&tc_fx.cfg, -1);
     char warm[128];
     tc_resource(warm, sizeof(warm), "warm");
-    core_must_release(fx.c, core_must_acquire(fx.c, warm, TTL_MS, NULL));
-    core_barrier(fx.c);
-    core_plant(0, fx.res, fx.len, token, TTL_MS);
-    cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
+    tc_must_release(tc_fx.c, tc_must_acquire(tc_fx.c, warm, TTL_MS, NULL));
+    tc_barrier(tc_fx.c);
+    tc_plant(0, tc_fx.res, tc_fx.len, token, TTL_MS);
+    cr_assert(eq(int, redlock_lock_new(tc_fx.res, tc_fx.len, token, &tc_fx.l, &tc_fx.e), 0), "%s",
+              tc_fx.e.msg);
 }
 
 /* Calls of @cmd on master 0 (none yet: absent from commandstats). */
@@ -224,25 +226,25 @@ static long long calls0(const char *cmd)
 {
     char field[64];
     snprintf(field, sizeof(field), "cmdstat_%s", cmd);
-    long long v = core_info_num(0, "commandstats", field);
+    long long v = tc_info_num(0, "commandstats", field);
     return v > 0 ? v : 0;
 }
 
-/* redlock_extend() of fx.l on master 0, which must go as the transaction
+/* redlock_extend() of tc_fx.l on master 0, which must go as the transaction
  * (one EXEC, and no script but where the vote is excluded: the client
  * then settles the master, by script); its vote must be @kind with @err. */
 static void extend_natively(int kind, int err)
 {
     long long exec = calls0("exec"), sha = calls0("evalsha");
-    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
     /* A vote that does not count fails a one-master extend as "no quorum". */
     int want = kind == REDLOCK_VOTE_OK         ? 0
                : kind == REDLOCK_VOTE_EXCLUDED ? REDLOCK_ENOQUORUM
                                                : err;
-    cr_expect(eq(int, rc, want), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    cr_expect(eq(int, fx.out.votes[0].kind, kind), "%s (%s)",
-              redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
-    cr_expect(eq(int, fx.out.votes[0].err, err), "%s", redlock_err_name(fx.out.votes[0].err));
+    cr_expect(eq(int, rc, want), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(eq(int, tc_fx.out.votes[0].kind, kind), "%s (%s)",
+              redlock_vote_kind_name(tc_fx.out.votes[0].kind), tc_fx.out.votes[0].detail);
+    cr_expect(eq(int, tc_fx.out.votes[0].err, err), "%s", redlock_err_name(tc_fx.out.votes[0].err));
     exec = calls0("exec") - exec;
     sha = calls0("evalsha") - sha;
     cr_expect(eq(i64, exec, 1), "one EXEC, not %lld (and %lld scripts)", exec, sha);
@@ -256,19 +258,19 @@ Test(native, an_extend_on_a_native_master_tells_gone_from_held_by_another)
     one_native_master(token);
     extend_natively(REDLOCK_VOTE_OK, 0);
     long long pttl;
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, &pttl), 1));
+    cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, &pttl), 1));
     cr_expect(gt(i64, pttl, TTL_MS - 1000), "extended: pttl %lld", pttl);
 
-    core_plant(0, fx.res, fx.len, "someone-else", 2000);
+    tc_plant(0, tc_fx.res, tc_fx.len, "someone-else", 2000);
     extend_natively(REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD);
     char val[64];
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, val, sizeof(val), &pttl), 1));
+    cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, val, sizeof(val), &pttl), 1));
     cr_expect(eq(str, val, "someone-else"), "the other holder's key is untouched");
     cr_expect(le(i64, pttl, 2000), "and its ttl too: %lld", pttl);
 
-    core_del_all(fx.res, fx.len);
+    tc_del_all(tc_fx.res, tc_fx.len);
     extend_natively(REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD);
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
+    cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "nothing resurrected");
 }
 
 /* FLUSHALL took the marker: the transaction's HGET of `served` says nil in
@@ -281,12 +283,12 @@ Test(native, a_flushed_native_master_counts_for_no_extend)
     redisReply *r = tc_cmd(0, "FLUSHALL");
     freeReplyObject(r);
     extend_natively(REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED);
-    cr_expect(eq(int, core_get(0, fx.res, fx.len, NULL, 0, NULL), 0), "nothing resurrected");
+    cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "nothing resurrected");
 }
 
 /* ---- a master that claims SET IFEQ and lies ------------------------------------------ */
 
-TestSuite(lying, .init = core_fx_init, .fini = core_fx_fini, .timeout = 60);
+TestSuite(lying, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 60);
 
 static const struct lie {
     const char *name;
@@ -302,14 +304,14 @@ static const struct lie {
 
 ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
 {
-    CORE_CASE_INDEXES(lies);
+    TC_CASE_INDEXES(lies);
 }
 
 /* A fake master whose INFO carries @versions ("valkey_version:9.1.2\r\n"
  * and the like), whose memory counts at once, which refuses or garbles SET
  * IFEQ with @set (its reply inside MULTI) and @exec, and answers every
- * script 1; fx.c a client of masters 0 and 1 of the cluster, the fake (2)
- * and two dead ports, so that the fake's vote is needed; fx.l a handle of
+ * script 1; tc_fx.c a client of masters 0 and 1 of the cluster, the fake (2)
+ * and two dead ports, so that the fake's vote is needed; tc_fx.l a handle of
  * a lock planted by hand on the two real masters (the fake cannot grant
  * it: it answers an acquire's transaction the same way). */
 static tc_fake *liar_fleet(const char *versions, const char *set, const char *exec)
@@ -340,16 +342,17 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
     int dead1 = tc_dead_port(), dead2 = tc_dead_port();
     while (dead2 == dead1)
         dead2 = tc_dead_port();
-    fx.masters = malloc(256);
-    snprintf(fx.masters, 256, "%s,%s,%s,127.0.0.1:%d,127.0.0.1:%d", tc_addr(0), tc_addr(1),
+    tc_fx.masters = malloc(256);
+    snprintf(tc_fx.masters, 256, "%s,%s,%s,127.0.0.1:%d,127.0.0.1:%d", tc_addr(0), tc_addr(1),
              tc_fake_addr(f), dead1, dead2);
-    fx.cfg.masters = fx.masters;
-    fx.cfg.log_fn = ts_log;
-    fx.cfg.log_level = REDLOCK_LOG_WARN;
-    fx.c = core_client(&fx.cfg, 3);
-    core_plant(0, fx.res, fx.len, token, TTL_MS);
-    core_plant(1, fx.res, fx.len, token, TTL_MS);
-    cr_assert(eq(int, redlock_lock_new(fx.res, fx.len, token, &fx.l, &fx.e), 0), "%s", fx.e.msg);
+    tc_fx.cfg.masters = tc_fx.masters;
+    tc_fx.cfg.log_fn = tc_log;
+    tc_fx.cfg.log_level = REDLOCK_LOG_WARN;
+    tc_fx.c = tc_client(&tc_fx.cfg, 3);
+    tc_plant(0, tc_fx.res, tc_fx.len, token, TTL_MS);
+    tc_plant(1, tc_fx.res, tc_fx.len, token, TTL_MS);
+    cr_assert(eq(int, redlock_lock_new(tc_fx.res, tc_fx.len, token, &tc_fx.l, &tc_fx.e), 0), "%s",
+              tc_fx.e.msg);
     return f;
 }
 
@@ -361,31 +364,31 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
     const struct lie *l = &lies[*i];
     tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
                             l->set, l->exec);
-    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
-    redlock_vote *v = &fx.out.votes[2];
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+    redlock_vote *v = &tc_fx.out.votes[2];
     /* Two dead masters deny the quorum too: "no quorum", naming the liar
      * and what it said; never "held by another client". */
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", l->name, redlock_err_name(rc),
-              fx.e.msg);
-    cr_expect(strstr(fx.e.msg, tc_fake_addr(f)) != NULL, "%s: %s", l->name, fx.e.msg);
+              tc_fx.e.msg);
+    cr_expect(strstr(tc_fx.e.msg, tc_fake_addr(f)) != NULL, "%s: %s", l->name, tc_fx.e.msg);
     cr_expect(eq(int, v->kind, REDLOCK_VOTE_ERROR), "%s: %s (%s)", l->name,
               redlock_vote_kind_name(v->kind), v->detail);
-    cr_log_info("%s: %s", l->name, fx.e.msg);
-    cr_expect(ts_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
-              ts_log_text());
+    cr_log_info("%s: %s", l->name, tc_fx.e.msg);
+    cr_expect(tc_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
+              tc_log_text());
     for (int m = 0; m < 2; m++)
-        cr_expect(eq(int, fx.out.votes[m].kind, REDLOCK_VOTE_OK), "%s: master %d: %s", l->name, m,
-                  fx.out.votes[m].detail);
+        cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_OK), "%s: master %d: %s", l->name,
+                  m, tc_fx.out.votes[m].detail);
 
     /* Nothing lost: the liar gets the script from now on. */
-    rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: the second extend: %s", l->name, fx.e.msg);
-    cr_expect(eq(int, fx.out.votes[2].kind, REDLOCK_VOTE_OK), "%s: the second extend: %s (%s)",
-              l->name, redlock_vote_kind_name(fx.out.votes[2].kind), fx.out.votes[2].detail);
-    core_must_release(fx.c, fx.l);
-    fx.l = NULL;
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: the second extend: %s", l->name, tc_fx.e.msg);
+    cr_expect(eq(int, tc_fx.out.votes[2].kind, REDLOCK_VOTE_OK), "%s: the second extend: %s (%s)",
+              l->name, redlock_vote_kind_name(tc_fx.out.votes[2].kind), tc_fx.out.votes[2].detail);
+    tc_must_release(tc_fx.c, tc_fx.l);
+    tc_fx.l = NULL;
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
     tc_fake_stop(f);
 }
 
@@ -411,7 +414,7 @@ static const struct claim {
 
 ParameterizedTestParameters(lying, only_versions_with_set_ifeq_are_sent_the_transaction)
 {
-    CORE_CASE_INDEXES(claims);
+    TC_CASE_INDEXES(claims);
 }
 
 ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_transaction)
@@ -419,12 +422,12 @@ ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_tra
     const struct claim *cl = &claims[*i];
     tc_fake *f = liar_fleet(cl->info, "-ERR syntax error\r\n",
                             "-EXECABORT Transaction discarded\r\n");
-    int rc = redlock_extend(fx.c, fx.l, TTL_MS, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, fx.e.msg);
-    cr_expect(eq(int, fx.out.votes[2].kind, cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
-              "[%s]: %s (%s)", cl->info, redlock_vote_kind_name(fx.out.votes[2].kind),
-              fx.out.votes[2].detail);
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, tc_fx.e.msg);
+    cr_expect(eq(int, tc_fx.out.votes[2].kind, cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
+              "[%s]: %s (%s)", cl->info, redlock_vote_kind_name(tc_fx.out.votes[2].kind),
+              tc_fx.out.votes[2].detail);
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
     tc_fake_stop(f);
 }

@@ -21,7 +21,7 @@
 #define SHORT_TTL_MS 5000u
 #define LONG_TTL_MS 60000u
 
-TestSuite(noscript, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+TestSuite(noscript, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
 static void flush_scripts_everywhere(void)
 {
@@ -42,7 +42,7 @@ static long long calls(const char *cmd)
 
     snprintf(field, sizeof(field), "cmdstat_%s", cmd);
     for (int i = 0; i < tc_n(); i++) {
-        long long v = core_info_num(i, "commandstats", field);
+        long long v = tc_info_num(i, "commandstats", field);
 
         sum += v > 0 ? v : 0;
     }
@@ -59,18 +59,18 @@ Test(noscript, release_falls_back_to_eval_after_script_flush)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
-    core_barrier(fx.c);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
     flush_scripts_everywhere();
     eval_before = calls("eval");
 
-    rc = redlock_release(fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++)
         cr_expect(out.votes[i].kind == REDLOCK_VOTE_OK || out.votes[i].kind == REDLOCK_VOTE_PENDING,
                   "master %d voted %s (%s)", i, redlock_vote_kind_name(out.votes[i].kind),
                   out.votes[i].detail);
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "release deleted nothing");
     /* Every master needed the body: n EVALs for the release, n more for
      * the barrier's own status script, flushed too. */
@@ -89,23 +89,23 @@ Test(noscript, extend_falls_back_to_eval_after_script_flush)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
-    core_barrier(fx.c);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
     flush_scripts_everywhere();
     eval_before = calls("eval");
 
-    rc = redlock_extend(fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(gt(i64, redlock_lock_validity_ms(l), (int64_t)SHORT_TTL_MS));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     for (int i = 0; i < tc_n(); i++) {
         long long pttl = 0;
 
-        cr_expect(eq(int, core_get(i, res, strlen(res), NULL, 0, &pttl), 1), "master %d", i);
+        cr_expect(eq(int, tc_get(i, res, strlen(res), NULL, 0, &pttl), 1), "master %d", i);
         cr_expect(gt(i64, pttl, (long long)SHORT_TTL_MS), "master %d: PTTL %lld", i, pttl);
     }
     cr_expect(ge(i64, calls("eval") - eval_before, 2 * tc_n())); /* extend + barrier */
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     redlock_lock_free(l);
 }
 
@@ -119,16 +119,16 @@ Test(noscript, wrong_token_after_script_flush_is_still_enotheld)
     /* The EVAL fallback runs the same compare-token script: a stale token
      * deletes nothing even on that path. */
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
     snprintf(real, sizeof(real), "%s", redlock_lock_token(l));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     flush_scripts_everywhere();
     cr_assert(eq(int, redlock_lock_new(res, strlen(res), "stale-token", &fake, NULL), 0));
-    rc = redlock_release(fx.c, fake, NULL, &e);
+    rc = redlock_release(tc_fx.c, fake, NULL, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), real, SHORT_TTL_MS), tc_n()));
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(res, strlen(res), real, SHORT_TTL_MS), tc_n()));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     redlock_lock_free(fake);
     redlock_lock_free(l);
 }
@@ -143,13 +143,13 @@ Test(noscript, repeated_flushes_keep_working)
         redlock_error e;
 
         tc_resource(res, sizeof(res), NULL);
-        l = core_must_acquire(fx.c, res, SHORT_TTL_MS, NULL);
+        l = tc_must_acquire(tc_fx.c, res, SHORT_TTL_MS, NULL);
         flush_scripts_everywhere();
-        cr_assert(eq(int, redlock_extend(fx.c, l, LONG_TTL_MS, NULL, &e), 0), "round %d: %s", round,
-                  e.msg);
+        cr_assert(eq(int, redlock_extend(tc_fx.c, l, LONG_TTL_MS, NULL, &e), 0), "round %d: %s",
+                  round, e.msg);
         flush_scripts_everywhere();
-        cr_assert(eq(int, redlock_release(fx.c, l, NULL, &e), 0), "round %d: %s", round, e.msg);
-        core_barrier(fx.c);
+        cr_assert(eq(int, redlock_release(tc_fx.c, l, NULL, &e), 0), "round %d: %s", round, e.msg);
+        tc_barrier(tc_fx.c);
         cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "round %d", round);
         redlock_lock_free(l);
     }

@@ -33,11 +33,11 @@ TestSuite(queue, .fini = tc_heal, .timeout = 60);
 static redlock_client *client(uint32_t retry_delay_ms)
 {
     redlock_config cfg;
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_delay_ms = retry_delay_ms;
     cfg.retry_jitter_ms = 0;
     cfg.node_timeout_ms = 200;
-    return core_client(&cfg, -1);
+    return tc_client(&cfg, -1);
 }
 
 static redlock_acquire_opts opts(int64_t wait_ms, uint32_t delay_ms, unsigned flags)
@@ -136,7 +136,7 @@ static void *wait_for_it(void *arg)
 static long handoff_after(const char *res, void (*plant)(const char *res))
 {
     redlock_client *holder = client(200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     waiter w = { client(SLOW_POLL_MS), res, opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL, { 0 } };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_it, &w);
@@ -144,10 +144,10 @@ static long handoff_after(const char *res, void (*plant)(const char *res))
     if (plant)
         plant(res);
     uint64_t released = tc_now_us();
-    core_must_release(holder, l);
+    tc_must_release(holder, l);
     pthread_join(t, NULL);
     cr_assert(eq(int, w.rc, 0), "the waiter got the lock (%s)", redlock_err_name(w.rc));
-    core_must_release(w.c, w.lock);
+    tc_must_release(w.c, w.lock);
     redlock_client_free(w.c);
     redlock_client_free(holder);
     return (long)((w.done_us - released) / 1000);
@@ -177,7 +177,7 @@ Test(queue, garbage_at_the_head_of_the_queue_is_dropped_by_the_release)
         cr_expect(
             eq(int, in_queue(m, res, "garbage") || in_queue(m, res, "3000|redlock:wake:abcd|1"), 0),
             "garbage left in the queue on master %d", m);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 }
 
 static void plant_wrong_type_queue(const char *res)
@@ -205,7 +205,7 @@ Test(queue, a_queue_key_of_another_type_is_dropped_and_the_resource_still_works)
     ms = handoff_after(res, NULL);
     cr_log_info("hand-off after a string queue and a hash lease set were dropped: %ld ms", ms);
     cr_expect(lt(long, ms, 300), "the hand-off stalled %ld ms", ms);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 }
 
 static void plant_dead_waiter(const char *res)
@@ -231,14 +231,14 @@ Test(queue, a_dead_waiter_is_skipped_after_one_missed_reservation)
     char res[128];
     tc_resource(res, sizeof(res), "dead-head");
     redlock_client *holder = client(200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     waiter a = { client(100), res, opts(20000, 100, 0), -100, 0, NULL, { 0 } };
     pthread_t ta, tb;
     pthread_create(&ta, NULL, wait_for_it, &a);
     cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
     plant_dead_waiter(res);
     uint64_t released = tc_now_us();
-    core_must_release(holder, l);
+    tc_must_release(holder, l);
     pthread_join(ta, NULL);
     cr_assert(eq(int, a.rc, 0), "%s", redlock_err_name(a.rc));
     long first = (long)((a.done_us - released) / 1000);
@@ -250,7 +250,7 @@ Test(queue, a_dead_waiter_is_skipped_after_one_missed_reservation)
     cr_assert(TC_AWAIT(waiter_queued_everywhere(res, "400|redlock:wake:dead|1"), 5000),
               "the second waiter never queued");
     released = tc_now_us();
-    core_must_release(a.c, a.lock);
+    tc_must_release(a.c, a.lock);
     pthread_join(tb, NULL);
     cr_assert(eq(int, b.rc, 0), "%s", redlock_err_name(b.rc));
     long second = (long)((b.done_us - released) / 1000);
@@ -260,11 +260,11 @@ Test(queue, a_dead_waiter_is_skipped_after_one_missed_reservation)
     for (int m = 0; m < tc_n(); m++)
         cr_expect(eq(int, in_queue(m, res, "400|redlock:wake:dead|1"), 0),
                   "dead waiter still queued on %d", m);
-    core_must_release(b.c, b.lock);
+    tc_must_release(b.c, b.lock);
     redlock_client_free(a.c);
     redlock_client_free(b.c);
     redlock_client_free(holder);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 }
 
 Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
@@ -291,7 +291,7 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
     int rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(gt(u64, redlock_lock_fence(l), top), "the fence did not grow");
-    core_must_release(c, l);
+    tc_must_release(c, l);
     /* On every master, as text and as another type: a fenced acquire fails
      * at once (no retry: waiting cannot fix it), naming the counter. */
     const char *plant[] = { "SET %b abc", "SET %b -3", "SADD %b x" };
@@ -312,12 +312,12 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
         cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "the refused acquire left its key");
     }
     /* Unfenced acquires do not read the counter. */
-    l = core_must_acquire(c, res, TTL_MS, NULL);
-    core_must_release(c, l);
+    l = tc_must_acquire(c, res, TTL_MS, NULL);
+    tc_must_release(c, l);
     for (int m = 0; m < tc_n(); m++)
         freeReplyObject(tc_cmd(m, "DEL %b", key, len));
     redlock_client_free(c);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 }
 
 /* ---- forged wake-ups ---------------------------------------------------------- */
@@ -349,7 +349,7 @@ static void *flood_wakes(void *arg)
     while (!f->stop) {
         freeReplyObject(tc_cmd(0, "PUBLISH %s %s|x", chan, member));
         f->sent++;
-        usleep(1000);
+        tc_sleep_us(1000); /* time is the subject: a publish every ms */
     }
     return NULL;
 }
@@ -359,7 +359,7 @@ static void *flood_wakes(void *arg)
 static waiter flooded_wait(const char *res, uint32_t wait_ms, uint32_t poll_ms, long *sent)
 {
     for (int m = 0; m < tc_n(); m++)
-        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
     waiter w = { client(poll_ms), res, opts(wait_ms, poll_ms, 0), -100, 0, NULL, { 0 } };
     flood f = { res, 0, 0 };
     pthread_t tw, tf;
@@ -372,7 +372,7 @@ static waiter flooded_wait(const char *res, uint32_t wait_ms, uint32_t poll_ms, 
     w.done_us -= t0;
     *sent = f.sent;
     redlock_client_free(w.c);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     return w;
 }
 
@@ -430,7 +430,7 @@ static void *wait_for_set(void *arg)
 static bool seen_everywhere(const long long *before, long long more)
 {
     for (int m = 0; m < tc_n(); m++)
-        if (core_acquires_seen(m) < before[m] + more)
+        if (tc_acquires_seen(m) < before[m] + more)
             return false;
     return true;
 }
@@ -445,8 +445,8 @@ Test(queue, a_set_woken_for_one_key_is_woken_again_for_the_next)
     tc_resource(x, sizeof(x), "set-x");
     tc_resource(y, sizeof(y), "set-y");
     redlock_client *holder = client(200);
-    redlock_lock *lx = core_must_acquire(holder, x, TTL_MS, NULL);
-    redlock_lock *ly = core_must_acquire(holder, y, TTL_MS, NULL);
+    redlock_lock *lx = tc_must_acquire(holder, x, TTL_MS, NULL);
+    redlock_lock *ly = tc_must_acquire(holder, y, TTL_MS, NULL);
     set_waiter w = { client(SLOW_POLL_MS),
                      { { x, strlen(x) }, { y, strlen(y) } },
                      opts(20000, SLOW_POLL_MS, 0),
@@ -459,21 +459,21 @@ Test(queue, a_set_woken_for_one_key_is_woken_again_for_the_next)
               "the set waiter never queued");
     long long before[16];
     for (int m = 0; m < tc_n(); m++)
-        before[m] = core_acquires_seen(m);
-    core_must_release(holder, lx);
+        before[m] = tc_acquires_seen(m);
+    tc_must_release(holder, lx);
     /* The release and the woken attempt, on every master. */
     cr_assert(TC_AWAIT(seen_everywhere(before, 2), 3000), "the woken attempt never came");
     uint64_t released = tc_now_us();
-    core_must_release(holder, ly);
+    tc_must_release(holder, ly);
     pthread_join(t, NULL);
     cr_assert(eq(int, w.rc, 0), "%s", redlock_err_name(w.rc));
     long ms = (long)((w.done_us - released) / 1000);
     cr_expect(lt(long, ms, 300), "the second wake-up waited for the poll: %ld ms", ms);
-    core_must_release(w.c, w.lock);
+    tc_must_release(w.c, w.lock);
     redlock_client_free(w.c);
     redlock_client_free(holder);
-    core_del_all(x, strlen(x));
-    core_del_all(y, strlen(y));
+    tc_del_all(x, strlen(x));
+    tc_del_all(y, strlen(y));
 }
 
 Test(queue, a_garbage_master_fence_counter_is_refused_naming_it)
@@ -502,8 +502,8 @@ Test(queue, a_garbage_master_fence_counter_is_refused_naming_it)
     cr_expect(strstr(e.msg, "fence counter \\0redlock:fence is not an integer") != NULL,
               "the message names the counter: %s", e.msg);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "the refused acquire left its key");
-    l = core_must_acquire(c, res, TTL_MS, NULL);
-    core_must_release(c, l);
+    l = tc_must_acquire(c, res, TTL_MS, NULL);
+    tc_must_release(c, l);
     for (int m = 0; m < tc_n(); m++) {
         if (saved[m][0])
             freeReplyObject(tc_cmd(m, "SET %b %s", "\0redlock:fence", (size_t)14, saved[m]));

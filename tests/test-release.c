@@ -4,7 +4,7 @@
  * key wherever it still is, counts a key that is already gone as released
  * ("gone"), and never touches a key that holds another token. A failed
  * acquire releases too, before it returns. Claims about every master come
- * after core_barrier(): release returns at the quorum-th answer.
+ * after tc_barrier(): release returns at the quorum-th answer.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +19,7 @@
 
 #define TTL_MS 10000u
 
-TestSuite(release, .init = core_fx_setup, .fini = core_fx_fini, .timeout = 60);
+TestSuite(release, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 
 Test(release, deletes_the_key_on_every_master_it_was_on)
 {
@@ -30,11 +30,11 @@ Test(release, deletes_the_key_on_every_master_it_was_on)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    core_barrier(fx.c);
-    cr_assert(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    cr_assert(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
 
-    rc = redlock_release(fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, out.status, 0));
     cr_expect(eq(u32, out.n_masters, (uint32_t)tc_n()));
@@ -48,7 +48,7 @@ Test(release, deletes_the_key_on_every_master_it_was_on)
     /* The quorum that answered has deleted it already... */
     cr_expect(le(int, tc_key_count(res, strlen(res)), tc_n() - (int)out.n_ok));
     /* ...and the rest once their queued script has run. */
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
     redlock_lock_free(l);
 }
@@ -60,9 +60,9 @@ Test(release, lock_object_survives_release_and_can_be_freed_after)
     size_t len = 0;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
     snprintf(token, sizeof(token), "%s", redlock_lock_token(l));
-    cr_assert(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    cr_assert(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     /* Not freed by the release: still readable. */
     cr_expect(eq(str, (char *)redlock_lock_token(l), token));
     cr_expect(zero(int, memcmp(redlock_lock_resource(l, &len), res, strlen(res))));
@@ -81,14 +81,14 @@ Test(release, failed_release_ends_the_validity_too)
     /* A release that fails may still run on some masters later: the
      * caller holds nothing either way. */
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
     cr_assert(gt(i64, redlock_lock_validity_ms(l), 0));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
     for (int i = 0; i < 3; i++)
-        core_plant(i, res, strlen(res), "other-client", TTL_MS);
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+        tc_plant(i, res, strlen(res), "other-client", TTL_MS);
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, &e), REDLOCK_ENOTHELD), "%s", e.msg);
     cr_expect(le(i64, redlock_lock_validity_ms(l), 0));
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_lock_free(l);
 }
 
@@ -102,12 +102,12 @@ Test(release, expired_lock_releases_with_votes_gone)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    core_barrier(fx.c);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
     /* What expiry leaves behind, without waiting for it: no key anywhere. */
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 
-    rc = redlock_release(fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "releasing a lapsed lock is not an error: %s: %s",
               redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++) {
@@ -134,16 +134,13 @@ Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
     /* A real expiry on the masters' clocks: PEXPIRE 1 ms, then read the key
      * until it is gone (a GET of an expired key deletes it on the spot). */
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    core_barrier(fx.c);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "PEXPIRE %b 1", res, strlen(res)));
-    uint64_t deadline = tc_now_us() + 2000000;
-    while (tc_key_count(res, strlen(res)) > 0 && tc_now_us() < deadline)
-        ;
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "keys did not expire");
+    cr_assert(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 2000), "keys did not expire");
 
-    rc = redlock_release(fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, &out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++)
         gone += out.votes[i].kind == REDLOCK_VOTE_GONE;
@@ -159,10 +156,10 @@ Test(release, second_release_of_the_same_lock_finds_it_gone)
     redlock_lock *l;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    cr_assert(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
-    core_barrier(fx.c);
-    cr_assert(eq(int, redlock_release(fx.c, l, &out, NULL), 0));
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    cr_assert(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
+    tc_barrier(tc_fx.c);
+    cr_assert(eq(int, redlock_release(tc_fx.c, l, &out, NULL), 0));
     for (int i = 0; i < tc_n(); i++)
         cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
                       out.votes[i].kind == REDLOCK_VOTE_PENDING,
@@ -179,19 +176,19 @@ Test(release, wrong_token_is_enotheld_and_deletes_nothing)
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
     snprintf(real, sizeof(real), "%s", redlock_lock_token(l));
-    core_barrier(fx.c);
+    tc_barrier(tc_fx.c);
 
     rc = redlock_lock_new(res, strlen(res), "0123456789abcdef0123456789abcdef", &fake, &e);
     cr_assert(eq(int, rc, 0), "%s", e.msg);
     cr_assert(eq(i64, redlock_lock_validity_ms(fake), 0), "a made-up lock has no validity");
 
     memset(&e, 0, sizeof(e));
-    rc = redlock_release(fx.c, fake, &out, &e);
+    rc = redlock_release(tc_fx.c, fake, &out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, e.code, REDLOCK_ENOTHELD));
-    core_expect_msg(&e, "release");
+    tc_expect_msg(&e, "release");
     cr_expect(eq(int, out.status, REDLOCK_ENOTHELD));
     for (int i = 0; i < tc_n(); i++) {
         const redlock_vote *v = &out.votes[i];
@@ -204,11 +201,11 @@ Test(release, wrong_token_is_enotheld_and_deletes_nothing)
     }
 
     /* Nothing deleted: the real token still holds every master. */
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), real, TTL_MS), tc_n()));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(res, strlen(res), real, TTL_MS), tc_n()));
 
     /* And the real lock still releases. */
-    cr_expect(eq(int, redlock_release(fx.c, l, NULL, NULL), 0));
+    cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     redlock_lock_free(fake);
     redlock_lock_free(l);
 }
@@ -225,17 +222,17 @@ Test(release, token_held_on_a_minority_only_is_still_a_release)
      * expired there and someone took it). Release deletes ours on the
      * three and leaves the other client's alone. */
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    core_barrier(fx.c);
-    core_plant(3, res, strlen(res), "other-client", TTL_MS);
-    core_plant(4, res, strlen(res), "other-client", TTL_MS);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    tc_plant(3, res, strlen(res), "other-client", TTL_MS);
+    tc_plant(4, res, strlen(res), "other-client", TTL_MS);
 
-    rc = redlock_release(fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, &out, &e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    core_barrier(fx.c);
-    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 2));
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(int, tc_count_token(res, strlen(res), "other-client", TTL_MS), 2));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 2));
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_lock_free(l);
 }
 
@@ -254,22 +251,22 @@ Test(release, releases_on_every_master_after_failed_quorum)
      * returns, and leave the other client's keys alone. */
     tc_resource(res, sizeof(res), NULL);
     for (int i = 0; i < 3; i++)
-        core_plant(i, res, strlen(res), "other-client", TTL_MS);
-    core_config(&cfg);
+        tc_plant(i, res, strlen(res), "other-client", TTL_MS);
+    tc_config(&cfg);
     cfg.retry_count = 0;
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
 
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
     cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     /* No barrier here: "gone when acquire returns" is the claim. */
-    cr_expect(eq(int, core_get(3, res, strlen(res), NULL, 0, NULL), 0), "key left on master 3");
-    cr_expect(eq(int, core_get(4, res, strlen(res), NULL, 0, NULL), 0), "key left on master 4");
-    cr_expect(eq(int, core_count_token(res, strlen(res), "other-client", TTL_MS), 3));
+    cr_expect(eq(int, tc_get(3, res, strlen(res), NULL, 0, NULL), 0), "key left on master 3");
+    cr_expect(eq(int, tc_get(4, res, strlen(res), NULL, 0, NULL), 0), "key left on master 4");
+    cr_expect(eq(int, tc_count_token(res, strlen(res), "other-client", TTL_MS), 3));
     for (int i = 0; i < 3; i++)
         cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_HELD), "master %d voted %s", i,
                   redlock_vote_kind_name(out.votes[i].kind));
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_client_free(c);
 }
 
@@ -279,13 +276,13 @@ Test(release, released_resource_can_be_acquired_at_once)
     redlock_lock *a, *b;
 
     tc_resource(res, sizeof(res), NULL);
-    a = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    cr_assert(eq(int, redlock_release(fx.c, a, NULL, NULL), 0));
-    /* Another fx.c, no retries: only free masters can grant it. */
+    a = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    cr_assert(eq(int, redlock_release(tc_fx.c, a, NULL, NULL), 0));
+    /* Another tc_fx.c, no retries: only free masters can grant it. */
     redlock_config cfg;
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 0;
-    redlock_client *c = core_client(&cfg, -1);
+    redlock_client *c = tc_client(&cfg, -1);
     redlock_error e;
     b = NULL;
     int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &b, NULL, &e);
@@ -309,26 +306,26 @@ Test(release, lock_check_says_held_and_how_long_until_a_majority_lost_it)
     redlock_lock *l;
 
     tc_resource(res, sizeof(res), NULL);
-    l = core_must_acquire(fx.c, res, TTL_MS, NULL);
-    core_barrier(fx.c);
-    cr_assert(eq(int, redlock_lock_check(fx.c, l, &left, &e), 0), "%s", e.msg);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    cr_assert(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), 0), "%s", e.msg);
     cr_expect(gt(i64, left, 0));
     cr_expect(le(i64, left, (int64_t)TTL_MS));
     for (int m = 0; m < 2; m++)
         freeReplyObject(tc_cmd(m, "DEL %s", res));
-    cr_assert(eq(int, redlock_lock_check(fx.c, l, &left, &e), 0), "3 of 5 still hold it: %s",
+    cr_assert(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), 0), "3 of 5 still hold it: %s",
               e.msg);
     freeReplyObject(tc_cmd(2, "DEL %s", res));
-    cr_assert(eq(int, redlock_lock_check(fx.c, l, &left, &e), REDLOCK_ENOTHELD));
+    cr_assert(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), REDLOCK_ENOTHELD));
     cr_expect(eq(i64, left, 0));
     cr_expect(strstr(e.msg, "the token is on 2 of 5 masters") != NULL, "%s", e.msg);
-    redlock_release(fx.c, l, NULL, NULL);
-    cr_expect(eq(int, redlock_lock_check(fx.c, l, &left, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+    redlock_release(tc_fx.c, l, NULL, NULL);
+    cr_expect(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), REDLOCK_ENOTHELD), "%s", e.msg);
     redlock_lock_free(l);
 
-    l = core_must_acquire(fx.c, res, 60, NULL);
+    l = tc_must_acquire(tc_fx.c, res, 60, NULL);
     cr_expect(TC_AWAIT(redlock_lock_validity_ms(l) <= 0, 1000));
-    int rc = redlock_lock_check(fx.c, l, &left, &e);
+    int rc = redlock_lock_check(tc_fx.c, l, &left, &e);
     cr_expect(rc == REDLOCK_EEXPIRED || rc == REDLOCK_ENOTHELD, "%s: %s", redlock_err_name(rc),
               e.msg);
     redlock_lock_free(l);

@@ -26,17 +26,17 @@
 #define TTL_MS 10000
 #define DEAD_PORT_K 9 /* a port of this test's block nothing listens on */
 
-TestSuite(same_server, .init = cli_setup, .fini = cli_teardown, .timeout = 60);
+TestSuite(same_server, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
 
-/* A server on ts_port(@k) and a unix socket (its path into @sock); its
+/* A server on tc_block_port(@k) and a unix socket (its path into @sock); its
  * run_id into @run_id. Each test uses its own @k: workers run in parallel. */
-static ts_server *start_server(int k, char *sock, size_t size, char run_id[41])
+static tc_redis *start_server(int k, char *sock, size_t size, char run_id[41])
 {
     char port[16];
-    snprintf(port, sizeof(port), "%d", ts_port(k));
-    snprintf(sock, size, "%s/s%d.sock", ts_dir(), k);
+    snprintf(port, sizeof(port), "%d", tc_block_port(k));
+    snprintf(sock, size, "%s/s%d.sock", tc_scratch_dir(), k);
     const char *args[] = { "--port", port, "--unixsocket", sock, "--unixsocketperm", "700", NULL };
-    ts_server *s = ts_server_start(args);
+    tc_redis *s = tc_redis_start(args);
     redisContext *ctx = redisConnectUnix(sock);
     cr_assert(not(zero(ptr, ctx)));
     redisReply *r = redisCommand(ctx, "INFO server");
@@ -56,7 +56,7 @@ static void config(redlock_config *cfg, const char *masters)
     cfg->node_timeout_ms = 2000;
     cfg->retry_count = 0;
     cfg->restart_guard = 0; /* a new server's OK counts: only the twin rule refuses it */
-    cfg->log_fn = ts_log;
+    cfg->log_fn = tc_log;
     cfg->log_level = REDLOCK_LOG_DEBUG;
 }
 
@@ -88,7 +88,7 @@ static void expect_never_granted(const char *masters, int rounds)
         redlock_lock *l = NULL;
         redlock_outcome out;
         int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
-        cr_expect(yes(rc == REDLOCK_ENOQUORUM || rc == REDLOCK_ECONFLICT),
+        cr_expect(tcli_yes(rc == REDLOCK_ENOQUORUM || rc == REDLOCK_ECONFLICT),
                   "round %d: %s: %s (one server counted twice?)", i, redlock_err_name(rc), e.msg);
         cr_expect(zero(ptr, l));
         cr_expect(lt(u32, out.n_ok, 2), "round %d: %u OKs", i, out.n_ok);
@@ -115,11 +115,11 @@ static void expect_ready_refuses(const char *masters, const char *a, const char 
     /* Refused the moment the later twin's INFO is read: the earlier one may
      * still be finishing its handshake (up 0) or be up (1); never both. */
     cr_expect(le(sz, up, 1), "%zu up: never both twins, never the dead master", up);
-    core_expect_msg(&e, "ready");
+    tc_expect_msg(&e, "ready");
     char want[1024];
     expected_msg(want, sizeof(want), a, b, run_id);
     cr_expect(eq(str, e.msg, want));
-    cr_expect(yes(e.master == 0 || e.master == 1), "master %d", e.master);
+    cr_expect(tcli_yes(e.master == 0 || e.master == 1), "master %d", e.master);
     /* Ping says it on the refused master, and it does not count. */
     redlock_status st;
     redlock_ping(c, &st, NULL);
@@ -134,37 +134,38 @@ static void expect_ready_refuses(const char *masters, const char *a, const char 
 Test(same_server, a_socket_and_a_port_of_one_server_never_make_a_quorum)
 {
     char sock[600], run_id[41], masters[1024], a[700], b[64];
-    ts_server *s = start_server(1, sock, sizeof(sock), run_id);
+    tc_redis *s = start_server(1, sock, sizeof(sock), run_id);
     snprintf(a, sizeof(a), "unix://%s", sock);
-    snprintf(b, sizeof(b), "127.0.0.1:%d", ts_port(1));
+    snprintf(b, sizeof(b), "127.0.0.1:%d", tc_block_port(1));
 
     /* Control: the server votes OK beside a real second master. */
-    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, tc_addr(0), ts_port(DEAD_PORT_K));
+    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, tc_addr(0),
+             tc_block_port(DEAD_PORT_K));
     redlock_config cfg;
     config(&cfg, masters);
-    redlock_client *c = core_client(&cfg, 2);
+    redlock_client *c = tc_client(&cfg, 2);
     char res[128];
     tc_resource(res, sizeof(res), NULL);
-    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL);
-    core_must_release(c, l);
+    redlock_lock *l = tc_must_acquire(c, res, TTL_MS, NULL);
+    tc_must_release(c, l);
     redlock_client_free(c);
 
-    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, ts_port(DEAD_PORT_K));
+    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, tc_block_port(DEAD_PORT_K));
     expect_ready_refuses(masters, a, b, run_id);
     expect_never_granted(masters, 20);
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }
 
 Test(same_server, two_databases_of_one_server_never_make_a_quorum)
 {
     char sock[600], run_id[41], masters[1024], a[64], b[700];
-    ts_server *s = start_server(2, sock, sizeof(sock), run_id);
-    snprintf(a, sizeof(a), "redis://127.0.0.1:%d/0", ts_port(2));
+    tc_redis *s = start_server(2, sock, sizeof(sock), run_id);
+    snprintf(a, sizeof(a), "redis://127.0.0.1:%d/0", tc_block_port(2));
     snprintf(b, sizeof(b), "unix://%s?db=2", sock);
-    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, ts_port(DEAD_PORT_K));
+    snprintf(masters, sizeof(masters), "%s,%s,127.0.0.1:%d", a, b, tc_block_port(DEAD_PORT_K));
     expect_ready_refuses(masters, a, b, run_id);
     expect_never_granted(masters, 20);
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }
 
 /* The list of issue 18, and the same with the third master alive: exit 64
@@ -172,9 +173,9 @@ Test(same_server, two_databases_of_one_server_never_make_a_quorum)
 Test(same_server, the_cli_refuses_one_server_listed_twice_exit_64)
 {
     char sock[600], run_id[41], a[700], b[64], want[1100];
-    ts_server *s = start_server(3, sock, sizeof(sock), run_id);
+    tc_redis *s = start_server(3, sock, sizeof(sock), run_id);
     snprintf(a, sizeof(a), "unix://%s?db=2", sock);
-    snprintf(b, sizeof(b), "127.0.0.1:%d", ts_port(3));
+    snprintf(b, sizeof(b), "127.0.0.1:%d", tc_block_port(3));
     char line[1024];
     expected_msg(line, sizeof(line), a, b, run_id);
     snprintf(want, sizeof(want), "redlock-cli: %s\n", line);
@@ -183,15 +184,15 @@ Test(same_server, the_cli_refuses_one_server_listed_twice_exit_64)
         if (i % 2)
             snprintf(third, sizeof(third), "%s", tc_addr(0));
         else
-            snprintf(third, sizeof(third), "127.0.0.1:%d", ts_port(DEAD_PORT_K));
+            snprintf(third, sizeof(third), "127.0.0.1:%d", tc_block_port(DEAD_PORT_K));
         snprintf(masters, sizeof(masters), "%s,%s,%s", a, b, third);
         tc_resource(res, sizeof(res), NULL);
-        struct cli_proc p;
-        int rc = cli(&p, "--masters", masters, "--no-restart-guard", "lock", res);
+        struct tcli_proc p;
+        int rc = tcli_run(&p, "--masters", masters, "--no-restart-guard", "lock", res);
         cr_expect(eq(int, rc, 64), "run %d (%s): status %d: %s%s", i, masters, rc, p.out, p.err);
         cr_expect(eq(str, p.err, want), "run %d", i);
         cr_expect(eq(str, p.out, ""), "run %d", i);
-        cli_free(&p);
+        tcli_free(&p);
     }
-    ts_server_stop(s);
+    tc_redis_stop(s);
 }

@@ -139,14 +139,14 @@ static void sixteen_threads_share_one_client_and_never_overlap(void)
     char shared[128];
     size_t n = 0;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     /* Contenders retry quickly and often: the holder keeps it for a
      * moment. Timeouts are generous for sanitizer builds. */
     cfg.node_timeout_ms = 2000;
     cfg.retry_count = 20;
     cfg.retry_delay_ms = 2;
     cfg.retry_jitter_ms = 8;
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
     tc_resource(shared, sizeof(shared), "threads/shared");
     pthread_barrier_init(&start, NULL, THREADS);
     for (int i = 0; i < THREADS; i++) {
@@ -189,7 +189,7 @@ static void sixteen_threads_share_one_client_and_never_overlap(void)
               all[k].thread, (unsigned long long)all[k].from_us);
 
     /* Nothing left on the masters. */
-    core_barrier(c);
+    tc_barrier(c);
     CHECK(tc_key_count(shared, strlen(shared)) == 0, "the shared key is left");
     for (int i = 0; i < THREADS; i++)
         CHECK(tc_key_count(workers[i].own, strlen(workers[i].own)) == 0,
@@ -232,15 +232,15 @@ static void calls_from_many_threads_proceed_in_parallel(void)
     uint64_t t0, took, one;
     int rc;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 1;
     cfg.retry_delay_ms = 200;
     cfg.retry_jitter_ms = 0;
-    c = core_client(&cfg, -1);
+    c = tc_client(&cfg, -1);
 
     tc_resource(res, sizeof(res), "threads/parallel");
     for (int m = 0; m < tc_n(); m++)
-        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
     t0 = tc_now_us();
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, NULL);
     one = tc_now_us() - t0;
@@ -254,7 +254,7 @@ static void calls_from_many_threads_proceed_in_parallel(void)
         workers[i].start = &start;
         tc_resource(workers[i].own, sizeof(workers[i].own), "threads/parallel");
         for (int m = 0; m < tc_n(); m++)
-            core_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
+            tc_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
     }
     for (int i = 0; i < THREADS; i++)
         if (pthread_create(&th[i], NULL, one_conflict, &workers[i]) != 0)
@@ -306,20 +306,20 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
     /* redlock.h: "calls already waiting in other threads return
      * REDLOCK_ESHUTDOWN". Sixteen threads sit in acquires that would
      * retry for seconds; the free must wake them all, promptly. */
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 5;
     cfg.retry_delay_ms = 1000;
     cfg.retry_jitter_ms = 0;
-    c = core_client(&cfg, -1);
-    sets_before = core_acquires_seen(0);
+    c = tc_client(&cfg, -1);
+    sets_before = tc_acquires_seen(0);
     for (int i = 0; i < THREADS; i++) {
         memset(&workers[i], 0, sizeof(workers[i]));
         workers[i].c = c;
         tc_resource(workers[i].own, sizeof(workers[i].own), "threads/blocked");
         for (int m = 0; m < tc_n(); m++)
-            core_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
+            tc_plant(m, workers[i].own, strlen(workers[i].own), "someone-else", TTL_MS);
     }
-    sets_before += THREADS; /* core_plant's own SETs on master 0 */
+    sets_before += THREADS; /* tc_plant's own SETs on master 0 */
     for (int i = 0; i < THREADS; i++)
         if (pthread_create(&th[i], NULL, blocked_acquire, &workers[i]) != 0)
             abort();
@@ -327,7 +327,7 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
      * master: wait for master 0 to have seen all sixteen. */
     t0 = tc_now_us();
     do {
-        sets = core_acquires_seen(0);
+        sets = tc_acquires_seen(0);
     } while (sets < sets_before + THREADS && tc_now_us() - t0 < 5000000);
     CHECK(sets >= sets_before + THREADS, "only %lld of %d first attempts seen", sets - sets_before,
           THREADS);
@@ -345,7 +345,7 @@ static void freeing_the_client_returns_eshutdown_to_waiting_threads(void)
               (unsigned long long)(workers[i].held[0].to_us - t0));
     }
     for (int i = 0; i < THREADS; i++)
-        core_del_all(workers[i].own, strlen(workers[i].own));
+        tc_del_all(workers[i].own, strlen(workers[i].own));
 }
 
 /* A cancel fired from one thread while another frees the client: the
@@ -393,23 +393,23 @@ static void a_cancel_fired_while_the_client_is_freed_ends_the_wait_once(void)
 
     tc_resource(res, sizeof(res), "threads/cancel-free");
     for (int m = 0; m < tc_n(); m++)
-        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
     pthread_barrier_init(&go, NULL, 2);
     for (int round = 0; round < 20; round++) {
         struct canceller k = { .res = res, .go = &go, .rc = 0 };
         pthread_t waiter, firer;
 
-        k.c = core_client(NULL, -1);
+        k.c = tc_client(NULL, -1);
         CHECK(redlock_cancel_new(&k.cc) == 0, "redlock_cancel_new");
-        seen = core_acquires_seen(0);
+        seen = tc_acquires_seen(0);
         if (pthread_create(&waiter, NULL, waiting_acquire, &k) != 0 ||
             pthread_create(&firer, NULL, fire, &k) != 0)
             abort();
         /* The acquire is waiting once its first attempt reached master 0. */
         uint64_t t0 = tc_now_us();
-        while (core_acquires_seen(0) <= seen && tc_now_us() - t0 < 5000000)
+        while (tc_acquires_seen(0) <= seen && tc_now_us() - t0 < 5000000)
             ;
-        CHECK(core_acquires_seen(0) > seen, "round %d: the acquire never reached master 0", round);
+        CHECK(tc_acquires_seen(0) > seen, "round %d: the acquire never reached master 0", round);
         pthread_barrier_wait(&go);
         redlock_client_free(k.c);
         pthread_join(firer, NULL);
@@ -419,7 +419,7 @@ static void a_cancel_fired_while_the_client_is_freed_ends_the_wait_once(void)
         redlock_cancel_free(k.cc);
     }
     pthread_barrier_destroy(&go);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
 }
 
 int main(void)

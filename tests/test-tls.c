@@ -42,13 +42,13 @@ enum {
     TLS_TLS12_NO_COMMON_CIPHER
 };
 
-static ts_server *servers[4];
+static tc_redis *servers[4];
 
 /* A TLS-only server on port k of the block. */
-static ts_server *tls_server(int k, int kind)
+static tc_redis *tls_server(int k, int kind)
 {
     char port[16];
-    snprintf(port, sizeof(port), "%d", ts_port(k));
+    snprintf(port, sizeof(port), "%d", tc_block_port(k));
     bool require = kind == TLS_REQUIRE_CLIENT || kind == TLS_TLS12_REQUIRE_CLIENT;
     bool tls12 = kind == TLS_TLS12_REQUIRE_CLIENT || kind == TLS_TLS12_NO_COMMON_CIPHER;
     const char *args[] = {
@@ -57,11 +57,11 @@ static ts_server *tls_server(int k, int kind)
         "--tls-port",
         port,
         "--tls-cert-file",
-        ts_pki_file(kind == TLS_OTHER_NAME ? "other.crt" : "server.crt"),
+        tc_pki_file(kind == TLS_OTHER_NAME ? "other.crt" : "server.crt"),
         "--tls-key-file",
-        ts_pki_file(kind == TLS_OTHER_NAME ? "other.key" : "server.key"),
+        tc_pki_file(kind == TLS_OTHER_NAME ? "other.key" : "server.key"),
         "--tls-ca-cert-file",
-        ts_pki_file("ca.crt"),
+        tc_pki_file("ca.crt"),
         "--tls-auth-clients",
         require ? "yes" : "optional",
         /* Otherwise redis' default protocols and OpenSSL's ciphers. */
@@ -71,7 +71,7 @@ static ts_server *tls_server(int k, int kind)
         kind == TLS_TLS12_NO_COMMON_CIPHER ? "AES128-SHA" : "DEFAULT",
         NULL,
     };
-    return servers[k - 1] = ts_server_start(args);
+    return servers[k - 1] = tc_redis_start(args);
 }
 
 static bool build_has_tls(void)
@@ -93,18 +93,18 @@ static void config(redlock_config *cfg, const char *masters)
 {
     redlock_config_init(cfg);
     cfg->masters = masters;
-    cfg->tls_ca_file = ts_pki_file("ca.crt");
+    cfg->tls_ca_file = tc_pki_file("ca.crt");
     cfg->retry_count = 0;
     cfg->connect_timeout_ms = CONNECT_MS;
     cfg->node_timeout_ms = NODE_MS;
-    cfg->log_fn = ts_log;
+    cfg->log_fn = tc_log;
     cfg->log_level = REDLOCK_LOG_INFO;
 }
 
 static void teardown(void)
 {
     for (size_t i = 0; i < sizeof(servers) / sizeof(servers[0]); i++) {
-        ts_server_stop(servers[i]);
+        tc_redis_stop(servers[i]);
         servers[i] = NULL;
     }
 }
@@ -121,7 +121,7 @@ static void lock_round_trip(const redlock_config *cfg, uint32_t n)
     cr_assert(eq(int, rc, 0), "%s", e.msg);
     size_t up = 0;
     rc = redlock_ready(c, n, 10000, &up, &e);
-    cr_assert(eq(int, rc, 0), "%zu of %u up: %s; log:\n%s", up, n, e.msg, ts_log_text());
+    cr_assert(eq(int, rc, 0), "%zu of %u up: %s; log:\n%s", up, n, e.msg, tc_log_text());
     /* Servers this test just started: nothing to forget (restart guard). */
     cr_assert(eq(int, redlock_declare_empty(c, NULL, &e), 0), "%s", e.msg);
 
@@ -168,7 +168,7 @@ static void expect_connection_failure(const redlock_config *cfg, int code, const
         cr_expect(rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EPROTO, "%s: %s", redlock_err_name(rc),
                   e.msg);
     cr_expect(zero(ptr, l));
-    core_expect_msg(&e, what);
+    tc_expect_msg(&e, what);
     cr_expect(not(zero(ptr, strstr(e.msg, name))), "the message does not name %s: %s", name, e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, what))), "no \"%s\" in: %s", what, e.msg);
     cr_expect(zero(ptr, strstr(out.votes[0].detail, "no answer within")),
@@ -179,7 +179,7 @@ static void expect_connection_failure(const redlock_config *cfg, int code, const
     redlock_client_free(c);
     char tag[300];
     snprintf(tag, sizeof(tag), "master 0 (%s)", name);
-    cr_expect(ts_log_has(tag, "disconnected"), "no log line naming %s:\n%s", tag, ts_log_text());
+    cr_expect(tc_log_has(tag, "disconnected"), "no log line naming %s:\n%s", tag, tc_log_text());
     memcpy(msg, e.msg, REDLOCK_ERRMSG_LEN);
 }
 
@@ -189,7 +189,7 @@ static void one_master(int kind, const char *scheme, char name[64], redlock_conf
 {
     need_tls();
     tls_server(1, kind);
-    snprintf(name, 64, "%s://127.0.0.1:%d", scheme, ts_port(1));
+    snprintf(name, 64, "%s://127.0.0.1:%d", scheme, tc_block_port(1));
     config(cfg, name);
 }
 
@@ -201,7 +201,7 @@ static void three_masters(const char *fmt, char masters[256], redlock_config *cf
     need_tls();
     for (int k = 1; k <= 3; k++)
         tls_server(k, TLS_OPTIONAL);
-    snprintf(masters, 256, fmt, ts_port(1), ts_port(2), ts_port(3));
+    snprintf(masters, 256, fmt, tc_block_port(1), tc_block_port(2), tc_block_port(3));
     config(cfg, masters);
 }
 
@@ -212,7 +212,7 @@ Test(tls, rediss_urls_handshake_and_lock)
     three_masters("rediss://127.0.0.1:%d,rediss://127.0.0.1:%d,rediss://localhost:%d", masters,
                   &cfg);
     lock_round_trip(&cfg, 3);
-    cr_expect(ts_log_has("connected (TLS)", "master 2"), "log:\n%s", ts_log_text());
+    cr_expect(tc_log_has("connected (TLS)", "master 2"), "log:\n%s", tc_log_text());
 }
 
 Test(tls, config_tls_makes_host_port_masters_tls)
@@ -229,8 +229,8 @@ Test(tls, mutual_tls_with_a_client_certificate)
     char name[64];
     redlock_config cfg;
     one_master(TLS_REQUIRE_CLIENT, "rediss", name, &cfg);
-    cfg.tls_cert_file = ts_pki_file("client.crt");
-    cfg.tls_key_file = ts_pki_file("client.key");
+    cfg.tls_cert_file = tc_pki_file("client.crt");
+    cfg.tls_key_file = tc_pki_file("client.key");
     lock_round_trip(&cfg, 1);
 }
 
@@ -270,11 +270,11 @@ Test(tls, a_killed_master_is_down_not_misconfigured)
     cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
     redlock_lock_free(l);
 
-    ts_server_stop(servers[1]);
+    tc_redis_stop(servers[1]);
     servers[1] = NULL;
     char tag[64];
-    snprintf(tag, sizeof(tag), "master 1 (rediss://127.0.0.1:%d)", ts_port(2));
-    cr_assert(TC_AWAIT(ts_log_has(tag, "disconnected"), 10000), "log:\n%s", ts_log_text());
+    snprintf(tag, sizeof(tag), "master 1 (rediss://127.0.0.1:%d)", tc_block_port(2));
+    cr_assert(TC_AWAIT(tc_log_has(tag, "disconnected"), 10000), "log:\n%s", tc_log_text());
 
     redlock_outcome out;
     l = NULL;
@@ -292,7 +292,7 @@ Test(tls, a_killed_master_is_down_not_misconfigured)
 
     tls_server(2, TLS_OPTIONAL);
     rc = redlock_ready(c, 3, 20000, NULL, &e);
-    cr_expect(eq(int, rc, 0), "%s; log:\n%s", e.msg, ts_log_text());
+    cr_expect(eq(int, rc, 0), "%s; log:\n%s", e.msg, tc_log_text());
     redlock_client_free(c);
 }
 
@@ -303,7 +303,7 @@ Test(tls, wrong_ca_is_a_one_line_error)
     char name[64], msg[REDLOCK_ERRMSG_LEN];
     redlock_config cfg;
     one_master(TLS_OPTIONAL, "rediss", name, &cfg);
-    cfg.tls_ca_file = ts_pki_file("other-ca.crt");
+    cfg.tls_ca_file = tc_pki_file("other-ca.crt");
     expect_connection_failure(&cfg, REDLOCK_EAUTH, name, "certificate verify failed", msg);
 }
 
@@ -346,7 +346,7 @@ Test(tls, tls12_handshake_failure_advice_follows_the_certificate_request)
     one_master(TLS_TLS12_REQUIRE_CLIENT, "rediss", name, &cfg);
     expect_connection_failure(&cfg, REDLOCK_EAUTH, name, "tls_cert_file", msg);
 
-    ts_server_stop(servers[0]);
+    tc_redis_stop(servers[0]);
     tls_server(1, TLS_TLS12_NO_COMMON_CIPHER);
     expect_connection_failure(&cfg, REDLOCK_EAUTH, name, "client certificate? TLS version?", msg);
     cr_expect(zero(ptr, strstr(msg, "tls_cert_file")), "%s", msg);
@@ -387,18 +387,18 @@ Test(tls, unloadable_tls_files_are_einval_naming_the_field)
     cfg.tls_ca_file = "/nonexistent/ca.crt";
     cr_expect(eq(int, redlock_client_new(&cfg, NULL, &c, &e), REDLOCK_EINVAL));
     cr_expect(zero(ptr, c));
-    core_expect_msg(&e, "tls_ca_file");
+    tc_expect_msg(&e, "tls_ca_file");
     cr_expect(not(zero(ptr, strstr(e.msg, "config.tls_ca_file"))), "%s", e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, "No such file"))), "%s", e.msg);
 
     config(&cfg, "rediss://127.0.0.1:1");
-    cfg.tls_cert_file = ts_pki_file("client.crt");
-    cfg.tls_key_file = ts_pki_file("server.key"); /* not the certificate's key */
+    cfg.tls_cert_file = tc_pki_file("client.crt");
+    cfg.tls_key_file = tc_pki_file("server.key"); /* not the certificate's key */
     cr_expect(eq(int, redlock_client_new(&cfg, NULL, &c, &e), REDLOCK_EINVAL));
     cr_expect(not(zero(ptr, strstr(e.msg, "config.tls_key_file"))), "%s", e.msg);
 
     config(&cfg, "rediss://127.0.0.1:1");
-    cfg.tls_cert_file = ts_pki_file("client.crt");
+    cfg.tls_cert_file = tc_pki_file("client.crt");
     cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL));
     cr_expect(not(zero(ptr, strstr(e.msg, "go together"))), "%s", e.msg);
 
@@ -420,7 +420,7 @@ Test(tls, an_unreadable_tls_file_says_so_for_the_effective_user)
     if (geteuid() != 0)
         cr_skip_test("needs root, to read a file as another effective user");
     char path[512];
-    snprintf(path, sizeof(path), "%s/ca-root-only.crt", ts_dir());
+    snprintf(path, sizeof(path), "%s/ca-root-only.crt", tc_scratch_dir());
     FILE *f = fopen(path, "w");
     cr_assert(not(zero(ptr, f)), "%s: %s", path, strerror(errno));
     fclose(f);
@@ -452,7 +452,7 @@ Test(tls, no_tls_build_refuses_tls_with_einval)
         cfg.masters = lists[i];
         cfg.tls = i == 1;
         cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL), "%s", lists[i]);
-        core_expect_msg(&e, "config_check");
+        tc_expect_msg(&e, "config_check");
         cr_expect(not(zero(ptr, strstr(e.msg, "no TLS"))), "%s", e.msg);
         cr_expect(eq(int, redlock_client_new(&cfg, NULL, &c, &e), REDLOCK_EINVAL));
         cr_expect(zero(ptr, c));

@@ -50,14 +50,14 @@ static void take_async(const char *label, taken *t)
 {
     struct event_base *base = event_base_new();
     redlock_config cfg;
-    core_config(&cfg);
-    redlock_client *c = core_client_async(&cfg, base);
+    tc_config(&cfg);
+    redlock_client *c = tc_client_async(&cfg, base);
     char res[128];
     tc_resource(res, sizeof(res), label);
     redlock_error e;
     memset(t, 0, sizeof(*t));
     if (redlock_acquire_async(c, res, strlen(res), TTL_MS, on_acquired, t, &e) == 0)
-        tc_run_until(base, &t->done, 10000);
+        TC_RUN_UNTIL(base, t->done, 10000);
     redlock_client_free(c);
     event_base_free(base);
 }
@@ -87,7 +87,7 @@ Test(token, a_forked_child_draws_tokens_of_its_own)
     cr_assert(eq(sz, (size_t)r, sizeof(child)), "the child said nothing");
     cr_assert(eq(int, child.status, 0), "child: %s", redlock_err_name(child.status));
     cr_assert(eq(int, parent.status, 0));
-    cr_expect(core_is_hex32(child.token) && core_is_hex32(parent.token));
+    cr_expect(tc_is_hex32(child.token) && tc_is_hex32(parent.token));
     cr_expect(ne(str, child.token, parent.token), "parent and child drew the same token");
     cr_expect(ne(str, child.token, first.token));
 }

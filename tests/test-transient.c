@@ -33,7 +33,7 @@
 static void init(void)
 {
     tc_fresh(-1);
-    core_fx_init_faults();
+    tc_fx_init_faults();
 }
 
 /* Undo what a test may leave: a master's dump (it would load it at every
@@ -46,7 +46,7 @@ static void fini(void)
         freeReplyObject(tc_cmd(m, "CONFIG SET busy-reply-threshold 5000"));
     }
     tc_fresh(-1);
-    core_fx_fini();
+    tc_fx_fini();
 }
 
 TestSuite(transient, .init = init, .fini = fini, .timeout = 90);
@@ -100,13 +100,13 @@ static void large_dump(int m)
  * (before: LOADING was a setup error, and it gave up after one attempt). */
 Test(transient, an_acquire_waits_out_masters_loading_a_large_dump)
 {
-    redlock_resource one = { fx.res, fx.len };
+    redlock_resource one = { tc_fx.res, tc_fx.len };
     redlock_acquire_opts opts;
     uint64_t t0, took;
 
-    fx.cfg.log_fn = on_log;
-    fx.cfg.log_level = REDLOCK_LOG_INFO;
-    core_fx_client(-1);
+    tc_fx.cfg.log_fn = on_log;
+    tc_fx.cfg.log_level = REDLOCK_LOG_INFO;
+    tc_fx_client(-1);
     large_dump(1);
     large_dump(2);
     tc_kill(0);
@@ -122,16 +122,16 @@ Test(transient, an_acquire_waits_out_masters_loading_a_large_dump)
     opts.retry_delay_ms = 50;
     opts.retry_jitter_ms = 0;
     t0 = tc_now_us();
-    int rc = redlock_acquire_with(fx.c, &one, 1, &opts, &fx.l, &fx.out, &fx.e);
+    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
     tc_restart_end(b1);
     tc_restart_end(b2);
     cr_assert(eq(int, rc, 0), "%s after %llu ms: %s", redlock_err_name(rc),
-              (unsigned long long)took / 1000, fx.e.msg);
-    cr_expect(gt(u32, fx.out.attempts, 1), "the lock came at the first attempt: nothing loaded");
+              (unsigned long long)took / 1000, tc_fx.e.msg);
+    cr_expect(gt(u32, tc_fx.out.attempts, 1), "the lock came at the first attempt: nothing loaded");
     cr_expect(gt(int, atomic_load(&loading_lines), 0), "the client never met LOADING");
     cr_log_info("acquired %llu ms after both masters were seen loading, in %u attempts",
-                (unsigned long long)took / 1000, fx.out.attempts);
+                (unsigned long long)took / 1000, tc_fx.out.attempts);
 }
 
 /* ---- BUSY, on a real master ---------------------------------------------------- */
@@ -146,8 +146,8 @@ static void *busy_script(void *arg)
 /* Scripts run so far by master @m (EVALSHA or EVAL). */
 static long long scripts_run(int m)
 {
-    long long sha = core_info_num(m, "commandstats", "cmdstat_evalsha");
-    long long eval = core_info_num(m, "commandstats", "cmdstat_eval");
+    long long sha = tc_info_num(m, "commandstats", "cmdstat_evalsha");
+    long long eval = tc_info_num(m, "commandstats", "cmdstat_eval");
 
     return (sha > 0 ? sha : 0) + (eval > 0 ? eval : 0);
 }
@@ -160,7 +160,7 @@ struct waiting_acquire {
 static void *acquire_waiting(void *arg)
 {
     struct waiting_acquire *w = arg;
-    redlock_resource one = { fx.res, fx.len };
+    redlock_resource one = { tc_fx.res, tc_fx.len };
     redlock_acquire_opts opts;
 
     redlock_acquire_opts_init(&opts);
@@ -168,7 +168,7 @@ static void *acquire_waiting(void *arg)
     opts.wait_ms = 10000;
     opts.retry_delay_ms = 50;
     opts.retry_jitter_ms = 0;
-    w->rc = redlock_acquire_with(fx.c, &one, 1, &opts, &fx.l, &fx.out, &fx.e);
+    w->rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     return NULL;
 }
 
@@ -184,7 +184,7 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     redisReply *r;
     uint64_t t0, took;
 
-    core_fx_client(-1);
+    tc_fx_client(-1);
     tc_kill(0);
     tc_kill(4);
     r = tc_cmd(busy, "CONFIG SET busy-reply-threshold 100");
@@ -194,21 +194,23 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     cr_assert(TC_AWAIT(answers(busy, "BUSY"), 5000), "master %d never answered BUSY", busy);
 
     t0 = tc_now_us();
-    int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
-    cr_expect(eq(int, fx.out.votes[busy].kind, REDLOCK_VOTE_DOWN), "master %d voted %s (%s)", busy,
-              redlock_vote_kind_name(fx.out.votes[busy].kind), fx.out.votes[busy].detail);
-    cr_expect(eq(int, fx.out.votes[busy].err, REDLOCK_EUNAVAIL), "%s",
-              redlock_err_name(fx.out.votes[busy].err));
-    cr_expect(strstr(fx.out.votes[busy].detail, "BUSY") != NULL, "%s", fx.out.votes[busy].detail);
-    cr_expect(lt(u64, took, CORE_FAULTS_NODE_TIMEOUT_MS * 1000ull / 4),
-              "BUSY is an answer: %llu us", (unsigned long long)took);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, "acquire");
+    cr_expect(eq(int, tc_fx.out.votes[busy].kind, REDLOCK_VOTE_DOWN), "master %d voted %s (%s)",
+              busy, redlock_vote_kind_name(tc_fx.out.votes[busy].kind),
+              tc_fx.out.votes[busy].detail);
+    cr_expect(eq(int, tc_fx.out.votes[busy].err, REDLOCK_EUNAVAIL), "%s",
+              redlock_err_name(tc_fx.out.votes[busy].err));
+    cr_expect(strstr(tc_fx.out.votes[busy].detail, "BUSY") != NULL, "%s",
+              tc_fx.out.votes[busy].detail);
+    cr_expect(lt(u64, took, TC_FAULTS_NODE_TIMEOUT_MS * 1000ull / 4), "BUSY is an answer: %llu us",
+              (unsigned long long)took);
 
     /* Now wait: kill the script once an attempt has come and gone (it
      * reached master 2, and so did its cleanup), and the acquire goes on. */
-    core_barrier_on(fx.c, 1u << 2 | 1u << 3);
+    tc_barrier_on(tc_fx.c, 1u << 2 | 1u << 3);
     long long before = scripts_run(2);
     cr_assert(eq(int, pthread_create(&w.thread, NULL, acquire_waiting, &w), 0));
     cr_expect(TC_AWAIT(scripts_run(2) >= before + 2, 5000), "no attempt reached master 2");
@@ -218,10 +220,10 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     freeReplyObject(r);
     pthread_join(w.thread, NULL);
     pthread_join(th, NULL);
-    cr_assert(eq(int, w.rc, 0), "%s: %s", redlock_err_name(w.rc), fx.e.msg);
-    cr_expect(gt(u32, fx.out.attempts, 1));
-    cr_expect(eq(int, fx.out.votes[busy].kind, REDLOCK_VOTE_OK), "master %d voted %s (%s)", busy,
-              redlock_vote_kind_name(fx.out.votes[busy].kind), fx.out.votes[busy].detail);
+    cr_assert(eq(int, w.rc, 0), "%s: %s", redlock_err_name(w.rc), tc_fx.e.msg);
+    cr_expect(gt(u32, tc_fx.out.attempts, 1));
+    cr_expect(eq(int, tc_fx.out.votes[busy].kind, REDLOCK_VOTE_OK), "master %d voted %s (%s)", busy,
+              redlock_vote_kind_name(tc_fx.out.votes[busy].kind), tc_fx.out.votes[busy].detail);
 }
 
 /* ---- all four, from fakes ---------------------------------------------------- */
@@ -241,28 +243,29 @@ static const struct transient_reply {
 /* A one-master client on @addr (the fake or proxy under test). */
 static redlock_client *one_master_client(const char *addr)
 {
-    fx.cfg.masters = addr;
-    return core_fx_client(0);
+    tc_fx.cfg.masters = addr;
+    return tc_fx_client(0);
 }
 
 /* The acquire of a one-master client whose master says "not now": no
  * quorum (never a setup error), the vote down with the reply's word. */
 static void expect_unavailable(const char *word)
 {
-    int rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
 
-    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", word, redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "acquire");
-    cr_expect(eq(int, fx.out.votes[0].kind, REDLOCK_VOTE_DOWN), "%s: voted %s (%s)", word,
-              redlock_vote_kind_name(fx.out.votes[0].kind), fx.out.votes[0].detail);
-    cr_expect(eq(int, fx.out.votes[0].err, REDLOCK_EUNAVAIL), "%s: %s", word,
-              redlock_err_name(fx.out.votes[0].err));
-    cr_expect(strstr(fx.out.votes[0].detail, word) != NULL, "%s", fx.out.votes[0].detail);
+    cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", word, redlock_err_name(rc),
+              tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, "acquire");
+    cr_expect(eq(int, tc_fx.out.votes[0].kind, REDLOCK_VOTE_DOWN), "%s: voted %s (%s)", word,
+              redlock_vote_kind_name(tc_fx.out.votes[0].kind), tc_fx.out.votes[0].detail);
+    cr_expect(eq(int, tc_fx.out.votes[0].err, REDLOCK_EUNAVAIL), "%s: %s", word,
+              redlock_err_name(tc_fx.out.votes[0].err));
+    cr_expect(strstr(tc_fx.out.votes[0].detail, word) != NULL, "%s", tc_fx.out.votes[0].detail);
 }
 
 ParameterizedTestParameters(transient, a_transient_reply_to_an_acquire_is_a_master_down_for_now)
 {
-    CORE_CASE_INDEXES(transient_replies);
+    TC_CASE_INDEXES(transient_replies);
 }
 
 /* A fake that passes the handshake, then answers every acquire with the
@@ -283,19 +286,19 @@ ParameterizedTest(size_t *i, transient, a_transient_reply_to_an_acquire_is_a_mas
     tc_fake *f = tc_fake_rules_start(handshake, t->reply, NULL);
 
     one_master_client(tc_fake_addr(f));
-    cr_assert(eq(int, core_wait_up(fx.c, 1, 5000), 1), "%s: the fake's handshake failed", t->word);
+    cr_assert(eq(int, tc_wait_up(tc_fx.c, 1, 5000), 1), "%s: the fake's handshake failed", t->word);
     expect_unavailable(t->word);
     expect_unavailable(t->word);
     cr_expect(eq(u32, tc_fake_connections(f), 1), "%s: %u connections", t->word,
               tc_fake_connections(f));
-    redlock_client_free(fx.c);
-    fx.c = NULL;
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
     tc_fake_stop(f);
 }
 
 ParameterizedTestParameters(transient, a_handshake_that_meets_a_transient_reply_is_retried)
 {
-    CORE_CASE_INDEXES(transient_replies);
+    TC_CASE_INDEXES(transient_replies);
 }
 
 /* A master that answers the reply to everything for a while (in front of
@@ -309,25 +312,25 @@ ParameterizedTest(size_t *i, transient, a_handshake_that_meets_a_transient_reply
     tc_proxy *p = tc_proxy_start(0);
     size_t up = 0;
 
-    fx.proxy = p;
+    tc_fx.proxy = p;
     tc_proxy_refuse(p, t->reply, NOT_READY_MS);
     uint64_t ready_at = tc_now_us() + NOT_READY_MS * 1000ull;
     one_master_client(tc_proxy_addr(p));
     expect_unavailable(t->word);
     cr_expect(lt(u64, tc_now_us(), ready_at), "%s: the acquire outlasted the window", t->word);
 
-    int rc = redlock_ready(fx.c, 1, NOT_READY_MS + 3000, &up, &fx.e);
+    int rc = redlock_ready(tc_fx.c, 1, NOT_READY_MS + 3000, &up, &tc_fx.e);
     uint64_t now = tc_now_us();
-    cr_assert(eq(int, rc, 0), "%s: the node never came up: %s", t->word, fx.e.msg);
+    cr_assert(eq(int, rc, 0), "%s: the node never came up: %s", t->word, tc_fx.e.msg);
     cr_expect(ge(u64, now, ready_at), "%s: up before the master was ready", t->word);
     cr_expect(gt(u32, tc_proxy_accepted(p), 1), "%s: no reconnect", t->word);
     cr_expect(gt(u32, tc_proxy_refused(p), 0), "%s: the proxy answered nothing", t->word);
     cr_log_info("%s: up %.0f ms after the master became ready, after %u connections", t->word,
                 (now - ready_at) / 1000.0, tc_proxy_accepted(p));
-    rc = redlock_acquire(fx.c, fx.res, fx.len, TTL_MS, &fx.l, &fx.out, &fx.e);
-    cr_assert(eq(int, rc, 0), "%s: %s: %s", t->word, redlock_err_name(rc), fx.e.msg);
-    core_must_release(fx.c, fx.l);
-    fx.l = NULL;
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s: %s", t->word, redlock_err_name(rc), tc_fx.e.msg);
+    tc_must_release(tc_fx.c, tc_fx.l);
+    tc_fx.l = NULL;
 }
 
 /* ---- masters that come back ------------------------------------------------------ */
@@ -341,11 +344,11 @@ ParameterizedTest(size_t *i, transient, a_handshake_that_meets_a_transient_reply
  * figure ("first grant after heal"). */
 Test(transient, the_first_acquire_after_a_quorum_returns_succeeds_at_once)
 {
-    redlock_resource one = { fx.res, fx.len };
+    redlock_resource one = { tc_fx.res, tc_fx.len };
     redlock_acquire_opts opts;
 
-    fx.cfg.reconnect_max_ms = 1000; /* the default cap */
-    core_fx_client(-1);
+    tc_fx.cfg.reconnect_max_ms = 1000; /* the default cap */
+    tc_fx_client(-1);
     for (int m = 0; m < 3; m++)
         tc_kill(m);
     /* Time is the subject: the backoff doubles from 10 ms to its cap
@@ -360,10 +363,10 @@ Test(transient, the_first_acquire_after_a_quorum_returns_succeeds_at_once)
     opts.ttl_ms = TTL_MS;
     opts.wait_ms = 0;
     uint64_t t0 = tc_now_us();
-    int rc = redlock_acquire_with(fx.c, &one, 1, &opts, &fx.l, &fx.out, &fx.e);
+    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, &tc_fx.out, &tc_fx.e);
     uint64_t took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "the first attempt after the quorum returned: %s: %s",
-              redlock_err_name(rc), fx.e.msg);
+              redlock_err_name(rc), tc_fx.e.msg);
     cr_expect(lt(u64, took, 500000), "took %llu us", (unsigned long long)took);
     cr_log_info("first acquire after the quorum returned: %llu us", (unsigned long long)took);
 }
@@ -380,32 +383,32 @@ Test(transient, release_and_extend_are_enoquorum_unless_the_loss_is_provable)
 {
     enum { SHORT_TTL_MS = 3000 };
 
-    fx.cfg.node_timeout_ms = 100;
-    core_fx_client(-1);
-    fx.l = core_must_acquire(fx.c, fx.res, SHORT_TTL_MS, NULL);
-    core_barrier(fx.c);
-    core_plant(1, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
-    core_plant(2, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
+    tc_fx.cfg.node_timeout_ms = 100;
+    tc_fx_client(-1);
+    tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, SHORT_TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    tc_plant(1, tc_fx.res, tc_fx.len, "competitor", 3 * SHORT_TTL_MS);
+    tc_plant(2, tc_fx.res, tc_fx.len, "competitor", 3 * SHORT_TTL_MS);
     tc_pause(3);
     tc_pause(4);
 
-    int rc = redlock_extend(fx.c, fx.l, SHORT_TTL_MS, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "extend: %s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "extend");
-    cr_expect(gt(i64, redlock_lock_validity_ms(fx.l), 0), "the lease stands after the extend");
-    rc = redlock_release(fx.c, fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "release: %s: %s", redlock_err_name(rc), fx.e.msg);
-    core_expect_msg(&fx.e, "release");
-    cr_expect(eq(int, fx.out.votes[1].kind, REDLOCK_VOTE_HELD));
-    cr_expect(eq(int, fx.out.votes[3].kind, REDLOCK_VOTE_TIMEOUT), "master 3 voted %s",
-              redlock_vote_kind_name(fx.out.votes[3].kind));
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, SHORT_TTL_MS, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "extend: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, "extend");
+    cr_expect(gt(i64, redlock_lock_validity_ms(tc_fx.l), 0), "the lease stands after the extend");
+    rc = redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "release: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_expect_msg(&tc_fx.e, "release");
+    cr_expect(eq(int, tc_fx.out.votes[1].kind, REDLOCK_VOTE_HELD));
+    cr_expect(eq(int, tc_fx.out.votes[3].kind, REDLOCK_VOTE_TIMEOUT), "master 3 voted %s",
+              redlock_vote_kind_name(tc_fx.out.votes[3].kind));
 
     /* Provable: masters 1, 2 and 3 hold another token. */
     tc_resume(3);
     tc_resume(4);
-    core_barrier(fx.c);
-    core_plant(3, fx.res, fx.len, "competitor", 3 * SHORT_TTL_MS);
-    rc = redlock_release(fx.c, fx.l, &fx.out, &fx.e);
-    cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "release: %s: %s", redlock_err_name(rc), fx.e.msg);
-    core_del_all(fx.res, fx.len);
+    tc_barrier(tc_fx.c);
+    tc_plant(3, tc_fx.res, tc_fx.len, "competitor", 3 * SHORT_TTL_MS);
+    rc = redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "release: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    tc_del_all(tc_fx.res, tc_fx.len);
 }

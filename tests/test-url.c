@@ -36,19 +36,19 @@ static void config(redlock_config *cfg, const char *masters)
     cfg->masters = masters;
     cfg->node_timeout_ms = 2000;
     cfg->retry_count = 0;
-    cfg->log_fn = ts_log;
+    cfg->log_fn = tc_log;
     cfg->log_level = REDLOCK_LOG_DEBUG;
 }
 
-static ts_server *servers[3];
+static tc_redis *servers[3];
 
 static void teardown(void)
 {
     for (int i = 0; i < 3; i++) {
-        ts_server_stop(servers[i]);
+        tc_redis_stop(servers[i]);
         servers[i] = NULL;
     }
-    expect_no_secret("the log", ts_log_text());
+    expect_no_secret("the log", tc_log_text());
 }
 
 TestSuite(url, .fini = teardown, .timeout = 60);
@@ -113,7 +113,7 @@ static bool connected_as(int i, const char *user)
  * declared empty (the restart guard's marker lives in each database). */
 static redlock_client *client(const redlock_config *cfg, int want)
 {
-    redlock_client *c = core_client(cfg, want);
+    redlock_client *c = tc_client(cfg, want);
     redlock_error e;
     cr_assert(eq(int, redlock_declare_empty(c, NULL, &e), 0), "%s", e.msg);
     return c;
@@ -132,9 +132,9 @@ static redlock_lock *take(redlock_client *c, char res[128], redlock_outcome *out
     int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     if (barrier_mask)
-        core_barrier_on(c, barrier_mask);
+        tc_barrier_on(c, barrier_mask);
     else
-        core_barrier(c);
+        tc_barrier(c);
     return l;
 }
 
@@ -144,9 +144,9 @@ static void give(redlock_client *c, redlock_lock *l)
     redlock_error e;
     cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
     if (barrier_mask)
-        core_barrier_on(c, barrier_mask);
+        tc_barrier_on(c, barrier_mask);
     else
-        core_barrier(c);
+        tc_barrier(c);
     redlock_lock_free(l);
 }
 
@@ -174,7 +174,7 @@ Test(url, each_master_authenticates_with_its_own_credentials)
     }
     char res[128];
     redlock_lock *l = take(c, res, NULL);
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
+    cr_expect(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 3));
     give(c, l);
     redlock_client_free(c);
 }
@@ -259,7 +259,7 @@ Test(url, unix_socket_masters)
     char paths[3][600], masters[2048];
     size_t used = 0;
     for (int i = 0; i < 3; i++) {
-        snprintf(paths[i], sizeof(paths[i]), "%s/m%d.sock", ts_dir(), i);
+        snprintf(paths[i], sizeof(paths[i]), "%s/m%d.sock", tc_scratch_dir(), i);
         const char *args[] = { "--port",
                                "0",
                                "--unixsocket",
@@ -269,7 +269,7 @@ Test(url, unix_socket_masters)
                                i == 2 ? "--requirepass" : NULL,
                                SECRET,
                                NULL };
-        servers[i] = ts_server_start(args);
+        servers[i] = tc_redis_start(args);
         /* Master 2 wants a password and says it in its URL, with a database. */
         if (i == 2)
             used += (size_t)snprintf(masters + used, sizeof(masters) - used, ",unix://:%s@%s?db=5",
@@ -305,7 +305,7 @@ static int failed_acquire(const redlock_config *cfg, redlock_error *e)
     redlock_lock *l = NULL;
     int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, e);
     cr_expect(zero(ptr, l));
-    core_expect_msg(e, "acquire");
+    tc_expect_msg(e, "acquire");
     redlock_client_free(c);
     return rc;
 }
@@ -313,7 +313,7 @@ static int failed_acquire(const redlock_config *cfg, redlock_error *e)
 Test(url, a_missing_unix_socket_is_a_one_line_error)
 {
     char masters[700];
-    snprintf(masters, sizeof(masters), "unix://%s/nobody-here.sock", ts_dir());
+    snprintf(masters, sizeof(masters), "unix://%s/nobody-here.sock", tc_scratch_dir());
     redlock_config cfg;
     config(&cfg, masters);
     redlock_error e;
@@ -359,7 +359,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
         strcat(user, "\xc3\xa9");
     /* Up to 106 bytes: hiredis 1.2 copies a path of 107, the most sun_path
      * holds, without its NUL into memory it did not clear. */
-    snprintf(path, sizeof(path), "%s/b", ts_dir());
+    snprintf(path, sizeof(path), "%s/b", tc_scratch_dir());
     while (strlen(path) + 2 + strlen(".sock") < sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
         strcat(path, "\xc3\xa9");
     strcat(path, ".sock");
@@ -367,7 +367,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
         "--port", "0", "--unixsocket", path, "--unixsocketperm", "700", "--requirepass",
         SECRET,   NULL
     };
-    servers[0] = ts_server_start(args);
+    servers[0] = tc_redis_start(args);
     snprintf(masters, sizeof(masters), "unix://%s:%s-wrong@%s", user, SECRET, path);
     redlock_config cfg;
     config(&cfg, masters);
@@ -381,7 +381,7 @@ Test(url, a_long_address_is_cut_and_the_advice_kept)
                                "fail this way)"),
               "the advice is lost: %s", e.msg);
     expect_no_secret("the message", e.msg);
-    ts_server_stop(servers[0]);
+    tc_redis_stop(servers[0]);
     servers[0] = NULL;
 
     /* No quorum names the master too, with what it said. */
@@ -451,7 +451,7 @@ ParameterizedTest(size_t *i, url, bad_url_is_one_line_einval_without_the_passwor
     config(&cfg, b->masters);
     int rc = redlock_config_check(&cfg, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "%s: %s", b->masters, redlock_err_name(rc));
-    core_expect_msg(&e, b->masters);
+    tc_expect_msg(&e, b->masters);
     cr_expect(not(zero(ptr, strstr(e.msg, b->says))), "%s: no \"%s\" in: %s", b->masters, b->says,
               e.msg);
     expect_no_secret("the message", e.msg);

@@ -36,13 +36,13 @@ TestSuite(wait, .fini = tc_heal, .timeout = 60);
 static redlock_client *client(int pubsub, uint32_t retry_delay_ms)
 {
     redlock_config cfg;
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.retry_count = 5;
     cfg.retry_delay_ms = retry_delay_ms;
     cfg.retry_jitter_ms = 0;
     cfg.node_timeout_ms = 200;
     cfg.pubsub_wait = pubsub;
-    return core_client(&cfg, -1);
+    return tc_client(&cfg, -1);
 }
 
 static redlock_acquire_opts opts(int64_t wait_ms, uint32_t delay_ms)
@@ -88,7 +88,7 @@ static bool reserved(int m, const char *res, size_t len)
 
 static long long publishes(int m)
 {
-    long long v = core_info_num(m, "commandstats", "cmdstat_publish");
+    long long v = tc_info_num(m, "commandstats", "cmdstat_publish");
     return v > 0 ? v : 0;
 }
 
@@ -118,24 +118,23 @@ static long handoff(int pubsub, uint32_t retry_delay_ms, bool kill_subscribers)
     char res[128];
     tc_resource(res, sizeof(res), pubsub ? (kill_subscribers ? "killed" : "pubsub") : "poll");
     redlock_client *holder = client(0, 200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
-    long long before = core_acquires_seen(0);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
+    long long before = tc_acquires_seen(0);
     waiter w = { client(pubsub, retry_delay_ms), res, opts(20000, retry_delay_ms), -100, 0, NULL };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_it, &w);
     /* Await the waiter really waiting: queued on every master (with the
      * hand-off), or its first attempt seen (polling). */
-    cr_assert(TC_AWAIT(pubsub ? queued_everywhere(res, 1) : core_acquires_seen(0) > before + 1,
-                       5000),
+    cr_assert(TC_AWAIT(pubsub ? queued_everywhere(res, 1) : tc_acquires_seen(0) > before + 1, 5000),
               "the waiter never started waiting");
     if (kill_subscribers)
         for (int i = 0; i < tc_n(); i++)
             freeReplyObject(tc_cmd(i, "CLIENT KILL TYPE pubsub"));
     uint64_t released = tc_now_us();
-    core_must_release(holder, l);
+    tc_must_release(holder, l);
     pthread_join(t, NULL);
     cr_assert(eq(int, w.rc, 0), "the waiter got the lock (%s)", redlock_err_name(w.rc));
-    core_must_release(w.c, w.lock);
+    tc_must_release(w.c, w.lock);
     redlock_client_free(w.c);
     redlock_client_free(holder);
     return (long)((w.done_us - released) / 1000);
@@ -192,7 +191,7 @@ static void on_ordered(redlock_client *c, int status, redlock_lock *lock,
     s->ord->granted[s->idx] = s->ord->next++;
     redlock_error e;
     /* Release at once: the hand-off goes to the next in line. */
-    cr_assert(eq(int, redlock_release_async(c, lock, core_free_lock_cb, NULL, &e), 0), "%s", e.msg);
+    cr_assert(eq(int, redlock_release_async(c, lock, tc_free_lock_cb, NULL, &e), 0), "%s", e.msg);
 }
 
 Test(wait, waiters_of_one_client_are_served_oldest_first)
@@ -200,9 +199,9 @@ Test(wait, waiters_of_one_client_are_served_oldest_first)
     char res[128];
     tc_resource(res, sizeof(res), "order");
     struct event_base *base = event_base_new();
-    redlock_client *c = core_client_async(NULL, base);
+    redlock_client *c = tc_client_async(NULL, base);
     redlock_client *holder = client(0, 200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     struct order ord = { .c = c, .res = res };
     struct slot slots[8];
     for (int i = 0; i < 8; i++) {
@@ -213,11 +212,11 @@ Test(wait, waiters_of_one_client_are_served_oldest_first)
         cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_ordered, &slots[i], &e), 0),
                   "%s", e.msg);
         /* Each one queued before the next starts: arrival order is known. */
-        cr_assert(CORE_RUN_UNTIL(base, queued_everywhere(res, i + 1), 5000),
-                  "waiter %d never queued", i);
+        cr_assert(TC_RUN_UNTIL(base, queued_everywhere(res, i + 1), 5000), "waiter %d never queued",
+                  i);
     }
-    core_must_release(holder, l);
-    cr_assert(CORE_RUN_UNTIL(base, ord.next + ord.failed == 8, 10000),
+    tc_must_release(holder, l);
+    cr_assert(TC_RUN_UNTIL(base, ord.next + ord.failed == 8, 10000),
               "only %d of 8 waiters were served", ord.next);
     cr_expect(zero(int, ord.failed));
     for (int i = 0; i < 8; i++)
@@ -237,7 +236,7 @@ Test(wait, a_deadline_ends_the_wait_within_one_poll)
     char res[128];
     tc_resource(res, sizeof(res), "deadline");
     for (int m = 0; m < tc_n(); m++)
-        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
     redlock_client *c = client(1, 1000);
     redlock_acquire_opts o = opts(600, 200);
     redlock_resource r = { res, strlen(res) };
@@ -256,7 +255,7 @@ Test(wait, a_deadline_ends_the_wait_within_one_poll)
     /* It left the queues when it gave up. */
     cr_expect(TC_AWAIT(queued_everywhere(res, 0) && !queued_everywhere(res, 1), 3000),
               "the waiter's place outlived its wait");
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_client_free(c);
 }
 
@@ -278,7 +277,7 @@ Test(wait, a_blocking_wait_is_cancelled_from_another_thread_and_leaves_nothing)
     char res[128];
     tc_resource(res, sizeof(res), "cancel");
     redlock_client *holder = client(0, 200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     redlock_client *c = client(1, 1000);
     redlock_cancel *cc;
     cr_assert(eq(int, redlock_cancel_new(&cc), 0));
@@ -301,9 +300,9 @@ Test(wait, a_blocking_wait_is_cancelled_from_another_thread_and_leaves_nothing)
     redlock_cancel_free(cc);
     /* Nothing of it is left: the holder's key is the only one, and the
      * queues are empty once the leave has run. */
-    cr_expect(eq(int, core_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 5));
+    cr_expect(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), 5));
     cr_expect(TC_AWAIT(!queued_everywhere(res, 1), 3000), "the cancelled waiter stays queued");
-    core_must_release(holder, l);
+    tc_must_release(holder, l);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a key outlived the release");
     redlock_client_free(c);
     redlock_client_free(holder);
@@ -327,8 +326,8 @@ Test(wait, an_async_acquire_in_flight_is_cancelled_and_cleaned_up)
     char res[128];
     tc_resource(res, sizeof(res), "cancel-async");
     struct event_base *base = event_base_new();
-    redlock_client *c = core_client_async(NULL, base);
-    cr_assert(core_async_ready(base, c, 5, 5000), "masters not connected");
+    redlock_client *c = tc_client_async(NULL, base);
+    cr_assert(tc_async_ready(base, c, 5, 5000), "masters not connected");
     redlock_cancel *cc;
     cr_assert(eq(int, redlock_cancel_new(&cc), 0));
     redlock_acquire_opts o = opts(0, 1000);
@@ -339,7 +338,7 @@ Test(wait, an_async_acquire_in_flight_is_cancelled_and_cleaned_up)
     cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_cancelled, &got, &e), 0), "%s",
               e.msg);
     redlock_cancel_fire(cc); /* on the loop's thread, before any reply */
-    cr_assert(CORE_RUN_UNTIL(base, got != 0, 5000), "no callback");
+    cr_assert(TC_RUN_UNTIL(base, got != 0, 5000), "no callback");
     cr_expect(eq(int, got, REDLOCK_ECANCELED), "%s", redlock_err_name(got));
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "the cancelled attempt left a key");
     redlock_cancel_free(cc);
@@ -359,7 +358,7 @@ Test(wait, a_waiter_killed_in_the_queue_stalls_the_next_one_only_for_one_reserva
     char res[128];
     tc_resource(res, sizeof(res), "dead-waiter");
     redlock_client *holder = client(0, 200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     pid_t pid = fork();
     cr_assert(ge(int, pid, 0));
     if (pid == 0) {
@@ -378,13 +377,13 @@ Test(wait, a_waiter_killed_in_the_queue_stalls_the_next_one_only_for_one_reserva
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     uint64_t released = tc_now_us();
-    core_must_release(holder, l);
+    tc_must_release(holder, l);
     pthread_join(t, NULL);
     long ms = (long)((w.done_us - released) / 1000);
     cr_assert(eq(int, w.rc, 0), "%s", redlock_err_name(w.rc));
     cr_log_info("the next waiter had the lock %ld ms after the release (dead head)", ms);
     cr_expect(lt(long, ms, 520 + 100 + 500), "stalled %ld ms behind a dead waiter", ms);
-    core_must_release(w.c, w.lock);
+    tc_must_release(w.c, w.lock);
     redlock_client_free(w.c);
     redlock_client_free(holder);
 }
@@ -396,23 +395,23 @@ Test(wait, a_forged_or_stray_message_costs_nothing)
     char res[128];
     tc_resource(res, sizeof(res), "forged");
     for (int m = 0; m < tc_n(); m++)
-        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
     waiter w = { client(1, 1500), res, opts(2000, 1500), -100, 0, NULL };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_it, &w);
     cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
-    long long before = core_acquires_seen(0);
+    long long before = tc_acquires_seen(0);
     for (int k = 0; k < 20; k++) {
         freeReplyObject(tc_cmd(0, "PUBLISH %s released", res));
         freeReplyObject(tc_cmd(0, "PUBLISH redlock:wake:00 1|redlock:wake:00|1|x"));
     }
-    long long after = core_acquires_seen(0);
+    long long after = tc_acquires_seen(0);
     pthread_join(t, NULL);
     cr_expect(eq(int, w.rc, REDLOCK_ECONFLICT));
     /* Its polls at 1.5 s and 2 s are the only attempts besides the first. */
     cr_expect(le(i64, after - before, 1), "%lld attempts during 20 forged messages",
               after - before);
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_client_free(w.c);
 }
 
@@ -424,7 +423,7 @@ Test(wait, a_failed_attempts_cleanup_wakes_nobody)
     char res[128];
     tc_resource(res, sizeof(res), "quiet-cleanup");
     for (int m = 0; m < 3; m++)
-        core_plant(m, res, strlen(res), "someone-else", TTL_MS);
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
     long long before[5];
     for (int m = 0; m < tc_n(); m++)
         before[m] = publishes(m);
@@ -438,7 +437,7 @@ Test(wait, a_failed_attempts_cleanup_wakes_nobody)
     for (int m = 0; m < tc_n(); m++)
         cr_expect(eq(i64, publishes(m), before[m]), "master %d published", m);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 3), "the cleanup left a key");
-    core_del_all(res, strlen(res));
+    tc_del_all(res, strlen(res));
     redlock_client_free(c);
 }
 
@@ -472,11 +471,11 @@ Test(wait, a_waiter_granted_on_some_masters_keeps_its_place_on_them)
     tc_resource(res, sizeof(res), "split-head");
     size_t rlen = strlen(res);
     for (int m = 3; m < 5; m++)
-        core_plant(m, res, rlen, "someone-else", TTL_MS);
+        tc_plant(m, res, rlen, "someone-else", TTL_MS);
     redlock_client *holder = client(0, 200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     struct event_base *base = event_base_new();
-    redlock_client *c = core_client_async(NULL, base);
+    redlock_client *c = tc_client_async(NULL, base);
     redlock_resource r = { res, rlen };
     redlock_cancel *cc;
     cr_assert(eq(int, redlock_cancel_new(&cc), 0));
@@ -485,23 +484,23 @@ Test(wait, a_waiter_granted_on_some_masters_keeps_its_place_on_them)
     o2.cancel = cc;
     redlock_error e;
     cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o1, on_seen, &w1, &e), 0), "%s", e.msg);
-    cr_assert(CORE_RUN_UNTIL(base, queued_everywhere(res, 1), 5000), "W1 never queued");
+    cr_assert(TC_RUN_UNTIL(base, queued_everywhere(res, 1), 5000), "W1 never queued");
     cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o2, on_seen, &w2, &e), 0), "%s", e.msg);
-    cr_assert(CORE_RUN_UNTIL(base, queued_everywhere(res, 2), 5000), "W2 never queued");
+    cr_assert(TC_RUN_UNTIL(base, queued_everywhere(res, 2), 5000), "W2 never queued");
     freeReplyObject(tc_cmd(0, "DEL %b", res, rlen));
     /* W1's next poll (W2's is 10 s away) takes master 0 and fails; its
      * cleanup hands the key quietly to the head, W1 (it kept its place):
      * a reservation on master 0 says both ran. (Counting the master's GETs
      * raced with W2's own cleanup, still in flight after its join.) */
-    cr_assert(CORE_RUN_UNTIL(base, reserved(0, res, rlen), 5000), "W1 never polled");
+    cr_assert(TC_RUN_UNTIL(base, reserved(0, res, rlen), 5000), "W1 never polled");
     /* The holder's key is back on master 0, so its release hands 0 over too. */
-    core_plant(0, res, rlen, redlock_lock_token(l), TTL_MS);
+    tc_plant(0, res, rlen, redlock_lock_token(l), TTL_MS);
     redlock_release(holder, l, NULL, NULL);
     redlock_lock_free(l);
-    cr_assert(CORE_RUN_UNTIL(base, w1.status != 1, 10000), "W1 never got the lock");
+    cr_assert(TC_RUN_UNTIL(base, w1.status != 1, 10000), "W1 never got the lock");
     cr_expect(eq(int, w1.status, 0), "W1: %s", redlock_err_name(w1.status));
     redlock_cancel_fire(cc);
-    cr_assert(CORE_RUN_UNTIL(base, w2.status != 1, 5000), "W2 never ended");
+    cr_assert(TC_RUN_UNTIL(base, w2.status != 1, 5000), "W2 never ended");
     cr_expect(eq(int, w2.status, REDLOCK_ECANCELED), "W2: %s", redlock_err_name(w2.status));
     /* Its one attempt, which took its place in the queues at once (W1 had
      * found the resource held: a waiter for a hot resource skips the fast
@@ -509,9 +508,9 @@ Test(wait, a_waiter_granted_on_some_masters_keeps_its_place_on_them)
     cr_expect(eq(u32, w2.attempts, 1), "the release woke W2, which was not the head: %u attempts",
               w2.attempts);
     if (w1.lock)
-        redlock_release_async(c, w1.lock, core_free_lock_cb, NULL, NULL);
-    CORE_RUN_UNTIL(base, tc_key_count(res, rlen) == 2, 2000);
-    core_del_all(res, rlen);
+        redlock_release_async(c, w1.lock, tc_free_lock_cb, NULL, NULL);
+    TC_RUN_UNTIL(base, tc_key_count(res, rlen) == 2, 2000);
+    tc_del_all(res, rlen);
     redlock_cancel_free(cc);
     redlock_client_free(holder);
     redlock_client_free(c);
@@ -530,7 +529,7 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
     tc_resource(res, sizeof(res), "freed-to-head");
     size_t rlen = strlen(res);
     for (int m = 0; m < tc_n(); m++)
-        core_plant(m, res, rlen, "someone-else", TTL_MS);
+        tc_plant(m, res, rlen, "someone-else", TTL_MS);
     redlock_cancel *cc;
     cr_assert(eq(int, redlock_cancel_new(&cc), 0));
     waiter w = { client(1, 5000), res, opts(20000, 5000), -100, 0, NULL };
@@ -559,7 +558,7 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
     pthread_join(t, NULL);
     cr_expect(eq(int, w.rc, REDLOCK_ECANCELED), "%s", redlock_err_name(w.rc));
     redlock_cancel_free(cc);
-    core_del_all(res, rlen);
+    tc_del_all(res, rlen);
     redlock_client_free(c);
     redlock_client_free(w.c);
 }
@@ -578,9 +577,9 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
     tc_resource(res, sizeof(res), "ranks");
     size_t rlen = strlen(res);
     redlock_client *holder = client(0, 200);
-    redlock_lock *l = core_must_acquire(holder, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     struct event_base *base = event_base_new();
-    redlock_client *c = core_client_async(NULL, base);
+    redlock_client *c = tc_client_async(NULL, base);
     redlock_resource r = { res, rlen };
     redlock_cancel *cc;
     cr_assert(eq(int, redlock_cancel_new(&cc), 0));
@@ -592,7 +591,7 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
         o.cancel = cc;
         cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_seen, &w[i], &e), 0), "%s",
                   e.msg);
-        cr_assert(CORE_RUN_UNTIL(base, queued_everywhere(res, i + 1), 5000), "W%d never queued", i);
+        cr_assert(TC_RUN_UNTIL(base, queued_everywhere(res, i + 1), 5000), "W%d never queued", i);
     }
     struct timeval tv = { 1, 500000 };
     event_base_loopexit(base, &tv);
@@ -600,10 +599,10 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
     redlock_cancel_fire(cc);
     /* Each ends when its cancel is done: at once, or after the cleanup of
      * an attempt it had in flight. */
-    cr_assert(CORE_RUN_UNTIL(base,
-                             w[0].status != 1 && w[1].status != 1 && w[2].status != 1 &&
-                                 w[3].status != 1 && w[4].status != 1,
-                             5000),
+    cr_assert(TC_RUN_UNTIL(base,
+                           w[0].status != 1 && w[1].status != 1 && w[2].status != 1 &&
+                               w[3].status != 1 && w[4].status != 1,
+                           5000),
               "the waiters never ended");
     for (int i = 0; i < W; i++) {
         cr_expect(eq(int, w[i].status, REDLOCK_ECANCELED), "W%d: %s", i,
@@ -617,7 +616,7 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
               w[W - 1].attempts, w[0].attempts);
     redlock_release(holder, l, NULL, NULL);
     redlock_lock_free(l);
-    core_del_all(res, rlen);
+    tc_del_all(res, rlen);
     redlock_cancel_free(cc);
     redlock_client_free(holder);
     redlock_client_free(c);

@@ -58,17 +58,10 @@ static void on_lost(redlock_client *c, redlock_lock *lock, int status, const red
 
 static int wait_lost(lost *l, int timeout_ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     pthread_mutex_lock(&l->mu);
     while (l->calls == 0)
-        if (pthread_cond_timedwait(&l->cv, &l->mu, &dl) != 0)
+        if (tc_cond_wait_until(&l->cv, &l->mu, deadline) != 0)
             break;
     int calls = l->calls;
     pthread_mutex_unlock(&l->mu);
@@ -159,7 +152,7 @@ static void keeps_alive(int want, unsigned paused)
     redlock_client *c = client(0, &x);
     char res[128];
     tc_resource(res, sizeof(res), paused ? "paused" : "alive");
-    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL), *other;
+    redlock_lock *l = tc_must_acquire(c, res, TTL_MS, NULL), *other;
     lost lo = LOST_INIT;
     redlock_error err;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);
@@ -176,7 +169,7 @@ static void keeps_alive(int want, unsigned paused)
                  REDLOCK_ECONFLICT),
               "nobody else got it meanwhile");
     tc_heal();
-    core_must_release(c, l); /* stops it */
+    tc_must_release(c, l); /* stops it */
     cr_assert(eq(int, losses(&lo), 0), "release stops the watchdog without a loss report");
     redlock_client_free(c);
 }
@@ -276,11 +269,10 @@ Test(watchdog, runs_on_the_callers_event_loop)
     tc_resource(res, sizeof(res), "async");
     redlock_lock *l = NULL;
     cr_assert(eq(int, redlock_acquire_async(c, res, strlen(res), TTL_MS, on_acq, &l, NULL), 0));
-    while (!l)
-        event_base_loop(base, EVLOOP_ONCE);
+    cr_assert(TC_RUN_UNTIL(base, l, 10000), "the acquire never called back");
     lost lo = LOST_INIT;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, NULL), 0));
-    cr_assert(tc_run_until(base, &extended, 20000), "only %d extensions on the loop in 20 s",
+    cr_assert(TC_RUN_UNTIL(base, extended, 20000), "only %d extensions on the loop in 20 s",
               extensions(&x));
     cr_assert(eq(int, lo.calls, 0));
     cr_assert(gt(i64, redlock_lock_validity_ms(l), 0));
@@ -310,7 +302,7 @@ static redlock_client *blip_client(extends *x)
     redlock_client *c;
     redlock_error err;
     cr_assert(eq(int, redlock_client_new(&cfg, NULL, &c, &err), 0), "%s", err.msg);
-    cr_assert(eq(int, core_wait_up(c, tc_n(), 5000), tc_n()));
+    cr_assert(eq(int, tc_wait_up(c, tc_n(), 5000), tc_n()));
     return c;
 }
 
@@ -323,7 +315,7 @@ Test(watchdog, rides_out_three_of_five_paused_for_longer_than_a_retry)
     redlock_client *c = blip_client(&x);
     char res[128];
     tc_resource(res, sizeof(res), "blip");
-    redlock_lock *l = core_must_acquire(c, res, BLIP_TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, BLIP_TTL_MS, NULL);
     lost lo = LOST_INIT;
     redlock_error err;
     for (int m = 0; m < 3; m++)
@@ -344,7 +336,7 @@ Test(watchdog, rides_out_three_of_five_paused_for_longer_than_a_retry)
     cr_assert(gt(i64, redlock_lock_validity_ms(l), left), "the lease was not extended");
     cr_log_info("%d extensions failed, %lld ms were left; then extended", failed_extensions(&x),
                 (long long)left);
-    core_must_release(c, l);
+    tc_must_release(c, l);
     redlock_client_free(c);
 }
 
@@ -361,13 +353,13 @@ static void lost_at_the_floor(int plant)
     redlock_client *c = blip_client(&x);
     char res[128];
     tc_resource(res, sizeof(res), plant ? "stale" : "floor");
-    redlock_lock *l = core_must_acquire(c, res, BLIP_TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, BLIP_TTL_MS, NULL);
     lost lo = LOST_INIT;
     redlock_error err;
     if (plant) {
-        core_barrier(c);
-        core_plant(1, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
-        core_plant(2, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
+        tc_barrier(c);
+        tc_plant(1, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
+        tc_plant(2, res, strlen(res), "competitor", 3 * BLIP_TTL_MS);
     }
     for (int m = plant ? 3 : 0; m < (plant ? 5 : 3); m++)
         tc_pause(m);
@@ -411,7 +403,7 @@ Test(watchdog, freeing_the_lock_stops_its_watchdog)
     redlock_client *c = client(0, &x);
     char res[128];
     tc_resource(res, sizeof(res), "freed");
-    redlock_lock *l = core_must_acquire(c, res, TTL_MS, NULL);
+    redlock_lock *l = tc_must_acquire(c, res, TTL_MS, NULL);
     lost lo = LOST_INIT;
     redlock_error err;
     cr_assert(eq(int, redlock_watchdog_start(c, l, on_lost, &lo, &err), 0), "%s", err.msg);

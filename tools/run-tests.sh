@@ -340,7 +340,7 @@ run_fuzz() {
 # with clang-format 14 (Debian 12's); another version may lay out a few
 # lines differently, and says so when it fails.
 
-FORMAT_DIRS=(redlock drift cli bench tests fuzz examples)
+FORMAT_DIRS=(redlock drift json cli bench tests fuzz examples)
 
 if wanted format; then
     say "format: clang-format --dry-run -Werror over ${FORMAT_DIRS[*]}"

@@ -15,16 +15,16 @@
 
 #include "core.h"
 
-pid_t child_pid = -1;
+pid_t tc_child_pid = -1;
 
-int child_start(void (*fn)(void *arg, int fd), void *arg)
+int tc_child_start(void (*fn)(void *arg, int fd), void *arg)
 {
     int fds[2];
 
     cr_assert(pipe(fds) == 0, "pipe: %s", strerror(errno));
-    child_pid = fork();
-    cr_assert(child_pid >= 0, "fork: %s", strerror(errno));
-    if (child_pid == 0) {
+    tc_child_pid = fork();
+    cr_assert(tc_child_pid >= 0, "fork: %s", strerror(errno));
+    if (tc_child_pid == 0) {
         close(fds[0]);
         fn(arg, fds[1]);
         _exit(0);
@@ -42,7 +42,7 @@ static void vtell(int fd, const char *fmt, va_list ap)
         _exit(3);
 }
 
-void child_tell(int fd, const char *fmt, ...)
+void tc_child_tell(int fd, const char *fmt, ...)
 {
     va_list ap;
 
@@ -51,7 +51,7 @@ void child_tell(int fd, const char *fmt, ...)
     va_end(ap);
 }
 
-void child_fail(int fd, const char *fmt, ...)
+void tc_child_fail(int fd, const char *fmt, ...)
 {
     char why[480];
     va_list ap;
@@ -59,11 +59,11 @@ void child_fail(int fd, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(why, sizeof(why), fmt, ap);
     va_end(ap);
-    child_tell(fd, "ERR %s\n", why);
+    tc_child_tell(fd, "ERR %s\n", why);
     _exit(1);
 }
 
-void child_hear(int fd, char *line, size_t size, int ms)
+void tc_child_hear(int fd, char *line, size_t size, int ms)
 {
     size_t used = 0;
 
@@ -84,28 +84,29 @@ void child_hear(int fd, char *line, size_t size, int ms)
     cr_assert(strncmp(line, "ERR ", 4) != 0, "holder process: %s", line + 4);
 }
 
-void child_reap(void)
+void tc_child_reap(void)
 {
-    if (child_pid > 0) {
-        kill(child_pid, SIGKILL);
-        waitpid(child_pid, NULL, 0);
-        child_pid = -1;
+    if (tc_child_pid > 0) {
+        kill(tc_child_pid, SIGKILL);
+        waitpid(tc_child_pid, NULL, 0);
+        tc_child_pid = -1;
     }
 }
 
-redlock_client *child_client(unsigned retries, char *why, size_t size)
+redlock_client *tc_child_client(unsigned retries, char *why, size_t size)
 {
     redlock_config cfg;
 
-    core_config(&cfg);
+    tc_config(&cfg);
     cfg.node_timeout_ms = 250;
     cfg.retry_count = retries;
     cfg.retry_delay_ms = 20;
     cfg.retry_jitter_ms = 10;
-    return core_client_try(&cfg, -1, why, size);
+    return tc_client_try(&cfg, -1, why, size);
 }
 
-void child_acquire(int fd, const struct child_args *a, uint32_t ttl_ms, struct child_holder *ret)
+void tc_child_acquire(int fd, const struct tc_child_args *a, uint32_t ttl_ms,
+                      struct tc_child_holder *ret)
 {
     size_t len = strlen(a->res);
     redlock_outcome out;
@@ -114,16 +115,16 @@ void child_acquire(int fd, const struct child_args *a, uint32_t ttl_ms, struct c
     int rc;
 
     memset(ret, 0, sizeof(*ret));
-    ret->h = hist_open(a->hpath);
+    ret->h = tc_hist_open(a->hpath);
     if (!ret->h)
-        child_fail(fd, "hist_open: %s", strerror(errno));
-    ret->c = child_client(5, why, sizeof(why));
+        tc_child_fail(fd, "tc_hist_open: %s", strerror(errno));
+    ret->c = tc_child_client(5, why, sizeof(why));
     if (!ret->c)
-        child_fail(fd, "%s", why);
-    ret->invoke_us = hist_now_us();
+        tc_child_fail(fd, "%s", why);
+    ret->invoke_us = tc_now_us();
     rc = redlock_acquire(ret->c, a->res, len, ttl_ms, &ret->l, &out, &e);
-    ret->complete_us = hist_now_us();
-    hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
+    ret->complete_us = tc_now_us();
+    tc_hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
     if (rc != 0)
-        child_fail(fd, "acquire: %s", e.msg);
+        tc_child_fail(fd, "acquire: %s", e.msg);
 }

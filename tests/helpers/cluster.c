@@ -451,34 +451,3 @@ const char *tc_resource(char *buf, size_t size, const char *name)
         tc_fail("tc_resource: %zu bytes are too few for a resource named \"%s\"", size, name);
     return buf;
 }
-
-static void on_run_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    *(int *)arg = 1;
-}
-
-int tc_run_until(struct event_base *base, volatile int *flag, int timeout_ms)
-{
-    struct timeval tv = {
-        .tv_sec = timeout_ms / 1000,
-        .tv_usec = (timeout_ms % 1000) * 1000,
-    };
-    struct event *timer;
-    int fired = 0;
-
-    timer = evtimer_new(base, on_run_timeout, &fired);
-    if (!timer || evtimer_add(timer, &tv) != 0)
-        tc_fail("tc_run_until: cannot arm a timer on the event base");
-    /* EVLOOP_ONCE returns after the callbacks of one wakeup have run, so the
-     * flag is seen as soon as the callback that sets it returns. */
-    while (!*flag && !fired) {
-        if (event_base_loop(base, EVLOOP_ONCE) < 0) {
-            event_free(timer);
-            tc_fail("tc_run_until: event_base_loop failed");
-        }
-    }
-    event_free(timer);
-    return *flag != 0;
-}

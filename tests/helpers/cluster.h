@@ -4,12 +4,12 @@
  * its coordinates in REDLOCK_TEST_* environment variables. These helpers read
  * them, break masters on purpose through cluster-up.sh, talk to one master
  * directly with the hiredis sync API (to inspect keys, flush scripts, plant
- * wrong-type keys) and drive an event loop until a callback has run. Fake
- * masters are in fake.h.
+ * wrong-type keys). Fake masters are in fake.h; running a loop until a
+ * callback has run is TC_RUN_UNTIL() (core.h).
  *
  * Every helper that cannot do its job fails the running test with a message
  * (criterion's cr_fatal), so tests need not check their results, except
- * tc_cmd() and tc_run_until(), whose failures a test may want to see.
+ * tc_cmd(), whose failures a test may want to see.
  * Outside a criterion test (a plain program: criterion's runner cannot start
  * under ThreadSanitizer) a failing helper prints the message and aborts.
  * Not thread-safe unless noted: call them from the test's thread.
@@ -133,14 +133,5 @@ __attribute__((noreturn, format(printf, 1, 2))) void tc_fail(const char *fmt, ..
  * Return: @buf.
  */
 const char *tc_resource(char *buf, size_t size, const char *name);
-
-/*
- * tc_run_until() - Run @base until *@flag is non-zero or @timeout_ms passes
- *
- * The flag is checked after each loop iteration, so set it from a callback
- * running on @base. A timer on @base bounds the wait: no sleeping.
- * Return: 1 if the flag was set, 0 on timeout.
- */
-int tc_run_until(struct event_base *base, volatile int *flag, int timeout_ms);
 
 #endif

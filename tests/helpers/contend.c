@@ -26,19 +26,19 @@
 #include "cluster.h"
 #include "core.h"
 
-typedef struct contend_worker {
-    run *run;
+typedef struct tc_contend_worker {
+    tc_contend *run;
     char name[16];
-    pthread_t th;      /* CONTEND_THREADS */
-    pid_t pid;         /* CONTEND_ONE_SHOT */
-    redlock_client *c; /* CONTEND_THREADS: the worker's client */
+    pthread_t th;      /* TC_CONTEND_THREADS */
+    pid_t pid;         /* TC_CONTEND_ONE_SHOT */
+    redlock_client *c; /* TC_CONTEND_THREADS: the worker's client */
     int guard;
     unsigned seed;
-} contend_worker;
+} tc_contend_worker;
 
-void contend_config(redlock_config *cfg, int guard)
+void tc_contend_config(redlock_config *cfg, int guard)
 {
-    core_config(cfg);
+    tc_config(cfg);
     cfg->node_timeout_ms = 250;
     cfg->retry_count = 2;
     cfg->retry_delay_ms = 20;
@@ -48,12 +48,12 @@ void contend_config(redlock_config *cfg, int guard)
     cfg->restart_guard = guard;
 }
 
-redlock_client *contend_client(int guard)
+redlock_client *tc_contend_client(int guard)
 {
     redlock_config cfg;
 
-    contend_config(&cfg, guard);
-    return core_client(&cfg, -1);
+    tc_contend_config(&cfg, guard);
+    return tc_client(&cfg, -1);
 }
 
 /* ---- what the workers note ---------------------------------------------- */
@@ -63,24 +63,24 @@ static int idx(int rc)
     return rc <= 0 && rc > -20 ? -rc : 19;
 }
 
-static void note_grant(run *r, const redlock_outcome *out)
+static void note_grant(tc_contend *r, const redlock_outcome *out)
 {
     pthread_mutex_lock(&r->mu);
-    if (r->n_grants < CONTEND_MAX_GRANTS)
-        r->grants[r->n_grants++] = (contend_grant){ hist_now_us(), hist_oks(out) };
+    if (r->n_grants < TC_CONTEND_MAX_GRANTS)
+        r->grants[r->n_grants++] = (tc_contend_grant){ tc_now_us(), tc_hist_oks(out) };
     pthread_mutex_unlock(&r->mu);
 }
 
-void run_note_grant(run *r, const redlock_outcome *out)
+void tc_contend_note_grant(tc_contend *r, const redlock_outcome *out)
 {
     note_grant(r, out);
 }
 
-static void note(run *r, int *table, int rc, const char *what, const redlock_error *e)
+static void note(tc_contend *r, int *table, int rc, const char *what, const redlock_error *e)
 {
     pthread_mutex_lock(&r->mu);
     table[idx(rc)]++;
-    if (rc != 0 && r->rel_fail_after && hist_now_us() > r->rel_fail_after) {
+    if (rc != 0 && r->rel_fail_after && tc_now_us() > r->rel_fail_after) {
         if (!r->late_failures++)
             snprintf(r->late_what, sizeof(r->late_what), "%s: %s: %s", what, redlock_err_name(rc),
                      e->msg);
@@ -90,9 +90,9 @@ static void note(run *r, int *table, int rc, const char *what, const redlock_err
 
 /* Remember when each master last answered (ok, held, gone or an error
  * reply: anything but silence or a dropped connection). */
-static void note_votes(run *r, const redlock_outcome *out)
+static void note_votes(tc_contend *r, const redlock_outcome *out)
 {
-    uint64_t now = hist_now_us();
+    uint64_t now = tc_now_us();
 
     pthread_mutex_lock(&r->mu);
     for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {
@@ -109,9 +109,9 @@ static void note_votes(run *r, const redlock_outcome *out)
 
 /* Hold the lock a while, sometimes extend it, release it (through @c,
  * the client that took it). */
-static void hold_and_release(contend_worker *w, redlock_client *c, redlock_lock *l)
+static void hold_and_release(tc_contend_worker *w, redlock_client *c, redlock_lock *l)
 {
-    run *r = w->run;
+    tc_contend *r = w->run;
     redlock_outcome out;
     redlock_error e;
     uint64_t t0;
@@ -121,15 +121,15 @@ static void hold_and_release(contend_worker *w, redlock_client *c, redlock_lock 
      * so that faults land while locks are held. */
     tc_sleep_ms(2 + rand_r(&w->seed) % 15);
     if (rand_r(&w->seed) % 2) {
-        t0 = hist_now_us();
-        rc = redlock_extend(c, l, CONTEND_TTL_MS, &out, &e);
-        hist_extend(r->h, w->name, CONTEND_TTL_MS, t0, rc, l, &out);
+        t0 = tc_now_us();
+        rc = redlock_extend(c, l, TC_CONTEND_TTL_MS, &out, &e);
+        tc_hist_extend(r->h, w->name, TC_CONTEND_TTL_MS, t0, rc, l, &out);
         note(r, r->ext, rc, "extend", &e);
         tc_sleep_ms(2 + rand_r(&w->seed) % 10); /* and works on: time is the subject */
     }
-    t0 = hist_now_us();
+    t0 = tc_now_us();
     rc = redlock_release(c, l, &out, &e);
-    hist_release(r->h, w->name, t0, rc, l, &out);
+    tc_hist_release(r->h, w->name, t0, rc, l, &out);
     note_votes(r, &out);
     note(r, r->rel, rc, "release", &e);
 }
@@ -137,21 +137,21 @@ static void hold_and_release(contend_worker *w, redlock_client *c, redlock_lock 
 /* The client for the next acquire: the worker's own, or (one-shot) a new
  * one, used at once without waiting for any master, as redlock-cli does:
  * it knows nothing of the masters but what its first replies tell it. */
-static redlock_client *worker_client(contend_worker *w)
+static redlock_client *worker_client(tc_contend_worker *w)
 {
     redlock_config cfg;
     redlock_client *c = NULL;
 
     if (w->c)
         return w->c;
-    contend_config(&cfg, w->guard);
+    tc_contend_config(&cfg, w->guard);
     return redlock_client_new(&cfg, NULL, &c, NULL) == 0 ? c : NULL;
 }
 
 static void *work(void *arg)
 {
-    contend_worker *w = arg;
-    run *r = w->run;
+    tc_contend_worker *w = arg;
+    tc_contend *r = w->run;
 
     while (!atomic_load(&r->stop)) {
         redlock_client *c = worker_client(w);
@@ -162,10 +162,10 @@ static void *work(void *arg)
         redlock_lock *l = NULL;
         redlock_outcome out;
         redlock_error e;
-        uint64_t t0 = hist_now_us();
-        int rc = redlock_acquire(c, r->res, r->len, CONTEND_TTL_MS, &l, &out, &e);
+        uint64_t t0 = tc_now_us();
+        int rc = redlock_acquire(c, r->res, r->len, TC_CONTEND_TTL_MS, &l, &out, &e);
 
-        hist_acquire(r->h, w->name, r->res, r->len, CONTEND_TTL_MS, t0, rc, l, &out);
+        tc_hist_acquire(r->h, w->name, r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, l, &out);
         note_votes(r, &out);
         pthread_mutex_lock(&r->mu);
         r->acq[idx(rc)]++;
@@ -187,7 +187,7 @@ static void *work(void *arg)
     return NULL;
 }
 
-void contend_paths(char *hpath, char *spath, size_t size)
+void tc_contend_paths(char *hpath, char *spath, size_t size)
 {
     const char *dir = getenv("REDLOCK_TEST_DIR");
 
@@ -199,10 +199,11 @@ void contend_paths(char *hpath, char *spath, size_t size)
 }
 
 /* A run in memory shared with the processes it forks. */
-static run *run_alloc(void)
+static tc_contend *run_alloc(void)
 {
     pthread_mutexattr_t attr;
-    run *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    tc_contend *r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+                         0);
 
     cr_assert(r != MAP_FAILED, "mmap: %s", strerror(errno));
     pthread_mutexattr_init(&attr);
@@ -214,7 +215,7 @@ static run *run_alloc(void)
 
 /* A worker process: works until told to stop, then leaves without running
  * the test runner's exit handlers. */
-static void start_process(contend_worker *w)
+static void start_process(tc_contend_worker *w)
 {
     w->pid = fork();
     cr_assert(w->pid >= 0, "fork: %s", strerror(errno));
@@ -224,34 +225,34 @@ static void start_process(contend_worker *w)
     }
 }
 
-run *run_start(int guard, int workers)
+tc_contend *tc_contend_start(int guard, int workers)
 {
-    return run_start_kind(guard, workers, CONTEND_THREADS);
+    return tc_contend_start_kind(guard, workers, TC_CONTEND_THREADS);
 }
 
-run *run_start_kind(int guard, int workers, int kind)
+tc_contend *tc_contend_start_kind(int guard, int workers, int kind)
 {
-    run *r = run_alloc();
+    tc_contend *r = run_alloc();
 
     tc_resource(r->res, sizeof(r->res), NULL);
     r->len = strlen(r->res);
-    contend_paths(r->path, r->snap, sizeof(r->path));
-    r->h = hist_open(r->path);
-    cr_assert(r->h != NULL, "hist_open %s: %s", r->path, strerror(errno));
+    tc_contend_paths(r->path, r->snap, sizeof(r->path));
+    r->h = tc_hist_open(r->path);
+    cr_assert(r->h != NULL, "tc_hist_open %s: %s", r->path, strerror(errno));
     r->w = calloc((size_t)(workers ? workers : 1), sizeof(*r->w));
     cr_assert(r->w != NULL);
     r->n_workers = workers;
     for (int i = 0; i < workers; i++) {
-        contend_worker *w = &r->w[i];
+        tc_contend_worker *w = &r->w[i];
 
         w->run = r;
         w->seed = (unsigned)(getpid() * 31 + i);
-        snprintf(w->name, sizeof(w->name), "%s%d", kind == CONTEND_ONE_SHOT ? "p" : "w", i);
+        snprintf(w->name, sizeof(w->name), "%s%d", kind == TC_CONTEND_ONE_SHOT ? "p" : "w", i);
         w->guard = guard;
-        if (kind == CONTEND_THREADS)
-            w->c = contend_client(guard);
+        if (kind == TC_CONTEND_THREADS)
+            w->c = tc_contend_client(guard);
     }
-    r->one_shot = kind == CONTEND_ONE_SHOT;
+    r->one_shot = kind == TC_CONTEND_ONE_SHOT;
     for (int i = 0; i < workers; i++) {
         if (r->one_shot)
             start_process(&r->w[i]);
@@ -261,7 +262,7 @@ run *run_start_kind(int guard, int workers, int kind)
     return r;
 }
 
-static void run_stop(run *r)
+static void run_stop(tc_contend *r)
 {
     atomic_store(&r->stop, 1);
     for (int i = 0; i < r->n_workers; i++) {
@@ -278,15 +279,15 @@ static void run_stop(run *r)
         r->w[i].c = NULL;
     }
     r->n_workers = 0;
-    /* Freed here, not in run_free(): a test whose checker found something
-     * stops at that assertion and never gets to run_free(). */
+    /* Freed here, not in tc_contend_free(): a test whose checker found something
+     * stops at that assertion and never gets to tc_contend_free(). */
     free(r->w);
     r->w = NULL;
 }
 
 /* ---- what the test asks during a run ------------------------------------------ */
 
-int run_grants_between(run *r, uint64_t from, uint64_t to, uint32_t mask)
+int tc_contend_grants_between(tc_contend *r, uint64_t from, uint64_t to, uint32_t mask)
 {
     int n = 0;
 
@@ -299,7 +300,7 @@ int run_grants_between(run *r, uint64_t from, uint64_t to, uint32_t mask)
     return n;
 }
 
-uint64_t run_first_grant(run *r, uint64_t from, uint32_t mask)
+uint64_t tc_contend_first_grant(tc_contend *r, uint64_t from, uint32_t mask)
 {
     uint64_t t = 0;
 
@@ -312,7 +313,7 @@ uint64_t run_first_grant(run *r, uint64_t from, uint32_t mask)
     return t;
 }
 
-uint64_t run_last_answer(run *r, int m)
+uint64_t tc_contend_last_answer(tc_contend *r, int m)
 {
     uint64_t t;
 
@@ -322,7 +323,7 @@ uint64_t run_last_answer(run *r, int m)
     return t;
 }
 
-int run_attempts(run *r)
+int tc_contend_attempts(tc_contend *r)
 {
     int n;
 
@@ -332,25 +333,25 @@ int run_attempts(run *r)
     return n;
 }
 
-int run_await_grants(run *r, uint64_t from, uint32_t mask, int n, int timeout_ms)
+int tc_contend_await_grants(tc_contend *r, uint64_t from, uint32_t mask, int n, int timeout_ms)
 {
     int got = 0;
 
-    TC_AWAIT((got = run_grants_between(r, from, UINT64_MAX, mask)) >= n, timeout_ms);
+    TC_AWAIT((got = tc_contend_grants_between(r, from, UINT64_MAX, mask)) >= n, timeout_ms);
     return got;
 }
 
-void run_fault(run *r, const char *what, int master, int lost, uint64_t t0)
+void tc_contend_fault(tc_contend *r, const char *what, int master, int lost, uint64_t t0)
 {
-    cr_assert(eq(int, hist_fault(r->h, what, master, lost, t0), 0));
+    cr_assert(eq(int, tc_hist_fault(r->h, what, master, lost, t0), 0));
 }
 
-void run_inject(run *r, void (*act)(int), const char *what, int master, int lost)
+void tc_contend_inject(tc_contend *r, void (*act)(int), const char *what, int master, int lost)
 {
-    uint64_t t0 = hist_now_us();
+    uint64_t t0 = tc_now_us();
 
     act(master);
-    run_fault(r, what, master, lost, t0);
+    tc_contend_fault(r, what, master, lost, t0);
 }
 
 /* ---- the end of a run: quiet masters, snapshot, checker ------------------------ */
@@ -365,31 +366,31 @@ static void quiesce(void)
         long long n = 0;
 
         /* -1: a dead master; 1: only our own INFO connection */
-        TC_AWAIT((n = core_info_num(m, "clients", "connected_clients")) <= 1, 5000);
+        TC_AWAIT((n = tc_info_num(m, "clients", "connected_clients")) <= 1, 5000);
         if (n > 1) /* not cr_log_warn(): in criterion 2.4.1 a warning fails the run */
             cr_log_info("master %d still has %lld clients after 5 s", m, n);
     }
 }
 
-void contend_snapshot(const char *path, const void *res, size_t len)
+void tc_contend_snapshot(const char *path, const void *res, size_t len)
 {
-    hist *s = hist_open(path);
+    tc_hist *s = tc_hist_open(path);
 
-    cr_assert(s != NULL, "hist_open %s: %s", path, strerror(errno));
+    cr_assert(s != NULL, "tc_hist_open %s: %s", path, strerror(errno));
     for (int m = 0; m < tc_n(); m++) {
         redisReply *v = tc_cmd(m, "GET %b", res, len);
         redisReply *t = tc_cmd(m, "PTTL %b", res, len);
 
         if (v && t && v->type == REDIS_REPLY_STRING && t->type == REDIS_REPLY_INTEGER)
-            cr_assert(eq(int, hist_key(s, m, res, len, v->str, t->integer), 0));
+            cr_assert(eq(int, tc_hist_key(s, m, res, len, v->str, t->integer), 0));
         freeReplyObject(v);
         freeReplyObject(t);
     }
-    hist_close(s);
+    tc_hist_close(s);
 }
 
-int contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
-                  size_t size)
+int tc_contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
+                     size_t size)
 {
     const char *argv[8];
     char n[16];
@@ -401,12 +402,12 @@ int contend_check(const char *hpath, const char *spath, const char *const *args,
     for (int i = 0; args && args[i] && k < 7; i++)
         argv[k++] = args[i];
     argv[k] = NULL;
-    rc = hist_check(hpath, spath, argv, out, size);
+    rc = tc_hist_check(hpath, spath, argv, out, size);
     cr_assert(rc >= 0, "check.py did not run: %s", out);
     return rc;
 }
 
-const char *run_keep(run *r)
+const char *tc_contend_keep(tc_contend *r)
 {
     static char kept[600];
     const char *tmp = getenv("TMPDIR");
@@ -420,7 +421,7 @@ const char *run_keep(run *r)
     return kept;
 }
 
-static void log_counts(run *r)
+static void log_counts(tc_contend *r)
 {
     int acq = 0, rel = 0, ext = 0;
 
@@ -436,41 +437,41 @@ static void log_counts(run *r)
                 r->ext[0]);
 }
 
-int run_finish(run *r, const char *const *args, char *out, size_t size)
+int tc_contend_finish(tc_contend *r, const char *const *args, char *out, size_t size)
 {
     int workers = r->n_workers, rc;
 
     run_stop(r);
     cr_assert(eq(int, r->bad_exits, 0), "%d worker processes died", r->bad_exits);
     quiesce();
-    contend_snapshot(r->snap, r->res, r->len);
-    hist_close(r->h);
+    tc_contend_snapshot(r->snap, r->res, r->len);
+    tc_hist_close(r->h);
     r->h = NULL;
-    rc = contend_check(r->path, r->snap, args, out, size);
+    rc = tc_contend_check(r->path, r->snap, args, out, size);
     if (getenv("REDLOCK_KEEP_HISTORY"))
-        cr_log_info("history kept in %s", run_keep(r));
+        cr_log_info("history kept in %s", tc_contend_keep(r));
     if (workers)
         log_counts(r);
     return rc;
 }
 
-void run_expect_clean(run *r, const char *const *args)
+void tc_contend_expect_clean(tc_contend *r, const char *const *args)
 {
-    static char out[CONTEND_OUT_SIZE];
-    int rc = run_finish(r, args, out, sizeof(out));
+    static char out[TC_CONTEND_OUT_SIZE];
+    int rc = tc_contend_finish(r, args, out, sizeof(out));
 
-    cr_assert(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s", run_keep(r),
-              out);
+    cr_assert(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s",
+              tc_contend_keep(r), out);
     cr_assert(strstr(out, " 0 violations") != NULL, "%s", out);
     cr_log_info("%s", out);
 }
 
-void run_free(run *r)
+void tc_contend_free(tc_contend *r)
 {
     if (!r)
         return;
     run_stop(r);
-    hist_close(r->h);
+    tc_hist_close(r->h);
     pthread_mutex_destroy(&r->mu);
     munmap(r, sizeof(*r));
 }

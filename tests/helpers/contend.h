@@ -23,27 +23,27 @@
 #include "await.h"
 #include "history.h"
 
-#define CONTEND_WORKERS 4
+#define TC_CONTEND_WORKERS 4
 /* One ttl for every client: the restart guard's window is the longest ttl
  * the guarding client itself has used, so it covers a holder with a longer
  * ttl for only part of that holder's lease. Long enough for a holder to
  * outlive three master restarts under sanitizers. */
-#define CONTEND_TTL_MS 3000u
+#define TC_CONTEND_TTL_MS 3000u
 /* Room for what check.py prints about a run. */
-#define CONTEND_OUT_SIZE 24576
+#define TC_CONTEND_OUT_SIZE 24576
 
-#define CONTEND_MAX_GRANTS 8192
+#define TC_CONTEND_MAX_GRANTS 8192
 
-typedef struct run run;
+typedef struct tc_contend tc_contend;
 
-typedef struct contend_grant {
+typedef struct tc_contend_grant {
     uint64_t complete_us;
     uint32_t oks; /* bit i: master i voted OK */
-} contend_grant;
+} tc_contend_grant;
 
-struct run {
+struct tc_contend {
     /* for the test */
-    hist *h;        /* the history, for the test's own lines */
+    tc_hist *h;     /* the history, for the test's own lines */
     char path[512]; /* the history's file */
     char snap[512]; /* the snapshot of keys at the end */
     char res[160];  /* the contended resource */
@@ -53,97 +53,97 @@ struct run {
     char late_what[400];     /* the first of them */
 
     /* contend.c's; what is shared with the workers is under mu */
-    struct contend_worker *w;
+    struct tc_contend_worker *w;
     int n_workers;
-    int one_shot;  /* the workers are processes (CONTEND_ONE_SHOT) */
+    int one_shot;  /* the workers are processes (TC_CONTEND_ONE_SHOT) */
     int bad_exits; /* worker processes that did not exit 0 */
     atomic_int stop;
     pthread_mutex_t mu;
-    contend_grant grants[CONTEND_MAX_GRANTS];
+    tc_contend_grant grants[TC_CONTEND_MAX_GRANTS];
     int n_grants;
     int attempts;
     uint64_t last_answer[REDLOCK_MAX_MASTERS]; /* last time master i answered a vote */
     int acq[20], rel[20], ext[20];             /* results by -rc */
 };
 
-/* The config of every client in a run: core_config(), a 250 ms node
+/* The config of every client in a run: tc_config(), a 250 ms node
  * timeout, two quick retries, reconnects within 100 ms, @guard as
  * restart_guard. */
-void contend_config(redlock_config *cfg, int guard);
+void tc_contend_config(redlock_config *cfg, int guard);
 
-/* A blocking client on contend_config(), connected to every master. */
-redlock_client *contend_client(int guard);
+/* A blocking client on tc_contend_config(), connected to every master. */
+redlock_client *tc_contend_client(int guard);
 
 /* How the workers of a run are made. */
-enum contend_kind {
-    CONTEND_THREADS,  /* threads, one client each for the whole run */
-    CONTEND_ONE_SHOT, /* processes, a new client for every acquire (and
+enum tc_contend_kind {
+    TC_CONTEND_THREADS,  /* threads, one client each for the whole run */
+    TC_CONTEND_ONE_SHOT, /* processes, a new client for every acquire (and
                          its extend and release), used at once */
 };
 
 /* Start @workers workers (0: a history only) of @kind on a fresh resource;
- * threads start with every client connected. Ownership: run_free(). The
+ * threads start with every client connected. Ownership: tc_contend_free(). The
  * run is shared with worker processes: fork before the test makes clients
  * of its own. */
-run *run_start_kind(int guard, int workers, int kind);
+tc_contend *tc_contend_start_kind(int guard, int workers, int kind);
 
-/* run_start_kind(@guard, @workers, CONTEND_THREADS) */
-run *run_start(int guard, int workers);
+/* tc_contend_start_kind(@guard, @workers, TC_CONTEND_THREADS) */
+tc_contend *tc_contend_start(int guard, int workers);
 
 /* Record a grant the test's own client (not a worker) got. */
-void run_note_grant(run *r, const redlock_outcome *out);
+void tc_contend_note_grant(tc_contend *r, const redlock_outcome *out);
 
 /* Grants completed in [@from, @to) whose OK votes include all of @mask. */
-int run_grants_between(run *r, uint64_t from, uint64_t to, uint32_t mask);
+int tc_contend_grants_between(tc_contend *r, uint64_t from, uint64_t to, uint32_t mask);
 
 /* First grant completed at or after @from whose OK votes include @mask;
  * 0 if none. */
-uint64_t run_first_grant(run *r, uint64_t from, uint32_t mask);
+uint64_t tc_contend_first_grant(tc_contend *r, uint64_t from, uint32_t mask);
 
 /* When master @m last answered a worker's vote (0: never). */
-uint64_t run_last_answer(run *r, int m);
+uint64_t tc_contend_last_answer(tc_contend *r, int m);
 
 /* Acquires the workers have completed so far, granted or not. */
-int run_attempts(run *r);
+int tc_contend_attempts(tc_contend *r);
 
 /* Await @n grants completed at or after @from whose OK votes include
  * @mask, for at most @timeout_ms. Return: how many there were. */
-int run_await_grants(run *r, uint64_t from, uint32_t mask, int n, int timeout_ms);
+int tc_contend_await_grants(tc_contend *r, uint64_t from, uint32_t mask, int n, int timeout_ms);
 
-/* A "fault" line: @what happened to master @master since @t0 (hist_fault). */
-void run_fault(run *r, const char *what, int master, int lost, uint64_t t0);
+/* A "fault" line: @what happened to master @master since @t0 (tc_hist_fault). */
+void tc_contend_fault(tc_contend *r, const char *what, int master, int lost, uint64_t t0);
 
 /* One fault, timed and recorded: the time is taken before @act(@master)
  * runs, so the checker sees the fault no later than it happened. */
-void run_inject(run *r, void (*act)(int), const char *what, int master, int lost);
+void tc_contend_inject(tc_contend *r, void (*act)(int), const char *what, int master, int lost);
 
 /* Stop the workers, wait until the masters ran all they were sent,
  * snapshot them, run the checker with --masters N and @args; returns its
  * exit status and leaves its output in @out. */
-int run_finish(run *r, const char *const *args, char *out, size_t size);
+int tc_contend_finish(tc_contend *r, const char *const *args, char *out, size_t size);
 
-/* run_finish(), and the checker must find nothing. */
-void run_expect_clean(run *r, const char *const *args);
+/* tc_contend_finish(), and the checker must find nothing. */
+void tc_contend_expect_clean(tc_contend *r, const char *const *args);
 
 /* Copy the history and snapshot where they outlive the cluster's temp dir
  * (for failure messages). Return: the copy's path. */
-const char *run_keep(run *r);
+const char *tc_contend_keep(tc_contend *r);
 
-void run_free(run *r);
+void tc_contend_free(tc_contend *r);
 
 /* ---- for histories written by other means ------------------------------ */
 
 /* "history-PID.jsonl" and "snapshot-PID.jsonl" in the cluster's dir,
  * neither there yet. */
-void contend_paths(char *hpath, char *spath, size_t size);
+void tc_contend_paths(char *hpath, char *spath, size_t size);
 
 /* A snapshot at @path: what every live master holds under @res, with its
  * PTTL ("key" lines). */
-void contend_snapshot(const char *path, const void *res, size_t len);
+void tc_contend_snapshot(const char *path, const void *res, size_t len);
 
 /* check.py over @hpath and @spath with --masters N and @args; fails the
  * test if it did not run. Return: its exit status (0 clean, 1 violations). */
-int contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
-                  size_t size);
+int tc_contend_check(const char *hpath, const char *spath, const char *const *args, char *out,
+                     size_t size);
 
 #endif

@@ -19,7 +19,7 @@
 /* Clients                                                                  */
 /* ------------------------------------------------------------------------ */
 
-void core_config(redlock_config *cfg)
+void tc_config(redlock_config *cfg)
 {
     redlock_config_init(cfg);
     cfg->masters = tc_masters();
@@ -41,7 +41,7 @@ static int answering(redlock_client *c)
     return (int)st.n_answered;
 }
 
-int core_wait_up(redlock_client *c, int want, int timeout_ms)
+int tc_wait_up(redlock_client *c, int want, int timeout_ms)
 {
     int answered = 0;
     uint64_t t0 = tc_now_us();
@@ -61,18 +61,18 @@ static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
     *(volatile int *)arg = status == 0 ? 1 : -1;
 }
 
-int core_async_ready(struct event_base *base, redlock_client *c, int want, int timeout_ms)
+int tc_async_ready(struct event_base *base, redlock_client *c, int want, int timeout_ms)
 {
     volatile int done = 0;
     redlock_error e;
     if (redlock_ready_async(c, (size_t)want, (uint32_t)timeout_ms, on_ready, (void *)&done, &e))
         tc_fail("redlock_ready_async: %s", e.msg);
-    tc_run_until(base, &done, timeout_ms + 1000);
+    TC_RUN_UNTIL(base, done, timeout_ms + 1000);
     return done == 1;
 }
 
-void core_free_lock_cb(redlock_client *c, int status, redlock_lock *lock,
-                       const redlock_outcome *out, const redlock_error *err, void *arg)
+void tc_free_lock_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                     const redlock_error *err, void *arg)
 {
     (void)c;
     (void)status;
@@ -82,23 +82,7 @@ void core_free_lock_cb(redlock_client *c, int status, redlock_lock *lock,
     redlock_lock_free(lock);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    (void)arg;
-}
-
-struct event *core_tick_new(struct event_base *base)
-{
-    struct event *ev = event_new(base, -1, EV_PERSIST, on_tick, NULL);
-    struct timeval tv = { 0, TC_POLL_MS * 1000 };
-    if (!ev || event_add(ev, &tv) != 0)
-        tc_fail("core_tick_new: cannot arm a timer");
-    return ev;
-}
-
-redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *why, size_t size)
+redlock_client *tc_client_try(const redlock_config *cfg, int want_up, char *why, size_t size)
 {
     redlock_config def;
     redlock_client *c = NULL;
@@ -106,7 +90,7 @@ redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *wh
     int rc;
 
     if (!cfg) {
-        core_config(&def);
+        tc_config(&def);
         cfg = &def;
     }
     rc = redlock_client_new(cfg, NULL, &c, &e);
@@ -117,7 +101,7 @@ redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *wh
     if (want_up < 0)
         want_up = (int)redlock_client_masters(c);
     if (want_up > 0) {
-        int up = core_wait_up(c, want_up, 10000);
+        int up = tc_wait_up(c, want_up, 10000);
 
         if (up < want_up) {
             snprintf(why, size, "only %d of the %d masters wanted answer a ping after 10 s", up,
@@ -129,18 +113,18 @@ redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *wh
     return c;
 }
 
-redlock_client *core_client(const redlock_config *cfg, int want_up)
+redlock_client *tc_client(const redlock_config *cfg, int want_up)
 {
     char why[REDLOCK_ERRMSG_LEN + 64];
-    redlock_client *c = core_client_try(cfg, want_up, why, sizeof(why));
+    redlock_client *c = tc_client_try(cfg, want_up, why, sizeof(why));
 
     if (!c)
         tc_fail("%s", why);
     return c;
 }
 
-redlock_lock *core_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
-                                redlock_outcome *out)
+redlock_lock *tc_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
+                              redlock_outcome *out)
 {
     redlock_lock *lock = NULL;
     redlock_error e;
@@ -151,7 +135,7 @@ redlock_lock *core_must_acquire(redlock_client *c, const char *res, uint32_t ttl
     return lock;
 }
 
-void core_must_release(redlock_client *c, redlock_lock *lock)
+void tc_must_release(redlock_client *c, redlock_lock *lock)
 {
     redlock_error e;
     int rc = redlock_release(c, lock, NULL, &e);
@@ -161,7 +145,7 @@ void core_must_release(redlock_client *c, redlock_lock *lock)
     redlock_lock_free(lock);
 }
 
-redlock_client *core_client_async(const redlock_config *cfg, struct event_base *base)
+redlock_client *tc_client_async(const redlock_config *cfg, struct event_base *base)
 {
     redlock_config def;
     redlock_client *c = NULL;
@@ -169,7 +153,7 @@ redlock_client *core_client_async(const redlock_config *cfg, struct event_base *
     int rc;
 
     if (!cfg) {
-        core_config(&def);
+        tc_config(&def);
         cfg = &def;
     }
     rc = redlock_client_new(cfg, base, &c, &e);
@@ -178,7 +162,7 @@ redlock_client *core_client_async(const redlock_config *cfg, struct event_base *
     return c;
 }
 
-int core_try_acquire(redlock_client *c, uint32_t ttl_ms, struct core_try *t)
+int tc_try_acquire(redlock_client *c, uint32_t ttl_ms, struct tc_try *t)
 {
     uint64_t t0;
 
@@ -194,7 +178,7 @@ int core_try_acquire(redlock_client *c, uint32_t ttl_ms, struct core_try *t)
 /* What masters hold                                                        */
 /* ------------------------------------------------------------------------ */
 
-int core_get(int i, const void *key, size_t len, char *val, size_t size, long long *pttl)
+int tc_get(int i, const void *key, size_t len, char *val, size_t size, long long *pttl)
 {
     redisReply *r = tc_cmd(i, "GET %b", key, len);
     int held;
@@ -225,7 +209,7 @@ int core_get(int i, const void *key, size_t len, char *val, size_t size, long lo
     return held;
 }
 
-int core_count_token(const void *key, size_t len, const char *token, long long max_pttl_ms)
+int tc_count_token(const void *key, size_t len, const char *token, long long max_pttl_ms)
 {
     int count = 0;
 
@@ -233,29 +217,29 @@ int core_count_token(const void *key, size_t len, const char *token, long long m
         char val[256];
         long long pttl = 0;
 
-        if (core_get(i, key, len, val, sizeof(val), &pttl) == 1 && strcmp(val, token) == 0 &&
+        if (tc_get(i, key, len, val, sizeof(val), &pttl) == 1 && strcmp(val, token) == 0 &&
             pttl > 0 && pttl <= max_pttl_ms)
             count++;
     }
     return count;
 }
 
-void core_plant(int i, const void *key, size_t len, const char *value, unsigned ttl_ms)
+void tc_plant(int i, const void *key, size_t len, const char *value, unsigned ttl_ms)
 {
     redisReply *r = tc_cmd(i, "SET %b %s PX %u", key, len, value, ttl_ms);
 
     if (!r || r->type != REDIS_REPLY_STATUS)
-        tc_fail("core_plant: SET on master %d failed: %s", i, r && r->str ? r->str : "no answer");
+        tc_fail("tc_plant: SET on master %d failed: %s", i, r && r->str ? r->str : "no answer");
     freeReplyObject(r);
 }
 
-void core_del_all(const void *key, size_t len)
+void tc_del_all(const void *key, size_t len)
 {
     for (int i = 0; i < tc_n(); i++)
         freeReplyObject(tc_cmd(i, "DEL %b", key, len));
 }
 
-void core_barrier_on(redlock_client *c, unsigned mask)
+void tc_barrier_on(redlock_client *c, unsigned mask)
 {
     static const char key[] = "core:barrier";
     redlock_status st;
@@ -266,18 +250,18 @@ void core_barrier_on(redlock_client *c, unsigned mask)
     rc = redlock_status_get(c, key, sizeof(key) - 1, &st, &e);
     for (uint32_t i = 0; i < REDLOCK_MAX_MASTERS; i++) {
         if ((mask & (1u << i)) && (i >= st.n_masters || st.masters[i].err != 0))
-            tc_fail("core_barrier: master %u did not answer (%s: %s)", i,
+            tc_fail("tc_barrier: master %u did not answer (%s: %s)", i,
                     i < st.n_masters ? redlock_err_name(st.masters[i].err) : "no such master",
                     i < st.n_masters ? st.masters[i].detail : (rc ? e.msg : ""));
     }
 }
 
-void core_barrier(redlock_client *c)
+void tc_barrier(redlock_client *c)
 {
-    core_barrier_on(c, (1u << redlock_client_masters(c)) - 1);
+    tc_barrier_on(c, (1u << redlock_client_masters(c)) - 1);
 }
 
-long long core_info_num(int i, const char *section, const char *field)
+long long tc_info_num(int i, const char *section, const char *field)
 {
     redisReply *r = tc_cmd(i, "INFO %s", section);
     long long v = -1;
@@ -300,7 +284,7 @@ long long core_info_num(int i, const char *section, const char *field)
     return v;
 }
 
-long long core_acquires_seen(int i)
+long long tc_acquires_seen(int i)
 {
     /* An acquire is SET NX (restart guard off, no wait) or the acquire
      * script (EVALSHA, or EVAL after NOSCRIPT): count the calls of all
@@ -309,7 +293,7 @@ long long core_acquires_seen(int i)
     static const char *const cmds[] = { "cmdstat_set", "cmdstat_evalsha", "cmdstat_eval" };
     long long n = 0;
     for (size_t k = 0; k < sizeof(cmds) / sizeof(cmds[0]); k++) {
-        long long v = core_info_num(i, "commandstats", cmds[k]);
+        long long v = tc_info_num(i, "commandstats", cmds[k]);
         n += v > 0 ? v : 0;
     }
     return n;
@@ -319,7 +303,7 @@ long long core_acquires_seen(int i)
 /* Messages and tokens                                                      */
 /* ------------------------------------------------------------------------ */
 
-void core_expect_msg(const redlock_error *e, const char *what)
+void tc_expect_msg(const redlock_error *e, const char *what)
 {
     size_t len = strnlen(e->msg, sizeof(e->msg));
 
@@ -329,7 +313,7 @@ void core_expect_msg(const redlock_error *e, const char *what)
     cr_expect(zero(ptr, memchr(e->msg, '\r', len)), "%s: message has a CR: %s", what, e->msg);
 }
 
-int core_is_hex32(const char *token)
+int tc_is_hex32(const char *token)
 {
     if (!token || strlen(token) != 32)
         return 0;
@@ -344,62 +328,62 @@ int core_is_hex32(const char *token)
 /* The fixture                                                              */
 /* ------------------------------------------------------------------------ */
 
-struct core_fx fx;
+struct tc_fx tc_fx;
 
-void core_fx_init(void)
+void tc_fx_init(void)
 {
-    memset(&fx, 0, sizeof(fx));
-    core_config(&fx.cfg);
-    tc_resource(fx.res, sizeof(fx.res), NULL);
-    fx.len = strlen(fx.res);
+    memset(&tc_fx, 0, sizeof(tc_fx));
+    tc_config(&tc_fx.cfg);
+    tc_resource(tc_fx.res, sizeof(tc_fx.res), NULL);
+    tc_fx.len = strlen(tc_fx.res);
 }
 
-void core_fx_setup(void)
+void tc_fx_setup(void)
 {
-    core_fx_init();
-    core_fx_client(-1);
+    tc_fx_init();
+    tc_fx_client(-1);
 }
 
-void core_fx_fini(void)
+void tc_fx_fini(void)
 {
-    redlock_client_free(fx.c);
-    redlock_lock_free(fx.l);
-    tc_proxy_stop(fx.proxy);
-    free(fx.masters);
-    memset(&fx, 0, sizeof(fx));
+    redlock_client_free(tc_fx.c);
+    redlock_lock_free(tc_fx.l);
+    tc_proxy_stop(tc_fx.proxy);
+    free(tc_fx.masters);
+    memset(&tc_fx, 0, sizeof(tc_fx));
 }
 
-void core_fx_init_faults(void)
+void tc_fx_init_faults(void)
 {
-    core_fx_init();
-    fx.cfg.retry_count = 0;
-    fx.cfg.node_timeout_ms = CORE_FAULTS_NODE_TIMEOUT_MS;
-    fx.cfg.reconnect_min_ms = 10;
-    fx.cfg.reconnect_max_ms = 100;
+    tc_fx_init();
+    tc_fx.cfg.retry_count = 0;
+    tc_fx.cfg.node_timeout_ms = TC_FAULTS_NODE_TIMEOUT_MS;
+    tc_fx.cfg.reconnect_min_ms = 10;
+    tc_fx.cfg.reconnect_max_ms = 100;
 }
 
-void core_fx_fini_faults(void)
+void tc_fx_fini_faults(void)
 {
     tc_heal();
-    core_fx_fini();
+    tc_fx_fini();
 }
 
-redlock_client *core_fx_client(int want_up)
+redlock_client *tc_fx_client(int want_up)
 {
-    fx.c = core_client(&fx.cfg, want_up);
-    return fx.c;
+    tc_fx.c = tc_client(&tc_fx.cfg, want_up);
+    return tc_fx.c;
 }
 
-void core_fx_masters_with(int i, const char *addr)
+void tc_fx_masters_with(int i, const char *addr)
 {
-    free(fx.masters);
-    fx.masters = tc_masters_with(i, addr);
-    fx.cfg.masters = fx.masters;
+    free(tc_fx.masters);
+    tc_fx.masters = tc_masters_with(i, addr);
+    tc_fx.cfg.masters = tc_fx.masters;
 }
 
-struct tc_proxy *core_fx_proxy(int i)
+struct tc_proxy *tc_fx_proxy(int i)
 {
-    fx.proxy = tc_proxy_start(i);
-    core_fx_masters_with(i, tc_proxy_addr(fx.proxy));
-    return fx.proxy;
+    tc_fx.proxy = tc_proxy_start(i);
+    tc_fx_masters_with(i, tc_proxy_addr(tc_fx.proxy));
+    return tc_fx.proxy;
 }

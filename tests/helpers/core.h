@@ -7,7 +7,7 @@
  * every error message is one non-empty line, and the fixture most suites
  * start from. Like cluster.h, helpers that cannot do their job fail the
  * running test (in a plain, non-criterion program: print and abort).
- * core_expect_msg() and the fixture are for criterion tests only.
+ * tc_expect_msg() and the fixture are for criterion tests only.
  */
 #ifndef TC_CORE_H
 #define TC_CORE_H
@@ -30,68 +30,47 @@ struct event_base;
 
 /* redlock_config_init() plus the test cluster's masters and password, and a
  * node timeout roomy enough for sanitizer builds on a loaded machine. */
-void core_config(redlock_config *cfg);
+void tc_config(redlock_config *cfg);
 
 /*
- * core_client() - A blocking client for @cfg (NULL: core_config()'s)
+ * tc_client() - A blocking client for @cfg (NULL: tc_config()'s)
  *
  * Returns once @want_up masters answered a ping through it (-1: all N), so a
  * test starts from connected masters instead of racing the handshakes.
  * Ownership: free with redlock_client_free().
  */
-redlock_client *core_client(const redlock_config *cfg, int want_up);
+redlock_client *tc_client(const redlock_config *cfg, int want_up);
 
-/* core_client() that says why instead of failing the test, for a forked
+/* tc_client() that says why instead of failing the test, for a forked
  * child: NULL with the reason in @why. */
-redlock_client *core_client_try(const redlock_config *cfg, int want_up, char *why, size_t size);
+redlock_client *tc_client_try(const redlock_config *cfg, int want_up, char *why, size_t size);
 
 /* An async client on @base; not waited for (it cannot ping). */
-redlock_client *core_client_async(const redlock_config *cfg, struct event_base *base);
+redlock_client *tc_client_async(const redlock_config *cfg, struct event_base *base);
 
 /* Ping through @c until at least @want masters answer or @timeout_ms
  * passes; each round is one real round trip, not a sleep.
  * Return: masters that answered the last ping. */
-int core_wait_up(redlock_client *c, int want, int timeout_ms);
+int tc_wait_up(redlock_client *c, int want, int timeout_ms);
 
 /* Run @base until an async client @c has @want masters connected
  * (redlock_ready_async: no polling). 1 if it did within @timeout_ms. */
-int core_async_ready(struct event_base *base, redlock_client *c, int want, int timeout_ms);
+int tc_async_ready(struct event_base *base, redlock_client *c, int want, int timeout_ms);
 
 /* An op callback that frees the lock it is given (fire-and-forget releases). */
-void core_free_lock_cb(redlock_client *c, int status, redlock_lock *lock,
-                       const redlock_outcome *out, const redlock_error *err, void *arg);
-
-/* A timer on @base that wakes its loop every TC_POLL_MS (CORE_RUN_UNTIL). */
-struct event *core_tick_new(struct event_base *base);
-
-/*
- * CORE_RUN_UNTIL() - Run @base until @cond holds or @timeout_ms passes
- *
- * For conditions a callback on @base makes true, or state on the masters
- * that a poll sees: @cond is evaluated after each loop wakeup (a tick wakes
- * it at least every TC_POLL_MS). Value: 1 if @cond held, 0 on timeout.
- */
-#define CORE_RUN_UNTIL(base, cond, timeout_ms)                                 \
-    __extension__({                                                            \
-        uint64_t cru_deadline_ = tc_now_us() + 1000u * (uint64_t)(timeout_ms); \
-        struct event *cru_tick_ = core_tick_new(base);                         \
-        int cru_held_;                                                         \
-        while (!(cru_held_ = !!(cond)) && tc_now_us() < cru_deadline_)         \
-            event_base_loop((base), EVLOOP_ONCE);                              \
-        event_free(cru_tick_);                                                 \
-        cru_held_;                                                             \
-    })
+void tc_free_lock_cb(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                     const redlock_error *err, void *arg);
 
 /* redlock_acquire() of @res on @c that must succeed (the test fails with
  * the library's message otherwise). @out may be NULL. Return: the lock. */
-redlock_lock *core_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
-                                redlock_outcome *out);
+redlock_lock *tc_must_acquire(redlock_client *c, const char *res, uint32_t ttl_ms,
+                              redlock_outcome *out);
 
 /* redlock_release() that must succeed, then redlock_lock_free(). */
-void core_must_release(redlock_client *c, redlock_lock *lock);
+void tc_must_release(redlock_client *c, redlock_lock *lock);
 
 /* One timed acquire of a fresh resource: what went in and what came out. */
-struct core_try {
+struct tc_try {
     char res[128];   /* tc_resource() of the running test */
     redlock_lock *l; /* the lock, or NULL; the caller frees it */
     redlock_outcome out;
@@ -101,33 +80,33 @@ struct core_try {
 };
 
 /* redlock_acquire() of a fresh resource on @c, timed, into @t. Return: rc. */
-int core_try_acquire(redlock_client *c, uint32_t ttl_ms, struct core_try *t);
+int tc_try_acquire(redlock_client *c, uint32_t ttl_ms, struct tc_try *t);
 
 /* ------------------------------------------------------------------------ */
 /* What masters hold                                                        */
 /* ------------------------------------------------------------------------ */
 
 /*
- * core_get() - GET and PTTL of @key on master @i, binary-safe
+ * tc_get() - GET and PTTL of @key on master @i, binary-safe
  * @val:   receives the value, NUL-terminated and cut to @size (may be NULL)
  * @pttl:  receives PTTL in ms (-2 absent, -1 no ttl) (may be NULL)
  *
  * Return: 1 if the key holds a string, 0 if absent, -1 if the master did
  * not answer or the key holds another type.
  */
-int core_get(int i, const void *key, size_t len, char *val, size_t size, long long *pttl);
+int tc_get(int i, const void *key, size_t len, char *val, size_t size, long long *pttl);
 
 /* Masters where @key holds exactly @token with 0 < PTTL <= @max_pttl_ms. */
-int core_count_token(const void *key, size_t len, const char *token, long long max_pttl_ms);
+int tc_count_token(const void *key, size_t len, const char *token, long long max_pttl_ms);
 
 /* SET @key @value PX @ttl_ms on master @i (a lock taken by "someone else"). */
-void core_plant(int i, const void *key, size_t len, const char *value, unsigned ttl_ms);
+void tc_plant(int i, const void *key, size_t len, const char *value, unsigned ttl_ms);
 
 /* DEL @key on every master that answers. */
-void core_del_all(const void *key, size_t len);
+void tc_del_all(const void *key, size_t len);
 
 /*
- * core_barrier() - Wait until every master has run all @c sent so far
+ * tc_barrier() - Wait until every master has run all @c sent so far
  *
  * A status query goes down the same N connections behind everything @c
  * queued before, and each master answers in order, so once all N answered,
@@ -136,18 +115,18 @@ void core_del_all(const void *key, size_t len);
  * whatever the test keeps under its resource cannot make it fail. Fails
  * the test if a master does not answer.
  */
-void core_barrier(redlock_client *c);
+void tc_barrier(redlock_client *c);
 
 /* The same for the masters in @mask (bit i: master i) only; the others may
  * be down or fakes. */
-void core_barrier_on(redlock_client *c, unsigned mask);
+void tc_barrier_on(redlock_client *c, unsigned mask);
 
 /* An INFO field of master @i as a number ("total_commands_processed",
  * "cmdstat_eval" gives its calls=), or -1 if absent. */
-long long core_info_num(int i, const char *section, const char *field);
+long long tc_info_num(int i, const char *section, const char *field);
 /* Commands master @i ran that may be acquires (SET, EVALSHA, EVAL): grows by
  * at least one per acquire attempt that reached it. */
-long long core_acquires_seen(int i);
+long long tc_acquires_seen(int i);
 
 /* ------------------------------------------------------------------------ */
 /* Messages and tokens                                                      */
@@ -155,13 +134,13 @@ long long core_acquires_seen(int i);
 
 /* Assert @e->msg is one non-empty line that fits its buffer (@what names
  * the call in the failure message). */
-void core_expect_msg(const redlock_error *e, const char *what);
+void tc_expect_msg(const redlock_error *e, const char *what);
 
 /* 1 if @token is 32 lowercase-or-uppercase hex characters. */
-int core_is_hex32(const char *token);
+int tc_is_hex32(const char *token);
 
 /*
- * CORE_CASE_INDEXES() - The body of a ParameterizedTestParameters() over
+ * TC_CASE_INDEXES() - The body of a ParameterizedTestParameters() over
  * the static array @table: the cases are the indexes 0..N-1
  *
  * Criterion runs each parameterized case in a worker that may be a fresh
@@ -170,7 +149,7 @@ int core_is_hex32(const char *token);
  * into a file-scope table instead; plain integers travel fine. Needs
  * <criterion/parameterized.h>.
  */
-#define CORE_CASE_INDEXES(table)                                                  \
+#define TC_CASE_INDEXES(table)                                                    \
     do {                                                                          \
         static size_t idx_[sizeof(table) / sizeof((table)[0])];                   \
         for (size_t k_ = 0; k_ < sizeof(idx_) / sizeof(idx_[0]); k_++)            \
@@ -185,55 +164,55 @@ int core_is_hex32(const char *token);
 /*
  * What a test about one client and one resource starts from, and what its
  * suite's .fini takes down whether the test passed or not. A suite's .init
- * calls core_fx_init() and adds its own settings to fx.cfg; the test
- * changes fx.cfg if it must and calls core_fx_client(). Criterion runs
+ * calls tc_fx_init() and adds its own settings to tc_fx.cfg; the test
+ * changes tc_fx.cfg if it must and calls tc_fx_client(). Criterion runs
  * each test in a process of its own, so one global is one test's.
  */
-struct core_fx {
-    redlock_config cfg;  /* core_config(), then the suite's settings */
-    redlock_client *c;   /* core_fx_client(); freed by .fini */
+struct tc_fx {
+    redlock_config cfg;  /* tc_config(), then the suite's settings */
+    redlock_client *c;   /* tc_fx_client(); freed by .fini */
     redlock_lock *l;     /* the test's lock, if any; freed (not released) by .fini */
     redlock_outcome out; /* for the test's calls */
     redlock_error e;
     char res[128];          /* a resource of the test's own (tc_resource()) */
     size_t len;             /* strlen(res) */
-    char *masters;          /* core_fx_masters_with(); freed by .fini */
-    struct tc_proxy *proxy; /* core_fx_proxy(); stopped by .fini */
+    char *masters;          /* tc_fx_masters_with(); freed by .fini */
+    struct tc_proxy *proxy; /* tc_fx_proxy(); stopped by .fini */
 };
 
-extern struct core_fx fx;
+extern struct tc_fx tc_fx;
 
-/* For .init: fx cleared, core_config(&fx.cfg), a fresh fx.res. */
-void core_fx_init(void);
+/* For .init: tc_fx cleared, tc_config(&tc_fx.cfg), a fresh tc_fx.res. */
+void tc_fx_init(void);
 
 /* For .init of suites whose every test wants a client of the default
- * config, connected to every master: core_fx_init(), core_fx_client(-1). */
-void core_fx_setup(void);
+ * config, connected to every master: tc_fx_init(), tc_fx_client(-1). */
+void tc_fx_setup(void);
 
-/* For .fini: free fx.c, then fx.l; stop fx.proxy; free fx.masters. */
-void core_fx_fini(void);
+/* For .fini: free tc_fx.c, then tc_fx.l; stop tc_fx.proxy; free tc_fx.masters. */
+void tc_fx_fini(void);
 
-/* The node timeout of core_fx_init_faults(): long, so that "at once" and
+/* The node timeout of tc_fx_init_faults(): long, so that "at once" and
  * "after the timeout" cannot be confused. */
-#define CORE_FAULTS_NODE_TIMEOUT_MS 2000u
+#define TC_FAULTS_NODE_TIMEOUT_MS 2000u
 
-/* For .init of fault suites: core_fx_init(), then what a test about a
+/* For .init of fault suites: tc_fx_init(), then what a test about a
  * fault wants: no retries (each attempt is seen), a node timeout of
- * CORE_FAULTS_NODE_TIMEOUT_MS (tests about timeouts set their own),
+ * TC_FAULTS_NODE_TIMEOUT_MS (tests about timeouts set their own),
  * reconnects within 100 ms. */
-void core_fx_init_faults(void);
+void tc_fx_init_faults(void);
 
-/* For .fini of fault suites: tc_heal(), then core_fx_fini(). */
-void core_fx_fini_faults(void);
+/* For .fini of fault suites: tc_heal(), then tc_fx_fini(). */
+void tc_fx_fini_faults(void);
 
-/* fx.c = core_client(&fx.cfg, @want_up). Return: fx.c. */
-redlock_client *core_fx_client(int want_up);
+/* tc_fx.c = tc_client(&tc_fx.cfg, @want_up). Return: tc_fx.c. */
+redlock_client *tc_fx_client(int want_up);
 
-/* Master @i of fx.cfg.masters replaced by a slow link (tc_proxy_start()) in
- * front of it. Return: fx.proxy. */
-struct tc_proxy *core_fx_proxy(int i);
+/* Master @i of tc_fx.cfg.masters replaced by a slow link (tc_proxy_start()) in
+ * front of it. Return: tc_fx.proxy. */
+struct tc_proxy *tc_fx_proxy(int i);
 
-/* Master @i of fx.cfg.masters replaced by @addr (tc_masters_with()). */
-void core_fx_masters_with(int i, const char *addr);
+/* Master @i of tc_fx.cfg.masters replaced by @addr (tc_masters_with()). */
+void tc_fx_masters_with(int i, const char *addr);
 
 #endif

@@ -14,177 +14,179 @@
 
 #include <redlock.h>
 
-char hc_dir[256];
+char tc_hc_dir[256];
 static int seq;
 
-void histcase_init(void)
+void tc_hc_init(void)
 {
     const char *tmp = getenv("TMPDIR");
 
-    snprintf(hc_dir, sizeof(hc_dir), "%s/redlock-history.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert(mkdtemp(hc_dir) != NULL, "mkdtemp %s: %s", hc_dir, strerror(errno));
+    snprintf(tc_hc_dir, sizeof(tc_hc_dir), "%s/redlock-history.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert(mkdtemp(tc_hc_dir) != NULL, "mkdtemp %s: %s", tc_hc_dir, strerror(errno));
 }
 
-void histcase_fini(void)
+void tc_hc_fini(void)
 {
     char cmd[300];
 
-    if (!hc_dir[0])
+    if (!tc_hc_dir[0])
         return;
-    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", hc_dir);
+    snprintf(cmd, sizeof(cmd), "rm -rf -- '%s'", tc_hc_dir);
     if (system(cmd) != 0) /* said, not warned: in criterion 2.4.1 a warning fails the run */
-        cr_log_info("could not remove %s", hc_dir);
+        cr_log_info("could not remove %s", tc_hc_dir);
 }
 
 /* A new history file in the test's dir. */
-hist *hc_new(char *path, size_t size)
+tc_hist *tc_hc_new(char *path, size_t size)
 {
-    hist *h;
+    tc_hist *h;
 
-    snprintf(path, size, "%s/h%d.jsonl", hc_dir, seq++);
-    h = hist_open(path);
-    cr_assert(h != NULL, "hist_open %s: %s", path, strerror(errno));
+    snprintf(path, size, "%s/h%d.jsonl", tc_hc_dir, seq++);
+    h = tc_hist_open(path);
+    cr_assert(h != NULL, "tc_hist_open %s: %s", path, strerror(errno));
     return h;
 }
 
-void hc_put(hist *h, const hist_rec *r)
+void tc_hc_put(tc_hist *h, const tc_hist_rec *r)
 {
-    int rc = hist_write(h, r);
+    int rc = tc_hist_write(h, r);
 
-    cr_assert(eq(int, rc, 0), "hist_write: %s", strerror(-rc));
+    cr_assert(eq(int, rc, 0), "tc_hist_write: %s", strerror(-rc));
 }
 
-void hc_grant(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
-              unsigned vend, uint32_t oks)
+void tc_hc_grant(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+                 unsigned vend, uint32_t oks)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_ACQUIRE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .vend_us = HC_MS(vend),
-                   .has_vend = 1,
-                   .ttl_ms = 1000,
-                   .oks = oks,
-                   .n_ok = (uint32_t)__builtin_popcount(oks),
-                   .master = -1 };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_ACQUIRE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(inv),
+                      .complete_us = TC_HC_MS(comp),
+                      .token = tok,
+                      .vend_us = TC_HC_MS(vend),
+                      .has_vend = 1,
+                      .ttl_ms = 1000,
+                      .oks = oks,
+                      .n_ok = (uint32_t)__builtin_popcount(oks),
+                      .master = -1 };
+    tc_hc_put(h, &r);
 }
 
-void hc_refused(hist *h, const char *client, unsigned inv, unsigned comp)
+void tc_hc_refused(tc_hist *h, const char *client, unsigned inv, unsigned comp)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_ACQUIRE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .rc = REDLOCK_ECONFLICT,
-                   .ttl_ms = 1000,
-                   .master = -1 };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_ACQUIRE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(inv),
+                      .complete_us = TC_HC_MS(comp),
+                      .rc = REDLOCK_ECONFLICT,
+                      .ttl_ms = 1000,
+                      .master = -1 };
+    tc_hc_put(h, &r);
 }
 
-void hc_release(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc)
+void tc_hc_release(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+                   int rc)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_RELEASE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .rc = rc,
-                   .master = -1 };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_RELEASE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(inv),
+                      .complete_us = TC_HC_MS(comp),
+                      .token = tok,
+                      .rc = rc,
+                      .master = -1 };
+    tc_hc_put(h, &r);
 }
 
-void hc_extend(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int rc,
-               unsigned vend)
+void tc_hc_extend(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+                  int rc, unsigned vend)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_EXTEND,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .rc = rc,
-                   .vend_us = HC_MS(vend),
-                   .has_vend = 1,
-                   .ttl_ms = 1000,
-                   .master = -1 };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_EXTEND,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(inv),
+                      .complete_us = TC_HC_MS(comp),
+                      .token = tok,
+                      .rc = rc,
+                      .vend_us = TC_HC_MS(vend),
+                      .has_vend = 1,
+                      .ttl_ms = 1000,
+                      .master = -1 };
+    tc_hc_put(h, &r);
 }
 
-void hc_use(hist *h, const char *client, const char *tok, unsigned inv, unsigned comp, int late)
+void tc_hc_use(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
+               int late)
 {
-    hist_rec r = { .client = client,
-                   .op = HIST_USE,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .token = tok,
-                   .late = late,
-                   .master = -1 };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = client,
+                      .op = TC_HIST_USE,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(inv),
+                      .complete_us = TC_HC_MS(comp),
+                      .token = tok,
+                      .late = late,
+                      .master = -1 };
+    tc_hc_put(h, &r);
 }
 
-void hc_fault(hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp)
+void tc_hc_fault(tc_hist *h, const char *what, int master, int lost, unsigned inv, unsigned comp)
 {
-    hist_rec r = { .client = "test",
-                   .op = HIST_FAULT,
-                   .invoke_us = HC_MS(inv),
-                   .complete_us = HC_MS(comp),
-                   .master = master,
-                   .lost = lost,
-                   .what = what };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = "test",
+                      .op = TC_HIST_FAULT,
+                      .invoke_us = TC_HC_MS(inv),
+                      .complete_us = TC_HC_MS(comp),
+                      .master = master,
+                      .lost = lost,
+                      .what = what };
+    tc_hc_put(h, &r);
 }
 
-void hc_key(hist *h, int master, const char *tok, unsigned at, int64_t pttl)
+void tc_hc_key(tc_hist *h, int master, const char *tok, unsigned at, int64_t pttl)
 {
-    hist_rec r = { .client = "snapshot",
-                   .op = HIST_KEY,
-                   .res = "r",
-                   .res_len = 1,
-                   .invoke_us = HC_MS(at),
-                   .complete_us = HC_MS(at),
-                   .token = tok,
-                   .master = master,
-                   .pttl_ms = pttl };
-    hc_put(h, &r);
+    tc_hist_rec r = { .client = "snapshot",
+                      .op = TC_HIST_KEY,
+                      .res = "r",
+                      .res_len = 1,
+                      .invoke_us = TC_HC_MS(at),
+                      .complete_us = TC_HC_MS(at),
+                      .token = tok,
+                      .master = master,
+                      .pttl_ms = pttl };
+    tc_hc_put(h, &r);
 }
 
-char hc_out[65536];
+char tc_hc_out[65536];
 
-int hc_check(const char *path, const char *snapshot, const char *const *args)
+int tc_hc_check(const char *path, const char *snapshot, const char *const *args)
 {
-    int rc = hist_check(path, snapshot, args, hc_out, sizeof(hc_out));
+    int rc = tc_hist_check(path, snapshot, args, tc_hc_out, sizeof(tc_hc_out));
 
-    cr_assert(rc >= 0, "the checker did not run: %s", hc_out);
+    cr_assert(rc >= 0, "the checker did not run: %s", tc_hc_out);
     return rc;
 }
 
-void hc_expect_clean(const char *path, const char *snapshot, const char *const *args)
+void tc_hc_expect_clean(const char *path, const char *snapshot, const char *const *args)
 {
-    int rc = hc_check(path, snapshot, args);
+    int rc = tc_hc_check(path, snapshot, args);
 
-    cr_expect(eq(int, rc, 0), "checker exit %d on a clean history:\n%s", rc, hc_out);
-    cr_expect(strstr(hc_out, " 0 violations") != NULL, "no summary line:\n%s", hc_out);
+    cr_expect(eq(int, rc, 0), "checker exit %d on a clean history:\n%s", rc, tc_hc_out);
+    cr_expect(strstr(tc_hc_out, " 0 violations") != NULL, "no summary line:\n%s", tc_hc_out);
 }
 
-void hc_expect_violation(const char *path, const char *snapshot, const char *const *args,
-                         const char *kind)
+void tc_hc_expect_violation(const char *path, const char *snapshot, const char *const *args,
+                            const char *kind)
 {
     char want[64];
-    int rc = hc_check(path, snapshot, args);
+    int rc = tc_hc_check(path, snapshot, args);
 
     snprintf(want, sizeof(want), "VIOLATION 1 (%s)", kind);
-    cr_expect(eq(int, rc, 1), "checker exit %d, wanted 1:\n%s", rc, hc_out);
-    cr_expect(strstr(hc_out, want) != NULL, "no \"%s\" in:\n%s", want, hc_out);
-    cr_expect(strstr(hc_out, ">>") != NULL, "the lines involved are not marked:\n%s", hc_out);
+    cr_expect(eq(int, rc, 1), "checker exit %d, wanted 1:\n%s", rc, tc_hc_out);
+    cr_expect(strstr(tc_hc_out, want) != NULL, "no \"%s\" in:\n%s", want, tc_hc_out);
+    cr_expect(strstr(tc_hc_out, ">>") != NULL, "the lines involved are not marked:\n%s", tc_hc_out);
 }

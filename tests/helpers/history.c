@@ -19,32 +19,27 @@
 #include "await.h"
 #include "spawn.h"
 
-#ifndef HIST_CHECK_PY
-#define HIST_CHECK_PY "tests/history/check.py"
+#ifndef TC_HIST_CHECK_PY
+#define TC_HIST_CHECK_PY "tests/history/check.py"
 #endif
 
-struct hist {
+struct tc_hist {
     int fd;
     char *path;
 };
 
 /* A line never needs more: a resource is at most 1024 bytes + a prefix,
  * 6 bytes each once escaped, and the other fields fit in a few hundred. */
-#define HIST_LINE_MAX 16384
+#define TC_HIST_LINE_MAX 16384
 
 static const char *const op_names[] = {
-    [HIST_ACQUIRE] = "acquire", [HIST_EXTEND] = "extend", [HIST_RELEASE] = "release",
-    [HIST_USE] = "use",         [HIST_FAULT] = "fault",   [HIST_KEY] = "key",
+    [TC_HIST_ACQUIRE] = "acquire", [TC_HIST_EXTEND] = "extend", [TC_HIST_RELEASE] = "release",
+    [TC_HIST_USE] = "use",         [TC_HIST_FAULT] = "fault",   [TC_HIST_KEY] = "key",
 };
 
-uint64_t hist_now_us(void)
+tc_hist *tc_hist_open(const char *path)
 {
-    return tc_now_us();
-}
-
-hist *hist_open(const char *path)
-{
-    hist *h = calloc(1, sizeof(*h));
+    tc_hist *h = calloc(1, sizeof(*h));
 
     if (!h)
         return NULL;
@@ -66,7 +61,7 @@ hist *hist_open(const char *path)
     return h;
 }
 
-void hist_close(hist *h)
+void tc_hist_close(tc_hist *h)
 {
     if (!h)
         return;
@@ -75,7 +70,7 @@ void hist_close(hist *h)
     free(h);
 }
 
-const char *hist_path(const hist *h)
+const char *tc_hist_path(const tc_hist *h)
 {
     return h->path;
 }
@@ -125,13 +120,13 @@ static void put_str(buf *b, const char *key, const void *s, size_t len)
     put(b, "\"");
 }
 
-int hist_write(hist *h, const hist_rec *r)
+int tc_hist_write(tc_hist *h, const tc_hist_rec *r)
 {
-    buf b = { .cap = HIST_LINE_MAX };
-    uint64_t complete = r->complete_us ? r->complete_us : hist_now_us();
+    buf b = { .cap = TC_HIST_LINE_MAX };
+    uint64_t complete = r->complete_us ? r->complete_us : tc_now_us();
     int rc = 0;
 
-    if (!h || !r || r->op < HIST_ACQUIRE || r->op > HIST_KEY)
+    if (!h || !r || r->op < TC_HIST_ACQUIRE || r->op > TC_HIST_KEY)
         return -EINVAL;
     b.p = malloc(b.cap);
     if (!b.p)
@@ -143,30 +138,30 @@ int hist_write(hist *h, const hist_rec *r)
         put_str(&b, "res", r->res, r->res_len);
     put(&b, ",\"invoke\":%llu,\"complete\":%llu",
         (unsigned long long)(r->invoke_us ? r->invoke_us : complete), (unsigned long long)complete);
-    if (r->op != HIST_FAULT && r->op != HIST_KEY)
+    if (r->op != TC_HIST_FAULT && r->op != TC_HIST_KEY)
         put(&b, ",\"rc\":%d,\"code\":\"%s\"", r->rc, redlock_err_name(r->rc));
     if (r->token)
         put_str(&b, "token", r->token, strlen(r->token));
     if (r->has_vend)
         put(&b, ",\"vend\":%llu", (unsigned long long)r->vend_us);
-    if (r->op == HIST_ACQUIRE || r->op == HIST_EXTEND)
+    if (r->op == TC_HIST_ACQUIRE || r->op == TC_HIST_EXTEND)
         put(&b, ",\"fence\":%llu,\"ttl\":%u,\"oks\":%u,\"n_ok\":%u", (unsigned long long)r->fence,
             r->ttl_ms, r->oks, r->n_ok);
-    if (r->op == HIST_ACQUIRE && r->attempts)
+    if (r->op == TC_HIST_ACQUIRE && r->attempts)
         put(&b, ",\"attempts\":%u", r->attempts);
-    if (r->op == HIST_RELEASE)
+    if (r->op == TC_HIST_RELEASE)
         put(&b, ",\"oks\":%u,\"n_ok\":%u", r->oks, r->n_ok);
     if (r->votes)
         put_str(&b, "votes", r->votes, strlen(r->votes));
-    if (r->op == HIST_USE)
+    if (r->op == TC_HIST_USE)
         put(&b, ",\"late\":%d", r->late ? 1 : 0);
-    if (r->op == HIST_FAULT || r->op == HIST_KEY)
+    if (r->op == TC_HIST_FAULT || r->op == TC_HIST_KEY)
         put(&b, ",\"master\":%d", r->master);
-    if (r->op == HIST_FAULT) {
+    if (r->op == TC_HIST_FAULT) {
         put_str(&b, "what", r->what ? r->what : "?", strlen(r->what ? r->what : "?"));
         put(&b, ",\"lost\":%d", r->lost ? 1 : 0);
     }
-    if (r->op == HIST_KEY)
+    if (r->op == TC_HIST_KEY)
         put(&b, ",\"pttl\":%lld", (long long)r->pttl_ms);
     put(&b, "}\n");
     if (b.overflow) {
@@ -193,7 +188,7 @@ int hist_write(hist *h, const hist_rec *r)
 
 /* ---- redlock calls ------------------------------------------------------ */
 
-uint32_t hist_oks(const redlock_outcome *out)
+uint32_t tc_hist_oks(const redlock_outcome *out)
 {
     uint32_t oks = 0;
 
@@ -205,7 +200,7 @@ uint32_t hist_oks(const redlock_outcome *out)
     return oks;
 }
 
-char *hist_votes(const redlock_outcome *out, char *buf)
+char *tc_hist_votes(const redlock_outcome *out, char *buf)
 {
     static const char letters[] = {
         [REDLOCK_VOTE_NONE] = '-', [REDLOCK_VOTE_PENDING] = 'P', [REDLOCK_VOTE_OK] = 'O',
@@ -228,14 +223,14 @@ char *hist_votes(const redlock_outcome *out, char *buf)
 /* Fill the fields every lock line shares. The completion time is read
  * before the validity, so complete + validity is at most the library's
  * own end of the lease. */
-static void lock_rec(hist_rec *r, const char *client, int op, uint64_t invoke_us, int rc,
+static void lock_rec(tc_hist_rec *r, const char *client, int op, uint64_t invoke_us, int rc,
                      const redlock_lock *lock, const redlock_outcome *out, char *votes)
 {
     memset(r, 0, sizeof(*r));
     r->client = client;
     r->op = op;
     r->invoke_us = invoke_us;
-    r->complete_us = hist_now_us();
+    r->complete_us = tc_now_us();
     r->rc = rc;
     r->master = -1;
     if (lock) {
@@ -244,81 +239,84 @@ static void lock_rec(hist_rec *r, const char *client, int op, uint64_t invoke_us
         r->res = redlock_lock_resource(lock, &r->res_len);
         r->token = redlock_lock_token(lock);
         r->fence = redlock_lock_fence(lock);
-        if (op != HIST_RELEASE && op != HIST_USE) {
+        if (op != TC_HIST_RELEASE && op != TC_HIST_USE) {
             r->has_vend = 1;
             r->vend_us = (uint64_t)((int64_t)r->complete_us + v * 1000);
         }
     }
-    r->oks = hist_oks(out);
+    r->oks = tc_hist_oks(out);
     r->n_ok = out ? out->n_ok : 0;
-    r->votes = out ? hist_votes(out, votes) : NULL;
+    r->votes = out ? tc_hist_votes(out, votes) : NULL;
 }
 
-int hist_acquire(hist *h, const char *client, const void *res, size_t len, uint32_t ttl_ms,
-                 uint64_t invoke_us, int rc, const redlock_lock *lock, const redlock_outcome *out)
+int tc_hist_acquire(tc_hist *h, const char *client, const void *res, size_t len, uint32_t ttl_ms,
+                    uint64_t invoke_us, int rc, const redlock_lock *lock,
+                    const redlock_outcome *out)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
-    hist_rec r;
+    tc_hist_rec r;
 
-    lock_rec(&r, client, HIST_ACQUIRE, invoke_us, rc, rc == 0 ? lock : NULL, out, votes);
+    lock_rec(&r, client, TC_HIST_ACQUIRE, invoke_us, rc, rc == 0 ? lock : NULL, out, votes);
     if (!r.res) {
         r.res = res;
         r.res_len = len;
     }
     r.ttl_ms = ttl_ms;
     r.attempts = out ? out->attempts : 0;
-    return hist_write(h, &r);
+    return tc_hist_write(h, &r);
 }
 
-int hist_extend(hist *h, const char *client, uint32_t ttl_ms, uint64_t invoke_us, int rc,
-                const redlock_lock *lock, const redlock_outcome *out)
+int tc_hist_extend(tc_hist *h, const char *client, uint32_t ttl_ms, uint64_t invoke_us, int rc,
+                   const redlock_lock *lock, const redlock_outcome *out)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
-    hist_rec r;
+    tc_hist_rec r;
 
-    lock_rec(&r, client, HIST_EXTEND, invoke_us, rc, lock, out, votes);
+    lock_rec(&r, client, TC_HIST_EXTEND, invoke_us, rc, lock, out, votes);
     r.ttl_ms = ttl_ms;
-    return hist_write(h, &r);
+    return tc_hist_write(h, &r);
 }
 
-int hist_release(hist *h, const char *client, uint64_t invoke_us, int rc, const redlock_lock *lock,
-                 const redlock_outcome *out)
+int tc_hist_release(tc_hist *h, const char *client, uint64_t invoke_us, int rc,
+                    const redlock_lock *lock, const redlock_outcome *out)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
-    hist_rec r;
+    tc_hist_rec r;
 
-    lock_rec(&r, client, HIST_RELEASE, invoke_us, rc, lock, out, votes);
-    return hist_write(h, &r);
+    lock_rec(&r, client, TC_HIST_RELEASE, invoke_us, rc, lock, out, votes);
+    return tc_hist_write(h, &r);
 }
 
-int hist_use(hist *h, const char *client, uint64_t invoke_us, const redlock_lock *lock, int late)
+int tc_hist_use(tc_hist *h, const char *client, uint64_t invoke_us, const redlock_lock *lock,
+                int late)
 {
-    hist_rec r;
+    tc_hist_rec r;
 
-    lock_rec(&r, client, HIST_USE, invoke_us, 0, lock, NULL, NULL);
+    lock_rec(&r, client, TC_HIST_USE, invoke_us, 0, lock, NULL, NULL);
     r.late = late;
-    return hist_write(h, &r);
+    return tc_hist_write(h, &r);
 }
 
-int hist_fault(hist *h, const char *what, int master, int lost, uint64_t invoke_us)
+int tc_hist_fault(tc_hist *h, const char *what, int master, int lost, uint64_t invoke_us)
 {
-    hist_rec r = {
+    tc_hist_rec r = {
         .client = "test",
-        .op = HIST_FAULT,
+        .op = TC_HIST_FAULT,
         .invoke_us = invoke_us,
         .master = master,
         .lost = lost,
         .what = what,
     };
 
-    return hist_write(h, &r);
+    return tc_hist_write(h, &r);
 }
 
-int hist_key(hist *h, int master, const void *res, size_t len, const char *token, int64_t pttl_ms)
+int tc_hist_key(tc_hist *h, int master, const void *res, size_t len, const char *token,
+                int64_t pttl_ms)
 {
-    hist_rec r = {
+    tc_hist_rec r = {
         .client = "snapshot",
-        .op = HIST_KEY,
+        .op = TC_HIST_KEY,
         .res = res,
         .res_len = len,
         .token = token,
@@ -326,13 +324,13 @@ int hist_key(hist *h, int master, const void *res, size_t len, const char *token
         .pttl_ms = pttl_ms,
     };
 
-    return hist_write(h, &r);
+    return tc_hist_write(h, &r);
 }
 
 /* ---- the checker -------------------------------------------------------- */
 
-int hist_check(const char *history, const char *snapshot, const char *const *args, char *out,
-               size_t size)
+int tc_hist_check(const char *history, const char *snapshot, const char *const *args, char *out,
+                  size_t size)
 {
     const char *py = getenv("REDLOCK_PYTHON");
     const char *script = getenv("REDLOCK_HISTORY_CHECK");
@@ -342,7 +340,7 @@ int hist_check(const char *history, const char *snapshot, const char *const *arg
     if (!py || !*py)
         py = "python3";
     if (!script || !*script)
-        script = HIST_CHECK_PY;
+        script = TC_HIST_CHECK_PY;
     argv[k++] = py;
     argv[k++] = script;
     if (snapshot) {

@@ -20,23 +20,25 @@
 
 #include <redlock.h>
 
-typedef struct hist hist;
+#include "await.h" /* tc_now_us(): the one clock, the history's too */
+
+typedef struct tc_hist tc_hist;
 
 /* What a line records ("op" in the file). */
-enum hist_op {
-    HIST_ACQUIRE, /* "acquire" */
-    HIST_EXTEND,  /* "extend" */
-    HIST_RELEASE, /* "release" */
-    HIST_USE,     /* "use": the client acted as the holder over [invoke, complete] */
-    HIST_FAULT,   /* "fault": something the test did to a master or a client */
-    HIST_KEY,     /* "key": one key seen on one master (a snapshot line) */
+enum tc_hist_op {
+    TC_HIST_ACQUIRE, /* "acquire" */
+    TC_HIST_EXTEND,  /* "extend" */
+    TC_HIST_RELEASE, /* "release" */
+    TC_HIST_USE,     /* "use": the client acted as the holder over [invoke, complete] */
+    TC_HIST_FAULT,   /* "fault": something the test did to a master or a client */
+    TC_HIST_KEY,     /* "key": one key seen on one master (a snapshot line) */
 };
 
 /*
- * hist_rec - one line. Fields that do not apply stay 0 / NULL and are left
+ * tc_hist_rec - one line. Fields that do not apply stay 0 / NULL and are left
  * out of the line (an omitted "vend" means "no validity").
  * @client:      who did it: a short label (any bytes; escaped)
- * @op:          enum hist_op
+ * @op:          enum tc_hist_op
  * @res:         resource name (any bytes) and its length
  * @invoke_us:   CLOCK_MONOTONIC µs when the call was made
  * @complete_us: CLOCK_MONOTONIC µs when it returned (0: now)
@@ -52,14 +54,14 @@ enum hist_op {
  * @attempts:    acquire: attempts made (the outcome's), each with a token
  *               of its own that a failed one may leave on a master it
  *               could not release; 0: not known (left out of the line)
- * @votes:       one letter per master, what it said (hist_votes()), or NULL
+ * @votes:       one letter per master, what it said (tc_hist_votes()), or NULL
  * @late:        use: the client knew its lease had lapsed (not a claim)
  * @master:      fault and key lines: the master's index, or -1
  * @lost:        fault: the master lost its keys (restart without AOF, FLUSHALL)
  * @pttl_ms:     key: PTTL as the master reported it (-1: no ttl)
  * @what:        fault: what happened ("sigkill", "flushall", ...); key: unused
  */
-typedef struct hist_rec {
+typedef struct tc_hist_rec {
     const char *client;
     int op;
     const void *res;
@@ -81,37 +83,34 @@ typedef struct hist_rec {
     int lost;
     int64_t pttl_ms;
     const char *what;
-} hist_rec;
-
-/* CLOCK_MONOTONIC in µs: the history's one clock. */
-uint64_t hist_now_us(void);
+} tc_hist_rec;
 
 /*
- * hist_open() - Open (create, or append to) the history at @path
+ * tc_hist_open() - Open (create, or append to) the history at @path
  * Return: the handle, or NULL with errno set.
- * Ownership: close it with hist_close(). Thread-safety: one handle may be
+ * Ownership: close it with tc_hist_close(). Thread-safety: one handle may be
  * used by any number of threads at once; a forked child may keep using
  * the parent's handle, or open the path again.
  */
-hist *hist_open(const char *path);
+tc_hist *tc_hist_open(const char *path);
 
 /* Close @h (NULL is a no-op). */
-void hist_close(hist *h);
+void tc_hist_close(tc_hist *h);
 
-/* The path @h was opened with. Borrowed: valid until hist_close(). */
-const char *hist_path(const hist *h);
+/* The path @h was opened with. Borrowed: valid until tc_hist_close(). */
+const char *tc_hist_path(const tc_hist *h);
 
 /*
- * hist_write() - Append @r as one line, with one write(2)
+ * tc_hist_write() - Append @r as one line, with one write(2)
  * Return: 0, or a negative errno (-EIO for a short write, -ENOMEM).
  * Thread-safety: safe; lines from concurrent writers never interleave.
  */
-int hist_write(hist *h, const hist_rec *r);
+int tc_hist_write(tc_hist *h, const tc_hist_rec *r);
 
 /*
- * hist_acquire(), hist_extend(), hist_release() - Record a redlock call
+ * tc_hist_acquire(), tc_hist_extend(), tc_hist_release() - Record a redlock call
  * that has just returned
- * @invoke_us: hist_now_us() read just before the call
+ * @invoke_us: tc_now_us() read just before the call
  * @rc:        what the call returned
  * @lock:      acquire: the new lock (NULL on failure); extend/release: the
  *             lock the call was about
@@ -121,50 +120,53 @@ int hist_write(hist *h, const hist_rec *r);
  * The completion time is read here, then the lock's validity, so the
  * window written, [complete, complete + validity), never outlasts the
  * library's own view of the lease. The fence is the lock's own.
- * Return: as hist_write().
+ * Return: as tc_hist_write().
  */
-int hist_acquire(hist *h, const char *client, const void *res, size_t len, uint32_t ttl_ms,
-                 uint64_t invoke_us, int rc, const redlock_lock *lock, const redlock_outcome *out);
-int hist_extend(hist *h, const char *client, uint32_t ttl_ms, uint64_t invoke_us, int rc,
-                const redlock_lock *lock, const redlock_outcome *out);
-int hist_release(hist *h, const char *client, uint64_t invoke_us, int rc, const redlock_lock *lock,
-                 const redlock_outcome *out);
+int tc_hist_acquire(tc_hist *h, const char *client, const void *res, size_t len, uint32_t ttl_ms,
+                    uint64_t invoke_us, int rc, const redlock_lock *lock,
+                    const redlock_outcome *out);
+int tc_hist_extend(tc_hist *h, const char *client, uint32_t ttl_ms, uint64_t invoke_us, int rc,
+                   const redlock_lock *lock, const redlock_outcome *out);
+int tc_hist_release(tc_hist *h, const char *client, uint64_t invoke_us, int rc,
+                    const redlock_lock *lock, const redlock_outcome *out);
 
 /* A "use" line: @client acted as @lock's holder over [invoke_us, now];
  * @late says it knew the lease had lapsed. */
-int hist_use(hist *h, const char *client, uint64_t invoke_us, const redlock_lock *lock, int late);
+int tc_hist_use(tc_hist *h, const char *client, uint64_t invoke_us, const redlock_lock *lock,
+                int late);
 
 /* A "fault" line: @what happened to master @master (-1: not a master) over
  * [invoke_us, now]; @lost: the master lost the keys it held. */
-int hist_fault(hist *h, const char *what, int master, int lost, uint64_t invoke_us);
+int tc_hist_fault(tc_hist *h, const char *what, int master, int lost, uint64_t invoke_us);
 
 /* A "key" line (snapshot): master @master holds @token under @res with
  * PTTL @pttl_ms, read at about now. */
-int hist_key(hist *h, int master, const void *res, size_t len, const char *token, int64_t pttl_ms);
+int tc_hist_key(tc_hist *h, int master, const void *res, size_t len, const char *token,
+                int64_t pttl_ms);
 
 /*
- * hist_check() - Run tests/history/check.py over @history
+ * tc_hist_check() - Run tests/history/check.py over @history
  * @snapshot: a file of "key" lines, or NULL
  * @args:     more checker options (NULL-terminated), or NULL
  * @out:      receives the checker's stdout and stderr (cut to @size), or NULL
  *
  * The checker is found through $REDLOCK_HISTORY_CHECK, else the path meson
- * compiled in (HIST_CHECK_PY); it runs under $REDLOCK_PYTHON, else python3
+ * compiled in (TC_HIST_CHECK_PY); it runs under $REDLOCK_PYTHON, else python3
  * from PATH.
  * Return: the checker's exit status (0 clean, 1 violations, 2 bad input),
  * or -1 if it could not be run or died (@out says why).
  */
-int hist_check(const char *history, const char *snapshot, const char *const *args, char *out,
-               size_t size);
+int tc_hist_check(const char *history, const char *snapshot, const char *const *args, char *out,
+                  size_t size);
 
 /* OK votes of @out as a bitmask (bit i = master i). The decision is made
  * at the quorum-th OK, so masters still pending then are not in it even if
  * they grant a moment later. */
-uint32_t hist_oks(const redlock_outcome *out);
+uint32_t tc_hist_oks(const redlock_outcome *out);
 
 /* @out's votes as one letter per master into @buf (at least
  * REDLOCK_MAX_MASTERS + 1 bytes): O ok, H held, G gone, T timeout, D down,
  * E error, X excluded, P pending, - not asked. Return: @buf. */
-char *hist_votes(const redlock_outcome *out, char *buf);
+char *tc_hist_votes(const redlock_outcome *out, char *buf);
 
 #endif

@@ -24,30 +24,30 @@
 #include "await.h"
 #include "spawn.h"
 
-#ifndef NETNS_SH
-#define NETNS_SH "tests/netns.sh"
+#ifndef TC_NETNS_SH
+#define TC_NETNS_SH "tests/netns.sh"
 #endif
 
-#define NET_MAX 16
-#define NET_MAX_RELAYS 32
-#define NET_MAX_CLIENTS 8
-#define NET_CMD_TIMEOUT_S 2
+#define TC_NET_MAX 16
+#define TC_NET_MAX_RELAYS 32
+#define TC_NET_MAX_CLIENTS 8
+#define TC_NET_CMD_TIMEOUT_S 2
 
 static struct {
-    int n;       /* 0 until net_up() succeeded */
-    int started; /* net_up() ran netns.sh up */
+    int n;       /* 0 until tc_net_up() succeeded */
+    int started; /* tc_net_up() ran netns.sh up */
     char prefix[32];
-    char masters[NET_MAX * 24];
-    char addr[NET_MAX][24];
-    char ns[NET_MAX][48];
-    tc_relay *relays[NET_MAX_RELAYS];
-    redlock_client *clients[NET_MAX_CLIENTS];
+    char masters[TC_NET_MAX * 24];
+    char addr[TC_NET_MAX][24];
+    char ns[TC_NET_MAX][48];
+    tc_relay *relays[TC_NET_MAX_RELAYS];
+    redlock_client *clients[TC_NET_MAX_CLIENTS];
 } net;
 
 static const char *script(void)
 {
     const char *s = getenv("REDLOCK_NETNS_SH");
-    return s && *s ? s : NETNS_SH;
+    return s && *s ? s : TC_NETNS_SH;
 }
 
 /* bash netns.sh ARGS...; stdout and stderr together into @out. Return:
@@ -81,7 +81,7 @@ static void netns_do(const char *cmd, int i)
                  out[0] ? out : "(no output)");
 }
 
-void net_require(void)
+void tc_net_require(void)
 {
     char out[512];
     const char *args[] = { "probe", NULL };
@@ -96,7 +96,7 @@ void net_require(void)
     cr_fatal("netns.sh probe failed (status %d): %s", rc, out[0] ? out : "(no output)");
 }
 
-void net_up(int n)
+void tc_net_up(int n)
 {
     char nbuf[16], out[2048];
     const char *reap[] = { "reap", NULL };
@@ -104,8 +104,8 @@ void net_up(int n)
     char *line, *save = NULL, *last = NULL;
     int rc;
 
-    if (n < 1 || n > NET_MAX)
-        cr_fatal("net_up: %d masters (1..%d)", n, NET_MAX);
+    if (n < 1 || n > TC_NET_MAX)
+        cr_fatal("tc_net_up: %d masters (1..%d)", n, TC_NET_MAX);
     snprintf(net.prefix, sizeof(net.prefix), "rlt%dm", (int)getpid());
     setenv("NETNS_PREFIX", net.prefix, 1);
     netns_sh(out, sizeof(out), reap); /* leftovers of runs that died: best effort */
@@ -124,7 +124,7 @@ void net_up(int n)
     char tmp[sizeof(net.masters)], *tok, *tsave = NULL;
     int k = 0;
     snprintf(tmp, sizeof(tmp), "%s", net.masters);
-    for (tok = strtok_r(tmp, ",", &tsave); tok && k < NET_MAX;
+    for (tok = strtok_r(tmp, ",", &tsave); tok && k < TC_NET_MAX;
          tok = strtok_r(NULL, ",", &tsave), k++) {
         snprintf(net.addr[k], sizeof(net.addr[k]), "%s", tok);
         snprintf(net.ns[k], sizeof(net.ns[k]), "%s%d", net.prefix, k);
@@ -134,22 +134,22 @@ void net_up(int n)
     net.n = n;
 }
 
-void net_init(void)
+void tc_net_init(void)
 {
-    net_require();
-    net_up(5);
+    tc_net_require();
+    tc_net_up(5);
 }
 
-void net_down(void)
+void tc_net_down(void)
 {
     char out[2048];
     const char *down[] = { "down", NULL };
 
-    for (int k = 0; k < NET_MAX_CLIENTS; k++) {
+    for (int k = 0; k < TC_NET_MAX_CLIENTS; k++) {
         redlock_client_free(net.clients[k]);
         net.clients[k] = NULL;
     }
-    for (int k = 0; k < NET_MAX_RELAYS; k++) {
+    for (int k = 0; k < TC_NET_MAX_RELAYS; k++) {
         tc_relay_stop(net.relays[k]);
         net.relays[k] = NULL;
     }
@@ -161,12 +161,12 @@ void net_down(void)
         cr_log_error("netns.sh down: %s", out);
 }
 
-const char *net_masters(void)
+const char *tc_net_masters(void)
 {
     return net.masters;
 }
 
-int net_n(void)
+int tc_net_n(void)
 {
     return net.n;
 }
@@ -177,40 +177,40 @@ static void check_index(const char *what, int i)
         cr_fatal("%s: master %d out of range 0..%d", what, i, net.n - 1);
 }
 
-const char *net_addr(int i)
+const char *tc_net_addr(int i)
 {
-    check_index("net_addr", i);
+    check_index("tc_net_addr", i);
     return net.addr[i];
 }
 
-const char *net_ns(int i)
+const char *tc_net_ns(int i)
 {
-    check_index("net_ns", i);
+    check_index("tc_net_ns", i);
     return net.ns[i];
 }
 
-void net_cut(int i)
+void tc_net_cut(int i)
 {
-    check_index("net_cut", i);
+    check_index("tc_net_cut", i);
     netns_do("cut", i);
 }
 
-void net_cut_in(int i)
+void tc_net_cut_in(int i)
 {
-    check_index("net_cut_in", i);
+    check_index("tc_net_cut_in", i);
     netns_do("cut-in", i);
 }
 
-void net_cut_out(int i)
+void tc_net_cut_out(int i)
 {
-    check_index("net_cut_out", i);
+    check_index("tc_net_cut_out", i);
     netns_do("cut-out", i);
 }
 
-void net_heal(int i)
+void tc_net_heal(int i)
 {
     if (i >= 0)
-        check_index("net_heal", i);
+        check_index("tc_net_heal", i);
     netns_do("heal", i);
 }
 
@@ -235,27 +235,27 @@ static int netem(const char *cmd, int i, unsigned a, unsigned b, int with_b, cha
     return 0;
 }
 
-int net_delay(int i, unsigned ms, unsigned jitter_ms, char *why, size_t size)
+int tc_net_delay(int i, unsigned ms, unsigned jitter_ms, char *why, size_t size)
 {
     return netem("delay", i, ms, jitter_ms, 1, why, size);
 }
 
-int net_loss(int i, unsigned pct, char *why, size_t size)
+int tc_net_loss(int i, unsigned pct, char *why, size_t size)
 {
     return netem("loss", i, pct, 0, 0, why, size);
 }
 
-tc_relay *net_relay(int i, int port, int side)
+tc_relay *tc_net_relay(int i, int port, int side)
 {
     char err[256];
     tc_relay *r;
     int k;
 
-    check_index("net_relay", i);
-    for (k = 0; k < NET_MAX_RELAYS && net.relays[k]; k++)
+    check_index("tc_net_relay", i);
+    for (k = 0; k < TC_NET_MAX_RELAYS && net.relays[k]; k++)
         ;
-    if (k == NET_MAX_RELAYS)
-        cr_fatal("net_relay: more than %d relays", NET_MAX_RELAYS);
+    if (k == TC_NET_MAX_RELAYS)
+        cr_fatal("tc_net_relay: more than %d relays", TC_NET_MAX_RELAYS);
     r = side ? tc_relay_start("127.0.0.1:6379", port, net.ns[i], err, sizeof(err))
              : tc_relay_start(net.addr[i], port, NULL, err, sizeof(err));
     if (!r)
@@ -264,7 +264,7 @@ tc_relay *net_relay(int i, int port, int side)
     return r;
 }
 
-void net_config(redlock_config *cfg, const char *masters, unsigned node_timeout_ms)
+void tc_net_config(redlock_config *cfg, const char *masters, unsigned node_timeout_ms)
 {
     redlock_config_init(cfg);
     cfg->masters = masters ? masters : net.masters;
@@ -290,17 +290,17 @@ static int connected(redlock_client *c, int *slow_rounds, redlock_status *st)
     return *slow_rounds == 2;
 }
 
-redlock_client *net_client(const redlock_config *cfg)
+redlock_client *tc_net_client(const redlock_config *cfg)
 {
     redlock_client *c = NULL;
     redlock_status st;
     redlock_error e;
     int rc, k, slow_rounds = 0;
 
-    for (k = 0; k < NET_MAX_CLIENTS && net.clients[k]; k++)
+    for (k = 0; k < TC_NET_MAX_CLIENTS && net.clients[k]; k++)
         ;
-    if (k == NET_MAX_CLIENTS)
-        cr_fatal("net_client: more than %d clients", NET_MAX_CLIENTS);
+    if (k == TC_NET_MAX_CLIENTS)
+        cr_fatal("tc_net_client: more than %d clients", TC_NET_MAX_CLIENTS);
     rc = redlock_client_new(cfg, NULL, &c, &e);
     if (rc != 0)
         cr_fatal("redlock_client_new(%s): %s: %s", cfg->masters, redlock_err_name(rc), e.msg);
@@ -308,7 +308,7 @@ redlock_client *net_client(const redlock_config *cfg)
     /* Down masters fail a ping at once and come back on the library's
      * reconnect timer, which nothing public lets us await (yet). */
     if (!TC_AWAIT(connected(c, &slow_rounds, &st), 10000))
-        cr_fatal("net_client: only %u of %zu masters answered within 10 s", st.n_answered,
+        cr_fatal("tc_net_client: only %u of %zu masters answered within 10 s", st.n_answered,
                  redlock_client_masters(c));
     return c;
 }
@@ -325,43 +325,43 @@ static const char *relay_list(tc_relay *const *relays, char *buf, size_t size)
     return buf;
 }
 
-redlock_client *net_side_client(unsigned node_timeout_ms)
+redlock_client *tc_net_side_client(unsigned node_timeout_ms)
 {
-    static char masters[NET_MAX * 24];
-    tc_relay *relays[NET_MAX];
+    static char masters[TC_NET_MAX * 24];
+    tc_relay *relays[TC_NET_MAX];
     redlock_config cfg;
 
     for (int i = 0; i < net.n; i++)
-        relays[i] = net_relay(i, NET_SIDE_PORT + i, 1);
-    net_config(&cfg, relay_list(relays, masters, sizeof(masters)), node_timeout_ms);
-    return net_client(&cfg);
+        relays[i] = tc_net_relay(i, TC_NET_SIDE_PORT + i, 1);
+    tc_net_config(&cfg, relay_list(relays, masters, sizeof(masters)), node_timeout_ms);
+    return tc_net_client(&cfg);
 }
 
-const char *net_delayed_masters(const unsigned *ms, unsigned jitter_ms)
+const char *tc_net_delayed_masters(const unsigned *ms, unsigned jitter_ms)
 {
-    static char masters[NET_MAX * 24];
-    tc_relay *relays[NET_MAX];
+    static char masters[TC_NET_MAX * 24];
+    tc_relay *relays[TC_NET_MAX];
     char why[256] = "";
     int netem = 1;
 
     for (int i = 0; i < net.n && netem; i++)
-        netem = net_delay(i, ms[i], jitter_ms, why, sizeof(why)) == 0;
+        netem = tc_net_delay(i, ms[i], jitter_ms, why, sizeof(why)) == 0;
     if (netem) {
         cr_log_info("delay: tc netem on the veths");
         return net.masters;
     }
-    net_heal(-1);
+    tc_net_heal(-1);
     cr_log_info("delay: user-space relay (%s)", why);
     for (int i = 0; i < net.n; i++) {
-        relays[i] = net_relay(i, NET_DELAY_PORT + i, 0);
+        relays[i] = tc_net_relay(i, TC_NET_DELAY_PORT + i, 0);
         tc_relay_set_delay(relays[i], ms[i], ms[i], jitter_ms);
     }
     return relay_list(relays, masters, sizeof(masters));
 }
 
-void net_client_free(redlock_client *c)
+void tc_net_client_free(redlock_client *c)
 {
-    for (int k = 0; k < NET_MAX_CLIENTS; k++) {
+    for (int k = 0; k < TC_NET_MAX_CLIENTS; k++) {
         if (net.clients[k] == c)
             net.clients[k] = NULL;
     }
@@ -376,7 +376,7 @@ void net_client_free(redlock_client *c)
 static redisContext *side_connect(int i)
 {
     struct sockaddr_in sin;
-    struct timeval tv = { NET_CMD_TIMEOUT_S, 0 };
+    struct timeval tv = { TC_NET_CMD_TIMEOUT_S, 0 };
     redisContext *ctx;
     int fd;
 
@@ -421,7 +421,7 @@ static redisReply *side_vcmd(int i, const char *fmt, va_list ap)
     return r;
 }
 
-redisReply *net_cmd(int i, const char *fmt, ...)
+redisReply *tc_net_cmd(int i, const char *fmt, ...)
 {
     va_list ap;
     redisReply *r;
@@ -432,9 +432,9 @@ redisReply *net_cmd(int i, const char *fmt, ...)
     return r;
 }
 
-int net_get(int i, const void *key, size_t len, char *val, size_t size)
+int tc_net_get(int i, const void *key, size_t len, char *val, size_t size)
 {
-    redisReply *r = net_cmd(i, "GET %b", key, len);
+    redisReply *r = tc_net_cmd(i, "GET %b", key, len);
     int ret = -1;
 
     if (!r)
@@ -456,33 +456,33 @@ int net_get(int i, const void *key, size_t len, char *val, size_t size)
     return ret;
 }
 
-int net_key_count(const void *key, size_t len)
+int tc_net_key_count(const void *key, size_t len)
 {
     int count = 0;
     for (int i = 0; i < net.n; i++)
-        count += net_get(i, key, len, NULL, 0);
+        count += tc_net_get(i, key, len, NULL, 0);
     return count;
 }
 
-int net_await_key_gone(const void *key, size_t len, int timeout_ms)
+int tc_net_await_key_gone(const void *key, size_t len, int timeout_ms)
 {
-    return TC_AWAIT(net_key_count(key, len) == 0, timeout_ms);
+    return TC_AWAIT(tc_net_key_count(key, len) == 0, timeout_ms);
 }
 
-int net_token_count(const void *key, size_t len, const char *token)
+int tc_net_token_count(const void *key, size_t len, const char *token)
 {
     char val[256];
     int count = 0;
     for (int i = 0; i < net.n; i++) {
-        if (net_get(i, key, len, val, sizeof(val)) && !strcmp(val, token))
+        if (tc_net_get(i, key, len, val, sizeof(val)) && !strcmp(val, token))
             count++;
     }
     return count;
 }
 
-long long net_cmdstat(int i, const char *cmd)
+long long tc_net_cmdstat(int i, const char *cmd)
 {
-    redisReply *r = net_cmd(i, "INFO commandstats");
+    redisReply *r = tc_net_cmd(i, "INFO commandstats");
     char needle[64];
     const char *p;
     long long calls = 0;

@@ -7,6 +7,7 @@
  * server holding its port.
  */
 #include "servers.h"
+#include "await.h"
 #include "spawn.h"
 
 #include <errno.h>
@@ -27,10 +28,10 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
-#define TS_READY_MS 10000 /* a server that is not ready by then is broken */
-#define TS_MAX_ARGS 48
+#define TC_REDIS_READY_MS 10000 /* a server that is not ready by then is broken */
+#define TC_REDIS_MAX_ARGS 48
 
-struct ts_server {
+struct tc_redis {
     pid_t pid;
     int fd; /* its stdout and stderr */
     pthread_t drain;
@@ -45,14 +46,14 @@ static const char *env_or_fail(const char *name)
     return v;
 }
 
-int ts_port(int k)
+int tc_block_port(int k)
 {
     if (k < 1 || k > 9)
-        cr_fatal("ts_port(%d): a test's block has ports 1..9", k);
+        cr_fatal("tc_block_port(%d): a test's block has ports 1..9", k);
     return atoi(env_or_fail("REDLOCK_TEST_BASEPORT")) + k;
 }
 
-const char *ts_dir(void)
+const char *tc_scratch_dir(void)
 {
     static char dir[512];
     if (!dir[0]) {
@@ -114,7 +115,7 @@ static void make_cert(const char *dir, const char *name, const char *cn, const c
     run(sign);
 }
 
-const char *ts_pki(void)
+const char *tc_pki(void)
 {
     static char pki[512];
     if (pki[0])
@@ -146,18 +147,18 @@ const char *ts_pki(void)
     return pki;
 }
 
-const char *ts_pki_file(const char *name)
+const char *tc_pki_file(const char *name)
 {
     static char bufs[8][600];
     static int next;
     char *b = bufs[next++ % 8];
-    snprintf(b, sizeof(bufs[0]), "%s/%s", ts_pki(), name);
+    snprintf(b, sizeof(bufs[0]), "%s/%s", tc_pki(), name);
     return b;
 }
 
 static void *drain_main(void *arg)
 {
-    ts_server *s = arg;
+    tc_redis *s = arg;
     char buf[4096];
     while (read(s->fd, buf, sizeof(buf)) > 0)
         ;
@@ -166,16 +167,12 @@ static void *drain_main(void *arg)
 
 /* Read the server's log until it says it is ready; false if it exits or
  * says nothing of the kind in time. */
-static bool await_ready(ts_server *s)
+static bool await_ready(tc_redis *s)
 {
     size_t used = 0;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = tc_now_us();
     for (;;) {
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = TS_READY_MS -
-                    ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        long left = TC_REDIS_READY_MS - (long)tc_ms_since(t0);
         struct pollfd p = { .fd = s->fd, .events = POLLIN };
         if (left <= 0 || poll(&p, 1, (int)left) <= 0)
             return false;
@@ -193,33 +190,33 @@ static bool await_ready(ts_server *s)
     }
 }
 
-ts_server *ts_server_start(const char *const *args)
+tc_redis *tc_redis_start(const char *const *args)
 {
     const char *bin = getenv("REDLOCK_TEST_SERVER");
-    return ts_server_start_with(bin && *bin ? bin : "redis-server", args);
+    return tc_redis_start_with(bin && *bin ? bin : "redis-server", args);
 }
 
-ts_server *ts_server_start_with(const char *bin, const char *const *args)
+tc_redis *tc_redis_start_with(const char *bin, const char *const *args)
 {
     static int seq;
     char dir[600];
-    snprintf(dir, sizeof(dir), "%s/server%d", ts_dir(), ++seq);
+    snprintf(dir, sizeof(dir), "%s/server%d", tc_scratch_dir(), ++seq);
     if (mkdir(dir, 0700) != 0)
         cr_fatal("mkdir %s: %s", dir, strerror(errno));
-    const char *argv[TS_MAX_ARGS] = { bin, "--bind",       "127.0.0.1", "--save",
-                                      "",  "--appendonly", "no",        "--dir",
-                                      dir, "--loglevel",   "notice" };
+    const char *argv[TC_REDIS_MAX_ARGS] = { bin, "--bind",       "127.0.0.1", "--save",
+                                            "",  "--appendonly", "no",        "--dir",
+                                            dir, "--loglevel",   "notice" };
     size_t n = 11;
     for (size_t i = 0; args[i]; i++) {
-        if (n + 1 >= TS_MAX_ARGS)
-            cr_fatal("ts_server_start: too many arguments");
+        if (n + 1 >= TC_REDIS_MAX_ARGS)
+            cr_fatal("tc_redis_start: too many arguments");
         argv[n++] = args[i];
     }
     argv[n] = NULL;
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) != 0)
         cr_fatal("pipe: %s", strerror(errno));
-    ts_server *s = calloc(1, sizeof(*s));
+    tc_redis *s = calloc(1, sizeof(*s));
     pid_t parent = getpid();
     s->pid = fork();
     if (s->pid < 0)
@@ -238,7 +235,7 @@ ts_server *ts_server_start_with(const char *bin, const char *const *args)
     if (!await_ready(s)) {
         char log[4096];
         snprintf(log, sizeof(log), "%s", s->log);
-        ts_server_stop(s);
+        tc_redis_stop(s);
         cr_fatal("%s did not become ready; it said:\n%s", argv[0], log);
     }
     if (pthread_create(&s->drain, NULL, drain_main, s) != 0)
@@ -246,7 +243,7 @@ ts_server *ts_server_start_with(const char *bin, const char *const *args)
     return s;
 }
 
-void ts_server_stop(ts_server *s)
+void tc_redis_stop(tc_redis *s)
 {
     if (!s)
         return;
@@ -265,7 +262,7 @@ static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 static char log_buf[32768];
 static char log_copy[sizeof(log_buf)];
 
-void ts_log(int level, const char *msg, void *arg)
+void tc_log(int level, const char *msg, void *arg)
 {
     (void)level;
     (void)arg;
@@ -275,7 +272,7 @@ void ts_log(int level, const char *msg, void *arg)
     pthread_mutex_unlock(&log_mu);
 }
 
-bool ts_log_has(const char *a, const char *b)
+bool tc_log_has(const char *a, const char *b)
 {
     bool found = false;
     pthread_mutex_lock(&log_mu);
@@ -291,12 +288,12 @@ bool ts_log_has(const char *a, const char *b)
     return found;
 }
 
-bool ts_log_contains(const char *s)
+bool tc_log_contains(const char *s)
 {
-    return ts_log_has(s, "");
+    return tc_log_has(s, "");
 }
 
-const char *ts_log_text(void)
+const char *tc_log_text(void)
 {
     pthread_mutex_lock(&log_mu);
     memcpy(log_copy, log_buf, sizeof(log_copy));

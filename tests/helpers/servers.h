@@ -4,24 +4,24 @@
  * client certificates, unix sockets): each server is a redis-server (or
  * $REDLOCK_TEST_SERVER) of the test's own, on a port of the test's block
  * (with-cluster.sh's base port + 1..9, so clusters never collide) or a unix
- * socket, started with persistence off and stopped by ts_server_stop().
+ * socket, started with persistence off and stopped by tc_redis_stop().
  * Helpers that cannot do their job fail the running test (cr_fatal).
  */
-#ifndef TS_SERVERS_H
-#define TS_SERVERS_H
+#ifndef TC_SERVERS_H
+#define TC_SERVERS_H
 
 #include <stdbool.h>
 
-typedef struct ts_server ts_server;
+typedef struct tc_redis tc_redis;
 
 /* Port @k (1..9) of this test's block. */
-int ts_port(int k);
+int tc_block_port(int k);
 
 /* A directory of this test process's own (made on first use). */
-const char *ts_dir(void);
+const char *tc_scratch_dir(void);
 
 /*
- * ts_pki() - Certificates for TLS tests, made once per cluster with openssl
+ * tc_pki() - Certificates for TLS tests, made once per cluster with openssl
  *
  * In the returned directory (EC P-256 keys, valid for a day):
  *   ca.crt                   the test CA
@@ -31,44 +31,44 @@ const char *ts_dir(void);
  *   other.crt, other.key     signed by the test CA, for other.example only
  *   expired.crt, expired.key as server.crt, but it expired a day before it was made
  */
-const char *ts_pki(void);
+const char *tc_pki(void);
 
 /* "DIR/NAME" for a file of the PKI. Static storage, one of 8 in turn. */
-const char *ts_pki_file(const char *name);
+const char *tc_pki_file(const char *name);
 
 /*
- * ts_server_start() - Start a server with @args and return once it is ready
+ * tc_redis_start() - Start a server with @args and return once it is ready
  * @args: NULL-terminated; after "--bind 127.0.0.1 --save '' --appendonly no"
  *        and a dir of its own. Give "--port", "--tls-port", "--unixsocket"...
  *
  * Ready means it logged that it is ready to accept connections: the test awaits that
  * line on a pipe, not a timer. The server dies with the test process.
- * Ownership: stop it with ts_server_stop().
+ * Ownership: stop it with tc_redis_stop().
  */
-ts_server *ts_server_start(const char *const *args);
+tc_redis *tc_redis_start(const char *const *args);
 
-/* ts_server_start() of the server binary @bin (a path, or a name looked up
+/* tc_redis_start() of the server binary @bin (a path, or a name looked up
  * in PATH) instead of the cluster's: a fleet of mixed versions (e.g. Debian
  * 12's redis-server beside $REDLOCK_SERVER's Valkey 9). */
-ts_server *ts_server_start_with(const char *bin, const char *const *args);
+tc_redis *tc_redis_start_with(const char *bin, const char *const *args);
 
 /* Kill the server and wait for it. NULL is a no-op. */
-void ts_server_stop(ts_server *s);
+void tc_redis_stop(tc_redis *s);
 
 /* ------------------------------------------------------------------------ */
 /* The library's log, captured (any thread)                                 */
 /* ------------------------------------------------------------------------ */
 
 /* A redlock_log_fn that appends each line to this process's capture. */
-void ts_log(int level, const char *msg, void *arg);
+void tc_log(int level, const char *msg, void *arg);
 
 /* Is there a captured line holding both @a and @b? */
-bool ts_log_has(const char *a, const char *b);
+bool tc_log_has(const char *a, const char *b);
 
 /* Does any captured line hold @s? */
-bool ts_log_contains(const char *s);
+bool tc_log_contains(const char *s);
 
 /* The capture so far, for failure messages. Static storage. */
-const char *ts_log_text(void);
+const char *tc_log_text(void);
 
 #endif

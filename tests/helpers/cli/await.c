@@ -25,17 +25,20 @@
 
 #include "cluster.h"
 
+/* Polling is how these wait: the events are in another process (its
+ * output, its state in /proc, what a master saw), with nothing to block
+ * on. Each looks again every TC_POLL_MS (tc_poll_pause(), TC_AWAIT(): the
+ * tests' one waiting helper, await.h) until its deadline. */
+
 /* What CMD writes into @fifo (a line), within FIFO_WAIT_MS. Opened
  * non-blocking and polled, as the awaits below: a blocking open would wait
  * for ever if redlock-cli died before CMD ran, and a test that hangs until
  * criterion kills it leaves its private masters running. */
 #define FIFO_WAIT_MS 20000
 
-static void pause_5ms(void);
-
 static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
 {
-    uint64_t deadline = now_ms() + FIFO_WAIT_MS;
+    uint64_t deadline = tc_now_us() + 1000u * FIFO_WAIT_MS;
     int fd = open(fifo, O_RDONLY | O_NONBLOCK);
     ssize_t n;
 
@@ -43,11 +46,10 @@ static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
     /* No writer yet reads as an end: look again until one has written. */
     while ((n = read(fd, buf, size - 1)) <= 0) {
         cr_assert(n == 0 || errno == EAGAIN, "read %s: %s", fifo, strerror(errno));
-        if (now_ms() >= deadline) {
+        if (!tc_poll_pause(deadline)) {
             close(fd);
             cr_assert_fail("nothing written into %s within %d ms", fifo, FIFO_WAIT_MS);
         }
-        pause_5ms();
     }
     close(fd);
     buf[n] = '\0';
@@ -55,7 +57,7 @@ static ssize_t fifo_read(const char *fifo, char *buf, size_t size)
 }
 
 /* Wait until CMD (started by `run`) writes its pid into the FIFO. */
-pid_t read_pid_from_fifo(const char *fifo)
+pid_t tcli_read_pid_from_fifo(const char *fifo)
 {
     char buf[32] = { 0 };
 
@@ -63,7 +65,7 @@ pid_t read_pid_from_fifo(const char *fifo)
     return (pid_t)atol(buf);
 }
 
-int process_gone(pid_t pid)
+int tcli_process_gone(pid_t pid)
 {
     char path[64], state = 0;
     FILE *f;
@@ -82,40 +84,29 @@ int process_gone(pid_t pid)
 }
 
 /* A line CMD (started by `run`) writes into the FIFO. */
-void read_line_from_fifo(const char *fifo, char *buf, size_t size)
+void tcli_read_line_from_fifo(const char *fifo, char *buf, size_t size)
 {
     fifo_read(fifo, buf, size);
     buf[strcspn(buf, "\n")] = '\0';
 }
 
-/* Polling is how these wait: the events are in another process (its
- * output, its state in /proc, what a master saw), with nothing to block
- * on. Each looks every 5 ms until its deadline. */
-static void pause_5ms(void)
+char *tcli_await_file_contains(const char *path, const char *needle, int timeout_ms)
 {
-    struct timespec ts = { 0, 5000000 };
-
-    nanosleep(&ts, NULL);
-}
-
-char *await_file_contains(const char *path, const char *needle, int timeout_ms)
-{
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     for (;;) {
-        char *s = slurp(path);
+        char *s = tcli_slurp(path);
 
         if (strstr(s, needle) != NULL)
             return s;
-        if (now_ms() >= deadline)
+        if (!tc_poll_pause(deadline))
             cr_assert_fail("'%s' did not appear in %s within %d ms: %s", needle, path, timeout_ms,
                            s);
         free(s);
-        pause_5ms();
     }
 }
 
-char proc_state(pid_t pid)
+char tcli_proc_state(pid_t pid)
 {
     char path[64], state = 0;
     FILE *f;
@@ -139,39 +130,30 @@ char proc_state(pid_t pid)
     return state;
 }
 
-void await_proc_state(pid_t pid, char state, int timeout_ms)
+void tcli_await_proc_state(pid_t pid, char state, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
     char now;
 
-    while ((now = proc_state(pid)) != state) {
-        if (now_ms() >= deadline)
-            cr_assert_fail("process %ld is in state '%c', not '%c', after %d ms", (long)pid,
-                           now ? now : '-', state, timeout_ms);
-        pause_5ms();
-    }
+    if (!TC_AWAIT((now = tcli_proc_state(pid)) == state, timeout_ms))
+        cr_assert_fail("process %ld is in state '%c', not '%c', after %d ms", (long)pid,
+                       now ? now : '-', state, timeout_ms);
 }
 
-void await_gone(pid_t pid, int timeout_ms)
+void tcli_await_gone(pid_t pid, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-    while (!process_gone(pid)) {
-        if (now_ms() >= deadline)
-            cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
-                           proc_state(pid));
-        pause_5ms();
-    }
+    if (!TC_AWAIT(tcli_process_gone(pid), timeout_ms))
+        cr_assert_fail("process %ld still runs after %d ms (state '%c')", (long)pid, timeout_ms,
+                       tcli_proc_state(pid));
 }
 
-struct monitor {
+struct tcli_monitor {
     redisContext *c;
 };
 
-struct monitor *monitor_start(int master)
+struct tcli_monitor *tcli_monitor_start(int master)
 {
     struct timeval tv = { 2, 0 };
-    struct monitor *m = calloc(1, sizeof(*m));
+    struct tcli_monitor *m = calloc(1, sizeof(*m));
     redisReply *r;
 
     cr_assert(m != NULL);
@@ -188,19 +170,19 @@ struct monitor *monitor_start(int master)
     return m;
 }
 
-void monitor_await(struct monitor *m, const char *needle, int timeout_ms)
+void tcli_monitor_await(struct tcli_monitor *m, const char *needle, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
 
     for (;;) {
-        uint64_t now = now_ms();
+        uint64_t now = tc_now_us();
         struct timeval tv;
         redisReply *r = NULL;
         int found;
 
         cr_assert(now < deadline, "MONITOR: no '%s' within %d ms", needle, timeout_ms);
-        tv.tv_sec = (time_t)((deadline - now) / 1000u);
-        tv.tv_usec = (suseconds_t)((deadline - now) % 1000u * 1000u);
+        tv.tv_sec = (time_t)((deadline - now) / 1000000u);
+        tv.tv_usec = (suseconds_t)((deadline - now) % 1000000u);
         redisSetTimeout(m->c, tv);
         cr_assert(redisGetReply(m->c, (void **)&r) == REDIS_OK && r != NULL,
                   "MONITOR: no '%s' within %d ms (%s)", needle, timeout_ms, m->c->errstr);
@@ -211,15 +193,15 @@ void monitor_await(struct monitor *m, const char *needle, int timeout_ms)
     }
 }
 
-void monitor_stop(struct monitor *m)
+void tcli_monitor_stop(struct tcli_monitor *m)
 {
     redisFree(m->c);
     free(m);
 }
 
-void await_waiting(const char *res, int timeout_ms)
+void tcli_await_waiting(const char *res, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     size_t len = strlen(res);
     char *key = malloc(len + 2);
 
@@ -237,11 +219,10 @@ void await_waiting(const char *res, int timeout_ms)
             i++;
             continue;
         }
-        if (now_ms() >= deadline) {
+        if (!tc_poll_pause(deadline)) {
             free(key);
             cr_assert_fail("nobody waits for '%s' on master %d within %d ms", res, i, timeout_ms);
         }
-        pause_5ms();
     }
     free(key);
 }
@@ -308,7 +289,7 @@ static int group_count(pid_t pgid, int *stopped, char *desc, size_t size)
         if (*end != '\0' || pid <= 0 || proc_pgrp(pid) != (long)pgid)
             continue;
         /* A zombie has done all it will do: not a member that runs. */
-        st = proc_state((pid_t)pid);
+        st = tcli_proc_state((pid_t)pid);
         if (st == 'Z' || st == 0)
             continue;
         n++;
@@ -320,9 +301,9 @@ static int group_count(pid_t pgid, int *stopped, char *desc, size_t size)
     return n;
 }
 
-void await_group_stopped(pid_t pgid, int timeout_ms)
+void tcli_await_group_stopped(pid_t pgid, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    uint64_t deadline = tc_now_us() + 1000u * (uint64_t)timeout_ms;
     char seen[256] = "", now[256];
 
     for (;;) {
@@ -332,50 +313,39 @@ void await_group_stopped(pid_t pgid, int timeout_ms)
             return;
         if (n > 0)
             memcpy(seen, now, sizeof(seen));
-        if (now_ms() >= deadline)
+        if (!tc_poll_pause(deadline))
             cr_assert_fail("process group %ld: %d of %d members stopped after %d ms (last "
                            "seen: %s)",
                            (long)pgid, stopped, n, timeout_ms, seen);
-        pause_5ms();
     }
 }
 
-int group_alive(pid_t pgid)
+int tcli_group_alive(pid_t pgid)
 {
     int stopped;
 
     return group_count(pgid, &stopped, NULL, 0) > 0;
 }
 
-void await_key_gone(const char *key, int timeout_ms)
+void tcli_await_key_gone(const char *key, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-    while (tc_key_count(key, strlen(key)) > 0) {
-        if (now_ms() >= deadline)
-            cr_assert_fail("'%s' is still on %d masters after %d ms", key,
-                           tc_key_count(key, strlen(key)), timeout_ms);
-        pause_5ms();
-    }
+    if (!TC_AWAIT(tc_key_count(key, strlen(key)) == 0, timeout_ms))
+        cr_assert_fail("'%s' is still on %d masters after %d ms", key,
+                       tc_key_count(key, strlen(key)), timeout_ms);
 }
 
-void await_private_key(int i, const char *key, int present, int timeout_ms)
+void tcli_await_private_key(int i, const char *key, int present, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
+    long long pttl;
 
-    for (;;) {
-        long long pttl = private_pttl(i, key);
-
-        if (present ? pttl >= -1 : pttl == -2)
-            return;
-        if (now_ms() >= deadline)
-            cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key,
-                           i, pttl, timeout_ms, present ? "there" : "gone");
-        pause_5ms();
-    }
+    if (!TC_AWAIT(present ? (pttl = tcli_private_pttl(i, key)) >= -1
+                          : (pttl = tcli_private_pttl(i, key)) == -2,
+                  timeout_ms))
+        cr_assert_fail("'%s' on private master %d: PTTL %lld after %d ms, expected it %s", key, i,
+                       pttl, timeout_ms, present ? "there" : "gone");
 }
 
-long long realtime_ns(void)
+long long tcli_realtime_ns(void)
 {
     struct timespec ts;
 
@@ -383,9 +353,9 @@ long long realtime_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-long long last_stamp(const char *path)
+long long tcli_last_stamp(const char *path)
 {
-    char *s = slurp(path), *l, *last = NULL;
+    char *s = tcli_slurp(path), *l, *last = NULL;
     long long v;
 
     for (l = s; *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : l + strlen(l))
@@ -403,13 +373,8 @@ static long long file_size(const char *path)
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
 }
 
-void await_file_grows(const char *path, long long size, int timeout_ms)
+void tcli_await_file_grows(const char *path, long long size, int timeout_ms)
 {
-    uint64_t deadline = now_ms() + (uint64_t)timeout_ms;
-
-    while (file_size(path) <= size) {
-        if (now_ms() >= deadline)
-            cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
-        pause_5ms();
-    }
+    if (!TC_AWAIT(file_size(path) > size, timeout_ms))
+        cr_assert_fail("%s did not grow past %lld bytes within %d ms", path, size, timeout_ms);
 }

@@ -28,17 +28,17 @@
 #include "cluster.h"
 #include "jsonread.h"
 
-char cli_tmpdir[SCRATCH_MAX];
-static char private_dir[SCRATCH_MAX + 16]; /* a private cluster's state dir, if any */
-static int private_port0;                  /* its master 0's port */
+char tcli_tmpdir[TCLI_SCRATCH_MAX];
+static char private_dir[TCLI_SCRATCH_MAX + 16]; /* a private cluster's state dir, if any */
+static int private_port0;                       /* its master 0's port */
 /* redlock-cli processes started and not reaped yet: a test that fails
- * half-way leaves them to cli_teardown(), which kills them, rather than
+ * half-way leaves them to tcli_teardown(), which kills them, rather than
  * running (`lock --wait forever`) or stopped (^Z) for ever. */
 #define MAX_LIVE 16
 static pid_t live[MAX_LIVE];
 static char private_pw[128]; /* its password, or "" */
 
-const char *cli_path(void)
+const char *tcli_path(void)
 {
     static char path[PATH_MAX + 32];
     char exe[PATH_MAX];
@@ -61,7 +61,7 @@ const char *cli_path(void)
     return path;
 }
 
-char *slurp(const char *path)
+char *tcli_slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
     char *buf;
@@ -85,8 +85,8 @@ char *slurp(const char *path)
  * commands run by `run`), plus @env ("NAME=value" strings, NULL-terminated;
  * "NAME=" with nothing after removes NAME). stdout and stderr go to files.
  */
-/* If set, cli_start() opens this file as the CLI's descriptor 3. */
-const char *cli_fd3_path;
+/* If set, tcli_start() opens this file as the CLI's descriptor 3. */
+const char *tcli_fd3_path;
 
 /* "!NAME" in @envp means unset: drop it, and NAME's entries. Return: the
  * entries left. */
@@ -115,22 +115,22 @@ static size_t drop_unset(const char **envp, size_t e)
     return e;
 }
 
-void cli_start(struct cli_proc *p, const char *const *args, const char *const *env)
+void tcli_start(struct tcli_proc *p, const char *const *args, const char *const *env)
 {
     static unsigned seq;
-    const char *argv[MAX_ARGS + 2];
-    char masters_env[1024], path_env[PATH_MAX + 8], cli_env[SCRATCH_MAX + 32];
+    const char *argv[TCLI_MAX_ARGS + 2];
+    char masters_env[1024], path_env[PATH_MAX + 8], cli_var[TCLI_SCRATCH_MAX + 32];
     const char *envp[32];
     size_t k = 0, e = 0;
 
     memset(p, 0, sizeof(*p));
-    snprintf(p->out_path, sizeof(p->out_path), "%s/out.%u", cli_tmpdir, seq);
-    snprintf(p->err_path, sizeof(p->err_path), "%s/err.%u", cli_tmpdir, seq);
+    snprintf(p->out_path, sizeof(p->out_path), "%s/out.%u", tcli_tmpdir, seq);
+    snprintf(p->err_path, sizeof(p->err_path), "%s/err.%u", tcli_tmpdir, seq);
     seq++;
 
-    argv[k++] = cli_path();
+    argv[k++] = tcli_path();
     for (size_t i = 0; args[i] != NULL; i++) {
-        cr_assert(k < MAX_ARGS);
+        cr_assert(k < TCLI_MAX_ARGS);
         argv[k++] = args[i];
     }
     argv[k] = NULL;
@@ -138,9 +138,9 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
     snprintf(path_env, sizeof(path_env), "PATH=%s",
              getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
     snprintf(masters_env, sizeof(masters_env), "REDLOCK_MASTERS=%s", tc_masters());
-    snprintf(cli_env, sizeof(cli_env), "REDLOCK_CLI=%s", cli_path());
+    snprintf(cli_var, sizeof(cli_var), "REDLOCK_CLI=%s", tcli_path());
     envp[e++] = path_env;
-    envp[e++] = cli_env;
+    envp[e++] = cli_var;
     for (size_t i = 0; env != NULL && env[i] != NULL; i++)
         envp[e++] = env[i];
     /* Defaults go after the caller's entries, and only if not overridden. */
@@ -176,8 +176,8 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
         dup2(err, 2);
         /* The CLI starts with 0-2 only (and 3 if asked): criterion's own
          * descriptors must not blur what `run` passes on to CMD. */
-        if (cli_fd3_path != NULL) {
-            int fd3 = open(cli_fd3_path, O_RDONLY);
+        if (tcli_fd3_path != NULL) {
+            int fd3 = open(tcli_fd3_path, O_RDONLY);
 
             if (fd3 < 0 || dup2(fd3, 3) < 0)
                 _exit(97);
@@ -190,22 +190,22 @@ void cli_start(struct cli_proc *p, const char *const *args, const char *const *e
     }
 }
 
-int cli_wait(struct cli_proc *p)
+int tcli_wait(struct tcli_proc *p)
 {
     int st;
 
     while (waitpid(p->pid, &st, 0) < 0)
-        cr_assert(yes(errno == EINTR), "waitpid: %s", strerror(errno));
+        cr_assert(tcli_yes(errno == EINTR), "waitpid: %s", strerror(errno));
     for (size_t i = 0; i < MAX_LIVE; i++)
         if (live[i] == p->pid)
             live[i] = 0;
     p->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    p->out = slurp(p->out_path);
-    p->err = slurp(p->err_path);
+    p->out = tcli_slurp(p->out_path);
+    p->err = tcli_slurp(p->err_path);
     return p->status;
 }
 
-void cli_free(struct cli_proc *p)
+void tcli_free(struct tcli_proc *p)
 {
     free(p->out);
     free(p->err);
@@ -218,44 +218,36 @@ static void collect_args(const char **args, va_list ap)
     size_t k = 0;
 
     for (const char *a; (a = va_arg(ap, const char *)) != NULL;) {
-        cr_assert(k < MAX_ARGS);
+        cr_assert(k < TCLI_MAX_ARGS);
         args[k++] = a;
     }
     args[k] = NULL;
 }
 
-void cli_spawn(struct cli_proc *p, const char *const *env, ...)
+void tcli_spawn(struct tcli_proc *p, const char *const *env, ...)
 {
-    const char *args[MAX_ARGS + 1];
+    const char *args[TCLI_MAX_ARGS + 1];
     va_list ap;
 
     va_start(ap, env);
     collect_args(args, ap);
     va_end(ap);
-    cli_start(p, args, env);
+    tcli_start(p, args, env);
 }
 
-void make_fifo(char *path, size_t size)
+void tcli_make_fifo(char *path, size_t size)
 {
-    snprintf(path, size, "%s/fifo", cli_tmpdir);
+    snprintf(path, size, "%s/fifo", tcli_tmpdir);
     cr_assert(mkfifo(path, 0600) == 0, "mkfifo %s: %s", path, strerror(errno));
 }
 
-size_t count_lines(const char *s)
+size_t tcli_count_lines(const char *s)
 {
     size_t n = 0;
 
     for (; *s; s++)
         n += (*s == '\n');
     return n;
-}
-
-uint64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -267,17 +259,17 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return 0;
 }
 
-void cli_setup(void)
+void tcli_setup(void)
 {
     const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 
-    snprintf(cli_tmpdir, sizeof(cli_tmpdir), "%s/redlock-cli-test.XXXXXX", base);
-    cr_assert(mkdtemp(cli_tmpdir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(tcli_tmpdir, sizeof(tcli_tmpdir), "%s/redlock-cli-test.XXXXXX", base);
+    cr_assert(mkdtemp(tcli_tmpdir) != NULL, "mkdtemp: %s", strerror(errno));
     private_dir[0] = '\0';
 }
 
 /* cluster-up.sh on a private cluster; returns its exit status. */
-int private_cluster(const char *const *args)
+int tcli_private_cluster(const char *const *args)
 {
     const char *argv[16];
     size_t k = 0;
@@ -304,11 +296,11 @@ int private_cluster(const char *const *args)
         _exit(127);
     }
     while (waitpid(pid, &st, 0) < 0)
-        cr_assert(yes(errno == EINTR));
+        cr_assert(tcli_yes(errno == EINTR));
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-void cli_teardown(void)
+void tcli_teardown(void)
 {
     /* SIGKILL works on a stopped process too; a `run` killed so has its
      * guard stop CMD's group. */
@@ -323,15 +315,15 @@ void cli_teardown(void)
     if (private_dir[0] != '\0') {
         const char *stop[] = { "stop", NULL };
 
-        private_cluster(stop);
+        tcli_private_cluster(stop);
         private_dir[0] = '\0';
     }
-    nftw(cli_tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    nftw(tcli_tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 /* Start @n masters on REDLOCK_TEST_BASEPORT + @offset.. (the unused ports of
  * this executable's slot) and write their list to @masters. */
-void private_start(int n, int offset, const char *password, char *masters, size_t size)
+void tcli_private_start(int n, int offset, const char *password, char *masters, size_t size)
 {
     char nbuf[16], pbuf[16];
     int base = atoi(getenv("REDLOCK_TEST_BASEPORT") ? getenv("REDLOCK_TEST_BASEPORT") : "0");
@@ -341,7 +333,7 @@ void private_start(int n, int offset, const char *password, char *masters, size_
     cr_assert(base > 0, "REDLOCK_TEST_BASEPORT is not set");
     snprintf(nbuf, sizeof(nbuf), "%d", n);
     snprintf(pbuf, sizeof(pbuf), "%d", base + offset);
-    snprintf(private_dir, sizeof(private_dir), "%s/cluster", cli_tmpdir);
+    snprintf(private_dir, sizeof(private_dir), "%s/cluster", tcli_tmpdir);
     private_port0 = base + offset;
     snprintf(private_pw, sizeof(private_pw), "%s", password != NULL ? password : "");
     if (password != NULL) {
@@ -350,7 +342,7 @@ void private_start(int n, int offset, const char *password, char *masters, size_
     }
     args[k++] = "start";
     args[k] = NULL;
-    cr_assert(eq(int, private_cluster(args), 0), "private cluster on port %d did not start",
+    cr_assert(eq(int, tcli_private_cluster(args), 0), "private cluster on port %d did not start",
               base + offset);
     masters[0] = '\0';
     for (int i = 0; i < n; i++)
@@ -365,25 +357,25 @@ static void private_fault(const char *what, int i)
     const char *args[] = { what, ibuf, NULL };
 
     snprintf(ibuf, sizeof(ibuf), "%d", i);
-    cr_assert(eq(int, private_cluster(args), 0), "cluster-up.sh %s %d failed", what, i);
+    cr_assert(eq(int, tcli_private_cluster(args), 0), "cluster-up.sh %s %d failed", what, i);
 }
 
-void private_kill(int i)
+void tcli_private_kill(int i)
 {
     private_fault("kill", i);
 }
 
-void private_pause(int i)
+void tcli_private_pause(int i)
 {
     private_fault("pause", i);
 }
 
-void private_resume(int i)
+void tcli_private_resume(int i)
 {
     private_fault("resume", i);
 }
 
-redisReply *private_cmd(int i, const char *fmt, ...)
+redisReply *tcli_private_cmd(int i, const char *fmt, ...)
 {
     struct timeval tv = { 1, 0 };
     redisContext *c;
@@ -404,9 +396,9 @@ redisReply *private_cmd(int i, const char *fmt, ...)
     return r;
 }
 
-long long private_pttl(int i, const char *key)
+long long tcli_private_pttl(int i, const char *key)
 {
-    redisReply *r = private_cmd(i, "PTTL %s", key);
+    redisReply *r = tcli_private_cmd(i, "PTTL %s", key);
     long long v = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
 
     if (r != NULL)
@@ -417,7 +409,7 @@ long long private_pttl(int i, const char *key)
 /* Masters that refuse connections: loopback ports bound but never listened
  * on, so nothing else can take them while this test runs (the sockets stay
  * open until the worker exits). */
-void dead_masters(char *buf, size_t size, int n)
+void tcli_dead_masters(char *buf, size_t size, int n)
 {
     size_t used = 0;
 
@@ -436,7 +428,7 @@ void dead_masters(char *buf, size_t size, int n)
     }
 }
 
-int is_token(const char *s)
+int tcli_is_token(const char *s)
 {
     size_t n = strlen(s);
 
@@ -449,7 +441,7 @@ int is_token(const char *s)
 }
 
 /* Number of masters on which @res holds @token. */
-int holders(const char *res, const char *token)
+int tcli_holders(const char *res, const char *token)
 {
     int n = 0;
 
@@ -464,7 +456,7 @@ int holders(const char *res, const char *token)
     return n;
 }
 
-int is_hex40(const char *s)
+int tcli_is_hex40(const char *s)
 {
     if (strlen(s) != 40)
         return 0;
@@ -475,7 +467,7 @@ int is_hex40(const char *s)
 }
 
 /* tests/helpers/clockshim.so, built next to this test, or NULL. */
-const char *clockshim_path(void)
+const char *tcli_clockshim_path(void)
 {
     static char path[PATH_MAX + 32];
     char exe[PATH_MAX];
@@ -492,28 +484,28 @@ const char *clockshim_path(void)
     return access(path, R_OK) == 0 ? path : NULL;
 }
 
-void assert_votes(const char *doc, int n)
+void tcli_assert_votes(const char *doc, int n)
 {
-    const char *masters = jreq(doc, "masters"), *m;
+    const char *masters = tcli_jreq(doc, "masters"), *m;
     char buf[128];
 
-    cr_assert(yes(*masters == '['));
+    cr_assert(tcli_yes(*masters == '['));
     for (int i = 0; i < n; i++) {
-        m = jindex(masters, i);
+        m = tcli_jindex(masters, i);
         cr_assert(m != NULL, "masters[%d] missing", i);
-        cr_assert(eq(str, jstr(m, "addr", buf, sizeof(buf)), (char *)tc_addr(i)));
-        jstr(m, "vote", buf, sizeof(buf));
+        cr_assert(eq(str, tcli_jstr(m, "addr", buf, sizeof(buf)), (char *)tc_addr(i)));
+        tcli_jstr(m, "vote", buf, sizeof(buf));
         cr_assert(strstr(" none pending ok held gone timeout down error excluded ", buf) != NULL,
                   "vote '%s'", buf);
-        jint(m, "latency_us");
-        jreq(m, "detail");
-        jreq(m, "error");
+        tcli_jint(m, "latency_us");
+        tcli_jreq(m, "detail");
+        tcli_jreq(m, "error");
     }
-    cr_assert(jindex(masters, n) == NULL);
+    cr_assert(tcli_jindex(masters, n) == NULL);
 }
 
 /* The token on the first line of @out into @token (33 bytes). */
-void take_token(const char *out, char *token)
+void tcli_take_token(const char *out, char *token)
 {
     cr_assert(strlen(out) >= 33 && out[32] == '\n', "stdout: '%s'", out);
     memcpy(token, out, 32);
@@ -522,20 +514,20 @@ void take_token(const char *out, char *token)
 
 /* `lock --fence` prints "TOKEN\nFENCE\n": the token into @token, the fence
  * returned. */
-unsigned long long take_token_and_fence(const char *out, char *token)
+unsigned long long tcli_take_token_and_fence(const char *out, char *token)
 {
     const char *f = out + 33;
     char *end;
     unsigned long long v;
 
-    take_token(out, token);
-    cr_assert(yes(*f >= '0' && *f <= '9'), "no fence on the second line: '%s'", out);
+    tcli_take_token(out, token);
+    cr_assert(tcli_yes(*f >= '0' && *f <= '9'), "no fence on the second line: '%s'", out);
     v = strtoull(f, &end, 10);
     cr_assert(eq(str, end, "\n"), "stdout is not token and fence: '%s'", out);
     return v;
 }
 
-long long master_pttl(int i, const char *key)
+long long tcli_master_pttl(int i, const char *key)
 {
     redisReply *r = tc_cmd(i, "PTTL %s", key);
     long long v;

@@ -18,42 +18,44 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define MAX_ARGS 80 /* a set of 64 resources, and the rest */
-#define SCRATCH_MAX 512
+#include "await.h" /* tc_now_us(), tc_ms_since(): the clock of the tests */
+
+#define TCLI_MAX_ARGS 80 /* a set of 64 resources, and the rest */
+#define TCLI_SCRATCH_MAX 512
 
 /* criterion's new cr_assert() pastes the first token of its (expanded)
  * argument: a plain condition must start with a function name. */
-static inline int yes(int cond)
+static inline int tcli_yes(int cond)
 {
     return cond;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Fixtures: TestSuite(x, .init = cli_setup, .fini = cli_teardown)          */
+/* Fixtures: TestSuite(x, .init = tcli_setup, .fini = tcli_teardown)          */
 /* ------------------------------------------------------------------------ */
 
-extern char cli_tmpdir[SCRATCH_MAX]; /* this test's scratch dir */
-void cli_setup(void);
-void cli_teardown(void); /* kills what the test left running, stops a private cluster,
+extern char tcli_tmpdir[TCLI_SCRATCH_MAX]; /* this test's scratch dir */
+void tcli_setup(void);
+void tcli_teardown(void); /* kills what the test left running, stops a private cluster,
                            removes the dir */
 
 /* ------------------------------------------------------------------------ */
 /* Running the binary                                                       */
 /* ------------------------------------------------------------------------ */
 
-struct cli_proc {
+struct tcli_proc {
     pid_t pid;
     int status; /* exit code, or 128 + signal */
     char *out;  /* stdout, NUL-terminated */
     char *err;  /* stderr */
-    char out_path[SCRATCH_MAX + 32];
-    char err_path[SCRATCH_MAX + 32];
+    char out_path[TCLI_SCRATCH_MAX + 32];
+    char err_path[TCLI_SCRATCH_MAX + 32];
 };
 
-/* If set, cli_start() opens this file as the CLI's descriptor 3. */
-extern const char *cli_fd3_path;
+/* If set, tcli_start() opens this file as the CLI's descriptor 3. */
+extern const char *tcli_fd3_path;
 
-const char *cli_path(void);
+const char *tcli_path(void);
 
 /*
  * Start redlock-cli with @args (NULL-terminated). Its environment is built
@@ -62,94 +64,93 @@ const char *cli_path(void);
  * "!NAME" removes NAME). stdout and stderr go to files,
  * stdin is /dev/null.
  */
-void cli_start(struct cli_proc *p, const char *const *args, const char *const *env);
-int cli_wait(struct cli_proc *p); /* reap, read stdout and stderr: the status */
-void cli_free(struct cli_proc *p);
-/* Start, args as a NULL-terminated list, and leave running (cli_wait()
+void tcli_start(struct tcli_proc *p, const char *const *args, const char *const *env);
+int tcli_wait(struct tcli_proc *p); /* reap, read stdout and stderr: the status */
+void tcli_free(struct tcli_proc *p);
+/* Start, args as a NULL-terminated list, and leave running (tcli_wait()
  * later). */
-void cli_spawn(struct cli_proc *p, const char *const *env, ...);
-#define cli_bg(p, ...) cli_spawn((p), NULL, __VA_ARGS__, (const char *)NULL)
+void tcli_spawn(struct tcli_proc *p, const char *const *env, ...);
+#define tcli_bg(p, ...) tcli_spawn((p), NULL, __VA_ARGS__, (const char *)NULL)
 /* Run to completion: the exit status. */
-#define cli_env(p, env, ...) (cli_spawn((p), (env), __VA_ARGS__), cli_wait(p))
-#define cli(p, ...) cli_env((p), NULL, __VA_ARGS__, (const char *)NULL)
+#define tcli_run_env(p, env, ...) (tcli_spawn((p), (env), __VA_ARGS__), tcli_wait(p))
+#define tcli_run(p, ...) tcli_run_env((p), NULL, __VA_ARGS__, (const char *)NULL)
 /* A FIFO in the scratch dir, its path into @path. */
-void make_fifo(char *path, size_t size);
+void tcli_make_fifo(char *path, size_t size);
 
 /* ------------------------------------------------------------------------ */
 /* Small readers                                                            */
 /* ------------------------------------------------------------------------ */
 
-char *slurp(const char *path); /* the whole file; the caller frees it */
-size_t count_lines(const char *s);
-uint64_t now_ms(void);       /* monotonic */
-int is_token(const char *s); /* 32 hex digits and a newline */
-int is_hex40(const char *s);
-void take_token(const char *out, char *token); /* first line of @out, 33 bytes */
+char *tcli_slurp(const char *path); /* the whole file; the caller frees it */
+size_t tcli_count_lines(const char *s);
+int tcli_is_token(const char *s); /* 32 hex digits and a newline */
+int tcli_is_hex40(const char *s);
+void tcli_take_token(const char *out, char *token); /* first line of @out, 33 bytes */
 /* `lock --fence` prints "TOKEN\nFENCE\n": the token into @token, the fence
  * returned. */
-unsigned long long take_token_and_fence(const char *out, char *token);
+unsigned long long tcli_take_token_and_fence(const char *out, char *token);
 /* Every master's vote in a --json object: @n of them, well formed. */
-void assert_votes(const char *doc, int n);
+void tcli_assert_votes(const char *doc, int n);
 
 /* ------------------------------------------------------------------------ */
 /* The masters                                                              */
 /* ------------------------------------------------------------------------ */
 
-int holders(const char *res, const char *token); /* masters where @res holds @token */
-long long master_pttl(int i, const char *key);
+int tcli_holders(const char *res, const char *token); /* masters where @res holds @token */
+long long tcli_master_pttl(int i, const char *key);
 /* Start @n masters on REDLOCK_TEST_BASEPORT + @offset.. and write their
- * list to @masters. One private cluster per test, stopped by cli_teardown. */
-void private_start(int n, int offset, const char *password, char *masters, size_t size);
-void private_kill(int i);
-void private_pause(int i); /* SIGSTOP: its socket stays open, it answers nothing */
-void private_resume(int i);
-int private_cluster(const char *const *args); /* cluster-up.sh on it: its status */
+ * list to @masters. One private cluster per test, stopped by tcli_teardown. */
+void tcli_private_start(int n, int offset, const char *password, char *masters, size_t size);
+void tcli_private_kill(int i);
+void tcli_private_pause(int i); /* SIGSTOP: its socket stays open, it answers nothing */
+void tcli_private_resume(int i);
+int tcli_private_cluster(const char *const *args); /* cluster-up.sh on it: its status */
 /* A command to private master @i, as redisCommand() formats it: the reply
  * (free it), or NULL if it did not answer within a second. */
-struct redisReply *private_cmd(int i, const char *fmt, ...);
+struct redisReply *tcli_private_cmd(int i, const char *fmt, ...);
 /* PTTL of @key on private master @i: -2 absent, -1 no ttl, -3 no answer. */
-long long private_pttl(int i, const char *key);
+long long tcli_private_pttl(int i, const char *key);
 /* Masters that refuse connections: loopback ports bound but never listened
  * on, so nothing else can take them while the test runs. */
-void dead_masters(char *buf, size_t size, int n);
-const char *clockshim_path(void); /* tests/clockshim.so, or NULL */
+void tcli_dead_masters(char *buf, size_t size, int n);
+const char *tcli_clockshim_path(void); /* tests/clockshim.so, or NULL */
 
 /* ------------------------------------------------------------------------ */
 /* Awaiting events (each fails the test after @timeout_ms)                  */
 /* ------------------------------------------------------------------------ */
 
 /* A line that CMD (started by `run`) writes into the FIFO @fifo. */
-void read_line_from_fifo(const char *fifo, char *buf, size_t size);
-pid_t read_pid_from_fifo(const char *fifo);
+void tcli_read_line_from_fifo(const char *fifo, char *buf, size_t size);
+pid_t tcli_read_pid_from_fifo(const char *fifo);
 /* Until the file @path contains @needle; returns its content (free it). */
-char *await_file_contains(const char *path, const char *needle, int timeout_ms);
+char *tcli_await_file_contains(const char *path, const char *needle, int timeout_ms);
 /* /proc/PID/stat's state letter ('R', 'S', 'T', 'Z'...), or 0 if gone. */
-char proc_state(pid_t pid);
-void await_proc_state(pid_t pid, char state, int timeout_ms);
-int process_gone(pid_t pid); /* gone, or a zombie */
-void await_gone(pid_t pid, int timeout_ms);
+char tcli_proc_state(pid_t pid);
+void tcli_await_proc_state(pid_t pid, char state, int timeout_ms);
+int tcli_process_gone(pid_t pid); /* gone, or a zombie */
+void tcli_await_gone(pid_t pid, int timeout_ms);
 /* What master @master is asked, from now on (MONITOR): start it before
  * the command that will send what you await. */
-struct monitor;
-struct monitor *monitor_start(int master);
+struct tcli_monitor;
+struct tcli_monitor *tcli_monitor_start(int master);
 /* Until a command line containing @needle (e.g. "\"SET\" \"res\"") goes by. */
-void monitor_await(struct monitor *m, const char *needle, int timeout_ms);
-void monitor_stop(struct monitor *m);
+void tcli_monitor_await(struct tcli_monitor *m, const char *needle, int timeout_ms);
+void tcli_monitor_stop(struct tcli_monitor *m);
 /* Until every master has a waiter queued for @res (an acquire waiting in
  * its turn: the library's queue, "res\0q"). */
-void await_waiting(const char *res, int timeout_ms);
+void tcli_await_waiting(const char *res, int timeout_ms);
 /* Until every process in group @pgid is stopped (and there is one).
  * Zombies do not count as members. */
-void await_group_stopped(pid_t pgid, int timeout_ms);
-int group_alive(pid_t pgid); /* some process is in group @pgid */
+void tcli_await_group_stopped(pid_t pgid, int timeout_ms);
+int tcli_group_alive(pid_t pgid); /* some process is in group @pgid */
 /* Until the file @path is larger than @size bytes. */
-void await_file_grows(const char *path, long long size, int timeout_ms);
+void tcli_await_file_grows(const char *path, long long size, int timeout_ms);
 /* Until no master has @key. */
-void await_key_gone(const char *key, int timeout_ms);
+void tcli_await_key_gone(const char *key, int timeout_ms);
 /* Until private master @i has @key (@present), or has it no more. */
-void await_private_key(int i, const char *key, int present, int timeout_ms);
-long long realtime_ns(void); /* CLOCK_REALTIME, as `date +%s%N` prints it */
+void tcli_await_private_key(int i, const char *key, int present, int timeout_ms);
+long long tcli_realtime_ns(void); /* CLOCK_REALTIME, as `date +%s%N` prints it */
 /* The last line of @path that starts with a digit, as a number (0: none). */
-long long last_stamp(const char *path);
+long long tcli_last_stamp(const char *path);
 
 #endif

@@ -122,7 +122,7 @@ static const char *jvalue(const char *p)
 }
 
 /* @doc must be exactly one JSON object and a newline. */
-void assert_one_json_object(const char *doc)
+void tcli_assert_one_json_object(const char *doc)
 {
     const char *end;
 
@@ -133,12 +133,12 @@ void assert_one_json_object(const char *doc)
 }
 
 /* The value of member @key of the object at @obj, or NULL. */
-const char *jget(const char *obj, const char *key)
+const char *tcli_jget(const char *obj, const char *key)
 {
     const char *p = jws(obj);
     size_t kl = strlen(key);
 
-    cr_assert(yes(*p == '{'), "jget(%s): not an object", key);
+    cr_assert(tcli_yes(*p == '{'), "tcli_jget(%s): not an object", key);
     p = jws(p + 1);
     while (*p == '"') {
         const char *k = p + 1, *v;
@@ -146,7 +146,7 @@ const char *jget(const char *obj, const char *key)
         p = jstring(p);
         cr_assert(p != NULL);
         p = jws(p);
-        cr_assert(yes(*p == ':'));
+        cr_assert(tcli_yes(*p == ':'));
         v = jws(p + 1);
         if ((size_t)(p - k - 1) == kl && strncmp(k, key, kl) == 0)
             return v;
@@ -158,11 +158,11 @@ const char *jget(const char *obj, const char *key)
 }
 
 /* Element @i of the array at @arr, or NULL. */
-const char *jindex(const char *arr, int i)
+const char *tcli_jindex(const char *arr, int i)
 {
     const char *p = jws(arr);
 
-    cr_assert(yes(*p == '['));
+    cr_assert(tcli_yes(*p == '['));
     p = jws(p + 1);
     if (*p == ']')
         return NULL;
@@ -175,50 +175,52 @@ const char *jindex(const char *arr, int i)
     return p;
 }
 
-const char *jreq(const char *obj, const char *key)
+const char *tcli_jreq(const char *obj, const char *key)
 {
-    const char *v = jget(obj, key);
+    const char *v = tcli_jget(obj, key);
 
     cr_assert(v != NULL, "JSON member \"%s\" missing in %s", key, obj);
     return v;
 }
 
-long long jint(const char *obj, const char *key)
+long long tcli_jint(const char *obj, const char *key)
 {
-    const char *v = jreq(obj, key);
+    const char *v = tcli_jreq(obj, key);
 
-    cr_assert(yes((*v >= '0' && *v <= '9') || *v == '-'), "\"%s\" is not a number: %.40s", key, v);
+    cr_assert(tcli_yes((*v >= '0' && *v <= '9') || *v == '-'), "\"%s\" is not a number: %.40s", key,
+              v);
     return strtoll(v, NULL, 10);
 }
 
-double jdouble(const char *obj, const char *key)
+double tcli_jdouble(const char *obj, const char *key)
 {
-    const char *v = jreq(obj, key);
+    const char *v = tcli_jreq(obj, key);
 
-    cr_assert(yes((*v >= '0' && *v <= '9') || *v == '-'), "\"%s\" is not a number: %.40s", key, v);
+    cr_assert(tcli_yes((*v >= '0' && *v <= '9') || *v == '-'), "\"%s\" is not a number: %.40s", key,
+              v);
     return strtod(v, NULL);
 }
 
-int jbool(const char *obj, const char *key)
+int tcli_jbool(const char *obj, const char *key)
 {
-    const char *v = jreq(obj, key);
+    const char *v = tcli_jreq(obj, key);
 
     cr_assert(strncmp(v, "true", 4) == 0 || strncmp(v, "false", 5) == 0,
               "\"%s\" is not a boolean: %.40s", key, v);
     return v[0] == 't';
 }
 
-int jnull(const char *obj, const char *key)
+int tcli_jnull(const char *obj, const char *key)
 {
-    return strncmp(jreq(obj, key), "null", 4) == 0;
+    return strncmp(tcli_jreq(obj, key), "null", 4) == 0;
 }
 
 /* A string member without escapes (tokens, addresses, codes) into @buf. */
-char *jstr(const char *obj, const char *key, char *buf, size_t size)
+char *tcli_jstr(const char *obj, const char *key, char *buf, size_t size)
 {
-    const char *v = jreq(obj, key), *e;
+    const char *v = tcli_jreq(obj, key), *e;
 
-    cr_assert(yes(*v == '"'), "\"%s\" is not a string: %.40s", key, v);
+    cr_assert(tcli_yes(*v == '"'), "\"%s\" is not a string: %.40s", key, v);
     e = strchr(v + 1, '"');
     cr_assert(e != NULL && (size_t)(e - v - 1) < size);
     memcpy(buf, v + 1, (size_t)(e - v - 1));
@@ -227,9 +229,9 @@ char *jstr(const char *obj, const char *key, char *buf, size_t size)
 }
 
 /* Array element @i, a string without escapes, into @buf. */
-char *jelem_str(const char *arr, int i, char *buf, size_t size)
+char *tcli_jelem_str(const char *arr, int i, char *buf, size_t size)
 {
-    const char *v = jindex(arr, i), *e;
+    const char *v = tcli_jindex(arr, i), *e;
 
     cr_assert(v != NULL && *v == '"', "element %d is not a string", i);
     e = strchr(v + 1, '"');

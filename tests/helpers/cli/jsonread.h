@@ -8,22 +8,22 @@
 #include <stddef.h>
 
 /* @doc must be exactly one JSON object and a newline. */
-void assert_one_json_object(const char *doc);
+void tcli_assert_one_json_object(const char *doc);
 
 /* The value of member @key of the object at @obj, or NULL. */
-const char *jget(const char *obj, const char *key);
+const char *tcli_jget(const char *obj, const char *key);
 /* Element @i of the array at @arr, or NULL. */
-const char *jindex(const char *arr, int i);
-/* jget(), failing the test when @key is missing. */
-const char *jreq(const char *obj, const char *key);
+const char *tcli_jindex(const char *arr, int i);
+/* tcli_jget(), failing the test when @key is missing. */
+const char *tcli_jreq(const char *obj, const char *key);
 
-long long jint(const char *obj, const char *key);
-double jdouble(const char *obj, const char *key);
-int jbool(const char *obj, const char *key);
-int jnull(const char *obj, const char *key);
+long long tcli_jint(const char *obj, const char *key);
+double tcli_jdouble(const char *obj, const char *key);
+int tcli_jbool(const char *obj, const char *key);
+int tcli_jnull(const char *obj, const char *key);
 /* A string member without escapes (tokens, addresses, codes) into @buf. */
-char *jstr(const char *obj, const char *key, char *buf, size_t size);
+char *tcli_jstr(const char *obj, const char *key, char *buf, size_t size);
 /* Array element @i, a string without escapes, into @buf. */
-char *jelem_str(const char *arr, int i, char *buf, size_t size);
+char *tcli_jelem_str(const char *arr, int i, char *buf, size_t size);
 
 #endif

@@ -1,4 +1,4 @@
-/* json.c - the streaming JSON writer behind --json (see json.h).
+/* json.c - the streaming JSON writer (see json.h).
  *
  * Resource names may hold any byte but NUL, and JSON strings must be
  * Unicode, so the string writer validates UTF-8 itself instead of trusting
@@ -7,54 +7,100 @@
 #include "json.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <math.h>
 #include <string.h>
 
 void json_init(struct json *j, FILE *f)
 {
+    memset(j, 0, sizeof(*j));
     j->f = f;
-    j->need_comma = 0;
+}
+
+void json_init_buf(struct json *j, char *buf, size_t size)
+{
+    memset(j, 0, sizeof(*j));
+    j->buf = buf;
+    j->size = size;
+    if (size > 0)
+        buf[0] = '\0';
+}
+
+/* @n bytes at @p to the stream, or into the buffer as far as they fit
+ * (which stays NUL-terminated). */
+static void out_n(struct json *j, const void *p, size_t n)
+{
+    size_t room;
+
+    if (j->f) {
+        fwrite(p, 1, n, j->f);
+        return;
+    }
+    room = j->size > j->used ? j->size - j->used - 1 : 0;
+    if (n > room) {
+        j->truncated = 1;
+        n = room;
+    }
+    memcpy(j->buf + j->used, p, n);
+    j->used += n;
+    if (j->size > 0)
+        j->buf[j->used] = '\0';
+}
+
+static void out_c(struct json *j, char c)
+{
+    out_n(j, &c, 1);
+}
+
+static void out_s(struct json *j, const char *s)
+{
+    out_n(j, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void out_f(struct json *j, const char *fmt, ...)
+{
+    char tmp[400]; /* a number or an escape: DBL_MAX with %f is 316 bytes */
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        out_n(j, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
 }
 
 static void sep(struct json *j)
 {
     if (j->need_comma)
-        fputc(',', j->f);
+        out_c(j, ',');
     j->need_comma = 1;
 }
 
 void json_obj_begin(struct json *j)
 {
     sep(j);
-    fputc('{', j->f);
+    out_c(j, '{');
     j->need_comma = 0;
 }
 
 void json_obj_end(struct json *j)
 {
-    fputc('}', j->f);
+    out_c(j, '}');
     j->need_comma = 1;
 }
 
 void json_arr_begin(struct json *j)
 {
     sep(j);
-    fputc('[', j->f);
+    out_c(j, '[');
     j->need_comma = 0;
 }
 
 void json_arr_end(struct json *j)
 {
-    fputc(']', j->f);
+    out_c(j, ']');
     j->need_comma = 1;
-}
-
-void json_key(struct json *j, const char *key)
-{
-    sep(j);
-    /* Keys are our own ASCII literals: no escaping needed. */
-    fprintf(j->f, "\"%s\":", key);
-    j->need_comma = 0;
 }
 
 /* Length of the valid UTF-8 sequence starting at @s (at most @n bytes
@@ -107,65 +153,81 @@ int json_utf8_valid(const void *p, size_t len)
     return 1;
 }
 
-int json_str(struct json *j, const void *p, size_t len)
+/* @len bytes at @p as a JSON string (see json_str()). */
+static int put_str(struct json *j, const void *p, size_t len)
 {
     const unsigned char *s = p;
     int lossless = 1;
 
-    sep(j);
-    fputc('"', j->f);
+    out_c(j, '"');
     for (size_t i = 0; i < len;) {
         unsigned char c = s[i];
         size_t k;
 
         switch (c) {
         case '"':
-            fputs("\\\"", j->f);
+            out_s(j, "\\\"");
             i++;
             continue;
         case '\\':
-            fputs("\\\\", j->f);
+            out_s(j, "\\\\");
             i++;
             continue;
         case '\n':
-            fputs("\\n", j->f);
+            out_s(j, "\\n");
             i++;
             continue;
         case '\r':
-            fputs("\\r", j->f);
+            out_s(j, "\\r");
             i++;
             continue;
         case '\t':
-            fputs("\\t", j->f);
+            out_s(j, "\\t");
             i++;
             continue;
         case '\b':
-            fputs("\\b", j->f);
+            out_s(j, "\\b");
             i++;
             continue;
         case '\f':
-            fputs("\\f", j->f);
+            out_s(j, "\\f");
             i++;
             continue;
         default: break;
         }
         if (c < 0x20 || c == 0x7f) {
-            fprintf(j->f, "\\u%04x", c);
+            out_f(j, "\\u%04x", c);
             i++;
             continue;
         }
         k = utf8_seq(s + i, len - i);
         if (k == 0) {
-            fprintf(j->f, "\\u%04x", c);
+            out_f(j, "\\u%04x", c);
             lossless = 0;
             i++;
             continue;
         }
-        fwrite(s + i, 1, k, j->f);
+        out_n(j, s + i, k);
         i += k;
     }
-    fputc('"', j->f);
+    out_c(j, '"');
     return lossless;
+}
+
+int json_str(struct json *j, const void *p, size_t len)
+{
+    sep(j);
+    return put_str(j, p, len);
+}
+
+/* Keys are escaped as strings are: most are our literals, but some come
+ * from outside (a command name a master reports). */
+void json_key(struct json *j, const char *key)
+{
+    sep(j);
+    put_str(j, key, strlen(key));
+    out_c(j, ':');
+    j->need_comma = 0;
 }
 
 void json_cstr(struct json *j, const char *s)
@@ -181,22 +243,22 @@ void json_hex(struct json *j, const void *p, size_t len)
     const unsigned char *s = p;
 
     sep(j);
-    fputc('"', j->f);
+    out_c(j, '"');
     for (size_t i = 0; i < len; i++)
-        fprintf(j->f, "%02x", s[i]);
-    fputc('"', j->f);
+        out_f(j, "%02x", s[i]);
+    out_c(j, '"');
 }
 
 void json_i64(struct json *j, int64_t v)
 {
     sep(j);
-    fprintf(j->f, "%" PRId64, v);
+    out_f(j, "%" PRId64, v);
 }
 
 void json_u64(struct json *j, uint64_t v)
 {
     sep(j);
-    fprintf(j->f, "%" PRIu64, v);
+    out_f(j, "%" PRIu64, v);
 }
 
 void json_double(struct json *j, double v, int digits)
@@ -207,24 +269,68 @@ void json_double(struct json *j, double v, int digits)
     }
     sep(j);
     /* %f never uses an exponent, and "-0.000" is still valid JSON. */
-    fprintf(j->f, "%.*f", digits, v);
+    out_f(j, "%.*f", digits, v);
 }
 
 void json_bool(struct json *j, int v)
 {
     sep(j);
-    fputs(v ? "true" : "false", j->f);
+    out_s(j, v ? "true" : "false");
 }
 
 void json_null(struct json *j)
 {
     sep(j);
-    fputs("null", j->f);
+    out_s(j, "null");
+}
+
+void json_raw(struct json *j, const char *text)
+{
+    out_s(j, text);
+    if (text[0] != '\0')
+        j->need_comma = 1;
+}
+
+void json_kv_cstr(struct json *j, const char *key, const char *s)
+{
+    json_key(j, key);
+    json_cstr(j, s);
+}
+
+void json_kv_i64(struct json *j, const char *key, int64_t v)
+{
+    json_key(j, key);
+    json_i64(j, v);
+}
+
+void json_kv_u64(struct json *j, const char *key, uint64_t v)
+{
+    json_key(j, key);
+    json_u64(j, v);
+}
+
+void json_kv_double(struct json *j, const char *key, double v, int digits)
+{
+    json_key(j, key);
+    json_double(j, v, digits);
+}
+
+void json_kv_bool(struct json *j, const char *key, int v)
+{
+    json_key(j, key);
+    json_bool(j, v);
+}
+
+void json_kv_null(struct json *j, const char *key)
+{
+    json_key(j, key);
+    json_null(j);
 }
 
 void json_end(struct json *j)
 {
-    fputc('\n', j->f);
-    fflush(j->f);
+    out_c(j, '\n');
+    if (j->f)
+        fflush(j->f);
     j->need_comma = 0;
 }
