@@ -23,6 +23,9 @@ trap 'rm -rf "$WORK"' EXIT
 # name | spin -D flags | gcc flags | pan flags. Safety runs are a bitstate
 # (supertrace) search with a 2^24-bit table: a partial search, whose
 # counterexamples are real but whose silence is not a proof (§13).
+# fences: fenced acquires (never the fast path) with the write-back, one
+# fault of any kind: a holder's fence is larger than every fence granted
+# before its attempt started, unless a master lost its counter (NOTES §5).
 # The progress checks (LIVE) are exhaustive: one master down, client 1 may
 # crash once (anywhere, or never), no other fault; each connection its own
 # process (so that "delivered eventually" is weak fairness), a tick only
@@ -33,6 +36,7 @@ trap 'rm -rf "$WORK"' EXIT
 # live-progress: LTL, every waiting client eventually holds or crashed.
 CHECKS=(
     "safety|-DFAULT_KIND=9|-DSAFETY -DBITSTATE|-w24 -m100000"
+    "fences|-DFENCED -DFAULT_KIND=9 -DROUNDS1=1|-DSAFETY -DBITSTATE|-w24 -m100000"
     "live-stuck|-DLIVE -DCRASH -DSTUCK_MAX=6|-O0 -w -DSAFETY|-m300000"
     "live-progress|-DLIVE -DCRASH -DLTL_PROGRESS -DSTUCK_MAX=255|-O0 -w -DNFAIR=3|-a -f -m300000"
 )
