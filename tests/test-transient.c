@@ -75,20 +75,21 @@ static void on_log(int level, const char *msg, void *arg)
 }
 
 /* Give master @m a dataset that takes about a second to load here, and
- * save it: a restart then loads it, answering LOADING meanwhile. Two
- * halves, each well inside tc_cmd()'s 2 s timeout. */
+ * save it: a restart then loads it, answering LOADING meanwhile. Each step
+ * takes about a second on an idle machine and several on a loaded one
+ * (tc_cmd()'s 2 s timeout failed them there): 60 s each. */
 static void large_dump(int m)
 {
     static const char *const prefixes[] = { "load-a", "load-b" };
 
     for (int k = 0; k < 2; k++) {
-        redisReply *r = tc_cmd(m, "DEBUG POPULATE 350000 %s 16", prefixes[k]);
+        redisReply *r = tc_cmd_slow(m, 60, "DEBUG POPULATE 350000 %s 16", prefixes[k]);
 
         cr_assert(r && r->type == REDIS_REPLY_STATUS, "DEBUG POPULATE on master %d: %s", m,
                   r && r->str ? r->str : "no answer");
         freeReplyObject(r);
     }
-    redisReply *r = tc_cmd(m, "SAVE");
+    redisReply *r = tc_cmd_slow(m, 60, "SAVE");
     cr_assert(r && r->type == REDIS_REPLY_STATUS, "SAVE on master %d: %s", m,
               r && r->str ? r->str : "no answer");
     freeReplyObject(r);

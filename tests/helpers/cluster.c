@@ -347,9 +347,9 @@ __attribute__((format(printf, 1, 2))) static void tc_note(const char *fmt, ...)
     va_end(ap);
 }
 
-static redisContext *master_connect(int i)
+static redisContext *master_connect(int i, int timeout_s)
 {
-    const struct timeval tv = { .tv_sec = TC_CMD_TIMEOUT_S };
+    const struct timeval tv = { .tv_sec = timeout_s };
     const char *password = tc_password();
     redisContext *c;
 
@@ -391,23 +391,40 @@ static redisReply *finish(int i, redisContext *c, void *reply)
     return reply;
 }
 
-redisReply *tc_cmd(int i, const char *fmt, ...)
+static redisReply *vcmd(int i, int timeout_s, const char *fmt, va_list ap)
 {
-    redisContext *c = master_connect(i);
-    va_list ap;
-    void *reply;
+    redisContext *c = master_connect(i, timeout_s);
 
     if (!c)
         return NULL;
+    return finish(i, c, redisvCommand(c, fmt, ap));
+}
+
+redisReply *tc_cmd(int i, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *reply;
+
     va_start(ap, fmt);
-    reply = redisvCommand(c, fmt, ap);
+    reply = vcmd(i, TC_CMD_TIMEOUT_S, fmt, ap);
     va_end(ap);
-    return finish(i, c, reply);
+    return reply;
+}
+
+redisReply *tc_cmd_slow(int i, int timeout_s, const char *fmt, ...)
+{
+    va_list ap;
+    redisReply *reply;
+
+    va_start(ap, fmt);
+    reply = vcmd(i, timeout_s, fmt, ap);
+    va_end(ap);
+    return reply;
 }
 
 redisReply *tc_cmd_argv(int i, int argc, const char **argv, const size_t *argvlen)
 {
-    redisContext *c = master_connect(i);
+    redisContext *c = master_connect(i, TC_CMD_TIMEOUT_S);
 
     if (!c)
         return NULL;

@@ -106,6 +106,11 @@ void tc_pause_writes(int i, int ms);
  */
 redisReply *tc_cmd(int i, const char *fmt, ...);
 
+/* tc_cmd() for a command whose work is the point (DEBUG POPULATE, SAVE):
+ * its timeout is @timeout_s seconds, not 2, so that a loaded machine makes
+ * it slow rather than failed. A paused or dead master still ends it. */
+redisReply *tc_cmd_slow(int i, int timeout_s, const char *fmt, ...);
+
 /* tc_cmd() with an argument vector (binary-safe), as redisCommandArgv(). */
 redisReply *tc_cmd_argv(int i, int argc, const char **argv, const size_t *argvlen);
 
