@@ -440,8 +440,10 @@ inline tick(i) {
 
 /* A master whose clock runs fast ends a key or a window up to D early. */
 #define EARLY(m) \
-    :: atomic { ttl[m] > 0 && ttl[m] <= D -> ttl[m] = 0; key[m] = FREE } \
-    :: atomic { mk[m] == MK_YOUNG && win[m] <= D -> win[m] = 0; mk[m] = MK_SERVED }
+    :: atomic { ttl[m] > 0 && ttl[m] <= D -> ttl[m] = 0; key[m] = FREE; \
+                printf("MSC: master %d's clock runs fast: its key expires early\n", m) } \
+    :: atomic { mk[m] == MK_YOUNG && win[m] <= D -> win[m] = 0; mk[m] = MK_SERVED; \
+                printf("MSC: master %d's clock runs fast: its window ends early\n", m) }
 
 proctype clock() {
     byte i;
@@ -450,7 +452,7 @@ end:
 #ifdef LIVE
     :: atomic { timeout -> printf("MSC: tick\n"); tick(i) }
 #else
-    :: atomic { tick(i) }
+    :: atomic { printf("MSC: tick\n"); tick(i) }
 #if D > 0
     EARLY(0) EARLY(1) EARLY(2)
 #if NM > 3
