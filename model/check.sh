@@ -44,6 +44,7 @@ DEEP=(
     "safety-full|-DFAULT_KIND=9|-DSAFETY -DCOLLAPSE|-m200000"
     "safety-2faults|-DFAULTS=2 -DEXTS=1 -DWAITQ|-DSAFETY -DBITSTATE|-w30 -m200000"
     "safety-fenced|-DFENCED -DROUNDS0=2 -DFAULT_KIND=2|-DSAFETY -DBITSTATE|-w28 -m200000"
+    "safety-5|-DNM=5 -DFAULT_KIND=9|-w -DSAFETY -DBITSTATE|-w26 -m200000"
 )
 # name | spin -D flags | gcc flags | pan flags: each must find a violation.
 BROKEN=(
