@@ -78,7 +78,7 @@ static void acq_after_cleanup(rl_acquire *a)
      * unless the votes were fine and the fence write-back failed: that
      * message (acq_decide_fence) says what happened. */
     if (status == REDLOCK_ENOQUORUM && !a->fence_failed)
-        status = rl_outcome_failure(op, "acquire", &op->err);
+        status = rl_outcome_failure(op, &op->err);
     op->status = status;
     if (status == REDLOCK_ECONFLICT)
         rl_acq_found_held(a); /* the next waiter for it queues at once */
@@ -202,7 +202,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
                "acquire: out of memory for cleanup; keys expire after %u ms", a->w.ttl_ms);
     a->phase = ACQ_CLEANUP;
     if (f)
-        rl_round_start(op, f, send, wait, true, false); /* decide runs: acq_decide */
+        rl_round_start(op, f, send, wait, RL_ROUND_PRIORITY); /* decide runs: acq_decide */
     else
         acq_after_cleanup(a);
 }
@@ -256,7 +256,7 @@ static void acq_fence(rl_acquire *a)
     a->n_ok = a->n_fail = 0;
     a->set_sent = op->sent_mask;
     uint32_t all = (1u << c->n) - 1;
-    rl_round_start(op, f, all, all, true, false);
+    rl_round_start(op, f, all, all, RL_ROUND_PRIORITY);
 }
 
 static void acq_decide_votes(rl_acquire *a)
@@ -352,7 +352,7 @@ static void acq_attempt_start(rl_acquire *a)
             ask |= 1u << i;
         }
     }
-    rl_round_start(op, f, ask, ask, false, true);
+    rl_round_start(op, f, ask, ask, RL_ROUND_VOTES);
 }
 
 /* A release may have freed the resource: try now instead of at the poll.
@@ -441,6 +441,7 @@ static void acq_destroy(rl_op *op)
 static const rl_op_ops acquire_ops = {
     .kind = REDLOCK_OP_ACQUIRE,
     .name = "acquire",
+    .verdict = RL_VERDICT_HELD_CONFLICTS,
     .on_vote = rl_acq_on_vote,
     .decide = acq_decide,
     .on_timer = acq_on_timer,

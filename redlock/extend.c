@@ -168,7 +168,7 @@ static void ext_decide(rl_op *op)
         rl_op_finish(op, 0);
     } else if (x->n_fail > c->n - c->quorum) {
         op->out.elapsed_us = rl_now_us() - op->attempt_us;
-        ext_failed(x, rl_outcome_failure(op, "extend", &op->err));
+        ext_failed(x, rl_outcome_failure(op, &op->err));
     }
 }
 
@@ -181,6 +181,7 @@ static void ext_deliver(rl_op *op)
 static const rl_op_ops extend_ops = {
     .kind = REDLOCK_OP_EXTEND,
     .name = "extend",
+    .verdict = RL_VERDICT_HELD_LOST | RL_VERDICT_GONE_LOST,
     .on_vote = ext_on_vote,
     .decide = ext_decide,
     .deliver = ext_deliver,
@@ -265,7 +266,7 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
         rl_op_finish(op, REDLOCK_ENOMEM);
         return 0;
     }
-    rl_round_start(op, f, (1u << c->n) - 1, (1u << c->n) - 1, true, true);
+    rl_round_start(op, f, (1u << c->n) - 1, (1u << c->n) - 1, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
     return 0;
 }
 

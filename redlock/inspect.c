@@ -157,7 +157,7 @@ static void insp_decide(rl_op *op)
     if (st->n_answered >= c->quorum)
         rl_op_finish(op, 0);
     else
-        rl_op_finish(op, rl_outcome_failure(op, op->ops->name, &op->err));
+        rl_op_finish(op, rl_outcome_failure(op, &op->err));
 }
 
 static void insp_deliver(rl_op *op)
@@ -213,7 +213,7 @@ static int insp_start(redlock_client *c, bool ping, const void *resource, size_t
         rl_cmd_time(&cmd);
     else
         rl_cmd_status(&cmd, &op->k);
-    rl_round_send(op, &cmd, ping ? "ping" : "status", RL_ALL, RL_ALL, false, true);
+    rl_round_send(op, &cmd, ping ? "ping" : "status", RL_ALL, RL_ALL, RL_ROUND_VOTES);
     return 0;
 }
 

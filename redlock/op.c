@@ -91,8 +91,7 @@ void rl_round_end(rl_op *op)
     evtimer_del(op->round_timer);
 }
 
-void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
-                    bool votes)
+void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsigned how)
 {
     redlock_client *c = op->c;
     rl_round_end(op);
@@ -106,12 +105,12 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
         uint32_t bit = 1u << i;
         if (!(send & bit))
             continue;
-        int rc = rl_fanout_send(f, i, priority);
+        int rc = rl_fanout_send(f, i, how & RL_ROUND_PRIORITY);
         if (rc == 0)
             op->sent_mask |= bit;
         if (rc == 0 && (count & bit)) {
             op->pending_mask |= bit;
-            if (votes) {
+            if (how & RL_ROUND_VOTES) {
                 memset(&op->out.votes[i], 0, sizeof(op->out.votes[i]));
                 op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
             }
@@ -135,7 +134,7 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
 }
 
 void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send, uint32_t count,
-                   bool priority, bool votes)
+                   unsigned how)
 {
     rl_fanout *f = rl_fanout_new(op->c->nodes, cmd);
     if (!f) {
@@ -144,7 +143,7 @@ void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send
         return;
     }
     uint32_t all = (1u << op->c->n) - 1;
-    rl_round_start(op, f, send & all, count & all, priority, votes);
+    rl_round_start(op, f, send & all, count & all, how);
 }
 
 /* ---- the op's life ---------------------------------------------------------- */

@@ -21,9 +21,25 @@
 
 typedef struct rl_op rl_op;
 
+/* How outcome.c reads the votes of a round that failed (rl_op_ops.verdict):
+ * what "held" and "gone" mean to the kind. */
+#define RL_VERDICT_HELD_CONFLICTS                \
+    0x1u /* a holder's token is another client's \
+            lock: ECONFLICT (acquire) */
+#define RL_VERDICT_GONE_DONE                   \
+    0x2u /* a key already gone counts as done: \
+            "released" (release) */
+#define RL_VERDICT_HELD_LOST                 \
+    0x4u /* a majority holding another token \
+            means ours is lost: ENOTHELD */
+#define RL_VERDICT_GONE_LOST                 \
+    0x8u /* ... and a key gone counts toward \
+            that majority (extend) */
+
 typedef struct rl_op_ops {
-    int kind;         /* enum redlock_op_kind, for the op hook */
+    int kind;         /* enum redlock_op_kind, for the op hook; opaque here */
     const char *name; /* "acquire", ... for messages */
+    unsigned verdict; /* RL_VERDICT_* */
     /* Record one master's answer to the current round: @r, or NULL with
      * @err/@why (down, refused, timed out). @sent_us: when it was asked. */
     void (*on_vote)(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
@@ -89,19 +105,26 @@ rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const red
 void rl_op_arm(rl_op *op, uint32_t ms);
 void rl_op_disarm(rl_op *op);
 
+/* How a round is sent and read (rl_round_start's @how). */
+#define RL_ROUND_PRIORITY                                \
+    0x1u /* may use the headroom above max_inflight: the \
+            command pairs with a SET that was admitted   \
+            (a release, an extend, a cleanup) */
+#define RL_ROUND_VOTES                                   \
+    0x2u /* the round's answers are the outcome's votes: \
+            those masters' votes start as PENDING */
+
 /* A new round: @f goes to every master in @send; answers count from those
- * in @count (a subset). With @votes, the round's answers are the outcome's
- * votes: those masters' votes start as PENDING. Masters that fail at once
+ * in @count (a subset); @how: RL_ROUND_* flags. Masters that fail at once
  * are reported through on_vote; then decide runs once. The round before is
  * dropped. */
-void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
-                    bool votes);
+void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsigned how);
 /* The same, from @cmd: the fanout is made here. Out of memory finishes the
  * op with ENOMEM (@what names the command in the message). @send and
  * @count: RL_ALL for every master. */
 #define RL_ALL UINT32_MAX
 void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send, uint32_t count,
-                   bool priority, bool votes);
+                   unsigned how);
 /* Stop the current round: later answers are dropped. */
 void rl_round_end(rl_op *op);
 

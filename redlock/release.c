@@ -53,7 +53,7 @@ static void rel_send(rl_release *r, uint32_t mask)
     rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
-    rl_round_send(op, &cmd, "release", mask, mask, true, true);
+    rl_round_send(op, &cmd, "release", mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
 }
 
 static bool vote_is_transient(const redlock_vote *v)
@@ -87,7 +87,7 @@ static void rel_decide(rl_op *op)
         rl_op_arm(op, c->cfg.release_retry_delay_ms);
         return;
     }
-    rl_op_finish(op, rl_outcome_failure(op, "release", &op->err));
+    rl_op_finish(op, rl_outcome_failure(op, &op->err));
 }
 
 static void rel_on_timer(rl_op *op)
@@ -104,6 +104,7 @@ static void rel_deliver(rl_op *op)
 static const rl_op_ops release_ops = {
     .kind = REDLOCK_OP_RELEASE,
     .name = "release",
+    .verdict = RL_VERDICT_GONE_DONE | RL_VERDICT_HELD_LOST,
     .on_vote = rel_on_vote,
     .decide = rel_decide,
     .on_timer = rel_on_timer,
