@@ -453,10 +453,6 @@ static const rl_op_ops acquire_ops = {
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
                      const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
     int rc = rl_check_set(set, count, e);
     if (rc)
         return rc;
@@ -464,10 +460,11 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         rl_seterr(e, REDLOCK_EINVAL, -1, "acquire: callback is NULL");
         return REDLOCK_EINVAL;
     }
-    rl_op *op = rl_op_new(c, &acquire_ops, sizeof(rl_acquire), set, count,
-                          RL_KEYS_QUEUE | (w->flags & REDLOCK_FENCE ? RL_KEYS_FENCE : 0), e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    rc = rl_op_new(c, &acquire_ops, sizeof(rl_acquire), set, count,
+                   RL_KEYS_QUEUE | (w->flags & REDLOCK_FENCE ? RL_KEYS_FENCE : 0), &op, e);
+    if (rc)
+        return rc;
     rl_acquire *a = ACQ(op);
     a->w = *w;
     a->cb = cb;
@@ -484,40 +481,4 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
     }
     acq_attempt_start(a);
     return 0;
-}
-
-int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
-                               const redlock_acquire_opts *opts, redlock_acquire_cb cb, void *arg,
-                               redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    rl_wait_spec w;
-    if (!rc && !opts) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1,
-                  "acquire: opts is NULL (fill them with "
-                  "redlock_acquire_opts_init() and set ttl_ms)");
-        rc = REDLOCK_EINVAL;
-    }
-    if (!rc)
-        rc = rl_opts_resolve(&c->cfg, opts, &w, reterr);
-    return rc ? rc : rl_acquire_start(c, set, count, &w, cb, arg, reterr);
-}
-
-/* The calls of 0.1: the client's wait, ttl and flags as arguments. */
-int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
-                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
-                              redlock_error *reterr)
-{
-    redlock_acquire_opts o;
-    redlock_acquire_opts_init(&o);
-    o.ttl_ms = ttl_ms;
-    o.flags = flags;
-    return redlock_acquire_with_async(c, set, count, &o, cb, arg, reterr);
-}
-
-int redlock_acquire_async(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
-                          redlock_acquire_cb cb, void *arg, redlock_error *reterr)
-{
-    redlock_resource one = { resource, len };
-    return redlock_acquire_set_async(c, &one, 1, ttl_ms, 0, cb, arg, reterr);
 }

@@ -111,14 +111,11 @@ static const rl_op_ops readmit_ops = {
 int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
                      void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    rl_op *op = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
-                          e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    int rc = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
+                       &op, e);
+    if (rc)
+        return rc;
     rl_declare *d = DEC(op);
     d->cb = cb;
     d->arg = arg;

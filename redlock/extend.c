@@ -232,10 +232,6 @@ void rl_extend_forget_lock(rl_op *op)
 int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
                     void *arg, rl_op **ret_op, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
     if (!lock || !cb) {
         rl_seterr(e, REDLOCK_EINVAL, -1, "extend: lock and callback must not be NULL");
         return REDLOCK_EINVAL;
@@ -244,10 +240,10 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
     if (rc)
         return rc;
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set), 0,
-                          e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    rc = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set), 0, &op, e);
+    if (rc)
+        return rc;
     rl_extend *x = EXT(op);
     x->lock = lock;
     x->ttl_ms = ttl_ms;
@@ -268,11 +264,4 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
     }
     rl_round_start(op, f, (1u << c->n) - 1, (1u << c->n) - 1, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
     return 0;
-}
-
-int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
-                         void *arg, redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_extend_start(c, lock, ttl_ms, cb, arg, NULL, reterr);
 }

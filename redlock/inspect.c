@@ -185,19 +185,16 @@ static const rl_op_ops ping_ops = {
 static int insp_start(redlock_client *c, bool ping, const void *resource, size_t len,
                       redlock_status_cb cb, void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
     if (!cb) {
         rl_seterr(e, REDLOCK_EINVAL, -1, "%s: callback is NULL", ping ? "ping" : "status");
         return REDLOCK_EINVAL;
     }
     redlock_resource one = { resource, len };
-    rl_op *op = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one, ping ? 0 : 1,
-                          0, e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    int rc = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one, ping ? 0 : 1, 0,
+                       &op, e);
+    if (rc)
+        return rc;
     rl_inspect *in = INS(op);
     in->ping = ping;
     in->cb = cb;
@@ -227,17 +224,4 @@ int rl_status_start(redlock_client *c, const void *resource, size_t len, redlock
 int rl_ping_start(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *e)
 {
     return insp_start(c, true, NULL, 0, cb, arg, e);
-}
-
-int redlock_status_get_async(redlock_client *c, const void *resource, size_t len,
-                             redlock_status_cb cb, void *arg, redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_status_start(c, resource, len, cb, arg, reterr);
-}
-
-int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_ping_start(c, cb, arg, reterr);
 }

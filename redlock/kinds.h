@@ -1,8 +1,9 @@
 /* kinds.h - how the layers above the kinds start an operation.
  *
- * The public _async functions and the blocking API (blocking.c) both come
- * here; the watchdog starts extends here too. Each returns 0 (the callback
- * will run exactly once, from the loop) or an error (it never will).
+ * The two API files, async.c and blocking.c, both come here; the watchdog
+ * starts extends here too. Each returns 0 (the callback will run exactly
+ * once, from the loop) or an error (it never will): REDLOCK_ESHUTDOWN once
+ * the client is being freed (rl_op_new says so, for every kind).
  */
 #ifndef REDLOCK_KINDS_H
 #define REDLOCK_KINDS_H
@@ -30,8 +31,5 @@ typedef void (*rl_declare_cb)(redlock_client *c, int status, uint32_t declared,
                               const redlock_outcome *out, const redlock_error *err, void *arg);
 int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
                      void *arg, redlock_error *e);
-
-/* Common checks of the async entry points: a live async client. */
-int rl_check_async(redlock_client *c, redlock_error *e);
 
 #endif

@@ -8,7 +8,7 @@
  * When the kind finishes the op, the core queues it and delivers it from
  * the loop: the op hook first, then the kind's own callback.
  */
-#include "kinds.h"
+#include "op.h"
 
 #include <event2/event.h>
 
@@ -234,9 +234,12 @@ static void op_free(rl_op *op)
     free(op);
 }
 
-rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
-                 size_t count, unsigned keys, redlock_error *e)
+int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
+              size_t count, unsigned keys, rl_op **ret, redlock_error *e)
 {
+    int rc = rl_client_live(c, e);
+    if (rc)
+        return rc;
     rl_op *op = calloc(1, size);
     if (!op)
         goto oom;
@@ -264,14 +267,15 @@ rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const red
         t->next = op;
         op->prev = t;
     }
-    return op;
+    *ret = op;
+    return 0;
 oom:
     if (op) {
         op->ops = &(rl_op_ops){ 0 };
         op_free(op);
     }
     rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory starting an operation");
-    return NULL;
+    return REDLOCK_ENOMEM;
 }
 
 /* Deliveries running on this thread, of any client: a callback of one
@@ -433,23 +437,4 @@ void rl_ops_free(redlock_client *c)
     if (c->deliver_ev)
         event_free(c->deliver_ev);
     c->deliver_ev = NULL;
-}
-
-int rl_check_async(redlock_client *c, redlock_error *e)
-{
-    if (!c) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "client is NULL");
-        return REDLOCK_EINVAL;
-    }
-    if (c->blk) {
-        rl_seterr(e, REDLOCK_EASYNC, -1,
-                  "this client runs its own I/O thread (made with base == NULL): "
-                  "use the blocking calls, or make it with your event_base");
-        return REDLOCK_EASYNC;
-    }
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    return 0;
 }

@@ -97,9 +97,10 @@ struct rl_op {
 #define RL_KEYS_QUEUE 0x2u /* waiters' queues and lease sets */
 
 /* Allocate @size bytes (a kind's struct that starts with an rl_op), put it
- * on the client's list, build the keys of @set. NULL on OOM (@e says so). */
-rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
-                 size_t count, unsigned keys, redlock_error *e);
+ * on the client's list, build the keys of @set; *@ret on success. 0,
+ * REDLOCK_ESHUTDOWN (the client is being freed), REDLOCK_ENOMEM (@e says). */
+int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
+              size_t count, unsigned keys, rl_op **ret, redlock_error *e);
 
 /* The kind's timer. */
 void rl_op_arm(rl_op *op, uint32_t ms);

@@ -107,10 +107,9 @@ void rl_ready_check(redlock_client *c)
 int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, redlock_ready_cb cb,
                    void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
+    int rc = rl_client_live(c, e);
+    if (rc)
+        return rc;
     if (!cb || min_masters > c->n || timeout_ms == 0 || timeout_ms > REDLOCK_TTL_MAX_MS) {
         rl_seterr(e, REDLOCK_EINVAL, -1,
                   !cb ? "ready: callback is NULL"
@@ -149,19 +148,4 @@ void rl_ready_close(redlock_client *c)
         r->status = REDLOCK_ESHUTDOWN;
         ready_deliver(r);
     }
-}
-
-int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
-                        redlock_ready_cb cb, void *arg, redlock_error *reterr)
-{
-    if (!c) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "client is NULL");
-        return REDLOCK_EINVAL;
-    }
-    if (c->blk) {
-        rl_seterr(reterr, REDLOCK_EASYNC, -1,
-                  "ready: this is a blocking client: use redlock_ready()");
-        return REDLOCK_EASYNC;
-    }
-    return rl_ready_start(c, min_masters, timeout_ms, cb, arg, reterr);
 }

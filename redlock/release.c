@@ -114,19 +114,16 @@ static const rl_op_ops release_ops = {
 int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
                      redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
     if (!lock || !cb) {
         rl_seterr(e, REDLOCK_EINVAL, -1, "release: lock and callback must not be NULL");
         return REDLOCK_EINVAL;
     }
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, &release_ops, sizeof(rl_release), set, rl_lock_resources(lock, set),
-                          RL_KEYS_QUEUE, e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    int rc = rl_op_new(c, &release_ops, sizeof(rl_release), set, rl_lock_resources(lock, set),
+                       RL_KEYS_QUEUE, &op, e);
+    if (rc)
+        return rc;
     rl_release *r = REL(op);
     r->lock = lock;
     r->cb = cb;
@@ -139,11 +136,4 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
     op->attempt_us = rl_now_us();
     rel_send(r, (1u << c->n) - 1); /* every master */
     return 0;
-}
-
-int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
-                          redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_release_start(c, lock, cb, arg, reterr);
 }

@@ -125,6 +125,17 @@ static inline bool rl_client_leave(redlock_client *c)
     return false;
 }
 
+/* The one check, at every start (an op: rl_op_new; a readiness waiter; a
+ * watchdog), of a client being freed: nothing new begins once its free
+ * has started, from a callback the free runs or from another start. */
+static inline int rl_client_live(const redlock_client *c, redlock_error *e)
+{
+    if (!c->freeing)
+        return 0;
+    rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+    return REDLOCK_ESHUTDOWN;
+}
+
 /* A uniform random number in 0..n (the client's xorshift: jitter only). */
 static inline uint32_t rl_client_jitter(redlock_client *c, uint32_t n)
 {
