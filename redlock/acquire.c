@@ -232,7 +232,7 @@ static void acq_succeed(rl_acquire *a)
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
-    a->lock = lock;
+    op->lock = lock; /* the callback's owner's, from the delivery on */
     rl_op_finish(op, 0);
 }
 
@@ -417,17 +417,6 @@ static void acq_cancel(rl_op *op, int status)
     }
 }
 
-static void acq_deliver(rl_op *op)
-{
-    rl_acquire *a = ACQ(op);
-    redlock_client *c = op->c;
-    redlock_lock *lock = op->status == 0 ? a->lock : NULL;
-    if (op->status != 0)
-        redlock_lock_free(a->lock);
-    a->lock = NULL;
-    a->cb(c, op->status, lock, &op->out, op->status ? &op->err : NULL, a->arg);
-}
-
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
@@ -435,7 +424,6 @@ static void acq_destroy(rl_op *op)
         rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
     rl_cancel_unregister(&a->creg);
-    redlock_lock_free(a->lock);
 }
 
 static const rl_op_ops acquire_ops = {
@@ -446,12 +434,11 @@ static const rl_op_ops acquire_ops = {
     .decide = acq_decide,
     .on_timer = acq_on_timer,
     .cancel = acq_cancel,
-    .deliver = acq_deliver,
     .destroy = acq_destroy,
 };
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
-                     const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e)
+                     const rl_wait_spec *w, redlock_done_cb cb, void *arg, redlock_error *e)
 {
     int rc = rl_check_set(set, count, e);
     if (rc)
@@ -467,8 +454,8 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         return rc;
     rl_acquire *a = ACQ(op);
     a->w = *w;
-    a->cb = cb;
-    a->arg = arg;
+    op->cb = cb;
+    op->arg = arg;
     a->waiter.wake = acq_wake;
     rl_acq_set_wait(a, c, w);
     rl_acq_join_queue(a);

@@ -28,7 +28,7 @@ static int check_async(redlock_client *c, const char *blocking_twin, redlock_err
 }
 
 int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
-                               const redlock_acquire_opts *opts, redlock_acquire_cb cb, void *arg,
+                               const redlock_acquire_opts *opts, redlock_done_cb cb, void *arg,
                                redlock_error *reterr)
 {
     int rc = check_async(c, "the blocking calls", reterr);
@@ -46,7 +46,7 @@ int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, s
 
 /* The calls of 0.1: the client's wait, ttl and flags as arguments. */
 int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
-                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
+                              uint32_t ttl_ms, unsigned flags, redlock_done_cb cb, void *arg,
                               redlock_error *reterr)
 {
     redlock_acquire_opts o;
@@ -57,20 +57,20 @@ int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, si
 }
 
 int redlock_acquire_async(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
-                          redlock_acquire_cb cb, void *arg, redlock_error *reterr)
+                          redlock_done_cb cb, void *arg, redlock_error *reterr)
 {
     redlock_resource one = { resource, len };
     return redlock_acquire_set_async(c, &one, 1, ttl_ms, 0, cb, arg, reterr);
 }
 
-int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                           redlock_error *reterr)
 {
     int rc = check_async(c, "the blocking calls", reterr);
     return rc ? rc : rl_release_start(c, lock, cb, arg, reterr);
 }
 
-int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_done_cb cb,
                          void *arg, redlock_error *reterr)
 {
     int rc = check_async(c, "the blocking calls", reterr);

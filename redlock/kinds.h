@@ -12,11 +12,11 @@
 #include "op.h"
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
-                     const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e);
-int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+                     const rl_wait_spec *w, redlock_done_cb cb, void *arg, redlock_error *e);
+int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                      redlock_error *e);
 /* @ret_op (optional): the op, so the watchdog can cut it loose from the lock. */
-int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_done_cb cb,
                     void *arg, rl_op **ret_op, redlock_error *e);
 /* The extend @op no longer writes into its lock (the lock may be freed). */
 void rl_extend_forget_lock(rl_op *op);

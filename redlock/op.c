@@ -6,7 +6,8 @@
  * late (after the timeout, after a newer round, after the op finished), and
  * hands every answer that counts to the kind, then asks the kind to decide.
  * When the kind finishes the op, the core queues it and delivers it from
- * the loop: the op hook first, then the kind's own callback.
+ * the loop: the op hook first, then the completion (redlock_done_cb), or
+ * the kind's deliver hook for a result that is not a lock.
  */
 #include "op.h"
 
@@ -371,9 +372,12 @@ static void deliver_one(rl_op *op)
             .resource_len = op->nres ? op->k.locks.len[0] - c->prefix_len : 0,
             .outcome = &op->out,
         };
-        c->cfg.op_fn(&info, c->cfg.op_arg);
+        c->cfg.op_fn(c, op->status, &info, &op->err, c->cfg.op_arg);
     }
-    op->ops->deliver(op);
+    if (op->ops->deliver)
+        op->ops->deliver(op);
+    else
+        op->cb(c, op->status, op->lock, &op->out, &op->err, op->arg);
     op_free(op);
 }
 

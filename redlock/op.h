@@ -12,7 +12,10 @@
  * Delivery has one rule: a finished op waits in the client's delivery queue
  * until the loop runs the queue (a zero timer), never inside the call that
  * started it and never inside a reply callback, in the order ops finished.
- * Freeing the client delivers what is left, at once.
+ * Freeing the client delivers what is left, at once. The core delivers:
+ * the op hook, then the completion (redlock_done_cb) with the op's lock,
+ * outcome and error, unless the kind's result is something else (a
+ * redlock_status: its deliver hook).
  */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
@@ -53,7 +56,9 @@ typedef struct rl_op_ops {
     /* Stop early with @status (cancelled): clean up on the masters, then
      * rl_op_finish. Optional: without it the op just finishes. */
     void (*cancel)(rl_op *op, int status);
-    /* Hand the result to the user. The op is finished and off the list. */
+    /* Hand a result that is not a lock to the user (status, ping, declare).
+     * Optional: without it the core runs op->done with op->lock. The op is
+     * finished and off the list. */
     void (*deliver)(rl_op *op);
     /* Free what the kind owns beyond the op itself. Optional. */
     void (*destroy)(rl_op *op);
@@ -66,6 +71,14 @@ struct rl_op {
     rl_op *done_next;   /* the client's delivery queue */
     bool done;
     int status;
+
+    /* What the core delivers (on_deliver) when the kind has no deliver
+     * hook: the one completion shape of acquire, release and extend. */
+    redlock_done_cb cb;
+    void *arg;
+    redlock_lock *lock; /* acquire: set only by success, then the callback's
+                           owner's; release/extend: the caller's, NULL once
+                           the watchdog let go of it */
 
     /* the current round of votes */
     rl_fanout *round;                        /* NULL between rounds */

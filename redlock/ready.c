@@ -58,9 +58,17 @@ static void ready_deliver(rl_ready *r)
     redlock_ready_cb cb = r->cb;
     void *arg = r->arg;
     int status = r->status;
+    redlock_error e = { 0, -1, "" };
+    const rl_node *twin = status == REDLOCK_EINVAL ? rl_identity_refused(c) : NULL;
+    if (twin)
+        rl_identity_seterr(c, twin, &e);
+    else if (status == REDLOCK_ESHUTDOWN)
+        rl_seterr(&e, status, -1, "client freed while waiting for masters");
+    else if (status)
+        rl_seterr(&e, status, -1, "%zu of %u masters connected, %zu wanted", up, c->n, r->min);
     ready_free(r);
     rl_client_enter(c);
-    cb(c, status, up, arg);
+    cb(c, status, up, &e, arg);
     rl_client_leave(c);
 }
 

@@ -24,10 +24,7 @@
 typedef struct rl_release {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
-    redlock_lock *lock;  /* the caller's, given back in the callback */
     uint32_t retry_mask; /* masters to ask again after the delay */
-    redlock_op_cb cb;
-    void *arg;
 } rl_release;
 
 static rl_release *REL(rl_op *op)
@@ -95,12 +92,6 @@ static void rel_on_timer(rl_op *op)
     rel_send(REL(op), REL(op)->retry_mask);
 }
 
-static void rel_deliver(rl_op *op)
-{
-    rl_release *r = REL(op);
-    r->cb(op->c, op->status, r->lock, &op->out, op->status ? &op->err : NULL, r->arg);
-}
-
 static const rl_op_ops release_ops = {
     .kind = REDLOCK_OP_RELEASE,
     .name = "release",
@@ -108,10 +99,9 @@ static const rl_op_ops release_ops = {
     .on_vote = rel_on_vote,
     .decide = rel_decide,
     .on_timer = rel_on_timer,
-    .deliver = rel_deliver,
 };
 
-int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                      redlock_error *e)
 {
     if (!lock || !cb) {
@@ -125,9 +115,9 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
     if (rc)
         return rc;
     rl_release *r = REL(op);
-    r->lock = lock;
-    r->cb = cb;
-    r->arg = arg;
+    op->lock = lock; /* the caller's, given back in the callback */
+    op->cb = cb;
+    op->arg = arg;
     snprintf(r->token, sizeof(r->token), "%s", lock->token);
     rl_watchdog_stop(c, lock);
     /* Whatever the outcome, the caller stops holding the lock now: a

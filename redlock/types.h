@@ -18,7 +18,7 @@
  *         round_on_vote         op.c         not late? count it: ops->on_vote, ->decide
  *        rl_acq_on_vote         acquire-votes.c  the vote (and whether it may count)
  *       acq_decide              acquire.c    a quorum of OKs, or a majority out of reach
- *      rl_op_finish, on_deliver op.c         next loop pass: the op hook, then acq_deliver
+ *      rl_op_finish, on_deliver op.c         next loop pass: the op hook, then the completion
  *
  * Ownership in one paragraph: an op belongs to the client until its
  * callback has run. A fanout belongs to itself: it holds one reference per

@@ -92,7 +92,7 @@ static void wd_lost(rl_watchdog *wd, int status, const redlock_error *err)
         rl_seterr(&e, status, -1, "watchdog stopped: %s", redlock_strerror(status));
     wd_detach(wd);
     rl_client_enter(c);
-    cb(c, lock, status, &e, arg);
+    cb(c, status, lock, &e, arg);
     rl_client_leave(c);
 }
 

@@ -93,9 +93,11 @@ typedef struct events {
     int count[REDLOCK_MAX_MASTERS][4];
 } events;
 
-static void on_event(int master, int event, const char *msg, void *arg)
+static void on_event(redlock_client *c, int status, int event, const redlock_error *err, void *arg)
 {
-    (void)msg;
+    (void)c;
+    (void)status;
+    int master = err->master;
     events *e = arg;
     pthread_mutex_lock(&e->mu);
     e->count[master][event]++;
