@@ -49,10 +49,7 @@ int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, si
                               uint32_t ttl_ms, unsigned flags, redlock_done_cb cb, void *arg,
                               redlock_error *reterr)
 {
-    redlock_acquire_opts o;
-    redlock_acquire_opts_init(&o);
-    o.ttl_ms = ttl_ms;
-    o.flags = flags;
+    redlock_acquire_opts o = rl_opts_of(ttl_ms, flags);
     return redlock_acquire_with_async(c, set, count, &o, cb, arg, reterr);
 }
 

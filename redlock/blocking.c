@@ -155,10 +155,7 @@ int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t c
                         uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
                         redlock_outcome *ret_outcome, redlock_error *reterr)
 {
-    redlock_acquire_opts o;
-    redlock_acquire_opts_init(&o);
-    o.ttl_ms = ttl_ms;
-    o.flags = flags;
+    redlock_acquire_opts o = rl_opts_of(ttl_ms, flags);
     return redlock_acquire_with(c, set, count, &o, ret_lock, ret_outcome, reterr);
 }
 
