@@ -443,10 +443,6 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
     int rc = rl_check_set(set, count, e);
     if (rc)
         return rc;
-    if (!cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "acquire: callback is NULL");
-        return REDLOCK_EINVAL;
-    }
     rl_op *op;
     rc = rl_op_new(c, &acquire_ops, sizeof(rl_acquire), set, count,
                    RL_KEYS_QUEUE | (w->flags & REDLOCK_FENCE ? RL_KEYS_FENCE : 0), &op, e);

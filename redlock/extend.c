@@ -222,10 +222,6 @@ void rl_extend_forget_lock(rl_op *op)
 int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_done_cb cb,
                     void *arg, rl_op **ret_op, redlock_error *e)
 {
-    if (!lock || !cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "extend: lock and callback must not be NULL");
-        return REDLOCK_EINVAL;
-    }
     int rc = rl_check_ttl(ttl_ms, c->cfg.drift_factor, e);
     if (rc)
         return rc;

@@ -185,10 +185,6 @@ static const rl_op_ops ping_ops = {
 static int insp_start(redlock_client *c, bool ping, const void *resource, size_t len,
                       redlock_status_cb cb, void *arg, redlock_error *e)
 {
-    if (!cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "%s: callback is NULL", ping ? "ping" : "status");
-        return REDLOCK_EINVAL;
-    }
     redlock_resource one = { resource, len };
     rl_op *op;
     int rc = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one, ping ? 0 : 1, 0,

@@ -118,12 +118,10 @@ int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, r
     int rc = rl_client_live(c, e);
     if (rc)
         return rc;
-    if (!cb || min_masters > c->n || timeout_ms == 0 || timeout_ms > REDLOCK_TTL_MAX_MS) {
+    if (min_masters > c->n || timeout_ms == 0 || timeout_ms > REDLOCK_TTL_MAX_MS) {
         rl_seterr(e, REDLOCK_EINVAL, -1,
-                  !cb ? "ready: callback is NULL"
-                      : "ready: min_masters must be 0..%u (0: the quorum) and timeout_ms "
-                        "1..%u",
-                  c->n, REDLOCK_TTL_MAX_MS);
+                  "ready: min_masters must be 0..%u (0: the quorum) and timeout_ms 1..%u", c->n,
+                  REDLOCK_TTL_MAX_MS);
         return REDLOCK_EINVAL;
     }
     rl_ready *r = calloc(1, sizeof(*r));

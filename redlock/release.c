@@ -104,10 +104,6 @@ static const rl_op_ops release_ops = {
 int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                      redlock_error *e)
 {
-    if (!lock || !cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "release: lock and callback must not be NULL");
-        return REDLOCK_EINVAL;
-    }
     redlock_resource set[REDLOCK_SET_MAX];
     rl_op *op;
     int rc = rl_op_new(c, &release_ops, sizeof(rl_release), set, rl_lock_resources(lock, set),
