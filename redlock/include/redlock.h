@@ -157,15 +157,16 @@ typedef struct redlock_lock redlock_lock;
  * Everything passed by pointer is valid only during the call, except a
  * lock the callback is told it now owns (a successful acquire).
  *
- * Where they run: on the client's loop thread, never inside the call that
- * asked for them: an async client's event_base, in your thread; a blocking
- * client's own I/O thread. What they may do is said at each type: the
- * completions (redlock_done_cb, redlock_status_cb, redlock_ready_cb) and
- * redlock_lost_cb may start other operations and may free the client (as in
- * hiredis, the free is deferred until the callback returns); the hooks in
- * redlock_config (events, completed operations, logs) must not call into
- * redlock at all. On a blocking client's I/O thread no callback may make a
- * blocking call (it would wait for its own thread).
+ * Where they run: on "the client's loop thread", the thread running the
+ * client's event loop at that moment, never two at once and never inside
+ * the call that asked for them: an async client's event_base, in your
+ * thread; a blocking client's own I/O thread. What they may do is said at
+ * each type: the completions (redlock_done_cb, redlock_status_cb,
+ * redlock_ready_cb) and redlock_lost_cb may start other operations and may
+ * free the client (as in hiredis, the free is deferred until the callback
+ * returns); the hooks in redlock_config (events, completed operations,
+ * logs) must not call into redlock at all. No callback of a blocking client
+ * may make a blocking call on it (it would wait for its own loop).
  *
  * The log hook alone keeps a log sink's shape, (level, msg, arg) as
  * libevent's event_log_cb: it reports the library's life line by line, not
@@ -260,9 +261,9 @@ enum redlock_event {
  * @event:  enum redlock_event
  * @err:    @err->master is the master's index, @err->msg one line naming it
  *          (also logged at REDLOCK_LOG_WARN)
- * Runs on the client's loop thread (blocking clients: the I/O thread),
- * from inside the reply that showed it. It must not block or call into
- * redlock (the client's state is mid-update).
+ * Runs on the client's loop thread, from inside the reply that showed it.
+ * It must not block or call into redlock (the client's state is
+ * mid-update).
  */
 typedef void (*redlock_event_fn)(redlock_client *c, int status, int event, const redlock_error *err,
                                  void *arg);
@@ -316,10 +317,9 @@ typedef struct redlock_op_info {
  * @status: what the operation returns (also @info->status)
  * @info:   what it was and what it cost
  * @err:    its detail, as its callback or blocking call gets it
- * Runs on the client's loop thread (blocking clients: the I/O thread), just
- * before the operation's own callback or return, for every operation of
- * every caller (the watchdog's extensions too). It must not block or call
- * into redlock.
+ * Runs on the client's loop thread, just before the operation's own
+ * callback or return, for every operation of every caller (the watchdog's
+ * extensions too). It must not block or call into redlock.
  */
 typedef void (*redlock_op_fn)(redlock_client *c, int status, const redlock_op_info *info,
                               const redlock_error *err, void *arg);
@@ -892,13 +892,13 @@ int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
  * @lock:   the watched lock; no watchdog runs on it any more
  * @err:    one line: the failures, and the validity left
  *
- * Runs once, on the client's loop thread (blocking clients: the I/O
- * thread). Stop using the resource by redlock_lock_validity_ms(). Not
- * called after redlock_watchdog_stop() or redlock_release(). It must not
- * block. It may free @lock; on an async client it may also release @lock
- * (redlock_release_async()), start a new watchdog, and free the client
- * (deferred until it returns); on a blocking client only calls that take
- * no client (redlock_lock_free(), the lock accessors).
+ * Runs once, on the client's loop thread. Stop using the resource by
+ * redlock_lock_validity_ms(). Not called after redlock_watchdog_stop() or
+ * redlock_release(). It must not block. It may free @lock; on an async
+ * client it may also release @lock (redlock_release_async()), start a new
+ * watchdog, and free the client (deferred until it returns); on a blocking
+ * client only calls that take no client (redlock_lock_free(), the lock
+ * accessors).
  */
 typedef void (*redlock_lost_cb)(redlock_client *c, int status, redlock_lock *lock,
                                 const redlock_error *err, void *arg);
