@@ -120,17 +120,17 @@ static void fanout_unref(rl_fanout *f)
 
 static rl_reply_fn fanout_on_reply, fanout_on_queued;
 
+/* How fanout_issue sends: the EVAL fallback (the body, not its sha);
+ * with a release's priority (rl_node_send). */
+#define ISSUE_EVAL 0x1u
+#define ISSUE_PRIORITY 0x2u
+
 /* Queue @s's command on its master, with this master's own value of the
  * node argument swapped in for the call, and for the EVAL fallback
  * argv[0..1] swapped for EVAL and the script body: hiredis formats each
  * command into its own buffer before returning. A transaction (MULTI, its
  * commands, EXEC) has one reply function per command: *@ret_sent says how
  * many will run. */
-/* How fanout_issue sends: the EVAL fallback (the body, not its sha);
- * with a release's priority (rl_node_send). */
-#define ISSUE_EVAL 0x1u
-#define ISSUE_PRIORITY 0x2u
-
 static int fanout_issue(rl_fanout *f, rl_slot *s, unsigned how, int *ret_sent)
 {
     bool eval = how & ISSUE_EVAL, priority = how & ISSUE_PRIORITY;

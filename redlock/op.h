@@ -25,19 +25,17 @@
 typedef struct rl_op rl_op;
 
 /* How outcome.c reads the votes of a round that failed (rl_op_ops.verdict):
- * what "held" and "gone" mean to the kind. */
-#define RL_VERDICT_HELD_CONFLICTS                \
-    0x1u /* a holder's token is another client's \
-            lock: ECONFLICT (acquire) */
-#define RL_VERDICT_GONE_DONE                   \
-    0x2u /* a key already gone counts as done: \
-            "released" (release) */
-#define RL_VERDICT_HELD_LOST                 \
-    0x4u /* a majority holding another token \
-            means ours is lost: ENOTHELD */
-#define RL_VERDICT_GONE_LOST                 \
-    0x8u /* ... and a key gone counts toward \
-            that majority (extend) */
+ * what "held" and "gone" mean to the kind.
+ *   HELD_CONFLICTS  a holder's token is another client's lock: ECONFLICT
+ *                   (acquire)
+ *   GONE_DONE       a key already gone counts as done: "released" (release)
+ *   HELD_LOST       a majority holding another token means ours is lost:
+ *                   ENOTHELD (release, extend)
+ *   GONE_LOST       ... and a key gone counts toward that majority (extend) */
+#define RL_VERDICT_HELD_CONFLICTS 0x1u
+#define RL_VERDICT_GONE_DONE 0x2u
+#define RL_VERDICT_HELD_LOST 0x4u
+#define RL_VERDICT_GONE_LOST 0x8u
 
 typedef struct rl_op_ops {
     int kind;         /* enum redlock_op_kind, for the op hook; opaque here */
@@ -57,7 +55,7 @@ typedef struct rl_op_ops {
      * rl_op_finish. Optional: without it the op just finishes. */
     void (*cancel)(rl_op *op, int status);
     /* Hand a result that is not a lock to the user (status, ping, declare).
-     * Optional: without it the core runs op->done with op->lock. The op is
+     * Optional: without it the core runs op->cb with op->lock. The op is
      * finished and off the list. */
     void (*deliver)(rl_op *op);
     /* Free what the kind owns beyond the op itself. Optional. */
@@ -119,14 +117,13 @@ int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redloc
 void rl_op_arm(rl_op *op, uint32_t ms);
 void rl_op_disarm(rl_op *op);
 
-/* How a round is sent and read (rl_round_start's @how). */
-#define RL_ROUND_PRIORITY                                \
-    0x1u /* may use the headroom above max_inflight: the \
-            command pairs with a SET that was admitted   \
-            (a release, an extend, a cleanup) */
-#define RL_ROUND_VOTES                                   \
-    0x2u /* the round's answers are the outcome's votes: \
-            those masters' votes start as PENDING */
+/* How a round is sent and read (rl_round_start's @how).
+ *   PRIORITY  may use the headroom above max_inflight: the command pairs
+ *             with a SET that was admitted (a release, an extend, a cleanup)
+ *   VOTES     the round's answers are the outcome's votes: those masters'
+ *             votes start as PENDING */
+#define RL_ROUND_PRIORITY 0x1u
+#define RL_ROUND_VOTES 0x2u
 
 /* A new round: @f goes to every master in @send; answers count from those
  * in @count (a subset); @how: RL_ROUND_* flags. Masters that fail at once
