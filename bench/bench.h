@@ -280,7 +280,7 @@ void wait_config(const struct wait_policy *w, redlock_config *cfg);
 int wait_acquire(redlock_client *c, const struct wait_policy *w, const char *res, uint32_t ttl_ms,
                  redlock_lock **lock);
 int wait_acquire_async(redlock_client *c, const struct wait_policy *w, const char *res,
-                       uint32_t ttl_ms, redlock_acquire_cb cb, void *arg);
+                       uint32_t ttl_ms, redlock_done_cb cb, void *arg);
 void wait_json(struct result *r, const struct wait_policy *w);
 
 /* sysc.c: system calls made by this process's threads, from the kernel's

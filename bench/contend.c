@@ -52,12 +52,14 @@ static struct window *child_windows(struct child_out *co)
 
 /* The library's event hook, on the client's I/O thread: count the master
  * restarts this contender saw (what the restart guard acts on). */
-static void child_on_event(int master, int event, const char *msg, void *arg)
+static void child_on_event(redlock_client *c, int status, int event, const redlock_error *err,
+                           void *arg)
 {
     struct child_out *co = arg;
 
-    (void)master;
-    (void)msg;
+    (void)c;
+    (void)status;
+    (void)err;
     if (event == REDLOCK_EVENT_RESTART)
         __atomic_add_fetch(&co->restarts_seen, 1, __ATOMIC_RELAXED);
 }

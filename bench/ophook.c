@@ -12,11 +12,15 @@
  */
 #include "bench.h"
 
-static void on_op(const redlock_op_info *info, void *arg)
+static void on_op(redlock_client *c, int status, const redlock_op_info *info,
+                  const redlock_error *err, void *arg)
 {
     struct opstats *s = arg;
     uint32_t m;
 
+    (void)c;
+    (void)status;
+    (void)err;
     if (info->kind != REDLOCK_OP_ACQUIRE || !__atomic_load_n(&s->on, __ATOMIC_ACQUIRE))
         return;
     s->acquires++;

@@ -45,7 +45,7 @@ int wait_acquire(redlock_client *c, const struct wait_policy *w, const char *res
 }
 
 int wait_acquire_async(redlock_client *c, const struct wait_policy *w, const char *res,
-                       uint32_t ttl_ms, redlock_acquire_cb cb, void *arg)
+                       uint32_t ttl_ms, redlock_done_cb cb, void *arg)
 {
     redlock_resource one = { res, strlen(res) };
     redlock_acquire_opts o;

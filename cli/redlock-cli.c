@@ -62,12 +62,14 @@ static void log_to_stderr(int level, const char *msg, void *arg)
 
 /* Clock jumps, rate faults and restarts seen while we run (mostly `run`,
  * which lives long enough to see them): one warning line each. */
-static void event_to_stderr(int master, int event, const char *msg, void *arg)
+static void event_to_stderr(redlock_client *c, int status, int event, const redlock_error *err,
+                            void *arg)
 {
-    (void)master;
+    (void)c;
+    (void)status;
     (void)event;
     (void)arg;
-    cli_warn("warning: %s", msg);
+    cli_warn("warning: %s", err->msg);
 }
 
 static int make_client(const struct cli_opts *o, redlock_client **ret)

@@ -56,7 +56,8 @@ void run_cmd_stopped_by_tty(void);       /* --foreground: the terminal's ^Z stop
 
 /* run-supervise.c: the watchdog, and the loop while CMD runs. */
 int run_events_open(void); /* before the client exists: -1 with errno */
-void run_on_op(const redlock_op_info *info, void *arg); /* the client's op hook */
+void run_on_op(redlock_client *c, int status, const redlock_op_info *info, const redlock_error *err,
+               void *arg); /* the client's op hook */
 int run_watch_start(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                     struct watch *w, redlock_error *err);
 void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lock, struct watch *w,

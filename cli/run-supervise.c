@@ -80,15 +80,19 @@ static void post(int kind, int status, const redlock_error *err)
     }
 }
 
-void run_on_op(const redlock_op_info *info, void *arg)
+void run_on_op(redlock_client *c, int status, const redlock_op_info *info, const redlock_error *err,
+               void *arg)
 {
+    (void)c;
+    (void)status;
+    (void)err;
     (void)arg;
     /* run's only extensions are the watchdog's. */
     if (info->kind == REDLOCK_OP_EXTEND)
         post(info->status == 0 ? WD_EXTENDED : WD_FAILED, info->status, NULL);
 }
 
-static void on_watchdog_lost(redlock_client *c, redlock_lock *lock, int status,
+static void on_watchdog_lost(redlock_client *c, int status, redlock_lock *lock,
                              const redlock_error *err, void *arg)
 {
     (void)c;

@@ -63,7 +63,7 @@ static void finish(struct job *job)
 
 /* Runs only if the watchdog stops on its own (a failed extension, a limit):
  * the lock is no longer safe to rely on past its current validity. */
-static void on_lost(redlock_client *c, redlock_lock *lock, int status, const redlock_error *err,
+static void on_lost(redlock_client *c, int status, redlock_lock *lock, const redlock_error *err,
                     void *arg)
 {
     struct job *job = arg;

@@ -718,13 +718,13 @@ static void on_log(int level, const char *msg, void *arg)
         fprintf(stderr, "%llu [%d] %.*s\n", (unsigned long long)now_ms(), level, (int)n, msg);
 }
 
-static void on_event(int master, int event, const char *msg, void *arg)
+static void on_event(redlock_client *c, int status, int event, const redlock_error *err, void *arg)
 {
     (void)arg;
-    if (master < 0 || master >= N_FAKES || event < REDLOCK_EVENT_CLOCK_JUMP ||
-        event > REDLOCK_EVENT_RESTART || msg == NULL)
+    if (c == NULL || err == NULL || err->code != status || err->master < 0 ||
+        err->master >= N_FAKES || event < REDLOCK_EVENT_CLOCK_JUMP || event > REDLOCK_EVENT_RESTART)
         fail("event hook called with bad arguments", NULL);
-    (void)strlen(msg);
+    (void)strlen(err->msg);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)

@@ -78,7 +78,7 @@ static void acq_after_cleanup(rl_acquire *a)
      * unless the votes were fine and the fence write-back failed: that
      * message (acq_decide_fence) says what happened. */
     if (status == REDLOCK_ENOQUORUM && !a->fence_failed)
-        status = rl_outcome_failure(op, "acquire", &op->err);
+        status = rl_outcome_failure(op, &op->err);
     op->status = status;
     if (status == REDLOCK_ECONFLICT)
         rl_acq_found_held(a); /* the next waiter for it queues at once */
@@ -202,7 +202,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
                "acquire: out of memory for cleanup; keys expire after %u ms", a->w.ttl_ms);
     a->phase = ACQ_CLEANUP;
     if (f)
-        rl_round_start(op, f, send, wait, true, false); /* decide runs: acq_decide */
+        rl_round_start(op, f, send, wait, RL_ROUND_PRIORITY); /* decide runs: acq_decide */
     else
         acq_after_cleanup(a);
 }
@@ -232,7 +232,7 @@ static void acq_succeed(rl_acquire *a)
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
-    a->lock = lock;
+    op->lock = lock; /* the callback's owner's, from the delivery on */
     rl_op_finish(op, 0);
 }
 
@@ -256,7 +256,7 @@ static void acq_fence(rl_acquire *a)
     a->n_ok = a->n_fail = 0;
     a->set_sent = op->sent_mask;
     uint32_t all = (1u << c->n) - 1;
-    rl_round_start(op, f, all, all, true, false);
+    rl_round_start(op, f, all, all, RL_ROUND_PRIORITY);
 }
 
 static void acq_decide_votes(rl_acquire *a)
@@ -352,7 +352,7 @@ static void acq_attempt_start(rl_acquire *a)
             ask |= 1u << i;
         }
     }
-    rl_round_start(op, f, ask, ask, false, true);
+    rl_round_start(op, f, ask, ask, RL_ROUND_VOTES);
 }
 
 /* A release may have freed the resource: try now instead of at the poll.
@@ -417,17 +417,6 @@ static void acq_cancel(rl_op *op, int status)
     }
 }
 
-static void acq_deliver(rl_op *op)
-{
-    rl_acquire *a = ACQ(op);
-    redlock_client *c = op->c;
-    redlock_lock *lock = op->status == 0 ? a->lock : NULL;
-    if (op->status != 0)
-        redlock_lock_free(a->lock);
-    a->lock = NULL;
-    a->cb(c, op->status, lock, &op->out, op->status ? &op->err : NULL, a->arg);
-}
-
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
@@ -435,42 +424,34 @@ static void acq_destroy(rl_op *op)
         rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
     rl_cancel_unregister(&a->creg);
-    redlock_lock_free(a->lock);
 }
 
 static const rl_op_ops acquire_ops = {
     .kind = REDLOCK_OP_ACQUIRE,
     .name = "acquire",
+    .verdict = RL_VERDICT_HELD_CONFLICTS,
     .on_vote = rl_acq_on_vote,
     .decide = acq_decide,
     .on_timer = acq_on_timer,
     .cancel = acq_cancel,
-    .deliver = acq_deliver,
     .destroy = acq_destroy,
 };
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
-                     const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e)
+                     const rl_wait_spec *w, redlock_done_cb cb, void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
     int rc = rl_check_set(set, count, e);
     if (rc)
         return rc;
-    if (!cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "acquire: callback is NULL");
-        return REDLOCK_EINVAL;
-    }
-    rl_op *op = rl_op_new(c, &acquire_ops, sizeof(rl_acquire), set, count,
-                          RL_KEYS_QUEUE | (w->flags & REDLOCK_FENCE ? RL_KEYS_FENCE : 0), e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    rc = rl_op_new(c, &acquire_ops, sizeof(rl_acquire), set, count,
+                   RL_KEYS_QUEUE | (w->flags & REDLOCK_FENCE ? RL_KEYS_FENCE : 0), &op, e);
+    if (rc)
+        return rc;
     rl_acquire *a = ACQ(op);
     a->w = *w;
-    a->cb = cb;
-    a->arg = arg;
+    op->cb = cb;
+    op->arg = arg;
     a->waiter.wake = acq_wake;
     rl_acq_set_wait(a, c, w);
     rl_acq_join_queue(a);
@@ -483,40 +464,4 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
     }
     acq_attempt_start(a);
     return 0;
-}
-
-int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
-                               const redlock_acquire_opts *opts, redlock_acquire_cb cb, void *arg,
-                               redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    rl_wait_spec w;
-    if (!rc && !opts) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1,
-                  "acquire: opts is NULL (fill them with "
-                  "redlock_acquire_opts_init() and set ttl_ms)");
-        rc = REDLOCK_EINVAL;
-    }
-    if (!rc)
-        rc = rl_opts_resolve(&c->cfg, opts, &w, reterr);
-    return rc ? rc : rl_acquire_start(c, set, count, &w, cb, arg, reterr);
-}
-
-/* The calls of 0.1: the client's wait, ttl and flags as arguments. */
-int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
-                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
-                              redlock_error *reterr)
-{
-    redlock_acquire_opts o;
-    redlock_acquire_opts_init(&o);
-    o.ttl_ms = ttl_ms;
-    o.flags = flags;
-    return redlock_acquire_with_async(c, set, count, &o, cb, arg, reterr);
-}
-
-int redlock_acquire_async(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
-                          redlock_acquire_cb cb, void *arg, redlock_error *reterr)
-{
-    redlock_resource one = { resource, len };
-    return redlock_acquire_set_async(c, &one, 1, ttl_ms, 0, cb, arg, reterr);
 }

@@ -47,9 +47,6 @@ typedef struct rl_acquire {
     bool queued_now;    /* this attempt asks for a place in the queues */
     rl_waiter waiter;   /* wake-ups from releases (wait.c) */
     rl_cancel_reg creg; /* the caller's cancellation source (cancel.c) */
-    redlock_lock *lock; /* the result */
-    redlock_acquire_cb cb;
-    void *arg;
 } rl_acquire;
 
 static inline rl_acquire *ACQ(rl_op *op)

@@ -8,7 +8,6 @@
 #include "kinds.h"
 #include "loop.h"
 #include "ready.h"
-#include "identity.h"
 
 #include <string.h>
 
@@ -34,19 +33,13 @@ static rl_req *REQ(rl_call *call)
     return (rl_req *)(void *)call;
 }
 
-static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
-                        const redlock_outcome *out, const redlock_error *err, void *arg)
+/* Acquire, release, extend: the lock comes back (acquire: the new one). */
+static void on_done(redlock_client *c, int status, redlock_lock *lock, const redlock_outcome *out,
+                    const redlock_error *err, void *arg)
 {
     rl_req *req = arg;
     req->lock = lock;
     rl_call_done(c, &req->call, status, out, err);
-}
-
-static void on_op_done(redlock_client *c, int status, redlock_lock *lock,
-                       const redlock_outcome *out, const redlock_error *err, void *arg)
-{
-    (void)lock;
-    rl_call_done(c, &((rl_req *)arg)->call, status, out, err);
 }
 
 static void on_status_done(redlock_client *c, int status, const redlock_status *st,
@@ -57,36 +50,30 @@ static void on_status_done(redlock_client *c, int status, const redlock_status *
     rl_call_done(c, &req->call, status, NULL, err);
 }
 
-static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
+static void on_ready(redlock_client *c, int status, size_t n_up, const redlock_error *err,
+                     void *arg)
 {
     rl_req *req = arg;
     req->n_up = n_up;
-    redlock_error e;
-    const rl_node *twin = status == REDLOCK_EINVAL ? rl_identity_refused(c) : NULL;
-    if (twin)
-        rl_identity_seterr(c, twin, &e);
-    else
-        rl_seterr(&e, status, -1, "%zu of %u masters connected, %zu wanted", n_up, c->n,
-                  req->min_masters);
-    rl_call_done(c, &req->call, status, NULL, &e);
+    rl_call_done(c, &req->call, status, NULL, err);
 }
 
 static int start_acquire(redlock_client *c, rl_call *call, redlock_error *e)
 {
     rl_req *req = REQ(call);
-    return rl_acquire_start(c, req->set, req->count, &req->w, on_acquired, req, e);
+    return rl_acquire_start(c, req->set, req->count, &req->w, on_done, req, e);
 }
 
 static int start_release(redlock_client *c, rl_call *call, redlock_error *e)
 {
     rl_req *req = REQ(call);
-    return rl_release_start(c, req->lock, on_op_done, req, e);
+    return rl_release_start(c, req->lock, on_done, req, e);
 }
 
 static int start_extend(redlock_client *c, rl_call *call, redlock_error *e)
 {
     rl_req *req = REQ(call);
-    return rl_extend_start(c, req->lock, req->ttl_ms, on_op_done, req, NULL, e);
+    return rl_extend_start(c, req->lock, req->ttl_ms, on_done, req, NULL, e);
 }
 
 static int start_status(redlock_client *c, rl_call *call, redlock_error *e)
@@ -168,10 +155,7 @@ int redlock_acquire_set(redlock_client *c, const redlock_resource *set, size_t c
                         uint32_t ttl_ms, unsigned flags, redlock_lock **ret_lock,
                         redlock_outcome *ret_outcome, redlock_error *reterr)
 {
-    redlock_acquire_opts o;
-    redlock_acquire_opts_init(&o);
-    o.ttl_ms = ttl_ms;
-    o.flags = flags;
+    redlock_acquire_opts o = rl_opts_of(ttl_ms, flags);
     return redlock_acquire_with(c, set, count, &o, ret_lock, ret_outcome, reterr);
 }
 

@@ -105,6 +105,18 @@ static void client_on_marker(rl_node *n, const rl_marker *m, void *arg)
     rl_memory_marker(arg, n->idx, m);
 }
 
+/* A master's clock or restart event, for the config's hook: the client,
+ * and the master in the error's place. */
+static void client_on_event(rl_node *n, int status, int event, const char *msg, void *arg)
+{
+    redlock_client *c = arg;
+    if (!c->cfg.event_fn)
+        return;
+    redlock_error e = { status, (int)n->idx, "" };
+    rl_fit(e.msg, sizeof(e.msg), msg);
+    c->cfg.event_fn(c, status, event, &e, c->cfg.event_arg);
+}
+
 static int client_on_identity(const rl_node *n, void *arg)
 {
     return rl_identity_twin(arg, n);
@@ -162,6 +174,7 @@ static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
                             .on_marker = client_on_marker,
                             .on_state = client_on_node_state,
                             .on_identity = client_on_identity,
+                            .on_event = client_on_event,
                             .on_message = rl_wait_on_message,
                             .arg = c };
     if (rl_ops_init(c) != 0)

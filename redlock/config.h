@@ -34,4 +34,16 @@ typedef struct rl_wait_spec {
 int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts, rl_wait_spec *ret,
                     redlock_error *e);
 
+/* The options of the calls of 0.1, which take the ttl and the flags as
+ * arguments: the client's wait and polling (redlock_acquire_set and its
+ * _async twin). */
+static inline redlock_acquire_opts rl_opts_of(uint32_t ttl_ms, unsigned flags)
+{
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = ttl_ms;
+    o.flags = flags;
+    return o;
+}
+
 #endif

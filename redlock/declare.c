@@ -83,7 +83,7 @@ static void dec_decide(rl_op *op)
         rl_op_finish(op, REDLOCK_EINVAL);
         return;
     }
-    rl_op_finish(op, ok >= op->c->quorum ? 0 : rl_outcome_failure(op, op->ops->name, &op->err));
+    rl_op_finish(op, ok >= op->c->quorum ? 0 : rl_outcome_failure(op, &op->err));
 }
 
 static void dec_deliver(rl_op *op)
@@ -111,14 +111,11 @@ static const rl_op_ops readmit_ops = {
 int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
                      void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    rl_op *op = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
-                          e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    int rc = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
+                       &op, e);
+    if (rc)
+        return rc;
     rl_declare *d = DEC(op);
     d->cb = cb;
     d->arg = arg;
@@ -127,6 +124,6 @@ int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_de
     op->attempt_us = rl_now_us();
     rl_cmd cmd;
     rl_cmd_declare(&cmd, readmit, max_ttl_ms);
-    rl_round_send(op, &cmd, op->ops->name, RL_ALL, RL_ALL, false, true);
+    rl_round_send(op, &cmd, op->ops->name, RL_ALL, RL_ALL, RL_ROUND_VOTES);
     return 0;
 }

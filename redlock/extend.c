@@ -36,12 +36,9 @@
 typedef struct rl_extend {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
-    redlock_lock *lock; /* the caller's; NULL once the watchdog let go of it */
     uint32_t ttl_ms;
     uint32_t n_ok, n_fail;
     uint32_t native_mask; /* masters sent the transaction, not the script */
-    redlock_op_cb cb;
-    void *arg;
 } rl_extend;
 
 static rl_extend *EXT(rl_op *op)
@@ -137,9 +134,9 @@ static void ext_failed(rl_extend *x, int status)
     int64_t cap_us = drift_validity_us(x->ttl_ms, 0, op->c->cfg.drift_factor);
     rl_monotime cap = cap_us > 0 ? op->attempt_us + (uint64_t)cap_us : op->attempt_us;
     /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. */
-    rl_monotime until = x->lock ? rl_lock_valid_until(x->lock) : 0;
+    rl_monotime until = op->lock ? rl_lock_valid_until(op->lock) : 0;
     if (until != 0 && cap < until)
-        rl_lock_set_valid_until(x->lock, cap > 0 ? cap : 1);
+        rl_lock_set_valid_until(op->lock, cap > 0 ? cap : 1);
     rl_op_finish(op, status);
 }
 
@@ -161,29 +158,23 @@ static void ext_decide(rl_op *op)
             ext_failed(x, REDLOCK_EEXPIRED);
             return;
         }
-        if (x->lock) {
-            __atomic_store_n(&x->lock->ttl_ms, x->ttl_ms, __ATOMIC_RELAXED);
-            rl_lock_set_valid_until(x->lock, op->attempt_us + (uint64_t)validity_ms * 1000);
+        if (op->lock) {
+            __atomic_store_n(&op->lock->ttl_ms, x->ttl_ms, __ATOMIC_RELAXED);
+            rl_lock_set_valid_until(op->lock, op->attempt_us + (uint64_t)validity_ms * 1000);
         }
         rl_op_finish(op, 0);
     } else if (x->n_fail > c->n - c->quorum) {
         op->out.elapsed_us = rl_now_us() - op->attempt_us;
-        ext_failed(x, rl_outcome_failure(op, "extend", &op->err));
+        ext_failed(x, rl_outcome_failure(op, &op->err));
     }
-}
-
-static void ext_deliver(rl_op *op)
-{
-    rl_extend *x = EXT(op);
-    x->cb(op->c, op->status, x->lock, &op->out, op->status ? &op->err : NULL, x->arg);
 }
 
 static const rl_op_ops extend_ops = {
     .kind = REDLOCK_OP_EXTEND,
     .name = "extend",
+    .verdict = RL_VERDICT_HELD_LOST | RL_VERDICT_GONE_LOST,
     .on_vote = ext_on_vote,
     .decide = ext_decide,
-    .deliver = ext_deliver,
 };
 
 /* The round's commands: the transaction to masters that have SET IFEQ and
@@ -225,33 +216,25 @@ static rl_fanout *ext_fanout(rl_extend *x)
 
 void rl_extend_forget_lock(rl_op *op)
 {
-    EXT(op)->lock = NULL;
+    op->lock = NULL;
 }
 
-int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_done_cb cb,
                     void *arg, rl_op **ret_op, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    if (!lock || !cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "extend: lock and callback must not be NULL");
-        return REDLOCK_EINVAL;
-    }
     int rc = rl_check_ttl(ttl_ms, c->cfg.drift_factor, e);
     if (rc)
         return rc;
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set), 0,
-                          e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    rc = rl_op_new(c, &extend_ops, sizeof(rl_extend), set, rl_lock_resources(lock, set), 0, &op, e);
+    if (rc)
+        return rc;
     rl_extend *x = EXT(op);
-    x->lock = lock;
+    op->lock = lock; /* the caller's; NULL once the watchdog let go of it */
     x->ttl_ms = ttl_ms;
-    x->cb = cb;
-    x->arg = arg;
+    op->cb = cb;
+    op->arg = arg;
     if (ttl_ms > c->max_ttl_ms)
         c->max_ttl_ms = ttl_ms;
     snprintf(x->token, sizeof(x->token), "%s", lock->token);
@@ -265,13 +248,6 @@ int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redl
         rl_op_finish(op, REDLOCK_ENOMEM);
         return 0;
     }
-    rl_round_start(op, f, (1u << c->n) - 1, (1u << c->n) - 1, true, true);
+    rl_round_start(op, f, (1u << c->n) - 1, (1u << c->n) - 1, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
     return 0;
-}
-
-int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
-                         void *arg, redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_extend_start(c, lock, ttl_ms, cb, arg, NULL, reterr);
 }

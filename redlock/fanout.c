@@ -120,14 +120,20 @@ static void fanout_unref(rl_fanout *f)
 
 static rl_reply_fn fanout_on_reply, fanout_on_queued;
 
+/* How fanout_issue sends: the EVAL fallback (the body, not its sha);
+ * with a release's priority (rl_node_send). */
+#define ISSUE_EVAL 0x1u
+#define ISSUE_PRIORITY 0x2u
+
 /* Queue @s's command on its master, with this master's own value of the
  * node argument swapped in for the call, and for the EVAL fallback
  * argv[0..1] swapped for EVAL and the script body: hiredis formats each
  * command into its own buffer before returning. A transaction (MULTI, its
  * commands, EXEC) has one reply function per command: *@ret_sent says how
  * many will run. */
-static int fanout_issue(rl_fanout *f, rl_slot *s, bool eval, bool priority, int *ret_sent)
+static int fanout_issue(rl_fanout *f, rl_slot *s, unsigned how, int *ret_sent)
 {
+    bool eval = how & ISSUE_EVAL, priority = how & ISSUE_PRIORITY;
     rl_node *n = &f->nodes[s->idx];
     rl_form *fm = &f->forms[s->form];
     /* argv[1] only for a script (EVALSHA sha ...): a plain command may
@@ -180,7 +186,7 @@ int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority)
      * those that will not run are given back. */
     int most = f->forms[s->form].nparts + 2, sent = 0;
     f->refs += most;
-    int rc = fanout_issue(f, s, false, priority, &sent);
+    int rc = fanout_issue(f, s, priority ? ISSUE_PRIORITY : 0, &sent);
     for (int i = sent; i < most; i++)
         fanout_unref(f);
     if (rc != 0)
@@ -256,7 +262,7 @@ static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *w
          * commands queued meanwhile; that is safe because every acquire
          * attempt uses a fresh token (acquire.c). */
         s->evalled = 1;
-        if (fanout_issue(f, s, true, true, &sent) == 0)
+        if (fanout_issue(f, s, ISSUE_EVAL | ISSUE_PRIORITY, &sent) == 0)
             return;
     }
     s->state = RL_SLOT_DONE;

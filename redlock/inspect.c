@@ -157,7 +157,7 @@ static void insp_decide(rl_op *op)
     if (st->n_answered >= c->quorum)
         rl_op_finish(op, 0);
     else
-        rl_op_finish(op, rl_outcome_failure(op, op->ops->name, &op->err));
+        rl_op_finish(op, rl_outcome_failure(op, &op->err));
 }
 
 static void insp_deliver(rl_op *op)
@@ -185,19 +185,12 @@ static const rl_op_ops ping_ops = {
 static int insp_start(redlock_client *c, bool ping, const void *resource, size_t len,
                       redlock_status_cb cb, void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    if (!cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "%s: callback is NULL", ping ? "ping" : "status");
-        return REDLOCK_EINVAL;
-    }
     redlock_resource one = { resource, len };
-    rl_op *op = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one, ping ? 0 : 1,
-                          0, e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    int rc = rl_op_new(c, ping ? &ping_ops : &status_ops, sizeof(rl_inspect), &one, ping ? 0 : 1, 0,
+                       &op, e);
+    if (rc)
+        return rc;
     rl_inspect *in = INS(op);
     in->ping = ping;
     in->cb = cb;
@@ -213,7 +206,7 @@ static int insp_start(redlock_client *c, bool ping, const void *resource, size_t
         rl_cmd_time(&cmd);
     else
         rl_cmd_status(&cmd, &op->k);
-    rl_round_send(op, &cmd, ping ? "ping" : "status", RL_ALL, RL_ALL, false, true);
+    rl_round_send(op, &cmd, ping ? "ping" : "status", RL_ALL, RL_ALL, RL_ROUND_VOTES);
     return 0;
 }
 
@@ -227,17 +220,4 @@ int rl_status_start(redlock_client *c, const void *resource, size_t len, redlock
 int rl_ping_start(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *e)
 {
     return insp_start(c, true, NULL, 0, cb, arg, e);
-}
-
-int redlock_status_get_async(redlock_client *c, const void *resource, size_t len,
-                             redlock_status_cb cb, void *arg, redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_status_start(c, resource, len, cb, arg, reterr);
-}
-
-int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_ping_start(c, cb, arg, reterr);
 }

@@ -1,8 +1,9 @@
 /* kinds.h - how the layers above the kinds start an operation.
  *
- * The public _async functions and the blocking API (blocking.c) both come
- * here; the watchdog starts extends here too. Each returns 0 (the callback
- * will run exactly once, from the loop) or an error (it never will).
+ * The two API files, async.c and blocking.c, both come here; the watchdog
+ * starts extends here too. Each returns 0 (the callback will run exactly
+ * once, from the loop) or an error (it never will): REDLOCK_ESHUTDOWN once
+ * the client is being freed (rl_op_new says so, for every kind).
  */
 #ifndef REDLOCK_KINDS_H
 #define REDLOCK_KINDS_H
@@ -11,11 +12,11 @@
 #include "op.h"
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
-                     const rl_wait_spec *w, redlock_acquire_cb cb, void *arg, redlock_error *e);
-int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+                     const rl_wait_spec *w, redlock_done_cb cb, void *arg, redlock_error *e);
+int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                      redlock_error *e);
 /* @ret_op (optional): the op, so the watchdog can cut it loose from the lock. */
-int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+int rl_extend_start(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_done_cb cb,
                     void *arg, rl_op **ret_op, redlock_error *e);
 /* The extend @op no longer writes into its lock (the lock may be freed). */
 void rl_extend_forget_lock(rl_op *op);
@@ -30,8 +31,5 @@ typedef void (*rl_declare_cb)(redlock_client *c, int status, uint32_t declared,
                               const redlock_outcome *out, const redlock_error *err, void *arg);
 int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
                      void *arg, redlock_error *e);
-
-/* Common checks of the async entry points: a live async client. */
-int rl_check_async(redlock_client *c, redlock_error *e);
 
 #endif

@@ -167,7 +167,7 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
         return; /* no INFO (ACL): no restart events, nothing else lost */
     char old[41];
     if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), old))
-        rl_node_event(n, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)", old,
+        rl_node_event(n, 0, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)", old,
                       n->trust.run_id, (long long)n->trust.uptime_s);
     n->id_current = n->trust.run_id[0] != '\0';
     int twin = n->id_current && n->env->on_identity ? n->env->on_identity(n, n->env->arg) : -1;
@@ -465,7 +465,7 @@ void rl_node_native_refused(rl_node *n, unsigned native, const char *why)
                 n->trust.version, why);
 }
 
-void rl_node_event(rl_node *n, int event, const char *fmt, ...)
+void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)
 {
     const redlock_config *cfg = CFG(n);
     if (!cfg->event_fn && !(cfg->log_fn && REDLOCK_LOG_WARN >= cfg->log_level))
@@ -478,8 +478,8 @@ void rl_node_event(rl_node *n, int event, const char *fmt, ...)
         vsnprintf(msg + len, sizeof(msg) - (size_t)len, fmt, ap);
     va_end(ap);
     rl_log(cfg, REDLOCK_LOG_WARN, "%s", msg);
-    if (cfg->event_fn)
-        cfg->event_fn((int)n->idx, event, msg, cfg->event_arg);
+    if (n->env->on_event)
+        n->env->on_event(n, status, event, msg, n->env->arg);
 }
 
 /* ---- the subscriber connection ---------------------------------------------- */

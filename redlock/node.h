@@ -28,6 +28,9 @@ typedef struct rl_node_env {
     /* The handshake read the master's run_id: the index of another master
      * of this client connected to that same server now, or -1. Optional. */
     int (*on_identity)(const rl_node *n, void *arg);
+    /* A clock or restart event (rl_node_event), already logged: @status 0
+     * or EUNTRUSTED, @msg one line naming the master. Optional. */
+    void (*on_event)(rl_node *n, int status, int event, const char *msg, void *arg);
     /* A message on the node's subscriber connection. Optional. */
     void (*on_message)(rl_node *n, const char *channel, size_t clen, const char *msg, size_t mlen,
                        void *arg);
@@ -121,9 +124,11 @@ void rl_node_recheck(rl_node *n);
  * the node is down or it cannot be opened: waiters fall back to polling. */
 rl_conn *rl_node_subscriber(rl_node *n);
 
-/* A clock or restart event: a log line (WARN) and the config's event hook. */
-void rl_node_event(rl_node *n, int event, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* A clock or restart event: a log line (WARN) and the env's on_event (the
+ * config's event hook). @status: REDLOCK_EUNTRUSTED when it takes the master
+ * out of quorums now, else 0. */
+void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Log with the master named by index and address. */
 #define rl_node_log(n, level, fmt, ...) \

@@ -6,9 +6,10 @@
  * late (after the timeout, after a newer round, after the op finished), and
  * hands every answer that counts to the kind, then asks the kind to decide.
  * When the kind finishes the op, the core queues it and delivers it from
- * the loop: the op hook first, then the kind's own callback.
+ * the loop: the op hook first, then the completion (redlock_done_cb), or
+ * the kind's deliver hook for a result that is not a lock.
  */
-#include "kinds.h"
+#include "op.h"
 
 #include <event2/event.h>
 
@@ -91,8 +92,7 @@ void rl_round_end(rl_op *op)
     evtimer_del(op->round_timer);
 }
 
-void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
-                    bool votes)
+void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsigned how)
 {
     redlock_client *c = op->c;
     rl_round_end(op);
@@ -106,12 +106,12 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
         uint32_t bit = 1u << i;
         if (!(send & bit))
             continue;
-        int rc = rl_fanout_send(f, i, priority);
+        int rc = rl_fanout_send(f, i, how & RL_ROUND_PRIORITY);
         if (rc == 0)
             op->sent_mask |= bit;
         if (rc == 0 && (count & bit)) {
             op->pending_mask |= bit;
-            if (votes) {
+            if (how & RL_ROUND_VOTES) {
                 memset(&op->out.votes[i], 0, sizeof(op->out.votes[i]));
                 op->out.votes[i].kind = REDLOCK_VOTE_PENDING;
             }
@@ -135,7 +135,7 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool
 }
 
 void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send, uint32_t count,
-                   bool priority, bool votes)
+                   unsigned how)
 {
     rl_fanout *f = rl_fanout_new(op->c->nodes, cmd);
     if (!f) {
@@ -144,7 +144,7 @@ void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send
         return;
     }
     uint32_t all = (1u << op->c->n) - 1;
-    rl_round_start(op, f, send & all, count & all, priority, votes);
+    rl_round_start(op, f, send & all, count & all, how);
 }
 
 /* ---- the op's life ---------------------------------------------------------- */
@@ -235,9 +235,12 @@ static void op_free(rl_op *op)
     free(op);
 }
 
-rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
-                 size_t count, unsigned keys, redlock_error *e)
+int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
+              size_t count, unsigned keys, rl_op **ret, redlock_error *e)
 {
+    int rc = rl_client_live(c, e);
+    if (rc)
+        return rc;
     rl_op *op = calloc(1, size);
     if (!op)
         goto oom;
@@ -265,14 +268,15 @@ rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const red
         t->next = op;
         op->prev = t;
     }
-    return op;
+    *ret = op;
+    return 0;
 oom:
     if (op) {
         op->ops = &(rl_op_ops){ 0 };
         op_free(op);
     }
     rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory starting an operation");
-    return NULL;
+    return REDLOCK_ENOMEM;
 }
 
 /* Deliveries running on this thread, of any client: a callback of one
@@ -368,9 +372,12 @@ static void deliver_one(rl_op *op)
             .resource_len = op->nres ? op->k.locks.len[0] - c->prefix_len : 0,
             .outcome = &op->out,
         };
-        c->cfg.op_fn(&info, c->cfg.op_arg);
+        c->cfg.op_fn(c, op->status, &info, &op->err, c->cfg.op_arg);
     }
-    op->ops->deliver(op);
+    if (op->ops->deliver)
+        op->ops->deliver(op);
+    else
+        op->cb(c, op->status, op->lock, &op->out, &op->err, op->arg);
     op_free(op);
 }
 
@@ -434,23 +441,4 @@ void rl_ops_free(redlock_client *c)
     if (c->deliver_ev)
         event_free(c->deliver_ev);
     c->deliver_ev = NULL;
-}
-
-int rl_check_async(redlock_client *c, redlock_error *e)
-{
-    if (!c) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "client is NULL");
-        return REDLOCK_EINVAL;
-    }
-    if (c->blk) {
-        rl_seterr(e, REDLOCK_EASYNC, -1,
-                  "this client runs its own I/O thread (made with base == NULL): "
-                  "use the blocking calls, or make it with your event_base");
-        return REDLOCK_EASYNC;
-    }
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    return 0;
 }

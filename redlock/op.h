@@ -12,7 +12,10 @@
  * Delivery has one rule: a finished op waits in the client's delivery queue
  * until the loop runs the queue (a zero timer), never inside the call that
  * started it and never inside a reply callback, in the order ops finished.
- * Freeing the client delivers what is left, at once.
+ * Freeing the client delivers what is left, at once. The core delivers:
+ * the op hook, then the completion (redlock_done_cb) with the op's lock,
+ * outcome and error, unless the kind's result is something else (a
+ * redlock_status: its deliver hook).
  */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
@@ -21,9 +24,23 @@
 
 typedef struct rl_op rl_op;
 
+/* How outcome.c reads the votes of a round that failed (rl_op_ops.verdict):
+ * what "held" and "gone" mean to the kind.
+ *   HELD_CONFLICTS  a holder's token is another client's lock: ECONFLICT
+ *                   (acquire)
+ *   GONE_DONE       a key already gone counts as done: "released" (release)
+ *   HELD_LOST       a majority holding another token means ours is lost:
+ *                   ENOTHELD (release, extend)
+ *   GONE_LOST       ... and a key gone counts toward that majority (extend) */
+#define RL_VERDICT_HELD_CONFLICTS 0x1u
+#define RL_VERDICT_GONE_DONE 0x2u
+#define RL_VERDICT_HELD_LOST 0x4u
+#define RL_VERDICT_GONE_LOST 0x8u
+
 typedef struct rl_op_ops {
-    int kind;         /* enum redlock_op_kind, for the op hook */
+    int kind;         /* enum redlock_op_kind, for the op hook; opaque here */
     const char *name; /* "acquire", ... for messages */
+    unsigned verdict; /* RL_VERDICT_* */
     /* Record one master's answer to the current round: @r, or NULL with
      * @err/@why (down, refused, timed out). @sent_us: when it was asked. */
     void (*on_vote)(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
@@ -37,7 +54,9 @@ typedef struct rl_op_ops {
     /* Stop early with @status (cancelled): clean up on the masters, then
      * rl_op_finish. Optional: without it the op just finishes. */
     void (*cancel)(rl_op *op, int status);
-    /* Hand the result to the user. The op is finished and off the list. */
+    /* Hand a result that is not a lock to the user (status, ping, declare).
+     * Optional: without it the core runs op->cb with op->lock. The op is
+     * finished and off the list. */
     void (*deliver)(rl_op *op);
     /* Free what the kind owns beyond the op itself. Optional. */
     void (*destroy)(rl_op *op);
@@ -50,6 +69,14 @@ struct rl_op {
     rl_op *done_next;   /* the client's delivery queue */
     bool done;
     int status;
+
+    /* What the core delivers (on_deliver) when the kind has no deliver
+     * hook: the one completion shape of acquire, release and extend. */
+    redlock_done_cb cb;
+    void *arg;
+    redlock_lock *lock; /* acquire: set only by success, then the callback's
+                           owner's; release/extend: the caller's, NULL once
+                           the watchdog let go of it */
 
     /* the current round of votes */
     rl_fanout *round;                        /* NULL between rounds */
@@ -81,27 +108,34 @@ struct rl_op {
 #define RL_KEYS_QUEUE 0x2u /* waiters' queues and lease sets */
 
 /* Allocate @size bytes (a kind's struct that starts with an rl_op), put it
- * on the client's list, build the keys of @set. NULL on OOM (@e says so). */
-rl_op *rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
-                 size_t count, unsigned keys, redlock_error *e);
+ * on the client's list, build the keys of @set; *@ret on success. 0,
+ * REDLOCK_ESHUTDOWN (the client is being freed), REDLOCK_ENOMEM (@e says). */
+int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
+              size_t count, unsigned keys, rl_op **ret, redlock_error *e);
 
 /* The kind's timer. */
 void rl_op_arm(rl_op *op, uint32_t ms);
 void rl_op_disarm(rl_op *op);
 
+/* How a round is sent and read (rl_round_start's @how).
+ *   PRIORITY  may use the headroom above max_inflight: the command pairs
+ *             with a SET that was admitted (a release, an extend, a cleanup)
+ *   VOTES     the round's answers are the outcome's votes: those masters'
+ *             votes start as PENDING */
+#define RL_ROUND_PRIORITY 0x1u
+#define RL_ROUND_VOTES 0x2u
+
 /* A new round: @f goes to every master in @send; answers count from those
- * in @count (a subset). With @votes, the round's answers are the outcome's
- * votes: those masters' votes start as PENDING. Masters that fail at once
+ * in @count (a subset); @how: RL_ROUND_* flags. Masters that fail at once
  * are reported through on_vote; then decide runs once. The round before is
  * dropped. */
-void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, bool priority,
-                    bool votes);
+void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsigned how);
 /* The same, from @cmd: the fanout is made here. Out of memory finishes the
  * op with ENOMEM (@what names the command in the message). @send and
  * @count: RL_ALL for every master. */
 #define RL_ALL UINT32_MAX
 void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send, uint32_t count,
-                   bool priority, bool votes);
+                   unsigned how);
 /* Stop the current round: later answers are dropped. */
 void rl_round_end(rl_op *op);
 

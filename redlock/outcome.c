@@ -190,7 +190,8 @@ static int no_quorum(const rl_op *op, const tally *t, uint32_t good, const char 
     char line[REDLOCK_ERRMSG_LEN];
     int len = snprintf(line, sizeof(line),
                        "%s: no quorum: %u of %u masters failed, %u %s, %u needed", what, t->failed,
-                       c->n, good, op->ops->kind == REDLOCK_OP_RELEASE ? "released" : "agreed",
+                       c->n, good,
+                       (op->ops->verdict & RL_VERDICT_GONE_DONE) ? "released" : "agreed",
                        c->quorum);
     int more = 0, named = 0;
     for (uint32_t i = 0; i < c->n; i++) {
@@ -222,20 +223,21 @@ static int no_quorum(const rl_op *op, const tally *t, uint32_t good, const char 
     return REDLOCK_ENOQUORUM;
 }
 
-int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
+int rl_outcome_failure(const rl_op *op, redlock_error *e)
 {
     const redlock_client *c = op->c;
-    int kind = op->ops->kind;
-    bool release = kind == REDLOCK_OP_RELEASE, extend = kind == REDLOCK_OP_EXTEND;
+    const char *what = op->ops->name;
+    unsigned verdict = op->ops->verdict;
     tally t;
     count_votes(op, &t);
-    uint32_t good = t.ok + (release ? t.gone : 0);
+    uint32_t good = t.ok + ((verdict & RL_VERDICT_GONE_DONE) ? t.gone : 0);
 
     /* Somebody else has it: the masters not known to be broken (answered
      * normally, or not answered yet when an early failure was decided)
      * could have formed a majority. Counting the pending ones keeps the
      * verdict independent of which replies happened to arrive first. */
-    if (kind == REDLOCK_OP_ACQUIRE && t.held > 0 && good + t.held + t.pending >= c->quorum) {
+    if ((verdict & RL_VERDICT_HELD_CONFLICTS) && t.held > 0 &&
+        good + t.held + t.pending >= c->quorum) {
         rl_seterr(e, REDLOCK_ECONFLICT, -1,
                   "acquire: resource is held by another client on %u of %u masters "
                   "(retry later, or wait longer before giving up)",
@@ -246,7 +248,8 @@ int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e)
      * (another token there; for an extend, also our key gone). Masters that
      * timed out, are down or failed may still hold our token: with them the
      * outcome is unknown, which is no quorum, never "not held". */
-    if ((release || extend) && t.held + (extend ? t.gone : 0) >= c->quorum) {
+    uint32_t lost = t.held + ((verdict & RL_VERDICT_GONE_LOST) ? t.gone : 0);
+    if ((verdict & RL_VERDICT_HELD_LOST) && lost >= c->quorum) {
         rl_seterr(e, REDLOCK_ENOTHELD, -1,
                   "%s: this token no longer holds the lock: another token holds it on %u and it "
                   "is gone from %u of %u masters (it expired, and may have been taken); acquire "

@@ -14,7 +14,7 @@ int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, r
  * computed it: the script, or the extend's native transaction (extend.c). */
 int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_us, int gone_err);
 /* Decide the failure code of an attempt from its votes and write the one-line
- * message. @what is "acquire", "release", "extend", "status" or "ping". */
-int rl_outcome_failure(const rl_op *op, const char *what, redlock_error *e);
+ * message, named by the kind's name and read by its verdict (op.h). */
+int rl_outcome_failure(const rl_op *op, redlock_error *e);
 
 #endif

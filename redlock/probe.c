@@ -28,11 +28,11 @@ static void probe_on_time(void *arg, const rl_reply *r, int err, const char *why
     int ev = drift_monitor_add(&t->clock, &s);
     bool exclude = n->env->cfg->clock_policy == REDLOCK_CLOCK_EXCLUDE;
     if (ev == DRIFT_EV_JUMP)
-        rl_node_event(n, REDLOCK_EVENT_CLOCK_JUMP, "clock jumped %+lld ms%s",
-                      (long long)(t->clock.last_jump_us / 1000),
+        rl_node_event(n, exclude ? REDLOCK_EUNTRUSTED : 0, REDLOCK_EVENT_CLOCK_JUMP,
+                      "clock jumped %+lld ms%s", (long long)(t->clock.last_jump_us / 1000),
                       exclude ? "; excluded from quorums" : "");
     else if (ev == DRIFT_EV_RATE)
-        rl_node_event(n, REDLOCK_EVENT_CLOCK_RATE,
+        rl_node_event(n, exclude ? REDLOCK_EUNTRUSTED : 0, REDLOCK_EVENT_CLOCK_RATE,
                       "clock runs at %.4f..%.4f of ours, beyond drift factor %g%s",
                       t->clock.rate_lo, t->clock.rate_hi, n->env->cfg->drift_factor,
                       exclude ? "; excluded from quorums" : "");

@@ -58,9 +58,17 @@ static void ready_deliver(rl_ready *r)
     redlock_ready_cb cb = r->cb;
     void *arg = r->arg;
     int status = r->status;
+    redlock_error e = { 0, -1, "" };
+    const rl_node *twin = status == REDLOCK_EINVAL ? rl_identity_refused(c) : NULL;
+    if (twin)
+        rl_identity_seterr(c, twin, &e);
+    else if (status == REDLOCK_ESHUTDOWN)
+        rl_seterr(&e, status, -1, "client freed while waiting for masters");
+    else if (status)
+        rl_seterr(&e, status, -1, "%zu of %u masters connected, %zu wanted", up, c->n, r->min);
     ready_free(r);
     rl_client_enter(c);
-    cb(c, status, up, arg);
+    cb(c, status, up, &e, arg);
     rl_client_leave(c);
 }
 
@@ -107,16 +115,13 @@ void rl_ready_check(redlock_client *c)
 int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, redlock_ready_cb cb,
                    void *arg, redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    if (!cb || min_masters > c->n || timeout_ms == 0 || timeout_ms > REDLOCK_TTL_MAX_MS) {
+    int rc = rl_client_live(c, e);
+    if (rc)
+        return rc;
+    if (min_masters > c->n || timeout_ms == 0 || timeout_ms > REDLOCK_TTL_MAX_MS) {
         rl_seterr(e, REDLOCK_EINVAL, -1,
-                  !cb ? "ready: callback is NULL"
-                      : "ready: min_masters must be 0..%u (0: the quorum) and timeout_ms "
-                        "1..%u",
-                  c->n, REDLOCK_TTL_MAX_MS);
+                  "ready: min_masters must be 0..%u (0: the quorum) and timeout_ms 1..%u", c->n,
+                  REDLOCK_TTL_MAX_MS);
         return REDLOCK_EINVAL;
     }
     rl_ready *r = calloc(1, sizeof(*r));
@@ -149,19 +154,4 @@ void rl_ready_close(redlock_client *c)
         r->status = REDLOCK_ESHUTDOWN;
         ready_deliver(r);
     }
-}
-
-int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_ms,
-                        redlock_ready_cb cb, void *arg, redlock_error *reterr)
-{
-    if (!c) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "client is NULL");
-        return REDLOCK_EINVAL;
-    }
-    if (c->blk) {
-        rl_seterr(reterr, REDLOCK_EASYNC, -1,
-                  "ready: this is a blocking client: use redlock_ready()");
-        return REDLOCK_EASYNC;
-    }
-    return rl_ready_start(c, min_masters, timeout_ms, cb, arg, reterr);
 }

@@ -24,10 +24,7 @@
 typedef struct rl_release {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
-    redlock_lock *lock;  /* the caller's, given back in the callback */
     uint32_t retry_mask; /* masters to ask again after the delay */
-    redlock_op_cb cb;
-    void *arg;
 } rl_release;
 
 static rl_release *REL(rl_op *op)
@@ -53,7 +50,7 @@ static void rel_send(rl_release *r, uint32_t mask)
     rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
-    rl_round_send(op, &cmd, "release", mask, mask, true, true);
+    rl_round_send(op, &cmd, "release", mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
 }
 
 static bool vote_is_transient(const redlock_vote *v)
@@ -87,7 +84,7 @@ static void rel_decide(rl_op *op)
         rl_op_arm(op, c->cfg.release_retry_delay_ms);
         return;
     }
-    rl_op_finish(op, rl_outcome_failure(op, "release", &op->err));
+    rl_op_finish(op, rl_outcome_failure(op, &op->err));
 }
 
 static void rel_on_timer(rl_op *op)
@@ -95,41 +92,28 @@ static void rel_on_timer(rl_op *op)
     rel_send(REL(op), REL(op)->retry_mask);
 }
 
-static void rel_deliver(rl_op *op)
-{
-    rl_release *r = REL(op);
-    r->cb(op->c, op->status, r->lock, &op->out, op->status ? &op->err : NULL, r->arg);
-}
-
 static const rl_op_ops release_ops = {
     .kind = REDLOCK_OP_RELEASE,
     .name = "release",
+    .verdict = RL_VERDICT_GONE_DONE | RL_VERDICT_HELD_LOST,
     .on_vote = rel_on_vote,
     .decide = rel_decide,
     .on_timer = rel_on_timer,
-    .deliver = rel_deliver,
 };
 
-int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                      redlock_error *e)
 {
-    if (c->freeing) {
-        rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
-        return REDLOCK_ESHUTDOWN;
-    }
-    if (!lock || !cb) {
-        rl_seterr(e, REDLOCK_EINVAL, -1, "release: lock and callback must not be NULL");
-        return REDLOCK_EINVAL;
-    }
     redlock_resource set[REDLOCK_SET_MAX];
-    rl_op *op = rl_op_new(c, &release_ops, sizeof(rl_release), set, rl_lock_resources(lock, set),
-                          RL_KEYS_QUEUE, e);
-    if (!op)
-        return REDLOCK_ENOMEM;
+    rl_op *op;
+    int rc = rl_op_new(c, &release_ops, sizeof(rl_release), set, rl_lock_resources(lock, set),
+                       RL_KEYS_QUEUE, &op, e);
+    if (rc)
+        return rc;
     rl_release *r = REL(op);
-    r->lock = lock;
-    r->cb = cb;
-    r->arg = arg;
+    op->lock = lock; /* the caller's, given back in the callback */
+    op->cb = cb;
+    op->arg = arg;
     snprintf(r->token, sizeof(r->token), "%s", lock->token);
     rl_watchdog_stop(c, lock);
     /* Whatever the outcome, the caller stops holding the lock now: a
@@ -138,11 +122,4 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, vo
     op->attempt_us = rl_now_us();
     rel_send(r, (1u << c->n) - 1); /* every master */
     return 0;
-}
-
-int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
-                          redlock_error *reterr)
-{
-    int rc = rl_check_async(c, reterr);
-    return rc ? rc : rl_release_start(c, lock, cb, arg, reterr);
 }

@@ -18,7 +18,7 @@
  *         round_on_vote         op.c         not late? count it: ops->on_vote, ->decide
  *        rl_acq_on_vote         acquire-votes.c  the vote (and whether it may count)
  *       acq_decide              acquire.c    a quorum of OKs, or a majority out of reach
- *      rl_op_finish, on_deliver op.c         next loop pass: the op hook, then acq_deliver
+ *      rl_op_finish, on_deliver op.c         next loop pass: the op hook, then the completion
  *
  * Ownership in one paragraph: an op belongs to the client until its
  * callback has run. A fanout belongs to itself: it holds one reference per
@@ -123,6 +123,17 @@ static inline bool rl_client_leave(redlock_client *c)
         return true;
     }
     return false;
+}
+
+/* The one check, at every start (an op: rl_op_new; a readiness waiter; a
+ * watchdog), of a client being freed: nothing new begins once its free
+ * has started, from a callback the free runs or from another start. */
+static inline int rl_client_live(const redlock_client *c, redlock_error *e)
+{
+    if (!c->freeing)
+        return 0;
+    rl_seterr(e, REDLOCK_ESHUTDOWN, -1, "client is being freed");
+    return REDLOCK_ESHUTDOWN;
 }
 
 /* A uniform random number in 0..n (the client's xorshift: jitter only). */

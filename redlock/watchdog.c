@@ -92,7 +92,7 @@ static void wd_lost(rl_watchdog *wd, int status, const redlock_error *err)
         rl_seterr(&e, status, -1, "watchdog stopped: %s", redlock_strerror(status));
     wd_detach(wd);
     rl_client_enter(c);
-    cb(c, lock, status, &e, arg);
+    cb(c, status, lock, &e, arg);
     rl_client_leave(c);
 }
 
@@ -225,12 +225,10 @@ static void wd_start_on_loop(redlock_client *c, void *arg)
 {
     wd_call *k = arg;
     redlock_lock *lock = k->lock;
-    k->rc = REDLOCK_EINVAL;
-    if (c->freeing) {
-        k->rc = REDLOCK_ESHUTDOWN;
-        rl_seterr(k->err, k->rc, -1, "client is being freed");
+    k->rc = rl_client_live(c, k->err);
+    if (k->rc)
         return;
-    }
+    k->rc = REDLOCK_EINVAL;
     if (lock->wd) {
         rl_seterr(k->err, k->rc, -1, "watchdog: one already runs for this lock");
         return;

@@ -150,7 +150,9 @@ Test(async, acquire_extend_release_call_back_once_from_the_loop)
     wait_done(&acq, "acquire");
     cr_assert(eq(int, acq.status, 0), "%s", acq.err.msg);
     cr_assert(not(zero(ptr, acq.lock)));
-    cr_expect(zero(int, acq.has_err), "err is NULL on success");
+    cr_expect(eq(int, acq.has_err, 1), "err is never NULL");
+    cr_expect(eq(int, acq.err.code, 0), "err's code is the status");
+    cr_expect(eq(str, acq.err.msg, ""), "no message on success");
     cr_expect(eq(int, acq.out.status, 0));
     cr_expect(ge(u32, acq.out.n_ok, acq.out.quorum));
     cr_expect(tc_is_hex32(redlock_lock_token(acq.lock)));
@@ -592,6 +594,7 @@ struct st_rec {
     uint32_t answered;
     int held_on;
     char token[REDLOCK_TOKEN_MAX + 1];
+    redlock_error err; /* ready: what it said */
 };
 
 static void on_status(redlock_client *c, int status, const redlock_status *st,
@@ -608,13 +611,15 @@ static void on_status(redlock_client *c, int status, const redlock_status *st,
     cr_expect(zero(int, in_call), "called back inside the _async call");
 }
 
-static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
+static void on_ready(redlock_client *c, int status, size_t n_up, const redlock_error *err,
+                     void *arg)
 {
     (void)c;
     struct st_rec *r = arg;
     r->runs++;
     r->status = status;
     r->answered = (uint32_t)n_up;
+    r->err = *err;
 }
 
 /* An acquire whose SETs are written but not answered when the client is
@@ -693,6 +698,8 @@ Test(async, ready_status_and_ping_work_on_an_async_client)
     cr_assert(TC_RUN_UNTIL(base, never.runs == 1, 3000), "the timeout never came");
     cr_expect(eq(int, never.status, REDLOCK_ETIMEOUT));
     cr_expect(le(u32, never.answered, 4));
+    cr_expect(eq(int, never.err.code, REDLOCK_ETIMEOUT), "the error is the status");
+    cr_expect(not(zero(ptr, strstr(never.err.msg, "5 wanted"))), "%s", never.err.msg);
     redlock_client_free(c);
     free(masters);
 }

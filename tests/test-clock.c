@@ -91,14 +91,18 @@ typedef struct events {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int count[REDLOCK_MAX_MASTERS][4];
+    int excluded[REDLOCK_MAX_MASTERS]; /* events whose status is EUNTRUSTED */
+    int bad;                           /* events without a client, or whose err is not the status */
 } events;
 
-static void on_event(int master, int event, const char *msg, void *arg)
+static void on_event(redlock_client *c, int status, int event, const redlock_error *err, void *arg)
 {
-    (void)msg;
+    int master = err->master;
     events *e = arg;
     pthread_mutex_lock(&e->mu);
     e->count[master][event]++;
+    e->excluded[master] += status == REDLOCK_EUNTRUSTED;
+    e->bad += !c || err->code != status;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
@@ -261,6 +265,13 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
         events eb;
         redlock_client *b = client(&eb, policies[k]);
         cr_assert(wait_clock_event(&eb, 0, 2000) >= 0, "B did not flag master 0");
+        pthread_mutex_lock(&eb.mu);
+        cr_expect(eq(int, eb.bad, 0), "an event without its client, or err->code != status");
+        if (policies[k] == REDLOCK_CLOCK_EXCLUDE)
+            cr_expect(gt(int, eb.excluded[0], 0), "exclude: the event says EUNTRUSTED");
+        else
+            cr_expect(eq(int, eb.excluded[0], 0), "warn: the event is news only (status 0)");
+        pthread_mutex_unlock(&eb.mu);
 
         char res[128];
         tc_resource(res, sizeof(res), k == 0 ? "overlap-warn" : "overlap-exclude");

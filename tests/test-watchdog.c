@@ -42,7 +42,7 @@ typedef struct lost {
 #define LOST_INIT { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER }
 /* clang-format on */
 
-static void on_lost(redlock_client *c, redlock_lock *lock, int status, const redlock_error *err,
+static void on_lost(redlock_client *c, int status, redlock_lock *lock, const redlock_error *err,
                     void *arg)
 {
     (void)c;
@@ -82,9 +82,13 @@ typedef struct extends {
 #define EXTENDS_INIT(flag, n) { .mu = PTHREAD_MUTEX_INITIALIZER, .flag_at = (flag), .flag_n = (n) }
 /* clang-format on */
 
-static void on_op(const redlock_op_info *info, void *arg)
+static void on_op(redlock_client *c, int status, const redlock_op_info *info,
+                  const redlock_error *err, void *arg)
 {
     extends *x = arg;
+    (void)c;
+    (void)status;
+    (void)err;
 
     if (info->kind != REDLOCK_OP_EXTEND)
         return;

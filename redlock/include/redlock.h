@@ -116,18 +116,62 @@ const char *redlock_err_name(int code);
 #define REDLOCK_ERRMSG_LEN 256
 
 /*
- * redlock_error - detail of a failure, filled by the call that failed.
- * @code:   the same code the call returned
+ * redlock_error - detail of a failure, filled by the call that failed, and
+ * what every callback gets as @err.
+ * @code:   the same code the call returned (the callback's @status)
  * @master: index of the master the failure is about, or -1 when it is about
  *          the operation as a whole (e.g. no quorum)
  * @msg:    one line naming what went wrong and what to do, e.g.
  *          "master 127.0.0.1:7003: AUTH failed (check the password)"
+ * Compatibility: callers allocate it (often on the stack), so its layout is
+ * fixed for the life of the soname: it never grows.
  */
 typedef struct redlock_error {
     int code;
     int master;
     char msg[REDLOCK_ERRMSG_LEN];
 } redlock_error;
+
+/* ------------------------------------------------------------------------ */
+/* Opaque types, and the one shape of every callback                        */
+/* ------------------------------------------------------------------------ */
+
+/* A client: N master connections plus settings. Create with
+ * redlock_client_new(), free with redlock_client_free(). Opaque. */
+typedef struct redlock_client redlock_client;
+
+/* A lease on one resource: resource, token and validity. Returned by a
+ * successful acquire (the caller owns it) or made with redlock_lock_new()
+ * from a token taken elsewhere (e.g. by redlock-cli). Opaque. */
+typedef struct redlock_lock redlock_lock;
+
+/*
+ * Callbacks. Every callback the library runs for a client has one shape:
+ *
+ *     (redlock_client *c, int status, <what it is about>, const redlock_error *err, void *arg)
+ *
+ * @c is the client it ran for; @status is 0 or a REDLOCK_E* code; @err is
+ * never NULL: its code is @status, its msg the one line to show (on
+ * success code 0, master -1, msg ""), and for per-master news (events)
+ * its master names the master. @arg is what you gave with the callback.
+ * Everything passed by pointer is valid only during the call, except a
+ * lock the callback is told it now owns (a successful acquire).
+ *
+ * Where they run: on "the client's loop thread", the thread running the
+ * client's event loop at that moment, never two at once and never inside
+ * the call that asked for them: an async client's event_base, in your
+ * thread; a blocking client's own I/O thread. What they may do is said at
+ * each type: the completions (redlock_done_cb, redlock_status_cb,
+ * redlock_ready_cb) and redlock_lost_cb may start other operations and may
+ * free the client (as in hiredis, the free is deferred until the callback
+ * returns); the hooks in redlock_config (events, completed operations,
+ * logs) must not call into redlock at all. No callback of a blocking client
+ * may make a blocking call on it (it would wait for its own loop).
+ *
+ * The log hook alone keeps a log sink's shape, (level, msg, arg) as
+ * libevent's event_log_cb: it reports the library's life line by line, not
+ * one operation or one master, and the other hooks carry what code acts on.
+ */
 
 /* ------------------------------------------------------------------------ */
 /* Votes: what each master said                                             */
@@ -205,9 +249,24 @@ enum redlock_event {
     REDLOCK_EVENT_RESTART,        /* a master's run_id changed: it restarted */
 };
 
-/* Event hook: @master is the index, @msg one line. Same thread and rules as
- * the log hook. */
-typedef void (*redlock_event_fn)(int master, int event, const char *msg, void *arg);
+/*
+ * redlock_event_fn - news about one master from the clock monitor and the
+ * restart guard (config.event_fn)
+ * @c:      the client (on a blocking client it may run before
+ *          redlock_client_new() has returned it to you)
+ * @status: REDLOCK_EUNTRUSTED when the event takes the master out of
+ *          quorums now (clock events under REDLOCK_CLOCK_EXCLUDE); 0 when
+ *          it is news only (a restart: whether its vote still counts is the
+ *          memory guard's to say, and redlock_ping() shows it)
+ * @event:  enum redlock_event
+ * @err:    @err->master is the master's index, @err->msg one line naming it
+ *          (also logged at REDLOCK_LOG_WARN)
+ * Runs on the client's loop thread, from inside the reply that showed it.
+ * It must not block or call into redlock (the client's state is
+ * mid-update).
+ */
+typedef void (*redlock_event_fn)(redlock_client *c, int status, int event, const redlock_error *err,
+                                 void *arg);
 
 /* What to do with a master whose clock misbehaves. */
 enum redlock_clock_policy {
@@ -229,7 +288,7 @@ enum redlock_op_kind {
 };
 
 /*
- * redlock_op_info - one completed operation, for metrics.
+ * redlock_op_info - one completed operation, for metrics (redlock_op_fn).
  * @kind:        enum redlock_op_kind
  * @status:      what the call returned (0 or REDLOCK_E*)
  * @attempts:    attempts made (acquire: 1 + retries, wake-ups and the queue's joining;
@@ -238,7 +297,9 @@ enum redlock_op_kind {
  * @elapsed_us:  the deciding attempt alone, start to decision
  * @resource:    the (first) resource, not NUL-terminated; NULL for ping
  * @outcome:     votes and per-master latencies of the deciding attempt
- * Valid only during the hook.
+ * Valid only during the hook. Compatibility: the library allocates it and
+ * hands it out by pointer, so fields are only ever added at the end; a
+ * program built against an older header reads the ones it knows.
  */
 typedef struct redlock_op_info {
     int kind;
@@ -251,10 +312,17 @@ typedef struct redlock_op_info {
     const redlock_outcome *outcome;
 } redlock_op_info;
 
-/* Op hook: called once per completed operation, on the client's loop thread
- * (blocking clients: the I/O thread), just before the operation's own
- * callback or return. It must not block or call back into redlock. */
-typedef void (*redlock_op_fn)(const redlock_op_info *info, void *arg);
+/*
+ * redlock_op_fn - the op hook (config.op_fn): once per completed operation
+ * @status: what the operation returns (also @info->status)
+ * @info:   what it was and what it cost
+ * @err:    its detail, as its callback or blocking call gets it
+ * Runs on the client's loop thread, just before the operation's own
+ * callback or return, for every operation of every caller (the watchdog's
+ * extensions too). It must not block or call into redlock.
+ */
+typedef void (*redlock_op_fn)(redlock_client *c, int status, const redlock_op_info *info,
+                              const redlock_error *err, void *arg);
 
 /*
  * redlock_config - client settings. Fill with redlock_config_init(), then set
@@ -447,19 +515,6 @@ int64_t redlock_validity_ms(uint32_t ttl_ms, uint64_t elapsed_us, double drift_f
 /** redlock_drift_margin_ms() - ceil(ttl * drift_factor) + 2 ms. */
 REDLOCK_API
 uint64_t redlock_drift_margin_ms(uint32_t ttl_ms, double drift_factor);
-
-/* ------------------------------------------------------------------------ */
-/* Opaque types                                                             */
-/* ------------------------------------------------------------------------ */
-
-/* A client: N master connections plus settings. Create with
- * redlock_client_new(), free with redlock_client_free(). Opaque. */
-typedef struct redlock_client redlock_client;
-
-/* A lease on one resource: resource, token and validity. Returned by a
- * successful acquire (the caller owns it) or made with redlock_lock_new()
- * from a token taken elsewhere (e.g. by redlock-cli). Opaque. */
-typedef struct redlock_lock redlock_lock;
 
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                */
@@ -758,15 +813,24 @@ int redlock_extend(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms,
 /* ------------------------------------------------------------------------ */
 
 /*
- * Completion callbacks. Contract (libuv's): if an *_async call returns an
- * error, its callback never runs. Otherwise it runs exactly once, from the
- * event loop, never inside the *_async call itself. @out and @err are valid
- * only during the callback. @status is what the blocking twin would return.
+ * redlock_done_cb - the completion of an acquire, a release or an extend
+ * @c:      the client
+ * @status: what the blocking twin would return (0 or REDLOCK_E*)
+ * @lock:   acquire: on success a new lease that you now own (release it,
+ *          then redlock_lock_free() it), NULL on failure; release and
+ *          extend: the lock you passed (extend updated its validity)
+ * @out:    the deciding attempt's votes, success or failure
+ * @err:    never NULL; the detail of a failure (code 0 and "" on success)
+ *
+ * Contract (libuv's): if an *_async call returns an error, its callback
+ * never runs. Otherwise it runs exactly once, from the client's event loop
+ * (your thread), never inside the *_async call itself, after the op hook.
+ * It may start other operations, release or free @lock, and free the
+ * client (deferred until it returns; operations still in flight then end
+ * with REDLOCK_ESHUTDOWN). @out and @err are valid only during the call.
  */
-typedef void (*redlock_acquire_cb)(redlock_client *c, int status, redlock_lock *lock,
-                                   const redlock_outcome *out, const redlock_error *err, void *arg);
-typedef void (*redlock_op_cb)(redlock_client *c, int status, redlock_lock *lock,
-                              const redlock_outcome *out, const redlock_error *err, void *arg);
+typedef void (*redlock_done_cb)(redlock_client *c, int status, redlock_lock *lock,
+                                const redlock_outcome *out, const redlock_error *err, void *arg);
 
 /**
  * redlock_acquire_async() - redlock_acquire() on the caller's event loop
@@ -779,12 +843,12 @@ typedef void (*redlock_op_cb)(redlock_client *c, int status, redlock_lock *lock,
  */
 REDLOCK_API
 int redlock_acquire_async(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
-                          redlock_acquire_cb cb, void *arg, redlock_error *reterr);
+                          redlock_done_cb cb, void *arg, redlock_error *reterr);
 
 /** redlock_acquire_set_async() - redlock_acquire_set() on the caller's event loop. */
 REDLOCK_API
 int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, size_t count,
-                              uint32_t ttl_ms, unsigned flags, redlock_acquire_cb cb, void *arg,
+                              uint32_t ttl_ms, unsigned flags, redlock_done_cb cb, void *arg,
                               redlock_error *reterr);
 
 /**
@@ -794,7 +858,7 @@ int redlock_acquire_set_async(redlock_client *c, const redlock_resource *set, si
  */
 REDLOCK_API
 int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, size_t count,
-                               const redlock_acquire_opts *opts, redlock_acquire_cb cb, void *arg,
+                               const redlock_acquire_opts *opts, redlock_done_cb cb, void *arg,
                                redlock_error *reterr);
 
 /**
@@ -803,7 +867,7 @@ int redlock_acquire_with_async(redlock_client *c, const redlock_resource *set, s
  *        or later)
  */
 REDLOCK_API
-int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb cb, void *arg,
+int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
                           redlock_error *reterr);
 
 /**
@@ -811,22 +875,32 @@ int redlock_release_async(redlock_client *c, redlock_lock *lock, redlock_op_cb c
  * @lock: must stay valid until @cb runs; its validity is updated on success
  */
 REDLOCK_API
-int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_op_cb cb,
+int redlock_extend_async(redlock_client *c, redlock_lock *lock, uint32_t ttl_ms, redlock_done_cb cb,
                          void *arg, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Watchdog: keep a lock alive while work of unknown length runs            */
 /* ------------------------------------------------------------------------ */
 
-/* Called once when the watchdog stops on its own: an extension failed to
- * reach a majority (status as redlock_extend()), validity ran out before an
- * extension succeeded (REDLOCK_EEXPIRED), a limit was reached
- * (REDLOCK_ELIMIT: the lock stays valid for what is left, then lapses), or
- * the client is being freed (REDLOCK_ESHUTDOWN). Stop using the resource by
- * redlock_lock_validity_ms(). Runs on the client's loop thread (blocking
- * clients: the I/O thread); it must not block. Not called after
- * redlock_watchdog_stop() or redlock_release(). */
-typedef void (*redlock_lost_cb)(redlock_client *c, redlock_lock *lock, int status,
+/*
+ * redlock_lost_cb - the watchdog stopped on its own
+ * @status: why: an extension failed to reach a majority (as redlock_extend()
+ *          says), validity ran out before an extension succeeded
+ *          (REDLOCK_EEXPIRED), a limit was reached (REDLOCK_ELIMIT: the lock
+ *          stays valid for what is left, then lapses), or the client is
+ *          being freed (REDLOCK_ESHUTDOWN)
+ * @lock:   the watched lock; no watchdog runs on it any more
+ * @err:    one line: the failures, and the validity left
+ *
+ * Runs once, on the client's loop thread. Stop using the resource by
+ * redlock_lock_validity_ms(). Not called after redlock_watchdog_stop() or
+ * redlock_release(). It must not block. It may free @lock; on an async
+ * client it may also release @lock (redlock_release_async()), start a new
+ * watchdog, and free the client (deferred until it returns); on a blocking
+ * client only calls that take no client (redlock_lock_free(), the lock
+ * accessors).
+ */
+typedef void (*redlock_lost_cb)(redlock_client *c, int status, redlock_lock *lock,
                                 const redlock_error *err, void *arg);
 
 /**
@@ -1013,7 +1087,12 @@ int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret
 REDLOCK_API
 int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr);
 
-/* Status and ping completions: @st is the library's, valid during the call. */
+/*
+ * redlock_status_cb - the completion of a status or a ping
+ * @st: what every master said; the library's, valid during the call (also
+ *      on REDLOCK_ENOQUORUM, with what was seen)
+ * Same contract, thread and freedom as redlock_done_cb.
+ */
 typedef void (*redlock_status_cb)(redlock_client *c, int status, const redlock_status *st,
                                   const redlock_error *err, void *arg);
 
@@ -1027,12 +1106,20 @@ int redlock_status_get_async(redlock_client *c, const void *resource, size_t len
 REDLOCK_API
 int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *reterr);
 
-/* Readiness: @status is 0 once @n_up masters (at least the number asked for)
- * are connected and past their handshake, REDLOCK_ETIMEOUT with how many
- * were, or REDLOCK_EINVAL as soon as two masters are found to be one
- * redis-server (see redlock_client_new(); redlock_ping() says which).
- * Runs once, from the loop. */
-typedef void (*redlock_ready_cb)(redlock_client *c, int status, size_t n_up, void *arg);
+/*
+ * redlock_ready_cb - enough masters are up, or they will not be
+ * @status: 0 once @n_up masters (at least the number asked for) are
+ *          connected and past their handshake; REDLOCK_ETIMEOUT with how
+ *          many were; REDLOCK_EINVAL as soon as two masters are found to be
+ *          one redis-server (see redlock_client_new()); REDLOCK_ESHUTDOWN
+ *          when the client is freed first
+ * @n_up:   masters up when it ran
+ * @err:    one line: how many were up of how many wanted, or the two
+ *          entries that are one server (@err->master: the later one)
+ * Same contract, thread and freedom as redlock_done_cb.
+ */
+typedef void (*redlock_ready_cb)(redlock_client *c, int status, size_t n_up,
+                                 const redlock_error *err, void *arg);
 
 /**
  * redlock_ready_async() - Learn when masters are connected, without polling

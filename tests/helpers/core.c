@@ -54,8 +54,10 @@ int tc_wait_up(redlock_client *c, int want, int timeout_ms)
     return answered;
 }
 
-static void on_ready(redlock_client *c, int status, size_t n_up, void *arg)
+static void on_ready(redlock_client *c, int status, size_t n_up, const redlock_error *err,
+                     void *arg)
 {
+    (void)err;
     (void)c;
     (void)n_up;
     *(volatile int *)arg = status == 0 ? 1 : -1;
