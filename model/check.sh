@@ -76,6 +76,12 @@ run() {
     states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$d/pan.log" | tail -1)
     echo "$PROG: $name: errors ${errors:-?}, ${states:-?} states ($((SECONDS - t0)) s)"
     [[ -n $errors ]] || return 2
+    # A search cut short by its depth bound proves nothing: the model grew
+    # past the check's -m, which must then grow too.
+    if ((errors == 0)) && grep -q 'max search depth too small' "$d/pan.log"; then
+        echo "$PROG: $name: the search hit its depth bound (raise -m)"
+        return 2
+    fi
     ((errors == 0)) && return 0
     return 1
 }
