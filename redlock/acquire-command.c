@@ -56,22 +56,9 @@ rl_fanout *rl_acq_command(rl_acquire *a)
     rl_cmd_acquire_fast(&fast, &op->k, a->token, a->w.ttl_ms);
     /* The script is copied in only if some master needs it: in the common
      * case every master takes the transaction. */
-    uint32_t all = (1u << c->n) - 1;
-    rl_fanout *f = !a->fast_mask         ? rl_fanout_new(c->nodes, &cmd)
-                   : a->fast_mask == all ? rl_fanout_new(c->nodes, &fast)
-                                         : rl_fanout_new2(c->nodes, &fast, &cmd);
+    rl_fanout *f = rl_fanout_trusted(c->nodes, c->n, a->fast_mask, &fast, &cmd, op->attempt_us,
+                                     a->w.ttl_ms, c->cfg.drift_factor);
     if (f)
         rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */
-    for (uint32_t i = 0; f && i < c->n; i++) {
-        if (!(a->fast_mask & (1u << i))) {
-            rl_fanout_use_alt(f, i);
-            continue;
-        }
-        char end[24];
-        int len = snprintf(end, sizeof(end), "%lld",
-                           (long long)rl_trust_lease_end(&c->nodes[i].trust, op->attempt_us,
-                                                         a->w.ttl_ms, c->cfg.drift_factor));
-        rl_fanout_set_node_arg(f, i, end, (size_t)len);
-    }
     return f;
 }

@@ -197,21 +197,8 @@ static rl_fanout *ext_fanout(rl_extend *x)
     if (!x->native_mask)
         return rl_fanout_new(c->nodes, &script);
     rl_cmd_extend_native(&native, &op->k, x->token, x->ttl_ms);
-    uint32_t all = (1u << c->n) - 1;
-    rl_fanout *f = x->native_mask == all ? rl_fanout_new(c->nodes, &native)
-                                         : rl_fanout_new2(c->nodes, &native, &script);
-    for (uint32_t i = 0; f && i < c->n; i++) {
-        if (!(x->native_mask & (1u << i))) {
-            rl_fanout_use_alt(f, i);
-            continue;
-        }
-        char end[24];
-        int len = snprintf(end, sizeof(end), "%lld",
-                           (long long)rl_trust_lease_end(&c->nodes[i].trust, op->attempt_us,
-                                                         x->ttl_ms, c->cfg.drift_factor));
-        rl_fanout_set_node_arg(f, i, end, (size_t)len);
-    }
-    return f;
+    return rl_fanout_trusted(c->nodes, c->n, x->native_mask, &native, &script, op->attempt_us,
+                             x->ttl_ms, c->cfg.drift_factor);
 }
 
 void rl_extend_forget_lock(rl_op *op)
