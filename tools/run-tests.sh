@@ -136,6 +136,9 @@ prefix=${REDLOCK_BUILD_PREFIX:-build}
 fuzz_secs=${REDLOCK_FUZZ_SECONDS:-20}
 passed=0
 failed=0
+# What failed, one line each, printed again at the end: CI keeps only the
+# tail of a long log, and "1 failed" alone does not say which.
+failures=()
 started=$SECONDS
 
 say() {
@@ -269,12 +272,22 @@ run_tests() {
         fail=$((fail + 1))
     fi
     echo "$PROG: $label: $ok passed, $fail failed ($((SECONDS - t0)) s)"
+    if ((fail)); then
+        local t
+        while IFS= read -r t; do
+            failures+=("$label: $t")
+        done < <(sed -n 's/^ *[0-9]*\/[0-9]* \(.*[^ ]\) *\(FAIL\|TIMEOUT\|UNEXPECTEDPASS\|ERROR\) .*/\1 \2/p' "$log")
+        ((nreports)) && failures+=("$label: $nreports sanitizer report(s)")
+        ((rc != 0)) && [[ -z $(sed -n '/ \(FAIL\|TIMEOUT\) /p' "$log") ]] &&
+            failures+=("$label: meson test status $rc")
+    fi
     passed=$((passed + ok))
     failed=$((failed + fail))
 }
 
 stage_failed() {
     say "$1 (counted as one failure)"
+    failures+=("$1")
     failed=$((failed + 1))
 }
 
@@ -500,6 +513,7 @@ if wanted model; then
         passed=$((passed + ok))
         failed=$((failed + fail))
         echo "$PROG: model: $ok passed, $fail failed ($((SECONDS - t0)) s)"
+        ((fail)) && failures+=("model: $fail check(s), see model/check.sh's output above")
     fi
 fi
 
@@ -530,6 +544,9 @@ if wanted packages; then
             passed=$((passed + ok))
             failed=$((failed + fail))
             echo "$PROG: packages: $ok passed, $fail failed ($((SECONDS - t0)) s)"
+            while IFS= read -r t; do
+                failures+=("packages: $t")
+            done < <(sed -n 's/^not ok [0-9]* - //p' "$TMP/packages.log")
         fi
     fi
 fi
@@ -586,5 +603,8 @@ fi
 
 reap_leftovers
 say "done in $((SECONDS - started)) s"
+for f in "${failures[@]}"; do
+    echo "FAILED  $f"
+done
 echo "$passed passed, $failed failed"
 ((failed == 0))
