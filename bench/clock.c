@@ -32,23 +32,29 @@ redlock_client *clock_client_start(uint64_t *t0)
 
 void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
 {
-    redlock_status st;
+    redlock_status *st;
     redlock_error err;
     int rc, m;
 
     if (!c)
         return;
+    if (!(st = redlock_status_new())) {
+        snprintf(floor_fig.clock_err, sizeof(floor_fig.clock_err),
+                 "redlock_status_new: out of memory");
+        redlock_client_free(c);
+        return;
+    }
     /* at least two samples per master, for a rate: wait for them if the
      * floor was very short */
     while (now_us() - t0 < 3u * CLOCK_PROBE_MS * 1000u && !stop_requested())
         sleep_us(CLOCK_PROBE_MS * 1000u);
-    memset(&st, 0, sizeof(st));
     memset(&err, 0, sizeof(err));
-    rc = redlock_ping(c, &st, &err);
+    rc = redlock_ping(c, st, &err);
     floor_fig.clock_window_s = (double)(now_us() - t0) / 1e6;
     if (rc != 0 && rc != REDLOCK_ENOQUORUM) {
         snprintf(floor_fig.clock_err, sizeof(floor_fig.clock_err), "redlock_ping: %s: %.100s",
                  redlock_err_name(rc), err.msg);
+        redlock_status_free(st);
         redlock_client_free(c);
         return;
     }
@@ -58,7 +64,7 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
     json_key(&r->xj, "clock");
     json_arr_begin(&r->xj);
     for (m = 0; m < config.n_masters; m++) {
-        const redlock_master_state *ms = &st.masters[m];
+        const redlock_master_state *ms = redlock_status_master(st, m);
         char addr[80];
         int known = ms->clock_rate_lo > 0 || ms->clock_rate_hi > 0;
 
@@ -97,5 +103,6 @@ void clock_client_report(redlock_client *c, uint64_t t0, struct result *r)
         json_obj_end(&r->xj);
     }
     json_arr_end(&r->xj);
+    redlock_status_free(st);
     redlock_client_free(c);
 }

@@ -198,8 +198,9 @@ static void warm_on_acquire(redlock_client *c, int status, redlock_lock *lock,
     int healthy = status == 0;
 
     (void)err;
-    for (i = 0; healthy && out && i < out->n_masters; i++)
-        if (out->votes[i].kind != REDLOCK_VOTE_OK && out->votes[i].kind != REDLOCK_VOTE_PENDING)
+    for (i = 0; healthy && out && i < redlock_outcome_masters(out); i++)
+        if (redlock_outcome_vote(out, i)->kind != REDLOCK_VOTE_OK &&
+            redlock_outcome_vote(out, i)->kind != REDLOCK_VOTE_PENDING)
             healthy = 0;
     w->good = healthy ? w->good + 1 : 0;
     if (status != 0) {

@@ -28,9 +28,10 @@ static void on_op(redlock_client *c, int status, const redlock_op_info *info,
     s->attempts += info->attempts;
     hist_add(&s->attempts_h, info->attempts);
     hist_add(&s->waited, info->waited_us);
-    for (m = 0; info->outcome && m < info->outcome->n_masters && m < BENCH_MAX_MASTERS; m++)
-        if ((unsigned)info->outcome->votes[m].kind <= REDLOCK_VOTE_EXCLUDED)
-            s->votes[m][info->outcome->votes[m].kind]++;
+    for (m = 0;
+         info->outcome && m < redlock_outcome_masters(info->outcome) && m < BENCH_MAX_MASTERS; m++)
+        if ((unsigned)redlock_outcome_vote(info->outcome, m)->kind <= REDLOCK_VOTE_EXCLUDED)
+            s->votes[m][redlock_outcome_vote(info->outcome, m)->kind]++;
 }
 
 /* Count into @s from the client made with @cfg; nothing is counted until

@@ -51,6 +51,7 @@ static void sat_out_during(void *arg, uint64_t t0)
     struct sat_out *so = arg;
     redlock_config cfg;
     redlock_client *c = NULL;
+    redlock_status *st;
     uint64_t end = t0 + (uint64_t)(so->contend_s * 1e6);
     int left = so->k, i;
 
@@ -62,18 +63,23 @@ static void sat_out_during(void *arg, uint64_t t0)
     cfg.reconnect_max_ms = 20;
     if (bench_blocking_client(&cfg, &c, so->err, sizeof(so->err)) < 0)
         return;
+    if (!(st = redlock_status_new())) {
+        snprintf(so->err, sizeof(so->err), "redlock_status_new: out of memory");
+        redlock_client_free(c);
+        return;
+    }
     while (left > 0 && now_us() < end && !stop_requested()) {
-        redlock_status st;
         redlock_error err;
         uint64_t t;
 
         memset(&err, 0, sizeof(err));
-        redlock_ping(c, &st, &err);
+        redlock_ping(c, st, &err);
         t = now_us();
         for (i = 0; i < so->k; i++) {
-            const redlock_master_state *m = &st.masters[so->idx[i]];
+            /* NULL when the ping failed as a whole: nobody is back yet */
+            const redlock_master_state *m = redlock_status_master(st, so->idx[i]);
 
-            if (so->ms[i] >= 0)
+            if (!m || so->ms[i] >= 0)
                 continue;
             if (m->memory_window_ms > so->window_ms)
                 so->window_ms = m->memory_window_ms;
@@ -87,6 +93,7 @@ static void sat_out_during(void *arg, uint64_t t0)
         if (left > 0)
             sleep_us(10000);
     }
+    redlock_status_free(st);
     redlock_client_free(c);
 }
 

@@ -128,7 +128,6 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_
     int rc;
 
     memset(st, 0, sizeof(*st));
-    memset(out, 0, sizeof(*out));
     memset(err, 0, sizeof(*err));
     redlock_acquire_opts_init(&opts);
     opts.ttl_ms = o->ttl_ms;
@@ -146,7 +145,7 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_
     opts.cancel = w.cc;
     rc = redlock_acquire_with(c, o->set, o->n_resources, &opts, ret_lock, out, err);
     st->signal = watcher_stop(&w);
-    st->attempts = out->attempts > 0 ? out->attempts : 1;
+    st->attempts = redlock_outcome_attempts(out) > 0 ? redlock_outcome_attempts(out) : 1;
     st->waited_us = cli_now_us() - start;
     if (st->signal == 0)
         return rc;
@@ -205,9 +204,9 @@ void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *
     json_key(j, "ttl_ms");
     json_u64(j, o->ttl_ms);
     json_key(j, "validity_ms");
-    json_i64(j, lock ? out->validity_ms : 0);
+    json_i64(j, lock ? redlock_outcome_validity_ms(out) : 0);
     json_key(j, "acquired_on");
-    json_u64(j, lock ? out->n_ok : 0);
+    json_u64(j, lock ? redlock_outcome_ok(out) : 0);
     json_key(j, "attempts");
     json_u64(j, st->attempts);
     json_key(j, "waited_ms");

@@ -16,7 +16,7 @@
 int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
 {
     redlock_lock *lock = NULL;
-    redlock_outcome out;
+    redlock_outcome *out;
     redlock_error err;
     struct cli_acquire_stats st;
     int rc, code;
@@ -26,12 +26,16 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
         cli_error("lock: cannot set up signal handling: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
-    rc = cli_acquire(o, c, &lock, &out, &err, &st);
+    if (!(out = redlock_outcome_new())) {
+        cli_error("lock: out of memory");
+        return CLI_EXIT_SOFTWARE;
+    }
+    rc = cli_acquire(o, c, &lock, out, &err, &st);
     if (rc == CLI_ACQUIRE_INTERRUPTED) {
         code = cli_acquire_interrupted(o, &st, &err);
         rc = REDLOCK_ECANCELED;
     } else {
-        code = cli_acquire_exit(o, rc, &out);
+        code = cli_acquire_exit(o, rc, out);
     }
     if (rc == 0) {
         /* The token on the first line; with --fence the fencing token on
@@ -41,15 +45,17 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
                    (unsigned long long)redlock_lock_fence(lock));
         else if (!o->json)
             printf("%s\n", redlock_lock_token(lock));
-        report_votes(c, &out, 0);
+        report_votes(c, out, 0);
         cli_note("acquired on %u/%u masters (quorum %u) in %llu us, validity %lld ms",
-                 (unsigned)out.n_ok, (unsigned)out.n_masters, (unsigned)out.quorum,
-                 (unsigned long long)out.elapsed_us, (long long)out.validity_ms);
+                 (unsigned)redlock_outcome_ok(out), (unsigned)redlock_outcome_masters(out),
+                 (unsigned)redlock_outcome_quorum(out),
+                 (unsigned long long)redlock_outcome_elapsed_us(out),
+                 (long long)redlock_outcome_validity_ms(out));
     } else if (code == CLI_EXIT_USAGE) {
         cli_usage_error("lock: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
     } else if (rc != REDLOCK_ECANCELED && !cli_acquire_quiet(o, rc)) {
-        report_error_set("lock", o->set, o->n_resources, rc, &err, &out);
-        report_votes(c, &out, 1);
+        report_error_set("lock", o->set, o->n_resources, rc, &err, out);
+        report_votes(c, out, 1);
     }
     if (o->json && code != CLI_EXIT_USAGE) {
         struct json j;
@@ -57,12 +63,13 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
         json_init(&j, stdout);
         json_obj_begin(&j);
         report_json_head(&j, "lock", code, rc, &err);
-        cli_acquire_json(&j, c, o, lock, &out, &st);
+        cli_acquire_json(&j, c, o, lock, out, &st);
         json_obj_end(&j);
         json_end(&j);
     }
     /* The lock stays on the masters: `unlock` or its ttl ends it. */
     redlock_lock_free(lock);
+    redlock_outcome_free(out);
     return code;
 }
 
@@ -92,12 +99,12 @@ static void token_op_json(const struct cli_opts *o, redlock_client *c, int code,
         json_key(&j, "ttl_ms");
         json_u64(&j, o->ttl_ms);
         json_key(&j, "validity_ms");
-        json_i64(&j, rc == 0 ? out->validity_ms : 0);
+        json_i64(&j, rc == 0 ? redlock_outcome_validity_ms(out) : 0);
         json_key(&j, "extended_on");
     } else {
         json_key(&j, "released_on");
     }
-    json_u64(&j, out->n_ok);
+    json_u64(&j, redlock_outcome_ok(out));
     report_json_votes(&j, c, out);
     json_obj_end(&j);
     json_end(&j);
@@ -108,11 +115,14 @@ int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c)
 {
     const int is_extend = (o->cmd == CLI_CMD_EXTEND);
     redlock_lock *lock = NULL;
-    redlock_outcome out;
+    redlock_outcome *out;
     redlock_error err;
     int rc, code;
 
-    memset(&out, 0, sizeof(out));
+    if (!(out = redlock_outcome_new())) {
+        cli_error("%s: out of memory", o->cmd_name);
+        return CLI_EXIT_SOFTWARE;
+    }
     memset(&err, 0, sizeof(err));
     /* The same list as given to lock, in any order: release and extend act
      * on every member still holding TOKEN. */
@@ -121,22 +131,24 @@ int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c)
     else
         rc = redlock_lock_new_set(o->set, o->n_resources, o->token, &lock, &err);
     if (rc == 0 && is_extend)
-        rc = redlock_extend(c, lock, o->ttl_ms, &out, &err);
+        rc = redlock_extend(c, lock, o->ttl_ms, out, &err);
     else if (rc == 0)
-        rc = redlock_release(c, lock, &out, &err);
-    code = report_exit_for(rc, &out);
+        rc = redlock_release(c, lock, out, &err);
+    code = report_exit_for(rc, out);
     if (rc == 0) {
-        report_votes(c, &out, 0);
+        report_votes(c, out, 0);
         if (is_extend)
-            cli_note("extended on %u/%u masters, validity %lld ms", (unsigned)out.n_ok,
-                     (unsigned)out.n_masters, (long long)out.validity_ms);
+            cli_note("extended on %u/%u masters, validity %lld ms",
+                     (unsigned)redlock_outcome_ok(out), (unsigned)redlock_outcome_masters(out),
+                     (long long)redlock_outcome_validity_ms(out));
         else
-            cli_note("released on %u/%u masters", (unsigned)out.n_ok, (unsigned)out.n_masters);
+            cli_note("released on %u/%u masters", (unsigned)redlock_outcome_ok(out),
+                     (unsigned)redlock_outcome_masters(out));
     } else if (code == CLI_EXIT_USAGE) {
         cli_usage_error("%s: %s", o->cmd_name, err.msg[0] ? err.msg : redlock_strerror(rc));
     } else {
-        report_error_set(o->cmd_name, o->set, o->n_resources, rc, &err, &out);
-        report_votes(c, &out, 1);
+        report_error_set(o->cmd_name, o->set, o->n_resources, rc, &err, out);
+        report_votes(c, out, 1);
         /* `unlock a b` without the token reads b as the token: say so. */
         if (rc == REDLOCK_ENOTHELD && !looks_like_token(o->token))
             cli_error("%s: TOKEN '%s' is not the 32 hex digits that lock prints: the token "
@@ -144,7 +156,8 @@ int cli_cmd_token_op(const struct cli_opts *o, redlock_client *c)
                       o->cmd_name, o->token, o->cmd_name);
     }
     if (o->json && code != CLI_EXIT_USAGE)
-        token_op_json(o, c, code, rc, &out, &err);
+        token_op_json(o, c, code, rc, out, &err);
     redlock_lock_free(lock);
+    redlock_outcome_free(out);
     return code;
 }

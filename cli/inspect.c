@@ -61,21 +61,20 @@ static int inspect_failed(const struct cli_opts *o, int rc, const redlock_error 
 static void inspect_report_down(const struct cli_opts *o, redlock_client *c, int rc,
                                 const redlock_status *st, const redlock_error *err)
 {
-    size_t n = redlock_client_masters(c);
-
     if (rc == 0)
         return;
     report_error(o->cmd_name, o->cmd == CLI_CMD_STATUS ? o->resource : NULL, o->resource_len, rc,
                  err, NULL);
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
-        if (st->masters[i].err != 0)
+    for (size_t i = 0; i < redlock_status_masters(st); i++)
+        if (redlock_status_master(st, i)->err != 0)
             cli_error("%s: %s", addr_of(c, i),
-                      st->masters[i].detail[0] ? st->masters[i].detail
-                                               : redlock_strerror(st->masters[i].err));
+                      redlock_status_master(st, i)->detail[0]
+                          ? redlock_status_master(st, i)->detail
+                          : redlock_strerror(redlock_status_master(st, i)->err));
 }
 
 /* The exit status for a status or ping whose master i failed with
- * st->masters[i].err. */
+ * redlock_status_master(st, i)->err. */
 static int inspect_exit(int rc, const redlock_status *st, size_t n)
 {
     int errs[REDLOCK_MAX_MASTERS] = { 0 };
@@ -83,7 +82,7 @@ static int inspect_exit(int rc, const redlock_status *st, size_t n)
     if (n > REDLOCK_MAX_MASTERS)
         n = REDLOCK_MAX_MASTERS;
     for (size_t i = 0; i < n; i++)
-        errs[i] = st->masters[i].err;
+        errs[i] = redlock_status_master(st, i)->err;
     return cli_exit_for_masters(rc, errs, n);
 }
 
@@ -118,15 +117,15 @@ static void status_json(const struct cli_opts *o, redlock_client *c, int code, i
     json_key(&j, "answered");
     json_u64(&j, answered);
     json_key(&j, "held_on");
-    json_u64(&j, st->n_held);
+    json_u64(&j, redlock_status_held(st));
     json_key(&j, "held");
-    json_bool(&j, st->majority_token[0] != '\0');
+    json_bool(&j, redlock_status_majority_token(st)[0] != '\0');
     json_key(&j, "majority_token");
-    json_cstr(&j, st->majority_token[0] ? st->majority_token : NULL);
+    json_cstr(&j, redlock_status_majority_token(st)[0] ? redlock_status_majority_token(st) : NULL);
     json_key(&j, "masters");
     json_arr_begin(&j);
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
-        const redlock_master_state *m = &st->masters[i];
+    for (size_t i = 0; i < redlock_status_masters(st); i++) {
+        const redlock_master_state *m = redlock_status_master(st, i);
         int held = m->err == 0 && m->held;
 
         json_obj_begin(&j);
@@ -154,8 +153,8 @@ static void status_table(redlock_client *c, const redlock_status *st, unsigned a
     size_t n = redlock_client_masters(c), w = addr_width(c);
 
     printf("%-*s  %-5s  %9s  %s\n", (int)w, "MASTER", "STATE", "PTTL_MS", "TOKEN");
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
-        const redlock_master_state *m = &st->masters[i];
+    for (size_t i = 0; i < redlock_status_masters(st); i++) {
+        const redlock_master_state *m = redlock_status_master(st, i);
 
         if (m->err != 0)
             printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "error", "-",
@@ -166,42 +165,62 @@ static void status_table(redlock_client *c, const redlock_status *st, unsigned a
         else
             printf("%-*s  %-5s  %9s  %s\n", (int)w, addr_of(c, i), "free", "-", "-");
     }
-    if (st->majority_token[0] != '\0')
-        printf("held by %s on a majority (key on %u/%zu masters, quorum %zu)\n", st->majority_token,
-               (unsigned)st->n_held, n, redlock_client_quorum(c));
-    else if (st->n_held == 0)
+    if (redlock_status_majority_token(st)[0] != '\0')
+        printf("held by %s on a majority (key on %u/%zu masters, quorum %zu)\n",
+               redlock_status_majority_token(st), (unsigned)redlock_status_held(st), n,
+               redlock_client_quorum(c));
+    else if (redlock_status_held(st) == 0)
         printf("free (%u/%zu masters answered, quorum %zu)\n", answered, n,
                redlock_client_quorum(c));
     else
         printf("not held: no token on a majority (key on %u/%zu masters, quorum %zu)\n",
-               (unsigned)st->n_held, n, redlock_client_quorum(c));
+               (unsigned)redlock_status_held(st), n, redlock_client_quorum(c));
     fflush(stdout);
 }
 
-/* status: who holds the resource on each master, as a table or JSON. */
-int cli_cmd_status(const struct cli_opts *o, redlock_client *c)
+/* Run @fn with a status of its own (redlock_status_new()), then free it. */
+static int with_status(const struct cli_opts *o, redlock_client *c,
+                       int (*fn)(const struct cli_opts *, redlock_client *, redlock_status *))
 {
-    redlock_status st;
+    redlock_status *st = redlock_status_new();
+    int code;
+
+    if (!st) {
+        cli_error("%s: out of memory", o->cmd_name);
+        return CLI_EXIT_SOFTWARE;
+    }
+    code = fn(o, c, st);
+    redlock_status_free(st);
+    return code;
+}
+
+/* status: who holds the resource on each master, as a table or JSON. */
+static int status(const struct cli_opts *o, redlock_client *c, redlock_status *st)
+{
     redlock_error err;
     size_t n = redlock_client_masters(c);
     unsigned answered = 0;
     int rc, code;
 
-    memset(&st, 0, sizeof(st));
     memset(&err, 0, sizeof(err));
-    rc = redlock_status_get(c, o->resource, o->resource_len, &st, &err);
+    rc = redlock_status_get(c, o->resource, o->resource_len, st, &err);
     if (rc != 0 && rc != REDLOCK_ENOQUORUM)
         return inspect_failed(o, rc, &err);
-    code = inspect_exit(rc, &st, n);
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
-        if (st.masters[i].err == 0)
+    code = inspect_exit(rc, st, n);
+    for (size_t i = 0; i < redlock_status_masters(st); i++)
+        if (redlock_status_master(st, i)->err == 0)
             answered++;
     if (o->json)
-        status_json(o, c, code, rc, &st, &err, answered);
+        status_json(o, c, code, rc, st, &err, answered);
     else
-        status_table(c, &st, answered);
-    inspect_report_down(o, c, rc, &st, &err);
+        status_table(c, st, answered);
+    inspect_report_down(o, c, rc, st, &err);
     return code;
+}
+
+int cli_cmd_status(const struct cli_opts *o, redlock_client *c)
+{
+    return with_status(o, c, status);
 }
 
 static const char *clock_policy_name(int policy)
@@ -255,21 +274,20 @@ static int ping_sampled(const struct cli_opts *o, redlock_client *c, redlock_sta
 {
     uint32_t want = o->clock_policy == REDLOCK_CLOCK_OFF ? 1 : o->samples;
     uint64_t t0 = cli_now_us();
-    size_t n = redlock_client_masters(c);
     int rc;
 
     for (*pings = 0;;) {
         int short_of_samples = 0;
         uint64_t next, now;
 
-        memset(st, 0, sizeof(*st));
         memset(err, 0, sizeof(*err));
         rc = redlock_ping(c, st, err);
         (*pings)++;
         if (rc != 0 && rc != REDLOCK_ENOQUORUM)
             break;
-        for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
-            if (st->masters[i].err == 0 && st->masters[i].clock_samples < 2)
+        for (size_t i = 0; i < redlock_status_masters(st); i++)
+            if (redlock_status_master(st, i)->err == 0 &&
+                redlock_status_master(st, i)->clock_samples < 2)
                 short_of_samples = 1;
         if (*pings >= 2 * want || (*pings >= want && (want < 2 || !short_of_samples)))
             break;
@@ -368,8 +386,8 @@ static void ping_json(const struct cli_opts *o, redlock_client *c, int code, int
     json_u64(&j, o->no_restart_guard ? 0 : o->restart_guard_ms);
     json_key(&j, "masters");
     json_arr_begin(&j);
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++)
-        ping_json_master(&j, c, i, &st->masters[i]);
+    for (size_t i = 0; i < redlock_status_masters(st); i++)
+        ping_json_master(&j, c, i, redlock_status_master(st, i));
     json_arr_end(&j);
     json_obj_end(&j);
     json_end(&j);
@@ -380,10 +398,11 @@ static void ping_json(const struct cli_opts *o, redlock_client *c, int code, int
 /* Masters that sit out for their memory (the memory guard): what would
  * change that, once, after the table. Waiting does, until the time the
  * QUORUM column gives; an operator can act sooner, at a risk. */
-static void ping_memory_hint(const redlock_status *st, size_t n)
+static void ping_memory_hint(const redlock_status *st)
 {
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
-        if (st->masters[i].excluded && strstr(st->masters[i].excluded_why, "memory marker")) {
+    for (size_t i = 0; i < redlock_status_masters(st); i++) {
+        if (redlock_status_master(st, i)->excluded &&
+            strstr(redlock_status_master(st, i)->excluded_why, "memory marker")) {
             printf(
                 "masters that sit out count again by themselves when the leases they may have\n"
                 "forgotten end; new and empty: `declare-empty`; checked that no lock they forgot\n"
@@ -400,8 +419,8 @@ static void ping_table(const struct cli_opts *o, redlock_client *c, const redloc
 
     printf(PING_ROW, (int)w, "MASTER", "STATE", "RTT_US", "OFFSET_US", "CLOCK_RATE", "CLOCK",
            "JUMPS", "RATE_FAULTS", "RUN_ID", "UPTIME", "AOF", "QUORUM");
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
-        const redlock_master_state *m = &st->masters[i];
+    for (size_t i = 0; i < redlock_status_masters(st); i++) {
+        const redlock_master_state *m = redlock_status_master(st, i);
         char rate[48], up[24], run_id[9];
 
         if (m->err != 0) {
@@ -430,40 +449,44 @@ static void ping_table(const struct cli_opts *o, redlock_client *c, const redloc
            "memory guard %s)\n",
            k->answered, n, k->counting, redlock_client_quorum(c), clock_policy_name(policy),
            o->no_restart_guard ? "off" : "on");
-    ping_memory_hint(st, n);
+    ping_memory_hint(st);
     fflush(stdout);
 }
 
 /* ping: reachability, round trip and clock of every master, and whether
  * its vote would count toward a quorum now (clock monitor, memory guard). */
-int cli_cmd_ping(const struct cli_opts *o, redlock_client *c)
+static int ping(const struct cli_opts *o, redlock_client *c, redlock_status *st)
 {
     const int policy = o->clock_policy >= 0 ? o->clock_policy : REDLOCK_CLOCK_WARN;
-    redlock_status st;
     redlock_error err;
     size_t n = redlock_client_masters(c), q = redlock_client_quorum(c);
     struct ping_counts k = { 0, 0, 0, 0 };
     int rc, code;
 
-    rc = ping_sampled(o, c, &st, &err, &k.pings);
+    rc = ping_sampled(o, c, st, &err, &k.pings);
     if (rc != 0 && rc != REDLOCK_ENOQUORUM)
         return inspect_failed(o, rc, &err);
-    code = inspect_exit(rc, &st, n);
-    for (size_t i = 0; i < n && i < REDLOCK_MAX_MASTERS; i++) {
-        const redlock_master_state *m = &st.masters[i];
+    code = inspect_exit(rc, st, n);
+    for (size_t i = 0; i < redlock_status_masters(st); i++) {
+        const redlock_master_state *m = redlock_status_master(st, i);
 
         k.answered += (m->err == 0);
         k.excluded += (m->excluded != 0);
         k.counting += (m->err == 0 && !m->excluded);
     }
     if (o->json)
-        ping_json(o, c, code, rc, &st, &err, &k, policy);
+        ping_json(o, c, code, rc, st, &err, &k, policy);
     else
-        ping_table(o, c, &st, &k, policy);
-    inspect_report_down(o, c, rc, &st, &err);
+        ping_table(o, c, st, &k, policy);
+    inspect_report_down(o, c, rc, st, &err);
     if (rc == 0 && k.counting < q)
         cli_warn("warning: ping: only %u of %zu masters count toward a quorum (%zu needed): "
                  "acquires fail until excluded masters count again",
                  k.counting, n, q);
     return code;
+}
+
+int cli_cmd_ping(const struct cli_opts *o, redlock_client *c)
+{
+    return with_status(o, c, ping);
 }

@@ -120,9 +120,11 @@ static int make_client(const struct cli_opts *o, redlock_client **ret)
      * handshake still going, so after it the answer is final. Paid only
      * when a master is not up; its vote would never count anyway. */
     if (rc != REDLOCK_EINVAL && up < redlock_client_masters(*ret)) {
-        redlock_status st;
+        redlock_status *st = redlock_status_new();
 
-        redlock_ping(*ret, &st, NULL);
+        if (st)
+            redlock_ping(*ret, st, NULL);
+        redlock_status_free(st);
         rc = redlock_ready(*ret, 0, 1, NULL, &err);
     }
     if (rc == REDLOCK_EINVAL) {

@@ -33,8 +33,8 @@ unsigned report_count_votes(const redlock_outcome *out, int kind)
 {
     unsigned n = 0;
 
-    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++)
-        if (out->votes[i].kind == kind)
+    for (size_t i = 0; out && i < redlock_outcome_masters(out); i++)
+        if (redlock_outcome_vote(out, i)->kind == kind)
             n++;
     return n;
 }
@@ -52,27 +52,29 @@ static int vote_err(const redlock_vote *v)
 int report_exit_for(int rc, const redlock_outcome *out)
 {
     int errs[REDLOCK_MAX_MASTERS] = { 0 };
-    size_t n = out ? out->n_masters : 0, oom = 0, replies = 0;
+    size_t n = out ? redlock_outcome_masters(out) : 0, oom = 0, replies = 0;
 
     if (n > REDLOCK_MAX_MASTERS)
         n = REDLOCK_MAX_MASTERS;
     for (size_t i = 0; i < n; i++) {
-        errs[i] = vote_err(&out->votes[i]);
-        oom += errs[i] != out->votes[i].err;
+        const redlock_vote *v = redlock_outcome_vote(out, i);
+
+        errs[i] = vote_err(v);
+        oom += errs[i] != v->err;
         replies += errs[i] == REDLOCK_EREPLY;
     }
     /* The library says EREPLY when error replies deny the quorum; if they
      * do only with the full masters among them, the masters are
      * unavailable for now: no quorum (69), not a setup to fix (78). */
-    if (rc == REDLOCK_EREPLY && oom > 0 && replies + out->quorum <= n)
+    if (rc == REDLOCK_EREPLY && oom > 0 && replies + redlock_outcome_quorum(out) <= n)
         rc = REDLOCK_ENOQUORUM;
     return cli_exit_for_masters(rc, errs, n);
 }
 
 void report_votes(const redlock_client *c, const redlock_outcome *out, int failed)
 {
-    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {
-        const redlock_vote *v = &out->votes[i];
+    for (size_t i = 0; out && i < redlock_outcome_masters(out); i++) {
+        const redlock_vote *v = redlock_outcome_vote(out, i);
         const char *addr = redlock_client_master_addr(c, i);
 
         if (!addr)
@@ -110,9 +112,10 @@ static void report_error_label(const char *op, const char *label, int rc, const 
             snprintf(why, sizeof(why), "%s", err->msg + ol + 2);
         else
             snprintf(why, sizeof(why), "%s", err->msg);
-    } else if (out && out->n_masters > 0)
+    } else if (out && redlock_outcome_masters(out) > 0)
         snprintf(why, sizeof(why), "%s (ok on %u/%u masters, quorum %u)", redlock_strerror(rc),
-                 (unsigned)out->n_ok, (unsigned)out->n_masters, (unsigned)out->quorum);
+                 (unsigned)redlock_outcome_ok(out), (unsigned)redlock_outcome_masters(out),
+                 (unsigned)redlock_outcome_quorum(out));
     else
         snprintf(why, sizeof(why), "%s", redlock_strerror(rc));
     if (label)
@@ -215,17 +218,21 @@ void report_json_votes(struct json *j, const redlock_client *c, const redlock_ou
     json_key(j, "quorum");
     json_u64(j, redlock_client_quorum(c));
     json_key(j, "elapsed_us");
-    json_u64(j, out->elapsed_us);
+    json_u64(j, out ? redlock_outcome_elapsed_us(out) : 0);
     json_key(j, "masters");
     json_arr_begin(j);
-    for (size_t i = 0; i < redlock_client_masters(c) && i < REDLOCK_MAX_MASTERS; i++) {
-        const redlock_vote *v = &out->votes[i];
+    for (size_t i = 0; i < redlock_client_masters(c); i++) {
+        static const redlock_vote none; /* not asked: a vote of kind NONE */
+        const redlock_vote *v = out ? redlock_outcome_vote(out, i) : NULL;
+
+        if (!v)
+            v = &none;
 
         json_obj_begin(j);
         json_key(j, "addr");
         json_cstr(j, redlock_client_master_addr(c, i));
         json_key(j, "vote");
-        json_cstr(j, redlock_vote_kind_name(i < out->n_masters ? v->kind : REDLOCK_VOTE_NONE));
+        json_cstr(j, redlock_vote_kind_name(v->kind));
         json_key(j, "error");
         json_cstr(j, v->err != 0 ? redlock_err_name(v->err) : NULL);
         json_key(j, "latency_us");

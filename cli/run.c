@@ -216,19 +216,20 @@ static int hold(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
 static void release(const struct cli_opts *o, redlock_client *c, redlock_lock *lock,
                     struct run_result *r)
 {
-    redlock_outcome rel;
+    redlock_outcome *rel = redlock_outcome_new(); /* NULL: released without the votes */
     redlock_error rerr;
     int rrc;
 
     memset(&rerr, 0, sizeof(rerr));
-    rrc = redlock_release(c, lock, &rel, &rerr);
+    rrc = redlock_release(c, lock, rel, &rerr);
     r->released = (rrc == 0);
     /* After a loss, failing to release is expected: stay quiet. */
     if (rrc != 0 && !r->lost) {
-        report_error_set("run: release", o->set, o->n_resources, rrc, &rerr, &rel);
-        report_votes(c, &rel, 1);
+        report_error_set("run: release", o->set, o->n_resources, rrc, &rerr, rel);
+        report_votes(c, rel, 1);
         cli_error("run: the lock expires by itself within %u ms", (unsigned)o->ttl_ms);
     }
+    redlock_outcome_free(rel);
 }
 
 int cli_run_config(redlock_config *cfg)
@@ -239,15 +240,14 @@ int cli_run_config(redlock_config *cfg)
     return 0;
 }
 
-int cli_run(const struct cli_opts *o, redlock_client *c)
+static int run(const struct cli_opts *o, redlock_client *c, redlock_outcome *acq)
 {
     redlock_lock *lock = NULL;
-    redlock_outcome acq;
     redlock_error err;
     struct cli_acquire_stats st;
     struct run_result r;
     struct watch w;
-    struct run_report rep = { 0, NULL, NULL, &acq, &st, NULL, NULL };
+    struct run_report rep = { 0, NULL, NULL, acq, &st, NULL, NULL };
     int rc, code;
 
     memset(&r, 0, sizeof(r));
@@ -256,20 +256,20 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
         cli_error("run: cannot set up signal handling: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
-    rc = cli_acquire(o, c, &lock, &acq, &err, &st);
+    rc = cli_acquire(o, c, &lock, acq, &err, &st);
     if (rc != 0) {
         if (rc == CLI_ACQUIRE_INTERRUPTED) {
             code = cli_acquire_interrupted(o, &st, &err);
             rc = REDLOCK_ECANCELED;
         } else {
-            code = cli_acquire_exit(o, rc, &acq);
+            code = cli_acquire_exit(o, rc, acq);
             if (code == CLI_EXIT_USAGE) {
                 cli_usage_error("run: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
                 return code;
             }
             if (!cli_acquire_quiet(o, rc)) {
-                report_error_set("run", o->set, o->n_resources, rc, &err, &acq);
-                report_votes(c, &acq, 1);
+                report_error_set("run", o->set, o->n_resources, rc, &err, acq);
+                report_votes(c, acq, 1);
             }
         }
         rep.rc = rc;
@@ -278,9 +278,9 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
             print_json(o, c, code, &rep);
         return code;
     }
-    report_votes(c, &acq, 0);
-    cli_note("run: acquired on %u/%u masters, validity %lld ms", (unsigned)acq.n_ok,
-             (unsigned)acq.n_masters, (long long)acq.validity_ms);
+    report_votes(c, acq, 0);
+    cli_note("run: acquired on %u/%u masters, validity %lld ms", (unsigned)redlock_outcome_ok(acq),
+             (unsigned)redlock_outcome_masters(acq), (long long)redlock_outcome_validity_ms(acq));
     code = hold(o, c, lock, &w, &r);
     release(o, c, lock, &r);
     if (o->json) {
@@ -294,5 +294,19 @@ int cli_run(const struct cli_opts *o, redlock_client *c)
         print_json(o, c, code, &rep);
     }
     redlock_lock_free(lock);
+    return code;
+}
+
+int cli_run(const struct cli_opts *o, redlock_client *c)
+{
+    redlock_outcome *acq = redlock_outcome_new();
+    int code;
+
+    if (!acq) {
+        cli_error("run: out of memory");
+        return CLI_EXIT_SOFTWARE;
+    }
+    code = run(o, c, acq);
+    redlock_outcome_free(acq);
     return code;
 }

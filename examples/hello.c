@@ -12,16 +12,15 @@ int main(int argc, char **argv)
                  : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004";
     redlock_client *c = NULL;
     redlock_lock *lock;
-    redlock_outcome out;
     redlock_error err;
     if (redlock_client_new(&cfg, NULL, &c, &err) != 0 ||
-        redlock_acquire(c, "report", 6, 10000 /* ttl, ms */, &lock, &out, &err) != 0) {
+        redlock_acquire(c, "report", 6, 10000 /* ttl, ms */, &lock, NULL, &err) != 0) {
         fprintf(stderr, "hello: %s\n", err.msg); /* e.g. held by another client: retry later */
         redlock_client_free(c);
         return 1;
     }
-    printf("locked (quorum: %u of %u masters), valid for %lld ms\n", out.quorum, out.n_masters,
-           (long long)redlock_lock_validity_ms(lock));
+    printf("locked (quorum: %zu of %zu masters), valid for %lld ms\n", redlock_client_quorum(c),
+           redlock_client_masters(c), (long long)redlock_lock_validity_ms(lock));
     /* ... the work: finish well within the validity ... */
     int rc = redlock_release(c, lock, NULL, &err);
     if (rc == 0)

@@ -593,17 +593,18 @@ static void check_outcome(const char *op, int status, const redlock_outcome *out
                           const redlock_error *err)
 {
     check_status(op, status, err);
-    if (out == NULL || out->status != status)
+    if (out == NULL || redlock_outcome_status(out) != status)
         fail("outcome missing or with another status", op);
-    if (out->n_masters != N_FAKES || out->quorum != N_FAKES / 2 + 1 || out->n_ok > N_FAKES)
+    if (redlock_outcome_masters(out) != N_FAKES || redlock_outcome_quorum(out) != N_FAKES / 2 + 1 ||
+        redlock_outcome_ok(out) > N_FAKES)
         fail("outcome counts out of range", op);
     for (int i = 0; i < N_FAKES; i++) {
-        const redlock_vote *v = &out->votes[i];
+        const redlock_vote *v = redlock_outcome_vote(out, i);
         if (v->kind < REDLOCK_VOTE_NONE || v->kind > REDLOCK_VOTE_EXCLUDED ||
             !terminated(v->detail, sizeof(v->detail)))
             fail("vote out of range or detail unterminated", op);
     }
-    if (status == 0 && out->validity_ms <= 0 && strcmp(op, "release") != 0)
+    if (status == 0 && redlock_outcome_validity_ms(out) <= 0 && strcmp(op, "release") != 0)
         fail("success without validity", op);
 }
 
@@ -611,12 +612,13 @@ static void check_state(const char *op, int status, const redlock_status *st,
                         const redlock_error *err)
 {
     check_status(op, status, err);
-    if (st == NULL || st->n_masters != N_FAKES || st->quorum != N_FAKES / 2 + 1 ||
-        st->n_answered > N_FAKES || st->n_held > st->n_answered ||
-        !terminated(st->majority_token, sizeof(st->majority_token)))
+    if (st == NULL || redlock_status_masters(st) != N_FAKES ||
+        redlock_status_quorum(st) != N_FAKES / 2 + 1 || redlock_status_answered(st) > N_FAKES ||
+        redlock_status_held(st) > redlock_status_answered(st) ||
+        !terminated(redlock_status_majority_token(st), sizeof(redlock_status_majority_token(st))))
         fail("status counts out of range", op);
     for (int i = 0; i < N_FAKES; i++) {
-        const redlock_master_state *m = &st->masters[i];
+        const redlock_master_state *m = redlock_status_master(st, i);
         if (!terminated(m->token, sizeof(m->token)) || !terminated(m->detail, sizeof(m->detail)) ||
             !terminated(m->run_id, sizeof(m->run_id)) ||
             !terminated(m->excluded_why, sizeof(m->excluded_why)))

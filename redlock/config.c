@@ -71,7 +71,10 @@ int rl_config_copy(const redlock_config *cfg, redlock_config *out, redlock_error
     config_defaults(out);
     if (!cfg)
         BAD("config is NULL");
-    if (cfg->size < offsetof(redlock_config, wait_ms) || cfg->size > (1u << 16))
+    /* Every program built against 1.0 or later passes at least the 1.0
+     * layout, which ends with op_arg. */
+    if (cfg->size < offsetof(redlock_config, op_arg) + sizeof(cfg->op_arg) ||
+        cfg->size > (1u << 16))
         BAD("config.size is %zu: fill the config with redlock_config_init()", cfg->size);
     size_t n = cfg->size < sizeof(*out) ? cfg->size : sizeof(*out);
     memcpy(out, cfg, n);

@@ -33,6 +33,7 @@
 #include "common.h"
 #include "fanout.h"
 #include "node.h"
+#include "result.h"
 
 struct event;
 struct rl_blocking;

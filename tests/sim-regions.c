@@ -263,8 +263,8 @@ static void on_acquire(redlock_client *c, int status, redlock_lock *lock,
         /* Until every connection is through its handshake (a slow region
          * needs a few of its round trips for it): no vote "down". */
         k->warm_down = 0;
-        for (uint32_t i = 0; i < out->n_masters; i++)
-            k->warm_down |= out->votes[i].kind == REDLOCK_VOTE_DOWN;
+        for (uint32_t i = 0; i < redlock_outcome_masters(out); i++)
+            k->warm_down |= redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_DOWN;
         k->warm_runs++;
         if (k->warm)
             k->warm--;
@@ -273,7 +273,7 @@ static void on_acquire(redlock_client *c, int status, redlock_lock *lock,
         k->done++;
         if (status == 0) {
             k->lat_ms[k->ok] = ms;
-            k->lost_ms[k->ok] = (double)k->ttl - (double)out->validity_ms;
+            k->lost_ms[k->ok] = (double)k->ttl - (double)redlock_outcome_validity_ms(out);
             k->ok++;
         } else {
             k->last_err = status;

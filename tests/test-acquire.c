@@ -6,9 +6,11 @@
  * returns at the quorum-th OK, so claims about every master come after a
  * barrier (tc_barrier) that proves the remaining SETs have run.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -17,6 +19,7 @@
 
 #include "cluster.h"
 #include "core.h"
+#include "history.h"
 
 #define TTL_MS 10000u
 /* ceil(ttl * 0.01) + 2 ms: the least margin the default drift factor takes. */
@@ -65,24 +68,24 @@ Test(acquire, tokens_of_many_acquisitions_are_all_distinct)
 Test(acquire, validity_is_positive_and_at_most_ttl_minus_margin)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_lock *l;
     int64_t v;
 
     tc_resource(res, sizeof(res), NULL);
-    l = tc_must_acquire(tc_fx.c, res, TTL_MS, &out);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, out);
     v = redlock_lock_validity_ms(l);
     cr_expect(gt(i64, v, 0));
     cr_expect(le(i64, v, (int64_t)(TTL_MS - MARGIN_MS)));
     /* The outcome's validity was computed at the decision: no more than the
      * ttl less the margin and the time the attempt took. */
-    cr_expect(gt(i64, out.validity_ms, 0));
-    cr_expect(le(i64, out.validity_ms,
-                 (int64_t)(TTL_MS - MARGIN_MS) - (int64_t)(out.elapsed_us / 1000)),
-              "validity %lld ms, elapsed %llu us", (long long)out.validity_ms,
-              (unsigned long long)out.elapsed_us);
+    cr_expect(gt(i64, redlock_outcome_validity_ms(out), 0));
+    cr_expect(le(i64, redlock_outcome_validity_ms(out),
+                 (int64_t)(TTL_MS - MARGIN_MS) - (int64_t)(redlock_outcome_elapsed_us(out) / 1000)),
+              "validity %lld ms, elapsed %llu us", (long long)redlock_outcome_validity_ms(out),
+              (unsigned long long)redlock_outcome_elapsed_us(out));
     /* Validity only runs down from there. */
-    cr_expect(le(i64, v, out.validity_ms));
+    cr_expect(le(i64, v, redlock_outcome_validity_ms(out)));
     cr_expect(eq(u32, redlock_lock_ttl_ms(l), TTL_MS));
     tc_must_release(tc_fx.c, l);
 }
@@ -128,21 +131,35 @@ Test(acquire, short_ttl_is_the_pttl_the_masters_get)
 Test(acquire, outcome_fills_votes_n_ok_and_quorum)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_lock *l;
     uint32_t ok = 0;
 
-    memset(&out, 0xa5, sizeof(out)); /* nothing left from before the call */
+    /* The outcome of a call that failed first: nothing of it may be left
+     * after the next call (an outcome is reused, not cleared). */
     tc_resource(res, sizeof(res), NULL);
-    l = tc_must_acquire(tc_fx.c, res, TTL_MS, &out);
-    cr_expect(eq(int, out.status, 0));
-    cr_expect(eq(u32, out.n_masters, (uint32_t)tc_n()));
-    cr_expect(eq(u32, out.quorum, (uint32_t)tc_n() / 2 + 1));
-    cr_expect(eq(u32, out.quorum, (uint32_t)redlock_client_quorum(tc_fx.c)));
-    cr_expect(eq(u32, out.attempts, 1));
-    cr_expect(gt(u64, out.elapsed_us, 0));
+    for (int m = 0; m < tc_n(); m++)
+        tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.wait_ms = 0;
+    o.ttl_ms = TTL_MS;
+    redlock_resource r = { res, strlen(res) };
+    cr_assert(eq(int, redlock_acquire_with(tc_fx.c, &r, 1, &o, &l, out, NULL), REDLOCK_ECONFLICT));
+    int held = 0;
+    for (int m = 0; m < tc_n(); m++)
+        held += redlock_outcome_vote(out, m)->kind == REDLOCK_VOTE_HELD;
+    cr_assert(ge(int, held, tc_n() - tc_n() / 2), "a majority out of reach: %d held", held);
+    tc_del_all(res, strlen(res));
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, out);
+    cr_expect(eq(int, redlock_outcome_status(out), 0));
+    cr_expect(eq(u32, redlock_outcome_masters(out), (uint32_t)tc_n()));
+    cr_expect(eq(u32, redlock_outcome_quorum(out), (uint32_t)tc_n() / 2 + 1));
+    cr_expect(eq(u32, redlock_outcome_quorum(out), (uint32_t)redlock_client_quorum(tc_fx.c)));
+    cr_expect(eq(u32, redlock_outcome_attempts(out), 1));
+    cr_expect(gt(u64, redlock_outcome_elapsed_us(out), 0));
     for (int i = 0; i < tc_n(); i++) {
-        const redlock_vote *v = &out.votes[i];
+        const redlock_vote *v = redlock_outcome_vote(out, i);
 
         /* Decided at the quorum-th OK: the rest may still be on their way,
          * but nothing failed on healthy masters. */
@@ -152,13 +169,13 @@ Test(acquire, outcome_fills_votes_n_ok_and_quorum)
         if (v->kind == REDLOCK_VOTE_OK) {
             ok++;
             cr_expect(eq(int, v->err, 0));
-            cr_expect(le(u64, (uint64_t)v->latency_us, out.elapsed_us + 1000),
+            cr_expect(le(u64, (uint64_t)v->latency_us, redlock_outcome_elapsed_us(out) + 1000),
                       "master %d latency %u us > elapsed %llu us", i, v->latency_us,
-                      (unsigned long long)out.elapsed_us);
+                      (unsigned long long)redlock_outcome_elapsed_us(out));
         }
     }
-    cr_expect(eq(u32, out.n_ok, ok));
-    cr_expect(ge(u32, out.n_ok, out.quorum));
+    cr_expect(eq(u32, redlock_outcome_ok(out), ok));
+    cr_expect(ge(u32, redlock_outcome_ok(out), redlock_outcome_quorum(out)));
     tc_must_release(tc_fx.c, l);
 }
 
@@ -235,4 +252,37 @@ Test(acquire, out_params_untouched_on_failure)
     cr_expect(eq(int, e.code, rc));
     tc_expect_msg(&e, "acquire");
     redlock_client_free(c);
+}
+
+/* The history recorder (tests/helpers/history.c) takes what the checker
+ * reads from a real outcome: the OK votes as a mask, their count and the
+ * attempts. */
+Test(acquire, a_history_line_carries_the_outcome)
+{
+    char p[] = "/tmp/redlock-history-XXXXXX", line[4096], want[64], res[128];
+    int fd = mkstemp(p);
+    cr_assert(ge(int, fd, 0), "mkstemp: %s", strerror(errno));
+    close(fd);
+    tc_hist *h = tc_hist_open(p);
+    cr_assert(not(zero(ptr, h)), "tc_hist_open %s: %s", p, strerror(errno));
+    TC_OUTCOME(out);
+    uint64_t t = tc_now_us();
+    redlock_lock *l;
+    FILE *f;
+
+    tc_resource(res, sizeof(res), NULL);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, out);
+    cr_assert(eq(int, tc_hist_acquire(h, "a", res, strlen(res), TTL_MS, t, 0, l, out), 0));
+    tc_hist_close(h);
+    cr_expect(ge(u32, (uint32_t)__builtin_popcount(tc_hist_oks(out)), redlock_outcome_quorum(out)));
+    f = fopen(p, "r");
+    cr_assert(not(zero(ptr, f)));
+    cr_assert(not(zero(ptr, fgets(line, sizeof(line), f))));
+    fclose(f);
+    unlink(p);
+    snprintf(want, sizeof(want), "\"oks\":%u,\"n_ok\":%zu", tc_hist_oks(out),
+             redlock_outcome_ok(out));
+    cr_expect(not(zero(ptr, strstr(line, want))), "%s in %s", want, line);
+    cr_expect(not(zero(ptr, strstr(line, "\"attempts\":1"))), "%s", line);
+    tc_must_release(tc_fx.c, l);
 }

@@ -69,14 +69,14 @@ static void expect_eauth(const redlock_config *cfg, const char *what)
 {
     redlock_client *c;
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     int rc;
 
     c = tc_client(cfg, 0);
     tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: %s: %s", what, redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     cr_expect(eq(int, e.code, REDLOCK_EAUTH));
@@ -89,12 +89,14 @@ static void expect_eauth(const redlock_config *cfg, const char *what)
     /* Decided once a majority refused: the rest may still be pending. */
     int refused = 0;
     for (int i = 0; i < tc_n(); i++) {
-        if (out.votes[i].kind == REDLOCK_VOTE_PENDING)
+        if (redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING)
             continue;
-        cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_ERROR), "%s: master %d voted %s (%s)",
-                  what, i, redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
-        cr_expect(eq(int, out.votes[i].err, REDLOCK_EAUTH), "%s: master %d: %s", what, i,
-                  redlock_err_name(out.votes[i].err));
+        cr_expect(eq(int, redlock_outcome_vote(out, i)->kind, REDLOCK_VOTE_ERROR),
+                  "%s: master %d voted %s (%s)", what, i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                  redlock_outcome_vote(out, i)->detail);
+        cr_expect(eq(int, redlock_outcome_vote(out, i)->err, REDLOCK_EAUTH), "%s: master %d: %s",
+                  what, i, redlock_err_name(redlock_outcome_vote(out, i)->err));
         refused++;
     }
     cr_expect(ge(int, refused, tc_n() / 2 + 1), "%s", what);
@@ -102,8 +104,8 @@ static void expect_eauth(const redlock_config *cfg, const char *what)
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "%s: a key was written", what);
 
     /* Inspection calls fail the same way, not as "no quorum" silently. */
-    redlock_status st;
-    rc = redlock_status_get(c, res, strlen(res), &st, &e);
+    TC_STATUS(st);
+    rc = redlock_status_get(c, res, strlen(res), st, &e);
     cr_expect(eq(int, rc, REDLOCK_EAUTH), "%s: status: %s: %s", what, redlock_err_name(rc), e.msg);
     redlock_client_free(c);
 }
@@ -177,8 +179,8 @@ Test(auth, wrong_password_on_a_minority_still_acquires)
     redlock_config cfg;
     redlock_client *c;
     redlock_lock *l = NULL;
-    redlock_outcome out;
-    redlock_status st;
+    TC_OUTCOME(out);
+    TC_STATUS(st);
     redlock_error e;
     char res[128];
     char user[64];
@@ -201,16 +203,19 @@ Test(auth, wrong_password_on_a_minority_still_acquires)
      * quorum of the other four would decide before it fails ("pending"). */
     cfg.reconnect_min_ms = cfg.reconnect_max_ms = 60000;
     c = tc_client(&cfg, 4);
-    cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(c, &st, NULL),
-                        st.masters[4].err == REDLOCK_EAUTH),
+    cr_assert(TC_AWAIT((redlock_ping(c, st, NULL),
+                        redlock_status_master(st, 4)->err == REDLOCK_EAUTH),
                        10000),
-              "master 4: %s: %s", redlock_err_name(st.masters[4].err), st.masters[4].detail);
+              "master 4: %s: %s", redlock_err_name(redlock_status_master(st, 4)->err),
+              redlock_status_master(st, 4)->detail);
     tc_resource(res, sizeof(res), NULL);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(int, out.votes[4].kind, REDLOCK_VOTE_ERROR), "voted %s (%s)",
-              redlock_vote_kind_name(out.votes[4].kind), out.votes[4].detail);
-    cr_expect(eq(int, out.votes[4].err, REDLOCK_EAUTH), "%s", out.votes[4].detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, 4)->kind, REDLOCK_VOTE_ERROR), "voted %s (%s)",
+              redlock_vote_kind_name(redlock_outcome_vote(out, 4)->kind),
+              redlock_outcome_vote(out, 4)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, 4)->err, REDLOCK_EAUTH), "%s",
+              redlock_outcome_vote(out, 4)->detail);
     if (l)
         redlock_release(c, l, NULL, NULL);
     redlock_lock_free(l);
@@ -266,7 +271,7 @@ Test(auth, an_acl_without_info_keeps_the_master_out_and_says_why)
     redlock_config cfg;
     redlock_client *c;
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128], user[64];
 
@@ -280,12 +285,13 @@ Test(auth, an_acl_without_info_keeps_the_master_out_and_says_why)
     auth_config(&cfg, user, "user-password");
     c = tc_client(&cfg, -1);
     tc_resource(res, sizeof(res), NULL);
-    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(int, out.votes[0].kind, REDLOCK_VOTE_EXCLUDED), "%s",
-              redlock_vote_kind_name(out.votes[0].kind));
-    cr_expect(strstr(out.votes[0].detail, "refused by the ACL: the user needs +info") != NULL, "%s",
-              out.votes[0].detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, 0)->kind, REDLOCK_VOTE_EXCLUDED), "%s",
+              redlock_vote_kind_name(redlock_outcome_vote(out, 0)->kind));
+    cr_expect(strstr(redlock_outcome_vote(out, 0)->detail,
+                     "refused by the ACL: the user needs +info") != NULL,
+              "%s", redlock_outcome_vote(out, 0)->detail);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "a key was written");
     redlock_lock_free(l);
     redlock_client_free(c);
@@ -374,7 +380,7 @@ Test(auth, the_readme_acl_is_all_a_redlock_user_needs)
     char user[64], prefix[80], res[128], qkey[256];
     redlock_lock *a = NULL;
     redlock_error e;
-    redlock_status st;
+    TC_STATUS(st);
 
     snprintf(user, sizeof(user), "rl-readme-%ld", (long)getpid());
     readme_acl(user, NULL);
@@ -414,11 +420,10 @@ Test(auth, the_readme_acl_is_all_a_redlock_user_needs)
     cr_expect(lt(u64, tc_now_us() - t0, 1500000ull), "B was not woken by the release");
     cr_expect(gt(u64, redlock_lock_fence(w.l), redlock_lock_fence(a)), "fences increase");
     cr_expect(eq(int, redlock_release(c2, w.l, NULL, &e), 0), "release B: %s", e.msg);
-    memset(&st, 0, sizeof(st));
-    cr_expect(eq(int, redlock_ping(c1, &st, &e), 0), "ping: %s", e.msg);
+    cr_expect(eq(int, redlock_ping(c1, st, &e), 0), "ping: %s", e.msg);
     for (int i = 0; i < tc_n(); i++)
-        cr_expect(not(st.masters[i].excluded), "master %d excluded: %s", i,
-                  st.masters[i].excluded_why);
+        cr_expect(not(redlock_status_master(st, i)->excluded), "master %d excluded: %s", i,
+                  redlock_status_master(st, i)->excluded_why);
     size_t declared = 99;
     cr_expect(eq(int, redlock_declare_empty(c1, &declared, &e), 0), "declare-empty: %s", e.msg);
     cr_expect(eq(str, acl_log, ""), "warnings with README's ACL:\n%s", acl_log);
@@ -436,7 +441,7 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
 {
     char user[64], prefix[80], res[128];
     redlock_lock *a = NULL, *b = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
 
     snprintf(user, sizeof(user), "rl-nochan-%ld", (long)getpid());
@@ -451,7 +456,7 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
     redlock_acquire_opts_init(&o);
     o.ttl_ms = TTL_MS;
     o.wait_ms = 5000;
-    int rc = redlock_acquire_with(c2, &one, 1, &o, &b, &out, &e); /* by polling */
+    int rc = redlock_acquire_with(c2, &one, 1, &o, &b, out, &e); /* by polling */
     cr_assert(eq(int, rc, 0), "B: %s: %s", redlock_err_name(rc), e.msg);
     int said = 0;
     for (const char *p = acl_log; (p = strstr(p, "refuses the wake-up channel")); p++)
@@ -476,7 +481,7 @@ Test(auth, an_acl_without_the_channel_or_a_command_says_what_is_missing)
     redlock_client *c = tc_client(&cfg, -1);
     /* An uncontended acquire may take the fast path (no script: acquire.c);
      * the release is a script whatever the path: one of them is refused. */
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &a, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &a, out, &e);
     const char *which = "acquire";
     if (rc == 0) {
         which = "release";

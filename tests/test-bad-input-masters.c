@@ -88,7 +88,7 @@ ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_er
     three_fakes_then_two(tc, fakes);
     tc_fx.cfg.retry_count = 0;
     tc_fx_client(0);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, tc->code), "%s: %s: %s", tc->why, redlock_err_name(rc), e->msg);
     cr_expect(zero(ptr, tc_fx.l));
     tc_expect_msg(e, tc->why);
@@ -98,9 +98,10 @@ ParameterizedTest(size_t *i, bad_input, garbage_answering_majority_is_a_clear_er
     if (e->master >= 0 && e->master <= 2)
         cr_expect(not(zero(ptr, strstr(e->msg, tc_fake_addr(fakes[e->master])))), "%s", e->msg);
     for (int k = 0; k < 3; k++)
-        cr_expect(eq(int, tc_fx.out.votes[k].kind, REDLOCK_VOTE_ERROR), "%s: fake %d voted %s (%s)",
-                  tc->why, k, redlock_vote_kind_name(tc_fx.out.votes[k].kind),
-                  tc_fx.out.votes[k].detail);
+        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, k)->kind, REDLOCK_VOTE_ERROR),
+                  "%s: fake %d voted %s (%s)", tc->why, k,
+                  redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, k)->kind),
+                  redlock_outcome_vote(tc_fx.out, k)->detail);
     /* The real masters got the SET; acquire cleaned up after itself (once
      * its releases have run: whether they have by the time acquire returns
      * is test-faults-kill's business). */
@@ -122,11 +123,11 @@ Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = tc_fx_init, .fi
     tc_fx_masters_with(2, tc_fake_addr(fake));
     tc_fx_client(4);
     for (int round = 0; round < 5; round++) {
-        struct tc_try t;
+        TC_TRY(t);
 
         rc = tc_try_acquire(tc_fx.c, TTL_MS, &t);
         cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), t.e.msg);
-        cr_expect(t.out.votes[2].kind != REDLOCK_VOTE_OK, "the fake voted ok");
+        cr_expect(redlock_outcome_vote(t.out, 2)->kind != REDLOCK_VOTE_OK, "the fake voted ok");
         cr_expect(eq(int, redlock_release(tc_fx.c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
         redlock_lock_free(t.l);
     }
@@ -139,7 +140,7 @@ Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = 
      .fini = tc_fx_fini)
 {
     char addr[32];
-    redlock_status st;
+    TC_STATUS(st);
     int rc;
 
     snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_dead_port());
@@ -150,17 +151,20 @@ Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = 
      * four could make the quorum first (a "pending" vote). */
     tc_fx.cfg.reconnect_min_ms = tc_fx.cfg.reconnect_max_ms = 60000;
     tc_fx_client(4);
-    cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(tc_fx.c, &st, NULL),
-                        st.masters[4].err == REDLOCK_ECONNECT),
+    cr_assert(TC_AWAIT((redlock_ping(tc_fx.c, st, NULL),
+                        redlock_status_master(st, 4)->err == REDLOCK_ECONNECT),
                        10000),
-              "master 4: %s: %s", redlock_err_name(st.masters[4].err), st.masters[4].detail);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+              "master 4: %s: %s", redlock_err_name(redlock_status_master(st, 4)->err),
+              redlock_status_master(st, 4)->detail);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
-    cr_expect(eq(int, tc_fx.out.votes[4].kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
-              redlock_vote_kind_name(tc_fx.out.votes[4].kind), tc_fx.out.votes[4].detail);
-    cr_expect(eq(int, tc_fx.out.votes[4].err, REDLOCK_ECONNECT));
-    cr_expect(not(zero(ptr, strstr(tc_fx.out.votes[4].detail, "connection refused"))), "detail: %s",
-              tc_fx.out.votes[4].detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 4)->kind, REDLOCK_VOTE_DOWN), "voted %s (%s)",
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 4)->kind),
+              redlock_outcome_vote(tc_fx.out, 4)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 4)->err, REDLOCK_ECONNECT));
+    cr_expect(not(zero(ptr,
+                       strstr(redlock_outcome_vote(tc_fx.out, 4)->detail, "connection refused"))),
+              "detail: %s", redlock_outcome_vote(tc_fx.out, 4)->detail);
     cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, &tc_fx.e), 0), "%s", tc_fx.e.msg);
 }
 
@@ -222,7 +226,7 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
     const struct wrongtype_case *w = &wrongtype_cases[*k];
     redlock_client *c;
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     int rc;
@@ -233,9 +237,10 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
      * first attempt, which reads the key when SET NX refuses it; no poll
      * waits for it to go away. EWRONGTYPE, never ECONFLICT. */
     c = tc_client(NULL, -1);
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s: %s", w->type, redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.attempts, 1), "%s: said after %u attempts", w->type, out.attempts);
+    cr_expect(eq(u32, redlock_outcome_attempts(out), 1), "%s: said after %u attempts", w->type,
+              redlock_outcome_attempts(out));
     cr_expect(zero(ptr, l));
     tc_expect_msg(&e, w->type);
     /* Names the master and says what to do. */
@@ -244,10 +249,12 @@ ParameterizedTest(size_t *k, bad_input, key_of_another_type_is_ewrongtype_not_a_
         cr_expect(not(zero(ptr, strstr(e.msg, tc_addr(e.master)))), "%s", e.msg);
     cr_expect(strstr(e.msg, "prefix") || strstr(e.msg, "resource name"), "no advice in: %s", e.msg);
     for (int i = 0; i < tc_n(); i++) {
-        if (out.votes[i].kind == REDLOCK_VOTE_PENDING)
+        if (redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING)
             continue;
-        cr_expect(eq(int, out.votes[i].err, REDLOCK_EWRONGTYPE), "%s: master %d voted %s (%s)",
-                  w->type, i, redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
+        cr_expect(eq(int, redlock_outcome_vote(out, i)->err, REDLOCK_EWRONGTYPE),
+                  "%s: master %d voted %s (%s)", w->type, i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                  redlock_outcome_vote(out, i)->detail);
     }
     tc_barrier(c);
     for (int i = 0; i < tc_n(); i++)
@@ -284,23 +291,23 @@ Test(bad_input, key_of_another_type_on_a_minority_still_acquires, .init = tc_fx_
      .fini = tc_fx_fini)
 {
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     int rc;
 
     tc_resource(res, sizeof(res), NULL);
     plant_wrongtype(0, res, 3, 5);
-    rc = redlock_acquire(tc_fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(tc_fx.c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     /* The masters holding the list never vote for us: each says WRONGTYPE,
      * or had not answered when the quorum decided. */
     for (int m = 3; m < 5; m++)
-        cr_expect(out.votes[m].kind == REDLOCK_VOTE_PENDING ||
-                      (out.votes[m].kind == REDLOCK_VOTE_ERROR &&
-                       out.votes[m].err == REDLOCK_EWRONGTYPE),
-                  "master %d voted %d (err %s)", m, out.votes[m].kind,
-                  redlock_err_name(out.votes[m].err));
+        cr_expect(redlock_outcome_vote(out, m)->kind == REDLOCK_VOTE_PENDING ||
+                      (redlock_outcome_vote(out, m)->kind == REDLOCK_VOTE_ERROR &&
+                       redlock_outcome_vote(out, m)->err == REDLOCK_EWRONGTYPE),
+                  "master %d voted %d (err %s)", m, redlock_outcome_vote(out, m)->kind,
+                  redlock_err_name(redlock_outcome_vote(out, m)->err));
     cr_expect(eq(int, redlock_release(tc_fx.c, l, NULL, &e), 0), "%s", e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_get(0, res, strlen(res), NULL, 0, NULL), 0));

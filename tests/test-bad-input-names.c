@@ -99,7 +99,7 @@ ParameterizedTest(size_t *i, bad_input, bad_resource_is_einval)
 {
     const struct resource_case *tc = &bad_resources[*i];
     redlock_lock *l = NULL;
-    redlock_status st;
+    TC_STATUS(st);
     redlock_error e;
     int rc;
 
@@ -114,7 +114,7 @@ ParameterizedTest(size_t *i, bad_input, bad_resource_is_einval)
     cr_expect(zero(ptr, l));
     tc_expect_msg(&e, tc->why);
 
-    rc = redlock_status_get(tc_fx.c, tc->bytes, tc->len, &st, &e);
+    rc = redlock_status_get(tc_fx.c, tc->bytes, tc->len, st, &e);
     cr_expect(eq(int, rc, REDLOCK_EINVAL), "status, %s: %s", tc->why, redlock_err_name(rc));
     tc_expect_msg(&e, tc->why);
 }

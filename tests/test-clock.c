@@ -161,15 +161,11 @@ static redlock_client *client(events *e, int policy)
 
 /* Ping until master @m has @n clock samples (the probes take one every
  * 50 ms; bounded at 10 s). */
-static redlock_status ping_until_samples(redlock_client *c, int m, uint64_t n)
+static void ping_until_samples(redlock_client *c, int m, uint64_t n, redlock_status *st)
 {
-    redlock_status st;
-
-    if (!TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(c, &st, NULL),
-                   st.masters[m].clock_samples >= n),
+    if (!TC_AWAIT((redlock_ping(c, st, NULL), redlock_status_master(st, m)->clock_samples >= n),
                   10000))
         cr_fatal("master %d: fewer than %llu clock samples after 10 s", m, (unsigned long long)n);
-    return st;
 }
 
 /* ---- the monitor on real clocks ----------------------------------------- */
@@ -179,14 +175,15 @@ Test(clock, offset_alone_triggers_nothing)
     fake_clock(0, "1 -86400000"); /* a day behind, true rate */
     events e;
     redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
-    redlock_status st = ping_until_samples(c, 0, 30);
+    TC_STATUS(st);
+    ping_until_samples(c, 0, 30, st);
+    const redlock_master_state *m0 = redlock_status_master(st, 0);
     cr_assert(eq(int, clock_events(&e, 0), 0), "an offset must not be flagged");
-    cr_assert(st.masters[0].clock_trusted);
-    cr_assert(st.masters[0].clock_offset_us < -86390LL * 1000000 &&
-                  st.masters[0].clock_offset_us > -86410LL * 1000000,
-              "offset %lld us reported", (long long)st.masters[0].clock_offset_us);
-    cr_assert(st.masters[0].clock_rate_lo <= 1.01 && st.masters[0].clock_rate_hi >= 0.99,
-              "rate [%f, %f]", st.masters[0].clock_rate_lo, st.masters[0].clock_rate_hi);
+    cr_assert(m0->clock_trusted);
+    cr_assert(m0->clock_offset_us < -86390LL * 1000000 && m0->clock_offset_us > -86410LL * 1000000,
+              "offset %lld us reported", (long long)m0->clock_offset_us);
+    cr_assert(m0->clock_rate_lo <= 1.01 && m0->clock_rate_hi >= 0.99, "rate [%f, %f]",
+              m0->clock_rate_lo, m0->clock_rate_hi);
     redlock_client_free(c);
 }
 
@@ -202,13 +199,14 @@ Test(clock, fast_clocks_are_detected_within_a_second)
     cr_assert(t1 >= 0, "x1.5 clock on master 1 not detected within 1 s");
     cr_assert(t2 >= 0, "x10 clock on master 2 not detected within 1 s");
     cr_log_info("detected x1.5 after %ld ms, x10 after %ld ms (probe every 50 ms)", t1, t2);
-    redlock_status st = ping_until_samples(c, 1, 10);
-    cr_assert(st.masters[1].clock_rate_lo > 1.3 && st.masters[1].clock_rate_hi < 1.7,
-              "master 1 rate [%f, %f], expected about 1.5", st.masters[1].clock_rate_lo,
-              st.masters[1].clock_rate_hi);
-    cr_assert(st.masters[2].clock_rate_lo > 8 && st.masters[2].clock_rate_hi < 12,
-              "master 2 rate [%f, %f], expected about 10", st.masters[2].clock_rate_lo,
-              st.masters[2].clock_rate_hi);
+    TC_STATUS(st);
+    ping_until_samples(c, 1, 10, st);
+    const redlock_master_state *m1 = redlock_status_master(st, 1),
+                               *m2 = redlock_status_master(st, 2);
+    cr_assert(m1->clock_rate_lo > 1.3 && m1->clock_rate_hi < 1.7,
+              "master 1 rate [%f, %f], expected about 1.5", m1->clock_rate_lo, m1->clock_rate_hi);
+    cr_assert(m2->clock_rate_lo > 8 && m2->clock_rate_hi < 12,
+              "master 2 rate [%f, %f], expected about 10", m2->clock_rate_lo, m2->clock_rate_hi);
     for (int i = 0; i < tc_n(); i++)
         if (i != 1 && i != 2)
             cr_assert(eq(int, clock_events(&e, i), 0), "honest master %d flagged", i);
@@ -220,16 +218,16 @@ Test(clock, jump_mid_run_is_detected_at_the_next_probe)
     fake_clock(3, "1 0");
     events e;
     redlock_client *c = client(&e, REDLOCK_CLOCK_WARN);
-    ping_until_samples(c, 3, 10);
+    TC_STATUS(st);
+    ping_until_samples(c, 3, 10, st);
     cr_assert(eq(int, clock_events(&e, 3), 0), "no event before the jump");
     set_clock(3, "1 30000"); /* +30 s, now */
     long t = wait_clock_event(&e, 3, 1000);
     cr_assert(t >= 0, "a +30 s jump was not detected within 1 s");
     cr_log_info("+30 s jump detected after %ld ms", t);
-    redlock_status st;
-    redlock_ping(c, &st, NULL);
-    cr_assert(st.masters[3].clock_jumps >= 1);
-    cr_assert(not(st.masters[3].clock_trusted));
+    redlock_ping(c, st, NULL);
+    cr_assert(redlock_status_master(st, 3)->clock_jumps >= 1);
+    cr_assert(not(redlock_status_master(st, 3)->clock_trusted));
     redlock_client_free(c);
 }
 
@@ -281,11 +279,12 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
             freeReplyObject(r);
         }
         redlock_lock *la;
-        redlock_outcome out;
+        TC_OUTCOME(out);
         redlock_error err;
-        int rc = redlock_acquire(a, res, len, 4000, &la, &out, &err);
+        int rc = redlock_acquire(a, res, len, 4000, &la, out, &err);
         cr_assert(eq(int, rc, 0), "A: %s", err.msg);
-        cr_assert(eq(int, out.votes[0].kind, REDLOCK_VOTE_OK), "A counted master 0");
+        cr_assert(eq(int, redlock_outcome_vote(out, 0)->kind, REDLOCK_VOTE_OK),
+                  "A counted master 0");
 
         /* Await the keys that block B lapsing: A's on fast master 0 (4000 ms
          * of its clock = 400 ms real) and the third party's. */
@@ -295,7 +294,7 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
                   "A must still be inside its validity for the scenario to mean anything");
 
         redlock_lock *lb = NULL;
-        rc = redlock_acquire(b, res, len, 4000, &lb, &out, &err);
+        rc = redlock_acquire(b, res, len, 4000, &lb, out, &err);
         int64_t a_left = redlock_lock_validity_ms(la);
         if (policies[k] == REDLOCK_CLOCK_WARN) {
             cr_assert(eq(int, rc, 0), "warn: B should get the lock from 0,3,4: %s", err.msg);
@@ -308,10 +307,11 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
             /* A still holds 1 and 2: "held by another client" is the truth */
             cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "exclude: B must be refused (%s: %s)",
                       redlock_err_name(rc), err.msg);
-            cr_assert(eq(int, out.votes[0].kind, REDLOCK_VOTE_EXCLUDED), "master 0 excluded");
-            cr_assert(eq(int, out.votes[0].err, REDLOCK_EUNTRUSTED));
-            cr_assert(strstr(out.votes[0].detail, "clock") != NULL, "vote says why: %s",
-                      out.votes[0].detail);
+            cr_assert(eq(int, redlock_outcome_vote(out, 0)->kind, REDLOCK_VOTE_EXCLUDED),
+                      "master 0 excluded");
+            cr_assert(eq(int, redlock_outcome_vote(out, 0)->err, REDLOCK_EUNTRUSTED));
+            cr_assert(strstr(redlock_outcome_vote(out, 0)->detail, "clock") != NULL,
+                      "vote says why: %s", redlock_outcome_vote(out, 0)->detail);
         }
         redlock_release(a, la, NULL, NULL);
         redlock_lock_free(la);

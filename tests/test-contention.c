@@ -29,7 +29,7 @@ struct racer {
     const char *res;
     int rc;
     redlock_lock *lock;
-    redlock_outcome out;
+    redlock_outcome *out;
     redlock_error err;
 };
 
@@ -38,7 +38,7 @@ static void *race(void *arg)
     struct racer *r = arg;
 
     pthread_barrier_wait(r->start);
-    r->rc = redlock_acquire(r->c, r->res, strlen(r->res), TTL_MS, &r->lock, &r->out, &r->err);
+    r->rc = redlock_acquire(r->c, r->res, strlen(r->res), TTL_MS, &r->lock, r->out, &r->err);
     return NULL;
 }
 
@@ -64,6 +64,7 @@ static int run_race(int n, uint32_t retry_count)
         racers[i].c = tc_client(&cfg, -1);
         racers[i].start = &start;
         racers[i].res = res;
+        racers[i].out = tc_outcome_new();
     }
     for (int i = 0; i < n; i++)
         cr_assert(eq(int, pthread_create(&th[i], NULL, race, &racers[i]), 0));
@@ -87,11 +88,11 @@ static int run_race(int n, uint32_t retry_count)
         /* The loser's last attempt: nobody failed, somebody else holds it. */
         uint32_t held = 0;
         for (int m = 0; m < tc_n(); m++) {
-            int k = r->out.votes[m].kind;
+            int k = redlock_outcome_vote(r->out, m)->kind;
 
             cr_expect(k == REDLOCK_VOTE_OK || k == REDLOCK_VOTE_HELD || k == REDLOCK_VOTE_PENDING,
                       "racer %d master %d voted %s (%s)", i, m, redlock_vote_kind_name(k),
-                      r->out.votes[m].detail);
+                      redlock_outcome_vote(r->out, m)->detail);
             held += k == REDLOCK_VOTE_HELD;
         }
         cr_expect(gt(u32, held, 0), "racer %d lost with no master held", i);
@@ -119,6 +120,7 @@ static int run_race(int n, uint32_t retry_count)
     }
     for (int i = 0; i < n; i++) {
         redlock_lock_free(racers[i].lock);
+        redlock_outcome_free(racers[i].out);
         redlock_client_free(racers[i].c);
     }
     return winner;
@@ -146,7 +148,7 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     redlock_config cfg;
     redlock_client *a, *b;
     redlock_lock *la = NULL, *lb = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     uint64_t t0;
@@ -161,23 +163,23 @@ Test(contention, held_resource_is_econflict_with_every_vote_held)
     tc_barrier(a);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, e.code, REDLOCK_ECONFLICT));
     cr_expect(eq(int, e.master, -1), "a conflict is about the operation, not one master");
     tc_expect_msg(&e, "acquire");
     cr_expect(not(zero(ptr, strstr(e.msg, "held by another client"))), "%s", e.msg);
     cr_expect(zero(ptr, lb));
-    cr_expect(eq(u32, out.n_ok, 0));
-    cr_expect(le(i64, out.validity_ms, 0));
-    cr_expect(eq(u32, out.attempts, 1));
+    cr_expect(eq(u32, redlock_outcome_ok(out), 0));
+    cr_expect(le(i64, redlock_outcome_validity_ms(out), 0));
+    cr_expect(eq(u32, redlock_outcome_attempts(out), 1));
     for (int m = 0; m < tc_n(); m++) {
-        int k = out.votes[m].kind;
+        int k = redlock_outcome_vote(out, m)->kind;
 
         cr_expect(k == REDLOCK_VOTE_HELD || k == REDLOCK_VOTE_PENDING, "master %d voted %s", m,
                   redlock_vote_kind_name(k));
         if (k == REDLOCK_VOTE_HELD)
-            cr_expect(eq(int, out.votes[m].err, REDLOCK_ECONFLICT));
+            cr_expect(eq(int, redlock_outcome_vote(out, m)->err, REDLOCK_ECONFLICT));
     }
     /* Conflict is decided as soon as a majority says "held": no timeout. */
     cr_expect(lt(u64, tc_now_us() - t0, (uint64_t)cfg.node_timeout_ms * 1000));
@@ -212,9 +214,9 @@ Test(contention, held_on_a_minority_still_acquires, .init = one_client, .fini = 
     tc_plant(0, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
     tc_plant(1, tc_fx.res, tc_fx.len, "other-client", TTL_MS);
     tc_fx_client(-1);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
-    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
+    cr_expect(eq(u32, redlock_outcome_ok(tc_fx.out), 3));
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
                  3));
@@ -236,11 +238,12 @@ Test(contention, held_on_a_majority_is_econflict_after_every_retry, .init = one_
     tc_fx.cfg.retry_delay_ms = 10;
     tc_fx.cfg.retry_jitter_ms = 10;
     tc_fx_client(-1);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     /* The first, the one that takes the waiter's place in the queues right
      * after it (an extra attempt, like a wake-up's: acquire.c), the polls. */
-    cr_expect(eq(u32, tc_fx.out.attempts, 1 + 1 + 2), "1 + 1 + retry_count attempts");
+    cr_expect(eq(u32, redlock_outcome_attempts(tc_fx.out), 1 + 1 + 2),
+              "1 + 1 + retry_count attempts");
     /* Every attempt's keys are gone again: only the other client's remain. */
     cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 3));
     cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, "other-client", TTL_MS), 3));

@@ -38,7 +38,7 @@ static int count_pttl_between(const char *res, long long above, long long most)
 Test(extend, raises_the_pttl_and_the_validity)
 {
     char res[128], token[64];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     int64_t before;
@@ -50,29 +50,32 @@ Test(extend, raises_the_pttl_and_the_validity)
     before = redlock_lock_validity_ms(l);
     cr_assert(le(i64, before, (int64_t)SHORT_TTL_MS));
 
-    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
 
     /* The lease: more than the old ttl could ever give, within the new one
      * less its margin (ceil(60000 * 0.01) + 2 ms). */
     cr_expect(gt(i64, redlock_lock_validity_ms(l), (int64_t)SHORT_TTL_MS));
     cr_expect(le(i64, redlock_lock_validity_ms(l), (int64_t)(LONG_TTL_MS - 602)));
-    cr_expect(gt(i64, out.validity_ms, (int64_t)SHORT_TTL_MS));
-    cr_expect(le(i64, out.validity_ms, (int64_t)(LONG_TTL_MS - 602)));
+    cr_expect(gt(i64, redlock_outcome_validity_ms(out), (int64_t)SHORT_TTL_MS));
+    cr_expect(le(i64, redlock_outcome_validity_ms(out), (int64_t)(LONG_TTL_MS - 602)));
     cr_expect(eq(u32, redlock_lock_ttl_ms(l), LONG_TTL_MS));
     cr_expect(eq(str, (char *)redlock_lock_token(l), token), "extend keeps the token");
 
     /* The outcome. */
-    cr_expect(eq(int, out.status, 0));
-    cr_expect(eq(u32, out.quorum, (uint32_t)tc_n() / 2 + 1));
-    cr_expect(ge(u32, out.n_ok, out.quorum));
+    cr_expect(eq(int, redlock_outcome_status(out), 0));
+    cr_expect(eq(u32, redlock_outcome_quorum(out), (uint32_t)tc_n() / 2 + 1));
+    cr_expect(ge(u32, redlock_outcome_ok(out), redlock_outcome_quorum(out)));
     for (int i = 0; i < tc_n(); i++)
-        cr_expect(out.votes[i].kind == REDLOCK_VOTE_OK || out.votes[i].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s (%s)", i, redlock_vote_kind_name(out.votes[i].kind),
-                  out.votes[i].detail);
+        cr_expect(redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_OK ||
+                      redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                  redlock_outcome_vote(out, i)->detail);
 
     /* The masters: the quorum that answered has the new ttl now... */
-    cr_expect(ge(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS), (int)out.n_ok));
+    cr_expect(ge(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS),
+                 (int)redlock_outcome_ok(out)));
     /* ...and every master once the rest have run their script. */
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS), tc_n()));
@@ -100,7 +103,7 @@ Test(extend, can_shorten_the_ttl_too)
 Test(extend, lapsed_lock_is_enotheld_and_not_resurrected)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     int64_t before;
@@ -112,14 +115,15 @@ Test(extend, lapsed_lock_is_enotheld_and_not_resurrected)
     tc_del_all(res, strlen(res)); /* what expiry leaves */
     before = redlock_lock_validity_ms(l);
 
-    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
     tc_expect_msg(&e, "extend");
     for (int i = 0; i < tc_n(); i++)
-        cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
-                      out.votes[i].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s", i, redlock_vote_kind_name(out.votes[i].kind));
-    cr_expect(le(i64, out.validity_ms, 0));
+        cr_expect(redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_GONE ||
+                      redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind));
+    cr_expect(le(i64, redlock_outcome_validity_ms(out), 0));
     /* A failed extend leaves the lock's own view alone (no longer, no new ttl). */
     cr_expect(le(i64, redlock_lock_validity_ms(l), before));
     cr_expect(eq(u32, redlock_lock_ttl_ms(l), SHORT_TTL_MS));
@@ -177,7 +181,7 @@ Test(extend, made_up_lock_with_the_right_token_gets_a_validity)
 Test(extend, minority_of_lost_keys_still_extends_the_majority)
 {
     char res[128], token[64];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     int rc;
@@ -190,7 +194,7 @@ Test(extend, minority_of_lost_keys_still_extends_the_majority)
     freeReplyObject(tc_cmd(0, "DEL %b", res, strlen(res)));
     tc_plant(1, res, strlen(res), "other-client", SHORT_TTL_MS);
 
-    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, count_pttl_between(res, SHORT_TTL_MS, LONG_TTL_MS), 3));

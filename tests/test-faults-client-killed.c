@@ -22,6 +22,7 @@
 #include "child.h"
 #include "cluster.h"
 #include "contend.h"
+#include "core.h"
 
 #define KILL_TTL_MS 1500u /* the killed holder's lease */
 
@@ -54,7 +55,7 @@ static struct next b_waits_out_a(tc_hist *h, redlock_client *b, const char *res,
 {
     struct next n = { .rc = -1 };
     redlock_lock *lb = NULL;
-    redlock_outcome ob;
+    TC_OUTCOME(ob);
     redlock_error e;
     uint64_t t0;
 
@@ -62,8 +63,8 @@ static struct next b_waits_out_a(tc_hist *h, redlock_client *b, const char *res,
      * each refusal is counted. */
     while (tc_now_us() < until) {
         t0 = tc_now_us();
-        n.rc = redlock_acquire(b, res, strlen(res), KILL_TTL_MS, &lb, &ob, &e);
-        tc_hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, &ob);
+        n.rc = redlock_acquire(b, res, strlen(res), KILL_TTL_MS, &lb, ob, &e);
+        tc_hist_acquire(h, "B", res, strlen(res), KILL_TTL_MS, t0, n.rc, lb, ob);
         if (n.rc == 0) {
             n.got = tc_now_us();
             n.got_invoke = t0;
@@ -75,8 +76,8 @@ static struct next b_waits_out_a(tc_hist *h, redlock_client *b, const char *res,
     }
     cr_assert(eq(int, n.rc, 0), "the lock did not free within 1 s after A's ttl");
     t0 = tc_now_us();
-    n.rc = redlock_release(b, lb, &ob, &e);
-    tc_hist_release(h, "B", t0, n.rc, lb, &ob);
+    n.rc = redlock_release(b, lb, ob, &e);
+    tc_hist_release(h, "B", t0, n.rc, lb, ob);
     cr_expect(eq(int, n.rc, 0), "B's release: %s", e.msg);
     redlock_lock_free(lb);
     return n;

@@ -29,6 +29,7 @@
 #include "child.h"
 #include "cluster.h"
 #include "contend.h"
+#include "core.h"
 
 #define STOP_TTL_MS 1000u /* the stopped holder's lease */
 #define NEXT_TTL_MS 5000u /* the next holder's: outlives everything after it */
@@ -44,7 +45,7 @@ static void stopped_holder(void *arg, int fd)
 {
     char votes[REDLOCK_MAX_MASTERS + 1];
     struct tc_child_holder a;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     uint64_t t0;
     int rc, late = 0, ok = 0, gone = 0, held = 0;
@@ -65,9 +66,9 @@ static void stopped_holder(void *arg, int fd)
     }
     v = redlock_lock_validity_ms(a.l);
     t0 = tc_now_us();
-    rc = redlock_release(a.c, a.l, &out, &e);
-    tc_hist_release(a.h, "A", t0, rc, a.l, &out);
-    tc_hist_votes(&out, votes);
+    rc = redlock_release(a.c, a.l, out, &e);
+    tc_hist_release(a.h, "A", t0, rc, a.l, out);
+    tc_hist_votes(out, votes);
     for (const char *p = votes; *p; p++) {
         ok += *p == 'O';
         gone += *p == 'G';
@@ -130,15 +131,15 @@ static void expect_unmarked_history_fails(const char *hpath, const char *spath)
 static redlock_lock *b_waits_out_a(tc_hist *h, redlock_client *b, const char *res)
 {
     redlock_lock *lb = NULL;
-    redlock_outcome ob;
+    TC_OUTCOME(ob);
     redlock_error e;
     int rc = -1;
 
     TC_AWAIT(({
                  uint64_t t0 = tc_now_us();
 
-                 rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, &ob, &e);
-                 tc_hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, &ob);
+                 rc = redlock_acquire(b, res, strlen(res), NEXT_TTL_MS, &lb, ob, &e);
+                 tc_hist_acquire(h, "B", res, strlen(res), NEXT_TTL_MS, t0, rc, lb, ob);
                  rc != REDLOCK_ECONFLICT;
              }),
              10 * STOP_TTL_MS);
@@ -155,7 +156,7 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
     struct woke w;
     redlock_client *b;
     redlock_lock *lb;
-    redlock_outcome ob;
+    TC_OUTCOME(ob);
     redlock_error e;
     unsigned before, after;
     uint64_t t0;
@@ -213,8 +214,8 @@ Test(client, stopped_holder_learns_from_validity_that_it_lost_the_lock)
                 w.validity, redlock_err_name(w.rc), w.ok, w.gone, w.held, before, after);
 
     t0 = tc_now_us();
-    rc = redlock_release(b, lb, &ob, &e);
-    tc_hist_release(h, "B", t0, rc, lb, &ob);
+    rc = redlock_release(b, lb, ob, &e);
+    tc_hist_release(h, "B", t0, rc, lb, ob);
     cr_expect(eq(int, rc, 0), "B's release: %s", e.msg);
     redlock_lock_free(lb);
     redlock_client_free(b);

@@ -38,7 +38,7 @@ static void expect_dead_cost_nothing(uint64_t took)
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 4), "took %llu us",
               (unsigned long long)took);
     for (int m = 3; m < 5; m++) {
-        const redlock_vote *v = &tc_fx.out.votes[m];
+        const redlock_vote *v = redlock_outcome_vote(tc_fx.out, m);
 
         cr_expect(v->kind == REDLOCK_VOTE_DOWN || v->kind == REDLOCK_VOTE_PENDING,
                   "killed master %d voted %s (%s)", m, redlock_vote_kind_name(v->kind), v->detail);
@@ -62,10 +62,10 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     tc_kill(4);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     expect_dead_cost_nothing(tc_now_us() - t0);
-    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
+    cr_expect(eq(u32, redlock_outcome_ok(tc_fx.out), 3));
     cr_expect(gt(i64, redlock_lock_validity_ms(tc_fx.l), 0));
     cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
                  3));
@@ -73,7 +73,7 @@ Test(faults_kill, acquires_with_two_of_five_killed)
     /* And again, with the dead ones known to be down. */
     tc_resource(res2, sizeof(res2), NULL);
     t0 = tc_now_us();
-    rc = redlock_acquire(tc_fx.c, res2, strlen(res2), TTL_MS, &l2, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, res2, strlen(res2), TTL_MS, &l2, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     expect_dead_cost_nothing(tc_now_us() - t0);
     cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
@@ -85,7 +85,7 @@ Test(faults_kill, acquires_with_two_of_five_killed)
 static void expect_fast_enoquorum(void)
 {
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     uint64_t t0, took;
@@ -93,7 +93,7 @@ static void expect_fast_enoquorum(void)
 
     tc_resource(res, sizeof(res), NULL);
     t0 = tc_now_us();
-    rc = redlock_acquire(tc_fx.c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(tc_fx.c, res, strlen(res), TTL_MS, &l, out, &e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
@@ -106,10 +106,12 @@ static void expect_fast_enoquorum(void)
     /* Refused connections cost nothing: far under the node timeout. */
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 4), "took %llu us",
               (unsigned long long)took);
-    cr_expect(le(i64, out.validity_ms, 0));
+    cr_expect(le(i64, redlock_outcome_validity_ms(out), 0));
     for (int m = 2; m < 5; m++)
-        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_DOWN), "dead master %d voted %s (%s)", m,
-                  redlock_vote_kind_name(out.votes[m].kind), out.votes[m].detail);
+        cr_expect(eq(int, redlock_outcome_vote(out, m)->kind, REDLOCK_VOTE_DOWN),
+                  "dead master %d voted %s (%s)", m,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, m)->kind),
+                  redlock_outcome_vote(out, m)->detail);
     /* No barrier: the claim is about the moment acquire returns. */
     cr_expect(eq(int, tc_get(0, res, strlen(res), NULL, 0, NULL), 0), "key left on master 0");
     cr_expect(eq(int, tc_get(1, res, strlen(res), NULL, 0, NULL), 0), "key left on master 1");
@@ -184,9 +186,9 @@ Test(faults_kill, three_of_five_killed_with_retries_still_leaves_no_key)
     tc_kill(0);
     tc_kill(2);
     tc_kill(4);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
-    cr_expect(eq(u32, tc_fx.out.attempts, 4));
+    cr_expect(eq(u32, redlock_outcome_attempts(tc_fx.out), 4));
     cr_expect(eq(int, tc_get(1, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 1");
     cr_expect(eq(int, tc_get(3, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 3");
 }
@@ -203,7 +205,7 @@ Test(faults_kill, restarted_masters_reconnect_and_acquires_succeed_again)
     tc_kill(0);
     tc_kill(1);
     tc_kill(2);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
 
     tc_restart(0);
@@ -214,14 +216,14 @@ Test(faults_kill, restarted_masters_reconnect_and_acquires_succeed_again)
     cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
     /* A quorum now needs a restarted master: only masters 3 and 4 lived. */
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS), 5),
               "every master, restarted or not, holds the new lock");
     /* The restarted masters lost their script cache: release still works
      * (SCRIPT LOAD on reconnect, or the EVAL fallback). */
-    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e), 0), "%s",
+    cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, tc_fx.out, &tc_fx.e), 0), "%s",
               tc_fx.e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0));
@@ -255,7 +257,7 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     enum { SHORT_TTL_MS = 1000, GUARD_MS = 2500 };
     uint64_t t0, took;
     int rc, excluded = 0;
-    redlock_status st;
+    TC_STATUS(st);
 
     /* Masters restarted without AOF forgot the locks they granted, and
      * their memory markers with them. The first client to meet each one
@@ -280,13 +282,13 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     tc_restart(2);
     cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 5000), 5), "restarted masters did not reconnect");
 
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, SHORT_TTL_MS, &tc_fx.l, &tc_fx.out,
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, SHORT_TTL_MS, &tc_fx.l, tc_fx.out,
                          &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "inside the window: %s: %s", redlock_err_name(rc),
               tc_fx.e.msg);
     tc_expect_msg(&tc_fx.e, "acquire");
     for (int m = 0; m < 3; m++) {
-        const redlock_vote *v = &tc_fx.out.votes[m];
+        const redlock_vote *v = redlock_outcome_vote(tc_fx.out, m);
 
         if (v->kind != REDLOCK_VOTE_EXCLUDED)
             continue;
@@ -302,11 +304,11 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
               excluded);
     cr_log_info("inside the window: %s", tc_fx.e.msg);
     cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "a failed acquire left a key");
-    memset(&st, 0, sizeof(st));
-    redlock_ping(tc_fx.c, &st, NULL);
+    redlock_ping(tc_fx.c, st, NULL);
     for (int m = 0; m < 5; m++)
-        cr_expect(eq(int, st.masters[m].excluded, m < 3), "ping: master %d excluded %d (%s)", m,
-                  st.masters[m].excluded, st.masters[m].excluded_why);
+        cr_expect(eq(int, redlock_status_master(st, m)->excluded, m < 3),
+                  "ping: master %d excluded %d (%s)", m, redlock_status_master(st, m)->excluded,
+                  redlock_status_master(st, m)->excluded_why);
     if (tc_fx.l) {
         redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
         redlock_lock_free(tc_fx.l);
@@ -321,11 +323,11 @@ Test(faults_kill, restart_guard_keeps_restarted_masters_out_for_its_window)
     tc_fx.cfg.retry_delay_ms = 100;
     tc_fx.cfg.retry_jitter_ms = 0;
     tc_fx_client(-1);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, SHORT_TTL_MS, &tc_fx.l, &tc_fx.out,
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, SHORT_TTL_MS, &tc_fx.l, tc_fx.out,
                          &tc_fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "after the window: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
-    cr_expect(ge(u32, tc_fx.out.n_ok, 3));
+    cr_expect(ge(u32, redlock_outcome_ok(tc_fx.out), 3));
     /* The windows were settled after t0 and end GUARD_MS later on the
      * masters' clocks (ms granularity). */
     cr_expect(ge(u64, took, (GUARD_MS - 5) * 1000ull),

@@ -34,7 +34,7 @@ Test(faults_net, the_third_fastest_master_sets_the_latency)
     static const unsigned delay[N] = { 0, 0, 30, 60, 90 }; /* RTT 0, 0, 60, 120, 180 ms */
     redlock_config cfg;
     redlock_client *c;
-    struct tc_try t;
+    TC_TRY(t);
 
     tc_net_config(&cfg, tc_net_delayed_masters(delay, 0), NODE_TIMEOUT);
     c = tc_net_client(&cfg);
@@ -46,11 +46,11 @@ Test(faults_net, the_third_fastest_master_sets_the_latency)
          * the fourth (120 ms). */
         cr_expect(ge(u64, t.took_ms, 59), "took %llu ms", (unsigned long long)t.took_ms);
         cr_expect(lt(u64, t.took_ms, 110), "took %llu ms", (unsigned long long)t.took_ms);
-        cr_expect(ge(u64, t.out.elapsed_us, 59000));
-        cr_expect(eq(int, t.out.votes[4].kind, REDLOCK_VOTE_PENDING));
+        cr_expect(ge(u64, redlock_outcome_elapsed_us(t.out), 59000));
+        cr_expect(eq(int, redlock_outcome_vote(t.out, 4)->kind, REDLOCK_VOTE_PENDING));
         /* The validity lost is the elapsed time plus the drift margin. */
-        cr_expect(le(i64, t.out.validity_ms, (int64_t)(TTL_MS - MARGIN_MS - 59)));
-        cr_expect(ge(i64, t.out.validity_ms, (int64_t)(TTL_MS - MARGIN_MS - 110)));
+        cr_expect(le(i64, redlock_outcome_validity_ms(t.out), (int64_t)(TTL_MS - MARGIN_MS - 59)));
+        cr_expect(ge(i64, redlock_outcome_validity_ms(t.out), (int64_t)(TTL_MS - MARGIN_MS - 110)));
         cr_expect(eq(int, redlock_release(c, t.l, NULL, &t.e), 0), "%s", t.e.msg);
         redlock_lock_free(t.l);
     }
@@ -62,7 +62,7 @@ Test(faults_net, jitter_keeps_latency_between_the_bounds_of_the_links)
     static const unsigned delay[N] = { ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY, ONE_WAY };
     redlock_config cfg;
     redlock_client *c;
-    struct tc_try t;
+    TC_TRY(t);
 
     tc_net_config(&cfg, tc_net_delayed_masters(delay, JITTER), NODE_TIMEOUT);
     c = tc_net_client(&cfg);
@@ -87,7 +87,7 @@ Test(faults_net, sets_landing_after_the_node_timeout_block_others_until_cleanup_
     redlock_config cfg;
     redlock_client *a, *b;
     redlock_lock *la = NULL, *lb = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     int rc;
@@ -100,16 +100,16 @@ Test(faults_net, sets_landing_after_the_node_timeout_block_others_until_cleanup_
     /* A's SETs reach 2, 3, 4 after 200 ms, their OKs would take 400 ms: A
      * gives up at 250 ms with two OKs, and its cleanup reaches them at
      * about 450 ms. */
-    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
+    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "A: %s: %s", redlock_err_name(rc), e.msg);
     /* Until then a majority holds a key that no one holds the lock for:
      * B is refused (safe), and gets it once the cleanup has run. */
-    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "B during A's late SETs: %s: %s",
               redlock_err_name(rc), e.msg);
     cr_expect(tc_net_await_key_gone(res, strlen(res), 3000),
               "A's late SETs left a key on %d masters", tc_net_key_count(res, strlen(res)));
-    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     cr_expect(eq(int, rc, 0), "B after A's cleanup: %s: %s", redlock_err_name(rc), e.msg);
     if (lb) {
         cr_expect(eq(int, redlock_release(b, lb, NULL, &e), 0), "%s", e.msg);

@@ -39,7 +39,7 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
 {
     enum { NODE_TIMEOUT = 2000 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    struct tc_try t;
+    TC_TRY(t);
 
     tc_net_cut(3);
     tc_net_cut(4);
@@ -53,9 +53,9 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
          * quorum answers. */
         cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT / 10), "acquire %d took %llu ms", k,
                   (unsigned long long)t.took_ms);
-        cr_expect(eq(u32, t.out.n_ok, 3));
-        cr_expect(eq(int, t.out.votes[3].kind, REDLOCK_VOTE_PENDING));
-        cr_expect(eq(int, t.out.votes[4].kind, REDLOCK_VOTE_PENDING));
+        cr_expect(eq(u32, redlock_outcome_ok(t.out), 3));
+        cr_expect(eq(int, redlock_outcome_vote(t.out, 3)->kind, REDLOCK_VOTE_PENDING));
+        cr_expect(eq(int, redlock_outcome_vote(t.out, 4)->kind, REDLOCK_VOTE_PENDING));
         cr_expect(gt(i64, redlock_lock_validity_ms(t.l),
                      (int64_t)(TTL_MS - MARGIN_MS - NODE_TIMEOUT / 10)));
         /* Both directions are cut: the SET never reached masters 3 and 4. */
@@ -63,7 +63,7 @@ Test(faults_net, cut_from_two_of_five_still_acquires_at_the_early_quorum)
         cr_expect(eq(int, tc_net_get(4, t.res, strlen(t.res), NULL, 0), 0));
 
         t0 = tc_now_us();
-        rc = redlock_release(c, t.l, &t.out, &t.e);
+        rc = redlock_release(c, t.l, t.out, &t.e);
         cr_expect(eq(int, rc, 0), "release %d: %s: %s", k, redlock_err_name(rc), t.e.msg);
         cr_expect(lt(u64, tc_ms_since(t0), NODE_TIMEOUT / 10), "release %d took %llu ms", k,
                   (unsigned long long)tc_ms_since(t0));
@@ -76,7 +76,7 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
 {
     enum { NODE_TIMEOUT = 300 };
     redlock_client *c = link_client(NODE_TIMEOUT);
-    struct tc_try t;
+    TC_TRY(t);
 
     tc_net_cut(0);
     tc_net_cut(2);
@@ -95,10 +95,11 @@ Test(faults_net, cut_from_three_of_five_is_enoquorum_after_one_node_timeout)
         cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT + 700), "took %llu ms",
                   (unsigned long long)t.took_ms);
         for (int m = 0; m < N; m += 2)
-            cr_expect(eq(int, t.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT), "cut master %d voted %s",
-                      m, redlock_vote_kind_name(t.out.votes[m].kind));
-        cr_expect(eq(int, t.out.votes[1].kind, REDLOCK_VOTE_OK));
-        cr_expect(eq(int, t.out.votes[3].kind, REDLOCK_VOTE_OK));
+            cr_expect(eq(int, redlock_outcome_vote(t.out, m)->kind, REDLOCK_VOTE_TIMEOUT),
+                      "cut master %d voted %s", m,
+                      redlock_vote_kind_name(redlock_outcome_vote(t.out, m)->kind));
+        cr_expect(eq(int, redlock_outcome_vote(t.out, 1)->kind, REDLOCK_VOTE_OK));
+        cr_expect(eq(int, redlock_outcome_vote(t.out, 3)->kind, REDLOCK_VOTE_OK));
         /* The SETs that did land were released before the call returned. */
         cr_expect(eq(int, tc_net_get(1, t.res, strlen(t.res), NULL, 0), 0), "key left on master 1");
         cr_expect(eq(int, tc_net_get(3, t.res, strlen(t.res), NULL, 0), 0), "key left on master 3");
@@ -110,8 +111,8 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
     enum { NODE_TIMEOUT = 500 };
     redlock_client *a = link_client(NODE_TIMEOUT), *b = tc_net_side_client(NODE_TIMEOUT);
     redlock_lock *la = NULL, *lb = NULL;
-    redlock_outcome out;
-    redlock_status st;
+    TC_OUTCOME(out);
+    TC_STATUS(st);
     redlock_error e;
     char res[128];
     int rc;
@@ -120,32 +121,31 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
     tc_net_cut_out(1);
     tc_resource(res, sizeof(res), NULL);
 
-    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
+    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, out, &e);
     cr_assert(eq(int, rc, 0), "A: %s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.n_ok, 3));
-    cr_expect(eq(int, out.votes[0].kind, REDLOCK_VOTE_PENDING));
-    cr_expect(eq(int, out.votes[1].kind, REDLOCK_VOTE_PENDING));
+    cr_expect(eq(u32, redlock_outcome_ok(out), 3));
+    cr_expect(eq(int, redlock_outcome_vote(out, 0)->kind, REDLOCK_VOTE_PENDING));
+    cr_expect(eq(int, redlock_outcome_vote(out, 1)->kind, REDLOCK_VOTE_PENDING));
     /* The requests got through: masters 0 and 1 hold A's key though A never
      * heard them say so (sent with the other three: await them). */
     TC_AWAIT(tc_net_token_count(res, strlen(res), redlock_lock_token(la)) == N, 1000);
     cr_expect(eq(int, tc_net_token_count(res, strlen(res), redlock_lock_token(la)), N));
 
     /* Safety: B, whose links are fine, gets no majority while A holds. */
-    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "B: %s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(ptr, lb, NULL));
-    cr_expect(eq(u32, out.n_ok, 0));
-    memset(&st, 0, sizeof(st));
-    rc = redlock_status_get(b, res, strlen(res), &st, &e);
+    cr_expect(eq(u32, redlock_outcome_ok(out), 0));
+    rc = redlock_status_get(b, res, strlen(res), st, &e);
     cr_expect(eq(int, rc, 0), "status: %s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(str, st.majority_token, (char *)redlock_lock_token(la)));
-    cr_expect(eq(u32, st.n_held, N));
+    cr_expect(eq(str, (char *)redlock_status_majority_token(st), (char *)redlock_lock_token(la)));
+    cr_expect(eq(u32, redlock_status_held(st), N));
 
     /* A's release returns at the third answer; the two it cannot hear from
      * are sent all the same, and run: at once if TCP still sends (within a
      * retransmission timeout of the unanswered SETs, whose ACKs the cut
      * drops too), else when the link heals, in order behind the SET. */
-    rc = redlock_release(a, la, &out, &e);
+    rc = redlock_release(a, la, out, &e);
     cr_expect(eq(int, rc, 0), "A release: %s: %s", redlock_err_name(rc), e.msg);
     if (!tc_net_await_key_gone(res, strlen(res), 500)) {
         cr_log_info("A's release waits in its socket until the heal");
@@ -154,7 +154,7 @@ Test(faults_net, replies_lost_from_two_the_holder_stays_exclusive_and_its_releas
     cr_expect(tc_net_await_key_gone(res, strlen(res), 15000),
               "A's key still on %d masters after its release", tc_net_key_count(res, strlen(res)));
 
-    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     cr_expect(eq(int, rc, 0), "B after A's release: %s: %s", redlock_err_name(rc), e.msg);
     if (lb) {
         cr_expect(eq(int, redlock_release(b, lb, NULL, &e), 0), "%s", e.msg);
@@ -184,7 +184,7 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
     enum { NODE_TIMEOUT = 300 };
     redlock_client *a = link_client(NODE_TIMEOUT), *b = tc_net_side_client(NODE_TIMEOUT);
     redlock_lock *la = NULL, *lb = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     long long before[3], after[3];
     char res[128];
@@ -196,13 +196,13 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
 
     /* The SETs land on all five; A hears two OKs and fails. Its cleanup
      * releases go out at once, land on all five and run. */
-    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
+    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "A: %s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.n_ok, 2));
+    cr_expect(eq(u32, redlock_outcome_ok(out), 2));
     cr_expect(tc_net_await_key_gone(res, strlen(res), 3000),
               "A's failed attempt left its key on %d masters", tc_net_key_count(res, strlen(res)));
 
-    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     cr_assert(eq(int, rc, 0), "B: %s: %s", redlock_err_name(rc), e.msg);
 
     /* A tries again while B holds: it must not get the lock. By now TCP
@@ -211,7 +211,7 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
      * lost is, for TCP, soon a cut both ways. A's SET and cleanup wait in
      * its socket, in order. */
     script_calls(before);
-    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, &out, &e);
+    rc = redlock_acquire(a, res, strlen(res), TTL_MS, &la, out, &e);
     cr_expect(ne(int, rc, 0), "A got the lock B holds");
     cr_expect(eq(ptr, la, NULL));
     cr_expect(eq(int, tc_net_token_count(res, strlen(res), redlock_lock_token(lb)), N));
@@ -226,7 +226,7 @@ Test(faults_net, replies_lost_from_three_is_enoquorum_cleanup_runs_and_spares_th
     cr_expect(eq(int, tc_net_token_count(res, strlen(res), redlock_lock_token(lb)), N),
               "B's key was removed by A's cleanup");
 
-    rc = redlock_release(b, lb, &out, &e);
+    rc = redlock_release(b, lb, out, &e);
     cr_expect(eq(int, rc, 0), "B release: %s: %s", redlock_err_name(rc), e.msg);
     redlock_lock_free(lb);
     redlock_lock_free(la);
@@ -247,7 +247,7 @@ Test(faults_net, requests_lost_then_healed_arrive_in_order_and_leave_nothing)
     enum { NODE_TIMEOUT = 500 };
     redlock_client *c = link_client(NODE_TIMEOUT);
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     int rc;
@@ -256,9 +256,9 @@ Test(faults_net, requests_lost_then_healed_arrive_in_order_and_leave_nothing)
     tc_net_cut_in(4);
     tc_resource(res, sizeof(res), NULL);
 
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    rc = redlock_release(c, l, &out, &e);
+    rc = redlock_release(c, l, out, &e);
     cr_expect(eq(int, rc, 0), "release: %s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(i64, tc_net_cmdstat(3, "set"), 0), "a SET got through a cut link");
 
@@ -346,12 +346,12 @@ Test(faults_net, heal_restores_acquires_and_inflight_stays_bounded)
         tc_net_cut(m);
 
     for (int k = 0; k < TRIES; k++) {
-        struct tc_try t;
+        TC_TRY(t);
 
         rc = tc_try_acquire(c, TTL_MS, &t);
         cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "try %d: %s: %s", k, redlock_err_name(rc),
                   t.e.msg);
-        if (t.out.votes[0].err == REDLOCK_EBUSY) {
+        if (redlock_outcome_vote(t.out, 0)->err == REDLOCK_EBUSY) {
             busy++;
             /* Refused at once: no timeout to wait for. */
             cr_expect(lt(u64, t.took_ms, NODE_TIMEOUT / 2), "try %d (EBUSY) took %llu ms", k,

@@ -49,11 +49,12 @@ Test(faults_pause, failed_acquire_returns_only_after_masters_that_answered_have_
     tc_proxy_hold(tc_fx.proxy, 1, RELEASE_LATE_MS); /* the SET passes, the release waits */
     tc_pause_writes(3, WRITES_PAUSED_MS);
     tc_pause_writes(4, WRITES_PAUSED_MS);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     held = tc_get(0, tc_fx.res, tc_fx.len, val, sizeof(val), NULL); /* master 0 itself */
     cr_assert(ne(int, rc, 0), "acquired with two masters held by another client");
-    cr_expect(eq(int, tc_fx.out.votes[0].kind, REDLOCK_VOTE_OK), "master 0 voted %s",
-              redlock_vote_kind_name(tc_fx.out.votes[0].kind));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 0)->kind, REDLOCK_VOTE_OK),
+              "master 0 voted %s",
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 0)->kind));
     cr_expect(eq(int, held, 0),
               "acquire returned %s while master 0, which answered the SET, still holds the "
               "attempt's key (\"%s\"): the cleanup wait ended early",
@@ -86,10 +87,12 @@ Test(faults_pause, cleanup_replies_from_silent_masters_do_not_hide_a_wrong_type)
     tc_pause_writes(3, WRITES_PAUSED_MS);
     tc_pause_writes(4, WRITES_PAUSED_MS);
     tc_proxy_hold(tc_fx.proxy, 1, RELEASE_LATE_MS);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
-    cr_expect(eq(int, tc_fx.out.votes[0].err, REDLOCK_EWRONGTYPE), "master 0 voted %s (%s)",
-              redlock_vote_kind_name(tc_fx.out.votes[0].kind), tc_fx.out.votes[0].detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 0)->err, REDLOCK_EWRONGTYPE),
+              "master 0 voted %s (%s)",
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 0)->kind),
+              redlock_outcome_vote(tc_fx.out, 0)->detail);
 
     tc_barrier(tc_fx.c);
     tc_del_all(tc_fx.res, tc_fx.len);
@@ -129,15 +132,15 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
         redlock_lock *l = NULL;
         uint64_t t0 = tc_now_us();
 
-        rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &l, &tc_fx.out, &tc_fx.e);
+        rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &l, tc_fx.out, &tc_fx.e);
         cr_assert(eq(int, rc, 0), "cycle %d: %s: %s", i, redlock_err_name(rc), tc_fx.e.msg);
         cr_assert(lt(u64, tc_now_us() - t0, 500000), "cycle %d took %llu us", i,
                   (unsigned long long)(tc_now_us() - t0));
         for (int m = 3; m < 5; m++) {
-            if (tc_fx.out.votes[m].err == REDLOCK_EBUSY) {
+            if (redlock_outcome_vote(tc_fx.out, m)->err == REDLOCK_EBUSY) {
                 busy_votes++;
-                cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_DOWN));
-                cr_expect(gt(sz, strlen(tc_fx.out.votes[m].detail), 0));
+                cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, m)->kind, REDLOCK_VOTE_DOWN));
+                cr_expect(gt(sz, strlen(redlock_outcome_vote(tc_fx.out, m)->detail), 0));
             }
         }
         rc = redlock_release(tc_fx.c, l, NULL, &tc_fx.e);
@@ -173,15 +176,16 @@ Test(faults_pause, commands_behind_paused_masters_are_bounded_and_recover)
     cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "a key outlived its release");
 
     /* And the client works normally: all five vote again. */
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),
                  5));
     for (int m = 0; m < 5; m++)
-        cr_expect(tc_fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
-                      tc_fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s (%s)", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind),
-                  tc_fx.out.votes[m].detail);
+        cr_expect(redlock_outcome_vote(tc_fx.out, m)->kind == REDLOCK_VOTE_OK ||
+                      redlock_outcome_vote(tc_fx.out, m)->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", m,
+                  redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, m)->kind),
+                  redlock_outcome_vote(tc_fx.out, m)->detail);
     cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
 }

@@ -33,17 +33,19 @@ Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
     tc_pause(4);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     /* Decided at the third OK: an order of magnitude below 2000 ms. */
     cr_expect(lt(u64, took, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10), "took %llu us",
               (unsigned long long)took);
-    cr_expect(lt(u64, tc_fx.out.elapsed_us, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
-    cr_expect(eq(u32, tc_fx.out.n_ok, 3));
+    cr_expect(lt(u64, redlock_outcome_elapsed_us(tc_fx.out),
+                 (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
+    cr_expect(eq(u32, redlock_outcome_ok(tc_fx.out), 3));
     for (int m = 3; m < 5; m++)
-        cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_PENDING),
-                  "paused master %d voted %s", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind));
+        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, m)->kind, REDLOCK_VOTE_PENDING),
+                  "paused master %d voted %s", m,
+                  redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, m)->kind));
     /* Validity is the ttl less margin less the short elapsed time, not
      * less a node timeout. */
     cr_expect(gt(i64, redlock_lock_validity_ms(tc_fx.l),
@@ -51,7 +53,7 @@ Test(faults_pause, two_paused_still_acquires_far_below_the_node_timeout)
 
     /* Release returns at the third answer too. */
     t0 = tc_now_us();
-    rc = redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_release(tc_fx.c, tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     cr_expect(lt(u64, tc_now_us() - t0, (uint64_t)NODE_TIMEOUT_MS * 1000 / 10));
     cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "key left on a live master");
@@ -77,7 +79,7 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     tc_pause(4);
 
     t0 = tc_now_us();
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_expect_msg(&tc_fx.e, "acquire");
@@ -88,12 +90,13 @@ Test(faults_pause, three_paused_is_enoquorum_after_about_the_node_timeout)
     cr_expect(lt(u64, took, (uint64_t)TIMEOUT_MS * 1000 + 700000), "took %llu us",
               (unsigned long long)took);
     for (int m = 0; m < 5; m += 2) {
-        cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_TIMEOUT),
-                  "paused master %d voted %s", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind));
-        cr_expect(eq(int, tc_fx.out.votes[m].err, REDLOCK_ETIMEOUT));
+        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, m)->kind, REDLOCK_VOTE_TIMEOUT),
+                  "paused master %d voted %s", m,
+                  redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, m)->kind));
+        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, m)->err, REDLOCK_ETIMEOUT));
     }
-    cr_expect(eq(int, tc_fx.out.votes[1].kind, REDLOCK_VOTE_OK));
-    cr_expect(eq(int, tc_fx.out.votes[3].kind, REDLOCK_VOTE_OK));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 1)->kind, REDLOCK_VOTE_OK));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 3)->kind, REDLOCK_VOTE_OK));
     /* The two live masters answered the SET, so acquire waited for their
      * cleanup: nothing there when it returns. */
     cr_expect(eq(int, tc_get(1, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 1");
@@ -116,11 +119,12 @@ Test(faults_pause, quorum_reached_after_the_ttl_is_eexpired_and_no_lease_is_retu
     tc_fx_client(-1);
     for (int i = 0; i < 3; i++)
         tc_pause_writes(i, 300);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, 100, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, 100, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_EEXPIRED), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     cr_expect(zero(ptr, tc_fx.l), "a lease with no validity was returned");
-    cr_expect(le(i64, tc_fx.out.validity_ms, 0));
-    cr_expect(ge(u32, tc_fx.out.n_ok, tc_fx.out.quorum), "the quorum was reached, just too late");
+    cr_expect(le(i64, redlock_outcome_validity_ms(tc_fx.out), 0));
+    cr_expect(ge(u32, redlock_outcome_ok(tc_fx.out), redlock_outcome_quorum(tc_fx.out)),
+              "the quorum was reached, just too late");
     tc_expect_msg(&tc_fx.e, "acquire");
     cr_expect(not(zero(ptr, strstr(tc_fx.e.msg, "ttl"))), "%s", tc_fx.e.msg);
     tc_barrier(tc_fx.c);
@@ -142,15 +146,17 @@ Test(faults_pause, validity_is_timed_from_the_successful_attempt)
     for (int i = 0; i < 3; i++)
         tc_pause_writes(i, 300);
     t0 = tc_now_us();
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, 200, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, 200, &tc_fx.l, tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
-    cr_expect(eq(u32, tc_fx.out.attempts, 2));
+    cr_expect(eq(u32, redlock_outcome_attempts(tc_fx.out), 2));
     cr_expect(ge(u64, took, 200000), "the first attempt did not wait for the paused writes");
-    cr_expect(gt(i64, tc_fx.out.validity_ms, 150), "validity %lld ms of a 200 ms ttl after %llu us",
-              (long long)tc_fx.out.validity_ms, (unsigned long long)took);
-    cr_expect(le(i64, tc_fx.out.validity_ms, 200 - 4));
-    cr_expect(le(u64, tc_fx.out.elapsed_us, took - 200000), "elapsed covers only the last attempt");
+    cr_expect(gt(i64, redlock_outcome_validity_ms(tc_fx.out), 150),
+              "validity %lld ms of a 200 ms ttl after %llu us",
+              (long long)redlock_outcome_validity_ms(tc_fx.out), (unsigned long long)took);
+    cr_expect(le(i64, redlock_outcome_validity_ms(tc_fx.out), 200 - 4));
+    cr_expect(le(u64, redlock_outcome_elapsed_us(tc_fx.out), took - 200000),
+              "elapsed covers only the last attempt");
     redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
 }
 
@@ -166,7 +172,7 @@ Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)
     tc_fx.cfg.node_timeout_ms = 200;
     tc_fx.cfg.connect_timeout_ms = 200;
     tc_fx_client(4);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     cr_expect(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, NULL), 0));
     redlock_lock_free(tc_fx.l);
@@ -174,7 +180,7 @@ Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)
 
     tc_resume(1);
     cr_assert(eq(int, tc_wait_up(tc_fx.c, 5, 10000), 5), "master 1 not reconnected after SIGCONT");
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_count_token(tc_fx.res, tc_fx.len, redlock_lock_token(tc_fx.l), TTL_MS),

@@ -24,6 +24,7 @@
 
 #include "cluster.h"
 #include "contend.h"
+#include "core.h"
 
 TestSuite(process, .fini = tc_heal, .timeout = 55);
 TestSuite(process_aof, .fini = tc_heal, .timeout = 55);
@@ -36,16 +37,16 @@ static int fenced_grant(tc_contend *r, redlock_client *c, uint64_t *fence, redlo
 {
     redlock_resource res = { r->res, r->len };
     redlock_lock *l = NULL;
-    redlock_outcome o;
+    TC_OUTCOME(o);
     uint64_t t0 = tc_now_us();
-    int rc = redlock_acquire_set(c, &res, 1, FENCE_TTL_MS, REDLOCK_FENCE, &l, &o, e);
+    int rc = redlock_acquire_set(c, &res, 1, FENCE_TTL_MS, REDLOCK_FENCE, &l, o, e);
 
-    tc_hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, &o);
+    tc_hist_acquire(r->h, "c", r->res, r->len, FENCE_TTL_MS, t0, rc, l, o);
     if (rc != 0)
         return rc;
     *fence = redlock_lock_fence(l);
     t0 = tc_now_us();
-    tc_hist_release(r->h, "c", t0, redlock_release(c, l, &o, NULL), l, &o);
+    tc_hist_release(r->h, "c", t0, redlock_release(c, l, o, NULL), l, o);
     redlock_lock_free(l);
     return 0;
 }

@@ -55,7 +55,7 @@ struct restarts {
 static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc)
 {
     redlock_lock *hl = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     uint64_t t0;
     int rc = -1;
@@ -64,13 +64,13 @@ static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc)
     tc_contend_inject(r, tc_kill, "sigkill", 4, 0);
     for (int tries = 0; tries < 100 && rc != 0; tries++) {
         t0 = tc_now_us();
-        rc = redlock_acquire(hc, r->res, r->len, TC_CONTEND_TTL_MS, &hl, &out, &e);
-        tc_hist_acquire(r->h, "H", r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, hl, &out);
+        rc = redlock_acquire(hc, r->res, r->len, TC_CONTEND_TTL_MS, &hl, out, &e);
+        tc_hist_acquire(r->h, "H", r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, hl, out);
     }
     cr_assert(eq(int, rc, 0), "H never got the lock: %s", e.msg);
-    tc_contend_note_grant(r, &out);
-    cr_assert(eq(u32, tc_hist_oks(&out), 0x07u), "H counted masters 0,1,2 only (oks 0x%x)",
-              tc_hist_oks(&out));
+    tc_contend_note_grant(r, out);
+    cr_assert(eq(u32, tc_hist_oks(out), 0x07u), "H counted masters 0,1,2 only (oks 0x%x)",
+              tc_hist_oks(out));
     return hl;
 }
 
@@ -161,7 +161,7 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     int aof = mode == WITH_AOF;
     tc_contend *r = tc_contend_start_kind(mode != GUARD_OFF, TC_CONTEND_WORKERS, kind);
     redlock_client *hc = tc_contend_client(mode != GUARD_OFF);
-    redlock_outcome out_h;
+    TC_OUTCOME(out_h);
     redlock_error e;
     redlock_lock *hl;
     struct restarts t;
@@ -186,8 +186,8 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
     else /* every worker tries, twice, while H holds */
         TC_AWAIT(tc_contend_attempts(r) >= tries0 + 2 * TC_CONTEND_WORKERS, AWAIT_MS);
     t0 = tc_now_us();
-    rc = redlock_release(hc, hl, &out_h, &e);
-    tc_hist_release(r->h, "H", t0, rc, hl, &out_h);
+    rc = redlock_release(hc, hl, out_h, &e);
+    tc_hist_release(r->h, "H", t0, rc, hl, out_h);
     redlock_lock_free(hl);
     redlock_client_free(hc);
 
@@ -309,10 +309,10 @@ static int one_shot_acquire(const char *res, uint32_t ttl_ms, int64_t wait_ms, r
  * it did not vote so). */
 static long marker_age_ms(const redlock_outcome *out, int m)
 {
-    const char *p = strstr(out->votes[m].detail, "memory marker ");
+    const char *p = strstr(redlock_outcome_vote(out, m)->detail, "memory marker ");
     double s;
 
-    if (out->votes[m].kind != REDLOCK_VOTE_EXCLUDED || !p ||
+    if (redlock_outcome_vote(out, m)->kind != REDLOCK_VOTE_EXCLUDED || !p ||
         sscanf(p, "memory marker %lf s old", &s) != 1)
         return -1;
     return (long)(s * 1000);
@@ -329,7 +329,7 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
 {
     enum { WINDOW_MS = 2000, LATER_MS = 1000 };
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     long age;
 
@@ -349,30 +349,31 @@ Test(process, a_lost_masters_window_is_its_own_and_later_clients_do_not_restart_
     uint64_t t1 = tc_now_us();
     int rc = 0;
     age = -1;
-    cr_assert(TC_AWAIT((rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e)) == REDLOCK_ENOQUORUM &&
-                           (age = marker_age_ms(&out, 2)) >= 0,
+    cr_assert(TC_AWAIT((rc = one_shot_acquire(res, WINDOW_MS, 0, out, &e)) == REDLOCK_ENOQUORUM &&
+                           (age = marker_age_ms(out, 2)) >= 0,
                        2000),
-              "master 2 voted %s (%s): %s", redlock_vote_kind_name(out.votes[2].kind),
-              out.votes[2].detail, e.msg);
+              "master 2 voted %s (%s): %s",
+              redlock_vote_kind_name(redlock_outcome_vote(out, 2)->kind),
+              redlock_outcome_vote(out, 2)->detail, e.msg);
     cr_expect(lt(i64, age, 300), "a marker just settled is %ld ms old", age);
 
     /* Time is the subject: part of the window passes before a new client
      * comes along. */
     tc_sleep_ms(LATER_MS);
-    rc = one_shot_acquire(res, WINDOW_MS, 0, &out, &e);
+    rc = one_shot_acquire(res, WINDOW_MS, 0, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
-    age = marker_age_ms(&out, 2);
+    age = marker_age_ms(out, 2);
     cr_expect(ge(i64, age, LATER_MS - 50),
               "the later client saw a marker %ld ms old: the window "
               "began again for it",
               age);
 
     /* Waiting: it counts once the window has passed since t1, not before. */
-    rc = one_shot_acquire(res, WINDOW_MS, 3 * WINDOW_MS, &out, &e);
+    rc = one_shot_acquire(res, WINDOW_MS, 3 * WINDOW_MS, out, &e);
     uint64_t admitted = tc_now_us();
     cr_assert(eq(int, rc, 0), "master 2 was never admitted again: %s: %s", redlock_err_name(rc),
               e.msg);
-    cr_expect(eq(int, out.votes[2].kind, REDLOCK_VOTE_OK));
+    cr_expect(eq(int, redlock_outcome_vote(out, 2)->kind, REDLOCK_VOTE_OK));
     cr_expect(ge(u64, admitted - t1, (WINDOW_MS - 5) * 1000ull),
               "master 2 counted again %.0f ms after the first acquire met it, inside its %u ms "
               "window",

@@ -19,6 +19,7 @@
 
 #include <redlock.h>
 
+#include "core.h"
 #include "histcase.h"
 
 TestSuite(history, .init = tc_hc_init, .fini = tc_hc_fini, .timeout = 60);
@@ -32,22 +33,16 @@ Test(history, records_from_redlock_objects_are_accepted)
     char p[512];
     tc_hist *h = tc_hc_new(p, sizeof(p));
     redlock_lock *l = NULL;
-    redlock_outcome o;
+    const redlock_outcome *o = NULL; /* what an outcome adds: test-acquire.c, on real masters */
     FILE *f;
     char line[4096];
 
     cr_assert(eq(int, redlock_lock_new("res", 3, "0123456789abcdef0123456789abcdef", &l, NULL), 0));
-    memset(&o, 0, sizeof(o));
-    o.n_masters = 5;
-    o.n_ok = 3;
-    o.attempts = 2;
-    o.votes[0].kind = o.votes[2].kind = o.votes[4].kind = REDLOCK_VOTE_OK;
-    cr_expect(eq(u32, tc_hist_oks(&o), 0x15u));
     uint64_t t = tc_now_us();
-    cr_assert(eq(int, tc_hist_acquire(h, "a", "res", 3, 1000, t, 0, l, &o), 0));
-    cr_assert(eq(int, tc_hist_extend(h, "a", 1000, t, REDLOCK_ENOTHELD, l, &o), 0));
+    cr_assert(eq(int, tc_hist_acquire(h, "a", "res", 3, 1000, t, 0, l, o), 0));
+    cr_assert(eq(int, tc_hist_extend(h, "a", 1000, t, REDLOCK_ENOTHELD, l, o), 0));
     cr_assert(eq(int, tc_hist_use(h, "a", t, l, 1), 0));
-    cr_assert(eq(int, tc_hist_release(h, "a", t, 0, l, &o), 0));
+    cr_assert(eq(int, tc_hist_release(h, "a", t, 0, l, o), 0));
     cr_assert(eq(int, tc_hist_acquire(h, "b", "res", 3, 1000, t, REDLOCK_ECONFLICT, NULL, NULL),
                  0));
     cr_assert(eq(int, tc_hist_fault(h, "sigstop", 3, 0, t), 0));
@@ -62,10 +57,9 @@ Test(history, records_from_redlock_objects_are_accepted)
     cr_expect(strstr(line, "\"op\":\"acquire\",\"client\":\"a\",\"res\":\"res\"") != NULL, "%s",
               line);
     cr_expect(strstr(line, "\"token\":\"0123456789abcdef0123456789abcdef\"") != NULL, "%s", line);
-    cr_expect(strstr(line, "\"oks\":21,\"n_ok\":3") != NULL, "%s", line);
+    cr_expect(strstr(line, "\"oks\":0,\"n_ok\":0") != NULL, "%s", line);
     cr_expect(strstr(line, "\"fence\":0") != NULL, "%s", line);
     cr_expect(strstr(line, "\"vend\":") != NULL, "%s", line);
-    cr_expect(strstr(line, "\"attempts\":2") != NULL, "%s", line);
     tc_hc_expect_clean(p, NULL, NULL);
     cr_expect(strstr(tc_hc_out, "checked 5 ops, 1 holder, 0 violations") != NULL, "%s", tc_hc_out);
 }

@@ -107,7 +107,7 @@ ParameterizedTest(size_t *k, hostile, a_reply_without_bound_is_one_line_of_eprot
     tc_fx.cfg.retry_count = 0;
     tc_fx_client(0);
     uint64_t t0 = tc_now_us();
-    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     uint64_t took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_EPROTO), "%s: %s: %s", b->what, redlock_err_name(rc),
               tc_fx.e.msg);
@@ -126,7 +126,7 @@ ParameterizedTest(size_t *k, hostile, a_reply_without_bound_is_one_line_of_eprot
 
     tc_fx_masters_with(4, tc_fake_addr(f));
     tc_fx_client(4);
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_barrier_on(tc_fx.c, 0x0f);
     tc_must_release(tc_fx.c, tc_fx.l);
@@ -203,7 +203,7 @@ static void soak_acquired(redlock_client *c, int status, redlock_lock *lock,
     struct soak_slot *slot = arg;
     struct soak *s = slot->s;
 
-    s->fake_eproto += out->votes[4].err == REDLOCK_EPROTO;
+    s->fake_eproto += redlock_outcome_vote(out, 4)->err == REDLOCK_EPROTO;
     if (status == 0) {
         s->granted++;
         if (redlock_release_async(c, lock, soak_released, slot, NULL) == 0)

@@ -176,16 +176,18 @@ static void lose_memory(int m, enum fault f, const char *res, redlock_lock *la)
 static redlock_lock *a_holds(redlock_client *a, const char *res)
 {
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
 
     tc_kill(3);
     tc_kill(4);
-    int rc = redlock_acquire(a, res, strlen(res), TTL_MS, &l, &out, &e);
+    int rc = redlock_acquire(a, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "A: %s: %s", redlock_err_name(rc), e.msg);
     for (int m = 0; m < 3; m++)
-        cr_assert(eq(int, out.votes[m].kind, REDLOCK_VOTE_OK), "A: master %d voted %s (%s)", m,
-                  redlock_vote_kind_name(out.votes[m].kind), out.votes[m].detail);
+        cr_assert(eq(int, redlock_outcome_vote(out, m)->kind, REDLOCK_VOTE_OK),
+                  "A: master %d voted %s (%s)", m,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, m)->kind),
+                  redlock_outcome_vote(out, m)->detail);
     tc_restart(3);
     tc_restart(4);
     tc_declare_empty(3);
@@ -212,12 +214,14 @@ static void expect_refused(int rc, const redlock_outcome *out, const redlock_err
 {
     cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "B was not refused: %s: %s", redlock_err_name(rc),
               e->msg);
-    cr_expect(eq(int, out->votes[m].kind, REDLOCK_VOTE_EXCLUDED), "master %d voted %s (%s)", m,
-              redlock_vote_kind_name(out->votes[m].kind), out->votes[m].detail);
-    cr_expect(eq(int, out->votes[m].err, REDLOCK_EUNTRUSTED));
-    cr_expect(strstr(out->votes[m].detail, "memory marker") != NULL, "the vote says why: %s",
-              out->votes[m].detail);
-    cr_log_info("B refused: %s; master %d: %s", e->msg, m, out->votes[m].detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, m)->kind, REDLOCK_VOTE_EXCLUDED),
+              "master %d voted %s (%s)", m,
+              redlock_vote_kind_name(redlock_outcome_vote(out, m)->kind),
+              redlock_outcome_vote(out, m)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, m)->err, REDLOCK_EUNTRUSTED));
+    cr_expect(strstr(redlock_outcome_vote(out, m)->detail, "memory marker") != NULL,
+              "the vote says why: %s", redlock_outcome_vote(out, m)->detail);
+    cr_log_info("B refused: %s; master %d: %s", e->msg, m, redlock_outcome_vote(out, m)->detail);
     cr_expect(eq(int, tc_get(m, res, strlen(res), NULL, 0, NULL), 0),
               "master %d wrote B's key although it does not vote", m);
 }
@@ -238,9 +242,9 @@ static void scenario(enum fault f, int guard, int b_before)
     char res[128];
     redlock_client *a = client(1, -1), *b = NULL;
     redlock_lock *la, *lb = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
-    redlock_status st;
+    TC_STATUS(st);
 
     tc_resource(res, sizeof(res), guard ? "guard-on" : "guard-off");
     if (f == SNAPSHOT) {
@@ -258,46 +262,49 @@ static void scenario(enum fault f, int guard, int b_before)
     la = a_holds(a, res);
     if (b_before) {
         b = client(guard, -1);
-        memset(&st, 0, sizeof(st));
-        redlock_ping(b, &st, NULL);
+        redlock_ping(b, st, NULL);
     }
     char old_id[41] = "";
     if (b)
-        memcpy(old_id, st.masters[LOSER].run_id, sizeof(old_id));
+        memcpy(old_id, redlock_status_master(st, LOSER)->run_id, sizeof(old_id));
     lose_memory(LOSER, f, res, la);
     expect_premise(LOSER, f, res, la);
     if (b_before && (f == RESTART || f == WIPED_AOF || f == AOF_RESTART || f == SNAPSHOT))
-        cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), redlock_ping(b, &st, NULL),
-                            st.masters[LOSER].err == 0 &&
-                                strcmp(st.masters[LOSER].run_id, old_id) != 0),
+        cr_assert(TC_AWAIT((redlock_ping(b, st, NULL),
+                            redlock_status_master(st, LOSER)->err == 0 &&
+                                strcmp(redlock_status_master(st, LOSER)->run_id, old_id) != 0),
                            4000),
                   "B never met the restarted master");
     if (!b)
         b = client(guard, 0); /* fresh: made after the fault, used at once */
 
     long long execs = tc_info_num(LOSER, "commandstats", "cmdstat_exec");
-    int rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+    int rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
     if (guard && b_before && f == FLUSH) /* what a warm client sends: acquire.c */
         cr_expect(gt(i64, tc_info_num(LOSER, "commandstats", "cmdstat_exec"), execs),
                   "B did not take the fast path on master %d", LOSER);
     if (f == AOF_RESTART) {
         cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
-        cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_HELD), "master %d voted %s (%s)",
-                  LOSER, redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
+        cr_expect(eq(int, redlock_outcome_vote(out, LOSER)->kind, REDLOCK_VOTE_HELD),
+                  "master %d voted %s (%s)", LOSER,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, LOSER)->kind),
+                  redlock_outcome_vote(out, LOSER)->detail);
         cr_assert(eq(int, redlock_release(a, la, NULL, &e), 0), "%s", e.msg);
-        rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, &out, &e);
+        rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
         cr_assert(eq(int, rc, 0), "after A released: %s: %s", redlock_err_name(rc), e.msg);
-        int k = out.votes[LOSER].kind;
+        int k = redlock_outcome_vote(out, LOSER)->kind;
         cr_expect(k == REDLOCK_VOTE_OK || k == REDLOCK_VOTE_PENDING,
                   "the restarted AOF master counts at once: it voted %s (%s)",
-                  redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
+                  redlock_vote_kind_name(redlock_outcome_vote(out, LOSER)->kind),
+                  redlock_outcome_vote(out, LOSER)->detail);
     } else if (guard) {
-        expect_refused(rc, &out, &e, LOSER, res);
+        expect_refused(rc, out, &e, LOSER, res);
         if (b_before) {
-            redlock_ping(b, &st, NULL);
-            cr_expect(st.masters[LOSER].excluded, "ping shows master %d excluded", LOSER);
-            cr_expect(not(st.masters[0].excluded), "master 0 lost nothing: %s",
-                      st.masters[0].excluded_why);
+            redlock_ping(b, st, NULL);
+            cr_expect(redlock_status_master(st, LOSER)->excluded, "ping shows master %d excluded",
+                      LOSER);
+            cr_expect(not(redlock_status_master(st, 0)->excluded), "master 0 lost nothing: %s",
+                      redlock_status_master(st, 0)->excluded_why);
         }
     } else {
         cr_assert(eq(int, rc, 0), "without the guard B gets 2,3,4: %s: %s", redlock_err_name(rc),
@@ -408,11 +415,10 @@ static int marker_durable(void)
 /* Ping through @c; master @m's view into @ms. */
 static void ping_master(redlock_client *c, int m, redlock_master_state *ms)
 {
-    redlock_status st;
+    TC_STATUS(st);
 
-    memset(&st, 0, sizeof(st));
-    redlock_ping(c, &st, NULL);
-    *ms = st.masters[m];
+    redlock_ping(c, st, NULL);
+    *ms = (*redlock_status_master(st, m));
 }
 
 /* Master LOSER's marker window in ms, or -1 without a marker. */
@@ -447,7 +453,7 @@ static void window_scenario(int b_up)
     char res[128], other[128];
     redlock_client *a = client(1, -1), *b;
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_master_state ms;
 
@@ -460,11 +466,13 @@ static void window_scenario(int b_up)
     uint64_t t_restart = tc_now_us();
 
     b = client(1, b_up);
-    int rc = redlock_acquire(b, other, strlen(other), SHORT_TTL_MS, &l, &out, &e);
+    int rc = redlock_acquire(b, other, strlen(other), SHORT_TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "the four others grant it: %s: %s", redlock_err_name(rc), e.msg);
-    if (out.votes[LOSER].kind != REDLOCK_VOTE_PENDING)
-        cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_EXCLUDED), "master %d voted %s (%s)",
-                  LOSER, redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
+    if (redlock_outcome_vote(out, LOSER)->kind != REDLOCK_VOTE_PENDING)
+        cr_expect(eq(int, redlock_outcome_vote(out, LOSER)->kind, REDLOCK_VOTE_EXCLUDED),
+                  "master %d voted %s (%s)", LOSER,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, LOSER)->kind),
+                  redlock_outcome_vote(out, LOSER)->detail);
     tc_must_release(b, l);
 
     /* Settled on the master itself: measured (tight), about what was left
@@ -519,14 +527,15 @@ static char loser_vote[160];
 static int loser_counts(redlock_client *c, const char *res)
 {
     redlock_lock *l = NULL;
-    redlock_outcome out;
-    int rc = redlock_acquire(c, res, strlen(res), 1000, &l, &out, NULL);
+    TC_OUTCOME(out);
+    int rc = redlock_acquire(c, res, strlen(res), 1000, &l, out, NULL);
 
     if (rc == 0)
         tc_must_release(c, l);
     snprintf(loser_vote, sizeof(loser_vote), "%s: %s (%s)", redlock_err_name(rc),
-             redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
-    return rc == 0 && out.votes[LOSER].kind == REDLOCK_VOTE_OK;
+             redlock_vote_kind_name(redlock_outcome_vote(out, LOSER)->kind),
+             redlock_outcome_vote(out, LOSER)->detail);
+    return rc == 0 && redlock_outcome_vote(out, LOSER)->kind == REDLOCK_VOTE_OK;
 }
 
 /* A day-long lock taken and released: the fleet holds nothing. A master
@@ -600,7 +609,7 @@ Test(memory, declare_empty_after_a_failed_first_acquire_and_not_where_keys_are)
     enum { SHORT_TTL_MS = 1000 };
     redlock_client *c = client(1, -1);
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     size_t declared = 99;
     int excluded = 0;
@@ -611,21 +620,21 @@ Test(memory, declare_empty_after_a_failed_first_acquire_and_not_where_keys_are)
     for (int m = 0; m < tc_n(); m++)
         freeReplyObject(tc_cmd(m, "FLUSHALL")); /* new masters, nothing said about them */
 
-    int rc = redlock_acquire(c, res, strlen(res), SHORT_TTL_MS, &l, &out, &e);
+    int rc = redlock_acquire(c, res, strlen(res), SHORT_TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
     for (int m = 0; m < tc_n(); m++)
-        excluded += out.votes[m].kind == REDLOCK_VOTE_EXCLUDED &&
-                    strstr(out.votes[m].detail, "memory marker") != NULL;
+        excluded += redlock_outcome_vote(out, m)->kind == REDLOCK_VOTE_EXCLUDED &&
+                    strstr(redlock_outcome_vote(out, m)->detail, "memory marker") != NULL;
     cr_expect(ge(int, excluded, 3), "only %d masters excluded for their memory: %s", excluded,
               e.msg);
     cr_assert(eq(int, redlock_declare_empty(c, &declared, &e), 0), "%s", e.msg);
     cr_expect(eq(sz, declared, (size_t)tc_n()), "declared %zu of %d new masters", declared, tc_n());
-    rc = redlock_acquire(c, res, strlen(res), SHORT_TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), SHORT_TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "declared masters count at once: %s: %s", redlock_err_name(rc),
               e.msg);
     for (int m = 0; m < tc_n(); m++)
-        cr_expect(ne(int, out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "master %d: %s", m,
-                  out.votes[m].detail);
+        cr_expect(ne(int, redlock_outcome_vote(out, m)->kind, REDLOCK_VOTE_EXCLUDED),
+                  "master %d: %s", m, redlock_outcome_vote(out, m)->detail);
     tc_must_release(c, l);
 
     /* Master 0 holds a key and lost its marker: not new. */
@@ -647,7 +656,7 @@ Test(memory, readmit_lets_a_master_that_sits_out_count_at_once)
 {
     redlock_client *c = client(1, -1);
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     size_t n = 0;
     char res[128];
@@ -661,7 +670,7 @@ Test(memory, readmit_lets_a_master_that_sits_out_count_at_once)
     tc_restart(LOSER);
     char other[128];
     tc_resource(other, sizeof(other), "other");
-    int rc = redlock_acquire(c, other, strlen(other), 1000, &l, &out, &e);
+    int rc = redlock_acquire(c, other, strlen(other), 1000, &l, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "A's live lease keeps it out: %s: %s",
               redlock_err_name(rc), e.msg);
     cr_assert(eq(int, redlock_readmit(c, 5000, &n, &e), 0), "%s", e.msg);
@@ -670,7 +679,7 @@ Test(memory, readmit_lets_a_master_that_sits_out_count_at_once)
     cr_expect(r && r->type == REDIS_REPLY_STRING && atoll(r->str) == 5000,
               "the fleet bound is reset: %s", r && r->str ? r->str : "-");
     freeReplyObject(r);
-    rc = redlock_acquire(c, other, strlen(other), 1000, &l, &out, &e);
+    rc = redlock_acquire(c, other, strlen(other), 1000, &l, out, &e);
     cr_assert(eq(int, rc, 0), "readmitted: %s: %s", redlock_err_name(rc), e.msg);
     tc_must_release(c, l);
     redlock_lock_free(held);
@@ -687,7 +696,7 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
     redlock_config cfg;
     redlock_client *c;
     redlock_master_state ms;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redisReply *r;
 
@@ -712,14 +721,16 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
         cr_expect(eq(i64, ms.maxmemory, 1ll << 30));
 
         tc_resource(res, sizeof(res), NULL);
-        int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+        int rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
         cr_assert(eq(int, rc, 0), "the four others grant it: %s: %s", redlock_err_name(rc), e.msg);
-        cr_expect(eq(int, out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "%s: master %d voted %s", p, m,
-                  redlock_vote_kind_name(out.votes[m].kind));
-        cr_expect(eq(int, out.votes[m].err, REDLOCK_EUNTRUSTED));
-        cr_expect(strstr(out.votes[m].detail, p) != NULL, "the vote names the policy: %s",
-                  out.votes[m].detail);
-        cr_log_info("%s: vote \"%s\"; ping \"%s\"", p, out.votes[m].detail, ms.excluded_why);
+        cr_expect(eq(int, redlock_outcome_vote(out, m)->kind, REDLOCK_VOTE_EXCLUDED),
+                  "%s: master %d voted %s", p, m,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, m)->kind));
+        cr_expect(eq(int, redlock_outcome_vote(out, m)->err, REDLOCK_EUNTRUSTED));
+        cr_expect(strstr(redlock_outcome_vote(out, m)->detail, p) != NULL,
+                  "the vote names the policy: %s", redlock_outcome_vote(out, m)->detail);
+        cr_log_info("%s: vote \"%s\"; ping \"%s\"", p, redlock_outcome_vote(out, m)->detail,
+                    ms.excluded_why);
         tc_barrier(c);
         cr_expect(eq(int, tc_get(m, res, strlen(res), NULL, 0, NULL), 0),
                   "the excluded master was sent the lock");
@@ -731,9 +742,10 @@ Test(memory, a_master_that_may_evict_lock_keys_is_excluded)
     cr_assert(TC_AWAIT((ping_master(c, m, &ms), !ms.excluded), 3000), "still excluded: %s",
               ms.excluded_why);
     no_eviction();
-    struct tc_try t;
+    TC_TRY(t);
     cr_assert(eq(int, tc_try_acquire(c, TTL_MS, &t), 0), "%s", t.e.msg);
-    cr_expect(ne(int, t.out.votes[m].kind, REDLOCK_VOTE_EXCLUDED), "%s", t.out.votes[m].detail);
+    cr_expect(ne(int, redlock_outcome_vote(t.out, m)->kind, REDLOCK_VOTE_EXCLUDED), "%s",
+              redlock_outcome_vote(t.out, m)->detail);
     tc_must_release(c, t.l);
     redlock_client_free(c);
 }
@@ -764,7 +776,7 @@ Test(memory, a_marker_without_its_served_flag_is_judged_by_its_window)
 {
     enum { WINDOW_MS = 1500 };
     redlock_client *c = client(1, -1);
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l = NULL;
     char res[128];
@@ -774,16 +786,17 @@ Test(memory, a_marker_without_its_served_flag_is_judged_by_its_window)
     tc_kill(0);
     tc_kill(1);
     young_marker_by_hand(LOSER, WINDOW_MS);
-    int rc = redlock_acquire(c, res, strlen(res), 1000, &l, &out, &e);
+    int rc = redlock_acquire(c, res, strlen(res), 1000, &l, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(int, out.votes[LOSER].kind, REDLOCK_VOTE_EXCLUDED), "master %d voted %s (%s)",
-              LOSER, redlock_vote_kind_name(out.votes[LOSER].kind), out.votes[LOSER].detail);
-    cr_expect(strstr(out.votes[LOSER].detail, "memory marker") != NULL, "vote detail: %s",
-              out.votes[LOSER].detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, LOSER)->kind, REDLOCK_VOTE_EXCLUDED),
+              "master %d voted %s (%s)", LOSER,
+              redlock_vote_kind_name(redlock_outcome_vote(out, LOSER)->kind),
+              redlock_outcome_vote(out, LOSER)->detail);
+    cr_expect(strstr(redlock_outcome_vote(out, LOSER)->detail, "memory marker") != NULL,
+              "vote detail: %s", redlock_outcome_vote(out, LOSER)->detail);
 
     /* The window passes on the master's own clock: it counts again. */
-    cr_expect(TC_AWAIT(redlock_acquire(c, res, strlen(res), 1000, &l, &out, &e) == 0,
-                       3 * WINDOW_MS),
+    cr_expect(TC_AWAIT(redlock_acquire(c, res, strlen(res), 1000, &l, out, &e) == 0, 3 * WINDOW_MS),
               "master %d never counted again: %s", LOSER, e.msg);
     if (l)
         tc_must_release(c, l);

@@ -165,14 +165,15 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
     for (int i = 0; i < CYCLES; i++) {
         tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
         for (int k = 0; k < EXTENDS; k++) {
-            int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+            int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
             cr_assert(eq(int, rc, 0), "extend %d of cycle %d: %s", k, i, tc_fx.e.msg);
             /* OK, or not heard yet when a quorum had answered. */
             for (int m = 0; m < 5; m++)
-                cr_expect(tc_fx.out.votes[m].kind == REDLOCK_VOTE_OK ||
-                              tc_fx.out.votes[m].kind == REDLOCK_VOTE_PENDING,
-                          "master %d: %s (%s)", m, redlock_vote_kind_name(tc_fx.out.votes[m].kind),
-                          tc_fx.out.votes[m].detail);
+                cr_expect(redlock_outcome_vote(tc_fx.out, m)->kind == REDLOCK_VOTE_OK ||
+                              redlock_outcome_vote(tc_fx.out, m)->kind == REDLOCK_VOTE_PENDING,
+                          "master %d: %s (%s)", m,
+                          redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, m)->kind),
+                          redlock_outcome_vote(tc_fx.out, m)->detail);
         }
         /* The index bounds the lease from above on the native masters too
          * (GT of the client's bound, never the key's own expiry lowered). */
@@ -236,15 +237,17 @@ static long long calls0(const char *cmd)
 static void extend_natively(int kind, int err)
 {
     long long exec = calls0("exec"), sha = calls0("evalsha");
-    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
     /* A vote that does not count fails a one-master extend as "no quorum". */
     int want = kind == REDLOCK_VOTE_OK         ? 0
                : kind == REDLOCK_VOTE_EXCLUDED ? REDLOCK_ENOQUORUM
                                                : err;
     cr_expect(eq(int, rc, want), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
-    cr_expect(eq(int, tc_fx.out.votes[0].kind, kind), "%s (%s)",
-              redlock_vote_kind_name(tc_fx.out.votes[0].kind), tc_fx.out.votes[0].detail);
-    cr_expect(eq(int, tc_fx.out.votes[0].err, err), "%s", redlock_err_name(tc_fx.out.votes[0].err));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 0)->kind, kind), "%s (%s)",
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 0)->kind),
+              redlock_outcome_vote(tc_fx.out, 0)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 0)->err, err), "%s",
+              redlock_err_name(redlock_outcome_vote(tc_fx.out, 0)->err));
     exec = calls0("exec") - exec;
     sha = calls0("evalsha") - sha;
     cr_expect(eq(i64, exec, 1), "one EXEC, not %lld (and %lld scripts)", exec, sha);
@@ -364,8 +367,8 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
     const struct lie *l = &lies[*i];
     tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
                             l->set, l->exec);
-    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
-    redlock_vote *v = &tc_fx.out.votes[2];
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
+    const redlock_vote *v = redlock_outcome_vote(tc_fx.out, 2);
     /* Two dead masters deny the quorum too: "no quorum", naming the liar
      * and what it said; never "held by another client". */
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", l->name, redlock_err_name(rc),
@@ -377,14 +380,16 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
     cr_expect(tc_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
               tc_log_text());
     for (int m = 0; m < 2; m++)
-        cr_expect(eq(int, tc_fx.out.votes[m].kind, REDLOCK_VOTE_OK), "%s: master %d: %s", l->name,
-                  m, tc_fx.out.votes[m].detail);
+        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, m)->kind, REDLOCK_VOTE_OK),
+                  "%s: master %d: %s", l->name, m, redlock_outcome_vote(tc_fx.out, m)->detail);
 
     /* Nothing lost: the liar gets the script from now on. */
-    rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+    rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: the second extend: %s", l->name, tc_fx.e.msg);
-    cr_expect(eq(int, tc_fx.out.votes[2].kind, REDLOCK_VOTE_OK), "%s: the second extend: %s (%s)",
-              l->name, redlock_vote_kind_name(tc_fx.out.votes[2].kind), tc_fx.out.votes[2].detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 2)->kind, REDLOCK_VOTE_OK),
+              "%s: the second extend: %s (%s)", l->name,
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 2)->kind),
+              redlock_outcome_vote(tc_fx.out, 2)->detail);
     tc_must_release(tc_fx.c, tc_fx.l);
     tc_fx.l = NULL;
     redlock_client_free(tc_fx.c);
@@ -422,11 +427,13 @@ ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_tra
     const struct claim *cl = &claims[*i];
     tc_fake *f = liar_fleet(cl->info, "-ERR syntax error\r\n",
                             "-EXECABORT Transaction discarded\r\n");
-    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, tc_fx.e.msg);
-    cr_expect(eq(int, tc_fx.out.votes[2].kind, cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
-              "[%s]: %s (%s)", cl->info, redlock_vote_kind_name(tc_fx.out.votes[2].kind),
-              tc_fx.out.votes[2].detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 2)->kind,
+                 cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
+              "[%s]: %s (%s)", cl->info,
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 2)->kind),
+              redlock_outcome_vote(tc_fx.out, 2)->detail);
     redlock_client_free(tc_fx.c);
     tc_fx.c = NULL;
     tc_fake_stop(f);

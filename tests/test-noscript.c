@@ -52,7 +52,7 @@ static long long calls(const char *cmd)
 Test(noscript, release_falls_back_to_eval_after_script_flush)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     long long eval_before;
@@ -64,12 +64,14 @@ Test(noscript, release_falls_back_to_eval_after_script_flush)
     flush_scripts_everywhere();
     eval_before = calls("eval");
 
-    rc = redlock_release(tc_fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++)
-        cr_expect(out.votes[i].kind == REDLOCK_VOTE_OK || out.votes[i].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s (%s)", i, redlock_vote_kind_name(out.votes[i].kind),
-                  out.votes[i].detail);
+        cr_expect(redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_OK ||
+                      redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                  redlock_outcome_vote(out, i)->detail);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "release deleted nothing");
     /* Every master needed the body: n EVALs for the release, n more for
@@ -82,7 +84,7 @@ Test(noscript, release_falls_back_to_eval_after_script_flush)
 Test(noscript, extend_falls_back_to_eval_after_script_flush)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     long long eval_before;
@@ -94,7 +96,7 @@ Test(noscript, extend_falls_back_to_eval_after_script_flush)
     flush_scripts_everywhere();
     eval_before = calls("eval");
 
-    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, &out, &e);
+    rc = redlock_extend(tc_fx.c, l, LONG_TTL_MS, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(gt(i64, redlock_lock_validity_ms(l), (int64_t)SHORT_TTL_MS));
     tc_barrier(tc_fx.c);

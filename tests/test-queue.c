@@ -119,14 +119,16 @@ typedef struct waiter {
     int rc;
     uint64_t done_us;
     redlock_lock *lock;
-    redlock_outcome out;
+    uint32_t attempts; /* what the outcome said */
 } waiter;
 
 static void *wait_for_it(void *arg)
 {
     waiter *w = arg;
     redlock_resource r = { w->res, strlen(w->res) };
-    w->rc = redlock_acquire_with(w->c, &r, 1, &w->o, &w->lock, &w->out, NULL);
+    TC_OUTCOME(out);
+    w->rc = redlock_acquire_with(w->c, &r, 1, &w->o, &w->lock, out, NULL);
+    w->attempts = redlock_outcome_attempts(out);
     w->done_us = tc_now_us();
     return NULL;
 }
@@ -137,7 +139,7 @@ static long handoff_after(const char *res, void (*plant)(const char *res))
 {
     redlock_client *holder = client(200);
     redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
-    waiter w = { client(SLOW_POLL_MS), res, opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL, { 0 } };
+    waiter w = { client(SLOW_POLL_MS), res, opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL, 0 };
     pthread_t t;
     pthread_create(&t, NULL, wait_for_it, &w);
     cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
@@ -232,7 +234,7 @@ Test(queue, a_dead_waiter_is_skipped_after_one_missed_reservation)
     tc_resource(res, sizeof(res), "dead-head");
     redlock_client *holder = client(200);
     redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
-    waiter a = { client(100), res, opts(20000, 100, 0), -100, 0, NULL, { 0 } };
+    waiter a = { client(100), res, opts(20000, 100, 0), -100, 0, NULL, 0 };
     pthread_t ta, tb;
     pthread_create(&ta, NULL, wait_for_it, &a);
     cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
@@ -242,7 +244,7 @@ Test(queue, a_dead_waiter_is_skipped_after_one_missed_reservation)
     pthread_join(ta, NULL);
     cr_assert(eq(int, a.rc, 0), "%s", redlock_err_name(a.rc));
     long first = (long)((a.done_us - released) / 1000);
-    waiter b = { client(SLOW_POLL_MS), res, opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL, { 0 } };
+    waiter b = { client(SLOW_POLL_MS), res, opts(20000, SLOW_POLL_MS, 0), -100, 0, NULL, 0 };
     pthread_create(&tb, NULL, wait_for_it, &b);
     /* B is in every queue; the dead head may already be gone from some (a
      * master where B's attempt was granted, then cleaned up, handed the
@@ -274,7 +276,7 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
     redlock_client *c = client(100);
     redlock_resource r = { res, strlen(res) };
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     /* On one master: the others are a quorum, and the fence still grows. */
     char key[160];
@@ -288,7 +290,7 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
         freeReplyObject(g);
     }
     redlock_acquire_opts o = opts(0, 100, REDLOCK_FENCE);
-    int rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
+    int rc = redlock_acquire_with(c, &r, 1, &o, &l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(gt(u64, redlock_lock_fence(l), top), "the fence did not grow");
     tc_must_release(c, l);
@@ -301,9 +303,10 @@ Test(queue, a_garbage_fence_counter_is_refused_naming_the_key)
             freeReplyObject(tc_cmd(m, plant[k], key, len));
         }
         o = opts(2000, 100, REDLOCK_FENCE);
-        rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
+        rc = redlock_acquire_with(c, &r, 1, &o, &l, out, &e);
         cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), e.msg);
-        cr_expect(eq(u32, out.attempts, 1), "%u attempts", out.attempts);
+        cr_expect(eq(u32, redlock_outcome_attempts(out), 1), "%u attempts",
+                  redlock_outcome_attempts(out));
         cr_expect(strstr(e.msg, "fence counter ") && strstr(e.msg, res) &&
                       strstr(e.msg, "\\0fence") && strstr(e.msg, "largest fence"),
                   "the message names the counter: %s", e.msg);
@@ -360,7 +363,7 @@ static waiter flooded_wait(const char *res, uint32_t wait_ms, uint32_t poll_ms, 
 {
     for (int m = 0; m < tc_n(); m++)
         tc_plant(m, res, strlen(res), "someone-else", TTL_MS);
-    waiter w = { client(poll_ms), res, opts(wait_ms, poll_ms, 0), -100, 0, NULL, { 0 } };
+    waiter w = { client(poll_ms), res, opts(wait_ms, poll_ms, 0), -100, 0, NULL, 0 };
     flood f = { res, 0, 0 };
     pthread_t tw, tf;
     uint64_t t0 = tc_now_us();
@@ -385,10 +388,10 @@ Test(queue, forged_wake_ups_cost_at_most_one_attempt_per_poll)
     cr_expect(eq(int, w.rc, REDLOCK_ECONFLICT), "%s", redlock_err_name(w.rc));
     /* 2 s of 200 ms polls: 10 polls and the first attempt. */
     uint32_t polls = 2000 / 200 + 1;
-    cr_log_info("%ld forged wake-ups, %u attempts in a 2 s wait", sent, w.out.attempts);
+    cr_log_info("%ld forged wake-ups, %u attempts in a 2 s wait", sent, w.attempts);
     cr_expect(gt(long, sent, 300), "the flood sent only %ld messages", sent);
-    cr_expect(le(u32, w.out.attempts, 2 * polls), "%u attempts for %u polls under %ld wake-ups",
-              w.out.attempts, polls, sent);
+    cr_expect(le(u32, w.attempts, 2 * polls), "%u attempts for %u polls under %ld wake-ups",
+              w.attempts, polls, sent);
 }
 
 Test(queue, a_wait_ends_at_its_deadline_with_wake_ups_in_its_last_interval)
@@ -485,7 +488,7 @@ Test(queue, a_garbage_master_fence_counter_is_refused_naming_it)
     redlock_client *c = client(100);
     redlock_resource r = { res, strlen(res) };
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char saved[16][32];
     for (int m = 0; m < tc_n(); m++) {
@@ -496,9 +499,10 @@ Test(queue, a_garbage_master_fence_counter_is_refused_naming_it)
         freeReplyObject(tc_cmd(m, "SET %b x17", "\0redlock:fence", (size_t)14));
     }
     redlock_acquire_opts o = opts(2000, 100, REDLOCK_FENCE);
-    int rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
+    int rc = redlock_acquire_with(c, &r, 1, &o, &l, out, &e);
     cr_expect(eq(int, rc, REDLOCK_EWRONGTYPE), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(u32, out.attempts, 1), "%u attempts", out.attempts);
+    cr_expect(eq(u32, redlock_outcome_attempts(out), 1), "%u attempts",
+              redlock_outcome_attempts(out));
     cr_expect(strstr(e.msg, "fence counter \\0redlock:fence is not an integer") != NULL,
               "the message names the counter: %s", e.msg);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0), "the refused acquire left its key");

@@ -24,7 +24,7 @@ TestSuite(release, .init = tc_fx_setup, .fini = tc_fx_fini, .timeout = 60);
 Test(release, deletes_the_key_on_every_master_it_was_on)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     int rc;
@@ -34,19 +34,21 @@ Test(release, deletes_the_key_on_every_master_it_was_on)
     tc_barrier(tc_fx.c);
     cr_assert(eq(int, tc_count_token(res, strlen(res), redlock_lock_token(l), TTL_MS), tc_n()));
 
-    rc = redlock_release(tc_fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    cr_expect(eq(int, out.status, 0));
-    cr_expect(eq(u32, out.n_masters, (uint32_t)tc_n()));
-    cr_expect(eq(u32, out.quorum, (uint32_t)tc_n() / 2 + 1));
-    cr_expect(ge(u32, out.n_ok, out.quorum));
+    cr_expect(eq(int, redlock_outcome_status(out), 0));
+    cr_expect(eq(u32, redlock_outcome_masters(out), (uint32_t)tc_n()));
+    cr_expect(eq(u32, redlock_outcome_quorum(out), (uint32_t)tc_n() / 2 + 1));
+    cr_expect(ge(u32, redlock_outcome_ok(out), redlock_outcome_quorum(out)));
     for (int i = 0; i < tc_n(); i++)
-        cr_expect(out.votes[i].kind == REDLOCK_VOTE_OK || out.votes[i].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s (%s)", i, redlock_vote_kind_name(out.votes[i].kind),
-                  out.votes[i].detail);
+        cr_expect(redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_OK ||
+                      redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s (%s)", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                  redlock_outcome_vote(out, i)->detail);
 
     /* The quorum that answered has deleted it already... */
-    cr_expect(le(int, tc_key_count(res, strlen(res)), tc_n() - (int)out.n_ok));
+    cr_expect(le(int, tc_key_count(res, strlen(res)), tc_n() - (int)redlock_outcome_ok(out)));
     /* ...and the rest once their queued script has run. */
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_key_count(res, strlen(res)), 0));
@@ -95,7 +97,7 @@ Test(release, failed_release_ends_the_validity_too)
 Test(release, expired_lock_releases_with_votes_gone)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l;
     uint32_t gone = 0;
@@ -107,25 +109,26 @@ Test(release, expired_lock_releases_with_votes_gone)
     /* What expiry leaves behind, without waiting for it: no key anywhere. */
     tc_del_all(res, strlen(res));
 
-    rc = redlock_release(tc_fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, out, &e);
     cr_assert(eq(int, rc, 0), "releasing a lapsed lock is not an error: %s: %s",
               redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++) {
-        const redlock_vote *v = &out.votes[i];
+        const redlock_vote *v = redlock_outcome_vote(out, i);
 
         cr_expect(v->kind == REDLOCK_VOTE_GONE || v->kind == REDLOCK_VOTE_PENDING,
                   "master %d voted %s (%s)", i, redlock_vote_kind_name(v->kind), v->detail);
         gone += v->kind == REDLOCK_VOTE_GONE;
     }
-    cr_expect(ge(u32, gone, out.quorum));
-    cr_expect(eq(u32, out.n_ok, gone), "released count includes the already-gone masters");
+    cr_expect(ge(u32, gone, redlock_outcome_quorum(out)));
+    cr_expect(eq(u32, redlock_outcome_ok(out), gone),
+              "released count includes the already-gone masters");
     redlock_lock_free(l);
 }
 
 Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     redlock_lock *l = NULL;
     uint32_t gone = 0;
@@ -140,11 +143,11 @@ Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
         freeReplyObject(tc_cmd(i, "PEXPIRE %b 1", res, strlen(res)));
     cr_assert(TC_AWAIT(tc_key_count(res, strlen(res)) == 0, 2000), "keys did not expire");
 
-    rc = redlock_release(tc_fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     for (int i = 0; i < tc_n(); i++)
-        gone += out.votes[i].kind == REDLOCK_VOTE_GONE;
-    cr_expect(ge(u32, gone, out.quorum));
+        gone += redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_GONE;
+    cr_expect(ge(u32, gone, redlock_outcome_quorum(out)));
     cr_expect(zero(int, strcmp(redlock_vote_kind_name(REDLOCK_VOTE_GONE), "gone")));
     redlock_lock_free(l);
 }
@@ -152,18 +155,19 @@ Test(release, key_expired_by_its_ttl_releases_with_votes_gone)
 Test(release, second_release_of_the_same_lock_finds_it_gone)
 {
     char res[128];
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_lock *l;
 
     tc_resource(res, sizeof(res), NULL);
     l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
     cr_assert(eq(int, redlock_release(tc_fx.c, l, NULL, NULL), 0));
     tc_barrier(tc_fx.c);
-    cr_assert(eq(int, redlock_release(tc_fx.c, l, &out, NULL), 0));
+    cr_assert(eq(int, redlock_release(tc_fx.c, l, out, NULL), 0));
     for (int i = 0; i < tc_n(); i++)
-        cr_expect(out.votes[i].kind == REDLOCK_VOTE_GONE ||
-                      out.votes[i].kind == REDLOCK_VOTE_PENDING,
-                  "master %d voted %s", i, redlock_vote_kind_name(out.votes[i].kind));
+        cr_expect(redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_GONE ||
+                      redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_PENDING,
+                  "master %d voted %s", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind));
     redlock_lock_free(l);
 }
 
@@ -171,7 +175,7 @@ Test(release, wrong_token_is_enotheld_and_deletes_nothing)
 {
     char res[128], real[64];
     redlock_lock *l, *fake = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     int rc;
 
@@ -185,13 +189,13 @@ Test(release, wrong_token_is_enotheld_and_deletes_nothing)
     cr_assert(eq(i64, redlock_lock_validity_ms(fake), 0), "a made-up lock has no validity");
 
     memset(&e, 0, sizeof(e));
-    rc = redlock_release(tc_fx.c, fake, &out, &e);
+    rc = redlock_release(tc_fx.c, fake, out, &e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(eq(int, e.code, REDLOCK_ENOTHELD));
     tc_expect_msg(&e, "release");
-    cr_expect(eq(int, out.status, REDLOCK_ENOTHELD));
+    cr_expect(eq(int, redlock_outcome_status(out), REDLOCK_ENOTHELD));
     for (int i = 0; i < tc_n(); i++) {
-        const redlock_vote *v = &out.votes[i];
+        const redlock_vote *v = redlock_outcome_vote(out, i);
 
         if (v->kind == REDLOCK_VOTE_PENDING)
             continue;
@@ -214,7 +218,7 @@ Test(release, token_held_on_a_minority_only_is_still_a_release)
 {
     char res[128];
     redlock_lock *l;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     int rc;
 
@@ -227,7 +231,7 @@ Test(release, token_held_on_a_minority_only_is_still_a_release)
     tc_plant(3, res, strlen(res), "other-client", TTL_MS);
     tc_plant(4, res, strlen(res), "other-client", TTL_MS);
 
-    rc = redlock_release(tc_fx.c, l, &out, &e);
+    rc = redlock_release(tc_fx.c, l, out, &e);
     cr_expect(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
     tc_barrier(tc_fx.c);
     cr_expect(eq(int, tc_count_token(res, strlen(res), "other-client", TTL_MS), 2));
@@ -241,7 +245,7 @@ Test(release, releases_on_every_master_after_failed_quorum)
     redlock_config cfg;
     redlock_client *c;
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char res[128];
     int rc;
@@ -256,7 +260,7 @@ Test(release, releases_on_every_master_after_failed_quorum)
     cfg.retry_count = 0;
     c = tc_client(&cfg, -1);
 
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(zero(ptr, l));
     /* No barrier here: "gone when acquire returns" is the claim. */
@@ -264,8 +268,9 @@ Test(release, releases_on_every_master_after_failed_quorum)
     cr_expect(eq(int, tc_get(4, res, strlen(res), NULL, 0, NULL), 0), "key left on master 4");
     cr_expect(eq(int, tc_count_token(res, strlen(res), "other-client", TTL_MS), 3));
     for (int i = 0; i < 3; i++)
-        cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_HELD), "master %d voted %s", i,
-                  redlock_vote_kind_name(out.votes[i].kind));
+        cr_expect(eq(int, redlock_outcome_vote(out, i)->kind, REDLOCK_VOTE_HELD),
+                  "master %d voted %s", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind));
     tc_del_all(res, strlen(res));
     redlock_client_free(c);
 }

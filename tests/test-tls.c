@@ -130,12 +130,15 @@ static void lock_round_trip(const redlock_config *cfg, uint32_t n)
     redlock_lock *l = NULL;
     rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    redlock_status st, ping;
-    cr_assert(eq(int, redlock_status_get(c, res, strlen(res), &st, &e), 0), "%s", e.msg);
-    cr_assert(eq(int, redlock_ping(c, &ping, &e), 0), "%s", e.msg);
+    TC_STATUS(st);
+    TC_STATUS(ping);
+    cr_assert(eq(int, redlock_status_get(c, res, strlen(res), st, &e), 0), "%s", e.msg);
+    cr_assert(eq(int, redlock_ping(c, ping, &e), 0), "%s", e.msg);
     for (uint32_t i = 0; i < n; i++) {
-        cr_expect(eq(int, ping.masters[i].tls, 1), "master %u not over TLS", i);
-        cr_expect(eq(str, st.masters[i].token, (char *)redlock_lock_token(l)), "master %u", i);
+        cr_expect(eq(int, redlock_status_master(ping, i)->tls, 1), "master %u not over TLS", i);
+        cr_expect(eq(str, (char *)redlock_status_master(st, i)->token,
+                     (char *)redlock_lock_token(l)),
+                  "master %u", i);
     }
     cr_expect(eq(int, redlock_release(c, l, NULL, &e), 0), "%s", e.msg);
     redlock_lock_free(l);
@@ -157,9 +160,9 @@ static void expect_connection_failure(const redlock_config *cfg, int code, const
     char res[128];
     tc_resource(res, sizeof(res), NULL);
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     uint64_t t0 = tc_now_us();
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     uint64_t ms = (tc_now_us() - t0) / 1000;
     cr_log_info("%s (%llu ms)", e.msg, (unsigned long long)ms);
     if (code)
@@ -171,8 +174,9 @@ static void expect_connection_failure(const redlock_config *cfg, int code, const
     tc_expect_msg(&e, what);
     cr_expect(not(zero(ptr, strstr(e.msg, name))), "the message does not name %s: %s", name, e.msg);
     cr_expect(not(zero(ptr, strstr(e.msg, what))), "no \"%s\" in: %s", what, e.msg);
-    cr_expect(zero(ptr, strstr(out.votes[0].detail, "no answer within")),
-              "the node timeout decided, not the connection: %s", out.votes[0].detail);
+    cr_expect(zero(ptr, strstr(redlock_outcome_vote(out, 0)->detail, "no answer within")),
+              "the node timeout decided, not the connection: %s",
+              redlock_outcome_vote(out, 0)->detail);
     /* The connect timeout bounds a handshake that stalls; the node timeout
      * is five times that, so a decision past it was not the connection's. */
     cr_expect(lt(u64, ms, (uint64_t)NODE_MS), "took %llu ms", (unsigned long long)ms);
@@ -276,11 +280,11 @@ Test(tls, a_killed_master_is_down_not_misconfigured)
     snprintf(tag, sizeof(tag), "master 1 (rediss://127.0.0.1:%d)", tc_block_port(2));
     cr_assert(TC_AWAIT(tc_log_has(tag, "disconnected"), 10000), "log:\n%s", tc_log_text());
 
-    redlock_outcome out;
+    TC_OUTCOME(out);
     l = NULL;
-    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, &out, &e);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, out, &e);
     cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
-    const redlock_vote *v = &out.votes[1];
+    const redlock_vote *v = redlock_outcome_vote(out, 1);
     cr_log_info("master 1: %s %s: %s", redlock_vote_kind_name(v->kind), redlock_err_name(v->err),
                 v->detail);
     cr_expect(eq(int, v->kind, REDLOCK_VOTE_DOWN), "%s: %s", redlock_vote_kind_name(v->kind),

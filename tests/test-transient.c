@@ -123,16 +123,17 @@ Test(transient, an_acquire_waits_out_masters_loading_a_large_dump)
     opts.retry_delay_ms = 50;
     opts.retry_jitter_ms = 0;
     t0 = tc_now_us();
-    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
     tc_restart_end(b1);
     tc_restart_end(b2);
     cr_assert(eq(int, rc, 0), "%s after %llu ms: %s", redlock_err_name(rc),
               (unsigned long long)took / 1000, tc_fx.e.msg);
-    cr_expect(gt(u32, tc_fx.out.attempts, 1), "the lock came at the first attempt: nothing loaded");
+    cr_expect(gt(u32, redlock_outcome_attempts(tc_fx.out), 1),
+              "the lock came at the first attempt: nothing loaded");
     cr_expect(gt(int, atomic_load(&loading_lines), 0), "the client never met LOADING");
     cr_log_info("acquired %llu ms after both masters were seen loading, in %u attempts",
-                (unsigned long long)took / 1000, tc_fx.out.attempts);
+                (unsigned long long)took / 1000, redlock_outcome_attempts(tc_fx.out));
 }
 
 /* ---- BUSY, on a real master ---------------------------------------------------- */
@@ -169,7 +170,7 @@ static void *acquire_waiting(void *arg)
     opts.wait_ms = 10000;
     opts.retry_delay_ms = 50;
     opts.retry_jitter_ms = 0;
-    w->rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    w->rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, tc_fx.out, &tc_fx.e);
     return NULL;
 }
 
@@ -195,17 +196,18 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     cr_assert(TC_AWAIT(answers(busy, "BUSY"), 5000), "master %d never answered BUSY", busy);
 
     t0 = tc_now_us();
-    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     took = tc_now_us() - t0;
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_expect_msg(&tc_fx.e, "acquire");
-    cr_expect(eq(int, tc_fx.out.votes[busy].kind, REDLOCK_VOTE_DOWN), "master %d voted %s (%s)",
-              busy, redlock_vote_kind_name(tc_fx.out.votes[busy].kind),
-              tc_fx.out.votes[busy].detail);
-    cr_expect(eq(int, tc_fx.out.votes[busy].err, REDLOCK_EUNAVAIL), "%s",
-              redlock_err_name(tc_fx.out.votes[busy].err));
-    cr_expect(strstr(tc_fx.out.votes[busy].detail, "BUSY") != NULL, "%s",
-              tc_fx.out.votes[busy].detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, busy)->kind, REDLOCK_VOTE_DOWN),
+              "master %d voted %s (%s)", busy,
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, busy)->kind),
+              redlock_outcome_vote(tc_fx.out, busy)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, busy)->err, REDLOCK_EUNAVAIL), "%s",
+              redlock_err_name(redlock_outcome_vote(tc_fx.out, busy)->err));
+    cr_expect(strstr(redlock_outcome_vote(tc_fx.out, busy)->detail, "BUSY") != NULL, "%s",
+              redlock_outcome_vote(tc_fx.out, busy)->detail);
     cr_expect(lt(u64, took, TC_FAULTS_NODE_TIMEOUT_MS * 1000ull / 4), "BUSY is an answer: %llu us",
               (unsigned long long)took);
 
@@ -222,9 +224,11 @@ Test(transient, a_master_busy_with_a_long_script_votes_unavailable_and_the_acqui
     pthread_join(w.thread, NULL);
     pthread_join(th, NULL);
     cr_assert(eq(int, w.rc, 0), "%s: %s", redlock_err_name(w.rc), tc_fx.e.msg);
-    cr_expect(gt(u32, tc_fx.out.attempts, 1));
-    cr_expect(eq(int, tc_fx.out.votes[busy].kind, REDLOCK_VOTE_OK), "master %d voted %s (%s)", busy,
-              redlock_vote_kind_name(tc_fx.out.votes[busy].kind), tc_fx.out.votes[busy].detail);
+    cr_expect(gt(u32, redlock_outcome_attempts(tc_fx.out), 1));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, busy)->kind, REDLOCK_VOTE_OK),
+              "master %d voted %s (%s)", busy,
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, busy)->kind),
+              redlock_outcome_vote(tc_fx.out, busy)->detail);
 }
 
 /* ---- all four, from fakes ---------------------------------------------------- */
@@ -252,16 +256,19 @@ static redlock_client *one_master_client(const char *addr)
  * quorum (never a setup error), the vote down with the reply's word. */
 static void expect_unavailable(const char *word)
 {
-    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
 
     cr_assert(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", word, redlock_err_name(rc),
               tc_fx.e.msg);
     tc_expect_msg(&tc_fx.e, "acquire");
-    cr_expect(eq(int, tc_fx.out.votes[0].kind, REDLOCK_VOTE_DOWN), "%s: voted %s (%s)", word,
-              redlock_vote_kind_name(tc_fx.out.votes[0].kind), tc_fx.out.votes[0].detail);
-    cr_expect(eq(int, tc_fx.out.votes[0].err, REDLOCK_EUNAVAIL), "%s: %s", word,
-              redlock_err_name(tc_fx.out.votes[0].err));
-    cr_expect(strstr(tc_fx.out.votes[0].detail, word) != NULL, "%s", tc_fx.out.votes[0].detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 0)->kind, REDLOCK_VOTE_DOWN),
+              "%s: voted %s (%s)", word,
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 0)->kind),
+              redlock_outcome_vote(tc_fx.out, 0)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 0)->err, REDLOCK_EUNAVAIL), "%s: %s", word,
+              redlock_err_name(redlock_outcome_vote(tc_fx.out, 0)->err));
+    cr_expect(strstr(redlock_outcome_vote(tc_fx.out, 0)->detail, word) != NULL, "%s",
+              redlock_outcome_vote(tc_fx.out, 0)->detail);
 }
 
 ParameterizedTestParameters(transient, a_transient_reply_to_an_acquire_is_a_master_down_for_now)
@@ -328,7 +335,7 @@ ParameterizedTest(size_t *i, transient, a_handshake_that_meets_a_transient_reply
     cr_expect(gt(u32, tc_proxy_refused(p), 0), "%s: the proxy answered nothing", t->word);
     cr_log_info("%s: up %.0f ms after the master became ready, after %u connections", t->word,
                 (now - ready_at) / 1000.0, tc_proxy_accepted(p));
-    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_assert(eq(int, rc, 0), "%s: %s: %s", t->word, redlock_err_name(rc), tc_fx.e.msg);
     tc_must_release(tc_fx.c, tc_fx.l);
     tc_fx.l = NULL;
@@ -364,7 +371,7 @@ Test(transient, the_first_acquire_after_a_quorum_returns_succeeds_at_once)
     opts.ttl_ms = TTL_MS;
     opts.wait_ms = 0;
     uint64_t t0 = tc_now_us();
-    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_acquire_with(tc_fx.c, &one, 1, &opts, &tc_fx.l, tc_fx.out, &tc_fx.e);
     uint64_t took = tc_now_us() - t0;
     cr_assert(eq(int, rc, 0), "the first attempt after the quorum returned: %s: %s",
               redlock_err_name(rc), tc_fx.e.msg);
@@ -393,23 +400,24 @@ Test(transient, release_and_extend_are_enoquorum_unless_the_loss_is_provable)
     tc_pause(3);
     tc_pause(4);
 
-    int rc = redlock_extend(tc_fx.c, tc_fx.l, SHORT_TTL_MS, &tc_fx.out, &tc_fx.e);
+    int rc = redlock_extend(tc_fx.c, tc_fx.l, SHORT_TTL_MS, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "extend: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_expect_msg(&tc_fx.e, "extend");
     cr_expect(gt(i64, redlock_lock_validity_ms(tc_fx.l), 0), "the lease stands after the extend");
-    rc = redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_release(tc_fx.c, tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "release: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_expect_msg(&tc_fx.e, "release");
-    cr_expect(eq(int, tc_fx.out.votes[1].kind, REDLOCK_VOTE_HELD));
-    cr_expect(eq(int, tc_fx.out.votes[3].kind, REDLOCK_VOTE_TIMEOUT), "master 3 voted %s",
-              redlock_vote_kind_name(tc_fx.out.votes[3].kind));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 1)->kind, REDLOCK_VOTE_HELD));
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 3)->kind, REDLOCK_VOTE_TIMEOUT),
+              "master 3 voted %s",
+              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 3)->kind));
 
     /* Provable: masters 1, 2 and 3 hold another token. */
     tc_resume(3);
     tc_resume(4);
     tc_barrier(tc_fx.c);
     tc_plant(3, tc_fx.res, tc_fx.len, "competitor", 3 * SHORT_TTL_MS);
-    rc = redlock_release(tc_fx.c, tc_fx.l, &tc_fx.out, &tc_fx.e);
+    rc = redlock_release(tc_fx.c, tc_fx.l, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, REDLOCK_ENOTHELD), "release: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
     tc_del_all(tc_fx.res, tc_fx.len);
 }

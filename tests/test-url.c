@@ -199,35 +199,41 @@ Test(url, a_wrong_password_fails_only_its_master_and_never_shows)
     cfg.reconnect_min_ms = cfg.reconnect_max_ms = 60000;
     redlock_client *c = client(&cfg, 2);
     barrier_mask = 1u << 0 | 1u << 1; /* master 2 never lets us in */
-    redlock_status st;
+    TC_STATUS(st);
     redlock_error e = { 0 };
     int rc = 0;
     /* The event the vote depends on: master 2 reported down with EAUTH. */
-    cr_assert(TC_AWAIT((memset(&st, 0, sizeof(st)), rc = redlock_ping(c, &st, &e),
-                        st.masters[2].err == REDLOCK_EAUTH),
+    cr_assert(TC_AWAIT((rc = redlock_ping(c, st, &e),
+                        redlock_status_master(st, 2)->err == REDLOCK_EAUTH),
                        10000),
-              "master 2: %s: %s", redlock_err_name(st.masters[2].err), st.masters[2].detail);
+              "master 2: %s: %s", redlock_err_name(redlock_status_master(st, 2)->err),
+              redlock_status_master(st, 2)->detail);
     cr_expect(eq(int, rc, 0), "the ping: %s", e.msg);
     expect_no_secret("the ping's error", e.msg);
     char res[128];
-    redlock_outcome out;
-    redlock_lock *l = take(c, res, &out);
+    TC_OUTCOME(out);
+    redlock_lock *l = take(c, res, out);
     /* Master 2 is down, so its vote fails at once, before 0 and 1 answer. */
     for (int i = 0; i < 2; i++)
-        cr_expect(eq(int, out.votes[i].kind, REDLOCK_VOTE_OK), "master %d voted %s (%s)", i,
-                  redlock_vote_kind_name(out.votes[i].kind), out.votes[i].detail);
-    cr_expect(eq(int, out.votes[2].kind, REDLOCK_VOTE_ERROR), "master 2 voted %s (%s)",
-              redlock_vote_kind_name(out.votes[2].kind), out.votes[2].detail);
-    cr_expect(eq(int, out.votes[2].err, REDLOCK_EAUTH), "%s", out.votes[2].detail);
-    cr_expect(not(zero(ptr, strstr(out.votes[2].detail, "AUTH failed"))), "%s",
-              out.votes[2].detail);
-    expect_no_secret("the vote", out.votes[2].detail);
-    memset(&st, 0, sizeof(st));
-    cr_expect(eq(int, redlock_ping(c, &st, &e), 0), "%s", e.msg);
+        cr_expect(eq(int, redlock_outcome_vote(out, i)->kind, REDLOCK_VOTE_OK),
+                  "master %d voted %s (%s)", i,
+                  redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                  redlock_outcome_vote(out, i)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, 2)->kind, REDLOCK_VOTE_ERROR),
+              "master 2 voted %s (%s)", redlock_vote_kind_name(redlock_outcome_vote(out, 2)->kind),
+              redlock_outcome_vote(out, 2)->detail);
+    cr_expect(eq(int, redlock_outcome_vote(out, 2)->err, REDLOCK_EAUTH), "%s",
+              redlock_outcome_vote(out, 2)->detail);
+    cr_expect(not(zero(ptr, strstr(redlock_outcome_vote(out, 2)->detail, "AUTH failed"))), "%s",
+              redlock_outcome_vote(out, 2)->detail);
+    expect_no_secret("the vote", redlock_outcome_vote(out, 2)->detail);
+    cr_expect(eq(int, redlock_ping(c, st, &e), 0), "%s", e.msg);
     for (int i = 0; i < 2; i++)
-        cr_expect(eq(int, st.masters[i].err, 0), "master %d: %s", i, st.masters[i].detail);
-    cr_expect(eq(int, st.masters[2].err, REDLOCK_EAUTH), "%s", st.masters[2].detail);
-    expect_no_secret("the ping", st.masters[2].detail);
+        cr_expect(eq(int, redlock_status_master(st, i)->err, 0), "master %d: %s", i,
+                  redlock_status_master(st, i)->detail);
+    cr_expect(eq(int, redlock_status_master(st, 2)->err, REDLOCK_EAUTH), "%s",
+              redlock_status_master(st, 2)->detail);
+    expect_no_secret("the ping", redlock_status_master(st, 2)->detail);
     give(c, l);
     redlock_client_free(c);
 }

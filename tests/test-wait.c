@@ -241,17 +241,18 @@ Test(wait, a_deadline_ends_the_wait_within_one_poll)
     redlock_acquire_opts o = opts(600, 200);
     redlock_resource r = { res, strlen(res) };
     redlock_lock *l = NULL;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     uint64_t t0 = tc_now_us();
-    int rc = redlock_acquire_with(c, &r, 1, &o, &l, &out, &e);
+    int rc = redlock_acquire_with(c, &r, 1, &o, &l, out, &e);
     uint64_t took_ms = (tc_now_us() - t0) / 1000;
     cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
     cr_expect(ge(u64, took_ms, 600), "gave up before the deadline: %llu ms",
               (unsigned long long)took_ms);
     cr_expect(le(u64, took_ms, 600 + 200 + 400), "%llu ms for a 600 ms wait",
               (unsigned long long)took_ms);
-    cr_expect(ge(u32, out.attempts, 3), "polled every 200 ms: %u attempts", out.attempts);
+    cr_expect(ge(u32, redlock_outcome_attempts(out), 3), "polled every 200 ms: %u attempts",
+              redlock_outcome_attempts(out));
     /* It left the queues when it gave up. */
     cr_expect(TC_AWAIT(queued_everywhere(res, 0) && !queued_everywhere(res, 1), 3000),
               "the waiter's place outlived its wait");
@@ -456,7 +457,7 @@ static void on_seen(redlock_client *c, int status, redlock_lock *lock, const red
     (void)err;
     struct seen *s = arg;
     s->status = status;
-    s->attempts = out->attempts;
+    s->attempts = redlock_outcome_attempts(out);
     s->lock = lock;
 }
 

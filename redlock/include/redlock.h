@@ -177,6 +177,8 @@ typedef struct redlock_lock redlock_lock;
 /* Votes: what each master said                                             */
 /* ------------------------------------------------------------------------ */
 
+/* The most masters a client may have. A limit, not a layout: no struct of
+ * this header has an array of this size, so a later library may raise it. */
 #define REDLOCK_MAX_MASTERS 16
 
 /* One master's answer to one operation. */
@@ -195,6 +197,8 @@ enum redlock_vote_kind {
 
 #define REDLOCK_VOTE_DETAIL_LEN 96
 
+/* Read through the pointer redlock_outcome_vote() returns; never allocated
+ * by a program. Compatibility: fields are only ever added at the end. */
 typedef struct redlock_vote {
     int kind;                             /* enum redlock_vote_kind */
     int err;                              /* REDLOCK_E* when not OK, else 0 */
@@ -212,20 +216,60 @@ REDLOCK_API
 const char *redlock_vote_kind_name(int kind);
 
 /*
- * redlock_outcome - everything an operation saw, for logging and the CLI.
- * Filled for successes and failures alike. Plain data, owned by whoever
- * provided it (blocking calls) or valid during the callback (async).
+ * redlock_outcome - everything an operation saw, for logging and the CLI:
+ * its status, its counts and one vote per master, filled for successes and
+ * failures alike. Opaque (as hiredis's redisContext), so that the number of
+ * masters and what a vote says can grow without a new soname.
+ *
+ * A blocking call fills one you made with redlock_outcome_new() (reuse it
+ * for any number of calls; each overwrites it) and freed with
+ * redlock_outcome_free(). A callback or hook lends one, valid during the
+ * call. Read it with the accessors below; each takes any outcome the
+ * library filled.
  */
-typedef struct redlock_outcome {
-    int status;          /* what the call returned */
-    uint32_t n_masters;  /* N */
-    uint32_t quorum;     /* N/2 + 1 */
-    uint32_t n_ok;       /* OK votes in the deciding attempt */
-    uint32_t attempts;   /* acquire: attempts made (1 + retries used) */
-    uint64_t elapsed_us; /* deciding attempt: start to decision, monotonic */
-    int64_t validity_ms; /* acquire/extend: validity computed; <= 0 on failure */
-    redlock_vote votes[REDLOCK_MAX_MASTERS]; /* deciding attempt, by master index */
-} redlock_outcome;
+typedef struct redlock_outcome redlock_outcome;
+
+/* redlock_outcome_new() - An empty outcome (status 0, no masters).
+ * Return: NULL when out of memory. */
+REDLOCK_API
+redlock_outcome *redlock_outcome_new(void);
+
+/* redlock_outcome_free() - Free @o (NULL is fine). */
+REDLOCK_API
+void redlock_outcome_free(redlock_outcome *o);
+
+/* What the call returned (0 or REDLOCK_E*). */
+REDLOCK_API
+int redlock_outcome_status(const redlock_outcome *o);
+
+/* N, the client's masters: the votes there are. */
+REDLOCK_API
+size_t redlock_outcome_masters(const redlock_outcome *o);
+
+/* N/2 + 1. */
+REDLOCK_API
+size_t redlock_outcome_quorum(const redlock_outcome *o);
+
+/* OK votes in the deciding attempt. */
+REDLOCK_API
+size_t redlock_outcome_ok(const redlock_outcome *o);
+
+/* Acquire: attempts made (1 + retries and wake-ups); 1 for the others. */
+REDLOCK_API
+uint32_t redlock_outcome_attempts(const redlock_outcome *o);
+
+/* The deciding attempt, start to decision (monotonic clock). */
+REDLOCK_API
+uint64_t redlock_outcome_elapsed_us(const redlock_outcome *o);
+
+/* Acquire and extend: the validity computed; <= 0 on failure. */
+REDLOCK_API
+int64_t redlock_outcome_validity_ms(const redlock_outcome *o);
+
+/* Master @i's vote in the deciding attempt, by master index.
+ * Return: valid as long as @o is; NULL when @i >= redlock_outcome_masters(). */
+REDLOCK_API
+const redlock_vote *redlock_outcome_vote(const redlock_outcome *o, size_t i);
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
@@ -329,14 +373,17 @@ typedef void (*redlock_op_fn)(redlock_client *c, int status, const redlock_op_in
  * what you need. Strings are copied by redlock_client_new(); the config may
  * be freed or reused afterwards.
  *
- * Compatibility: new fields are only ever added at the end. redlock_config_init()
+ * Compatibility: the fields above the line "added after 1.0" are the 1.0
+ * layout; new fields are only ever added at the end. redlock_config_init()
  * is inline: it records in @size the struct size your program was compiled
  * with, and the library reads no field beyond it (later fields take their
  * defaults). So a program built against this header keeps working with a
- * later libredlock0.
+ * later libredlock1.
  */
 typedef struct redlock_config {
-    size_t size;            /* set by redlock_config_init(); do not change */
+    size_t size; /* set by redlock_config_init(); do not change */
+
+    /* --- Where the masters are, and who we are to them ---------------- */
     const char *masters;    /* comma-separated, 1..REDLOCK_MAX_MASTERS, no duplicates:
                                  host:port  [v6addr]:port
                                  redis://[user:password@]host[:port][/db]
@@ -348,44 +395,65 @@ typedef struct redlock_config {
     const char *key_prefix; /* prepended to every resource name; default "" */
     const char *username;   /* ACL user for AUTH, or NULL */
     const char *password;   /* AUTH password, or NULL for none */
+    /* TLS to masters (libredlock built against hiredis >= 1.0 with hiredis_ssl,
+     * redlock_has_tls(); otherwise asking for TLS fails in redlock_client_new
+     * with EINVAL). */
+    int tls;                   /* 1: every master over TLS; rediss:// entries always are */
+    const char *tls_ca_file;   /* CA bundle (PEM); NULL with tls_ca_dir NULL: system CAs */
+    const char *tls_ca_dir;    /* CA directory (c_rehash layout) */
+    const char *tls_cert_file; /* client certificate (mutual TLS), with tls_key_file */
+    const char *tls_key_file;
+    const char *tls_server_name; /* SNI and the name verified; default: each master's host */
+    int tls_verify;              /* default 1: verify the master's certificate and name */
 
-    uint32_t node_timeout_ms;        /* per-master request timeout; default 50 */
-    uint32_t connect_timeout_ms;     /* connect + AUTH handshake; default 1000 */
-    uint32_t retry_count;            /* redlock_acquire(): polls after the first attempt
-                                        before giving up; default 3. The wait is a
-                                        deadline drawn from these (retry_count delays
-                                        of retry_delay + jitter): wake-ups from a
-                                        release, and the attempt right after a first
-                                        one that met a holder (it takes the waiter's
-                                        place in the queues), are extra attempts and
-                                        do not count. */
-    uint32_t retry_delay_ms;         /* base delay between polls; default 200 */
-    uint32_t retry_jitter_ms;        /* plus uniform random 0..jitter; default 100 */
-    double drift_factor;             /* clock-drift allowance, fraction of ttl; default 0.01 */
-    uint32_t release_retry_count;    /* release: retries for masters that did not
-                                        answer; default 2 (independent of retry_count) */
+    /* --- Connections ---------------------------------------------------- */
+    uint32_t node_timeout_ms;    /* per-master request timeout; default 50 */
+    uint32_t connect_timeout_ms; /* connect + AUTH handshake; default 1000 */
+    uint32_t reconnect_min_ms;   /* reconnect backoff, first step; default 10 */
+    uint32_t reconnect_max_ms;   /* reconnect backoff cap; default 1000. An operation
+                                    that needs a master that is down tries to
+                                    connect at once (at most every reconnect_min_ms),
+                                    so a master that is back is used within a
+                                    round trip, whatever the backoff says. */
+    uint32_t max_inflight;       /* requests outstanding per master before new
+                                    requests fail at once with EBUSY; default 1024 */
+    uint32_t max_reply_bytes;    /* largest reply a master may send (a reply growing past
+                                    it drops the connection: EPROTO); default 1 MiB */
+
+    /* --- Acquire: how long to wait, and how ------------------------------ */
+    int64_t wait_ms;          /* redlock_acquire()'s wait: REDLOCK_WAIT_RETRIES
+                                 (default: the retry_count deadline below), 0 (one
+                                 attempt), a duration, or REDLOCK_WAIT_FOREVER */
+    uint32_t retry_count;     /* polls after the first attempt before giving up;
+                                 default 3. The wait is a deadline drawn from these
+                                 (retry_count delays of retry_delay + jitter):
+                                 wake-ups from a release, and the attempt right
+                                 after a first one that met a holder (it takes the
+                                 waiter's place in the queues), are extra attempts
+                                 and do not count. */
+    uint32_t retry_delay_ms;  /* base delay between polls; default 200 */
+    uint32_t retry_jitter_ms; /* plus uniform random 0..jitter; default 100 */
+    /* Waiting: an acquire that finds the resource held joins a queue kept on
+     * the masters and is woken, in its turn, by the release that hands the
+     * resource over (NOTES.md §5: the fair hand-off). The poll timer
+     * (retry_delay + jitter) stays as the fallback. 0: poll only. */
+    int pubsub_wait;     /* default 1 (on) */
+    double drift_factor; /* clock-drift allowance, fraction of ttl; default 0.01 */
+
+    /* --- Release ----------------------------------------------------------- */
+    uint32_t release_retry_count;    /* retries for masters that did not answer;
+                                        default 2 (independent of retry_count) */
     uint32_t release_retry_delay_ms; /* default 20 */
-    uint32_t reconnect_min_ms;       /* reconnect backoff, first step; default 10 */
-    uint32_t reconnect_max_ms;       /* reconnect backoff cap; default 1000. An operation
-                                        that needs a master that is down tries to
-                                        connect at once (at most every reconnect_min_ms),
-                                        so a master that is back is used within a
-                                        round trip, whatever the backoff says. */
-    uint32_t max_inflight;           /* requests outstanding per master before new
-                                        requests fail at once with EBUSY; default 1024 */
 
-    redlock_log_fn log_fn; /* optional */
-    void *log_arg;         /* passed to log_fn */
-    int log_level;         /* minimum level logged; default REDLOCK_LOG_WARN */
-
-    /* Clock monitor (NOTES.md, "Timing"): a TIME probe per master. */
+    /* --- Clock monitor (NOTES.md, "Timing"): a TIME probe per master ------- */
     int clock_policy;          /* enum redlock_clock_policy; default WARN */
     uint32_t clock_probe_ms;   /* probe interval; default 1000 */
     uint32_t clock_jump_ms;    /* step beyond elapsed that counts as a jump; default 25 */
     uint32_t clock_window_ms;  /* rate estimated over this sliding window; default 10000 */
     uint32_t clock_readmit_ms; /* trusted again after this long without a fault; default 10000 */
 
-    /* Memory guard (NOTES.md §4): a master counts toward a quorum only while
+    /* --- Memory guard (NOTES.md §4) ---------------------------------------
+     * A master counts toward a quorum only while
      * it can show that it has remembered its grants for at least the longest
      * ttl in use. Each master keeps a marker key (no ttl) stamped with its
      * own time of creation and the longest ttl any client has used; every
@@ -398,10 +466,9 @@ typedef struct redlock_config {
     int restart_guard;         /* default 1 (on); 0 trusts every master's memory */
     uint32_t restart_guard_ms; /* the window is at least this long (set it fleet-wide
                                   to the longest ttl any client uses); default 0 */
-    redlock_event_fn event_fn; /* optional */
-    void *event_arg;
 
-    /* Watchdog (redlock_watchdog_start): extend when the validity left falls
+    /* --- Watchdog (redlock_watchdog_start) ---------------------------------
+     * Extend when the validity left falls
      * to ttl / watchdog_divisor; stop after watchdog_max_extends extensions or
      * watchdog_max_lease_ms since it started, whichever comes first (the
      * Redlock spec asks for extensions to be limited). An extension that fails
@@ -411,31 +478,19 @@ typedef struct redlock_config {
     uint32_t watchdog_divisor;      /* default 3: extend with a third of the ttl left */
     uint32_t watchdog_max_extends;  /* default 1000 */
     uint32_t watchdog_max_lease_ms; /* default 3600000 (1 hour) */
+    uint32_t watchdog_floor_ms;     /* 0 (default): max(ttl / 10, 4 * node_timeout_ms) */
 
-    /* Waiting: an acquire that finds the resource held joins a queue kept on
-     * the masters and is woken, in its turn, by the release that hands the
-     * resource over (NOTES.md §5: the fair hand-off). The poll timer
-     * (retry_delay + jitter) stays as the fallback. 0: poll only. */
-    int pubsub_wait; /* default 1 (on) */
-
-    int64_t wait_ms;            /* redlock_acquire()'s wait: REDLOCK_WAIT_RETRIES
-                                   (default: the retry_count deadline above), 0 (one
-                                   attempt), a duration, or REDLOCK_WAIT_FOREVER */
-    uint32_t watchdog_floor_ms; /* 0 (default): max(ttl / 10, 4 * node_timeout_ms) */
-    redlock_op_fn op_fn;        /* optional: called at every completed operation */
+    /* --- Hooks: they run on the client's loop thread and must not call into
+     * redlock ------------------------------------------------------------- */
+    redlock_log_fn log_fn;     /* optional */
+    void *log_arg;             /* passed to log_fn */
+    int log_level;             /* minimum level logged; default REDLOCK_LOG_WARN */
+    redlock_event_fn event_fn; /* optional: the clock monitor's and the guard's news */
+    void *event_arg;
+    redlock_op_fn op_fn; /* optional: called at every completed operation */
     void *op_arg;
-    uint32_t max_reply_bytes; /* largest reply a master may send (a reply growing past
-                                 it drops the connection: EPROTO); default 1 MiB */
 
-    /* TLS to masters (libredlock built against hiredis >= 1.0 with hiredis_ssl;
-     * otherwise asking for TLS fails in redlock_client_new with EINVAL). */
-    int tls;                   /* 1: every master over TLS; rediss:// entries always are */
-    const char *tls_ca_file;   /* CA bundle (PEM); NULL with tls_ca_dir NULL: system CAs */
-    const char *tls_ca_dir;    /* CA directory (c_rehash layout) */
-    const char *tls_cert_file; /* client certificate (mutual TLS), with tls_key_file */
-    const char *tls_key_file;
-    const char *tls_server_name; /* SNI and the name verified; default: each master's host */
-    int tls_verify;              /* default 1: verify the master's certificate and name */
+    /* Fields added after 1.0 go here, at the end. */
 } redlock_config;
 
 #define REDLOCK_RESOURCE_MAX 1024      /* bytes, without the prefix */
@@ -605,7 +660,8 @@ const char *redlock_client_master_addr(const redlock_client *c, size_t i);
  * @ttl_ms:      lock time to live, 1..REDLOCK_TTL_MAX_MS, and long enough to
  *               leave a positive validity after the drift margin
  * @ret_lock:    set to the lease on success; untouched on failure
- * @ret_outcome: optional; the deciding attempt's votes, success or failure
+ * @ret_outcome: optional, from redlock_outcome_new(); the deciding
+ *               attempt's votes, success or failure
  * @reterr:      optional detail on failure
  *
  * Tries up to 1 + retry_count times, with retry_delay + jitter between
@@ -1004,17 +1060,28 @@ uint32_t redlock_lock_ttl_ms(const redlock_lock *lock);
 /* Inspection: what each master holds, and how it answers                   */
 /* ------------------------------------------------------------------------ */
 
-/* One master's view, for redlock_status_get() and redlock_ping(). */
+/*
+ * redlock_master_state - one master's view, for redlock_status_get() and
+ * redlock_ping(). Read through the pointer redlock_status_master() returns;
+ * never allocated by a program. Compatibility: fields are only ever added
+ * at the end. The first group is filled by both; the second by a status
+ * (the key); the third by a ping (the master's health), zero otherwise.
+ */
 typedef struct redlock_master_state {
-    int err;                           /* 0, or REDLOCK_E*: this master's view is missing */
-    uint32_t rtt_us;                   /* round trip of this query */
-    int held;                          /* status: 1 if the key exists on this master */
-    int64_t pttl_ms;                   /* status: remaining ttl (ms); -2 if absent, -1 if no ttl */
-    char token[REDLOCK_TOKEN_MAX + 1]; /* status: token stored there ("" if absent) */
-    int64_t clock_offset_us;           /* ping: master TIME minus client real time at
-                                          the round trip's midpoint */
+    int err;                              /* 0, or REDLOCK_E*: this master's view is missing */
     char detail[REDLOCK_VOTE_DETAIL_LEN]; /* error text when err != 0 */
-    /* ping only: the clock monitor's and the memory guard's view */
+    uint32_t rtt_us;                      /* round trip of this query */
+
+    /* status: the key */
+    int held;                          /* 1 if the key exists on this master */
+    int reserved;                      /* the key is reserved for the next waiter
+                                          (a hand-off in progress); held is 0 */
+    int64_t pttl_ms;                   /* remaining ttl (ms); -2 if absent, -1 if no ttl */
+    char token[REDLOCK_TOKEN_MAX + 1]; /* token stored there ("" if absent) */
+
+    /* ping: the clock monitor's, the memory guard's and the connection's view */
+    int64_t clock_offset_us;             /* master TIME minus client real time at
+                                            the round trip's midpoint */
     double clock_rate_lo, clock_rate_hi; /* master clock rate / client monotonic rate,
                                             bounds over the window; 0 when unknown */
     uint64_t clock_samples;              /* TIME samples taken */
@@ -1032,22 +1099,52 @@ typedef struct redlock_master_state {
     int64_t maxmemory;         /* CONFIG maxmemory; -1 if CONFIG was refused */
     char eviction_policy[32];  /* CONFIG maxmemory-policy, or "" if unknown */
     int tls;                   /* connected over TLS */
-    int reserved;              /* status: the key is reserved for the next
-                                  waiter (a hand-off in progress); held is 0 */
 } redlock_master_state;
 
-typedef struct redlock_status {
-    uint32_t n_masters;                         /* N */
-    uint32_t quorum;                            /* N/2 + 1 */
-    uint32_t n_answered;                        /* masters that answered */
-    uint32_t n_held;                            /* status: masters where the key exists */
-    char majority_token[REDLOCK_TOKEN_MAX + 1]; /* status: token held on a majority, or "" */
-    redlock_master_state masters[REDLOCK_MAX_MASTERS];
-} redlock_status;
+/*
+ * redlock_status - what every master said to a status or a ping. Opaque,
+ * made, lent and read as redlock_outcome is: redlock_status_new() for the
+ * blocking calls (reusable), lent to redlock_status_cb during the call.
+ */
+typedef struct redlock_status redlock_status;
+
+/* redlock_status_new() - An empty status. Return: NULL when out of memory. */
+REDLOCK_API
+redlock_status *redlock_status_new(void);
+
+/* redlock_status_free() - Free @st (NULL is fine). */
+REDLOCK_API
+void redlock_status_free(redlock_status *st);
+
+/* N, the client's masters. */
+REDLOCK_API
+size_t redlock_status_masters(const redlock_status *st);
+
+/* N/2 + 1. */
+REDLOCK_API
+size_t redlock_status_quorum(const redlock_status *st);
+
+/* Masters that answered. */
+REDLOCK_API
+size_t redlock_status_answered(const redlock_status *st);
+
+/* Status: masters where the key exists. */
+REDLOCK_API
+size_t redlock_status_held(const redlock_status *st);
+
+/* Status: the token a majority holds, or "" (never NULL). */
+REDLOCK_API
+const char *redlock_status_majority_token(const redlock_status *st);
+
+/* Master @i's view, by master index.
+ * Return: valid as long as @st is; NULL when @i >= redlock_status_masters(). */
+REDLOCK_API
+const redlock_master_state *redlock_status_master(const redlock_status *st, size_t i);
 
 /**
  * redlock_status_get() - Ask every master who holds @resource, and for how long
- * @ret: filled on success (0) and also on ENOQUORUM, with what was seen
+ * @ret: from redlock_status_new(); filled on success (0) and also on
+ *       ENOQUORUM, with what was seen
  *
  * Read-only (GET + PTTL in one script per master); never changes a lock.
  * Return: 0 when a majority answered; REDLOCK_ENOQUORUM; REDLOCK_EINVAL;

@@ -109,7 +109,7 @@ void tc_child_acquire(int fd, const struct tc_child_args *a, uint32_t ttl_ms,
                       struct tc_child_holder *ret)
 {
     size_t len = strlen(a->res);
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     char why[320];
     int rc;
@@ -122,9 +122,9 @@ void tc_child_acquire(int fd, const struct tc_child_args *a, uint32_t ttl_ms,
     if (!ret->c)
         tc_child_fail(fd, "%s", why);
     ret->invoke_us = tc_now_us();
-    rc = redlock_acquire(ret->c, a->res, len, ttl_ms, &ret->l, &out, &e);
+    rc = redlock_acquire(ret->c, a->res, len, ttl_ms, &ret->l, out, &e);
     ret->complete_us = tc_now_us();
-    tc_hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, &out);
+    tc_hist_acquire(ret->h, "A", a->res, len, ttl_ms, ret->invoke_us, rc, ret->l, out);
     if (rc != 0)
         tc_child_fail(fd, "acquire: %s", e.msg);
 }

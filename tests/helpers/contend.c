@@ -95,8 +95,8 @@ static void note_votes(tc_contend *r, const redlock_outcome *out)
     uint64_t now = tc_now_us();
 
     pthread_mutex_lock(&r->mu);
-    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++) {
-        int k = out->votes[i].kind;
+    for (uint32_t i = 0; i < redlock_outcome_masters(out) && i < REDLOCK_MAX_MASTERS; i++) {
+        int k = redlock_outcome_vote(out, i)->kind;
 
         if (k == REDLOCK_VOTE_OK || k == REDLOCK_VOTE_HELD || k == REDLOCK_VOTE_GONE ||
             k == REDLOCK_VOTE_ERROR)
@@ -112,7 +112,7 @@ static void note_votes(tc_contend *r, const redlock_outcome *out)
 static void hold_and_release(tc_contend_worker *w, redlock_client *c, redlock_lock *l)
 {
     tc_contend *r = w->run;
-    redlock_outcome out;
+    TC_OUTCOME(out);
     redlock_error e;
     uint64_t t0;
     int rc;
@@ -122,15 +122,15 @@ static void hold_and_release(tc_contend_worker *w, redlock_client *c, redlock_lo
     tc_sleep_ms(2 + rand_r(&w->seed) % 15);
     if (rand_r(&w->seed) % 2) {
         t0 = tc_now_us();
-        rc = redlock_extend(c, l, TC_CONTEND_TTL_MS, &out, &e);
-        tc_hist_extend(r->h, w->name, TC_CONTEND_TTL_MS, t0, rc, l, &out);
+        rc = redlock_extend(c, l, TC_CONTEND_TTL_MS, out, &e);
+        tc_hist_extend(r->h, w->name, TC_CONTEND_TTL_MS, t0, rc, l, out);
         note(r, r->ext, rc, "extend", &e);
         tc_sleep_ms(2 + rand_r(&w->seed) % 10); /* and works on: time is the subject */
     }
     t0 = tc_now_us();
-    rc = redlock_release(c, l, &out, &e);
-    tc_hist_release(r->h, w->name, t0, rc, l, &out);
-    note_votes(r, &out);
+    rc = redlock_release(c, l, out, &e);
+    tc_hist_release(r->h, w->name, t0, rc, l, out);
+    note_votes(r, out);
     note(r, r->rel, rc, "release", &e);
 }
 
@@ -160,19 +160,19 @@ static void *work(void *arg)
             continue;
         }
         redlock_lock *l = NULL;
-        redlock_outcome out;
+        TC_OUTCOME(out);
         redlock_error e;
         uint64_t t0 = tc_now_us();
-        int rc = redlock_acquire(c, r->res, r->len, TC_CONTEND_TTL_MS, &l, &out, &e);
+        int rc = redlock_acquire(c, r->res, r->len, TC_CONTEND_TTL_MS, &l, out, &e);
 
-        tc_hist_acquire(r->h, w->name, r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, l, &out);
-        note_votes(r, &out);
+        tc_hist_acquire(r->h, w->name, r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, l, out);
+        note_votes(r, out);
         pthread_mutex_lock(&r->mu);
         r->acq[idx(rc)]++;
         r->attempts++;
         pthread_mutex_unlock(&r->mu);
         if (rc == 0) {
-            note_grant(r, &out);
+            note_grant(r, out);
             hold_and_release(w, c, l);
             redlock_lock_free(l);
         }

@@ -33,12 +33,11 @@ void tc_config(redlock_config *cfg)
 /* The answers of one ping through @c. */
 static int answering(redlock_client *c)
 {
-    redlock_status st;
+    TC_STATUS(st);
     redlock_error e;
 
-    memset(&st, 0, sizeof(st));
-    redlock_ping(c, &st, &e);
-    return (int)st.n_answered;
+    redlock_ping(c, st, &e);
+    return (int)redlock_status_answered(st);
 }
 
 int tc_wait_up(redlock_client *c, int want, int timeout_ms)
@@ -167,11 +166,13 @@ redlock_client *tc_client_async(const redlock_config *cfg, struct event_base *ba
 int tc_try_acquire(redlock_client *c, uint32_t ttl_ms, struct tc_try *t)
 {
     uint64_t t0;
+    redlock_outcome *out = t->out ? t->out : tc_outcome_new();
 
     memset(t, 0, sizeof(*t));
+    t->out = out;
     tc_resource(t->res, sizeof(t->res), NULL);
     t0 = tc_now_us();
-    t->rc = redlock_acquire(c, t->res, strlen(t->res), ttl_ms, &t->l, &t->out, &t->e);
+    t->rc = redlock_acquire(c, t->res, strlen(t->res), ttl_ms, &t->l, t->out, &t->e);
     t->took_ms = tc_ms_since(t0);
     return t->rc;
 }
@@ -244,17 +245,20 @@ void tc_del_all(const void *key, size_t len)
 void tc_barrier_on(redlock_client *c, unsigned mask)
 {
     static const char key[] = "core:barrier";
-    redlock_status st;
+    TC_STATUS(st);
     redlock_error e;
     int rc;
 
-    memset(&st, 0, sizeof(st));
-    rc = redlock_status_get(c, key, sizeof(key) - 1, &st, &e);
+    rc = redlock_status_get(c, key, sizeof(key) - 1, st, &e);
     for (uint32_t i = 0; i < REDLOCK_MAX_MASTERS; i++) {
-        if ((mask & (1u << i)) && (i >= st.n_masters || st.masters[i].err != 0))
+        if ((mask & (1u << i)) &&
+            (i >= redlock_status_masters(st) || redlock_status_master(st, i)->err != 0))
             tc_fail("tc_barrier: master %u did not answer (%s: %s)", i,
-                    i < st.n_masters ? redlock_err_name(st.masters[i].err) : "no such master",
-                    i < st.n_masters ? st.masters[i].detail : (rc ? e.msg : ""));
+                    i < redlock_status_masters(st)
+                        ? redlock_err_name(redlock_status_master(st, i)->err)
+                        : "no such master",
+                    i < redlock_status_masters(st) ? redlock_status_master(st, i)->detail
+                                                   : (rc ? e.msg : ""));
     }
 }
 
@@ -338,6 +342,7 @@ void tc_fx_init(void)
     tc_config(&tc_fx.cfg);
     tc_resource(tc_fx.res, sizeof(tc_fx.res), NULL);
     tc_fx.len = strlen(tc_fx.res);
+    tc_fx.out = tc_outcome_new();
 }
 
 void tc_fx_setup(void)
@@ -348,6 +353,7 @@ void tc_fx_setup(void)
 
 void tc_fx_fini(void)
 {
+    redlock_outcome_free(tc_fx.out);
     redlock_client_free(tc_fx.c);
     redlock_lock_free(tc_fx.l);
     tc_proxy_stop(tc_fx.proxy);
@@ -388,4 +394,33 @@ struct tc_proxy *tc_fx_proxy(int i)
     tc_fx.proxy = tc_proxy_start(i);
     tc_fx_masters_with(i, tc_proxy_addr(tc_fx.proxy));
     return tc_fx.proxy;
+}
+
+redlock_outcome *tc_outcome_new(void)
+{
+    redlock_outcome *o = redlock_outcome_new();
+    cr_assert(not(zero(ptr, o)), "redlock_outcome_new: out of memory");
+    return o;
+}
+
+void tc_outcome_freep(redlock_outcome **o)
+{
+    redlock_outcome_free(*o);
+}
+
+redlock_status *tc_status_new(void)
+{
+    redlock_status *st = redlock_status_new();
+    cr_assert(not(zero(ptr, st)), "redlock_status_new: out of memory");
+    return st;
+}
+
+void tc_status_freep(redlock_status **st)
+{
+    redlock_status_free(*st);
+}
+
+void tc_try_freep(struct tc_try *t)
+{
+    redlock_outcome_free(t->out);
 }

@@ -69,15 +69,32 @@ redlock_lock *tc_must_acquire(redlock_client *c, const char *res, uint32_t ttl_m
 /* redlock_release() that must succeed, then redlock_lock_free(). */
 void tc_must_release(redlock_client *c, redlock_lock *lock);
 
+/* An outcome or a status the test owns, freed when it goes out of scope
+ * (gcc's and clang's cleanup attribute), so that a test holds one without a
+ * free at every return: TC_OUTCOME(out); redlock_acquire(..., out, &e);
+ * A test that cannot get one (out of memory) fails there. */
+#define TC_OUTCOME(name) \
+    redlock_outcome *name __attribute__((cleanup(tc_outcome_freep))) = tc_outcome_new()
+#define TC_STATUS(name) \
+    redlock_status *name __attribute__((cleanup(tc_status_freep))) = tc_status_new()
+redlock_outcome *tc_outcome_new(void);
+void tc_outcome_freep(redlock_outcome **o);
+redlock_status *tc_status_new(void);
+void tc_status_freep(redlock_status **st);
+
 /* One timed acquire of a fresh resource: what went in and what came out. */
 struct tc_try {
-    char res[128];   /* tc_resource() of the running test */
-    redlock_lock *l; /* the lock, or NULL; the caller frees it */
-    redlock_outcome out;
+    char res[128];        /* tc_resource() of the running test */
+    redlock_lock *l;      /* the lock, or NULL; the caller frees it */
+    redlock_outcome *out; /* kept across calls; freed with the struct (TC_TRY) */
     redlock_error e;
     int rc;
     uint64_t took_ms; /* how long redlock_acquire() took */
 };
+/* A struct tc_try of the test's, its outcome freed when it goes out of
+ * scope; reuse it for any number of tc_try_acquire() calls. */
+#define TC_TRY(name) struct tc_try name __attribute__((cleanup(tc_try_freep))) = { 0 }
+void tc_try_freep(struct tc_try *t);
 
 /* redlock_acquire() of a fresh resource on @c, timed, into @t. Return: rc. */
 int tc_try_acquire(redlock_client *c, uint32_t ttl_ms, struct tc_try *t);
@@ -169,10 +186,10 @@ int tc_is_hex32(const char *token);
  * each test in a process of its own, so one global is one test's.
  */
 struct tc_fx {
-    redlock_config cfg;  /* tc_config(), then the suite's settings */
-    redlock_client *c;   /* tc_fx_client(); freed by .fini */
-    redlock_lock *l;     /* the test's lock, if any; freed (not released) by .fini */
-    redlock_outcome out; /* for the test's calls */
+    redlock_config cfg;   /* tc_config(), then the suite's settings */
+    redlock_client *c;    /* tc_fx_client(); freed by .fini */
+    redlock_lock *l;      /* the test's lock, if any; freed (not released) by .fini */
+    redlock_outcome *out; /* for the test's calls; freed by .fini */
     redlock_error e;
     char res[128];          /* a resource of the test's own (tc_resource()) */
     size_t len;             /* strlen(res) */

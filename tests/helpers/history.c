@@ -194,8 +194,8 @@ uint32_t tc_hist_oks(const redlock_outcome *out)
 
     if (!out)
         return 0;
-    for (uint32_t i = 0; i < out->n_masters && i < REDLOCK_MAX_MASTERS; i++)
-        if (out->votes[i].kind == REDLOCK_VOTE_OK)
+    for (uint32_t i = 0; i < redlock_outcome_masters(out) && i < REDLOCK_MAX_MASTERS; i++)
+        if (redlock_outcome_vote(out, i)->kind == REDLOCK_VOTE_OK)
             oks |= 1u << i;
     return oks;
 }
@@ -207,12 +207,12 @@ char *tc_hist_votes(const redlock_outcome *out, char *buf)
         [REDLOCK_VOTE_HELD] = 'H', [REDLOCK_VOTE_GONE] = 'G',    [REDLOCK_VOTE_TIMEOUT] = 'T',
         [REDLOCK_VOTE_DOWN] = 'D', [REDLOCK_VOTE_ERROR] = 'E',   [REDLOCK_VOTE_EXCLUDED] = 'X',
     };
-    uint32_t n = out ? out->n_masters : 0;
+    uint32_t n = out ? redlock_outcome_masters(out) : 0;
 
     if (n > REDLOCK_MAX_MASTERS)
         n = REDLOCK_MAX_MASTERS;
     for (uint32_t i = 0; i < n; i++) {
-        int k = out->votes[i].kind;
+        int k = redlock_outcome_vote(out, i)->kind;
 
         buf[i] = k >= 0 && k < (int)sizeof(letters) ? letters[k] : '?';
     }
@@ -245,7 +245,7 @@ static void lock_rec(tc_hist_rec *r, const char *client, int op, uint64_t invoke
         }
     }
     r->oks = tc_hist_oks(out);
-    r->n_ok = out ? out->n_ok : 0;
+    r->n_ok = out ? redlock_outcome_ok(out) : 0;
     r->votes = out ? tc_hist_votes(out, votes) : NULL;
 }
 
@@ -262,7 +262,7 @@ int tc_hist_acquire(tc_hist *h, const char *client, const void *res, size_t len,
         r.res_len = len;
     }
     r.ttl_ms = ttl_ms;
-    r.attempts = out ? out->attempts : 0;
+    r.attempts = out ? redlock_outcome_attempts(out) : 0;
     return tc_hist_write(h, &r);
 }
 

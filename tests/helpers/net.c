@@ -22,6 +22,7 @@
 #include <criterion/new/assert.h>
 
 #include "await.h"
+#include "core.h"
 #include "spawn.h"
 
 #ifndef TC_NETNS_SH
@@ -280,12 +281,12 @@ static int connected(redlock_client *c, int *slow_rounds, redlock_status *st)
 {
     int all_sent = 1;
 
-    memset(st, 0, sizeof(*st));
     redlock_ping(c, st, NULL);
-    if (st->n_answered == redlock_client_masters(c))
+    if (redlock_status_answered(st) == redlock_client_masters(c))
         return 1;
-    for (uint32_t i = 0; i < st->n_masters; i++)
-        all_sent &= st->masters[i].err == 0 || st->masters[i].err == REDLOCK_ETIMEOUT;
+    for (uint32_t i = 0; i < redlock_status_masters(st); i++)
+        all_sent &= redlock_status_master(st, i)->err == 0 ||
+                    redlock_status_master(st, i)->err == REDLOCK_ETIMEOUT;
     *slow_rounds = all_sent ? *slow_rounds + 1 : 0;
     return *slow_rounds == 2;
 }
@@ -293,7 +294,7 @@ static int connected(redlock_client *c, int *slow_rounds, redlock_status *st)
 redlock_client *tc_net_client(const redlock_config *cfg)
 {
     redlock_client *c = NULL;
-    redlock_status st;
+    TC_STATUS(st);
     redlock_error e;
     int rc, k, slow_rounds = 0;
 
@@ -307,9 +308,9 @@ redlock_client *tc_net_client(const redlock_config *cfg)
     net.clients[k] = c;
     /* Down masters fail a ping at once and come back on the library's
      * reconnect timer, which nothing public lets us await (yet). */
-    if (!TC_AWAIT(connected(c, &slow_rounds, &st), 10000))
-        cr_fatal("tc_net_client: only %u of %zu masters answered within 10 s", st.n_answered,
-                 redlock_client_masters(c));
+    if (!TC_AWAIT(connected(c, &slow_rounds, st), 10000))
+        cr_fatal("tc_net_client: only %u of %zu masters answered within 10 s",
+                 redlock_status_answered(st), redlock_client_masters(c));
     return c;
 }
 
