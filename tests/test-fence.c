@@ -20,14 +20,14 @@
 
 #include "await.h"
 #include "cluster.h"
+#include "core.h"
 
 TestSuite(fence, .fini = tc_heal, .timeout = 90);
 
 static redlock_client *client(void)
 {
     redlock_config cfg;
-    redlock_config_init(&cfg);
-    cfg.masters = tc_masters();
+    tc_config(&cfg); /* the tests' node timeout: 50 ms is too tight under ASan on busy cores */
     cfg.retry_count = 0;
     cfg.reconnect_max_ms = 50;
     redlock_client *c;

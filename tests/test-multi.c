@@ -12,14 +12,14 @@
 #include <redlock.h>
 
 #include "cluster.h"
+#include "core.h"
 
 TestSuite(multi, .fini = tc_heal, .timeout = 60);
 
 static redlock_client *client(void)
 {
     redlock_config cfg;
-    redlock_config_init(&cfg);
-    cfg.masters = tc_masters();
+    tc_config(&cfg); /* the tests' node timeout: 50 ms is too tight under ASan on busy cores */
     cfg.retry_count = 0;
     redlock_client *c;
     redlock_error err;
