@@ -682,7 +682,8 @@ REDLOCK_API
 int redlock_acquire(redlock_client *c, const void *resource, size_t len, uint32_t ttl_ms,
                     redlock_lock **ret_lock, redlock_outcome *ret_outcome, redlock_error *reterr);
 
-/* One resource of a set, for redlock_acquire_set(). */
+/* One resource of a set, for redlock_acquire_set(). Compatibility: programs
+ * pass arrays of it, so its layout is fixed for the life of the soname. */
 typedef struct redlock_resource {
     const void *name; /* any bytes but NUL */
     size_t len;       /* 1..REDLOCK_RESOURCE_MAX */
