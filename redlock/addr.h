@@ -3,7 +3,13 @@
  * A master is written `host:port`, `[v6addr]:port`, `redis://[user:password@]host[:port][/db]`,
  * `rediss://...` (TLS) or `unix://[user:password@]/path/to.sock[?db=N]`, separated by commas.
  * Parsing is pure (no DNS); resolution happens once, in redlock_client_new(), because the
- * safety argument counts on N fixed, independent masters: re-resolving later could swap one.
+ * safety argument counts on each master being one server at a time for every client. A name
+ * that moves while its old server still answers, or onto a server whose own memory counts (a
+ * live master, a declared standby, an AOF-always restart), would be two servers for one master:
+ * their quorums need not meet, and neither the run_id check nor the memory guard sees it
+ * (NOTES.md §4, "Names that move"). Re-resolving on reconnect would let one long-lived client
+ * fleet split that way; resolving once keeps one client on one server (not one fleet: a client
+ * made after a move resolves the new address).
  */
 #ifndef REDLOCK_ADDR_H
 #define REDLOCK_ADDR_H
