@@ -6,11 +6,11 @@
 # Nothing is installed: each package is unpacked (dpkg -x) into a temp dir.
 #   - contents: each package holds what it should and nothing from another;
 #     the symbols file lists exactly what the library exports;
-#   - TLS: libredlock.so.0 holds the vendored hiredis 1.2 (needs no
-#     libhiredis, needs libssl.so.3, and libredlock0 depends on libssl3);
+#   - TLS: libredlock.so.1 holds the vendored hiredis 1.2 (needs no
+#     libhiredis, needs libssl.so.3, and libredlock1 depends on libssl3);
 #     nothing depends on or requires a hiredis package or .pc file;
 #   - redlock-cli runs from its unpacked package, with LD_LIBRARY_PATH at the
-#     unpacked libredlock0 alone, says "TLS yes", takes and releases a lock,
+#     unpacked libredlock1 alone, says "TLS yes", takes and releases a lock,
 #     and does so over TLS too, on a TLS redis-server of its own;
 #   - examples/hello.c as libredlock-dev ships it builds with pkg-config alone
 #     (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR at the unpacked package),
@@ -58,7 +58,7 @@ finish() {
 
 # --- which packages --------------------------------------------------------------
 
-packages=(libredlock0 libredlock-dev redlock-cli redlock-bench)
+packages=(libredlock1 libredlock-dev redlock-cli redlock-bench)
 declare -A deb
 # Set outside check(), which runs its command in a subshell.
 for p in "${packages[@]}"; do
@@ -74,9 +74,9 @@ for p in "${packages[@]}"; do
     check "one $p package in $debdir" one_deb "$p"
 done
 ((failed == 0)) || finish
-version=$(dpkg-deb -f "${deb[libredlock0]}" Version)
+version=$(dpkg-deb -f "${deb[libredlock1]}" Version)
 upstream=${version%-*}
-arch=$(dpkg-deb -f "${deb[libredlock0]}" Architecture)
+arch=$(dpkg-deb -f "${deb[libredlock1]}" Architecture)
 multiarch=$(dpkg-architecture -a "$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
 lib=usr/lib/$multiarch
 
@@ -84,7 +84,7 @@ same_version() {
     local p v
     for p in "${packages[@]}"; do
         v=$(dpkg-deb -f "${deb[$p]}" Version)
-        [[ $v == "$version" ]] || { echo "$p is $v, libredlock0 is $version"; return 1; }
+        [[ $v == "$version" ]] || { echo "$p is $v, libredlock1 is $version"; return 1; }
     done
 }
 check "all four packages are version $version" same_version
@@ -95,8 +95,8 @@ check "all four packages are version $version" same_version
 # lintian overrides are allowed too. A file that matches none is in the
 # wrong package (or should not be packaged at all).
 declare -A allowed required
-allowed[libredlock0]="$lib/libredlock\\.so\\.0(\\.[0-9]+\\.[0-9]+)?"
-required[libredlock0]="$lib/libredlock.so.0 $lib/libredlock.so.$upstream"
+allowed[libredlock1]="$lib/libredlock\\.so\\.1(\\.[0-9]+\\.[0-9]+)?"
+required[libredlock1]="$lib/libredlock.so.1 $lib/libredlock.so.$upstream"
 allowed[libredlock-dev]="usr/include/redlock\\.h
 usr/include/redlock/version\\.h
 $lib/libredlock\\.(a|so)
@@ -147,8 +147,8 @@ depends_on() {
     deps=$(dpkg-deb -f "${deb[$p]}" Depends)
     grep -qE -- "(^|, )$want(,|$)" <<<"$deps" || { echo "$p Depends: $deps"; return 1; }
 }
-check "libredlock-dev depends on libredlock0 (= $version)" \
-    depends_on libredlock-dev "libredlock0 \\(= $version\\)"
+check "libredlock-dev depends on libredlock1 (= $version)" \
+    depends_on libredlock-dev "libredlock1 \\(= $version\\)"
 dev_depends() {
     local d
     for d in libevent-dev libssl-dev; do
@@ -168,47 +168,52 @@ no_hiredis_depends() {
     done
 }
 check "no package depends on a hiredis package (it is vendored)" no_hiredis_depends
-check "libredlock0 depends on libssl3 (TLS, through shlibs)" \
-    depends_on libredlock0 "libssl3( \\([^)]*\\))?"
-check "redlock-cli depends on libredlock0" depends_on redlock-cli "libredlock0 \\(>= [^)]*\\)"
-check "redlock-bench depends on libredlock0" depends_on redlock-bench "libredlock0 \\(>= [^)]*\\)"
+check "libredlock1 depends on libssl3 (TLS, through shlibs)" \
+    depends_on libredlock1 "libssl3( \\([^)]*\\))?"
+check "redlock-cli depends on libredlock1" depends_on redlock-cli "libredlock1 \\(>= [^)]*\\)"
+check "redlock-bench depends on libredlock1" depends_on redlock-bench "libredlock1 \\(>= [^)]*\\)"
 
 # Everything goes into $tmp/all (for the symbols check and the dev build);
-# $tmp/lib holds libredlock0 alone, $tmp/cli and $tmp/bench their package.
+# $tmp/lib holds libredlock1 alone, $tmp/cli and $tmp/bench their package.
 for p in "${packages[@]}"; do
     dpkg -x "${deb[$p]}" "$tmp/all"
 done
-dpkg -x "${deb[libredlock0]}" "$tmp/lib"
+dpkg -x "${deb[libredlock1]}" "$tmp/lib"
 dpkg -x "${deb[redlock-cli]}" "$tmp/cli"
 dpkg -x "${deb[redlock-bench]}" "$tmp/bench"
-dpkg-deb -e "${deb[libredlock0]}" "$tmp/control"
+dpkg-deb -e "${deb[libredlock1]}" "$tmp/control"
 
 symbols_match() {
     local exported listed
-    # Names without their version: every one is in LIBREDLOCK_0 (libredlock.sym).
-    exported=$(nm -D --defined-only "$tmp/lib/$lib/libredlock.so.0" | awk '{sub(/@.*/, "", $3); print $3}' | sort -u)
-    listed=$(sed -n 's/^ \([^@ ]*\)@LIBREDLOCK_0 .*/\1/p' "$tmp/control/symbols" | sort -u)
+    # Name@version pairs, as the symbols file writes them: a function's
+    # default version (nm's @@) and the version node itself (type A,
+    # LIBREDLOCK_1.0@LIBREDLOCK_1.0); every one of soname 1 is a
+    # LIBREDLOCK_1.x (redlock/libredlock.sym).
+    exported=$(nm -D --defined-only "$tmp/lib/$lib/libredlock.so.1" |
+        awk '$2 == "A" { print $3 "@" $3; next } { sub(/@@/, "@", $3); print $3 }' | sort -u)
+    listed=$(sed -n 's/^ \([^@ ]*@[^ ]*\) .*/\1/p' "$tmp/control/symbols" | sort -u)
     diff <(echo "$exported") <(echo "$listed") ||
-        { echo "(<: exported but not in debian/libredlock0.symbols; >: listed but gone)"; return 1; }
+        { echo "(<: exported but not in debian/libredlock1.symbols; >: listed but gone)"; return 1; }
     # No `grep | grep -q` under pipefail: the first grep can die of SIGPIPE
     # when -q quits early, and the pipeline then hides the very match.
     local others
-    others=$(grep -vx -e 'LIBREDLOCK_0' -e 'redlock_.*' <<<"$exported") || true
+    others=$(grep -vxE -e 'LIBREDLOCK_1\.[0-9]+@LIBREDLOCK_1\.[0-9]+' \
+        -e 'redlock_[a-z0-9_]+@LIBREDLOCK_1\.[0-9]+' <<<"$exported") || true
     if [[ -n $others ]]; then
-        echo "exports something not named redlock_*: ${others//$'\n'/ }"
+        echo "exports something not named redlock_* or not under a LIBREDLOCK_1.x version: ${others//$'\n'/ }"
         return 1
     fi
 }
-check "the symbols file lists exactly what libredlock.so.0 exports" symbols_match
+check "the symbols file lists exactly what libredlock.so.1 exports" symbols_match
 vendored_hiredis() {
     local needed
-    needed=$(readelf -d "$tmp/lib/$lib/libredlock.so.0" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+    needed=$(readelf -d "$tmp/lib/$lib/libredlock.so.1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
     if grep -q hiredis <<<"$needed" || ! grep -qx 'libssl\.so\.3' <<<"$needed"; then
-        echo "libredlock.so.0 needs: ${needed//$'\n'/ }"
+        echo "libredlock.so.1 needs: ${needed//$'\n'/ }"
         return 1
     fi
 }
-check "libredlock.so.0 holds hiredis (needs no libhiredis) and needs libssl.so.3" vendored_hiredis
+check "libredlock.so.1 holds hiredis (needs no libhiredis) and needs libssl.so.3" vendored_hiredis
 
 # --- redlock-cli from its package -------------------------------------------------------
 
@@ -217,11 +222,11 @@ cli() {
 }
 loads_from() {
     local bin=$1 want=$2 got
-    got=$(LD_LIBRARY_PATH=$tmp/lib/$lib ldd "$bin" | awk '$1 == "libredlock.so.0" {print $3}')
-    [[ $got == "$want" ]] || { echo "libredlock.so.0 resolves to '$got', not $want"; return 1; }
+    got=$(LD_LIBRARY_PATH=$tmp/lib/$lib ldd "$bin" | awk '$1 == "libredlock.so.1" {print $3}')
+    [[ $got == "$want" ]] || { echo "libredlock.so.1 resolves to '$got', not $want"; return 1; }
 }
-check "redlock-cli loads the unpacked libredlock0" \
-    loads_from "$tmp/cli/usr/bin/redlock-cli" "$tmp/lib/$lib/libredlock.so.0"
+check "redlock-cli loads the unpacked libredlock1" \
+    loads_from "$tmp/cli/usr/bin/redlock-cli" "$tmp/lib/$lib/libredlock.so.1"
 cli_version() {
     cli -V | grep -F "redlock-cli $upstream (library $upstream"
 }
@@ -298,7 +303,7 @@ build_shared() {
     cc -Wall -Wextra -Werror "$hello" $(pc --cflags --libs redlock) -o "$tmp/hello"
 }
 check "hello.c builds against libredlock-dev: cc hello.c \$(pkg-config --cflags --libs redlock)" build_shared
-check "hello links the unpacked libredlock0" loads_from "$tmp/hello" "$tmp/lib/$lib/libredlock.so.0"
+check "hello links the unpacked libredlock1" loads_from "$tmp/hello" "$tmp/lib/$lib/libredlock.so.1"
 runs_hello() {
     local out
     out=$("$@" "$REDLOCK_TEST_MASTERS") || { echo "$out"; return 1; }
@@ -319,8 +324,8 @@ check "static hello takes and releases a lock, without LD_LIBRARY_PATH" runs_hel
 bench() {
     LD_LIBRARY_PATH=$tmp/lib/$lib "$tmp/bench/usr/bin/redlock-bench" "$@"
 }
-check "redlock-bench loads the unpacked libredlock0" \
-    loads_from "$tmp/bench/usr/bin/redlock-bench" "$tmp/lib/$lib/libredlock.so.0"
+check "redlock-bench loads the unpacked libredlock1" \
+    loads_from "$tmp/bench/usr/bin/redlock-bench" "$tmp/lib/$lib/libredlock.so.1"
 check "redlock-bench measures the masters" bench --masters "$REDLOCK_TEST_MASTERS" \
     --scenarios uncontended --duration 1 --no-progress --no-json --out "$tmp/bench-out"
 

@@ -4,9 +4,9 @@
 #   tools/deps.sh [--hiredis12] [--valkey] [--valkey9] [--redis8]
 #
 # Always: the Debian 12 packages (compilers, meson, libhiredis-dev 0.14.1,
-# libevent, OpenSSL, criterion, redis-server, ...). dpkg is asked first and
-# apt only when something is missing (apt-get update, then install), so a
-# second run is instant, needs no network and prints one line.
+# libevent, OpenSSL, criterion, redis-server, abigail-tools, ...). dpkg is
+# asked first and apt only when something is missing (apt-get update, then
+# install), so a second run is instant, needs no network and prints one line.
 #
 #   --hiredis12   also hiredis 1.2.x with TLS (hiredis_ssl), built from the
 #                 source of Debian's own package (trixie's hiredis,
@@ -58,7 +58,7 @@ PACKAGES=(
     libhiredis-dev libevent-dev libssl-dev libcriterion-dev
     redis-server faketime iproute2 gnuplot-nox
     clang libclang-rt-14-dev clang-format python3
-    spin
+    spin abigail-tools
 )
 # Bumped whenever what --hiredis12 or --valkey puts into its dir changes, so
 # that the next run rebuilds instead of trusting an old stamp.

@@ -8,7 +8,7 @@
 # the packages vendor (tools/deps.sh --hiredis12, into .deps/ of this
 # checkout; debian/rules finds it through REDLOCK_HIREDIS12), copies the
 # source tree to a scratch dir, runs `dpkg-buildpackage -us -uc -b` there and `lintian` on the result,
-# and leaves libredlock0, libredlock-dev, redlock-cli and redlock-bench
+# and leaves libredlock1, libredlock-dev, redlock-cli and redlock-bench
 # (.deb, plus .changes and .buildinfo; no -dbgsym packages unless
 # DEB_BUILD_OPTIONS is set) in OUTDIR. lintian errors fail the run;
 # its warnings are printed. One line per step: each step's output goes to a

@@ -10,6 +10,12 @@
 #                                                 the C dirs follows
 #                                                 .clang-format (seconds)
 #   plain      build/            hiredis 0.14.1   every suite
+#   abi        build/ again      hiredis 0.14.1   tools/abi-check.sh: the
+#                                                 library's ABI against
+#                                                 abi/libredlock.so.1.abi
+#                                                 (abidiff; additions pass,
+#                                                 removals and changes fail;
+#                                                 about a second)
 #   asan       build-asan/       hiredis 0.14.1   every suite, with memory
 #                                                 errors, leaks and undefined
 #                                                 behaviour fatal
@@ -92,7 +98,7 @@ HIREDIS12_READY=1
 # watchdog: about 80 s of its test time) and the asan stage the CLI's
 # suites that hiredis12 runs under ASan (about 48 s): valkey measured 152 s
 # after it (was 216), so about 1450 s in all.
-STAGES=(format plain asan tsan model fuzz packages valkey hiredis12)
+STAGES=(format plain abi asan tsan model fuzz packages valkey hiredis12)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
 NETNS_TESTS=(faults-net-partition faults-net-delay sim-regions)
@@ -400,11 +406,11 @@ if wanted format; then
 fi
 
 # --- plain ---------------------------------------------------------------------
-# The plain build is also what the valkey stage runs and what the tsan stage
-# asks which tests exist.
+# The plain build is also what the valkey stage runs, what the tsan stage
+# asks which tests exist, and what the abi stage compares (it has -g).
 
 plain_ok=0
-if wanted plain || wanted valkey || wanted tsan; then
+if wanted plain || wanted abi || wanted valkey || wanted tsan; then
     if configure_and_build "$prefix" -Db_sanitize=none -Dtests=enabled; then
         plain_ok=1
     else
@@ -413,6 +419,25 @@ if wanted plain || wanted valkey || wanted tsan; then
 fi
 if wanted plain && ((plain_ok)); then
     run_suite plain "$prefix" True
+fi
+
+# --- the ABI ---------------------------------------------------------------------
+# tools/abi-check.sh over the plain build's library: abidiff against the
+# committed baseline (abi/libredlock.so.N.abi), its report printed. One test.
+
+if wanted abi; then
+    if ((!plain_ok)); then
+        say "abi: skipped (the plain build failed)"
+    else
+        say "abi: tools/abi-check.sh $prefix"
+        t0=$SECONDS
+        if tools/abi-check.sh "$prefix"; then
+            passed=$((passed + 1))
+            echo "$PROG: abi: 1 passed, 0 failed ($((SECONDS - t0)) s)"
+        else
+            stage_failed "abi: the ABI differs from the baseline (above), or abi-check.sh could not compare"
+        fi
+    fi
 fi
 
 # --- address + undefined behaviour ------------------------------------------
