@@ -4,7 +4,7 @@
  * and nothing else is asked, the acquire script elsewhere (NOTES.md §4,
  * "the fast path"); acquire.c starts the round with what this builds.
  */
-#include "acquire.h"
+#include "acquire-private.h"
 #include "memory.h"
 
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * takes its place in the masters' queues with its first attempt and leaves
  * them when it is done (NOTES.md §5).
  */
-#include "acquire.h"
+#include "acquire-private.h"
 
 #include <stdio.h>
 

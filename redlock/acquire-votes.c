@@ -7,7 +7,7 @@
  * type from a real holder. Each answer becomes a vote (the outcome's
  * vector) and a count the deciding code in acquire.c reads.
  */
-#include "acquire.h"
+#include "acquire-private.h"
 #include "identity.h"
 #include "memory.h"
 #include "outcome.h"

@@ -36,7 +36,7 @@
  * Waiting, waking and cancelling only decide when an attempt starts or
  * stops; an attempt is the same whoever started it.
  */
-#include "acquire.h"
+#include "acquire-private.h"
 #include "kinds.h"
 #include "drift.h"
 #include "lock.h"
