@@ -7,6 +7,7 @@
  * strerror(errno), which says nothing useful, so the reason is read here,
  * from the verification result and OpenSSL's error queue.
  */
+#include "transport-tls.h"
 #include "transport-private.h"
 
 #include <errno.h>

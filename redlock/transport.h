@@ -22,54 +22,9 @@
 #ifndef REDLOCK_TRANSPORT_H
 #define REDLOCK_TRANSPORT_H
 
-#include "addr.h"
-#include "common.h"
-
-struct event_base;
-
-typedef struct rl_conn rl_conn;
-typedef struct rl_reply rl_reply; /* opaque: read it with the accessors below */
-typedef struct rl_tls rl_tls;     /* TLS settings shared by a client's connections */
-
-enum rl_reply_type {
-    RL_REPLY_STRING = 1,
-    RL_REPLY_ARRAY,
-    RL_REPLY_INTEGER,
-    RL_REPLY_NIL,
-    RL_REPLY_STATUS,
-    RL_REPLY_ERROR,
-    RL_REPLY_OTHER,
-};
-
-int rl_reply_type(const rl_reply *r);
-long long rl_reply_integer(const rl_reply *r);
-/* String, status or error text (NUL-terminated), and its length. */
-const char *rl_reply_str(const rl_reply *r, size_t *len);
-size_t rl_reply_elements(const rl_reply *r);
-const rl_reply *rl_reply_element(const rl_reply *r, size_t i);
-/* Is @r the status reply @s (e.g. "OK")? */
-bool rl_reply_is_status(const rl_reply *r, const char *s);
-/* A type as a word, for messages. */
-const char *rl_reply_type_name(int type);
-
-/* One command's reply: @r, or NULL with @err (REDLOCK_E*) and @why. */
-typedef void rl_reply_fn(void *arg, const rl_reply *r, int err, const char *why);
-
-typedef struct rl_conn_hooks {
-    /* Once, after every pending reply function ran; @conn is freed after. */
-    void (*on_close)(rl_conn *conn, int err, const char *why, void *arg);
-    /* Subscriber connections: a message published on a subscribed channel. */
-    void (*on_message)(rl_conn *conn, const char *channel, size_t clen, const char *msg,
-                       size_t mlen, void *arg);
-} rl_conn_hooks;
-
-typedef struct rl_conn_opts {
-    const rl_addr *addr;
-    struct event_base *base;
-    const rl_tls *tls; /* NULL: plain TCP / unix socket */
-    uint32_t max_reply_bytes;
-    bool subscriber; /* will carry SUBSCRIBE and nothing after it */
-} rl_conn_opts;
+#include "transport-reply.h"
+#include "transport-tls.h"
+#include "transport-types.h"
 
 /* Start connecting. Commands may be sent at once; they go out when the
  * connection is up. 0, or REDLOCK_E* with @why (nothing to close then). */
@@ -108,12 +63,5 @@ void rl_conn_flush(rl_conn *c);
 /* Close with @err/@why: pending reply functions get NULL with them, then
  * on_close runs. Safe from inside a reply function. */
 void rl_conn_close(rl_conn *c, int err, const char *why);
-
-/* TLS settings from the config (CA, client certificate, verification).
- * *ret stays NULL when no master uses TLS. 0, or REDLOCK_EINVAL naming the
- * file that does not load. */
-int rl_tls_new(const redlock_config *cfg, const rl_addr *addrs, uint32_t n, rl_tls **ret,
-               redlock_error *e);
-void rl_tls_free(rl_tls *t);
 
 #endif
