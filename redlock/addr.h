@@ -33,6 +33,7 @@ typedef struct rl_addr {
     char host[RL_HOST_MAX];   /* TCP: as written (no brackets); unix: the socket path */
     int port;                 /* TCP only */
     char ip[64];              /* TCP: resolved numeric address ("" until resolved) */
+    int naddrs;               /* TCP: distinct addresses its name had when resolved */
     int db;                   /* SELECT this database; -1: none given */
     char user[RL_SECRET_MAX]; /* URL credentials ("" when not given) */
     char password[RL_SECRET_MAX];
@@ -46,6 +47,14 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e);
 
 /* Resolve @a (TCP: once, preferring IPv4). 0 or REDLOCK_ERESOLVE / EINVAL. */
 int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e);
+
+/* Look @host up as rl_addr_resolve() does: the address it picks into @ip,
+ * the count of distinct addresses into *@ret_naddrs. 0, or getaddrinfo()'s
+ * error (gai_strerror). Blocks: any thread may call it. */
+int rl_addr_lookup(const char *host, char ip[64], int *ret_naddrs);
+
+/* Is @a a TCP master written as a host name (not a numeric address)? */
+bool rl_addr_is_name(const rl_addr *a);
 
 /* Do @a and @b name the same master once resolved? */
 bool rl_addr_same(const rl_addr *a, const rl_addr *b);
