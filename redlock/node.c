@@ -395,7 +395,9 @@ static void node_connect(rl_node *n)
         rl_node_log(n, REDLOCK_LOG_DEBUG, "cannot look \"%s\" up now; connecting to %s",
                     n->addr.host, n->addr.ip);
         node_open(n);
+        return;
     }
+    rl_node_log(n, REDLOCK_LOG_DEBUG, "looking \"%s\" up again", n->addr.host);
 }
 
 /* May @count more commands be queued on @n now? 0, or why not. */

@@ -7,9 +7,11 @@
 # resolves to while a client runs. It cannot touch the machine's /etc/hosts,
 # so it runs in a private mount namespace (unshare -m: mounts made there are
 # private to it) where a file of its own is bind-mounted over /etc/hosts;
-# REDLOCK_TEST_HOSTS names that file. resolv.conf points at a port where no
-# DNS server listens, so a name missing from the file fails at once instead
-# of waiting for the machine's resolver, whatever the network does.
+# REDLOCK_TEST_HOSTS names that file. resolv.conf (REDLOCK_TEST_RESOLV, the
+# same way) points at a port where no DNS server listens, so a name missing
+# from the file fails at once instead of waiting for the machine's resolver,
+# whatever the network does; a test may point it at a server that never
+# answers, for a look-up that takes its time.
 # Where the namespace or the mount is not permitted (no root, a container
 # without CAP_SYS_ADMIN), the test runs anyway with REDLOCK_TEST_HOSTS_SKIP
 # saying why, and skips each test with that line. Exits with the test's status.
@@ -33,7 +35,8 @@ if ! why=$(unshare -m sh -c 'mount --bind "$1" /etc/hosts && mount --bind "$2" /
     exit "$status"
 fi
 REDLOCK_TEST_HOSTS=$dir/hosts
-export REDLOCK_TEST_HOSTS
+REDLOCK_TEST_RESOLV=$dir/resolv.conf
+export REDLOCK_TEST_HOSTS REDLOCK_TEST_RESOLV
 status=0
 unshare -m sh -c 'mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf && shift 2 &&
     exec "$@"' sh "$dir/hosts" "$dir/resolv.conf" "$@" || status=$?

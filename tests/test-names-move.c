@@ -7,7 +7,9 @@
  * as that master. The client that follows the name must make that server
  * reborn before any vote on it counts, for every client: its CHECK says
  * "moved", and the server's marker sits out the window. A name that stops
- * resolving keeps the address the client had.
+ * resolving keeps the address the client had. The look-up runs on a thread
+ * that shares its job with the node: a client freed meanwhile leaves the
+ * job to the thread, which frees it (its pipe closes) when DNS gives up.
  *
  * Runs under tests/private-hosts.sh: a mount namespace of its own where
  * /etc/hosts is REDLOCK_TEST_HOSTS, rewritten here in place (the bind mount
@@ -15,11 +17,16 @@
  * `mover:PORT`; the others as the cluster gives them. One worker: master 0
  * is killed and replaced, and 127.0.0.2:PORT is fixed.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -55,12 +62,60 @@ static void hosts_write(const char *mover_ip)
     close(fd);
 }
 
+/* Rewrite resolv.conf (REDLOCK_TEST_RESOLV) in place with @text. */
+static void resolv_write(const char *text)
+{
+    const char *path = getenv("REDLOCK_TEST_RESOLV");
+    cr_assert(path && *path, "REDLOCK_TEST_RESOLV is not set (run under private-hosts.sh)");
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert(fd >= 0, "open %s", path);
+    cr_assert(eq(int, (int)write(fd, text, strlen(text)), (int)strlen(text)));
+    close(fd);
+}
+
+/* The pipes this process has open now ("pipe:[inode]", one per end), up
+ * to @max of them into @out; returns how many. */
+static int open_pipes(char out[][64], int max)
+{
+    DIR *d = opendir("/proc/self/fd");
+    cr_assert(d != NULL, "opendir /proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) && n < max;) {
+        char path[300];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, out[n], 63);
+        if (len > 5 && strncmp(out[n], "pipe:", 5) == 0)
+            out[n++][len] = '\0';
+    }
+    closedir(d);
+    return n;
+}
+
+static bool in_list(const char *s, char list[][64], int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(list[i], s) == 0)
+            return true;
+    return false;
+}
+
+/* How many of @pipes (@n) are still open. */
+static int still_open(char pipes[][64], int n)
+{
+    char now[64][64];
+    int k = open_pipes(now, 64), open = 0;
+    for (int i = 0; i < n; i++)
+        open += in_list(pipes[i], now, k);
+    return open;
+}
+
 static void setup(void)
 {
     const char *skip = getenv("REDLOCK_TEST_HOSTS_SKIP");
     if (skip && *skip)
         cr_skip_test("%s", skip);
     hosts_write("127.0.0.1");
+    resolv_write("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
     char name[32];
     snprintf(name, sizeof(name), "mover:%d", tc_port(MOVER));
     char *list = tc_masters_with(MOVER, name);
@@ -228,4 +283,47 @@ Test(names, a_name_that_stops_resolving_keeps_its_address_and_warns_once)
               tc_log_text());
     tc_must_release(c, tc_must_acquire(c, res, 2000, NULL));
     redlock_client_free(c);
+}
+
+/* The node's look-up runs on a thread of its own and shares its job with the
+ * node: a client freed while it runs must neither wait for it nor leave the
+ * job behind. A DNS server that never answers (a UDP socket nobody reads)
+ * keeps the look-up running for resolv.conf's timeout. */
+Test(names, a_client_freed_while_its_name_is_looked_up_lets_the_look_up_end_alone)
+{
+    redlock_config cfg;
+    tc_config(&cfg);
+    cfg.masters = masters;
+    cfg.reconnect_min_ms = 10;
+    cfg.reconnect_max_ms = 50;
+    cfg.log_fn = tc_log;
+    cfg.log_level = REDLOCK_LOG_DEBUG;
+    redlock_client *c = tc_client(&cfg, -1);
+
+    int dns = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+    inet_pton(AF_INET, "127.0.0.3", &sa.sin_addr);
+    if (dns < 0 || bind(dns, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+        cr_skip_test("cannot bind a silent DNS server on 127.0.0.3:53 here");
+    resolv_write("nameserver 127.0.0.3\noptions timeout:3 attempts:1\n");
+    hosts_write(NULL);
+    char before[64][64], during[64][64], job[4][64];
+    int nbefore = open_pipes(before, 64);
+
+    freeReplyObject(tc_cmd(MOVER, "CLIENT KILL TYPE normal"));
+    cr_assert(TC_AWAIT(tc_log_contains("looking \"mover\" up again"), 10000),
+              "no look-up started; log:\n%s", tc_log_text());
+    /* The pipes that opened with the look-up are its job's. */
+    int nduring = open_pipes(during, 64), njob = 0;
+    for (int i = 0; i < nduring && njob < 4; i++)
+        if (!in_list(during[i], before, nbefore))
+            memcpy(job[njob++], during[i], sizeof(job[0]));
+    cr_assert(eq(int, njob, 2), "the look-up's pipe is not open (%d new pipe ends)", njob);
+    uint64_t t0 = tc_now_us();
+    redlock_client_free(c);
+    cr_assert(lt(u64, tc_ms_since(t0), 2000), "freeing the client waited for the look-up");
+    cr_assert(eq(int, still_open(job, njob), 2), "the job went with the client, under its thread");
+    /* The thread's look-up ends at resolv.conf's timeout; it lets go last. */
+    cr_assert(TC_AWAIT(still_open(job, njob) == 0, 8000), "the look-up's pipe outlived its thread");
+    close(dns);
 }
