@@ -489,16 +489,21 @@ int rl_addr_lookup(const char *host, char ip[64], int *ret_naddrs)
             break;
         }
     addr_ntop(pick->ai_addr, ip);
-    /* Distinct addresses (a resolver may list one twice): more than one is
-     * a round-robin name, which cannot be one server (NOTES.md §4). */
+    /* Distinct addresses of the family picked (a resolver may list one
+     * twice): more than one is a round-robin name, whose pick may change
+     * from one look-up to the next, and which cannot be one server (NOTES.md
+     * §4). An IPv6 address beside the IPv4 one ("localhost") is never
+     * picked while the IPv4 one is there: not counted. */
     int n = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family != pick->ai_family)
+            continue;
         char one[64], other[64];
         addr_ntop(ai->ai_addr, one);
         bool seen = false;
         for (struct addrinfo *b = res; b != ai && !seen; b = b->ai_next) {
             addr_ntop(b->ai_addr, other);
-            seen = strcmp(one, other) == 0;
+            seen = b->ai_family == pick->ai_family && strcmp(one, other) == 0;
         }
         n += !seen;
     }

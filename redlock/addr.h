@@ -34,7 +34,7 @@ typedef struct rl_addr {
     char host[RL_HOST_MAX];   /* TCP: as written (no brackets); unix: the socket path */
     int port;                 /* TCP only */
     char ip[64];              /* TCP: resolved numeric address ("" until resolved) */
-    int naddrs;               /* TCP: distinct addresses its name had when resolved */
+    int naddrs;               /* TCP: distinct addresses of the family picked */
     int db;                   /* SELECT this database; -1: none given */
     char user[RL_SECRET_MAX]; /* URL credentials ("" when not given) */
     char password[RL_SECRET_MAX];
@@ -50,7 +50,8 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e);
 int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e);
 
 /* Look @host up as rl_addr_resolve() does: the address it picks into @ip,
- * the count of distinct addresses into *@ret_naddrs. 0, or getaddrinfo()'s
+ * the count of distinct addresses of its family (IPv4 if there is one) into
+ * *@ret_naddrs. 0, or getaddrinfo()'s
  * error (gai_strerror). Blocks: any thread may call it. */
 int rl_addr_lookup(const char *host, char ip[64], int *ret_naddrs);
 

@@ -62,6 +62,16 @@ static void hosts_write(const char *mover_ip)
     close(fd);
 }
 
+/* Rewrite the hosts file in place with @text. */
+static void hosts_write_text(const char *text)
+{
+    const char *path = getenv("REDLOCK_TEST_HOSTS");
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    cr_assert(fd >= 0, "open %s", path);
+    cr_assert(eq(int, (int)write(fd, text, strlen(text)), (int)strlen(text)));
+    close(fd);
+}
+
 /* Rewrite resolv.conf (REDLOCK_TEST_RESOLV) in place with @text. */
 static void resolv_write(const char *text)
 {
@@ -326,4 +336,27 @@ Test(names, a_client_freed_while_its_name_is_looked_up_lets_the_look_up_end_alon
     /* The thread's look-up ends at resolv.conf's timeout; it lets go last. */
     cr_assert(TC_AWAIT(still_open(job, njob) == 0, 8000), "the look-up's pipe outlived its thread");
     close(dns);
+}
+
+/* A name with two IPv4 addresses is two servers for one master: said once,
+ * when the client is made (and never for localhost's IPv6 address beside
+ * its IPv4 one, which is never picked). */
+Test(names, a_round_robin_name_is_warned_once_and_localhost_is_not)
+{
+    hosts_write_text("127.0.0.1 localhost rr\n127.0.0.4 rr\n::1 localhost\n");
+    char list[1024];
+    int len = snprintf(list, sizeof(list), "rr:%d,localhost:%d", tc_port(0), tc_port(1));
+    for (int i = 2; i < tc_n(); i++)
+        len += snprintf(list + len, sizeof(list) - (size_t)len, ",%s", tc_addr(i));
+    redlock_config cfg;
+    tc_config(&cfg);
+    cfg.masters = list;
+    cfg.log_fn = tc_log;
+    cfg.log_level = REDLOCK_LOG_INFO;
+    redlock_client *c = tc_client(&cfg, 4);
+    cr_assert(eq(int, count_lines("resolves to 2 addresses (round-robin)"), 1), "log:\n%s",
+              tc_log_text());
+    cr_assert(tc_log_has("master 0 (rr:", "unsafe for a master"), "log:\n%s", tc_log_text());
+    cr_assert(not(tc_log_contains("\"localhost\" resolves")), "log:\n%s", tc_log_text());
+    redlock_client_free(c);
 }
