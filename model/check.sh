@@ -52,6 +52,7 @@ BROKEN=(
     "trust-snapshot|-DBROKEN_TRUST_SNAPSHOT -DFAULT_KIND=1 -DROUNDS1=1|-O0 -w -DSAFETY -DBFS|-m100000"
     "no-drift|-DBROKEN_NO_DRIFT -DFAULTS=0 -DROUNDS1=1|-O0 -w -DSAFETY -DBFS|-m100000"
     "fast-unchecked|-DBROKEN_FAST_UNCHECKED -DFAULT_KIND=3 -DROUNDS1=1|-O0 -w -DSAFETY -DBFS|-m100000"
+    "move-trusted|-DBROKEN_MOVE_TRUSTED -DFAULT_KIND=5 -DROUNDS1=1|-O0 -w -DSAFETY -DBFS|-m100000"
     "cleanup-frees|-DLIVE -DCRASH -DBROKEN_CLEANUP_FREES -DSTUCK_MAX=6|-O0 -w -DSAFETY -DBFS|-m300000"
     "release-frees|-DLIVE -DCRASH -DBROKEN_RELEASE_FREES -DSTUCK_MAX=6|-O0 -w -DSAFETY -DBFS|-m300000"
     "dead-head-kept|-DLIVE -DCRASH -DBROKEN_DEAD_HEAD_KEPT -DSTUCK_MAX=6|-O0 -w -DSAFETY -DBFS|-m300000"
@@ -96,7 +97,7 @@ trail() {
         sed -n 's/^ *MSC: /  /p; s/^spin: .*\(assertion violated.*\)/  => \1/p' >"$d/trail.txt"
     n=$(wc -l <"$d/trail.txt")
     if ((n > 22)); then
-        head -n $((n - 22)) "$d/trail.txt" | grep -E 'crashes|restarts|FLUSHALL|drops' | sed 's/$/ (earlier)/'
+        head -n $((n - 22)) "$d/trail.txt" | grep -E 'crashes|restarts|FLUSHALL|drops|moves' | sed 's/$/ (earlier)/'
         echo "  ..."
     fi
     tail -n 22 "$d/trail.txt"

@@ -137,6 +137,9 @@ bool mkdur[NM];                 /* the marker vouches its incarnation was AOF al
 bool up[NM];
 bool conn[NC * NM];             /* connection open */
 bool fresh[NC * NM];            /* its handshake has not run yet */
+bool moved[NC * NM];            /* the client re-resolved the master's name to a new
+                                   address: its next handshake (CHECK) makes the
+                                   server there reborn, whatever its marker says */
 chan ch[NC * NM] = [CAP] of { mtype, byte };
 byte old[NC * NM];              /* requests ahead in the channel from rounds that ended */
 
@@ -206,6 +209,15 @@ inline exec(c, m, k, a, x, h) {
     if
     :: fresh[CH(c, m)] ->   /* the handshake runs before the connection's first request */
         fresh[CH(c, m)] = 0;
+#if !defined(BROKEN_GUARD_OFF) && !defined(BROKEN_MOVE_TRUSTED)
+        if
+        :: moved[CH(c, m)] ->   /* CHECK's 'moved': reborn, as a restart that kept nothing */
+            mk[m] = MK_PENDING; mkrun[m] = inc[m]; win[m] = 0; mkdur[m] = 0;
+            printf("MSC: client %d reaches master %d at its new address: reborn\n", c, m)
+        :: else -> skip
+        fi;
+#endif
+        moved[CH(c, m)] = 0;
 #ifndef BROKEN_GUARD_OFF
         if
         :: mk[m] == MK_NONE -> mk[m] = MK_PENDING; mkrun[m] = inc[m]
@@ -476,7 +488,8 @@ inline send_mask(c, mask, k, x, m) {
 #ifndef LIVE
 /* ---- master faults (at most FAULTS) ----
  * FAULT_KIND picks one kind (0 restart, nothing kept; 1 older snapshot;
- * 2 AOF always; 3 FLUSHALL; 4 a lost connection); 9, all of them. */
+ * 2 AOF always; 3 FLUSHALL; 4 a lost connection; 5 the master's name
+ * moves onto a server whose marker counts); 9, all of them. */
 #ifndef FAULT_KIND
 #define FAULT_KIND 9
 #endif
@@ -510,6 +523,14 @@ end:
         :: FK(3) -> printf("MSC: master %d FLUSHALL\n", m);
             key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
             mk[m] = MK_NONE; win[m] = 0; lost = 1
+        :: FK(5) -> printf("MSC: master %d's name moves onto a server that counts (key, queue, fence lost)\n", m);
+            /* The old server is stopped for good (the operator's rule):
+             * every connection drops, and each client's next one goes
+             * to the new server, knowing that the address changed. Its
+             * marker is its own process's, served: it would count. */
+            inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
+            mk[m] = MK_SERVED; mkrun[m] = inc[m]; win[m] = 0; mkdur[m] = 0; lost = 1;
+            drop_conns(m, i); moved[CH(0, m)] = 1; moved[CH(1, m)] = 1
         :: FK(4) -> printf("MSC: client 0's connection to master %d drops\n", m); drop_conn(CH(0, m))
         :: FK(4) -> printf("MSC: client 1's connection to master %d drops\n", m); drop_conn(CH(1, m))
         fi;

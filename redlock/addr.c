@@ -1,4 +1,4 @@
-/* addr.c - the master list: parse every entry, refuse what is ambiguous, resolve once.
+/* addr.c - the master list: parse every entry, refuse what is ambiguous, resolve names.
  *
  * Forms (comma-separated, spaces around entries ignored):
  *   host:port  [v6addr]:port                       plain TCP
@@ -454,19 +454,33 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
     return count;
 }
 
-int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e)
+bool rl_addr_is_name(const rl_addr *a)
 {
-    if (a->kind == RL_ADDR_UNIX)
-        return 0;
+    unsigned char buf[sizeof(struct in6_addr)];
+    return a->kind == RL_ADDR_TCP && inet_pton(AF_INET, a->host, buf) != 1 &&
+           inet_pton(AF_INET6, a->host, buf) != 1;
+}
+
+/* Print @sa's address into @ip: ::ffff:a.b.c.d is the IPv4 master a.b.c.d,
+ * named so, or the duplicate check would count one master twice. */
+static void addr_ntop(const struct sockaddr *sa, char ip[64])
+{
+    const struct in6_addr *a6 = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+    if (sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip, 64);
+    else if (IN6_IS_ADDR_V4MAPPED(a6))
+        inet_ntop(AF_INET, &a6->s6_addr[12], ip, 64);
+    else
+        inet_ntop(AF_INET6, a6, ip, 64);
+}
+
+int rl_addr_lookup(const char *host, char ip[64], int *ret_naddrs)
+{
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
     struct addrinfo *res = NULL;
-    int gai = getaddrinfo(a->host, NULL, &hints, &res);
-    if (gai != 0 || !res) {
-        rl_seterr(e, REDLOCK_ERESOLVE, idx,
-                  "master %s: cannot resolve \"%s\": %s (check the host name)",
-                  RL_QUOTE(a->name, 80), RL_QUOTE(a->host, 60), gai_strerror(gai));
-        return REDLOCK_ERESOLVE;
-    }
+    int gai = getaddrinfo(host, NULL, &hints, &res);
+    if (gai != 0 || !res)
+        return gai != 0 ? gai : EAI_NONAME;
     /* Prefer IPv4: hiredis tries AF_INET first for names too. */
     struct addrinfo *pick = res;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
@@ -474,17 +488,41 @@ int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e)
             pick = ai;
             break;
         }
-    const struct in6_addr *a6 = &((struct sockaddr_in6 *)(void *)pick->ai_addr)->sin6_addr;
-    if (pick->ai_family == AF_INET)
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)pick->ai_addr)->sin_addr, a->ip,
-                  sizeof(a->ip));
-    else if (IN6_IS_ADDR_V4MAPPED(a6))
-        /* ::ffff:a.b.c.d is the IPv4 master a.b.c.d: name it so, or the
-         * duplicate check would count one master twice. */
-        inet_ntop(AF_INET, &a6->s6_addr[12], a->ip, sizeof(a->ip));
-    else
-        inet_ntop(AF_INET6, a6, a->ip, sizeof(a->ip));
+    addr_ntop(pick->ai_addr, ip);
+    /* Distinct addresses of the family picked (a resolver may list one
+     * twice): more than one is a round-robin name, whose pick may change
+     * from one look-up to the next, and which cannot be one server (NOTES.md
+     * §4). An IPv6 address beside the IPv4 one ("localhost") is never
+     * picked while the IPv4 one is there: not counted. */
+    int n = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        if (ai->ai_family != pick->ai_family)
+            continue;
+        char one[64], other[64];
+        addr_ntop(ai->ai_addr, one);
+        bool seen = false;
+        for (struct addrinfo *b = res; b != ai && !seen; b = b->ai_next) {
+            addr_ntop(b->ai_addr, other);
+            seen = b->ai_family == pick->ai_family && strcmp(one, other) == 0;
+        }
+        n += !seen;
+    }
+    *ret_naddrs = n;
     freeaddrinfo(res);
+    return 0;
+}
+
+int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e)
+{
+    if (a->kind == RL_ADDR_UNIX)
+        return 0;
+    int gai = rl_addr_lookup(a->host, a->ip, &a->naddrs);
+    if (gai != 0) {
+        rl_seterr(e, REDLOCK_ERESOLVE, idx,
+                  "master %s: cannot resolve \"%s\": %s (check the host name)",
+                  RL_QUOTE(a->name, 80), RL_QUOTE(a->host, 60), gai_strerror(gai));
+        return REDLOCK_ERESOLVE;
+    }
     return 0;
 }
 

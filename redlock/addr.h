@@ -1,15 +1,16 @@
-/* addr.h - master addresses: parsing the master list, resolving it once.
+/* addr.h - master addresses: parsing the master list, resolving names.
  *
  * A master is written `host:port`, `[v6addr]:port`, `redis://[user:password@]host[:port][/db]`,
  * `rediss://...` (TLS) or `unix://[user:password@]/path/to.sock[?db=N]`, separated by commas.
- * Parsing is pure (no DNS); resolution happens once, in redlock_client_new(), because the
- * safety argument counts on each master being one server at a time for every client. A name
- * that moves while its old server still answers, or onto a server whose own memory counts (a
- * live master, a declared standby, an AOF-always restart), would be two servers for one master:
- * their quorums need not meet, and neither the run_id check nor the memory guard sees it
- * (NOTES.md §4, "Names that move"). Re-resolving on reconnect would let one long-lived client
- * fleet split that way; resolving once keeps one client on one server (not one fleet: a client
- * made after a move resolves the new address).
+ * Parsing is pure (no DNS). A name is resolved in redlock_client_new(), and again before every
+ * reconnect (node.c, resolve.c), off the loop's thread. The safety argument counts on each
+ * master being one server at a time: a name that moves takes the master to another server,
+ * whose memory never saw what the old one granted as that master. So a reconnect that finds a
+ * new address makes the server there reborn before any vote on it counts (its CHECK says
+ * "moved", script.c), and it sits out every lease the old one may have granted. What no client
+ * can see: the old server still answering clients that have not moved yet, or a round-robin
+ * name (two servers at once): the operator stops the old server for good first (NOTES.md §4,
+ * "Names that move").
  */
 #ifndef REDLOCK_ADDR_H
 #define REDLOCK_ADDR_H
@@ -33,6 +34,7 @@ typedef struct rl_addr {
     char host[RL_HOST_MAX];   /* TCP: as written (no brackets); unix: the socket path */
     int port;                 /* TCP only */
     char ip[64];              /* TCP: resolved numeric address ("" until resolved) */
+    int naddrs;               /* TCP: distinct addresses of the family picked */
     int db;                   /* SELECT this database; -1: none given */
     char user[RL_SECRET_MAX]; /* URL credentials ("" when not given) */
     char password[RL_SECRET_MAX];
@@ -44,8 +46,17 @@ typedef struct rl_addr {
  * REDLOCK_E* with @e naming the entry and the fix. */
 int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e);
 
-/* Resolve @a (TCP: once, preferring IPv4). 0 or REDLOCK_ERESOLVE / EINVAL. */
+/* Resolve @a (TCP, preferring IPv4). 0 or REDLOCK_ERESOLVE / EINVAL. */
 int rl_addr_resolve(rl_addr *a, int idx, redlock_error *e);
+
+/* Look @host up as rl_addr_resolve() does: the address it picks into @ip,
+ * the count of distinct addresses of its family (IPv4 if there is one) into
+ * *@ret_naddrs. 0, or getaddrinfo()'s
+ * error (gai_strerror). Blocks: any thread may call it. */
+int rl_addr_lookup(const char *host, char ip[64], int *ret_naddrs);
+
+/* Is @a a TCP master written as a host name (not a numeric address)? */
+bool rl_addr_is_name(const rl_addr *a);
 
 /* Do @a and @b name the same master once resolved? */
 bool rl_addr_same(const rl_addr *a, const rl_addr *b);

@@ -111,11 +111,15 @@ void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_
     index_end(c, k, &mark);
 }
 
-void rl_cmd_check(rl_cmd *c)
+void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms)
 {
     script(c, RL_SCRIPT_MARKER, 2);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    if (moved) {
+        arg_num(c, maxttl_ms);
+        arg(c, "moved", 5);
+    }
 }
 
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)

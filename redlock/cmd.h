@@ -61,8 +61,10 @@ void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
  * another type: WRONGTYPE in the SET's place). The lease end `end` is the
  * node argument: each master's own clock (0 until set). */
 void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
-/* The CHECK script (script.c): the marker and the index of held keys. */
-void rl_cmd_check(rl_cmd *c);
+/* The CHECK script (script.c): the marker and the index of held keys.
+ * @moved: the connection reaches the master at a new address of its name
+ * (the server is made reborn, with a fleet bound of at least @maxttl_ms). */
+void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms);
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
 /* A waiter's place in the queues, as a release changes it: @waiter leaves
  * them (@ticket 0), or keeps its place (its @ticket and @lease_ms). */

@@ -74,10 +74,11 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
     }
     if (v[0] < 0 || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 ||
         v[2] > REDLOCK_TTL_MAX_MS || v[3] < RL_MEM_COUNTS || v[3] > RL_MEM_PENDING ||
-        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_RESTART || v[5] < 0 || v[5] > 1 ||
-        v[6] <= 0)
+        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_MOVED || v[5] < 0 || v[5] > 1 || v[6] <= 0)
         return;
     n->trust.checked = true;
+    if (n->check_moved)
+        n->moved = false; /* the server at the new address is reborn: said once is enough */
     n->trust.ref_ms = v[6];
     n->trust.ref_sent_us = n->trust.check_sent_us;
     n->trust.vouched = (int)v[5]; /* what the marker says now: vouch() mends it */
@@ -129,7 +130,14 @@ static void on_config_last(void *arg, const rl_reply *r, int err, const char *wh
 int rl_node_ask_memory(rl_node *n, rl_conn *conn)
 {
     rl_cmd cmd;
-    rl_cmd_check(&cmd);
+    /* A connection to a new address of the master's name: the server there
+     * never saw what the old one granted as this master, whatever its own
+     * marker says, so the CHECK makes it reborn (NOTES.md §4, "Names that
+     * move"), with the longest ttl the old server had heard of. In the
+     * script, before any vote on this connection runs; and for every
+     * client, whose acquires read the same marker. */
+    n->check_moved = n->moved;
+    rl_cmd_check(&cmd, n->moved, n->trust.maxttl_ms);
     /* EVAL, not EVALSHA: this must not depend on SCRIPT LOAD (an ACL may
      * refuse it; a master may have just flushed its scripts). */
     cmd.argv[0] = "EVAL";

@@ -13,13 +13,21 @@
  * from ops queue behind it on the same connection, so they always run after
  * AUTH and SELECT, and the facts the guard needs (INFO, CONFIG) are known
  * before any vote from this connection is counted.
+ *
+ * A master written as a host name is looked up again before each reconnect
+ * (on a thread: resolve.c), so that a name that moves is followed. A new
+ * address is a server whose memory never saw what the old one granted as
+ * this master: the connection's CHECK says "moved" and the server is reborn
+ * before any vote on it counts (NOTES.md §4, "Names that move").
  */
 #include "node.h"
 #include "cmd.h"
+#include "resolve.h"
 #include "script.h"
 
 #include <event2/event.h>
 
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,9 +174,15 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
     if (!r || rl_reply_type(r) != RL_REPLY_STRING)
         return; /* no INFO (ACL): no restart events, nothing else lost */
     char old[41];
-    if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), old))
-        rl_node_event(n, 0, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)", old,
-                      n->trust.run_id, (long long)n->trust.uptime_s);
+    if (rl_trust_info(&n->trust, rl_reply_str(r, NULL), old)) {
+        if (n->moved)
+            rl_node_event(n, 0, REDLOCK_EVENT_RESTART,
+                          "another server at %s (run_id %.8s -> %.8s): its name moved", n->addr.ip,
+                          old, n->trust.run_id);
+        else
+            rl_node_event(n, 0, REDLOCK_EVENT_RESTART, "restarted (run_id %.8s -> %.8s, up %llds)",
+                          old, n->trust.run_id, (long long)n->trust.uptime_s);
+    }
     n->id_current = n->trust.run_id[0] != '\0';
     int twin = n->id_current && n->env->on_identity ? n->env->on_identity(n, n->env->arg) : -1;
     if (twin < 0)
@@ -186,6 +200,11 @@ static void hs_on_info(void *arg, const rl_reply *r, int err, const char *why)
              "separate redis-server",
              twin, n->trust.run_id);
     n->twin = twin;
+    /* A name moved onto another master's server needs no rebirth there:
+     * one server, one vote, is what keeps that case safe (identity.c), and
+     * a rebirth at every refused reconnect would keep the other master out
+     * for as long as the mistake lasts. */
+    n->moved = false;
     node_fail(n, REDLOCK_EINVAL, msg);
     node_notify(n);
 }
@@ -279,7 +298,7 @@ static int node_handshake(rl_node *n)
     return rc;
 }
 
-static void node_connect(rl_node *n)
+static void node_open(rl_node *n)
 {
     const redlock_config *cfg = CFG(n);
     bool tls = n->env->tls && n->addr.kind == RL_ADDR_TCP && (n->addr.tls || cfg->tls);
@@ -315,6 +334,70 @@ static void node_connect(rl_node *n)
         return;
     }
     arm(n, cfg->connect_timeout_ms);
+}
+
+/* A name that resolves to several addresses is several servers, and a
+ * master must be one (NOTES.md §4): said once per client, and the pick is
+ * rl_addr_resolve()'s. Not refused: a DNS change must not turn into an
+ * outage of the master; the operator's rule is what keeps it safe. */
+static void node_round_robin(rl_node *n, int naddrs)
+{
+    if (naddrs <= 1 || n->round_robin)
+        return;
+    n->round_robin = true;
+    rl_node_log(n, REDLOCK_LOG_WARN,
+                "\"%s\" resolves to %d addresses (round-robin): unsafe for a master, which must "
+                "be one server (NOTES.md, \"Names that move\"); using %s",
+                n->addr.host, naddrs, n->addr.ip);
+}
+
+static void node_on_resolved(void *arg, int gai, const char *ip, int naddrs)
+{
+    rl_node *n = arg;
+    n->resolving = NULL;
+    if (gai != 0) {
+        /* Keep the last good address: a resolver that fails says nothing
+         * of where the master is, and the server there is the one whose
+         * memory this node's votes were checked against. */
+        if (!n->resolve_failed)
+            rl_node_log(n, REDLOCK_LOG_WARN, "cannot resolve \"%s\" again: %s; keeping %s",
+                        n->addr.host, gai_strerror(gai), n->addr.ip);
+        n->resolve_failed = true;
+    } else {
+        if (n->resolve_failed)
+            rl_node_log(n, REDLOCK_LOG_INFO, "\"%s\" resolves again", n->addr.host);
+        n->resolve_failed = false;
+        if (strcmp(ip, n->addr.ip) != 0) {
+            rl_node_log(n, REDLOCK_LOG_INFO, "now at %s (was %s)", ip, n->addr.ip);
+            snprintf(n->addr.ip, sizeof(n->addr.ip), "%s", ip);
+            n->moved = true;
+        }
+        node_round_robin(n, naddrs);
+    }
+    node_open(n);
+}
+
+/* Connect: at once to an address, or to where a name points now. */
+static void node_connect(rl_node *n)
+{
+    if (n->resolving)
+        return; /* connects when the answer is in */
+    bool fresh = n->addr_fresh;
+    n->addr_fresh = false;
+    if (fresh || !rl_addr_is_name(&n->addr)) {
+        node_open(n);
+        return;
+    }
+    n->connect_us = rl_now_us(); /* the on-demand rate limit counts the look-up */
+    evtimer_del(n->timer);
+    n->resolving = rl_resolve_start(n->env->base, n->addr.host, node_on_resolved, n);
+    if (!n->resolving) {
+        rl_node_log(n, REDLOCK_LOG_DEBUG, "cannot look \"%s\" up now; connecting to %s",
+                    n->addr.host, n->addr.ip);
+        node_open(n);
+        return;
+    }
+    rl_node_log(n, REDLOCK_LOG_DEBUG, "looking \"%s\" up again", n->addr.host);
 }
 
 /* May @count more commands be queued on @n now? 0, or why not. */
@@ -393,6 +476,7 @@ int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr
     snprintf(n->errstr, sizeof(n->errstr), "not connected yet");
     n->backoff_ms = env->cfg->reconnect_min_ms;
     n->twin = -1;
+    n->addr_fresh = true;
     rl_trust_init(&n->trust, env->cfg);
     n->timer = evtimer_new(env->base, node_on_timer, n);
     return n->timer ? 0 : REDLOCK_ENOMEM;
@@ -400,6 +484,7 @@ int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr
 
 void rl_node_start(rl_node *n)
 {
+    node_round_robin(n, n->addr.naddrs);
     node_connect(n);
 }
 
@@ -413,6 +498,9 @@ void rl_node_flush(rl_node *n)
  * completed and let go. */
 void rl_node_close(rl_node *n)
 {
+    /* A look-up in flight keeps its thread; the answer is dropped. */
+    rl_resolve_cancel(n->resolving);
+    n->resolving = NULL;
     if (n->timer) {
         event_free(n->timer);
         n->timer = NULL;

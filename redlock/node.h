@@ -56,6 +56,15 @@ struct rl_node {
     bool asking_memory; /* a marker/CONFIG probe is in flight */
     bool id_current;    /* trust.run_id was read on this connection */
     int twin;           /* refused as the same server as master twin; -1: not */
+
+    /* A name that moves (NOTES.md §4, "Names that move"): a TCP master
+     * written as a host name is looked up again before every reconnect. */
+    struct rl_resolve *resolving; /* the look-up in flight (resolve.c), or NULL */
+    bool addr_fresh;              /* addr.ip was resolved by client creation, not used yet */
+    bool moved;          /* addr.ip is a new address: each CHECK says so until one answers */
+    bool check_moved;    /* the CHECK in flight said so */
+    bool resolve_failed; /* a failure streak was logged (once per streak) */
+    bool round_robin;    /* the name had several addresses: said once */
 };
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);

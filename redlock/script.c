@@ -256,13 +256,21 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * from disk when it started (no AOF, no keys from an RDB), so that the
      * marker was written while it ran; else it may come from a snapshot
      * older than a grant, and the master is reborn.
+     * A client whose connection reaches this server at a new address of the
+     * master's name (ARGV[2] 'moved') makes it reborn whatever its marker
+     * says: the server it replaces may have granted leases as this master
+     * that this one never saw, and its own marker only vouches for its own
+     * grants (NOTES.md §4, "Names that move"). Here, not in the client: every
+     * client's acquire reads this marker, so none counts the server before
+     * the window has passed.
      * KEYS: the marker, the index of held keys (entries whose lease ended
      * leave it here: the fast path's grants never sweep it, acquire.c).
-     * ARGV[1]: the longest ttl the client knows (a new marker's maxttl).
+     * ARGV[1]: the longest ttl the client knows (a new marker's maxttl; with
+     * 'moved', the longest the old server had heard of), ARGV[2] 'moved'.
      * Returns {age, window, maxttl, state, cause, durable, now}: state 0 counts,
      * 1 its window runs, 2 pending (no window yet); cause 0, 1 lost its data
-     * (no marker), 2 another process's marker; durable 1 if this process is
-     * vouched for; now the master's clock (ms), from which the client
+     * (no marker), 2 another process's marker, 3 its name moved; durable 1
+     * if this process is vouched for; now the master's clock (ms), from which the client
      * bounds the lease ends its fast path writes into the index. A served
      * marker reports its window as over, whatever the clock says since:
      * HEARD goes by the flag. */
@@ -271,7 +279,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         REBORN
         "local run = run_id()\n"
         "local m = redis.call('hmget', KEYS[1], 'run', 'durable', 'maxttl')\n"
-        "if redis.call('exists', KEYS[1]) == 0 then\n"
+        "if ARGV[2] == 'moved' then\n"
+        "  reborn(1, math.max(tonumber(m[3]) or 0, tonumber(ARGV[1]) or 0), 'moved', run)\n"
+        "elseif redis.call('exists', KEYS[1]) == 0 then\n"
         "  reborn(1, tonumber(ARGV[1]) or 0, 'lost', run)\n"
         "elseif not m[1] then\n"
         "  local p = redis.call('info', 'persistence')\n"
@@ -296,7 +306,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "elseif not f[4] then redis.call('hset', KEYS[1], 'served', 1) end\n"
         "if f[4] and window > age then window = age end\n"
         "local cause = 0\n"
-        "if f[6] == 'lost' then cause = 1 elseif f[6] == 'restart' then cause = 2 end\n"
+        "if f[6] == 'lost' then cause = 1 elseif f[6] == 'restart' then cause = 2\n"
+        "elseif f[6] == 'moved' then cause = 3 end\n"
         "local durable = 0\n"
         "if f[7] == run then durable = 1 end\n"
         "if redis.call('type', KEYS[2]).ok == 'zset' then\n"

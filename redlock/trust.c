@@ -186,6 +186,7 @@ static const char *cause_words(int cause)
     switch (cause) {
     case RL_MEM_CAUSE_RESTART: return "restarted, data may lack grants";
     case RL_MEM_CAUSE_LOST: return "lost its data (or is new)";
+    case RL_MEM_CAUSE_MOVED: return "its name moved to a new server";
     default: return "its memory is new";
     }
 }

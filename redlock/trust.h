@@ -17,7 +17,14 @@
 /* What a master said of its memory marker (the CHECK and acquire scripts,
  * script.c). */
 enum rl_mem_state { RL_MEM_COUNTS, RL_MEM_YOUNG, RL_MEM_PENDING };
-enum rl_mem_cause { RL_MEM_CAUSE_NONE, RL_MEM_CAUSE_LOST, RL_MEM_CAUSE_RESTART };
+/* MOVED: a client reached the master at a new address of its name (the CHECK
+ * said so): the server there never saw the old one's grants. */
+enum rl_mem_cause {
+    RL_MEM_CAUSE_NONE,
+    RL_MEM_CAUSE_LOST,
+    RL_MEM_CAUSE_RESTART,
+    RL_MEM_CAUSE_MOVED
+};
 typedef struct rl_marker {
     int64_t age_ms;     /* since it was born (or settled) */
     uint32_t window_ms; /* it counts once this old */

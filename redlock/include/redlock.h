@@ -390,8 +390,11 @@ typedef struct redlock_config {
                                  rediss://...  (TLS)
                                  unix://[user:password@]/path/to.sock[?db=N]
                                URL credentials override username/password for
-                               that master. Host names are resolved once, by
-                               client_new. */
+                               that master. Host names are resolved by
+                               client_new, and again before each reconnect
+                               (a master whose name moved sits out its
+                               window there: NOTES.md §4, "Names that
+                               move"). */
     const char *key_prefix; /* prepended to every resource name; default "" */
     const char *username;   /* ACL user for AUTH, or NULL */
     const char *password;   /* AUTH password, or NULL for none */
@@ -585,7 +588,10 @@ uint64_t redlock_drift_margin_ms(uint32_t ttl_ms, double drift_factor);
  *
  * Connections are opened in the background; a master that is down does not
  * make this call fail (its votes fail until it is back). Host names are
- * resolved here, once.
+ * resolved here (ERESOLVE if one does not resolve), and again, off the
+ * loop's thread, before each reconnect: a name that moved is followed, and
+ * the server it moved to sits out the leases it never saw; one that stops
+ * resolving keeps its address (a warning in the log).
  *
  * Two entries with one address are refused here (EINVAL). Two entries that
  * reach one redis-server otherwise (a unix socket and a port, two dbs) are

@@ -1,0 +1,153 @@
+/* resolve.c - a master's name looked up on a thread of its own (resolve.h).
+ *
+ * One job per look-up, two holders: the thread, until it has written its
+ * answer and the byte that wakes the loop; the owner, until the answer has
+ * been read or it cancelled. The last to let go frees the job and closes
+ * the pipe; the thread never touches the event, which only the loop's
+ * thread adds, fires and frees.
+ */
+#include "resolve.h"
+#include "addr.h"
+
+#include <event2/event.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct rl_resolve {
+    pthread_mutex_t mu; /* refs and the answer */
+    int refs;           /* the thread, the owner */
+    int fds[2];         /* the thread writes one byte to fds[1] when the answer is in */
+    struct event *ev;   /* fds[0] on the owner's base; owner's side only */
+    rl_resolve_fn *fn;
+    void *arg;
+    char host[RL_HOST_MAX];
+    int gai; /* the answer */
+    char ip[64];
+    int naddrs;
+};
+
+static void job_unref(rl_resolve *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool last = --r->refs == 0;
+    pthread_mutex_unlock(&r->mu);
+    if (!last)
+        return;
+    close(r->fds[0]);
+    close(r->fds[1]);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+}
+
+static void *job_run(void *p)
+{
+    rl_resolve *r = p;
+    char ip[64] = "";
+    int naddrs = 0;
+    int gai = rl_addr_lookup(r->host, ip, &naddrs);
+    pthread_mutex_lock(&r->mu);
+    r->gai = gai;
+    memcpy(r->ip, ip, sizeof(r->ip));
+    r->naddrs = naddrs;
+    pthread_mutex_unlock(&r->mu);
+    /* The pipe is empty and its read end open (we hold a reference): one
+     * byte never blocks and never raises SIGPIPE. */
+    char b = 1;
+    while (write(r->fds[1], &b, 1) < 0 && errno == EINTR)
+        ;
+    job_unref(r);
+    return NULL;
+}
+
+static void job_on_answer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)what;
+    rl_resolve *r = arg;
+    char b;
+    while (read(fd, &b, 1) < 0 && errno == EINTR)
+        ;
+    char ip[64];
+    pthread_mutex_lock(&r->mu);
+    int gai = r->gai, naddrs = r->naddrs;
+    memcpy(ip, r->ip, sizeof(ip));
+    pthread_mutex_unlock(&r->mu);
+    rl_resolve_fn *fn = r->fn;
+    void *fn_arg = r->arg;
+    event_free(r->ev);
+    job_unref(r); /* the owner's: it is done with the job before it hears the answer */
+    fn(fn_arg, gai, ip, naddrs);
+}
+
+static int pipe_cloexec(int fds[2])
+{
+    if (pipe(fds) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0) {
+            close(fds[0]);
+            close(fds[1]);
+            return -1;
+        }
+    return 0;
+}
+
+rl_resolve *rl_resolve_start(struct event_base *base, const char *host, rl_resolve_fn *fn,
+                             void *arg)
+{
+    rl_resolve *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    if (pipe_cloexec(r->fds) != 0) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    r->refs = 2;
+    r->fn = fn;
+    r->arg = arg;
+    snprintf(r->host, sizeof(r->host), "%s", host);
+    r->ev = event_new(base, r->fds[0], EV_READ, job_on_answer, r);
+    if (!r->ev || event_add(r->ev, NULL) != 0)
+        goto fail;
+    /* The thread takes no signal of the program's: they stay with the
+     * threads that expect them (it inherits this mask). */
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    if (pthread_attr_init(&attr) != 0)
+        goto fail;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, job_run, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0)
+        goto fail;
+    return r;
+fail:
+    if (r->ev)
+        event_free(r->ev);
+    close(r->fds[0]);
+    close(r->fds[1]);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    return NULL;
+}
+
+void rl_resolve_cancel(rl_resolve *r)
+{
+    if (!r)
+        return;
+    event_free(r->ev);
+    r->ev = NULL;
+    job_unref(r);
+}
