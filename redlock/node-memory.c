@@ -8,7 +8,7 @@
  * VOUCH tells the marker, so that a marker outliving a restart is trusted
  * only where the process before it kept every acknowledged write.
  */
-#include "node.h"
+#include "node-memory.h"
 #include "cmd.h"
 #include "script.h"
 
