@@ -129,19 +129,25 @@ static const rl_conn_hooks node_hooks = { .on_close = node_on_close };
  * confused). A NULL reply means the connection failed: node_on_close
  * handles that. */
 
+/* The text of an error reply, or NULL for anything else (an answer the
+ * handshake goes on after, or no reply: node_on_close has it). */
+static const char *hs_error(const rl_reply *r)
+{
+    return r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, NULL) : NULL;
+}
+
 static void hs_on_auth(void *arg, const rl_reply *r, int err, const char *why)
 {
     (void)err;
     (void)why;
-    rl_node *n = arg;
-    if (!r || rl_reply_type(r) != RL_REPLY_ERROR)
+    const char *s = hs_error(r);
+    if (!s)
         return;
     char msg[REDLOCK_VOTE_DETAIL_LEN];
-    const char *s = rl_reply_str(r, NULL);
     int code = rl_classify_error_reply(s, strlen(s));
     /* No advice here: outcome.c adds it once, to the whole message. */
     snprintf(msg, sizeof(msg), "AUTH failed: %.60s", s);
-    node_fail(n, code == REDLOCK_EUNAVAIL ? code : REDLOCK_EAUTH, msg);
+    node_fail(arg, code == REDLOCK_EUNAVAIL ? code : REDLOCK_EAUTH, msg);
 }
 
 static void hs_on_select(void *arg, const rl_reply *r, int err, const char *why)
@@ -149,11 +155,11 @@ static void hs_on_select(void *arg, const rl_reply *r, int err, const char *why)
     (void)err;
     (void)why;
     rl_node *n = arg;
-    if (!r || rl_reply_type(r) != RL_REPLY_ERROR)
+    const char *s = hs_error(r);
+    if (!s)
         return;
     char msg[REDLOCK_VOTE_DETAIL_LEN];
-    snprintf(msg, sizeof(msg), "SELECT %d failed: %.60s", n->addr.db, rl_reply_str(r, NULL));
-    const char *s = rl_reply_str(r, NULL);
+    snprintf(msg, sizeof(msg), "SELECT %d failed: %.60s", n->addr.db, s);
     node_fail(n, rl_classify_error_reply(s, strlen(s)), msg);
 }
 
