@@ -615,7 +615,7 @@ static void check_state(const char *op, int status, const redlock_status *st,
     if (st == NULL || redlock_status_masters(st) != N_FAKES ||
         redlock_status_quorum(st) != N_FAKES / 2 + 1 || redlock_status_answered(st) > N_FAKES ||
         redlock_status_held(st) > redlock_status_answered(st) ||
-        !terminated(redlock_status_majority_token(st), sizeof(redlock_status_majority_token(st))))
+        !terminated(redlock_status_majority_token(st), REDLOCK_TOKEN_MAX + 1))
         fail("status counts out of range", op);
     for (int i = 0; i < N_FAKES; i++) {
         const redlock_master_state *m = redlock_status_master(st, i);

@@ -353,11 +353,16 @@ run_fuzz() {
         CC=clang configure "$dir" -Dfuzz=true -Dtests=disabled -Db_sanitize=address,undefined \
             -Db_lundef=false "$@" >/dev/null || { stage_failed "$label: meson setup failed"; return; }
     fi
-    if REDLOCK_FUZZ_BUILD=$dir tools/fuzz.sh "$fuzz_secs"; then
+    local rc=0 nreports=0
+    REDLOCK_FUZZ_BUILD=$dir tools/fuzz.sh "$fuzz_secs" || rc=$?
+    # A harness that crashed left its sanitizer report in $SAN: print it
+    # here, under this stage, or the next stage would count it as its own.
+    sanitizer_reports "$label" || nreports=$?
+    if ((rc == 0 && nreports == 0)); then
         passed=$((passed + 1))
         echo "$PROG: $label: 1 passed, 0 failed ($((SECONDS - t0)) s)"
     else
-        stage_failed "$label: failed (the input is printed above)"
+        stage_failed "$label: failed (the input and any sanitizer report are printed above)"
     fi
 }
 
