@@ -7,11 +7,14 @@
  * keys and whether it keeps every write (AOF appendfsync always), which
  * VOUCH tells the marker, so that a marker outliving a restart is trusted
  * only where the process before it kept every acknowledged write.
+ * What the answers make of the master: whether its vote may count now
+ * (rl_node_vote_counts), what it has natively, and its events.
  */
 #include "node-memory.h"
 #include "cmd.h"
 #include "script.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -170,4 +173,61 @@ bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now)
      * transaction will go on (a node that is down reconnects on demand,
      * perhaps to another process: its clock is read again first). */
     return n->state == RL_NODE_UP && rl_trust_fast(&n->trust, want_ms, now);
+}
+
+bool rl_node_excluded(const rl_node *n, char *why, size_t len)
+{
+    if (n->twin >= 0) {
+        /* Refused as another name for master twin: never counts (its
+         * connection is closed; this guards any reply that outlived it). */
+        snprintf(why, len, "same server as master %d: each master must be a separate redis-server",
+                 n->twin);
+        return true;
+    }
+    return rl_trust_excluded(&n->trust, n->env->cfg, rl_now_us(), why, len);
+}
+
+bool rl_node_vote_counts(const rl_node *n, char *why, size_t len)
+{
+    if (rl_node_excluded(n, why, len))
+        return false;
+    if (n->env->cfg->restart_guard && !n->trust.checked) {
+        /* The CHECK's answer comes before any vote's on one connection:
+         * a vote without it ran on a process nobody has checked. */
+        snprintf(why, len, "who the master is was not checked on this connection");
+        return false;
+    }
+    return true;
+}
+
+bool rl_node_native(const rl_node *n, unsigned native)
+{
+    return n->state == RL_NODE_UP && n->id_current && (n->trust.native & native) == native;
+}
+
+void rl_node_native_refused(rl_node *n, unsigned native, const char *why)
+{
+    if (!(n->trust.native & native))
+        return;
+    n->trust.native &= ~native;
+    rl_node_log(n, REDLOCK_LOG_WARN,
+                "says it is %s but answered SET IFEQ with: %s; scripts from now on",
+                n->trust.version, why);
+}
+
+void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)
+{
+    const redlock_config *cfg = n->env->cfg;
+    if (!cfg->event_fn && !(cfg->log_fn && REDLOCK_LOG_WARN >= cfg->log_level))
+        return;
+    char msg[256];
+    int len = snprintf(msg, sizeof(msg), "master %u (%s): ", n->idx, n->addr.name);
+    va_list ap;
+    va_start(ap, fmt);
+    if (len > 0 && (size_t)len < sizeof(msg))
+        vsnprintf(msg + len, sizeof(msg) - (size_t)len, fmt, ap);
+    va_end(ap);
+    rl_log(cfg, REDLOCK_LOG_WARN, "%s", msg);
+    if (n->env->on_event)
+        n->env->on_event(n, status, event, msg, n->env->arg);
 }

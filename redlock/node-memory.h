@@ -1,5 +1,7 @@
 /* node-memory.h - what a master remembers, and who it is (node-memory.c):
- * the questions the handshake and every probe ask. Part of the node's face
+ * the questions the handshake and every probe ask, and what the answers
+ * make of its votes (may they count; what it has natively; its clock and
+ * restart events). Part of the node's face
  * (node.h includes it).
  */
 #ifndef REDLOCK_NODE_MEMORY_H
@@ -21,5 +23,26 @@ bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now);
 /* Ask them now on the node's connection, unless they are in flight (a
  * vote found the marker not as the last CHECK said). */
 void rl_node_recheck(rl_node *n);
+
+/* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
+ * twin)? Writes why. */
+bool rl_node_excluded(const rl_node *n, char *why, size_t len);
+/* May an OK that @n sent now count: not excluded, and who the master is
+ * was checked on this connection (CHECK)? Writes why not. */
+bool rl_node_vote_counts(const rl_node *n, char *why, size_t len);
+
+/* Has the server on @n's connection @native (RL_NATIVE_*, trust.h), as the
+ * INFO of this very connection said? */
+bool rl_node_native(const rl_node *n, unsigned native);
+/* It claimed @native and answered a native command wrongly (@why): the
+ * connection gets the scripts from now on (a lying master is named once,
+ * in the vote and in the log; its next connection is asked again). */
+void rl_node_native_refused(rl_node *n, unsigned native, const char *why);
+
+/* A clock or restart event: a log line (WARN) and the env's on_event (the
+ * config's event hook). @status: REDLOCK_EUNTRUSTED when it takes the master
+ * out of quorums now, else 0. */
+void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -250,36 +250,13 @@ static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
     node_notify(n);
 }
 
-/* Credentials for @n: a URL's own win over the config's. */
-static void node_credentials(const rl_node *n, const char **user, const char **pass)
-{
-    if (n->addr.has_password) {
-        *user = n->addr.user[0] ? n->addr.user : NULL;
-        *pass = n->addr.password;
-    } else {
-        *user = CFG(n)->username;
-        *pass = CFG(n)->password;
-    }
-}
-
-static int send_auth(rl_node *n, rl_conn *conn, rl_reply_fn *fn)
-{
-    const char *user, *pass;
-    node_credentials(n, &user, &pass);
-    if (!pass)
-        return 0;
-    const char *argv[3] = { "AUTH", user ? user : pass, pass };
-    size_t lens[3] = { 4, strlen(argv[1]), strlen(argv[2]) };
-    return rl_conn_send(conn, fn, n, user ? 3 : 2, argv, lens);
-}
-
 /* Queue the handshake: AUTH, SELECT, the scripts, who this master is
  * (INFO), what it remembers and whether it may evict (the marker, CONFIG),
  * and PING, whose reply marks the node up. */
 static int node_handshake(rl_node *n)
 {
     rl_conn *conn = n->conn;
-    int rc = send_auth(n, conn, hs_on_auth);
+    int rc = rl_node_send_auth(n, conn, hs_on_auth);
     char db[16];
     if (!rc && n->addr.db >= 0) {
         const char *argv[2] = { "SELECT", db };
@@ -307,11 +284,7 @@ static int node_handshake(rl_node *n)
 static void node_open(rl_node *n)
 {
     const redlock_config *cfg = CFG(n);
-    bool tls = n->env->tls && n->addr.kind == RL_ADDR_TCP && (n->addr.tls || cfg->tls);
-    rl_conn_opts o = { .addr = &n->addr,
-                       .base = n->env->base,
-                       .tls = tls ? n->env->tls : NULL,
-                       .max_reply_bytes = cfg->max_reply_bytes };
+    rl_conn_opts o = rl_node_conn_opts(n, false);
     char why[REDLOCK_VOTE_DETAIL_LEN] = "";
     n->connect_us = rl_now_us();
     n->id_current = false;
@@ -517,114 +490,4 @@ void rl_node_close(rl_node *n)
         node_set_down(n, REDLOCK_ESHUTDOWN, "client shutting down");
         rl_conn_close(n->conn, REDLOCK_ESHUTDOWN, "client shutting down");
     }
-}
-
-bool rl_node_excluded(const rl_node *n, char *why, size_t len)
-{
-    if (n->twin >= 0) {
-        /* Refused as another name for master twin: never counts (its
-         * connection is closed; this guards any reply that outlived it). */
-        snprintf(why, len, "same server as master %d: each master must be a separate redis-server",
-                 n->twin);
-        return true;
-    }
-    return rl_trust_excluded(&n->trust, CFG(n), rl_now_us(), why, len);
-}
-
-bool rl_node_vote_counts(const rl_node *n, char *why, size_t len)
-{
-    if (rl_node_excluded(n, why, len))
-        return false;
-    if (CFG(n)->restart_guard && !n->trust.checked) {
-        /* The CHECK's answer comes before any vote's on one connection:
-         * a vote without it ran on a process nobody has checked. */
-        snprintf(why, len, "who the master is was not checked on this connection");
-        return false;
-    }
-    return true;
-}
-
-bool rl_node_native(const rl_node *n, unsigned native)
-{
-    return n->state == RL_NODE_UP && n->id_current && (n->trust.native & native) == native;
-}
-
-void rl_node_native_refused(rl_node *n, unsigned native, const char *why)
-{
-    if (!(n->trust.native & native))
-        return;
-    n->trust.native &= ~native;
-    rl_node_log(n, REDLOCK_LOG_WARN,
-                "says it is %s but answered SET IFEQ with: %s; scripts from now on",
-                n->trust.version, why);
-}
-
-void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)
-{
-    const redlock_config *cfg = CFG(n);
-    if (!cfg->event_fn && !(cfg->log_fn && REDLOCK_LOG_WARN >= cfg->log_level))
-        return;
-    char msg[256];
-    int len = snprintf(msg, sizeof(msg), "master %u (%s): ", n->idx, n->addr.name);
-    va_list ap;
-    va_start(ap, fmt);
-    if (len > 0 && (size_t)len < sizeof(msg))
-        vsnprintf(msg + len, sizeof(msg) - (size_t)len, fmt, ap);
-    va_end(ap);
-    rl_log(cfg, REDLOCK_LOG_WARN, "%s", msg);
-    if (n->env->on_event)
-        n->env->on_event(n, status, event, msg, n->env->arg);
-}
-
-/* ---- the subscriber connection ---------------------------------------------- */
-
-static void sub_on_close(rl_conn *conn, int err, const char *why, void *arg)
-{
-    (void)err;
-    (void)why;
-    rl_node *n = arg;
-    if (n->sub == conn)
-        n->sub = NULL; /* reopened by the next waiter; meanwhile polling covers */
-}
-
-static void sub_on_message(rl_conn *conn, const char *ch, size_t clen, const char *msg, size_t mlen,
-                           void *arg)
-{
-    rl_node *n = arg;
-    if (n->sub == conn && n->env->on_message)
-        n->env->on_message(n, ch, clen, msg, mlen, n->env->arg);
-}
-
-static const rl_conn_hooks sub_hooks = { .on_close = sub_on_close, .on_message = sub_on_message };
-
-static void sub_on_auth(void *arg, const rl_reply *r, int err, const char *why)
-{
-    (void)err;
-    (void)why;
-    rl_node *n = arg;
-    if (r && rl_reply_type(r) == RL_REPLY_ERROR && n->sub)
-        rl_conn_close(n->sub, REDLOCK_EAUTH, "AUTH failed on the subscriber connection");
-}
-
-rl_conn *rl_node_subscriber(rl_node *n)
-{
-    if (n->sub || n->state != RL_NODE_UP || !n->timer)
-        return n->sub;
-    const redlock_config *cfg = CFG(n);
-    bool tls = n->env->tls && n->addr.kind == RL_ADDR_TCP && (n->addr.tls || cfg->tls);
-    rl_conn_opts o = { .addr = &n->addr,
-                       .base = n->env->base,
-                       .tls = tls ? n->env->tls : NULL,
-                       .max_reply_bytes = cfg->max_reply_bytes,
-                       .subscriber = true };
-    char why[REDLOCK_VOTE_DETAIL_LEN] = "";
-    if (rl_conn_open(&o, &sub_hooks, n, &n->sub, why, sizeof(why)) != 0) {
-        n->sub = NULL;
-        return NULL;
-    }
-    if (send_auth(n, n->sub, sub_on_auth) != 0) {
-        rl_conn_close(n->sub, REDLOCK_ECONNECT, "cannot queue AUTH");
-        return NULL;
-    }
-    return n->sub;
 }

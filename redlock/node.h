@@ -8,6 +8,7 @@
 #ifndef REDLOCK_NODE_H
 #define REDLOCK_NODE_H
 
+#include "node-conn.h"
 #include "node-memory.h"
 #include "node-types.h"
 
@@ -42,30 +43,5 @@ typedef struct rl_node_tx {
  * would swallow the next command). 0 with *@ret_sent the reply functions
  * that will run (each once); else as rl_node_send, nothing sent. */
 int rl_node_send_tx(rl_node *n, const rl_node_tx *tx, void *arg, bool priority, int *ret_sent);
-
-/* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
- * twin)? Writes why. */
-bool rl_node_excluded(const rl_node *n, char *why, size_t len);
-/* May an OK that @n sent now count: not excluded, and who the master is
- * was checked on this connection (CHECK)? Writes why not. */
-bool rl_node_vote_counts(const rl_node *n, char *why, size_t len);
-
-/* Has the server on @n's connection @native (RL_NATIVE_*, trust.h), as the
- * INFO of this very connection said? */
-bool rl_node_native(const rl_node *n, unsigned native);
-/* It claimed @native and answered a native command wrongly (@why): the
- * connection gets the scripts from now on (a lying master is named once,
- * in the vote and in the log; its next connection is asked again). */
-void rl_node_native_refused(rl_node *n, unsigned native, const char *why);
-
-/* The subscriber connection, opened (with AUTH) if there is none. NULL when
- * the node is down or it cannot be opened: waiters fall back to polling. */
-rl_conn *rl_node_subscriber(rl_node *n);
-
-/* A clock or restart event: a log line (WARN) and the env's on_event (the
- * config's event hook). @status: REDLOCK_EUNTRUSTED when it takes the master
- * out of quorums now, else 0. */
-void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 #endif
