@@ -54,84 +54,67 @@ void tc_hc_put(tc_hist *h, const tc_hist_rec *r)
     cr_assert(eq(int, rc, 0), "tc_hist_write: %s", strerror(-rc));
 }
 
+/* A line about resource "r" by @client over [@inv, @comp], as every lock
+ * line of these cases starts; the caller adds what its op says. */
+static tc_hist_rec lock_line(const char *client, int op, unsigned inv, unsigned comp)
+{
+    return (tc_hist_rec){ .client = client,
+                          .op = op,
+                          .res = "r",
+                          .res_len = 1,
+                          .invoke_us = TC_HC_MS(inv),
+                          .complete_us = TC_HC_MS(comp),
+                          .master = -1 };
+}
+
 void tc_hc_grant(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
                  unsigned vend, uint32_t oks)
 {
-    tc_hist_rec r = { .client = client,
-                      .op = TC_HIST_ACQUIRE,
-                      .res = "r",
-                      .res_len = 1,
-                      .invoke_us = TC_HC_MS(inv),
-                      .complete_us = TC_HC_MS(comp),
-                      .token = tok,
-                      .vend_us = TC_HC_MS(vend),
-                      .has_vend = 1,
-                      .ttl_ms = 1000,
-                      .oks = oks,
-                      .n_ok = (uint32_t)__builtin_popcount(oks),
-                      .master = -1 };
+    tc_hist_rec r = lock_line(client, TC_HIST_ACQUIRE, inv, comp);
+    r.token = tok;
+    r.vend_us = TC_HC_MS(vend);
+    r.has_vend = 1;
+    r.ttl_ms = 1000;
+    r.oks = oks;
+    r.n_ok = (uint32_t)__builtin_popcount(oks);
     tc_hc_put(h, &r);
 }
 
 void tc_hc_refused(tc_hist *h, const char *client, unsigned inv, unsigned comp)
 {
-    tc_hist_rec r = { .client = client,
-                      .op = TC_HIST_ACQUIRE,
-                      .res = "r",
-                      .res_len = 1,
-                      .invoke_us = TC_HC_MS(inv),
-                      .complete_us = TC_HC_MS(comp),
-                      .rc = REDLOCK_ECONFLICT,
-                      .ttl_ms = 1000,
-                      .master = -1 };
+    tc_hist_rec r = lock_line(client, TC_HIST_ACQUIRE, inv, comp);
+    r.rc = REDLOCK_ECONFLICT;
+    r.ttl_ms = 1000;
     tc_hc_put(h, &r);
 }
 
 void tc_hc_release(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
                    int rc)
 {
-    tc_hist_rec r = { .client = client,
-                      .op = TC_HIST_RELEASE,
-                      .res = "r",
-                      .res_len = 1,
-                      .invoke_us = TC_HC_MS(inv),
-                      .complete_us = TC_HC_MS(comp),
-                      .token = tok,
-                      .rc = rc,
-                      .master = -1 };
+    tc_hist_rec r = lock_line(client, TC_HIST_RELEASE, inv, comp);
+    r.token = tok;
+    r.rc = rc;
     tc_hc_put(h, &r);
 }
 
 void tc_hc_extend(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
                   int rc, unsigned vend)
 {
-    tc_hist_rec r = { .client = client,
-                      .op = TC_HIST_EXTEND,
-                      .res = "r",
-                      .res_len = 1,
-                      .invoke_us = TC_HC_MS(inv),
-                      .complete_us = TC_HC_MS(comp),
-                      .token = tok,
-                      .rc = rc,
-                      .vend_us = TC_HC_MS(vend),
-                      .has_vend = 1,
-                      .ttl_ms = 1000,
-                      .master = -1 };
+    tc_hist_rec r = lock_line(client, TC_HIST_EXTEND, inv, comp);
+    r.token = tok;
+    r.rc = rc;
+    r.vend_us = TC_HC_MS(vend);
+    r.has_vend = 1;
+    r.ttl_ms = 1000;
     tc_hc_put(h, &r);
 }
 
 void tc_hc_use(tc_hist *h, const char *client, const char *tok, unsigned inv, unsigned comp,
                int late)
 {
-    tc_hist_rec r = { .client = client,
-                      .op = TC_HIST_USE,
-                      .res = "r",
-                      .res_len = 1,
-                      .invoke_us = TC_HC_MS(inv),
-                      .complete_us = TC_HC_MS(comp),
-                      .token = tok,
-                      .late = late,
-                      .master = -1 };
+    tc_hist_rec r = lock_line(client, TC_HIST_USE, inv, comp);
+    r.token = tok;
+    r.late = late;
     tc_hc_put(h, &r);
 }
 
