@@ -148,6 +148,13 @@ static int parse_uint(const char *s, size_t len, long min, long max)
 #define parse_port(s, len) parse_uint((s), (len), 1, 65535)
 #define parse_db(s, len) parse_uint((s), (len), 0, 65535)
 
+/* Is @host an IP address as inet_pton reads it (v4 or v6)? */
+static bool is_ip(const char *host)
+{
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
 /* A host name or address as written: printable, no spaces; a numeric one
  * must be what inet_pton reads (see the top of the file). */
 static int check_host(const char *entry, const char *host, bool bracketed, redlock_error *e)
@@ -172,8 +179,7 @@ static int check_host(const char *entry, const char *host, bool bracketed, redlo
     struct addrinfo *res = NULL;
     if (getaddrinfo(host, NULL, &hints, &res) == 0) {
         freeaddrinfo(res);
-        unsigned char buf[sizeof(struct in6_addr)];
-        if (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1)
+        if (!is_ip(host))
             BAD("masters: \"%s\": %s is not a plain IP address (write dotted decimal "
                 "without leading zeros: some parsers read 0127.0.0.1 as octal)",
                 RL_QUOTE(entry, 60), host);
@@ -456,9 +462,7 @@ int rl_addr_parse_list(const char *list, rl_addr *out, redlock_error *e)
 
 bool rl_addr_is_name(const rl_addr *a)
 {
-    unsigned char buf[sizeof(struct in6_addr)];
-    return a->kind == RL_ADDR_TCP && inet_pton(AF_INET, a->host, buf) != 1 &&
-           inet_pton(AF_INET6, a->host, buf) != 1;
+    return a->kind == RL_ADDR_TCP && !is_ip(a->host);
 }
 
 /* Print @sa's address into @ip: ::ffff:a.b.c.d is the IPv4 master a.b.c.d,

@@ -86,26 +86,13 @@ static void job_on_answer(evutil_socket_t fd, short what, void *arg)
     fn(fn_arg, gai, ip, naddrs);
 }
 
-static int pipe_cloexec(int fds[2])
-{
-    if (pipe(fds) != 0)
-        return -1;
-    for (int i = 0; i < 2; i++)
-        if (fcntl(fds[i], F_SETFD, FD_CLOEXEC) != 0) {
-            close(fds[0]);
-            close(fds[1]);
-            return -1;
-        }
-    return 0;
-}
-
 rl_resolve *rl_resolve_start(struct event_base *base, const char *host, rl_resolve_fn *fn,
                              void *arg)
 {
     rl_resolve *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
-    if (pipe_cloexec(r->fds) != 0) {
+    if (pipe2(r->fds, O_CLOEXEC) != 0) {
         free(r);
         return NULL;
     }

@@ -16,6 +16,7 @@
  */
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 
 #include <redlock.h>
 
+#include "await.h"
 #include "cluster.h"
 #include "core.h"
 
@@ -422,6 +424,107 @@ static void a_cancel_fired_while_the_client_is_freed_ends_the_wait_once(void)
     tc_del_all(res, strlen(res));
 }
 
+/* Masters written as names are looked up again, on a thread of the
+ * look-up's own (resolve.c), before every reconnect: while sixteen threads
+ * take and release locks and every master drops the client's connections,
+ * and while the client is freed with a look-up in flight. What this adds
+ * to the suite is the look-up thread under TSan and ASan ("localhost"
+ * resolves without any DNS). */
+static atomic_int lookups;
+
+static void count_lookups(int level, const char *msg, void *arg)
+{
+    (void)level;
+    (void)arg;
+    if (strstr(msg, "looking \"localhost\" up again"))
+        atomic_fetch_add(&lookups, 1);
+}
+
+static atomic_int lookup_done, lookup_wins;
+
+static void *lookup_worker(void *arg)
+{
+    struct worker *w = arg;
+    for (int k = 0; k < CYCLES; k++) {
+        redlock_lock *l = NULL;
+        redlock_error e;
+        int rc = redlock_acquire(w->c, w->own, strlen(w->own), TTL_MS, &l, NULL, &e);
+        if (rc == 0) {
+            w->shared_wins++;
+            atomic_fetch_add(&lookup_wins, 1);
+            redlock_release(w->c, l, NULL, NULL);
+            redlock_lock_free(l);
+        } else if (rc != REDLOCK_ENOQUORUM && rc != REDLOCK_ECONFLICT) {
+            /* masters that just dropped us are down for a round trip;
+             * a lock whose release was cut short is held until its ttl */
+            w->shared_bad++;
+            snprintf(w->shared_error, sizeof(w->shared_error), "%s", e.msg);
+        }
+    }
+    atomic_fetch_add(&lookup_done, 1);
+    return NULL;
+}
+
+static void names_are_looked_up_again_beside_the_calls(void)
+{
+    enum { LOOKUP_THREADS = 4 };
+    pthread_t th[LOOKUP_THREADS];
+    redlock_config cfg;
+    char names[512] = "";
+    const char *p = tc_masters();
+    redlock_client *c;
+
+    /* "127.0.0.1:P,..." written as "localhost:P,..." */
+    for (size_t used = 0; *p;) {
+        const char *colon = strchr(p, ':'), *comma = strchr(p, ',');
+        size_t port_len = comma ? (size_t)(comma - colon) : strlen(colon);
+        used += (size_t)snprintf(names + used, sizeof(names) - used, "%slocalhost%.*s",
+                                 used ? "," : "", (int)port_len, colon);
+        p = comma ? comma + 1 : colon + port_len;
+    }
+    tc_config(&cfg);
+    cfg.masters = names;
+    cfg.log_fn = count_lookups;
+    cfg.log_level = REDLOCK_LOG_DEBUG;
+    cfg.reconnect_min_ms = 1;
+    atomic_store(&lookups, 0);
+    atomic_store(&lookup_done, 0);
+    atomic_store(&lookup_wins, 0);
+    c = tc_client(&cfg, -1);
+    for (int i = 0; i < LOOKUP_THREADS; i++) {
+        memset(&workers[i], 0, sizeof(workers[i]));
+        workers[i].c = c;
+        tc_resource(workers[i].own, sizeof(workers[i].own), "threads/names");
+        if (pthread_create(&th[i], NULL, lookup_worker, &workers[i]) != 0)
+            abort();
+    }
+    /* Drop every connection of the client's after each grant, until the
+     * workers are done: each reconnect looks the name up again. */
+    int kills = 0;
+    while (atomic_load(&lookup_done) < LOOKUP_THREADS) {
+        int wins = atomic_load(&lookup_wins);
+        for (int m = 0; m < tc_n(); m++)
+            freeReplyObject(tc_cmd(m, "CLIENT KILL TYPE normal SKIPME yes"));
+        kills++;
+        TC_AWAIT(atomic_load(&lookup_wins) > wins || atomic_load(&lookup_done) == LOOKUP_THREADS,
+                 30000);
+    }
+    for (int i = 0; i < LOOKUP_THREADS; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < LOOKUP_THREADS; i++) {
+        CHECK(workers[i].shared_bad == 0, "thread %d: %s", i, workers[i].shared_error);
+        CHECK(workers[i].shared_wins > 0, "thread %d never held its lock", i);
+    }
+    CHECK(atomic_load(&lookups) > 0, "no look-up in %d rounds of dropped connections", kills);
+    /* Freed with look-ups in flight: drop the connections, then free at
+     * once; the look-up threads end by themselves (ASan, TSan). */
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "CLIENT KILL TYPE normal SKIPME yes"));
+    redlock_client_free(c);
+    for (int i = 0; i < LOOKUP_THREADS; i++)
+        tc_del_all(workers[i].own, strlen(workers[i].own));
+}
+
 int main(void)
 {
     static const struct {
@@ -436,6 +539,8 @@ int main(void)
           freeing_the_client_returns_eshutdown_to_waiting_threads },
         { "threads::a_cancel_fired_while_the_client_is_freed_ends_the_wait_once",
           a_cancel_fired_while_the_client_is_freed_ends_the_wait_once },
+        { "threads::names_are_looked_up_again_beside_the_calls",
+          names_are_looked_up_again_beside_the_calls },
     };
     const int n = (int)(sizeof(tests) / sizeof(tests[0]));
     int failed = 0;
