@@ -145,6 +145,9 @@ failed=0
 # What failed, one line each, printed again at the end: CI keeps only the
 # tail of a long log, and "1 failed" alone does not say which.
 failures=()
+# why: the first lines that say why a test failed (its check, its abort,
+# its sanitizer), a few per stage: CI shows only the last lines of a run.
+why=()
 started=$SECONDS
 
 say() {
@@ -282,8 +285,18 @@ run_tests() {
         local t
         while IFS= read -r t; do
             failures+=("$label: $t")
-        done < <(sed -n 's/^ *[0-9]*\/[0-9]* \(.*[^ ]\) *\(FAIL\|TIMEOUT\|UNEXPECTEDPASS\|ERROR\) .*/\1 \2/p' "$log")
+        done < <(sed -n 's/^ *[0-9]*\/[0-9]* \(.*[^ ]\) *\(FAIL\|TIMEOUT\|UNEXPECTEDPASS\|ERROR\) .*/\1 \2/p' "$log" |
+            awk '!seen[$0]++')
         ((nreports)) && failures+=("$label: $nreports sanitizer report(s)")
+        # A TAP test's checks are on its stdout, which only meson's own log
+        # keeps; a sanitizer's report and the exit status are on the console.
+        while IFS= read -r t; do
+            why+=("$label: ${t:0:200}")
+        done < <({
+            grep -E '^# [a-z0-9_-]+\.c:[0-9]+: |^tc: |Assertion Failed|^\[----\]   [^ ]' \
+                "$dir/meson-logs/testlog.txt" 2>/dev/null
+            grep -E 'exited with status code|^(==[0-9]+==)?ERROR: |runtime error: |WARNING: ThreadSanitizer' "$log"
+        } | head -n 4)
         ((rc != 0)) && [[ -z $(sed -n '/ \(FAIL\|TIMEOUT\) /p' "$log") ]] &&
             failures+=("$label: meson test status $rc")
     fi
@@ -633,6 +646,9 @@ fi
 
 reap_leftovers
 say "done in $((SECONDS - started)) s"
+for f in "${why[@]}"; do
+    echo "WHY     $f"
+done
 for f in "${failures[@]}"; do
     echo "FAILED  $f"
 done
