@@ -2,6 +2,7 @@
 # deps.sh - what redlock builds, tests and benches with, on Debian 12.
 #
 #   tools/deps.sh [--hiredis12] [--valkey] [--valkey9] [--redis8]
+#                 [--redis80] [--valkey81]
 #
 # Always: the Debian 12 packages (compilers, meson, libhiredis-dev 0.14.1,
 # libevent, OpenSSL, criterion, redis-server, abigail-tools, ...). dpkg is
@@ -28,6 +29,14 @@
 #   --redis8      also Redis 8 (SET IFEQ, DELEX): redis-server built the
 #                 same way from experimental's redis source (RSALv2/SSPLv1/
 #                 AGPLv3) into DEPS/redis-8/bin/. Prints the server's path.
+#   --redis80     also Redis 8.0 (Debian 13's), the same way from trixie's
+#                 redis source into DEPS/redis-8.0/bin/.
+#   --valkey81    also Valkey 8.1 (Debian 13's: SET IFEQ), the same way from
+#                 trixie's valkey source into DEPS/valkey-8.1/bin/.
+#   Where the mirror has a source package's upstream tarball but not its
+#   .dsc or Debian part (seen for trixie's stable updates), the tarball
+#   alone is fetched, checked against the signed index's SHA-256, and built
+#   without Debian's patches; the log and the stamp say so.
 #
 # No option changes the system's package setup: each runs apt with a
 # sources list, lists and cache of their own (under DEPS/apt/, removed once
@@ -91,7 +100,7 @@ die_log() {
 wants=()
 for arg; do
     case $arg in
-    --hiredis12 | --valkey | --valkey9 | --redis8) wants+=("$arg") ;;
+    --hiredis12 | --valkey | --valkey9 | --redis8 | --redis80 | --valkey81) wants+=("$arg") ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$PROG: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
     esac
@@ -168,11 +177,18 @@ ensure_packages "apt packages" "${PACKAGES[@]}"
 # --- apt of our own, for packages from other Debian suites ---------------------
 
 mkdir -p -- "$DEPS" "$LOGS"
-exec 9>"$DEPS/.lock"
-if ! flock -n 9; then
-    say "another deps.sh is working in $DEPS: waiting for it"
-    flock 9
-fi
+
+# dep_lock NAME: one deps.sh at a time works on DEPS/NAME (its work dir, its
+# apt state); others may fetch other things beside it (run-tests.sh builds
+# the servers in the background while its stages fetch hiredis). Holding fd
+# 9 on NAME's lock file: the next dep_lock lets the previous one go.
+dep_lock() {
+    exec 9>"$DEPS/.lock-$1"
+    if ! flock -n 9; then
+        say "another deps.sh is working on $DEPS/$1: waiting for it"
+        flock 9
+    fi
+}
 
 # private_apt NAME SOURCES_LINE: set APT_OPTS to run apt-get and apt-cache on
 # a sources list, lists dir and cache of their own in DEPS/apt/NAME. Nothing
@@ -235,12 +251,13 @@ install_stage() {
 hiredis12() {
     local dir=$DEPS/hiredis-1.2 work=$DEPS/work/hiredis-1.2 log=$LOGS/hiredis-1.2.log
     local ver dsc stage
+    dep_lock hiredis-1.2
     if stamp_ok "$dir" hiredis && grep -qx "prefix=$dir" "$dir/lib/pkgconfig/hiredis.pc" 2>/dev/null; then
         say "hiredis 1.2: $(sed -n 2p "$dir/.redlock-deps") ready in $dir"
         echo "$dir"
         return 0
     fi
-    fetch_index "hiredis 1.2" "trixie's source index" trixie-src "deb-src [signed-by=$KEYRING] $MIRROR trixie main"
+    fetch_index "hiredis 1.2" "trixie's source index" hiredis-1.2 "deb-src [signed-by=$KEYRING] $MIRROR trixie main"
     ver=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source hiredis 2>>"$log" |
         sed -n 's/^Version: //p' | sort -V | tail -n 1)
     [[ -n $ver ]] || die_log "$log" "hiredis 1.2: no hiredis source package in trixie"
@@ -274,7 +291,7 @@ hiredis12() {
     link_check "$stage$dir" "$work/check" >>"$log" 2>&1 ||
         die_log "$log" "hiredis 1.2: a program using redisConnect and redisCreateSSLContext does not link"
 
-    install_stage "hiredis 1.2" "$stage$dir" "$dir" hiredis "$ver" trixie-src
+    install_stage "hiredis 1.2" "$stage$dir" "$dir" hiredis "$ver" hiredis-1.2
     echo "$dir"
 }
 
@@ -333,6 +350,7 @@ valkey8() {
     local dir=$DEPS/valkey-8 work=$DEPS/work/valkey-8 log=$LOGS/valkey-8.log
     local ver deb stage
     local -a libs
+    dep_lock valkey-8
     if stamp_ok "$dir" valkey && [[ -x $dir/usr/bin/valkey-server ]]; then
         say "valkey 8: $(sed -n 2p "$dir/.redlock-deps") ready in $dir"
         echo "$dir/usr/bin/valkey-server"
@@ -407,14 +425,15 @@ start_check() {
 server_from_source() {
     local label=$1 name=$2 suite=$3 pkg=$4 major=$5 binary=$6
     local dir=$DEPS/$name work=$DEPS/work/$name log=$LOGS/$name.log
-    local ver dsc stage t0
+    local ver stage t0 how
+    dep_lock "$name"
     if stamp_ok "$dir" "$pkg" && [[ -x $dir/bin/$binary ]]; then
         say "$label: $(sed -n 2p "$dir/.redlock-deps") ready in $dir"
         echo "$dir/bin/$binary"
         return 0
     fi
     t0=$SECONDS
-    fetch_index "$label" "$suite's source index" "$suite-src" "deb-src [signed-by=$KEYRING] $MIRROR $suite main"
+    fetch_index "$label" "$suite's source index" "$name" "deb-src [signed-by=$KEYRING] $MIRROR $suite main"
     ver=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source "$pkg" 2>>"$log" |
         sed -n 's/^Version: //p' | sort -V | tail -n 1)
     [[ -n $ver ]] || die_log "$log" "$label: no $pkg source package in $suite"
@@ -422,13 +441,16 @@ server_from_source() {
         die "$label: $suite's $pkg is $ver, not $major.x: this script needs updating"
 
     say "$label: fetching and unpacking Debian's $pkg $ver source"
-    (cd -- "$work" && apt-get "${APT_OPTS[@]}" source --download-only "$pkg=$ver") >>"$log" 2>&1 ||
-        die_log "$log" "$label: apt-get source failed"
-    # As for hiredis: apt checked the files against the signed index,
-    # dpkg-source checks them against the .dsc.
-    ver=${ver#*:}
-    dsc=$work/${pkg}_$ver.dsc
-    dpkg-source -x "$dsc" "$work/src" >>"$log" 2>&1 || die_log "$log" "$label: dpkg-source -x failed"
+    if (cd -- "$work" && apt-get "${APT_OPTS[@]}" source --download-only "$pkg=$ver") >>"$log" 2>&1; then
+        # As for hiredis: apt checked the files against the signed index,
+        # dpkg-source checks them against the .dsc.
+        dpkg-source -x "$work/${pkg}_${ver#*:}.dsc" "$work/src" >>"$log" 2>&1 ||
+            die_log "$log" "$label: dpkg-source -x failed"
+        how="Debian's source package"
+    else
+        orig_alone "$label" "$pkg" "$ver"
+        how="upstream's tarball from Debian's source package, without Debian's patches (the mirror lacks the rest)"
+    fi
 
     say "$label: building $binary alone (make -j$(nproc); a few minutes on two cores)"
     nice -n 10 make -C "$work/src/src" -j "$(nproc)" "$binary" BUILD_TLS=no MALLOC=libc \
@@ -436,18 +458,40 @@ server_from_source() {
     stage=$work/stage
     mkdir -p -- "$stage/bin" "$stage/share/doc/$pkg"
     cp -- "$work/src/src/$binary" "$stage/bin/"
-    cp -- "$work/src/debian/copyright" "$stage/share/doc/$pkg/"
+    [[ ! -f $work/src/debian/copyright ]] || cp -- "$work/src/debian/copyright" "$stage/share/doc/$pkg/"
     for f in COPYING LICENSE.txt; do
         [[ ! -f $work/src/$f ]] || cp -- "$work/src/$f" "$stage/share/doc/$pkg/"
     done
+    echo "$how" >"$stage/share/doc/$pkg/SOURCE"
 
     say "$label: checking that it starts and answers PING"
     start_check "$stage/bin" "$stage/bin/$binary" redis-cli >>"$log" 2>&1 ||
         die_log "$log" "$label: $binary does not start"
 
-    install_stage "$label" "$stage" "$dir" "$pkg" "$ver" "$suite-src"
+    install_stage "$label" "$stage" "$dir" "$pkg" "$ver" "$name"
     say "$label: fetched and built in $((SECONDS - t0)) s"
     echo "$dir/bin/$binary"
+}
+
+# orig_alone LABEL PACKAGE VERSION: the upstream tarball of PACKAGE VERSION
+# (the *.orig.tar.* the signed index lists) into $work/src, checked against
+# the index's SHA-256 by apt's own downloader. For a mirror that has the
+# tarball but not the .dsc or the Debian part: the upstream source carries
+# its deps/, which is all the server alone needs.
+orig_alone() {
+    local label=$1 pkg=$2 ver=$3 rec dir file sum
+    say "$label: the mirror lacks part of $pkg $ver's source package: fetching the upstream tarball alone"
+    rec=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source "$pkg" 2>>"$log" |
+        awk -v v="$ver" '/^Package: /{keep=0} /^Version: /{keep=($2==v)} keep')
+    dir=$(sed -n 's/^Directory: //p' <<<"$rec")
+    read -r sum file < <(sed -n '/^Checksums-Sha256:/,/^[^ ]/{/^ /p}' <<<"$rec" |
+        awk '$3 ~ /\.orig\.tar\./{print $1, $3; exit}')
+    [[ -n $dir && -n $file && -n $sum ]] || die_log "$log" "$label: no upstream tarball listed for $pkg $ver"
+    /usr/lib/apt/apt-helper "${APT_OPTS[@]}" download-file "$MIRROR/$dir/$file" "$work/$file" "SHA256:$sum" \
+        >>"$log" 2>&1 || die_log "$log" "$label: cannot fetch $MIRROR/$dir/$file (or its SHA-256 differs)"
+    mkdir -p -- "$work/src"
+    tar -xf "$work/$file" -C "$work/src" --strip-components=1 >>"$log" 2>&1 ||
+        die_log "$log" "$label: cannot unpack $file"
 }
 
 for want in "${wants[@]}"; do
@@ -456,5 +500,7 @@ for want in "${wants[@]}"; do
     --valkey) valkey8 ;;
     --valkey9) server_from_source "valkey 9" valkey-9 sid valkey 9 valkey-server ;;
     --redis8) server_from_source "redis 8" redis-8 experimental redis 8 redis-server ;;
+    --redis80) server_from_source "redis 8.0" redis-8.0 trixie redis 8.0 redis-server ;;
+    --valkey81) server_from_source "valkey 8.1" valkey-8.1 trixie valkey 8.1 valkey-server ;;
     esac
 done
