@@ -453,7 +453,9 @@ server_from_source() {
     fi
 
     say "$label: building $binary alone (make -j$(nproc); a few minutes on two cores)"
-    nice -n 10 make -C "$work/src/src" -j "$(nproc)" "$binary" BUILD_TLS=no MALLOC=libc \
+    # GIT_DIR: the server's version line takes the git commit around its
+    # source, which under .deps/ would be ours.
+    GIT_DIR=/nonexistent nice -n 10 make -C "$work/src/src" -j "$(nproc)" "$binary" BUILD_TLS=no MALLOC=libc \
         USE_SYSTEMD=no OPTIMIZATION=-O2 >>"$log" 2>&1 || die_log "$log" "$label: make failed"
     stage=$work/stage
     mkdir -p -- "$stage/bin" "$stage/share/doc/$pkg"
