@@ -217,6 +217,10 @@ stamp_ok() {
 
 # fetch_index LABEL WHICH NAME SOURCES_LINE: a fresh $work dir and $log (the
 # caller's), then apt of our own (DEPS/apt/NAME) reads that one source.
+# apt-get update says only "W: Failed to fetch" (status 0) for a mirror it
+# cannot reach: that is an error here. (And `|| true` after each apt-cache
+# look-up below: one that finds nothing fails, and set -e would exit
+# without the recipe's own message.)
 fetch_index() {
     rm -rf -- "$work"
     mkdir -p -- "$work"
@@ -228,6 +232,9 @@ fetch_index() {
             die_log "$log" "$1: $KEYRING cannot verify $2 (an old debian-archive-keyring? apt-get install debian-archive-keyring)"
         fi
         die_log "$log" "$1: apt-get update failed"
+    fi
+    if grep -q '^W: Failed to fetch' "$log"; then
+        die_log "$log" "$1: cannot read $2 from $MIRROR (REDLOCK_DEBIAN_MIRROR)"
     fi
 }
 
@@ -259,7 +266,7 @@ hiredis12() {
     fi
     fetch_index "hiredis 1.2" "trixie's source index" hiredis-1.2 "deb-src [signed-by=$KEYRING] $MIRROR trixie main"
     ver=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source hiredis 2>>"$log" |
-        sed -n 's/^Version: //p' | sort -V | tail -n 1)
+        sed -n 's/^Version: //p' | sort -V | tail -n 1) || true
     [[ -n $ver ]] || die_log "$log" "hiredis 1.2: no hiredis source package in trixie"
     [[ ${ver#*:} == 1.2.* ]] ||
         die "hiredis 1.2: trixie's hiredis is $ver, not 1.2.x: this script needs updating"
@@ -359,7 +366,7 @@ valkey8() {
     fetch_index "valkey 8" "bookworm-backports' index" bookworm-backports "deb [signed-by=$KEYRING] $MIRROR bookworm-backports main"
     mkdir -p -- "$work/debs"
     ver=$(apt-cache "${APT_OPTS[@]}" show valkey-server 2>>"$log" |
-        sed -n 's/^Version: //p' | sort -V | tail -n 1)
+        sed -n 's/^Version: //p' | sort -V | tail -n 1) || true
     [[ -n $ver ]] || die_log "$log" "valkey 8: no valkey-server in bookworm-backports"
     [[ ${ver#*:} == 8.* ]] ||
         die "valkey 8: bookworm-backports' valkey-server is $ver, not 8.x: this script needs updating"
@@ -435,7 +442,7 @@ server_from_source() {
     t0=$SECONDS
     fetch_index "$label" "$suite's source index" "$name" "deb-src [signed-by=$KEYRING] $MIRROR $suite main"
     ver=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source "$pkg" 2>>"$log" |
-        sed -n 's/^Version: //p' | sort -V | tail -n 1)
+        sed -n 's/^Version: //p' | sort -V | tail -n 1) || true
     [[ -n $ver ]] || die_log "$log" "$label: no $pkg source package in $suite"
     [[ ${ver#*:} == "$major".* ]] ||
         die "$label: $suite's $pkg is $ver, not $major.x: this script needs updating"
@@ -484,7 +491,7 @@ orig_alone() {
     local label=$1 pkg=$2 ver=$3 rec dir file sum
     say "$label: the mirror lacks part of $pkg $ver's source package: fetching the upstream tarball alone"
     rec=$(apt-cache "${APT_OPTS[@]}" showsrc --only-source "$pkg" 2>>"$log" |
-        awk -v v="$ver" '/^Package: /{keep=0} /^Version: /{keep=($2==v)} keep')
+        awk -v v="$ver" '/^Package: /{keep=0} /^Version: /{keep=($2==v)} keep') || true
     dir=$(sed -n 's/^Directory: //p' <<<"$rec")
     read -r sum file < <(sed -n '/^Checksums-Sha256:/,/^[^ ]/{/^ /p}' <<<"$rec" |
         awk '$3 ~ /\.orig\.tar\./{print $1, $3; exit}')
