@@ -36,7 +36,8 @@
 #   Where the mirror has a source package's upstream tarball but not its
 #   .dsc or Debian part (seen for trixie's stable updates), the tarball
 #   alone is fetched, checked against the signed index's SHA-256, and built
-#   without Debian's patches; the log and the stamp say so.
+#   without Debian's patches; the log and DEPS/NAME/share/doc/*/SOURCE
+#   say so.
 #
 # No option changes the system's package setup: each runs apt with a
 # sources list, lists and cache of their own (under DEPS/apt/, removed once
@@ -245,7 +246,8 @@ install_stage() {
     rm -rf -- "$3"
     mv -- "$2" "$3"
     rm -rf -- "$work" "$DEPS/apt/$6"
-    rmdir -- "$DEPS/work" "$DEPS/apt" 2>/dev/null || true
+    # DEPS/work and DEPS/apt stay, empty or not: another deps.sh may be
+    # making its own dir under them this moment (dep_lock is per NAME).
     say "$1: $5 ready in $3"
 }
 
