@@ -196,6 +196,16 @@ struct raw_figures {
 
 extern struct raw_figures raw_fig;
 
+/* The raw-guard row's loaded pass (rawcycle.c): the least the memory guard
+ * asks of the masters, with no library, at --inflight. */
+struct guard_figures {
+    int valid;
+    double cycles_per_s;
+    double masters_cpu_us_per_cycle; /* all N together; < 0: not read */
+};
+
+extern struct guard_figures guard_fig;
+
 /* state.c */
 struct result *result_new(const char *scenario);
 void result_clear(struct result *r);              /* back to empty, name kept */
@@ -245,7 +255,7 @@ int bench_blocking_client(const redlock_config *cfg, redlock_client **ret, char 
 int bench_declare_empty(size_t *declared, char *why, size_t whylen);
 
 /* mstat.c: the masters' own counters, summed over N */
-#define MSTAT_CMDS 24
+#define MSTAT_CMDS 96 /* a long-lived master has run many kinds of command */
 struct mstat_cmd {
     char name[24]; /* "evalsha", "set", ... */
     uint64_t calls, usec;
@@ -420,6 +430,7 @@ int raw_quorum_compare(const int *keep, int k, double seconds, struct hist *all,
 /* scenarios: floor.c, clock.c, rawcycle.c, latency.c, contention.c, faults.c, restart.c */
 void scenario_floor(void);
 void scenario_raw(void);
+void scenario_raw_guard(void);
 redlock_client *clock_client_start(uint64_t *t0);
 void clock_client_report(redlock_client *c, uint64_t t0, struct result *r);
 void scenario_uncontended(void);

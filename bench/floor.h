@@ -24,7 +24,8 @@ struct floor_state;
 struct floor_ask {
     struct floor_state *fs;
     int master;
-    enum floor_release kind; /* REL_SCRIPT: the SCRIPT LOAD */
+    enum floor_release kind; /* REL_SCRIPT: a SCRIPT LOAD */
+    int guard;               /* ... of the raw-guard row's script */
 };
 
 struct floor_state {
@@ -53,8 +54,9 @@ struct floor_state {
     int use_script; /* capacity: release by EVALSHA, not DEL */
     /* compare-then-delete (cmpdel.c) */
     char sha[48];                              /* of its script, from SCRIPT LOAD */
+    char guard_sha[48];                        /* of raw-guard's (index entry too) */
     enum floor_release rel[BENCH_MAX_MASTERS]; /* each master's cheapest */
-    struct floor_ask ask[BENCH_MAX_MASTERS][3];
+    struct floor_ask ask[BENCH_MAX_MASTERS][4];
     int loaded; /* answers to those questions so far */
     uint64_t cap_replies;
     struct event *tick;
@@ -80,6 +82,8 @@ void floor_quorum_run(struct floor_state *fs, struct hist *h);
 int floor_release_prepare(struct floor_state *fs, char *why, size_t len);
 int floor_send_release(struct floor_state *fs, int m, const char *key, int native,
                        redisCallbackFn *cb, void *pd);
+int floor_send_release_guard(struct floor_state *fs, int m, const char *key, const char *index,
+                             int native, redisCallbackFn *cb, void *pd);
 int floor_release_deleted(const redisReply *r);
 int floor_release_native(const struct floor_state *fs);
 const char *floor_release_name(enum floor_release k);

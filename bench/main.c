@@ -22,6 +22,7 @@ struct scenario {
 static const struct scenario scenarios[] = {
     { "floor", scenario_floor, 0 },
     { "raw", scenario_raw, 0 },
+    { "raw-guard", scenario_raw_guard, 0 },
     { "uncontended", scenario_uncontended, 0 },
     { "uncontended-blocking", scenario_uncontended_blocking, 0 },
     { "throughput", scenario_throughput, 0 },

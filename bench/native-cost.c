@@ -1,10 +1,12 @@
-/* native-cost.c - what one release or extend costs a master: the library's
- * script against the server's own commands, on the same server.
+/* native-cost.c - what one release, extend or acquire costs a master: the
+ * library's script or transaction against the server's own commands, and
+ * against the same commands pipelined without MULTI, on the same server.
  *
  * Run by tools/native-cost.sh (which starts the server). Over one
  * plain hiredis connection, one request at a time (as the library sends
  * them to each master), each shape runs N times on a lock key that holds
- * the token, after CONFIG RESETSTAT; then INFO commandstats gives the
+ * the token (an acquire's: after the key was deleted), after CONFIG
+ * RESETSTAT; then INFO commandstats gives the
  * server's own time per call (the EVALSHA's, or MULTI's plus EXEC's, each
  * including the commands it ran) and INFO cpu the process's CPU per call
  * (parsing, the reply and the socket included). The scripts are the
@@ -84,7 +86,8 @@ typedef void shape_fn(void);
 
 /* One shape: N calls of @fn, each after @prep (not measured: RESETSTAT
  * first, the prep's own commands are told apart by name). */
-static void measure(const char *name, shape_fn *prep, shape_fn *fn, const char *const *counted)
+static void measure(const char *name, shape_fn *prep, const char *prep_cmd, shape_fn *fn,
+                    const char *const *counted)
 {
     must("SET %s %s", key, token);
     must("CONFIG RESETSTAT");
@@ -105,10 +108,10 @@ static void measure(const char *name, shape_fn *prep, shape_fn *fn, const char *
     for (size_t k = 0; inside[k]; k++)
         inner += stat_usec(r->str, inside[k]);
     if (prep)
-        inner -= stat_usec(r->str, "set"); /* the prep's, not the shape's */
+        inner -= stat_usec(r->str, prep_cmd); /* the prep's, not the shape's */
     freeReplyObject(r);
     if (prep) {
-        /* The prep is one SET per call: its own CPU measured alone. */
+        /* The prep is one command per call: its own CPU measured alone. */
         double c0 = cpu_us();
         for (long i = 0; i < n_calls; i++)
             prep();
@@ -138,6 +141,19 @@ static void extend_script(void)
     freeReplyObject(cmd(9, argv, len));
 }
 
+/* Read and drop @n replies. */
+static void read_replies(int n)
+{
+    for (int i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(rc, (void **)&r) != REDIS_OK) {
+            fprintf(stderr, "native-cost: %s\n", rc->errstr);
+            exit(1);
+        }
+        freeReplyObject(r);
+    }
+}
+
 /* A transaction sent as the library sends it: MULTI, the commands and
  * EXEC in one write, then every reply read. */
 static void transaction(int n, const char *const *fmt, const char *const (*a)[3])
@@ -146,14 +162,7 @@ static void transaction(int n, const char *const *fmt, const char *const (*a)[3]
     for (int i = 0; i < n; i++)
         redisAppendCommand(rc, fmt[i], a[i][0], a[i][1], a[i][2]);
     redisAppendCommand(rc, "EXEC");
-    for (int i = 0; i < n + 2; i++) {
-        redisReply *r = NULL;
-        if (redisGetReply(rc, (void **)&r) != REDIS_OK) {
-            fprintf(stderr, "native-cost: %s\n", rc->errstr);
-            exit(1);
-        }
-        freeReplyObject(r);
-    }
+    read_replies(n + 2);
 }
 
 static void extend_native(void)
@@ -201,6 +210,49 @@ static void release_tx(void)
     transaction(3, strcmp(del_native, "DELIFEQ") == 0 ? fmt_delifeq : fmt_delex, a);
 }
 
+/* Several commands in one write, no MULTI: every reply read. */
+static void pipeline(int n, const char *const *fmt, const char *const (*a)[3])
+{
+    for (int i = 0; i < n; i++)
+        redisAppendCommand(rc, fmt[i], a[i][0], a[i][1], a[i][2]);
+    read_replies(n);
+}
+
+static void del_key(void)
+{
+    must("DEL %s", key);
+}
+
+static void acquire_set(void)
+{
+    must("SET %s %s NX PX 10000", key, token);
+}
+
+static void acquire_fast(void)
+{
+    static const char *const fmt[] = { "HGET %s%s served", "SET %s %s NX GET PX 10000%s",
+                                       "ZADD %s GT 9999999999999 %s%s" };
+    const char *const a[3][3] = { { marker, "", "" }, { key, token, "" }, { held, key, "" } };
+    transaction(3, fmt, a);
+}
+
+static void acquire_pipe(void)
+{
+    static const char *const fmt[] = { "SET %s %s NX GET PX 10000%s", "HGET %s%s served",
+                                       "ZADD %s 9999999999999 %s%s" };
+    const char *const a[3][3] = { { key, token, "" }, { marker, "", "" }, { held, key, "" } };
+    pipeline(3, fmt, a);
+}
+
+static void release_pipe(void)
+{
+    static const char *const fmt_delifeq[] = { "DELIFEQ %s %s%s", "ZREM %s %s%s", "EXISTS %s%s%s" };
+    static const char *const fmt_delex[] = { "DELEX %s IFEQ %s%s", "ZREM %s %s%s",
+                                             "EXISTS %s%s%s" };
+    const char *const a[3][3] = { { key, token, "" }, { held, key, "" }, { queue, "", "" } };
+    pipeline(3, strcmp(del_native, "DELIFEQ") == 0 ? fmt_delifeq : fmt_delex, a);
+}
+
 static int has(const char *command)
 {
     redisReply *r = redisCommand(rc, "COMMAND INFO %s", command);
@@ -239,16 +291,26 @@ int main(int argc, char **argv)
     static const char *const tx[] = { "multi", "exec", NULL };
     static const char *const delifeq_c[] = { "delifeq", NULL };
     static const char *const delex_c[] = { "delex", NULL };
-    measure("extend: script (EVALSHA)", NULL, extend_script, sha);
+    measure("extend: script (EVALSHA)", NULL, NULL, extend_script, sha);
     if (ifeq)
-        measure("extend: SET IFEQ transaction", NULL, extend_native, tx);
-    measure("release: script (EVALSHA)", set_token, release_script, sha);
+        measure("extend: SET IFEQ transaction", NULL, NULL, extend_native, tx);
+    measure("release: script (EVALSHA)", set_token, "set", release_script, sha);
     if (del_native && strcmp(del_native, "DELIFEQ") == 0)
-        measure("release: DELIFEQ alone (unsound)", set_token, delifeq, delifeq_c);
+        measure("release: DELIFEQ alone (unsound)", set_token, "set", delifeq, delifeq_c);
     if (del_native && strcmp(del_native, "DELEX") == 0)
-        measure("release: DELEX IFEQ alone (unsound)", set_token, delex, delex_c);
+        measure("release: DELEX IFEQ alone (unsound)", set_token, "set", delex, delex_c);
     if (del_native)
-        measure("release: GET+DEL*+EXISTS transaction", set_token, release_tx, tx);
+        measure("release: GET+DEL*+EXISTS transaction", set_token, "set", release_tx, tx);
+    /* The acquire, and the least a guarded cycle asks (the raw-guard row,
+     * rawcycle.c): what each command beside the SET costs per call. */
+    static const char *const set_c[] = { "set", NULL };
+    static const char *const guard_c[] = { "set", "hget", "zadd", NULL };
+    static const char *const rel_c[] = { "delifeq", "delex", "zrem", "exists", NULL };
+    measure("acquire: SET NX PX alone", del_key, "del", acquire_set, set_c);
+    measure("acquire: fast transaction", del_key, "del", acquire_fast, tx);
+    measure("acquire: SET+HGET+ZADD pipelined", del_key, "del", acquire_pipe, guard_c);
+    if (del_native)
+        measure("release: DEL*+ZREM+EXISTS pipelined", set_token, "set", release_pipe, rel_c);
     must("DEL %s", key);
     redisFree(rc);
     return 0;

@@ -8,6 +8,16 @@
  * library's release. Over the floor's plain hiredis connections (raw.c),
  * on the same masters in the same run: 1 cycle in flight (the uncontended
  * row's counterpart) and --inflight (the throughput row's).
+ *
+ * The raw-guard row is the same cycle with what the memory guard asks of a
+ * master at the least, still with no library: the marker's `served` read
+ * beside the SET and the lease's index entry written (HGET, SET NX PX,
+ * ZADD, pipelined in one write: no MULTI, no Lua), and the entry removed
+ * with the compare-delete (ZREM after the native command, or inside the
+ * smallest script where there is none: cmpdel.c). It is not a sound lock (nothing makes
+ * the read and the SET one step, the queue is not looked at): it is the
+ * floor under any design that keeps the guard, which is what issue 21's
+ * ratios against raw can be read against (NOTES.md §9).
  */
 #include "floor.h"
 
@@ -17,6 +27,9 @@
 #include <event2/event.h>
 
 struct rawrun;
+
+/* raw-guard's marker and index (the library's names start with a NUL). */
+static char guard_marker[96], guard_index[96];
 
 struct rslot {
     struct rawrun *R;
@@ -40,6 +53,7 @@ struct rawrun {
     struct result *r;
     const char *label;
     int native; /* release natively where a master can */
+    int guard;  /* the raw-guard row: the marker read, the index kept */
     int need;   /* quorum: N/2 + 1 */
     uint64_t t_start, deadline;
     uint64_t max_ops;
@@ -117,7 +131,9 @@ static void cycle_release(struct rcycle *c)
     R->r->ok++;
     c->t0 = now_us();
     for (m = 0; m < R->fs->n; m++)
-        if (floor_send_release(R->fs, m, c->key, R->native, on_release, c) != REDIS_OK)
+        if ((R->guard
+                 ? floor_send_release_guard(R->fs, m, c->key, guard_index, R->native, on_release, c)
+                 : floor_send_release(R->fs, m, c->key, R->native, on_release, c)) != REDIS_OK)
             unsent++;
     /* hiredis refuses only a connection that is going away: such a master
      * answers nothing, which is what a NULL reply says */
@@ -177,9 +193,17 @@ static void slot_next(struct rslot *s)
     R->open++;
     R->r->ops++;
     c->t0 = now_us();
-    for (m = 0; m < R->fs->n; m++)
+    for (m = 0; m < R->fs->n; m++) {
+        /* raw-guard: the SET's reply comes after the marker's, so a cycle
+         * decides, as a guarded vote must, with both in hand */
+        if (R->guard)
+            redisAsyncCommand(R->fs->ac[m], NULL, NULL, "HGET %s served", guard_marker);
         if (floor_send_set(R->fs, m, c->key, on_set, c) != REDIS_OK)
             unsent++;
+        else if (R->guard)
+            redisAsyncCommand(R->fs->ac[m], NULL, NULL, "ZADD %s GT %llu %s", guard_index,
+                              (unsigned long long)(c->t0 / 1000 + 2000), c->key);
+    }
     while (unsent--)
         on_set(NULL, NULL, c);
 }
@@ -204,7 +228,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
  * counted into @r: ops, ok, failed, acquire and release latencies, and
  * duration, cycles/s and client CPU per cycle; *@cycles completed. 0, or
  * -1 when a master failed or stopped answering. */
-static int raw_run(struct floor_state *fs, int native, int inflight, double seconds,
+static int raw_run(struct floor_state *fs, int native, int guard, int inflight, double seconds,
                    const char *label, struct result *r, uint64_t *cycles)
 {
     struct rawrun *R = calloc(1, sizeof(*R));
@@ -225,6 +249,7 @@ static int raw_run(struct floor_state *fs, int native, int inflight, double seco
     R->r = r;
     R->label = label;
     R->native = native;
+    R->guard = guard;
     R->need = fs->n / 2 + 1;
     R->max_ops = config.max_ops;
     R->active = inflight;
@@ -260,7 +285,7 @@ static int raw_run(struct floor_state *fs, int native, int inflight, double seco
 /* One measured pass: a short warm-up (new keys, the connections' buffers
  * grown), then @r's figures, the masters' CPU and commands among them.
  * 0, or -1 as raw_run(). */
-static int raw_pass(struct floor_state *fs, int native, int inflight, const char *label,
+static int raw_pass(struct floor_state *fs, int native, int guard, int inflight, const char *label,
                     struct result *r)
 {
     struct result *warm = calloc(1, sizeof(*warm));
@@ -274,12 +299,12 @@ static int raw_pass(struct floor_state *fs, int native, int inflight, const char
     }
     snprintf(warm->scenario, sizeof(warm->scenario), "%s", r->scenario);
     result_clear(warm);
-    rc = raw_run(fs, native, inflight, 0.2, label, warm, &cycles);
+    rc = raw_run(fs, native, guard, inflight, 0.2, label, warm, &cycles);
     free(warm);
     if (rc < 0)
         return -1;
     masters_stat(&m0);
-    if (raw_run(fs, native, inflight, config.duration_s, label, r, &cycles) < 0)
+    if (raw_run(fs, native, guard, inflight, config.duration_s, label, r, &cycles) < 0)
         return -1;
     masters_delta(r, &m0, cycles);
     return 0;
@@ -341,7 +366,7 @@ static int raw_loaded(struct floor_state *fs, int native, struct result *r, cons
     }
     snprintf(p->scenario, sizeof(p->scenario), "raw");
     result_clear(p);
-    if (raw_pass(fs, native, config.inflight, "raw: loaded", p) < 0)
+    if (raw_pass(fs, native, 0, config.inflight, "raw: loaded", p) < 0)
         goto out;
     raw_fig.inflight = config.inflight;
     raw_fig.cycles_per_s = raw_fig.script_cycles_per_s = p->cycles_per_s;
@@ -353,7 +378,7 @@ static int raw_loaded(struct floor_state *fs, int native, struct result *r, cons
         floor_release_describe(fs, 0, script, sizeof(script));
         snprintf(q->scenario, sizeof(q->scenario), "raw");
         result_clear(q);
-        if (raw_pass(fs, 0, config.inflight, "raw: loaded, script", q) < 0)
+        if (raw_pass(fs, 0, 0, config.inflight, "raw: loaded, script", q) < 0)
             goto out;
         raw_fig.script_cycles_per_s = q->cycles_per_s;
         raw_fig.script_masters_cpu_us_per_cycle = q->masters_cpu_us_per_cycle;
@@ -390,10 +415,59 @@ void scenario_raw(void)
     json_kv_u64(&r->xj, "inflight", 1);
     json_kv_cstr(&r->xj, "release", how);
     json_kv_bool(&r->xj, "native_release", native);
-    if (raw_pass(fs, native, 1, "raw: 1 in flight", r) < 0 || raw_loaded(fs, native, r, how) < 0) {
+    if (raw_pass(fs, native, 0, 1, "raw: 1 in flight", r) < 0 ||
+        raw_loaded(fs, native, r, how) < 0) {
         if (strncmp(r->note, "error", 5) != 0)
             result_note(r, "error: a master failed, answered oddly or stopped answering");
         raw_fig.valid = 0;
     }
+    floor_close(fs);
+}
+
+/* The raw-guard row (above): 1 in flight is the row itself, --inflight
+ * its "throughput" member; into guard_fig for the report. */
+void scenario_raw_guard(void)
+{
+    struct result *r = result_new("raw-guard"), *p = NULL;
+    struct floor_state *fs;
+    char why[200], how[64], note[sizeof(r->note)];
+    int native, m;
+
+    if (!(fs = floor_open(why, sizeof(why))) || floor_release_prepare(fs, why, sizeof(why)) < 0) {
+        result_note(r, "error: %s", why);
+        if (fs)
+            floor_close(fs);
+        return;
+    }
+    snprintf(guard_marker, sizeof(guard_marker), "rlbench:%s:raw-guard:marker", config.run_id);
+    snprintf(guard_index, sizeof(guard_index), "rlbench:%s:raw-guard:held", config.run_id);
+    for (m = 0; m < fs->n; m++) /* a marker that counts: HGET finds `served` */
+        redisAsyncCommand(fs->ac[m], NULL, NULL, "HSET %s served 1 maxttl %d", guard_marker,
+                          config.ttl_ms);
+    native = floor_release_native(fs);
+    floor_release_describe(fs, native, how, sizeof(how));
+    json_kv_u64(&r->xj, "inflight", 1);
+    json_kv_cstr(&r->xj, "release", how);
+    if (raw_pass(fs, native, 1, 1, "raw-guard: 1 in flight", r) < 0 ||
+        !(p = calloc(1, sizeof(*p)))) {
+        result_note(r, "error: a master failed, answered oddly or stopped answering");
+        goto out;
+    }
+    snprintf(p->scenario, sizeof(p->scenario), "raw-guard");
+    result_clear(p);
+    if (raw_pass(fs, native, 1, config.inflight, "raw-guard: loaded", p) < 0) {
+        result_note(r, "error: a master failed, answered oddly or stopped answering");
+        goto out;
+    }
+    guard_fig.valid = 1;
+    guard_fig.cycles_per_s = p->cycles_per_s;
+    guard_fig.masters_cpu_us_per_cycle = p->masters_cpu_us_per_cycle;
+    pass_json(r, "throughput", p, how);
+    pass_note(note, sizeof(note), p, how);
+    result_note(r, "HGET + SET NX PX + ZADD, then %s with ZREM (no library); %s", how, note);
+out:
+    for (m = 0; m < fs->n; m++)
+        redisAsyncCommand(fs->ac[m], NULL, NULL, "DEL %s %s", guard_marker, guard_index);
+    free(p);
     floor_close(fs);
 }

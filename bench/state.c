@@ -15,6 +15,7 @@
 struct config config;
 struct floor_figures floor_fig;
 struct raw_figures raw_fig;
+struct guard_figures guard_fig;
 
 static struct result *results[BENCH_MAX_RESULTS];
 static int n_results;

@@ -301,6 +301,37 @@ static const char *fastpath_missing(const struct result *lib, const char *lib_na
     return why;
 }
 
+/* The raw-guard row (rawcycle.c): what the guard's least commands cost
+ * against raw, and how close the library comes to that floor. Information,
+ * not targets: it says how much of a missed ratio no design that keeps the
+ * guard could win back. */
+static void guard_info(const struct result *raw, const struct result *u, const struct result *t)
+{
+    const struct result *g = result_find("raw-guard");
+    char got[200];
+
+    if (!g || !row_ok(g) || !raw || !row_ok(raw))
+        return;
+    if (g->masters_cpu_us_per_cycle > 0 && raw->masters_cpu_us_per_cycle > 0) {
+        int n = snprintf(got, sizeof(got), "%.2f x raw (%.1f us)",
+                         g->masters_cpu_us_per_cycle / raw->masters_cpu_us_per_cycle,
+                         g->masters_cpu_us_per_cycle);
+        if (u && row_ok(u) && u->masters_cpu_us_per_cycle > 0 && n > 0 && (size_t)n < sizeof(got))
+            snprintf(got + n, sizeof(got) - (size_t)n, "; library %.2f x raw-guard",
+                     u->masters_cpu_us_per_cycle / g->masters_cpu_us_per_cycle);
+        info("raw-guard, 1 in flight: masters' CPU per cycle", got);
+    }
+    if (guard_fig.valid && floor_fig.valid && floor_fig.ceiling_cycles_per_s > 0) {
+        int n = snprintf(got, sizeof(got), "%.0f cycles/s, %.0f%% of the SET+DEL ceiling",
+                         guard_fig.cycles_per_s,
+                         100.0 * guard_fig.cycles_per_s / floor_fig.ceiling_cycles_per_s);
+        if (t && row_ok(t) && n > 0 && (size_t)n < sizeof(got))
+            snprintf(got + n, sizeof(got) - (size_t)n, "; library %.2f x raw-guard",
+                     t->cycles_per_s / guard_fig.cycles_per_s);
+        info("raw-guard, loaded", got);
+    }
+}
+
 /* Issue 21: the library against the same cycle with no library, the raw
  * row of this same run (rawcycle.c), and against the floor's ceiling. */
 static void fastpath_targets(void)
@@ -364,6 +395,7 @@ static void fastpath_targets(void)
                  t->masters_cpu_us_per_cycle, raw_fig.masters_cpu_us_per_cycle, raw_fig.release);
         info("throughput: masters' CPU per cycle against raw's", got);
     }
+    guard_info(raw, u, t);
     if (raw && raw_fig.valid && raw_fig.script_cycles_per_s != raw_fig.cycles_per_s) {
         snprintf(got, sizeof(got), "%.0f / %.0f cycles/s (%s / EVALSHA)", raw_fig.cycles_per_s,
                  raw_fig.script_cycles_per_s, raw_fig.release);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# native-cost.sh - what one release and one extend cost a master, per call:
-# the library's scripts against the server's own commands (SET IFEQ,
-# DELIFEQ, DELEX IFEQ), on the same server.
+# native-cost.sh - what one release, extend and acquire cost a master, per
+# call: the library's scripts and transactions against the server's own
+# commands (SET IFEQ, DELIFEQ, DELEX IFEQ) and against the bare commands a
+# guarded cycle needs (SET NX PX, HGET, ZADD, ZREM) pipelined, on the same
+# server.
 #
 #   tools/native-cost.sh [-n CALLS] [-r RUNS] [-b BUILD] SERVER...
 #
