@@ -165,15 +165,20 @@ static void transaction(int n, const char *const *fmt, const char *const (*a)[3]
     read_replies(n + 2);
 }
 
+/* The library's (cmd.c rl_cmd_extend_native): the second SET is for a key
+ * marked for its waiters. */
 static void extend_native(void)
 {
+    static const char marked[] = "00112233445566778899aabbccddeeff\2";
     static const char *const fmt[] = { "HGET %s%s served", "GET %s%s%s",
-                                       "SET %s %s IFEQ %s PX 10000",
+                                       "SET %s %s IFEQ %s PX 10000", "SET %s %s IFEQ %s PX 10000",
                                        "ZADD %s GT 9999999999999 %s" };
-    const char *const a[4][3] = {
-        { marker, "", "" }, { key, "", "" }, { key, token, token }, { held, key, "" }
-    };
-    transaction(4, fmt, a);
+    const char *const a[5][3] = { { marker, "", "" },
+                                  { key, "", "" },
+                                  { key, token, token },
+                                  { key, marked, marked },
+                                  { held, token, "" } };
+    transaction(5, fmt, a);
 }
 
 static void release_script(void)
@@ -200,13 +205,14 @@ static void delex(void)
 
 static const char *del_native; /* "DELIFEQ" or "DELEX" */
 
-/* The least a native release would need to keep "expired" vs "another's"
- * and to see a queue: not sound as it stands (NOTES.md §4). */
+/* The library's release without Lua (cmd.c rl_cmd_release_native): GET,
+ * the compare-and-delete, ZREM of the lease's index entry, in one
+ * transaction. */
 static void release_tx(void)
 {
-    static const char *const fmt_delifeq[] = { "GET %s%s%s", "DELIFEQ %s %s%s", "EXISTS %s%s%s" };
-    static const char *const fmt_delex[] = { "GET %s%s%s", "DELEX %s IFEQ %s%s", "EXISTS %s%s%s" };
-    const char *const a[3][3] = { { key, "", "" }, { key, token, "" }, { queue, "", "" } };
+    static const char *const fmt_delifeq[] = { "GET %s%s%s", "DELIFEQ %s %s%s", "ZREM %s %s%s" };
+    static const char *const fmt_delex[] = { "GET %s%s%s", "DELEX %s IFEQ %s%s", "ZREM %s %s%s" };
+    const char *const a[3][3] = { { key, "", "" }, { key, token, "" }, { held, token, "" } };
     transaction(3, strcmp(del_native, "DELIFEQ") == 0 ? fmt_delifeq : fmt_delex, a);
 }
 
@@ -231,16 +237,18 @@ static void acquire_set(void)
 static void acquire_fast(void)
 {
     static const char *const fmt[] = { "HGET %s%s served", "SET %s %s NX GET PX 10000%s",
-                                       "ZADD %s GT 9999999999999 %s%s" };
-    const char *const a[3][3] = { { marker, "", "" }, { key, token, "" }, { held, key, "" } };
-    transaction(3, fmt, a);
+                                       "EXISTS %s%s%s", "ZADD %s GT 9999999999999 %s%s" };
+    const char *const a[4][3] = {
+        { marker, "", "" }, { key, token, "" }, { queue, "", "" }, { held, token, "" }
+    };
+    transaction(4, fmt, a);
 }
 
 static void acquire_pipe(void)
 {
     static const char *const fmt[] = { "SET %s %s NX GET PX 10000%s", "HGET %s%s served",
                                        "ZADD %s 9999999999999 %s%s" };
-    const char *const a[3][3] = { { key, token, "" }, { marker, "", "" }, { held, key, "" } };
+    const char *const a[3][3] = { { key, token, "" }, { marker, "", "" }, { held, token, "" } };
     pipeline(3, fmt, a);
 }
 
@@ -300,7 +308,7 @@ int main(int argc, char **argv)
     if (del_native && strcmp(del_native, "DELEX") == 0)
         measure("release: DELEX IFEQ alone (unsound)", set_token, "set", delex, delex_c);
     if (del_native)
-        measure("release: GET+DEL*+EXISTS transaction", set_token, "set", release_tx, tx);
+        measure("release: the library's transaction", set_token, "set", release_tx, tx);
     /* The acquire, and the least a guarded cycle asks (the raw-guard row,
      * rawcycle.c): what each command beside the SET costs per call. */
     static const char *const set_c[] = { "set", NULL };

@@ -1,7 +1,8 @@
 /* redlock.pml - redlock's protocol as SPIN sees it (NOTES.md §13).
  *
  * Masters run each script atomically: the lock key of ONE resource (free,
- * a client's token, or a reservation for a waiter), its fence counter, its
+ * a client's token, that token marked by a waiter's join, or a reservation
+ * for a waiter), its fence counter, its
  * queue of waiters and the memory marker. Clients talk to masters over one
  * FIFO channel per (client, master) connection; the single "net" process
  * delivers any non-empty channel's head at any time (delay, and reordering
@@ -81,12 +82,14 @@
 #endif
 #define CAP_                   /* requests in flight per connection */
 
-mtype = { ACQ, FAST, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
+mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 
 #define FREE 0                  /* key values */
 #define TOK(c) ((c) + 1)
+#define MTOK(c) ((c) + 4)       /* c's token marked: a waiter joined while c held it */
 #define RES(c) ((c) + 8)
-#define IS_TOK(k) ((k) >= 1 && (k) <= NC)
+#define IS_TOK(k) (((k) >= 1 && (k) <= NC) || ((k) >= 5 && (k) <= 4 + NC))
+#define OWN(m, c) (key[m] == TOK(c) || key[m] == MTOK(c))
 
 #define MK_NONE 0               /* the memory marker */
 #define MK_PENDING 1            /* no window yet: refuses, asks for a settle */
@@ -123,9 +126,20 @@ mtype = { ACQ, FAST, CLEAN, REL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 /* A place renewed (join) or taken away also clears its cut lease (below). */
 #define ENQUEUE(m, c) queue[m] = queue[m] | BIT(c); cut[m] = cut[m] & ~BIT(c)
 #define DEQUEUE(m, c) queue[m] = queue[m] & ~BIT(c); cut[m] = cut[m] & ~BIT(c)
+/* A waiter that joins while a token holds the key marks it (the acquire
+ * script's JOIN): the holder's release without Lua then fails its compare
+ * and the script hands the key on (NREL). */
+#ifdef BROKEN_NATIVE_UNMARKED
+#define MARK(m) skip
+#else
+#define MARK(m) if :: key[m] == TOK(0) -> key[m] = MTOK(0) \
+                   :: key[m] == TOK(1) -> key[m] = MTOK(1) \
+                   :: else -> skip fi
+#endif
 #else
 #define ENQUEUE(m, c) skip      /* acquires that do not wait: no queue */
 #define DEQUEUE(m, c) skip
+#define MARK(m) skip
 #endif
 #define BIT(i) (1 << (i))
 
@@ -258,6 +272,7 @@ inline exec(c, m, k, a, x, h) {
                 vote(c, m, a, 1)
             :: else ->
                 ENQUEUE(m, c);                      /* waits its turn */
+                MARK(m);
                 printf("MSC: master %d refuses client %d: queued\n", m, c);
                 vote(c, m, a, 0)
             fi
@@ -269,6 +284,11 @@ inline exec(c, m, k, a, x, h) {
             printf("MSC: master %d sets client %d's key (fast path)\n", m, c)
         :: else -> skip
         fi;
+        /* EXISTS queue, in the same step: a lease granted with nobody
+         * queued may be released without Lua (the client learns it from
+         * the reply, on time or late: fq) */
+        if :: key[m] == TOK(c) && queue[m] == 0 -> fq[c] = fq[c] | BIT(m) :: else -> skip fi;
+        /* a fresh token per attempt: c's old lease, marked, is not this one */
         if
         :: key[m] == TOK(c) && FAST_TRUSTED(m) -> DEQUEUE(m, c); vote(c, m, a, 1)
         :: key[m] == TOK(c) && !FAST_TRUSTED(m) ->
@@ -281,7 +301,7 @@ inline exec(c, m, k, a, x, h) {
     :: k == CLEAN ->    /* a failed attempt's cleanup: keep the place, hand quietly */
         ENQUEUE(m, c);
         if
-        :: key[m] == TOK(c) ->
+        :: OWN(m, c) ->
 #ifdef BROKEN_CLEANUP_FREES
             key[m] = FREE; ttl[m] = 0
 #else
@@ -291,7 +311,7 @@ inline exec(c, m, k, a, x, h) {
         fi
     :: k == REL ->
         if
-        :: key[m] == TOK(c) ->
+        :: OWN(m, c) ->
 #ifdef BROKEN_RELEASE_FREES
             key[m] = FREE; ttl[m] = 0           /* no hand-over: first come, first served */
 #else
@@ -299,13 +319,25 @@ inline exec(c, m, k, a, x, h) {
 #endif
         :: else -> skip
         fi
+    :: k == NREL ->     /* the release without Lua: GET; DELIFEQ key token; ZREM */
+        if
+        :: key[m] == TOK(c) -> key[m] = FREE; ttl[m] = 0
+        :: key[m] == MTOK(c) ->
+            /* marked: the delete's compare fails, and the same connection
+             * sends the script (fanout.c's redo), behind whatever the
+             * client queued there since; a full channel loses it as a
+             * dropped connection would */
+            printf("MSC: master %d: client %d's key is marked: the script follows\n", m, c);
+            if :: nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!REL, 0 :: else -> skip fi
+        :: else -> skip
+        fi
     :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
         DEQUEUE(m, c);
         if :: key[m] == RES(c) -> hand_over(m, 1, h) :: else -> skip fi
     :: k == EXT ->      /* the script, or (a master with SET IFEQ) the transaction */
         if
-        :: key[m] == TOK(c) && EXT_TRUSTED(m) -> ttl[m] = TTL; vote(c, m, a, 1)
-        :: key[m] == TOK(c) && !EXT_TRUSTED(m) ->
+        :: OWN(m, c) && EXT_TRUSTED(m) -> ttl[m] = TTL; vote(c, m, a, 1)
+        :: OWN(m, c) && !EXT_TRUSTED(m) ->
             /* not served: the script writes nothing; the transaction
              * (HGET served; GET; SET IFEQ PX; ZADD GT) cannot refuse to
              * write and extends our own key. Neither vote counts. */
@@ -352,6 +384,28 @@ inline send_all(c, k, a, x, m) {
     m = 0;
     do
     :: m < NM -> send(c, m, k, a, x); m++
+    :: else -> m = 0; break
+    od
+}
+
+/* The release: the script (REL), or where the master has a native
+ * compare-and-delete and the lease was granted by the fast path with
+ * nobody queued, the transaction without Lua (NREL). Whether the fleet's
+ * masters have one is chosen at the start (init), for the fleet: a mixed
+ * fleet releases some masters each way, which is no behaviour that these
+ * two do not already contain master by master. Without waiters (the safety
+ * checks but WAITQ) nothing is ever marked and NREL is REL's step: the
+ * fleet has none, which keeps the state space. */
+bool nat;
+byte fq[NC];                    /* masters whose FAST granted with nobody queued */
+inline send_release(c, fast, m) {
+    m = 0;
+    do
+    :: m < NM -> if
+                 :: fast && nat && (fq[c] & BIT(m)) -> send(c, m, NREL, 0, 0)
+                 :: else -> send(c, m, REL, 0, 0)
+                 fi;
+                 m++
     :: else -> m = 0; break
     od
 }
@@ -540,6 +594,11 @@ end:
 }
 
 /* ---- a client: ROUNDS waiting attempts; holds, extends, releases ---- */
+#ifdef FENCED
+#define WON_FAST(r) 0           /* a fenced acquire never takes the fast path */
+#else
+#define WON_FAST(r) ((r) == 1)  /* the first attempt is the fast path */
+#endif
 proctype client(byte c) {
     byte m, r, e, s, w, okl, nol, pl, fm;
     bool won;
@@ -550,7 +609,7 @@ proctype client(byte c) {
 #endif
         r++;
         atomic {
-            new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1;
+            new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1; fq[c] = 0;
             printf("MSC: client %d attempt %d starts\n", c, r);
             if :: r == 1 -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi
         }
@@ -595,7 +654,7 @@ proctype client(byte c) {
                         fi }
             :: atomic { hold[c] -> hold[c] = 0; v[c] = 0; new_round(c);
                         printf("MSC: client %d releases\n", c);
-                        send_all(c, REL, 0, 0, m) }; break
+                        send_release(c, WON_FAST(r), m) }; break
             :: !hold[c] -> break                    /* paused past its validity */
             od
         :: atomic { else ->
@@ -665,7 +724,7 @@ proctype killer() {
 
 proctype client(byte c) {
     byte m, okl;
-    bool first;
+    bool first, wf;
     {
 end:
     do
@@ -675,14 +734,14 @@ end:
          * earlier one, as in the code */
         waiting[c] = 1; first = 1; tkt[OTHER(c)] = 0; tkt[c] = 1 }
 again:
-        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO;
+        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; fq[c] = 0;
                  if :: first -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi };
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
             assert(!hold[OTHER(c)]);
             assert(owed != OTHER(c) + 1);           /* the head is served first */
             printf("MSC: client %d holds\n", c);
-            hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c];
+            hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c]; wf = first;
             new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m); okl = 0 }
         :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ->
             printf("MSC: client %d attempt fails, cleans up\n", c);
@@ -702,7 +761,7 @@ again:
                     printf("MSC: client %d waits in every live queue: it is next\n", OTHER(c))
                  :: else -> skip
                  fi;
-                 send_all(c, REL, 0, 0, m) }
+                 send_release(c, wf, m); wf = 0 }
     od
     } unless {
         atomic { CAN_CRASH(c) && !dead[c] -> dead[c] = 1;
@@ -725,6 +784,9 @@ init {
         :: i < NM -> up[i] = 1; mk[i] = MK_SERVED; i++     /* declared empty */
         :: else -> break
         od;
+#if defined(LIVE) || defined(WAITQ)
+        if :: nat = 1 :: skip fi;       /* the fleet has DELIFEQ or not */
+#endif
         i = 0;
 #ifdef LIVE
         up[NM - 1] = 0;                 /* f = 1: the last master is down */

@@ -75,8 +75,31 @@ static void acq_heard(rl_node *n, long long maxttl)
         n->trust.maxttl_ms = (uint32_t)maxttl;
 }
 
-void rl_acq_on_late(rl_node *n, int script, const rl_reply *r)
+/* The fast path's transaction, answered with nobody queued and the key
+ * set: a grant its lock's release may take without Lua (release.c). */
+static bool fast_quiet(const rl_reply *r)
 {
+    const rl_reply *e[4];
+    if (rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 4)
+        return false;
+    for (size_t i = 0; i < 4; i++)
+        e[i] = rl_reply_element(r, i);
+    return rl_reply_type(e[0]) == RL_REPLY_STRING && rl_reply_type(e[1]) == RL_REPLY_NIL &&
+           rl_reply_type(e[2]) == RL_REPLY_INTEGER && rl_reply_integer(e[2]) == 0;
+}
+
+void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last, size_t len)
+{
+    if (script < 0 && fast_quiet(r)) {
+        /* A fast grant answered after its acquire decided: its token is
+         * the transaction's last argument (cmd.c). The node remembers the
+         * last such token, which the lock's release asks for. */
+        if (len < sizeof(n->quiet_token)) {
+            memcpy(n->quiet_token, last, len);
+            n->quiet_token[len] = '\0';
+        }
+        return;
+    }
     if (script != RL_SCRIPT_ACQUIRE || rl_reply_type(r) != RL_REPLY_ARRAY ||
         rl_reply_elements(r) < 3)
         return;
@@ -142,7 +165,8 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
 }
 
 /* The fast path's transaction (acquire.c): [served, SET NX GET's answer,
- * ZADD's] (cmd.h).
+ * EXISTS queue's, ZADD's] (cmd.h). A grant with nobody queued may be
+ * released without Lua on that master (quiet_mask, release.c).
  * A master whose marker is not `served` (gone: FLUSHALL, eviction; or its
  * window not passed) does not count, whatever the SET did (a key it wrote
  * carries our token, and the cleanup removes it like any other): its
@@ -153,11 +177,11 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
     rl_op *op = &a->op;
     redlock_vote *v = &op->out.votes[idx];
     rl_node *n = &op->c->nodes[idx];
-    const rl_reply *e[3];
-    bool ok = rl_reply_elements(r) == 3;
-    for (size_t i = 0; ok && i < 3; i++)
+    const rl_reply *e[4];
+    bool ok = rl_reply_elements(r) == 4;
+    for (size_t i = 0; ok && i < 4; i++)
         e[i] = rl_reply_element(r, i);
-    for (size_t i = 0; ok && i < 3; i++) {
+    for (size_t i = 0; ok && i < 4; i++) {
         if (rl_reply_type(e[i]) == RL_REPLY_ERROR) {
             rl_vote_error_reply(v, n, e[i], sent); /* WRONGTYPE marker or index, ... */
             a->n_fail++;
@@ -168,7 +192,7 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
     int served = ok ? rl_reply_type(e[0]) : 0, old = ok ? rl_reply_type(e[1]) : 0;
     if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||
         (old != RL_REPLY_NIL && old != RL_REPLY_STRING) ||
-        rl_reply_type(e[2]) != RL_REPLY_INTEGER) {
+        rl_reply_type(e[2]) != RL_REPLY_INTEGER || rl_reply_type(e[3]) != RL_REPLY_INTEGER) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire", sent);
         a->n_fail++;
         return;
@@ -183,6 +207,8 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         a->n_fail++;
     } else {
+        if (fast_quiet(r))
+            a->quiet_mask |= 1u << idx;
         acq_count_ok(a, idx, 0, sent);
     }
 }

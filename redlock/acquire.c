@@ -229,6 +229,11 @@ static void acq_succeed(rl_acquire *a)
     }
     lock->ttl_ms = a->w.ttl_ms;
     lock->fence = (a->w.flags & REDLOCK_FENCE) ? a->fence : 0;
+    /* The masters that granted by the fast path with nobody queued: their
+     * release may go without Lua (a waiter that comes later marks the
+     * value, script.c). Those whose answer comes after this decision tell
+     * their node (rl_acq_on_late). */
+    lock->quiet_mask = a->quiet_mask;
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);

@@ -79,16 +79,17 @@ static void served_first(rl_cmd *c, int *mark)
     part_end(c, mark);
 }
 
-/* ZADD held GT end key, `end` each master's own (the node argument): the
- * index hears of a lease's end, raised and never lowered. */
-static void index_end(rl_cmd *c, const rl_keys *k, int *mark)
+/* ZADD held GT end token, `end` each master's own (the node argument):
+ * the index hears of a lease's end, raised and never lowered; the entry is
+ * the lease's, named by its token (script.c's INDEX says why). */
+static void index_end(rl_cmd *c, const char *token, int *mark)
 {
     arg(c, "ZADD", 4);
     arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
     arg(c, "GT", 2);
     c->node_arg = c->argc;
     arg(c, "0", 1);
-    arg(c, k->locks.v[0], k->locks.len[0]);
+    arg_str(c, token);
     part_end(c, mark);
 }
 
@@ -108,7 +109,10 @@ void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_
     arg(c, "PX", 2);
     arg_num(c, ttl_ms);
     part_end(c, &mark);
-    index_end(c, k, &mark);
+    arg(c, "EXISTS", 6); /* anybody queued: then the release takes the script */
+    arg(c, k->queues.v[0], k->queues.len[0]);
+    part_end(c, &mark);
+    index_end(c, token, &mark); /* last: its last argument is the token (rl_late_fn) */
 }
 
 void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms)
@@ -199,15 +203,47 @@ void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32
     arg(c, "GET", 3);
     arg(c, k->locks.v[0], k->locks.len[0]);
     part_end(c, &mark);
-    arg(c, "SET", 3);
+    size_t tlen = strlen(token);
+    if (tlen > REDLOCK_TOKEN_MAX)
+        tlen = REDLOCK_TOKEN_MAX;
+    memcpy(c->marked, token, tlen);
+    c->marked[tlen] = '\2'; /* marked for its waiters: it stays marked */
+    for (int m = 0; m < 2; m++) {
+        const char *v = m ? c->marked : token;
+        size_t vlen = m ? tlen + 1 : tlen;
+        arg(c, "SET", 3);
+        arg(c, k->locks.v[0], k->locks.len[0]);
+        arg(c, v, vlen);
+        arg(c, "IFEQ", 4);
+        arg(c, v, vlen);
+        arg(c, "PX", 2);
+        arg_num(c, ttl_ms);
+        part_end(c, &mark);
+    }
+    index_end(c, token, &mark);
+}
+
+void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex)
+{
+    /* NOTES.md §4 ("the native release"): the GET, in the same step,
+     * tells gone / ours / marked / another's, which the delete's 0 alone
+     * does not; the ZREM removes this lease's entry only (it is named by
+     * the token), so it is right whatever the delete did. */
+    int mark = 0;
+    begin(c, -1);
+    arg(c, "GET", 3);
     arg(c, k->locks.v[0], k->locks.len[0]);
-    arg_str(c, token);
-    arg(c, "IFEQ", 4);
-    arg_str(c, token);
-    arg(c, "PX", 2);
-    arg_num(c, ttl_ms);
     part_end(c, &mark);
-    index_end(c, k, &mark);
+    arg(c, delex ? "DELEX" : "DELIFEQ", delex ? 5 : 7);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+    if (delex)
+        arg(c, "IFEQ", 4);
+    arg_str(c, token);
+    part_end(c, &mark);
+    arg(c, "ZREM", 4);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg_str(c, token);
+    part_end(c, &mark);
 }
 
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value)

@@ -23,7 +23,7 @@ typedef struct rl_keys {
 } rl_keys;
 
 #define RL_CMD_ARGS_MAX (16 + 5 * REDLOCK_SET_MAX)
-#define RL_CMD_PARTS_MAX 4
+#define RL_CMD_PARTS_MAX 6
 
 typedef struct rl_cmd {
     int script; /* enum rl_script, or -1 for a plain command */
@@ -37,6 +37,7 @@ typedef struct rl_cmd {
     size_t len[RL_CMD_ARGS_MAX];
     char nums[8][24]; /* numbers printed for the command */
     int nnums;
+    char marked[REDLOCK_TOKEN_MAX + 2]; /* a token marked for its waiters (script.c) */
 } rl_cmd;
 
 /* What an acquire attempt asks of each master. */
@@ -56,10 +57,13 @@ typedef struct rl_acquire_args {
 void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The fast path's acquire (acquire.c): one lock, no fence, no queue, on a
  * master whose memory counts. A transaction, atomic on the master:
- *   HGET marker served; SET key token NX GET PX ttl; ZADD held GT end key
- * (reply: [served or nil, nil if set or the holder's value, 0|1]; a key of
- * another type: WRONGTYPE in the SET's place). The lease end `end` is the
- * node argument: each master's own clock (0 until set). */
+ *   HGET marker served; SET key token NX GET PX ttl; EXISTS queue;
+ *   ZADD held GT end token
+ * (reply: [served or nil, nil if set or the holder's value, 0|1, 0|1]; a
+ * key of another type: WRONGTYPE in the SET's place). The lease end `end`
+ * is the node argument: each master's own clock (0 until set). EXISTS
+ * says whether anybody was queued when the key was granted: only a lease
+ * granted with nobody queued may be released without Lua (release.c). */
 void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The CHECK script (script.c): the marker and the index of held keys.
  * @moved: the connection reaches the master at a new address of its name
@@ -85,11 +89,19 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
 /* The extend without Lua, on a master that has SET IFEQ and whose memory
  * counts (extend.c): one lock, a transaction, atomic on the master:
  *   HGET marker served; GET key; SET key token IFEQ token PX ttl;
- *   ZADD held GT end key
- * (reply: [served or nil, the value or nil, OK or nil, 0|1]; a key of
- * another type: WRONGTYPE in the GET's place). The lease end `end` is the
- * node argument, as for rl_cmd_acquire_fast(). */
+ *   SET key token\2 IFEQ token\2 PX ttl; ZADD held GT end token
+ * (reply: [served or nil, the value or nil, OK or nil, OK or nil, 0|1]; a
+ * key of another type: WRONGTYPE in the GET's place). At most one SET
+ * writes: the value is our token, or our token marked for its waiters.
+ * The lease end `end` is the node argument, as for rl_cmd_acquire_fast(). */
 void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
+/* The release without Lua, on a master with a native compare-and-delete
+ * (release.c): one lock, a transaction:
+ *   GET key; DELIFEQ key token (or, @delex, DELEX key IFEQ token);
+ *   ZREM held token
+ * (reply: [the value or nil, 1|0, 0|1]). A value marked for waiters is not
+ * deleted: the release script must hand the key on (fanout.c's redo). */
+void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);

@@ -46,10 +46,11 @@ static rl_extend *EXT(rl_op *op)
     return (rl_extend *)(void *)op;
 }
 
-/* The transaction's answer [served, value, SET's, ZADD's] as a vote, like
- * the script's 1 / 0 / -1 / -2. The GET and the SET ran at one instant,
- * so they must agree (the SET wrote exactly when the value was our
- * token): a master whose answer does not hold together, or that refuses
+/* The transaction's answer [served, value, the two SETs', ZADD's] as a
+ * vote, like the script's 1 / 0 / -1 / -2. The GET and the SETs ran at one
+ * instant, so they must agree (the first SET wrote exactly when the value
+ * was our token, the second when it was our token marked for its waiters,
+ * script.c): a master whose answer does not hold together, or that refuses
  * the transaction (a plain ERR in a command's place: it does not have SET
  * IFEQ after all), is an error vote, and that connection gets the script
  * from now on. WRONGTYPE, LOADING and the like are votes as ever. */
@@ -57,11 +58,11 @@ static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_mon
 {
     redlock_vote *v = &x->op.out.votes[idx];
     rl_node *n = &x->op.c->nodes[idx];
-    const rl_reply *e[4] = { r };
-    bool ok = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 4;
-    for (size_t i = 0; ok && i < 4; i++)
+    const rl_reply *e[5] = { r };
+    bool ok = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 5;
+    for (size_t i = 0; ok && i < 5; i++)
         e[i] = rl_reply_element(r, i);
-    for (size_t i = 0; i < (ok ? 4u : 1u); i++) {
+    for (size_t i = 0; i < (ok ? 5u : 1u); i++) {
         if (rl_reply_type(e[i]) != RL_REPLY_ERROR)
             continue;
         rl_vote_error_reply(v, n, e[i], sent);
@@ -78,12 +79,17 @@ static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_mon
     int served = ok ? rl_reply_type(e[0]) : 0, val = ok ? rl_reply_type(e[1]) : 0;
     size_t len = 0;
     const char *s = val == RL_REPLY_STRING ? rl_reply_str(e[1], &len) : NULL;
-    bool mine = s && len == strlen(x->token) && memcmp(s, x->token, len) == 0;
-    bool set = ok && rl_reply_is_status(e[2], "OK");
+    size_t tlen = strlen(x->token);
+    bool plain = s && len == tlen && memcmp(s, x->token, len) == 0;
+    bool marked = s && len == tlen + 1 && memcmp(s, x->token, tlen) == 0 && s[tlen] == '\2';
+    bool mine = plain || marked;
+    bool set = ok && rl_reply_is_status(e[2], "OK"),
+         set_marked = ok && rl_reply_is_status(e[3], "OK");
     if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||
         (val != RL_REPLY_STRING && val != RL_REPLY_NIL) ||
-        (!set && rl_reply_type(e[2]) != RL_REPLY_NIL) || set != mine ||
-        rl_reply_type(e[3]) != RL_REPLY_INTEGER) {
+        (!set && rl_reply_type(e[2]) != RL_REPLY_NIL) ||
+        (!set_marked && rl_reply_type(e[3]) != RL_REPLY_NIL) || set != plain ||
+        set_marked != marked || rl_reply_type(e[4]) != RL_REPLY_INTEGER) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
                     "malformed reply to the extend (SET IFEQ)", sent);
         rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, "a malformed reply");

@@ -10,7 +10,9 @@
  * once (with NULL when the connection dies), so the count always reaches 0.
  *
  * NOSCRIPT (a master restarted or ran SCRIPT FLUSH) is handled here, below
- * the owner: the same slot re-sends the script as EVAL, once.
+ * the owner: the same slot re-sends the script as EVAL, once. So is the
+ * redo of an alternative that could not do the job (rl_fanout_set_redo):
+ * the same slot sends the command instead, once.
  */
 #include "fanout.h"
 #include "script.h"
@@ -26,6 +28,8 @@ typedef struct rl_slot {
     uint32_t idx;
     uint8_t state;   /* enum rl_slot_state */
     uint8_t evalled; /* EVAL sent after NOSCRIPT: no second fallback */
+    uint8_t redone;  /* the command sent after the alternative's answer */
+    uint8_t redo;    /* a queued command's answer asked for the redo */
     uint8_t form;    /* which of the fanout's commands this master gets */
     uint8_t own_len; /* this master's own value of argument node_arg */
     char own[24];
@@ -48,6 +52,7 @@ struct rl_fanout {
     rl_vote_fn *on_vote; /* NULL once the owner detached */
     void *owner;
     rl_late_fn *on_late; /* replies after that, for what they teach */
+    rl_redo_fn *redo;    /* an alternative's answer that asks for the command */
     int refs;            /* 1 (owner) + 1 per reply function still to run */
     rl_form forms[2];    /* the command, and the alternative some masters get */
     rl_slot slots[REDLOCK_MAX_MASTERS];
@@ -247,6 +252,15 @@ void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask
     rl_fanout_detach(f);
 }
 
+/* Does @r, the answer of @s's alternative, ask for the command instead? */
+static bool wants_redo(rl_fanout *f, rl_slot *s, const rl_reply *r)
+{
+    const rl_form *alt = &f->forms[1];
+    if (!f->redo || !r || s->form != 1 || s->redone || !alt->argc)
+        return false;
+    return f->redo(&f->nodes[s->idx], r, alt->argv[alt->argc - 1], alt->argvlen[alt->argc - 1]);
+}
+
 /* MULTI's and each queued command's reply: an error there (an ACL denial,
  * OOM, a command the master does not know) aborts the EXEC, whose own
  * error ("EXECABORT") says less: the first is the master's answer. */
@@ -256,7 +270,10 @@ static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *
     (void)why;
     rl_slot *s = arg;
     rl_fanout *f = s->f;
-    if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT) {
+    if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT && !s->redo &&
+        wants_redo(f, s, r)) {
+        s->redo = 1; /* the EXEC's answer (EXECABORT) sends the command */
+    } else if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT && !s->redo) {
         s->state = RL_SLOT_DONE;
         if (f->on_vote)
             f->on_vote(f->owner, f, s->idx, r, 0, NULL);
@@ -285,13 +302,32 @@ static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *w
         if (fanout_issue(f, s, ISSUE_EVAL | ISSUE_PRIORITY, &sent) == 0)
             return;
     }
+    if (r && (s->redo || wants_redo(f, s, r))) {
+        /* The alternative could not do it here: the command, on the same
+         * slot and reference. Commands queued meanwhile may run first; the
+         * command's own compare makes that safe (the release's script
+         * compares the token, as the transaction did). */
+        s->redo = 0;
+        s->redone = 1;
+        s->form = 0;
+        if (fanout_issue(f, s, ISSUE_PRIORITY, &sent) == 0)
+            return;
+    }
     s->state = RL_SLOT_DONE;
     if (f->on_vote)
         f->on_vote(f->owner, f, s->idx, r, r ? 0 : (err ? err : REDLOCK_ECONNECT),
                    r ? NULL : (why && why[0] ? why : "connection lost"));
-    else if (f->on_late && r)
-        f->on_late(&f->nodes[s->idx], f->forms[s->form].script, r);
+    else if (f->on_late && r) {
+        const rl_form *fm = &f->forms[s->form];
+        f->on_late(&f->nodes[s->idx], fm->script, r, fm->argv[fm->argc - 1],
+                   fm->argvlen[fm->argc - 1]);
+    }
     fanout_unref(f);
+}
+
+void rl_fanout_set_redo(rl_fanout *f, rl_redo_fn *fn)
+{
+    f->redo = fn;
 }
 
 void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn)

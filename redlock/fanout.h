@@ -30,9 +30,20 @@ rl_fanout *rl_fanout_trusted(rl_node *nodes, uint32_t n, uint32_t mask, const rl
 /* Who gets the replies (before anything is sent). */
 void rl_fanout_set_owner(rl_fanout *f, rl_vote_fn *fn, void *owner);
 /* What a reply that arrives after the owner detached still teaches about
- * its master (@script: the command's enum rl_script, or -1). Optional. */
-typedef void rl_late_fn(rl_node *n, int script, const rl_reply *r);
+ * its master (@script: the command's enum rl_script, or -1; @last, @len:
+ * the command's last argument). Optional. */
+typedef void rl_late_fn(rl_node *n, int script, const rl_reply *r, const char *last, size_t len);
 void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn);
+/* A master sent the alternative (rl_fanout_use_alt) answered @r: true if
+ * the alternative could not do the job there and the command must run
+ * instead (the release without Lua met a key marked for its waiters, or a
+ * master that lacks the command it claimed). The slot then sends the
+ * command, once, and its answer is the one delivered. @last is the
+ * alternative's last argument (the release's token). It runs below the
+ * owner, for late answers too: a release's hand-over must run even after
+ * the release decided. */
+typedef bool rl_redo_fn(rl_node *n, const rl_reply *r, const char *last, size_t last_len);
+void rl_fanout_set_redo(rl_fanout *f, rl_redo_fn *fn);
 /* 0, or REDLOCK_E* (the master failed at once: no vote will come; the
  * node's errstr says why). */
 int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority);

@@ -49,6 +49,8 @@ static void status_reply(redlock_master_state *m, const rl_reply *r)
         m->held = 0;
         m->reserved = 1;
     }
+    if (m->held && len > 1 && s[len - 1] == '\2')
+        len--; /* marked for its waiters (script.c): the holder's token is the rest */
     if (m->held) {
         size_t n = len < REDLOCK_TOKEN_MAX ? len : REDLOCK_TOKEN_MAX;
         memcpy(m->token, s, n);

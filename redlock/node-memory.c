@@ -210,9 +210,8 @@ void rl_node_native_refused(rl_node *n, unsigned native, const char *why)
     if (!(n->trust.native & native))
         return;
     n->trust.native &= ~native;
-    rl_node_log(n, REDLOCK_LOG_WARN,
-                "says it is %s but answered SET IFEQ with: %s; scripts from now on",
-                n->trust.version, why);
+    rl_node_log(n, REDLOCK_LOG_WARN, "says it is %s but answered %s with: %s; scripts from now on",
+                n->trust.version, rl_native_name(native), why);
 }
 
 void rl_node_event(rl_node *n, int status, int event, const char *fmt, ...)

@@ -12,6 +12,16 @@
  *
  * Mutual exclusion is untouched by release: it only ever deletes our own
  * key, so it can only make the resource free earlier, never give it to two.
+ *
+ * Without Lua where it can (NOTES.md §4, "the native release"): a master
+ * that has DELIFEQ (Valkey 9) or DELEX IFEQ (Redis 8.4) and granted this
+ * lease by the fast path with nobody queued (its answer in time for the
+ * acquire, or later: the node remembers it) gets a transaction instead of
+ * the script: GET, the compare-and-delete, ZREM of the lease's index
+ * entry. A waiter that joined since marked the value (script.c), so the
+ * compare fails there, and the same slot then sends the script, which
+ * hands the key to the queue's head (fanout.c's redo): for a late answer
+ * too, after the release decided.
  */
 #include "kinds.h"
 #include "lock.h"
@@ -25,6 +35,7 @@ typedef struct rl_release {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t retry_mask; /* masters to ask again after the delay */
+    uint32_t quiet_mask; /* masters that granted it by the fast path, nobody queued */
 } rl_release;
 
 static rl_release *REL(rl_op *op)
@@ -32,25 +43,116 @@ static rl_release *REL(rl_op *op)
     return (rl_release *)(void *)op;
 }
 
+/* The value the transaction's GET read: our token (0), our token marked
+ * for its waiters (1), or neither (-1). */
+static int rel_value(const rl_reply *val, const char *tok, size_t tlen)
+{
+    size_t len;
+    const char *s = rl_reply_type(val) == RL_REPLY_STRING ? rl_reply_str(val, &len) : NULL;
+    if (!s || len < tlen || memcmp(s, tok, tlen) != 0)
+        return -1;
+    return len == tlen ? 0 : len == tlen + 1 && s[tlen] == '\2' ? 1 : -1;
+}
+
+/* The transaction's answer [value, deleted, ZREM's] asks for the script
+ * when the key is ours but marked (a waiter is owed the hand-over), and
+ * when the master did not do what it claims (a plain ERR or EXECABORT: it
+ * lacks the command; an answer that does not hold together: the delete
+ * said 1 exactly when the value was our token) or may not (NOPERM: an ACL
+ * written before the release without Lua, README): then it gets the script
+ * from now on, and this release loses nothing. OOM, LOADING and the like
+ * are votes, as they would be for the script. */
+static bool rel_redo(rl_node *n, const rl_reply *r, const char *tok, size_t tlen)
+{
+    unsigned native = n->trust.native & (RL_NATIVE_DELIFEQ | RL_NATIVE_DELEX);
+    native = native & RL_NATIVE_DELIFEQ ? RL_NATIVE_DELIFEQ : native;
+    if (rl_reply_type(r) == RL_REPLY_ERROR) {
+        size_t len;
+        const char *str = rl_reply_str(r, &len);
+        if (!((len >= 4 && memcmp(str, "ERR ", 4) == 0) ||
+              (len >= 9 && memcmp(str, "EXECABORT", 9) == 0) ||
+              (len >= 6 && memcmp(str, "NOPERM", 6) == 0)))
+            return false;
+        char why[REDLOCK_VOTE_DETAIL_LEN];
+        rl_fit(why, sizeof(why), str);
+        rl_node_native_refused(n, native, why);
+        return true;
+    }
+    bool ok = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 3;
+    const rl_reply *val = ok ? rl_reply_element(r, 0) : NULL,
+                   *del = ok ? rl_reply_element(r, 1) : NULL;
+    if (!ok || (rl_reply_type(val) != RL_REPLY_STRING && rl_reply_type(val) != RL_REPLY_NIL) ||
+        rl_reply_type(del) != RL_REPLY_INTEGER ||
+        rl_reply_type(rl_reply_element(r, 2)) != RL_REPLY_INTEGER ||
+        (rl_reply_integer(del) == 1) != (rel_value(val, tok, tlen) == 0)) {
+        rl_node_native_refused(n, native, "a malformed reply");
+        return true;
+    }
+    return rel_value(val, tok, tlen) == 1;
+}
+
 static void rel_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                         rl_monotime sent)
 {
     redlock_vote *v = &op->out.votes[idx];
-    if (!r)
+    rl_node *n = &op->c->nodes[idx];
+    if (!r) {
         rl_vote_failed(v, err, why, sent);
-    else
-        rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "release", 0);
+    } else if (rl_reply_type(r) == RL_REPLY_ARRAY) {
+        /* The transaction, well formed and not marked (rel_redo). */
+        const rl_reply *val = rl_reply_element(r, 0);
+        const char *tok = REL(op)->token;
+        int code = rl_reply_type(val) == RL_REPLY_NIL      ? 0
+                   : rel_value(val, tok, strlen(tok)) == 0 ? 1
+                                                           : -1;
+        rl_vote_code(v, n, code, sent, 0);
+    } else {
+        rl_vote_script_reply(v, n, r, sent, "release", 0);
+    }
 }
 
+/* The native kind a quiet master of @mask has (DELIFEQ before DELEX), or 0. */
+static unsigned rel_native_kind(const redlock_client *c, uint32_t mask)
+{
+    for (unsigned kind = RL_NATIVE_DELIFEQ; kind <= RL_NATIVE_DELEX; kind <<= 1)
+        for (uint32_t i = 0; i < c->n; i++)
+            if ((mask & (1u << i)) && rl_node_native(&c->nodes[i], kind))
+                return kind;
+    return 0;
+}
+
+/* The round: the transaction to the quiet masters that have the release's
+ * native command (one kind per round: a fleet with both gives the others
+ * the script), the script to every other master. */
 static void rel_send(rl_release *r, uint32_t mask)
 {
     rl_op *op = &r->op;
+    redlock_client *c = op->c;
     op->attempts++;
-    rl_cmd cmd;
+    rl_cmd cmd, native;
     rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
+    for (uint32_t i = 0; i < c->n; i++) /* grants answered after the acquire decided */
+        if (strcmp(c->nodes[i].quiet_token, r->token) == 0)
+            r->quiet_mask |= 1u << i;
+    unsigned kind = op->nres == 1 ? rel_native_kind(c, r->quiet_mask & mask) : 0;
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
-    rl_round_send(op, &cmd, "release", mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
+    if (!kind) {
+        rl_round_send(op, &cmd, "release", mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
+        return;
+    }
+    rl_cmd_release_native(&native, &op->k, r->token, kind == RL_NATIVE_DELEX);
+    rl_fanout *f = rl_fanout_new2(c->nodes, &cmd, &native);
+    if (!f) {
+        rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending release");
+        rl_op_finish(op, REDLOCK_ENOMEM);
+        return;
+    }
+    for (uint32_t i = 0; i < c->n; i++)
+        if ((r->quiet_mask & (1u << i)) && rl_node_native(&c->nodes[i], kind))
+            rl_fanout_use_alt(f, i);
+    rl_fanout_set_redo(f, rel_redo);
+    rl_round_start(op, f, mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
 }
 
 static bool vote_is_transient(const redlock_vote *v)
@@ -115,6 +217,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     op->cb = cb;
     op->arg = arg;
     snprintf(r->token, sizeof(r->token), "%s", lock->token);
+    r->quiet_mask = lock->quiet_mask;
     rl_watchdog_stop(c, lock);
     /* Whatever the outcome, the caller stops holding the lock now: a
      * release that fails may still run on some masters later. */

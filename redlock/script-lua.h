@@ -37,8 +37,7 @@
     "  return false\n"                                                         \
     "end\n"
 
-/* Hand K (ARGV-free: i, n) to its first live waiter, or delete it (and
- * take it out of the index of held keys `idx`, if given): drop waiters
+/* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop waiters
  * whose lease ended, reserve K for the head for as long as its reservation
  * may wait, and, if `wake`, tell it on its client's channel. A failed
  * attempt's cleanup hands over quietly: the head finds the reservation at
@@ -60,10 +59,9 @@
  * master's log names it. At most 64 heads are dropped per call; past
  * that the key is simply freed. */
 #define HAND_OVER                                                              \
-    "local function hand_over(i, n, by, wake, idx)\n"                          \
+    "local function hand_over(i, n, by, wake)\n"                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
-    "  local function free() redis.call('del', KEYS[i])\n"                    \
-    "    if idx then redis.call('zrem', idx, KEYS[i]) end end\n"             \
+    "  local function free() redis.call('del', KEYS[i]) end\n"                \
     "  if not queue_ok(q, l) then free() return end\n"                       \
     "  " NOW_MS                                                               \
     "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
@@ -148,21 +146,31 @@
     "  redis.call('hdel', KEYS[mk], 'served', 'durable', 'tight')\n"            \
     "end\n"
 
-/* Keys KEYS[first..first+n-1], just granted with `ttl`, join the index of
- * held keys KEYS[ik], scored by when their lease ends on this master's
- * clock (PEXPIRETIME: no TIME call); entries whose lease ended before now
- * (the grant's own time: its end minus its ttl) leave it, so the index
- * holds the live leases and never the history. The index names keys and
- * never reads them: a user whose ACL covers one key prefix can keep it. */
+/* The lease of token `tok` on keys KEYS[first..first+n-1], just granted
+ * with `ttl`, joins the index of held keys KEYS[ik], scored by when it
+ * ends on this master's clock (PEXPIRETIME: no TIME call); entries whose
+ * lease ended before now (the grant's own time: its end minus its ttl)
+ * leave it, so the index holds the live leases and never the history.
+ * An entry is named by its lease's token, not its key: whoever removes an
+ * entry (a release, whenever it runs) can only remove its own lease's,
+ * never the entry of a holder who took the key after it (NOTES.md §4,
+ * "the native release"). The index never reads a key: a user whose ACL
+ * covers one key prefix can keep it. */
 #define INDEX                                                                   \
-    "local function index(ik, first, n, ttl)\n"                                 \
+    "local function index(ik, first, n, ttl, tok)\n"                            \
     "  local e = 0\n"                                                          \
     "  for i = first, first + n - 1 do\n"                                       \
-    "    e = redis.call('pexpiretime', KEYS[i])\n"                               \
-    "    redis.call('zadd', KEYS[ik], e, KEYS[i])\n"                             \
+    "    e = math.max(e, redis.call('pexpiretime', KEYS[i]))\n"                  \
     "  end\n"                                                                  \
+    "  redis.call('zadd', KEYS[ik], e, tok)\n"                                 \
     "  redis.call('zremrangebyscore', KEYS[ik], '-inf', '(' .. (e - ttl))\n"     \
     "end\n"
+
+/* Is value v the lease of token t: t itself, or t marked (a waiter joined
+ * its queue while it was held: the acquire's JOIN below), t .. "\2"? A
+ * token is printable (redlock.h): the mark can be no token's last byte. */
+#define OURS                                                                    \
+    "local function ours(v, t) return v == t or v == t .. '\\2' end\n"
 
 /* clang-format on */
 

@@ -12,7 +12,9 @@
  * FLUSH) gets the same script again as EVAL (fanout.c).
  *
  * Keys a lock uses on each master (K = key prefix + resource):
- *   K            the lock: a token, or a reservation "\1" + waiter (below)
+ *   K            the lock: a token, the token marked ("\2" after it: a
+ *                waiter joined the queue while a holder who may release
+ *                without Lua held it), or a reservation "\1" + waiter
  *   K "\0fence"  its fencing counter before one counter served every
  *                resource: read (a fence never goes below it) and kept
  *                in step while it exists, never created
@@ -23,8 +25,9 @@
  *                {born, window, maxttl, served, run, durable, pending,
  *                tight, cause} (CHECK, HEARD; NOTES.md §4)
  *   "\0redlock:fence"   the master's fencing counter, for every resource
- *   "\0redlock:held"    the lock keys this master granted while it was
- *                trusted, scored by when their leases end (a sorted set),
+ *   "\0redlock:held"    the leases this master granted while it was
+ *                trusted, named by token and scored by when they end
+ *                (a sorted set; before the native release, named by key),
  *                so that the fleet can tell how long the leases live now
  *                when a master forgets (LEASES)
  * A NUL cannot be part of a resource name or of the prefix, so none of these
@@ -60,23 +63,27 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * release sends ARGV[1] alone (hand over and wake, no waiter): every
      * argument costs the master a Lua string, and this is the common call. Returns
      * -1 if any key holds another value (we had lost it), 1 if we removed
-     * something, 0 if everything was already gone. */
+     * something, 0 if everything was already gone. A key is ours with our
+     * token or our token marked (OURS). The lease's index entry (named by
+     * ARGV[1]) goes whatever the keys hold: the lease ends here. */
     [RL_SCRIPT_RELEASE] =
         /* The common case first, before any function below is made: one
          * lock, no waiter, nobody queued (a DEL and the index, three calls
          * and the compare). What it returns is what the rest would. */
         "if #KEYS == 4 and #ARGV == 1 then\n"
+        "  redis.call('zrem', KEYS[4], ARGV[1])\n"
         "  local v = redis.call('get', KEYS[1])\n"
-        "  if v ~= ARGV[1] then if v then return -1 end return 0 end\n"
-        "  if redis.call('exists', KEYS[2]) == 0 then\n"
-        "    redis.call('del', KEYS[1]) redis.call('zrem', KEYS[4], KEYS[1]) return 1\n"
+        "  if v == ARGV[1] and redis.call('exists', KEYS[2]) == 0 then\n"
+        "    redis.call('del', KEYS[1]) return 1\n"
         "  end\n"
+        "  if v ~= ARGV[1] and v ~= ARGV[1] .. '\\2' then if v then return -1 end return 0 end\n"
         "end\n"
+        OURS
         QUEUE_OK
         HAND_OVER
         JOIN
         "local n = math.floor(#KEYS / 3)\n"
-        "local idx = KEYS[3 * n + 1]\n"
+        "redis.call('zrem', KEYS[3 * n + 1], ARGV[1])\n"
         "local mine, other = 0, 0\n"
         "local waiter, wake = ARGV[3] or '', (ARGV[2] or '1') == '1'\n"
         "local stays = waiter ~= '' and (ARGV[4] or '') ~= ''\n"
@@ -87,9 +94,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    redis.pcall('zrem', KEYS[n + i], waiter) redis.pcall('zrem', KEYS[2 * n + i], waiter)\n"
         "  end\n"
         "  local v = redis.call('get', KEYS[i])\n"
-        "  if v == ARGV[1] then\n"
+        "  if ours(v, ARGV[1]) then\n"
         "    mine = mine + 1\n"
-        "    hand_over(i, n, ARGV[1], wake, idx)\n"
+        "    hand_over(i, n, ARGV[1], wake)\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"
@@ -101,9 +108,11 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * the memory marker and the index of held keys. The marker hears of the
      * new ttl first, and a master whose memory is not trusted extends
      * nothing (-2): a master that reloaded an old snapshot may hold our key
-     * again, but its vote must not count towards a lease (NOTES.md §4). */
+     * again, but its vote must not count towards a lease (NOTES.md §4). A
+     * key marked for its waiters (OURS) is ours, and stays marked. */
     [RL_SCRIPT_EXTEND] =
         HEARD
+        OURS
         "local n = #KEYS\n"
         "local marked = ARGV[3] == '1'\n"
         "if marked then\n"
@@ -114,13 +123,11 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "for i = 1, n do\n"
         "  local v = redis.call('get', KEYS[i])\n"
         "  if v == false then return 0 end\n"
-        "  if v ~= ARGV[1] then return -1 end\n"
+        "  if not ours(v, ARGV[1]) then return -1 end\n"
         "end\n"
-        "for i = 1, n do\n"
-        "  redis.call('pexpire', KEYS[i], ARGV[2])\n"
-        "  if marked then\n"
-        "    redis.call('zadd', KEYS[n + 2], redis.call('pexpiretime', KEYS[i]), KEYS[i])\n"
-        "  end\n"
+        "for i = 1, n do redis.call('pexpire', KEYS[i], ARGV[2]) end\n"
+        "if marked then\n"
+        "  redis.call('zadd', KEYS[n + 2], redis.call('pexpiretime', KEYS[1]), ARGV[1])\n"
         "end\n"
         "return 1\n",
     [RL_SCRIPT_STATUS] =
@@ -157,7 +164,12 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * is absent, or reserved for this very waiter (the hand-off); one key
      * and no queue is a bare SET NX, the uncontended case, and a refused
      * SET reads the key, so that a key of another type says WRONGTYPE at
-     * once instead of "held". */
+     * once instead of "held". A waiter that joins while the key holds a
+     * token whose lease is in the index (a holder of this version, which
+     * may release with a bare compare-and-delete) marks the value, on
+     * every key of a set it waits for that is so held: that compare then
+     * fails, and the holder's release takes this script, which hands the
+     * key to the queue's head (NOTES.md §4). */
     [RL_SCRIPT_ACQUIRE] =
         HEARD
         RUN_ID
@@ -195,7 +207,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    redis.call('get', KEYS[1])\n"
         "    return {0, 0, maxttl}\n"
         "  end\n"
-        "  if marked then index(k + 1, 1, 1, tonumber(ARGV[2])) end\n"
+        "  if marked then index(k + 1, 1, 1, tonumber(ARGV[2]), ARGV[1]) end\n"
         "else\n"
         "  local mine = '\\1' .. ARGV[5]\n"
         "  for i = 1, n do\n"
@@ -205,6 +217,13 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "        for j = 0, n - 1 do\n"
         "          join(KEYS[qk + j], KEYS[qk + n + j], ARGV[5], ARGV[6], tonumber(ARGV[7]))\n"
         "        end\n"
+        "        for j = i, n do\n"
+        "          local h = j == i and v or redis.call('get', KEYS[j])\n"
+        "          if marked and h and string.byte(h, 1) ~= 1 and string.byte(h, -1) ~= 2 and\n"
+        "             redis.call('zscore', KEYS[k + 1], h) then\n"
+        "            redis.call('set', KEYS[j], h .. '\\2', 'KEEPTTL')\n"
+        "          end\n"
+        "        end\n"
         "      end\n"
         "      local r, rank = 0, 0\n"
         "      for j = 1, n do if queued and j ~= i and redis.call('get', KEYS[j]) == mine then r = 1 end end\n"
@@ -213,7 +232,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    end\n"
         "  end\n"
         "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
-        "  if marked then index(k + 1, 1, n, tonumber(ARGV[2])) end\n"
+        "  if marked then index(k + 1, 1, n, tonumber(ARGV[2]), ARGV[1]) end\n"
         "  if queued then\n"
         "    for j = 0, n - 1 do\n"
         "      redis.pcall('zrem', KEYS[qk + j], ARGV[5]) redis.pcall('zrem', KEYS[qk + n + j], ARGV[5])\n"

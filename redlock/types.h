@@ -91,6 +91,9 @@ struct redlock_lock {
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t ttl_ms;
     uint64_t fence;                   /* 0 unless fenced */
+    uint32_t quiet_mask;              /* masters that granted it by the fast path with
+                                         nobody queued: its release may go without Lua
+                                         there (release.c) */
     rl_monotime valid_until_us;       /* monotonic; 0: no validity known. Read and written
                                          only through rl_lock_valid_until/_set: with a
                                          blocking client the watchdog's I/O thread

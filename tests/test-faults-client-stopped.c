@@ -88,7 +88,7 @@ static unsigned holding(const char *res, size_t len, const char *token)
     for (int m = 0; m < tc_n(); m++) {
         redisReply *v = tc_cmd(m, "GET %b", res, len);
 
-        if (v && v->type == REDIS_REPLY_STRING && strcmp(v->str, token) == 0)
+        if (v && v->type == REDIS_REPLY_STRING && tc_value_is_token(v->str, token))
             mask |= 1u << m;
         freeReplyObject(v);
     }

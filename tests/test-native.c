@@ -14,6 +14,7 @@
  * 9.1.2 and answers the transaction wrongly (NOTES.md §4, "extend without
  * Lua"; §10, "Master answering garbage").
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include <redlock.h>
 
+#include "await.h"
 #include "cluster.h"
 #include "core.h"
 #include "fake.h"
@@ -139,8 +141,8 @@ static void index_and_expiry(int port, long long *score, long long *expiry)
 {
     redisContext *r = redisConnect("127.0.0.1", port);
     cr_assert(r && !r->err, "connect to %d", port);
-    redisReply *z = redisCommand(r, "ZSCORE %b %b", held_key, sizeof(held_key) - 1, tc_fx.res,
-                                 tc_fx.len);
+    redisReply *z = redisCommand(r, "ZSCORE %b %s", held_key, sizeof(held_key) - 1,
+                                 redlock_lock_token(tc_fx.l));
     redisReply *e = redisCommand(r, "PEXPIRETIME %b", tc_fx.res, tc_fx.len);
     *score = z && z->type == REDIS_REPLY_STRING ? strtoll(z->str, NULL, 10) : -1;
     *expiry = e && e->type == REDIS_REPLY_INTEGER ? e->integer : -3;
@@ -152,7 +154,10 @@ static void index_and_expiry(int port, long long *score, long long *expiry)
 Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
 {
     enum { CYCLES = 5, EXTENDS = 3 };
-    long long sha0[5], exec0[5];
+    long long sha0[5], exec0[5], del0[5];
+    const char *del = tc_native_delete(); /* the release too, on Valkey 9 and Redis 8.4 */
+    char del_stat[32];
+    snprintf(del_stat, sizeof(del_stat), "cmdstat_%s", del ? del : "none");
 
     fleet_up();
     tc_must_release(tc_fx.c,
@@ -161,6 +166,7 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
     for (int m = 0; m < 5; m++) {
         sha0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha");
         exec0[m] = stat_of(fleet_port[m], "commandstats", "cmdstat_exec");
+        del0[m] = stat_of(fleet_port[m], "commandstats", del_stat);
     }
     for (int i = 0; i < CYCLES; i++) {
         tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
@@ -190,7 +196,13 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
     for (int m = 0; m < 5; m++) {
         long long sha = stat_of(fleet_port[m], "commandstats", "cmdstat_evalsha") - sha0[m];
         long long exec = stat_of(fleet_port[m], "commandstats", "cmdstat_exec") - exec0[m];
-        cr_log_info("master %d: %lld evalsha, %lld exec over %d cycles", m, sha, exec, CYCLES);
+        long long dels = stat_of(fleet_port[m], "commandstats", del_stat) - del0[m];
+        cr_log_info("master %d: %lld evalsha, %lld exec, %lld %s over %d cycles", m, sha, exec,
+                    dels, del ? del : "-", CYCLES);
+        /* The releases: by the server's compare-and-delete where it has
+         * one (the acquires took the fast path), by script elsewhere. */
+        if (del)
+            cr_expect(eq(i64, dels, m < 2 ? CYCLES : 0), "master %d: %lld %s", m, dels, del);
         if (m < 2) {
             /* The releases and the barrier; acquires and extends are
              * transactions. */
@@ -204,6 +216,8 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
     cr_expect(tc_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", tc_log_text());
     cr_expect(tc_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", tc_log_text());
     cr_expect(not(tc_log_contains("7.0.15, extend by SET IFEQ")), "%s", tc_log_text());
+    if (del)
+        cr_expect(tc_log_has(tc_addr(0), "release by DEL"), "%s", tc_log_text());
 }
 
 /* A client of master 0 alone (every vote is heard before the extend
@@ -289,6 +303,201 @@ Test(native, a_flushed_native_master_counts_for_no_extend)
     cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "nothing resurrected");
 }
 
+/* ---- the release without Lua ------------------------------------------------------ */
+
+static const char *need_native_delete(void)
+{
+    const char *del = tc_native_delete();
+    if (!del)
+        cr_skip_test("the cluster's server has no DELIFEQ or DELEX: the release stays a script "
+                     "(REDLOCK_SERVER=$(tools/deps.sh --valkey9) or --redis8)");
+    return del;
+}
+
+/* How many masters hold @token marked for its waiters (@token "\2"), and
+ * (*@plain) how many hold it unmarked. A test before may have flushed a
+ * master, which then sits out its window: count, and ask for a majority. */
+static int marked_on(const char *token, int *plain)
+{
+    char want[REDLOCK_TOKEN_MAX + 2], val[REDLOCK_TOKEN_MAX + 2];
+    snprintf(want, sizeof(want), "%s\2", token);
+    int marked = 0;
+    *plain = 0;
+    for (int m = 0; m < tc_n(); m++) {
+        if (tc_get(m, tc_fx.res, tc_fx.len, val, sizeof(val), NULL) != 1)
+            continue;
+        marked += strcmp(val, want) == 0;
+        *plain += strcmp(val, token) == 0;
+    }
+    return marked;
+}
+
+static bool marked_where_held(const char *token)
+{
+    int plain, marked = marked_on(token, &plain);
+    return plain == 0 && marked >= tc_n() / 2 + 1;
+}
+
+typedef struct native_waiter {
+    redlock_client *c;
+    const char *res;
+    int rc;
+    uint64_t done_us;
+    redlock_lock *lock;
+} native_waiter;
+
+#define SLOW_POLL_MS 1500u /* the waiter's poll: a grant sooner is the hand-off's */
+
+static void *native_wait(void *arg)
+{
+    native_waiter *w = arg;
+    redlock_acquire_opts o;
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = TTL_MS;
+    o.wait_ms = 20000;
+    o.retry_delay_ms = SLOW_POLL_MS;
+    o.retry_jitter_ms = 0;
+    redlock_resource r = { w->res, strlen(w->res) };
+    w->rc = redlock_acquire_with(w->c, &r, 1, &o, &w->lock, NULL, NULL);
+    w->done_us = tc_now_us();
+    return NULL;
+}
+
+/* The holder took the fast path, so its release goes without Lua; a waiter
+ * that queued meanwhile marked the key, so the compare-and-delete fails on
+ * every master and the same slot sends the script, which hands the key on:
+ * the waiter has it long before its poll; status and extend see the holder's
+ * own token through the mark (NOTES.md §4, "the native release"). */
+Test(native, a_waiter_marks_the_key_and_the_release_hands_it_over)
+{
+    const char *del = need_native_delete();
+    tc_fx_client(-1);
+    char warm[128];
+    tc_resource(warm, sizeof(warm), "warm");
+    tc_must_release(tc_fx.c, tc_must_acquire(tc_fx.c, warm, TTL_MS, NULL));
+    tc_barrier(tc_fx.c);
+    tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
+    char token[REDLOCK_TOKEN_MAX + 1];
+    snprintf(token, sizeof(token), "%s", redlock_lock_token(tc_fx.l));
+
+    native_waiter w = { tc_client(&tc_fx.cfg, -1), tc_fx.res, -100, 0, NULL };
+    pthread_t t;
+    pthread_create(&t, NULL, native_wait, &w);
+    cr_assert(TC_AWAIT(marked_where_held(token), 5000), "the waiter's place never marked the key");
+
+    TC_STATUS(st);
+    cr_expect(eq(int, redlock_status_get(tc_fx.c, tc_fx.res, tc_fx.len, st, &tc_fx.e), 0), "%s",
+              tc_fx.e.msg);
+    cr_expect(eq(str, (char *)redlock_status_majority_token(st), token), "the mark is no token");
+    cr_expect(eq(int, redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e), 0),
+              "a marked key is still ours to extend: %s", tc_fx.e.msg);
+    cr_expect(marked_where_held(token), "the extend kept the mark");
+
+    tc_barrier(tc_fx.c);
+    long long del0 = tc_calls(del), sha0 = tc_calls("evalsha");
+    uint64_t released = tc_now_us();
+    tc_must_release(tc_fx.c, tc_fx.l);
+    tc_fx.l = NULL;
+    pthread_join(t, NULL);
+    cr_assert(eq(int, w.rc, 0), "the waiter got the lock (%s)", redlock_err_name(w.rc));
+    long ms = (long)((w.done_us - released) / 1000);
+    /* A poll would come 1.5 s after the waiter's last attempt; the hand-off
+     * is a few ms (the bound has a loaded machine's slack). */
+    cr_expect(lt(i64, ms, 1000), "handed over after %ld ms", ms);
+    tc_barrier(w.c);
+    /* Where the holder took the fast path (a majority at least), the
+     * compare-and-delete first, then the script for the hand-over. */
+    long long dels = tc_calls(del) - del0;
+    cr_expect(ge(i64, dels, tc_n() / 2 + 1), "%lld %s: a majority tried it first", dels, del);
+    cr_expect(ge(i64, tc_calls("evalsha") - sha0, dels), "then the script, for the hand-over");
+    tc_must_release(w.c, w.lock);
+    redlock_client_free(w.c);
+}
+
+/* A lease's index entry is named by its token: the release of a lock that
+ * expired, whose key another client took since, removes its own entry and
+ * never the new holder's (LEASES must see every live lease: §4). Both
+ * releases go without Lua where the server can. */
+Test(native, a_late_release_leaves_the_next_holders_index_entry)
+{
+    need_native_delete();
+    tc_fx_client(-1);
+    char warm[128];
+    tc_resource(warm, sizeof(warm), "warm");
+    tc_must_release(tc_fx.c, tc_must_acquire(tc_fx.c, warm, 300, NULL));
+    tc_barrier(tc_fx.c);
+    redlock_lock *old = tc_must_acquire(tc_fx.c, tc_fx.res, 300, NULL);
+    char old_token[REDLOCK_TOKEN_MAX + 1];
+    snprintf(old_token, sizeof(old_token), "%s", redlock_lock_token(old));
+    cr_assert(TC_AWAIT(tc_key_count(tc_fx.res, tc_fx.len) == 0, 3000), "the short lock expired");
+    tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    TC_OUTCOME(out);
+    cr_expect(eq(int, redlock_release(tc_fx.c, old, out, &tc_fx.e), REDLOCK_ENOTHELD), "%s",
+              tc_fx.e.msg);
+    redlock_lock_free(old);
+    tc_barrier(tc_fx.c);
+    /* Wherever the holder's key is (a majority: a test before may have
+     * flushed a master), so is its entry, and the old lease's is not. */
+    int held = 0;
+    for (int m = 0; m < tc_n(); m++) {
+        char val[REDLOCK_TOKEN_MAX + 2];
+        if (tc_get(m, tc_fx.res, tc_fx.len, val, sizeof(val), NULL) != 1 ||
+            strcmp(val, redlock_lock_token(tc_fx.l)) != 0)
+            continue;
+        held++;
+        redisReply *z = tc_cmd(m, "ZSCORE %b %s", held_key, sizeof(held_key) - 1,
+                               redlock_lock_token(tc_fx.l));
+        cr_expect(z && z->type == REDIS_REPLY_STRING, "master %d: the holder's entry is gone", m);
+        freeReplyObject(z);
+        z = tc_cmd(m, "ZSCORE %b %s", held_key, sizeof(held_key) - 1, old_token);
+        cr_expect(z && z->type == REDIS_REPLY_NIL, "master %d: the old lease's entry stayed", m);
+        freeReplyObject(z);
+    }
+    cr_expect(ge(int, held, tc_n() / 2 + 1), "the holder's key on %d masters", held);
+}
+
+/* An ACL written before the release without Lua (README: the ACL line has
+ * no +delifeq or +delex): the transaction is refused there (NOPERM), the
+ * slot sends the script at once, the release succeeds, a warning says so,
+ * and the next release is the script from the start. */
+Test(native, an_acl_without_the_delete_costs_one_script_and_a_warning)
+{
+    const char *del = need_native_delete();
+    for (int m = 0; m < tc_n(); m++) {
+        redisReply *r = tc_cmd(m, "ACL SETUSER nodel on >nodel-pw ~* &* +@all -%s", del);
+        cr_assert(r && r->type == REDIS_REPLY_STATUS, "ACL SETUSER on master %d: %s", m,
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "no reply");
+        freeReplyObject(r);
+    }
+    tc_fx.cfg.username = "nodel";
+    tc_fx.cfg.password = "nodel-pw";
+    tc_fx.cfg.log_fn = tc_log;
+    tc_fx.cfg.log_level = REDLOCK_LOG_WARN;
+    tc_fx_client(-1);
+    char warm[128];
+    tc_resource(warm, sizeof(warm), "warm");
+    tc_must_release(tc_fx.c, tc_must_acquire(tc_fx.c, warm, TTL_MS, NULL));
+    tc_barrier(tc_fx.c);
+    for (int round = 0; round < 2; round++) {
+        tc_fx.l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
+        int rc = redlock_release(tc_fx.c, tc_fx.l, tc_fx.out, &tc_fx.e);
+        cr_expect(eq(int, rc, 0), "round %d: %s: %s", round, redlock_err_name(rc), tc_fx.e.msg);
+        for (int m = 0; m < tc_n(); m++) {
+            int k = redlock_outcome_vote(tc_fx.out, m)->kind;
+            cr_expect(k == REDLOCK_VOTE_OK || k == REDLOCK_VOTE_PENDING,
+                      "round %d master %d: %s (%s)", round, m, redlock_vote_kind_name(k),
+                      redlock_outcome_vote(tc_fx.out, m)->detail);
+        }
+        redlock_lock_free(tc_fx.l);
+        tc_fx.l = NULL;
+        tc_barrier(tc_fx.c);
+        cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "round %d: released everywhere",
+                  round);
+    }
+    cr_expect(tc_log_contains("NOPERM"), "%s", tc_log_text());
+}
+
 /* ---- a master that claims SET IFEQ and lies ------------------------------------------ */
 
 TestSuite(lying, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 60);
@@ -336,6 +545,8 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
         { "HGET", "+QUEUED\r\n" },
         { "GET", "+QUEUED\r\n" },
         { "ZADD", "+QUEUED\r\n" },
+        { "EXISTS", "+QUEUED\r\n" },
+        { "ZREM", "+QUEUED\r\n" },
         { "SET", set },
         { "EXEC", exec },
         { "EVALSHA", ":1\r\n" }, /* the release and extend scripts: done */
@@ -392,6 +603,35 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
               redlock_outcome_vote(tc_fx.out, 2)->detail);
     tc_must_release(tc_fx.c, tc_fx.l);
     tc_fx.l = NULL;
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
+    tc_fake_stop(f);
+}
+
+/* The liar claims Valkey 9.1.2, grants a lock by the fast path, and does not
+ * know DELIFEQ after all (an error in the transaction's place, then
+ * EXECABORT's place taken by whatever it says): the release's slot sends it
+ * the script at once, the release succeeds with the liar's vote, the log
+ * names what it said, and its next release is the script from the start. */
+Test(lying, a_master_that_claims_delifeq_and_refuses_it_costs_one_script)
+{
+    tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
+                            "+QUEUED\r\n", "*4\r\n$1\r\n1\r\n$-1\r\n:0\r\n:1\r\n");
+    redlock_lock_free(tc_fx.l); /* the planted one: not taken by the fast path */
+    tc_fx.l = NULL;
+    char res[128];
+    tc_resource(res, sizeof(res), "fast");
+    for (int round = 0; round < 2; round++) {
+        redlock_lock *l = tc_must_acquire(tc_fx.c, res, TTL_MS, tc_fx.out);
+        int rc = redlock_release(tc_fx.c, l, tc_fx.out, &tc_fx.e);
+        cr_expect(eq(int, rc, 0), "round %d: %s: %s", round, redlock_err_name(rc), tc_fx.e.msg);
+        /* Two masters are dead: the liar's vote was needed, so it is in. */
+        const redlock_vote *v = redlock_outcome_vote(tc_fx.out, 2);
+        cr_expect(eq(int, v->kind, REDLOCK_VOTE_OK), "round %d: the liar: %s (%s)", round,
+                  redlock_vote_kind_name(v->kind), v->detail);
+        redlock_lock_free(l);
+    }
+    cr_expect(tc_log_has(tc_fake_addr(f), "answered DELIFEQ with"), "%s", tc_log_text());
     redlock_client_free(tc_fx.c);
     tc_fx.c = NULL;
     tc_fake_stop(f);

@@ -661,14 +661,16 @@ fi
 # --- The server matrix -----------------------------------------------------------
 # The plain build's tests that depend most on what the server does (the
 # commands the fast path, the native release and extend, the scripts and the
-# guard send; restarts, flushes and kills) against Redis 8.0 and 8.6 and
+# guard send; waiters that mark a holder's key and the hand-off that then
+# follows a release without Lua; restarts, flushes and kills) against Redis
+# 8.0 and 8.6 and
 # Valkey 8.1 and 9.1, built in the background since the start (above). The
 # whole suite runs on Redis 7.0 (plain, asan, tsan) and on Valkey 8.0
 # (hiredis12); this subset on these four, side by side, each on ports of
 # its own: they spend most of their time waiting, for ttls and restarts.
 
 MATRIX_TESTS=(acquire release extend noscript fastpath native native-lying memory fence queue
-    faults-kill faults-process-down faults-process-forget)
+    wait contention faults-kill faults-process-down faults-process-forget)
 
 if wanted matrix; then
     say "matrix: waiting for the servers' builds (started at the beginning, at nice 19)"

@@ -835,8 +835,9 @@ int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t 
  * @ret_outcome, @reterr: optional, as for redlock_acquire()
  *
  * Deletes the key only where it still holds @lock's token (a Lua
- * compare-then-DEL); where a waiter is queued, the key goes to the first
- * one instead (a reservation only it can take) and it is woken. A master
+ * compare-then-DEL, or the server's own DELIFEQ / DELEX IFEQ for a lock
+ * taken by the fast path); where a waiter is queued, the key goes to the
+ * first one instead (a reservation only it can take) and it is woken. A master
  * where the key already expired counts as released (vote "gone"). Masters
  * that do not answer are retried up to release_retry_count times.
  *

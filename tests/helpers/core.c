@@ -212,6 +212,13 @@ int tc_get(int i, const void *key, size_t len, char *val, size_t size, long long
     return held;
 }
 
+int tc_value_is_token(const char *val, const char *token)
+{
+    size_t n = strlen(token);
+    return strncmp(val, token, n) == 0 &&
+           (val[n] == '\0' || (val[n] == '\2' && val[n + 1] == '\0'));
+}
+
 int tc_count_token(const void *key, size_t len, const char *token, long long max_pttl_ms)
 {
     int count = 0;
@@ -220,7 +227,7 @@ int tc_count_token(const void *key, size_t len, const char *token, long long max
         char val[256];
         long long pttl = 0;
 
-        if (tc_get(i, key, len, val, sizeof(val), &pttl) == 1 && strcmp(val, token) == 0 &&
+        if (tc_get(i, key, len, val, sizeof(val), &pttl) == 1 && tc_value_is_token(val, token) &&
             pttl > 0 && pttl <= max_pttl_ms)
             count++;
     }
@@ -288,6 +295,36 @@ long long tc_info_num(int i, const char *section, const char *field)
     }
     freeReplyObject(r);
     return v;
+}
+
+long long tc_calls(const char *cmd)
+{
+    char field[64];
+    long long sum = 0;
+
+    snprintf(field, sizeof(field), "cmdstat_%s", cmd);
+    for (int m = 0; m < tc_n(); m++) {
+        long long v = tc_info_num(m, "commandstats", field);
+
+        sum += v > 0 ? v : 0;
+    }
+    return sum;
+}
+
+const char *tc_native_delete(void)
+{
+    static const char *const names[] = { "delifeq", "delex" };
+
+    for (int i = 0; i < 2; i++) {
+        redisReply *r = tc_cmd(0, "COMMAND INFO %s", names[i]);
+        int has = r && r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+                  r->element[0]->type == REDIS_REPLY_ARRAY;
+
+        freeReplyObject(r);
+        if (has)
+            return names[i];
+    }
+    return NULL;
 }
 
 long long tc_acquires_seen(int i)

@@ -113,7 +113,11 @@ int tc_try_acquire(redlock_client *c, uint32_t ttl_ms, struct tc_try *t);
  */
 int tc_get(int i, const void *key, size_t len, char *val, size_t size, long long *pttl);
 
-/* Masters where @key holds exactly @token with 0 < PTTL <= @max_pttl_ms. */
+/* Is @val (a lock key's value) @token's lease: the token, or the token
+ * marked for its waiters (a trailing "\2", script.c)? */
+int tc_value_is_token(const char *val, const char *token);
+/* Masters where @key holds @token (tc_value_is_token) with 0 < PTTL <=
+ * @max_pttl_ms. */
 int tc_count_token(const void *key, size_t len, const char *token, long long max_pttl_ms);
 
 /* SET @key @value PX @ttl_ms on master @i (a lock taken by "someone else"). */
@@ -141,6 +145,14 @@ void tc_barrier_on(redlock_client *c, unsigned mask);
 /* An INFO field of master @i as a number ("total_commands_processed",
  * "cmdstat_eval" gives its calls=), or -1 if absent. */
 long long tc_info_num(int i, const char *section, const char *field);
+/* Calls of command @cmd ("evalsha", "delifeq") on every master together,
+ * from commandstats (0 where a master never ran it). */
+long long tc_calls(const char *cmd);
+/* The compare-and-delete the cluster's server has, as commandstats names it
+ * ("delifeq": Valkey 9; "delex": Redis 8.4), or NULL: asked with COMMAND
+ * INFO on master 0 (the library goes by the version, trust.c: the two must
+ * agree). */
+const char *tc_native_delete(void);
 /* Commands master @i ran that may be acquires (SET, EVALSHA, EVAL): grows by
  * at least one per acquire attempt that reached it. */
 long long tc_acquires_seen(int i);

@@ -475,7 +475,7 @@ int tc_net_token_count(const void *key, size_t len, const char *token)
     char val[256];
     int count = 0;
     for (int i = 0; i < net.n; i++) {
-        if (tc_net_get(i, key, len, val, sizeof(val)) && !strcmp(val, token))
+        if (tc_net_get(i, key, len, val, sizeof(val)) && tc_value_is_token(val, token))
             count++;
     }
     return count;

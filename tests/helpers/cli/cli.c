@@ -26,6 +26,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cluster.h"
+#include "core.h"
 #include "jsonread.h"
 
 char tcli_tmpdir[TCLI_SCRATCH_MAX];
@@ -448,7 +449,7 @@ int tcli_holders(const char *res, const char *token)
     for (int i = 0; i < tc_n(); i++) {
         redisReply *r = tc_cmd(i, "GET %s", res);
 
-        if (r != NULL && r->type == REDIS_REPLY_STRING && strcmp(r->str, token) == 0)
+        if (r != NULL && r->type == REDIS_REPLY_STRING && tc_value_is_token(r->str, token))
             n++;
         if (r != NULL)
             freeReplyObject(r);
