@@ -49,10 +49,10 @@ struct restarts {
     uint64_t of2_done; /* ... and answering */
 };
 
-/* The test's own holder H takes the lock while masters 3 and 4 are dead,
- * so it counts exactly 0, 1 and 2 (it may have to wait for a worker's
- * turn). */
-static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc)
+/* The test's own holder H takes the lock for @ttl_ms while masters 3 and 4
+ * are dead, so it counts exactly 0, 1 and 2 (it may have to wait for a
+ * worker's turn). */
+static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc, uint32_t ttl_ms)
 {
     redlock_lock *hl = NULL;
     TC_OUTCOME(out);
@@ -64,8 +64,8 @@ static redlock_lock *h_acquires(tc_contend *r, redlock_client *hc)
     tc_contend_inject(r, tc_kill, "sigkill", 4, 0);
     for (int tries = 0; tries < 100 && rc != 0; tries++) {
         t0 = tc_now_us();
-        rc = redlock_acquire(hc, r->res, r->len, TC_CONTEND_TTL_MS, &hl, out, &e);
-        tc_hist_acquire(r->h, "H", r->res, r->len, TC_CONTEND_TTL_MS, t0, rc, hl, out);
+        rc = redlock_acquire(hc, r->res, r->len, ttl_ms, &hl, out, &e);
+        tc_hist_acquire(r->h, "H", r->res, r->len, ttl_ms, t0, rc, hl, out);
     }
     cr_assert(eq(int, rc, 0), "H never got the lock: %s", e.msg);
     tc_contend_note_grant(r, out);
@@ -176,13 +176,19 @@ static void restart_scenario(int mode, enum lost_by how, int kind)
         cr_assert(v && v->type == REDIS_REPLY_STATUS, "SAVE on master 2 failed");
         freeReplyObject(v);
     }
-    hl = h_acquires(r, hc);
+    /* Guard off, H holds three workers' ttls: the overlap this mode must
+     * show needs H still to hold when a worker gets 2,3,4, after three
+     * restarts, which a loaded machine made take most of one ttl (the
+     * checker once found no overlap: the worker's grant came after H's
+     * validity). Guard on and AOF keep H at the workers' ttl: their windows
+     * are measured from it. */
+    hl = h_acquires(r, hc, mode == GUARD_OFF ? 3 * TC_CONTEND_TTL_MS : TC_CONTEND_TTL_MS);
     t = restart_under_h(r, aof, how, hl);
 
     tries0 = tc_contend_attempts(r);
     if (mode == GUARD_OFF) /* within H's validity, a worker granted by 2,3,4 */
         TC_AWAIT(redlock_lock_validity_ms(hl) <= 0 || tc_contend_first_grant(r, t.of2_done, 0x1c),
-                 TC_CONTEND_TTL_MS);
+                 3 * TC_CONTEND_TTL_MS);
     else /* every worker tries, twice, while H holds */
         TC_AWAIT(tc_contend_attempts(r) >= tries0 + 2 * TC_CONTEND_WORKERS, AWAIT_MS);
     t0 = tc_now_us();
