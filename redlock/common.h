@@ -62,6 +62,10 @@ void rl_log_emit(const redlock_config *cfg, int level, const char *fmt, ...)
 #define RL_TOKEN_BYTES 16                 /* 128 bits */
 #define RL_TOKEN_LEN (RL_TOKEN_BYTES * 2) /* hex */
 int rl_token_new(char out[RL_TOKEN_LEN + 1]);
+/* Is the value @v (@len bytes, a lock key's) @token's lease: 0 the token,
+ * 1 the token marked for its waiters (a trailing "\2", script.c), -1 neither
+ * (NULL @v: -1). */
+int rl_token_match(const char *v, size_t len, const char *token);
 uint64_t rl_random_u64(void);
 
 #endif

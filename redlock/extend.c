@@ -79,10 +79,8 @@ static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_mon
     int served = ok ? rl_reply_type(e[0]) : 0, val = ok ? rl_reply_type(e[1]) : 0;
     size_t len = 0;
     const char *s = val == RL_REPLY_STRING ? rl_reply_str(e[1], &len) : NULL;
-    size_t tlen = strlen(x->token);
-    bool plain = s && len == tlen && memcmp(s, x->token, len) == 0;
-    bool marked = s && len == tlen + 1 && memcmp(s, x->token, tlen) == 0 && s[tlen] == '\2';
-    bool mine = plain || marked;
+    int match = rl_token_match(s, len, x->token);
+    bool plain = match == 0, marked = match == 1, mine = match >= 0;
     bool set = ok && rl_reply_is_status(e[2], "OK"),
          set_marked = ok && rl_reply_is_status(e[3], "OK");
     if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||

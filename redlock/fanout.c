@@ -270,13 +270,14 @@ static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *
     (void)why;
     rl_slot *s = arg;
     rl_fanout *f = s->f;
-    if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT && !s->redo &&
-        wants_redo(f, s, r)) {
-        s->redo = 1; /* the EXEC's answer (EXECABORT) sends the command */
-    } else if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT && !s->redo) {
-        s->state = RL_SLOT_DONE;
-        if (f->on_vote)
-            f->on_vote(f->owner, f, s->idx, r, 0, NULL);
+    if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT && !s->redo) {
+        if (wants_redo(f, s, r)) {
+            s->redo = 1; /* the EXEC's answer (EXECABORT) sends the command */
+        } else {
+            s->state = RL_SLOT_DONE;
+            if (f->on_vote)
+                f->on_vote(f->owner, f, s->idx, r, 0, NULL);
+        }
     }
     fanout_unref(f);
 }

@@ -43,15 +43,12 @@ static rl_release *REL(rl_op *op)
     return (rl_release *)(void *)op;
 }
 
-/* The value the transaction's GET read: our token (0), our token marked
- * for its waiters (1), or neither (-1). */
-static int rel_value(const rl_reply *val, const char *tok, size_t tlen)
+/* The value the transaction's GET read, as rl_token_match() tells it. */
+static int rel_value(const rl_reply *val, const char *tok)
 {
-    size_t len;
+    size_t len = 0;
     const char *s = rl_reply_type(val) == RL_REPLY_STRING ? rl_reply_str(val, &len) : NULL;
-    if (!s || len < tlen || memcmp(s, tok, tlen) != 0)
-        return -1;
-    return len == tlen ? 0 : len == tlen + 1 && s[tlen] == '\2' ? 1 : -1;
+    return rl_token_match(s, len, tok);
 }
 
 /* The transaction's answer [value, deleted, ZREM's] asks for the script
@@ -64,6 +61,7 @@ static int rel_value(const rl_reply *val, const char *tok, size_t tlen)
  * are votes, as they would be for the script. */
 static bool rel_redo(rl_node *n, const rl_reply *r, const char *tok, size_t tlen)
 {
+    (void)tlen; /* the token is NUL-terminated: fanout.c copies every argument so */
     unsigned native = n->trust.native & (RL_NATIVE_DELIFEQ | RL_NATIVE_DELEX);
     native = native & RL_NATIVE_DELIFEQ ? RL_NATIVE_DELIFEQ : native;
     if (rl_reply_type(r) == RL_REPLY_ERROR) {
@@ -84,11 +82,11 @@ static bool rel_redo(rl_node *n, const rl_reply *r, const char *tok, size_t tlen
     if (!ok || (rl_reply_type(val) != RL_REPLY_STRING && rl_reply_type(val) != RL_REPLY_NIL) ||
         rl_reply_type(del) != RL_REPLY_INTEGER ||
         rl_reply_type(rl_reply_element(r, 2)) != RL_REPLY_INTEGER ||
-        (rl_reply_integer(del) == 1) != (rel_value(val, tok, tlen) == 0)) {
+        (rl_reply_integer(del) == 1) != (rel_value(val, tok) == 0)) {
         rl_node_native_refused(n, native, "a malformed reply");
         return true;
     }
-    return rel_value(val, tok, tlen) == 1;
+    return rel_value(val, tok) == 1;
 }
 
 static void rel_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
@@ -101,10 +99,9 @@ static void rel_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     } else if (rl_reply_type(r) == RL_REPLY_ARRAY) {
         /* The transaction, well formed and not marked (rel_redo). */
         const rl_reply *val = rl_reply_element(r, 0);
-        const char *tok = REL(op)->token;
-        int code = rl_reply_type(val) == RL_REPLY_NIL      ? 0
-                   : rel_value(val, tok, strlen(tok)) == 0 ? 1
-                                                           : -1;
+        int code = rl_reply_type(val) == RL_REPLY_NIL    ? 0
+                   : rel_value(val, REL(op)->token) == 0 ? 1
+                                                         : -1;
         rl_vote_code(v, n, code, sent, 0);
     } else {
         rl_vote_script_reply(v, n, r, sent, "release", 0);

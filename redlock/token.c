@@ -101,3 +101,11 @@ int64_t rl_realtime_us(void)
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
+
+int rl_token_match(const char *v, size_t len, const char *token)
+{
+    size_t tlen = strlen(token);
+    if (!v || len < tlen || memcmp(v, token, tlen) != 0)
+        return -1;
+    return len == tlen ? 0 : len == tlen + 1 && v[tlen] == '\2' ? 1 : -1;
+}
