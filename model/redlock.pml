@@ -286,8 +286,12 @@ inline exec(c, m, k, a, x, h) {
         fi;
         /* EXISTS queue, in the same step: a lease granted with nobody
          * queued may be released without Lua (the client learns it from
-         * the reply, on time or late: fq) */
+         * the reply, on time or late: fq). Only where clients wait: else
+         * no fleet has the command (nat) and fq would be state read by
+         * nothing. */
+#if defined(LIVE) || defined(WAITQ)
         if :: key[m] == TOK(c) && queue[m] == 0 -> fq[c] = fq[c] | BIT(m) :: else -> skip fi;
+#endif
         /* a fresh token per attempt: c's old lease, marked, is not this one */
         if
         :: key[m] == TOK(c) && FAST_TRUSTED(m) -> DEQUEUE(m, c); vote(c, m, a, 1)
