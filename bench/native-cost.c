@@ -205,17 +205,6 @@ static void delex(void)
 
 static const char *del_native; /* "DELIFEQ" or "DELEX" */
 
-/* The library's release without Lua (cmd.c rl_cmd_release_native): GET,
- * the compare-and-delete, ZREM of the lease's index entry, in one
- * transaction. */
-static void release_tx(void)
-{
-    static const char *const fmt_delifeq[] = { "GET %s%s%s", "DELIFEQ %s %s%s", "ZREM %s %s%s" };
-    static const char *const fmt_delex[] = { "GET %s%s%s", "DELEX %s IFEQ %s%s", "ZREM %s %s%s" };
-    const char *const a[3][3] = { { key, "", "" }, { key, token, "" }, { held, token, "" } };
-    transaction(3, strcmp(del_native, "DELIFEQ") == 0 ? fmt_delifeq : fmt_delex, a);
-}
-
 /* Several commands in one write, no MULTI: every reply read. */
 static void pipeline(int n, const char *const *fmt, const char *const (*a)[3])
 {
@@ -259,6 +248,16 @@ static void release_pipe(void)
                                              "EXISTS %s%s%s" };
     const char *const a[3][3] = { { key, token, "" }, { held, key, "" }, { queue, "", "" } };
     pipeline(3, strcmp(del_native, "DELIFEQ") == 0 ? fmt_delifeq : fmt_delex, a);
+}
+
+/* The library's release without Lua (cmd.c rl_cmd_release_native): ZREM of
+ * the lease's index entry and the compare-and-delete, pipelined. */
+static void release_native(void)
+{
+    static const char *const fmt_delifeq[] = { "ZREM %s %s%s", "DELIFEQ %s %s%s" };
+    static const char *const fmt_delex[] = { "ZREM %s %s%s", "DELEX %s IFEQ %s%s" };
+    const char *const a[2][3] = { { held, token, "" }, { key, token, "" } };
+    pipeline(2, strcmp(del_native, "DELIFEQ") == 0 ? fmt_delifeq : fmt_delex, a);
 }
 
 static int has(const char *command)
@@ -307,13 +306,14 @@ int main(int argc, char **argv)
         measure("release: DELIFEQ alone (unsound)", set_token, "set", delifeq, delifeq_c);
     if (del_native && strcmp(del_native, "DELEX") == 0)
         measure("release: DELEX IFEQ alone (unsound)", set_token, "set", delex, delex_c);
+    static const char *const rel_c[] = { "delifeq", "delex", "zrem", "exists", NULL };
     if (del_native)
-        measure("release: the library's transaction", set_token, "set", release_tx, tx);
+        measure("release: the library's, ZREM+DEL* pipelined", set_token, "set", release_native,
+                rel_c);
     /* The acquire, and the least a guarded cycle asks (the raw-guard row,
      * rawcycle.c): what each command beside the SET costs per call. */
     static const char *const set_c[] = { "set", NULL };
     static const char *const guard_c[] = { "set", "hget", "zadd", NULL };
-    static const char *const rel_c[] = { "delifeq", "delex", "zrem", "exists", NULL };
     measure("acquire: SET NX PX alone", del_key, "del", acquire_set, set_c);
     measure("acquire: fast transaction", del_key, "del", acquire_fast, tx);
     measure("acquire: SET+HGET+ZADD pipelined", del_key, "del", acquire_pipe, guard_c);

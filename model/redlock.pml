@@ -323,7 +323,7 @@ inline exec(c, m, k, a, x, h) {
 #endif
         :: else -> skip
         fi
-    :: k == NREL ->     /* the release without Lua: GET; DELIFEQ key token; ZREM */
+    :: k == NREL ->     /* the release without Lua: ZREM; DELIFEQ key token (pipelined) */
         if
         :: key[m] == TOK(c) -> key[m] = FREE; ttl[m] = 0
         :: key[m] == MTOK(c) ->
@@ -333,7 +333,9 @@ inline exec(c, m, k, a, x, h) {
              * dropped connection would */
             printf("MSC: master %d: client %d's key is marked: the script follows\n", m, c);
             if :: nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!REL, 0 :: else -> skip fi
-        :: else -> skip
+        :: else -> skip /* gone or another's: the script follows too (the
+                           delete's 0 does not say why), compares this
+                           lease's token, and changes nothing */
         fi
     :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
         DEQUEUE(m, c);
@@ -394,7 +396,7 @@ inline send_all(c, k, a, x, m) {
 
 /* The release: the script (REL), or where the master has a native
  * compare-and-delete and the lease was granted by the fast path with
- * nobody queued, the transaction without Lua (NREL). Whether the fleet's
+ * nobody queued, the release without Lua (NREL). Whether the fleet's
  * masters have one is chosen at the start (init), for the fleet: a mixed
  * fleet releases some masters each way, which is no behaviour that these
  * two do not already contain master by master. Without waiters (the safety

@@ -37,6 +37,7 @@ static void begin(rl_cmd *c, int script)
 {
     c->script = script;
     c->nparts = c->node_arg = 0;
+    c->pipelined = false;
     c->argc = c->nnums = 0;
 }
 
@@ -225,23 +226,25 @@ void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32
 
 void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex)
 {
-    /* NOTES.md §4 ("the native release"): the GET, in the same step,
-     * tells gone / ours / marked / another's, which the delete's 0 alone
-     * does not; the ZREM removes this lease's entry only (it is named by
-     * the token), so it is right whatever the delete did. */
+    /* NOTES.md §4 ("the native release"): two commands, pipelined, no
+     * MULTI. The ZREM removes this lease's index entry only (it is named
+     * by the token), so it is right whatever the delete does, before or
+     * after it: the lease ends with its release (its holder stopped at the
+     * call). The delete's 1 is the answer; its 0 (gone, another's, or
+     * marked for a waiter: the compare cannot tell) sends the script
+     * (release.c), which tells them apart and hands the key on. The token
+     * is the last argument: the redo reads it there. */
     int mark = 0;
     begin(c, -1);
-    arg(c, "GET", 3);
-    arg(c, k->locks.v[0], k->locks.len[0]);
+    c->pipelined = true;
+    arg(c, "ZREM", 4);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg_str(c, token);
     part_end(c, &mark);
     arg(c, delex ? "DELEX" : "DELIFEQ", delex ? 5 : 7);
     arg(c, k->locks.v[0], k->locks.len[0]);
     if (delex)
         arg(c, "IFEQ", 4);
-    arg_str(c, token);
-    part_end(c, &mark);
-    arg(c, "ZREM", 4);
-    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
     arg_str(c, token);
     part_end(c, &mark);
 }

@@ -26,9 +26,12 @@ typedef struct rl_keys {
 #define RL_CMD_PARTS_MAX 6
 
 typedef struct rl_cmd {
-    int script; /* enum rl_script, or -1 for a plain command */
-    int nparts; /* > 0: a transaction of this many commands, sent
-                   between MULTI and EXEC; part_argc[i] arguments each */
+    int script;     /* enum rl_script, or -1 for a plain command */
+    int nparts;     /* > 0: a transaction of this many commands, sent
+                       between MULTI and EXEC; part_argc[i] arguments each */
+    bool pipelined; /* ... or, set: the commands one after another, no
+                       MULTI (none needs the others' step); the last
+                       one's reply is the answer */
     int part_argc[RL_CMD_PARTS_MAX];
     int node_arg; /* > 0: the argument whose value each master gets
                      its own of (rl_fanout_set_node_arg) */
@@ -96,10 +99,9 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
  * The lease end `end` is the node argument, as for rl_cmd_acquire_fast(). */
 void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The release without Lua, on a master with a native compare-and-delete
- * (release.c): one lock, a transaction:
- *   GET key; DELIFEQ key token (or, @delex, DELEX key IFEQ token);
- *   ZREM held token
- * (reply: [the value or nil, 1|0, 0|1]). A value marked for waiters is not
+ * (release.c): one lock, two commands pipelined, no MULTI:
+ *   ZREM held token; DELIFEQ key token (or, @delex, DELEX key IFEQ token)
+ * (the answer: the delete's 1 or 0). A value marked for waiters is not
  * deleted: the release script must hand the key on (fanout.c's redo). */
 void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);

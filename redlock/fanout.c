@@ -38,8 +38,9 @@ typedef struct rl_slot {
 
 /* One command as sent: its arguments, copied into the fanout's buffer. */
 typedef struct rl_form {
-    int script; /* enum rl_script, or -1 for plain commands */
-    int nparts; /* a transaction's commands (0: one command) */
+    int script;     /* enum rl_script, or -1 for plain commands */
+    int nparts;     /* a transaction's commands (0: one command) */
+    bool pipelined; /* ... sent without MULTI (rl_cmd.pipelined) */
     int part_argc[RL_CMD_PARTS_MAX];
     int node_arg; /* an argument each master has its own value of (0: none) */
     int argc;
@@ -78,6 +79,7 @@ static char *form_copy(rl_form *fm, const rl_cmd *cmd, char *arrays, char *p)
 {
     fm->script = cmd->script;
     fm->nparts = cmd->nparts;
+    fm->pipelined = cmd->pipelined;
     memcpy(fm->part_argc, cmd->part_argc, sizeof(fm->part_argc));
     fm->node_arg = cmd->node_arg;
     fm->argc = cmd->argc;
@@ -159,8 +161,8 @@ static int fanout_issue(rl_fanout *f, rl_slot *s, unsigned how, int *ret_sent)
     }
     int rc;
     if (fm->nparts) {
-        rl_node_tx tx = { fm->nparts,  fm->part_argc,    fm->argv,
-                          fm->argvlen, fanout_on_queued, fanout_on_reply };
+        rl_node_tx tx = { fm->pipelined, fm->nparts,       fm->part_argc,  fm->argv,
+                          fm->argvlen,   fanout_on_queued, fanout_on_reply };
         rc = rl_node_send_tx(n, &tx, s, priority, ret_sent);
     } else {
         rc = rl_node_send(n, fanout_on_reply, s, fm->argc, fm->argv, fm->argvlen, priority);
@@ -263,7 +265,9 @@ static bool wants_redo(rl_fanout *f, rl_slot *s, const rl_reply *r)
 
 /* MULTI's and each queued command's reply: an error there (an ACL denial,
  * OOM, a command the master does not know) aborts the EXEC, whose own
- * error ("EXECABORT") says less: the first is the master's answer. */
+ * error ("EXECABORT") says less: the first is the master's answer. In a
+ * pipeline (rl_cmd.pipelined) nothing is aborted and the last command's
+ * reply is the answer: an error before it only asks for the redo. */
 static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *why)
 {
     (void)err;
@@ -272,8 +276,8 @@ static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *
     rl_fanout *f = s->f;
     if (r && rl_reply_type(r) == RL_REPLY_ERROR && s->state == RL_SLOT_SENT && !s->redo) {
         if (wants_redo(f, s, r)) {
-            s->redo = 1; /* the EXEC's answer (EXECABORT) sends the command */
-        } else {
+            s->redo = 1; /* the last answer (EXECABORT, ...) sends the command */
+        } else if (!f->forms[s->form].pipelined) {
             s->state = RL_SLOT_DONE;
             if (f->on_vote)
                 f->on_vote(f->owner, f, s->idx, r, 0, NULL);

@@ -36,8 +36,8 @@ typedef void rl_late_fn(rl_node *n, int script, const rl_reply *r, const char *l
 void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn);
 /* A master sent the alternative (rl_fanout_use_alt) answered @r: true if
  * the alternative could not do the job there and the command must run
- * instead (the release without Lua met a key marked for its waiters, or a
- * master that lacks the command it claimed). The slot then sends the
+ * instead (the release without Lua deleted nothing: the key may be marked
+ * for its waiters; or the master lacks the command it claimed). The slot then sends the
  * command, once, and its answer is the one delivered. @last is the
  * alternative's last argument (the release's token). It runs below the
  * owner, for late answers too: a release's hand-over must run even after

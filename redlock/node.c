@@ -424,22 +424,28 @@ int rl_node_send_tx(rl_node *n, const rl_node_tx *tx, void *arg, bool priority, 
     int rc = node_admit(n, 1, priority); /* one request (rl_conn_pending) */
     if (rc != 0)
         return rc;
-    rc = rl_conn_send_part(n->conn, tx->queued, arg, 1, (const char **)multi, multi_len);
-    if (rc != 0)
-        return node_sent(n, rc);
-    (*ret_sent)++;
-    int off = 0;
-    for (int i = 0; i < tx->nparts && rc == 0; i++) {
+    int last = tx->nparts - (tx->pipelined ? 1 : 0), off = 0;
+    if (!tx->pipelined) {
+        rc = rl_conn_send_part(n->conn, tx->queued, arg, 1, (const char **)multi, multi_len);
+        if (rc != 0)
+            return node_sent(n, rc);
+        (*ret_sent)++;
+    }
+    for (int i = 0; i < last && rc == 0; i++) {
         rc = rl_conn_send_part(n->conn, tx->queued, arg, tx->part_argc[i], tx->argv + off,
                                tx->argvlen + off);
         off += tx->part_argc[i];
         *ret_sent += rc == 0;
     }
-    if (rc == 0)
+    if (rc == 0 && tx->pipelined)
+        rc = rl_conn_send(n->conn, tx->done, arg, tx->part_argc[last], tx->argv + off,
+                          tx->argvlen + off);
+    else if (rc == 0)
         rc = rl_conn_send(n->conn, tx->done, arg, 1, (const char **)exec, exec_len);
     if (rc != 0) {
-        /* A MULTI left open would swallow the next command into it: the
-         * connection goes (every reply function sent runs with NULL). */
+        /* A MULTI left open would swallow the next command into it, and a
+         * pipeline cut short would never answer: the connection goes
+         * (every reply function sent runs with NULL). */
         rl_conn_close(n->conn, REDLOCK_ENOMEM, "out of memory queueing a transaction");
         return 0;
     }

@@ -30,8 +30,10 @@ int rl_node_send(rl_node *n, rl_reply_fn *fn, void *arg, int argc, const char **
 /* A transaction: MULTI, @nparts commands (their argc in @part_argc, their
  * arguments one after another in @argv), EXEC. @queued runs for MULTI and
  * each command's reply (OK, QUEUED, or an error that will abort the EXEC),
- * @done for EXEC's. */
+ * @done for EXEC's. Or, @pipelined, the commands alone, one request. */
 typedef struct rl_node_tx {
+    bool pipelined; /* no MULTI and EXEC: @queued runs for each command
+                       but the last, @done for the last */
     int nparts;
     const int *part_argc;
     const char **argv;

@@ -16,12 +16,12 @@
  * Without Lua where it can (NOTES.md §4, "the native release"): a master
  * that has DELIFEQ (Valkey 9) or DELEX IFEQ (Redis 8.4) and granted this
  * lease by the fast path with nobody queued (its answer in time for the
- * acquire, or later: the node remembers it) gets a transaction instead of
- * the script: GET, the compare-and-delete, ZREM of the lease's index
- * entry. A waiter that joined since marked the value (script.c), so the
- * compare fails there, and the same slot then sends the script, which
- * hands the key to the queue's head (fanout.c's redo): for a late answer
- * too, after the release decided.
+ * acquire, or later: the node remembers it) gets, instead of the script,
+ * ZREM of the lease's index entry and the compare-and-delete, pipelined.
+ * Where the delete deletes nothing (the key gone, another's, or marked by
+ * a waiter that joined since, script.c) the same slot sends the script,
+ * which tells which and hands the key to the queue's head (fanout.c's
+ * redo): for a late answer too, after the release decided.
  */
 #include "kinds.h"
 #include "lock.h"
@@ -43,32 +43,24 @@ static rl_release *REL(rl_op *op)
     return (rl_release *)(void *)op;
 }
 
-/* The value the transaction's GET read, as rl_token_match() tells it. */
-static int rel_value(const rl_reply *val, const char *tok)
-{
-    size_t len = 0;
-    const char *s = rl_reply_type(val) == RL_REPLY_STRING ? rl_reply_str(val, &len) : NULL;
-    return rl_token_match(s, len, tok);
-}
-
-/* The transaction's answer [value, deleted, ZREM's] asks for the script
- * when the key is ours but marked (a waiter is owed the hand-over), and
- * when the master did not do what it claims (a plain ERR or EXECABORT: it
- * lacks the command; an answer that does not hold together: the delete
- * said 1 exactly when the value was our token) or may not (NOPERM: an ACL
- * written before the release without Lua, README): then it gets the script
- * from now on, and this release loses nothing. OOM, LOADING and the like
- * are votes, as they would be for the script. */
+/* The native delete's answer asks for the script when it deleted nothing
+ * (0: the key is gone, another's, or ours marked for a waiter who is owed
+ * the hand-over; the script tells which, and hands over), and when the
+ * master did not do what it claims (a plain ERR: it lacks the command; an
+ * answer that is not 0 or 1) or may not (NOPERM: an ACL written before
+ * the release without Lua, README): then it gets the script from now on,
+ * and this release loses nothing. OOM, LOADING and the like are votes, as
+ * they would be for the script; 1 is "released", as the script says it. */
 static bool rel_redo(rl_node *n, const rl_reply *r, const char *tok, size_t tlen)
 {
-    (void)tlen; /* the token is NUL-terminated: fanout.c copies every argument so */
+    (void)tok;
+    (void)tlen;
     unsigned native = n->trust.native & (RL_NATIVE_DELIFEQ | RL_NATIVE_DELEX);
     native = native & RL_NATIVE_DELIFEQ ? RL_NATIVE_DELIFEQ : native;
     if (rl_reply_type(r) == RL_REPLY_ERROR) {
         size_t len;
         const char *str = rl_reply_str(r, &len);
         if (!((len >= 4 && memcmp(str, "ERR ", 4) == 0) ||
-              (len >= 9 && memcmp(str, "EXECABORT", 9) == 0) ||
               (len >= 6 && memcmp(str, "NOPERM", 6) == 0)))
             return false;
         char why[REDLOCK_VOTE_DETAIL_LEN];
@@ -76,36 +68,23 @@ static bool rel_redo(rl_node *n, const rl_reply *r, const char *tok, size_t tlen
         rl_node_native_refused(n, native, why);
         return true;
     }
-    bool ok = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 3;
-    const rl_reply *val = ok ? rl_reply_element(r, 0) : NULL,
-                   *del = ok ? rl_reply_element(r, 1) : NULL;
-    if (!ok || (rl_reply_type(val) != RL_REPLY_STRING && rl_reply_type(val) != RL_REPLY_NIL) ||
-        rl_reply_type(del) != RL_REPLY_INTEGER ||
-        rl_reply_type(rl_reply_element(r, 2)) != RL_REPLY_INTEGER ||
-        (rl_reply_integer(del) == 1) != (rel_value(val, tok) == 0)) {
-        rl_node_native_refused(n, native, "a malformed reply");
-        return true;
-    }
-    return rel_value(val, tok) == 1;
+    if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+        return false;
+    if (rl_reply_type(r) != RL_REPLY_INTEGER || rl_reply_integer(r) != 0)
+        rl_node_native_refused(n, native, "neither 0 nor 1");
+    return true;
 }
 
+/* The script's answer, or the native delete's 1 (rel_redo), which means
+ * what the script's 1 does: released. */
 static void rel_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                         rl_monotime sent)
 {
     redlock_vote *v = &op->out.votes[idx];
-    rl_node *n = &op->c->nodes[idx];
-    if (!r) {
+    if (!r)
         rl_vote_failed(v, err, why, sent);
-    } else if (rl_reply_type(r) == RL_REPLY_ARRAY) {
-        /* The transaction, well formed and not marked (rel_redo). */
-        const rl_reply *val = rl_reply_element(r, 0);
-        int code = rl_reply_type(val) == RL_REPLY_NIL    ? 0
-                   : rel_value(val, REL(op)->token) == 0 ? 1
-                                                         : -1;
-        rl_vote_code(v, n, code, sent, 0);
-    } else {
-        rl_vote_script_reply(v, n, r, sent, "release", 0);
-    }
+    else
+        rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "release", 0);
 }
 
 /* The native kind a quiet master of @mask has (DELIFEQ before DELEX), or 0. */

@@ -521,12 +521,12 @@ ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one
 
 /* A fake master whose INFO carries @versions ("valkey_version:9.1.2\r\n"
  * and the like), whose memory counts at once, which refuses or garbles SET
- * IFEQ with @set (its reply inside MULTI) and @exec, and answers every
- * script 1; tc_fx.c a client of masters 0 and 1 of the cluster, the fake (2)
- * and two dead ports, so that the fake's vote is needed; tc_fx.l a handle of
+ * IFEQ with @set (its reply inside MULTI) and @exec, answers DELIFEQ with
+ * @del (NULL: "unknown command") and every script 1; tc_fx.c a client of masters 0 and 1 of the
+ * cluster, the fake (2) and two dead ports, so that the fake's vote is needed; tc_fx.l a handle of
  * a lock planted by hand on the two real masters (the fake cannot grant
  * it: it answers an acquire's transaction the same way). */
-static tc_fake *liar_fleet(const char *versions, const char *set, const char *exec)
+static tc_fake *liar_fleet(const char *versions, const char *set, const char *exec, const char *del)
 {
     static const char token[] = "0123456789abcdef0123456789abcdef";
     char body[256], info[300];
@@ -549,6 +549,7 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
         { "ZREM", "+QUEUED\r\n" },
         { "SET", set },
         { "EXEC", exec },
+        { "DELIFEQ", del ? del : "-ERR unknown command 'DELIFEQ'\r\n" },
         { "EVALSHA", ":1\r\n" }, /* the release and extend scripts: done */
         { NULL, NULL },
     };
@@ -577,7 +578,7 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
 {
     const struct lie *l = &lies[*i];
     tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
-                            l->set, l->exec);
+                            l->set, l->exec, NULL);
     int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
     const redlock_vote *v = redlock_outcome_vote(tc_fx.out, 2);
     /* Two dead masters deny the quorum too: "no quorum", naming the liar
@@ -609,14 +610,21 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_on
 }
 
 /* The liar claims Valkey 9.1.2, grants a lock by the fast path, and does not
- * know DELIFEQ after all (an error in the transaction's place, then
- * EXECABORT's place taken by whatever it says): the release's slot sends it
- * the script at once, the release succeeds with the liar's vote, the log
- * names what it said, and its next release is the script from the start. */
-Test(lying, a_master_that_claims_delifeq_and_refuses_it_costs_one_script)
+ * know DELIFEQ after all, or answers it with what no delete answers: the
+ * release's slot sends it the script at once, the release succeeds with the
+ * liar's vote, the log names what it said, and its next release is the
+ * script from the start. */
+static const char *const del_lies[] = { NULL, ":7\r\n", "+OK\r\n", "$1\r\n1\r\n" };
+
+ParameterizedTestParameters(lying, a_master_that_claims_delifeq_and_refuses_it_costs_one_script)
+{
+    TC_CASE_INDEXES(del_lies);
+}
+
+ParameterizedTest(size_t *i, lying, a_master_that_claims_delifeq_and_refuses_it_costs_one_script)
 {
     tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
-                            "+QUEUED\r\n", "*4\r\n$1\r\n1\r\n$-1\r\n:0\r\n:1\r\n");
+                            "+QUEUED\r\n", "*4\r\n$1\r\n1\r\n$-1\r\n:0\r\n:1\r\n", del_lies[*i]);
     redlock_lock_free(tc_fx.l); /* the planted one: not taken by the fast path */
     tc_fx.l = NULL;
     char res[128];
@@ -666,7 +674,7 @@ ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_tra
 {
     const struct claim *cl = &claims[*i];
     tc_fake *f = liar_fleet(cl->info, "-ERR syntax error\r\n",
-                            "-EXECABORT Transaction discarded\r\n");
+                            "-EXECABORT Transaction discarded\r\n", NULL);
     int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
     cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, tc_fx.e.msg);
     cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 2)->kind,
