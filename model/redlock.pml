@@ -156,6 +156,7 @@ bool moved[NC * NM];            /* the client re-resolved the master's name to a
                                    server there reborn, whatever its marker says */
 chan ch[NC * NM] = [CAP] of { mtype, byte };
 byte old[NC * NM];              /* requests ahead in the channel from rounds that ended */
+bool lastold;                   /* the request being run is the last of those (DELIVER) */
 
 /* ---- clients ---- */
 byte v[NC], ve[NC];             /* validity left; an extend's, from its start */
@@ -209,12 +210,28 @@ inline hand_over(m, wake, h) {
     h = 0
 }
 
+#if defined(LIVE) || defined(WAITQ)
+byte lf[NC];                    /* won before these masters answered: leave where they refuse */
+/* The winning attempt's answer from a master that had not answered when it
+ * won (the last request of the rounds that ended: nothing was sent there
+ * since): a refusal left the waiter queued there, and the leave follows
+ * (fanout.c's follow-up, acquire-queue.c rl_acq_leave_later), behind
+ * whatever the client queued since; a grant dequeued it. */
+#define LATE_LEAVE(c, m, ok) \
+    if \
+    :: lastold && (lf[c] & BIT(m)) -> lf[c] = lf[c] & ~BIT(m); \
+       if :: !(ok) && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!LEAVE, 0 :: else -> skip fi \
+    :: else -> skip \
+    fi
+#else
+#define LATE_LEAVE(c, m, ok) skip
+#endif
 inline vote(c, m, a, ok) {
     if
     :: a && ok -> nok[c]++; okm[c] = okm[c] | BIT(m);
                             if :: fence[m] > fmax[c] -> fmax[c] = fence[m] :: else -> skip fi
     :: a && !ok -> nno[c]++; nom[c] = nom[c] | BIT(m)
-    :: else -> skip     /* a late reply: its round is over (fanout detached) */
+    :: else -> LATE_LEAVE(c, m, ok)  /* a late reply: its round is over (fanout detached) */
     fi
 }
 
@@ -442,14 +459,20 @@ inline drop_conn(i) {
     :: nempty(ch[i]) -> ch[i]?_, _
     :: empty(ch[i]) -> break
     od;
-    conn[i] = 0; fresh[i] = 0; old[i] = 0
+    conn[i] = 0; fresh[i] = 0; old[i] = 0;
+#if defined(LIVE) || defined(WAITQ)
+    lf[i / NM] = lf[i / NM] & ~BIT(i % NM)      /* no answer will come: no follow-up */
+#else
+    skip
+#endif
 }
 
 /* ---- the network and the masters: any connection's next request ---- */
 #define DELIVER(c, m) \
     :: atomic { up[m] && nempty(ch[CH(c, m)]) -> ch[CH(c, m)]?k, x; \
-                if :: old[CH(c, m)] > 0 -> old[CH(c, m)]--; a = 0 :: else -> a = 1 fi; \
-                exec(c, m, k, a, x, h); k = 0; a = 0; x = 0 }
+                if :: old[CH(c, m)] > 0 -> old[CH(c, m)]--; a = 0; lastold = (old[CH(c, m)] == 0) \
+                   :: else -> a = 1 fi; \
+                exec(c, m, k, a, x, h); k = 0; a = 0; x = 0; lastold = 0 }
 
 #ifndef LIVE
 proctype net() {
@@ -647,7 +670,8 @@ proctype client(byte c) {
             if :: fm > hi -> hi = fm :: else -> skip fi;
             hold[c] = 1; waiting[c] = 0;
 #ifdef WAITQ
-            new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m);
+            /* leave where refused; where still to answer, if it refuses */
+            lf[c] = ALL & ~okl & ~nol; new_round(c); send_mask(c, nol, LEAVE, 0, m);
 #endif
             skip }
             do
@@ -748,7 +772,21 @@ again:
             assert(owed != OTHER(c) + 1);           /* the head is served first */
             printf("MSC: client %d holds\n", c);
             hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c]; wf = first;
+#if defined(LIVE) || defined(WAITQ)
+            /* leave where the attempt was refused now, where it is still
+             * to answer when the answer says so (LATE_LEAVE) */
+            lf[c] = ALL & ~okl & ~nom[c]; okl = nom[c];
+            new_round(c); send_mask(c, okl, LEAVE, 0, m); okl = 0 }
+#else
             new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m); okl = 0 }
+#endif
+        /* lost: the code waits for every master's answer, then cleans up
+         * only where the attempt may have written (not where it was
+         * refused); a master still silent fails at the node timeout and is
+         * cleaned up blind. Here the decision may come once a majority
+         * refused, the others silent: the node timeout, which may come at
+         * any time (time passes here only when nothing else can move, so
+         * a wait for it would let the other client loop forever). */
         :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ->
             printf("MSC: client %d attempt fails, cleans up\n", c);
             okl = nom[c]; new_round(c); send_mask(c, ALL & ~okl, CLEAN, 0, m); okl = 0;

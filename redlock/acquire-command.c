@@ -36,7 +36,7 @@ rl_fanout *rl_acq_command(rl_acquire *a)
     };
     a->in_queues |= args.queued;
     a->queued_now = args.queued;
-    a->fast_mask = a->quiet_mask = 0;
+    a->fast_mask = a->quiet_mask = a->leave_later = 0;
     rl_cmd cmd;
     if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
         rl_cmd_set(&cmd, &op->k, a->token, a->w.ttl_ms);

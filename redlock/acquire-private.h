@@ -35,24 +35,25 @@ typedef struct rl_acquire {
     uint32_t lease_ms;       /* a waiter's place lasts this long without news */
     uint32_t n_ok, n_fail;   /* the current round's answers */
     char token[REDLOCK_TOKEN_MAX + 1];
-    uint64_t fence;      /* largest counter seen this attempt */
-    bool fence_failed;   /* this attempt's fence write-back failed */
-    uint32_t set_sent;   /* fencing: the masters the SET went to (for cleanup) */
-    bool final;          /* the deadline came: this attempt is the last */
-    int cancelled;       /* 0, or the status to finish with after cleanup */
-    bool wake_pending;   /* a wake-up came during an attempt: try again at once */
-    bool by_wake;        /* this attempt was started by a wake-up */
-    bool reserved_seen;  /* a master said held, but a key of the set is ours */
-    bool found;          /* this attempt found a key free or reserved for us */
-    bool wakes_idle;     /* a woken attempt found nothing this poll: wake-ups wait */
-    uint32_t fast_mask;  /* masters this attempt sent the fast path's transaction */
-    uint32_t quiet_mask; /* ... that granted it with nobody queued (release.c) */
-    uint32_t rank;       /* the waiter's best place in a queue this attempt saw
-                            (0 the head; UINT32_MAX none): how soon it polls */
-    bool in_queues;      /* some attempt (or its cleanup) gave the waiter a place */
-    bool queued_now;     /* this attempt asks for a place in the queues */
-    rl_waiter waiter;    /* wake-ups from releases (wait.c) */
-    rl_cancel_reg creg;  /* the caller's cancellation source (cancel.c) */
+    uint64_t fence;       /* largest counter seen this attempt */
+    bool fence_failed;    /* this attempt's fence write-back failed */
+    uint32_t set_sent;    /* fencing: the masters the SET went to (for cleanup) */
+    bool final;           /* the deadline came: this attempt is the last */
+    int cancelled;        /* 0, or the status to finish with after cleanup */
+    bool wake_pending;    /* a wake-up came during an attempt: try again at once */
+    bool by_wake;         /* this attempt was started by a wake-up */
+    bool reserved_seen;   /* a master said held, but a key of the set is ours */
+    bool found;           /* this attempt found a key free or reserved for us */
+    bool wakes_idle;      /* a woken attempt found nothing this poll: wake-ups wait */
+    uint32_t fast_mask;   /* masters this attempt sent the fast path's transaction */
+    uint32_t quiet_mask;  /* ... that granted it with nobody queued (release.c) */
+    uint32_t rank;        /* the waiter's best place in a queue this attempt saw
+                             (0 the head; UINT32_MAX none): how soon it polls */
+    bool in_queues;       /* some attempt (or its cleanup) gave the waiter a place */
+    uint32_t leave_later; /* won: masters whose late answer says if it leaves there */
+    bool queued_now;      /* this attempt asks for a place in the queues */
+    rl_waiter waiter;     /* wake-ups from releases (wait.c) */
+    rl_cancel_reg creg;   /* the caller's cancellation source (cancel.c) */
 } rl_acquire;
 
 static inline rl_acquire *ACQ(rl_op *op)
@@ -78,6 +79,7 @@ void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w);
 bool rl_acq_last(const rl_acquire *a);
 void rl_acq_join_queue(rl_acquire *a);
 void rl_acq_leave_queues(rl_acquire *a);
+void rl_acq_leave_later(rl_acquire *a);
 /* Was the resource found held lately (a waiter then queues at once)? */
 bool rl_acq_hot(rl_acquire *a);
 void rl_acq_found_held(rl_acquire *a);

@@ -68,7 +68,13 @@ void rl_acq_join_queue(rl_acquire *a)
  * the lock (a success removed it where it did), so no release hands a
  * reservation to a waiter that is gone; a reservation already made for it
  * goes on to the next waiter. Sent and not waited for: at worst its place
- * lapses with its lease. */
+ * lapses with its lease. @reserved: RL_WAITER_MAX + 1 bytes, for @cmd. */
+static void leave_cmd(rl_acquire *a, rl_cmd *cmd, char *reserved)
+{
+    snprintf(reserved, RL_WAITER_MAX + 1, "\1%s", a->waiter.member);
+    rl_cmd_release(cmd, &a->op.k, reserved, true, &(rl_place){ a->waiter.member, 0, 0 });
+}
+
 void rl_acq_leave_queues(rl_acquire *a)
 {
     rl_op *op = &a->op;
@@ -77,12 +83,47 @@ void rl_acq_leave_queues(rl_acquire *a)
     for (uint32_t i = 0; i < c->n; i++)
         if (op->status != 0 || op->out.votes[i].kind != REDLOCK_VOTE_OK)
             mask |= 1u << i;
+    if (op->status == 0)
+        mask &= ~a->leave_later;
     char reserved[RL_WAITER_MAX + 1];
-    snprintf(reserved, sizeof(reserved), "\1%s", a->waiter.member);
     rl_cmd cmd;
-    rl_cmd_release(&cmd, &op->k, reserved, true, &(rl_place){ a->waiter.member, 0, 0 });
+    leave_cmd(a, &cmd, reserved);
     /* Also while the client is being freed: the shutdown writes it out. */
     rl_fanout_fire(c->nodes, c->n, &cmd, mask);
+}
+
+/* Did a queued attempt's answer leave the waiter in that master's queue?
+ * Everything but a grant ({1, ...}: the script dequeued it) may have. */
+static bool leave_needed(const rl_reply *r)
+{
+    const rl_reply *e = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) > 0
+                            ? rl_reply_element(r, 0)
+                            : NULL;
+    return !e || rl_reply_type(e) != RL_REPLY_INTEGER || rl_reply_integer(e) != 1;
+}
+
+/* A waiter that won before every master answered: those masters run its
+ * attempt all the same (queued on their connections before anything else),
+ * and one that grants it dequeues the waiter there. Under contention they
+ * nearly all do (the key was reserved for this waiter everywhere), so the
+ * leave goes to one only when its answer, when it comes, is not a grant;
+ * a master that never answers has lost the connection, and the place
+ * lapses with its lease, as a leave sent there would have been lost. */
+void rl_acq_leave_later(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    uint32_t pending = 0;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (op->out.votes[i].kind == REDLOCK_VOTE_PENDING)
+            pending |= 1u << i;
+    if (!pending || !a->waiter.joined || !a->in_queues || !op->round)
+        return;
+    char reserved[RL_WAITER_MAX + 1];
+    rl_cmd cmd;
+    leave_cmd(a, &cmd, reserved);
+    if (rl_fanout_set_followup(op->round, pending, &cmd, leave_needed) == 0)
+        a->leave_later = pending;
 }
 
 /* ---- resources found held lately ---------------------------------------------- */

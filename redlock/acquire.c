@@ -238,6 +238,8 @@ static void acq_succeed(rl_acquire *a)
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
     op->lock = lock; /* the callback's owner's, from the delivery on */
+    if (a->phase == ACQ_VOTING)
+        rl_acq_leave_later(a); /* the round still reads the masters pending */
     rl_op_finish(op, 0);
 }
 
@@ -274,10 +276,18 @@ static void acq_decide_votes(rl_acquire *a)
             acq_fence(a);
         else
             acq_succeed(a);
-    } else if (a->n_fail > c->n - c->quorum) {
+    } else if (a->n_fail > c->n - c->quorum && op->pending_mask == 0) {
         op->out.n_ok = a->n_ok;
         acq_attempt_failed(a, REDLOCK_ENOQUORUM);
     }
+    /* Lost, with masters still to answer: their answers are on the way
+     * (or the round's node timeout fails them), and each says whether the
+     * SET wrote there. A master that says "held" wrote nothing and needs
+     * no cleanup; one that says OK needs it, and so does one that never
+     * answers. Under contention that is most of the masters pending at
+     * the third "held": a cleanup script each, saved. Waiting costs the
+     * attempt nothing: the cleanup would have waited for those masters'
+     * answers too, queued behind the SET. */
 }
 
 static void acq_decide_fence(rl_acquire *a)

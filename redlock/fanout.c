@@ -52,10 +52,13 @@ struct rl_fanout {
     rl_node *nodes;
     rl_vote_fn *on_vote; /* NULL once the owner detached */
     void *owner;
-    rl_late_fn *on_late; /* replies after that, for what they teach */
-    rl_redo_fn *redo;    /* an alternative's answer that asks for the command */
-    int refs;            /* 1 (owner) + 1 per reply function still to run */
-    rl_form forms[2];    /* the command, and the alternative some masters get */
+    rl_late_fn *on_late;     /* replies after that, for what they teach */
+    rl_redo_fn *redo;        /* an alternative's answer that asks for the command */
+    rl_fanout *follow;       /* rl_fanout_set_followup: its command, ... */
+    uint32_t follow_mask;    /* ... the masters whose answer decides it, ... */
+    rl_need_fn *follow_need; /* ... and how */
+    int refs;                /* 1 (owner) + 1 per reply function still to run */
+    rl_form forms[2];        /* the command, and the alternative some masters get */
     rl_slot slots[REDLOCK_MAX_MASTERS];
     char buf[]; /* argv arrays and copies of every argument */
 };
@@ -121,8 +124,10 @@ rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd)
 
 static void fanout_unref(rl_fanout *f)
 {
-    if (--f->refs == 0)
+    if (--f->refs == 0) {
+        rl_fanout_detach(f->follow);
         free(f);
+    }
 }
 
 static rl_reply_fn fanout_on_reply, fanout_on_queued;
@@ -319,6 +324,12 @@ static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *w
             return;
     }
     s->state = RL_SLOT_DONE;
+    uint32_t bit = 1u << s->idx;
+    if (f->follow_mask & bit) {
+        f->follow_mask &= ~bit;
+        if (r && f->follow_need(r))
+            rl_fanout_send(f->follow, s->idx, true);
+    }
     if (f->on_vote)
         f->on_vote(f->owner, f, s->idx, r, r ? 0 : (err ? err : REDLOCK_ECONNECT),
                    r ? NULL : (why && why[0] ? why : "connection lost"));
@@ -328,6 +339,18 @@ static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *w
                    fm->argvlen[fm->argc - 1]);
     }
     fanout_unref(f);
+}
+
+int rl_fanout_set_followup(rl_fanout *f, uint32_t mask, const rl_cmd *cmd, rl_need_fn *need)
+{
+    rl_fanout *follow = rl_fanout_new(f->nodes, cmd);
+    if (!follow)
+        return REDLOCK_ENOMEM;
+    rl_fanout_detach(f->follow); /* one follow-up per fanout: the last set */
+    f->follow = follow;
+    f->follow_mask = mask;
+    f->follow_need = need;
+    return 0;
 }
 
 void rl_fanout_set_redo(rl_fanout *f, rl_redo_fn *fn)

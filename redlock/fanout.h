@@ -44,6 +44,15 @@ void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn);
  * the release decided. */
 typedef bool rl_redo_fn(rl_node *n, const rl_reply *r, const char *last, size_t last_len);
 void rl_fanout_set_redo(rl_fanout *f, rl_redo_fn *fn);
+/* What an answer that comes after the owner decided still needs on its
+ * master: masters in @mask whose answer makes @need say true are sent
+ * @cmd then, nobody reading the reply (an acquire that won before those
+ * masters answered: only where the attempt did not get the key does its
+ * waiter leave the queue, acquire-queue.c). An answer that never comes
+ * (the connection lost) sends nothing. 0, or REDLOCK_ENOMEM (nothing set:
+ * the caller sends @cmd now). */
+typedef bool rl_need_fn(const rl_reply *r);
+int rl_fanout_set_followup(rl_fanout *f, uint32_t mask, const rl_cmd *cmd, rl_need_fn *need);
 /* 0, or REDLOCK_E* (the master failed at once: no vote will come; the
  * node's errstr says why). */
 int rl_fanout_send(rl_fanout *f, uint32_t idx, bool priority);

@@ -521,3 +521,82 @@ Test(queue, a_garbage_master_fence_counter_is_refused_naming_it)
     }
     redlock_client_free(c);
 }
+
+/* ---- what a waiter's attempts cost the masters ----------------------------------- */
+
+/* A resource named after @name in @res, held on every master by a token
+ * no client of the test has. */
+static void held_by_another(char *res, size_t size, const char *name)
+{
+    static const char other[] = "0123456789abcdef0123456789abcdef";
+    tc_resource(res, size, name);
+    for (int m = 0; m < tc_n(); m++)
+        tc_plant(m, res, strlen(res), other, TTL_MS);
+}
+
+/* A waiter whose polls all meet a holder: an attempt refused everywhere
+ * wrote nothing, so it cleans up nowhere (the library waits for every
+ * master's answer before it cleans up, and a refusal needs none), however
+ * the answers are timed; only the last attempt cleans up everywhere (its
+ * answers tell a holder from a key of another type) and the waiter leaves
+ * every queue. Counted on the masters: the scripts are the attempts'
+ * (the first is the fast path's transaction), that cleanup and that leave. */
+Test(queue, attempts_refused_everywhere_send_no_cleanup)
+{
+    char res[128];
+    held_by_another(res, sizeof(res), "refused");
+    redlock_client *c = client(100);
+    tc_barrier(c);
+    long long sha0 = tc_calls("evalsha");
+    redlock_resource r = { res, strlen(res) };
+    redlock_acquire_opts o = opts(450, 100, 0);
+    redlock_lock *l = NULL;
+    TC_OUTCOME(out);
+    int rc = redlock_acquire_with(c, &r, 1, &o, &l, out, NULL);
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s", redlock_err_name(rc));
+    uint32_t attempts = redlock_outcome_attempts(out);
+    cr_assert(ge(u32, attempts, 3), "%u attempts", attempts);
+    tc_barrier(c);
+    long long n = tc_n(), scripts = tc_calls("evalsha") - sha0;
+    /* (attempts - 1) acquire scripts, the last cleanup, the leave, the
+     * barrier's status script: each on every master. */
+    cr_expect(eq(i64, scripts, ((long long)attempts - 1 + 3) * n),
+              "%lld scripts on the masters for %u attempts (%lld expected)", scripts, attempts,
+              ((long long)attempts - 1 + 3) * n);
+    for (int m = 0; m < tc_n(); m++)
+        cr_expect(eq(long, zcard(m, res, "q"), 0), "the waiter is still queued on master %d", m);
+    redlock_client_free(c);
+    tc_del_all(res, strlen(res));
+}
+
+/* A waiter wins before two masters answer (paused), and those masters,
+ * when they wake, refuse it (another token holds the key there): its
+ * attempt queued it there, so it leaves their queues when their answers
+ * come (acquire-queue.c rl_acq_leave_later); the masters that granted it
+ * dequeued it. Without that leave its place would stay until some release
+ * there dropped it. */
+Test(queue, a_waiter_that_won_before_two_masters_answered_leaves_where_they_refused)
+{
+    char res[128];
+    held_by_another(res, sizeof(res), "late-leave");
+    waiter w = { client(100), res, opts(20000, 100, 0), -100, 0, NULL, 0 };
+    pthread_t t;
+    pthread_create(&t, NULL, wait_for_it, &w);
+    cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
+    tc_pause(3);
+    tc_pause(4);
+    for (int m = 0; m < 3; m++)
+        freeReplyObject(tc_cmd(m, "DEL %b", res, strlen(res)));
+    pthread_join(t, NULL); /* its next poll wins on masters 0, 1 and 2 */
+    cr_assert(eq(int, w.rc, 0), "%s", redlock_err_name(w.rc));
+    tc_resume(3);
+    tc_resume(4);
+    cr_expect(TC_AWAIT(zcard(3, res, "q") == 0 && zcard(4, res, "q") == 0, 5000),
+              "the winner is still queued where it was refused: %ld and %ld entries",
+              zcard(3, res, "q"), zcard(4, res, "q"));
+    for (int m = 0; m < 3; m++)
+        cr_expect(eq(long, zcard(m, res, "q"), 0), "the winner is still queued on master %d", m);
+    tc_must_release(w.c, w.lock);
+    redlock_client_free(w.c);
+    tc_del_all(res, strlen(res));
+}
