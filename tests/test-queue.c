@@ -545,7 +545,13 @@ Test(queue, attempts_refused_everywhere_send_no_cleanup)
 {
     char res[128];
     held_by_another(res, sizeof(res), "refused");
-    redlock_client *c = client(100);
+    /* A node timeout far above any answer's time even on a loaded machine:
+     * a master timed out would be cleaned up blind (one script more). */
+    redlock_config cfg;
+    tc_config(&cfg);
+    cfg.retry_jitter_ms = 0;
+    cfg.node_timeout_ms = 5000;
+    redlock_client *c = tc_client(&cfg, -1);
     tc_barrier(c);
     long long sha0 = tc_calls("evalsha");
     redlock_resource r = { res, strlen(res) };
