@@ -262,10 +262,9 @@ void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask
 /* Does @r, the answer of @s's alternative, ask for the command instead? */
 static bool wants_redo(rl_fanout *f, rl_slot *s, const rl_reply *r)
 {
-    const rl_form *alt = &f->forms[1];
-    if (!f->redo || !r || s->form != 1 || s->redone || !alt->argc)
+    if (!f->redo || !r || s->form != 1 || s->redone || !f->forms[1].argc)
         return false;
-    return f->redo(&f->nodes[s->idx], r, alt->argv[alt->argc - 1], alt->argvlen[alt->argc - 1]);
+    return f->redo(&f->nodes[s->idx], r);
 }
 
 /* MULTI's and each queued command's reply: an error there (an ACL denial,

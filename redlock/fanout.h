@@ -37,12 +37,11 @@ void rl_fanout_set_late(rl_fanout *f, rl_late_fn *fn);
 /* A master sent the alternative (rl_fanout_use_alt) answered @r: true if
  * the alternative could not do the job there and the command must run
  * instead (the release without Lua deleted nothing: the key may be marked
- * for its waiters; or the master lacks the command it claimed). The slot then sends the
- * command, once, and its answer is the one delivered. @last is the
- * alternative's last argument (the release's token). It runs below the
- * owner, for late answers too: a release's hand-over must run even after
- * the release decided. */
-typedef bool rl_redo_fn(rl_node *n, const rl_reply *r, const char *last, size_t last_len);
+ * for its waiters; or the master lacks the command it claimed). The slot
+ * then sends the command, once, and its answer is the one delivered. It
+ * runs below the owner, for late answers too: a release's hand-over must
+ * run even after the release decided. */
+typedef bool rl_redo_fn(rl_node *n, const rl_reply *r);
 void rl_fanout_set_redo(rl_fanout *f, rl_redo_fn *fn);
 /* What an answer that comes after the owner decided still needs on its
  * master: masters in @mask whose answer makes @need say true are sent

@@ -51,10 +51,8 @@ static rl_release *REL(rl_op *op)
  * the release without Lua, README): then it gets the script from now on,
  * and this release loses nothing. OOM, LOADING and the like are votes, as
  * they would be for the script; 1 is "released", as the script says it. */
-static bool rel_redo(rl_node *n, const rl_reply *r, const char *tok, size_t tlen)
+static bool rel_redo(rl_node *n, const rl_reply *r)
 {
-    (void)tok;
-    (void)tlen;
     unsigned native = n->trust.native & (RL_NATIVE_DELIFEQ | RL_NATIVE_DELEX);
     native = native & RL_NATIVE_DELIFEQ ? RL_NATIVE_DELIFEQ : native;
     if (rl_reply_type(r) == RL_REPLY_ERROR) {
