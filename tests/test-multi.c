@@ -47,6 +47,9 @@ Test(multi, set_is_taken_whole_and_released_whole)
     redlock_error err;
     cr_assert(eq(int, redlock_acquire_set(c, set, 3, 10000, 0, &l, NULL, &err), 0), "%s", err.msg);
     cr_assert(eq(sz, redlock_lock_count(l), 3));
+    /* The acquire returned at a majority: wait for the others' SETs before
+     * looking (one could otherwise run between two EXISTS). */
+    tc_barrier(c);
     for (int m = 0; m < tc_n(); m++)
         cr_assert(eq(int, exists_on(m, a) + exists_on(m, b) + exists_on(m, d),
                      exists_on(m, a) ? 3 : 0),
@@ -55,10 +58,12 @@ Test(multi, set_is_taken_whole_and_released_whole)
     redlock_lock *l2;
     cr_assert(eq(int, redlock_acquire(c, b, strlen(b), 1000, &l2, NULL, &err), REDLOCK_ECONFLICT));
     cr_assert(eq(int, redlock_extend(c, l, 20000, NULL, &err), 0), "%s", err.msg);
+    tc_barrier(c); /* master 0 may not have been in the extend's majority */
     redisReply *r = tc_cmd(0, "PTTL %b", d, strlen(d));
     cr_assert(gt(i64, r->integer, 10000), "extend covered the last member too");
     freeReplyObject(r);
     cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
+    tc_barrier(c); /* so did the release */
     for (int m = 0; m < tc_n(); m++)
         cr_assert(eq(int, exists_on(m, a) + exists_on(m, b) + exists_on(m, d), 0));
     redlock_lock_free(l);
