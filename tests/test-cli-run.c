@@ -36,7 +36,7 @@ Test(run, run_exits_with_the_command_status_and_releases)
                  7),
               "stderr: %s", p.err);
     tcli_free(&p);
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
     /* Killed by a signal: 128 + signal, as a shell reports it. */
     cr_assert(eq(int, tcli_run(&p, "run", res, "--", "sh", "-c", "kill -USR1 $$"), 128 + SIGUSR1));
     tcli_free(&p);
@@ -108,8 +108,9 @@ Test(run, run_exports_the_fence_and_every_resource)
     snprintf(want, sizeof(want), "%s\n%s\n%s\n", a, a, b);
     cr_assert(eq(str, (char *)nl + 1, want));
     tcli_free(&p);
-    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "not released");
-    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0), "not released");
+    /* run exits at the release's quorum. */
+    tcli_await_key_gone(a, 5000);
+    tcli_await_key_gone(b, 5000);
 
     /* The fence is in the JSON too, and grows. */
     cr_assert(eq(int, tcli_run(&p, "run", a, "--fence", "--json", "--", "true"), 0), "%s", p.err);
@@ -152,8 +153,10 @@ Test(run, run_with_a_set_holds_every_member_until_cmd_exits, .timeout = 60)
     cr_assert(tcli_jint(p.out, "extends") >= 2, "extends: %lld", tcli_jint(p.out, "extends"));
     cr_assert(tcli_jbool(p.out, "released"));
     tcli_free(&p);
-    cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "not released");
-    cr_assert(eq(int, tc_key_count(b, strlen(b)), 0), "not released");
+    /* run exits at the release's quorum; the 1 s ttl would end the keys
+     * soon anyway, so they must go before it could. */
+    tcli_await_released(a, 5000);
+    tcli_await_released(b, 5000);
 }
 
 Test(run, run_forwards_sigterm_and_releases)
@@ -170,7 +173,7 @@ Test(run, run_forwards_sigterm_and_releases)
     cr_assert(kill(p.pid, SIGTERM) == 0);
     /* CMD's TERM trap decides the status; the lock is released after. */
     cr_assert(eq(int, tcli_wait(&p), 7), "stderr: %s", p.err);
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
     tcli_free(&p);
 }
 
@@ -186,7 +189,7 @@ Test(run, run_forwards_sigint)
     tcli_read_pid_from_fifo(fifo);
     cr_assert(kill(p.pid, SIGINT) == 0);
     cr_assert(eq(int, tcli_wait(&p), 128 + SIGINT), "stderr: %s", p.err);
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
     tcli_free(&p);
 }
 
@@ -217,7 +220,7 @@ Test(run, run_exits_126_and_127_when_cmd_cannot_start)
     cr_assert(eq(int, tcli_jint(p.out, "exit"), 127));
     tcli_free(&p);
     /* The lock was released each time. */
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0));
+    tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
 }
 
 Test(run, racing_runs_never_overlap, .timeout = 90)
@@ -287,7 +290,7 @@ Test(run, c_runs_a_shell_string_under_the_lock)
     cr_assert(eq(int, tcli_run(&p, "run", res, "-c", script), 4), "stderr: %s", p.err);
     cr_assert(eq(str, p.out, "in /bin/sh\n"));
     tcli_free(&p);
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
     /* The long spelling, before the command name. */
     cr_assert(eq(int, tcli_run(&p, "--command=exit 0", "run", res), 0), "stderr: %s", p.err);
     tcli_free(&p);
@@ -348,7 +351,7 @@ Test(run, foreground_job_control_at_an_interactive_shell, .timeout = 60)
     out[n] = '\0';
     rc = pclose(f);
     cr_assert(eq(int, WEXITSTATUS(rc), 0), "%s", out);
-    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "not released");
+    tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
 }
 
 Test(run, conflict_exit_code_0_skips_cmd_quietly)

@@ -290,6 +290,9 @@ static void scenario(enum fault f, int guard, int b_before)
                   redlock_vote_kind_name(redlock_outcome_vote(out, LOSER)->kind),
                   redlock_outcome_vote(out, LOSER)->detail);
         cr_assert(eq(int, redlock_release(a, la, NULL, &e), 0), "%s", e.msg);
+        /* The release returned at quorum: A's key (on 0, 1 and LOSER) is
+         * gone everywhere before B asks. */
+        tc_barrier_on(a, 1u << 0 | 1u << 1 | 1u << LOSER);
         rc = redlock_acquire(b, res, strlen(res), TTL_MS, &lb, out, &e);
         cr_assert(eq(int, rc, 0), "after A released: %s: %s", redlock_err_name(rc), e.msg);
         int k = redlock_outcome_vote(out, LOSER)->kind;
@@ -551,6 +554,7 @@ static void restart_after_a_day_lock(redlock_client *c, char *res, size_t size, 
     need_aof(0);
     tc_resource(res, size, NULL);
     tc_must_release(c, tc_must_acquire(c, res, DAY_MS, NULL));
+    tc_barrier(c); /* the release ran everywhere: no day-long lease survives the kills */
     if (others_down) {
         tc_kill(0);
         tc_kill(1);

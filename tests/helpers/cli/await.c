@@ -334,6 +334,44 @@ void tcli_await_key_gone(const char *key, int timeout_ms)
                        tc_key_count(key, strlen(key)), timeout_ms);
 }
 
+void tcli_await_released(const char *key, int timeout_ms)
+{
+    enum { MAX_MASTERS = 64 };
+    /* Per master, while it has the key: the earliest time (tc_now_us())
+     * the key could lapse by itself, its PTTL from before it was asked,
+     * less 2 ms for the server's rounding; 0 while it has none. */
+    uint64_t lapse_us[MAX_MASTERS] = { 0 };
+    uint64_t deadline_us = tc_now_us() + 1000u * (uint64_t)timeout_ms;
+    int n = tc_n(), left;
+
+    cr_assert(n <= MAX_MASTERS);
+    do {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            uint64_t asked_us = tc_now_us();
+            long long pttl = tcli_master_pttl(i, key);
+
+            if (pttl >= 0) {
+                uint64_t at = asked_us + 1000u * (uint64_t)pttl;
+
+                lapse_us[i] = at > 2000u ? at - 2000u : 1;
+                left++;
+            } else if (pttl == -1) {
+                lapse_us[i] = UINT64_MAX; /* no ttl: only a delete ends it */
+                left++;
+            } else {
+                if (lapse_us[i] != 0 && tc_now_us() >= lapse_us[i])
+                    cr_assert_fail("'%s' on master %d went when its ttl ran out: no release "
+                                   "reached it",
+                                   key, i);
+                lapse_us[i] = 0;
+            }
+        }
+    } while (left > 0 && tc_poll_pause(deadline_us));
+    if (left > 0)
+        cr_assert_fail("'%s' is still on %d masters after %d ms", key, left, timeout_ms);
+}
+
 void tcli_await_private_key(int i, const char *key, int present, int timeout_ms)
 {
     long long pttl;

@@ -147,6 +147,12 @@ int tcli_group_alive(pid_t pgid); /* some process is in group @pgid */
 void tcli_await_file_grows(const char *path, long long size, int timeout_ms);
 /* Until no master has @key. */
 void tcli_await_key_gone(const char *key, int timeout_ms);
+/* The same for a lock a command released at its quorum (the other masters
+ * may not have run the release yet), with a ttl short enough to run out
+ * within @timeout_ms: a key seen with a ttl that is gone only once that ttl
+ * could have run out fails the test, so a release that never reached a
+ * master is not mistaken for one that did. */
+void tcli_await_released(const char *key, int timeout_ms);
 /* Until private master @i has @key (@present), or has it no more. */
 void tcli_await_private_key(int i, const char *key, int present, int timeout_ms);
 long long tcli_realtime_ns(void); /* CLOCK_REALTIME, as `date +%s%N` prints it */
