@@ -17,24 +17,15 @@
 #define NOW_MS "local t = redis.call('time')\n" \
                "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 
-/* Are q and l usable as a queue and its leases? False when there is no
- * queue (nothing to do), or when either key holds another type: then both
- * are deleted (the waiters still alive join again, with their old tickets,
- * at their next attempt) and the master's log names the key. */
-#define QUEUE_OK                                                               \
+/* A queue q or its leases l that holds another type (`bad`, one of the
+ * two) is deleted with the other (the waiters still alive join again, with
+ * their old tickets, at their next attempt), and the master's log names
+ * the key. */
+#define DROP_QUEUE                                                             \
     "local function drop_queue(q, l, bad)\n"                                   \
     "  redis.log(redis.LOG_WARNING, 'redlock: deleted ' .. string.gsub(bad, '%z', '\\\\0') ..\n" \
     "            ' (a waiters\\' queue key of type ' .. redis.call('type', bad).ok .. ')')\n" \
     "  redis.call('del', q, l)\n"                                              \
-    "end\n"                                                                    \
-    "local function queue_ok(q, l)\n"                                          \
-    "  local tq = redis.call('type', q).ok\n"                                  \
-    "  if tq == 'none' then return false end\n"                                \
-    "  if tq ~= 'zset' then drop_queue(q, l, q) return false end\n"            \
-    "  local tl = redis.call('type', l).ok\n"                                  \
-    "  if tl == 'zset' or tl == 'none' then return true end\n"                 \
-    "  drop_queue(q, l, l)\n"                                                  \
-    "  return false\n"                                                         \
     "end\n"
 
 /* Hand K (ARGV-free: i, n) to its first live waiter, or delete it: drop waiters
@@ -56,15 +47,22 @@
  * is dropped by the next hand-off instead of being reserved for again
  * until its old lease ends. A queue or lease key of another type is ours
  * (K "\0q" is no one else's name) and garbage: it is deleted, and the
- * master's log names it. At most 64 heads are dropped per call; past
+ * master's log names it (the lease set's type is not asked: its first
+ * read is a pcall, whose error says it). At most 64 heads are dropped per call; past
  * that the key is simply freed. */
 #define HAND_OVER                                                              \
     "local function hand_over(i, n, by, wake)\n"                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
     "  local function free() redis.call('del', KEYS[i]) end\n"                \
-    "  if not queue_ok(q, l) then free() return end\n"                       \
+    "  local tq = redis.call('type', q).ok\n"                                  \
+    "  if tq ~= 'zset' then\n"                                                 \
+    "    if tq ~= 'none' then drop_queue(q, l, q) end\n"                       \
+    "    free() return\n"                                                      \
+    "  end\n"                                                                  \
     "  " NOW_MS                                                               \
-    "  for _, w in ipairs(redis.call('zrangebyscore', l, '-inf', now)) do\n"  \
+    "  local ended = redis.pcall('zrangebyscore', l, '-inf', now)\n"           \
+    "  if ended.err then drop_queue(q, l, l) free() return end\n"              \
+    "  for _, w in ipairs(ended) do\n"                                         \
     "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
     "  end\n"                                                                  \
     "  for _ = 1, 64 do\n"                                                     \
@@ -87,7 +85,7 @@
 /* Waiter w takes its place (its ticket; kept if it has one) in queue q and
  * its lease in l is renewed; both sets outlive the lease. The ZADDs are
  * tried with pcall so that the common case costs no TYPE call: a queue key
- * of another type is dropped (QUEUE_OK) and the place taken again in the
+ * of another type is dropped (DROP_QUEUE) and the place taken again in the
  * new sets (both, since dropping one drops the other). */
 #define JOIN                                                                   \
     "local function join(q, l, w, ticket, lease)\n"                            \

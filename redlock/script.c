@@ -45,7 +45,7 @@
 #include <string.h>
 
 /* To the end of bodies[], the Lua is laid out as Lua: one line of it per C
- * string, the pieces (script-lua.h: NOW_MS, QUEUE_OK, ...) one per line
+ * string, the pieces (script-lua.h: NOW_MS, DROP_QUEUE, ...) one per line
  * where a body takes them. clang-format would pack strings and piece names
  * onto shared lines: it is kept out. */
 /* clang-format off */
@@ -69,7 +69,10 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_RELEASE] =
         /* The common case first, before any function below is made: one
          * lock, no waiter, nobody queued (a DEL and the index, three calls
-         * and the compare). What it returns is what the rest would. */
+         * and the compare). What it returns is what the rest would. A key
+         * it finds ours with a queue (or marked) goes on to the hand-over
+         * with what it read (`first`): the index entry is gone already. */
+        "local first\n"
         "if #KEYS == 4 and #ARGV == 1 then\n"
         "  redis.call('zrem', KEYS[4], ARGV[1])\n"
         "  local v = redis.call('get', KEYS[1])\n"
@@ -77,13 +80,14 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    redis.call('del', KEYS[1]) return 1\n"
         "  end\n"
         "  if v ~= ARGV[1] and v ~= ARGV[1] .. '\\2' then if v then return -1 end return 0 end\n"
+        "  first = v\n"
         "end\n"
         OURS
-        QUEUE_OK
+        DROP_QUEUE
         HAND_OVER
         JOIN
         "local n = math.floor(#KEYS / 3)\n"
-        "redis.call('zrem', KEYS[3 * n + 1], ARGV[1])\n"
+        "if not first then redis.call('zrem', KEYS[3 * n + 1], ARGV[1]) end\n"
         "local mine, other = 0, 0\n"
         "local waiter, wake = ARGV[3] or '', (ARGV[2] or '1') == '1'\n"
         "local stays = waiter ~= '' and (ARGV[4] or '') ~= ''\n"
@@ -93,7 +97,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  elseif waiter ~= '' then\n"
         "    redis.pcall('zrem', KEYS[n + i], waiter) redis.pcall('zrem', KEYS[2 * n + i], waiter)\n"
         "  end\n"
-        "  local v = redis.call('get', KEYS[i])\n"
+        "  local v = first or redis.call('get', KEYS[i])\n"
         "  if ours(v, ARGV[1]) then\n"
         "    mine = mine + 1\n"
         "    hand_over(i, n, ARGV[1], wake)\n"
@@ -175,7 +179,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         RUN_ID
         REBORN
         INDEX
-        QUEUE_OK
+        DROP_QUEUE
         JOIN
         "local n = tonumber(ARGV[3])\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"

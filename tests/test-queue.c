@@ -196,6 +196,16 @@ static void plant_wrong_type_queue(const char *res)
     }
 }
 
+static void plant_wrong_type_leases(const char *res)
+{
+    char key[160];
+    size_t len = side_key(key, res, "l");
+    for (int m = 0; m < tc_n(); m++) {
+        freeReplyObject(tc_cmd(m, "DEL %b", key, len));
+        freeReplyObject(tc_cmd(m, "SET %b garbage", key, len));
+    }
+}
+
 Test(queue, a_queue_key_of_another_type_is_dropped_and_the_resource_still_works)
 {
     /* Planted after the waiter queued: the release finds a string where the
@@ -204,6 +214,16 @@ Test(queue, a_queue_key_of_another_type_is_dropped_and_the_resource_still_works)
     tc_resource(res, sizeof(res), "wrongtype-queue");
     long ms = handoff_after(res, plant_wrong_type_queue);
     cr_expect(lt(long, ms, (long)SLOW_POLL_MS + 500), "%ld ms with a string as the queue", ms);
+    /* The same with a string where the lease set was, the queue intact:
+     * the hand-over's first read of the lease set fails (its type is not
+     * asked first), both are dropped, the key freed. */
+    char res2[128];
+    tc_resource(res2, sizeof(res2), "wrongtype-leases");
+    ms = handoff_after(res2, plant_wrong_type_leases);
+    cr_expect(lt(long, ms, (long)SLOW_POLL_MS + 500), "%ld ms with a string as the lease set", ms);
+    for (int m = 0; m < tc_n(); m++)
+        cr_expect(eq(long, zcard(m, res2, "l"), 0), "master %d: the lease set was dropped", m);
+    tc_del_all(res2, strlen(res2));
     /* Planted before anyone waits: the first waiter's join drops it, queues,
      * and the hand-off works at once. */
     plant_wrong_type_queue(res);
