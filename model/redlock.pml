@@ -223,15 +223,20 @@ byte lf[NC];                    /* won before these masters answered: leave wher
        if :: !(ok) && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!LEAVE, 0 :: else -> skip fi \
     :: else -> skip \
     fi
+/* The same answer settles a guess (gq, below): the release goes by what it
+ * says, which the master's own fq then holds. */
+#define GUESS_SETTLED(c, m) if :: lastold -> gq[c] = gq[c] & ~BIT(m) :: else -> skip fi
 #else
 #define LATE_LEAVE(c, m, ok) skip
+#define GUESS_SETTLED(c, m) skip
 #endif
 inline vote(c, m, a, ok) {
     if
     :: a && ok -> nok[c]++; okm[c] = okm[c] | BIT(m);
                             if :: fence[m] > fmax[c] -> fmax[c] = fence[m] :: else -> skip fi
     :: a && !ok -> nno[c]++; nom[c] = nom[c] | BIT(m)
-    :: else -> LATE_LEAVE(c, m, ok)  /* a late reply: its round is over (fanout detached) */
+    :: else -> GUESS_SETTLED(c, m); /* a late reply: its round is over (fanout detached) */
+               LATE_LEAVE(c, m, ok)
     fi
 }
 
@@ -421,11 +426,19 @@ inline send_all(c, k, a, x, m) {
  * fleet has none, which keeps the state space. */
 bool nat;
 byte fq[NC];                    /* masters whose FAST granted with nobody queued */
+/* Masters still to answer when the fast path won, every master that had
+ * answered having granted with nobody queued: the release guesses that
+ * they did too (acquire.c's guess_mask) and sends them NREL as well, behind
+ * their FAST on the channel, unless their answer came first (GUESS_SETTLED).
+ * A wrong guess: a key another's, gone, or marked, fails the compare and
+ * the script follows; a grant with somebody queued is deleted without the
+ * hand-over (the queue's head takes it at its next attempt). */
+byte gq[NC];
 inline send_release(c, fast, m) {
     m = 0;
     do
     :: m < NM -> if
-                 :: fast && nat && (fq[c] & BIT(m)) -> send(c, m, NREL, 0, 0)
+                 :: fast && nat && ((fq[c] | gq[c]) & BIT(m)) -> send(c, m, NREL, 0, 0)
                  :: else -> send(c, m, REL, 0, 0)
                  fi;
                  m++
@@ -638,7 +651,7 @@ proctype client(byte c) {
 #endif
         r++;
         atomic {
-            new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1; fq[c] = 0;
+            new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1; fq[c] = 0; gq[c] = 0;
             printf("MSC: client %d attempt %d starts\n", c, r);
             if :: r == 1 -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi
         }
@@ -670,6 +683,10 @@ proctype client(byte c) {
             if :: fm > hi -> hi = fm :: else -> skip fi;
             hold[c] = 1; waiting[c] = 0;
 #ifdef WAITQ
+            /* the guess (gq): the fast path won and every answer was a
+             * grant with nobody queued */
+            if :: WON_FAST(r) && (nol | pl | (okl & ~fq[c])) == 0 -> gq[c] = ALL & ~okl
+               :: else -> skip fi;
             /* leave where refused; where still to answer, if it refuses */
             lf[c] = ALL & ~okl & ~nol; new_round(c); send_mask(c, nol, LEAVE, 0, m);
 #endif
@@ -764,7 +781,7 @@ end:
          * earlier one, as in the code */
         waiting[c] = 1; first = 1; tkt[OTHER(c)] = 0; tkt[c] = 1 }
 again:
-        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; fq[c] = 0;
+        atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; fq[c] = 0; gq[c] = 0;
                  if :: first -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi };
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
@@ -772,6 +789,10 @@ again:
             assert(owed != OTHER(c) + 1);           /* the head is served first */
             printf("MSC: client %d holds\n", c);
             hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c]; wf = first;
+            /* the guess (gq): the fast path won and every answer was a
+             * grant with nobody queued */
+            if :: first && (nom[c] | pend[c] | (okl & ~fq[c])) == 0 -> gq[c] = ALL & ~okl
+               :: else -> skip fi;
 #if defined(LIVE) || defined(WAITQ)
             /* leave where the attempt was refused now, where it is still
              * to answer when the answer says so (LATE_LEAVE) */

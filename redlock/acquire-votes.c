@@ -90,13 +90,15 @@ static bool fast_quiet(const rl_reply *r)
 
 void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last, size_t len)
 {
-    if (script < 0 && fast_quiet(r)) {
-        /* A fast grant answered after its acquire decided: its token is
-         * the transaction's last argument (cmd.c). The node remembers the
-         * last such token, which the lock's release asks for. */
-        if (len < sizeof(n->quiet_token)) {
-            memcpy(n->quiet_token, last, len);
-            n->quiet_token[len] = '\0';
+    if (script < 0) {
+        /* A fast-path answer after its acquire decided: its token is the
+         * transaction's last argument (cmd.c). The node remembers the last
+         * such token and whether it was a grant with nobody queued, which
+         * the lock's release asks for. */
+        if (len < sizeof(n->late_token)) {
+            memcpy(n->late_token, last, len);
+            n->late_token[len] = '\0';
+            n->late_quiet = fast_quiet(r);
         }
         return;
     }

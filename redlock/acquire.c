@@ -234,6 +234,15 @@ static void acq_succeed(rl_acquire *a)
      * value, script.c). Those whose answer comes after this decision tell
      * their node (rl_acq_on_late). */
     lock->quiet_mask = a->quiet_mask;
+    /* Every master that answered granted so: those still to answer most
+     * likely will too (nobody queued anywhere: the uncontended case), and
+     * their release without Lua goes behind this acquire on the same
+     * connection. Where the guess was wrong, the delete's 0 sends the
+     * script after it (release.c); an answer that comes before the release
+     * is sent settles it (NOTES.md §4, "the native release"). */
+    uint32_t answered = a->fast_mask & ~op->pending_mask;
+    if (a->fast_mask && answered == a->quiet_mask)
+        lock->guess_mask = a->fast_mask & op->pending_mask;
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);

@@ -42,17 +42,17 @@ enum rl_node_state { RL_NODE_DOWN, RL_NODE_CONNECTING, RL_NODE_UP };
 struct rl_node {
     const rl_node_env *env;
     uint32_t idx;
-    char quiet_token[RL_TOKEN_LEN + 1]; /* the last fast grant answered after its
-                                           acquire decided, with nobody queued
-                                           (acquire-votes.c): its release may go
-                                           without Lua here (release.c) */
-    rl_addr addr;                       /* addr.name is what messages show */
-    rl_conn *conn;                      /* NULL while down */
-    int state;                          /* enum rl_node_state */
-    uint32_t backoff_ms;                /* next reconnect delay */
-    struct event *timer;                /* reconnect backoff, or the connect deadline */
-    rl_monotime connect_us;             /* when the last connect started (on-demand rate limit) */
-    int err;                            /* why it is (or last was) down: REDLOCK_E* */
+    char late_token[RL_TOKEN_LEN + 1]; /* the last fast-path answer that came after
+                                          its acquire decided (acquire-votes.c) */
+    bool late_quiet;                   /* ... was a grant with nobody queued: its
+                                          release may go without Lua here (release.c) */
+    rl_addr addr;                      /* addr.name is what messages show */
+    rl_conn *conn;                     /* NULL while down */
+    int state;                         /* enum rl_node_state */
+    uint32_t backoff_ms;               /* next reconnect delay */
+    struct event *timer;               /* reconnect backoff, or the connect deadline */
+    rl_monotime connect_us;            /* when the last connect started (on-demand rate limit) */
+    int err;                           /* why it is (or last was) down: REDLOCK_E* */
     char errstr[REDLOCK_VOTE_DETAIL_LEN];
     uint64_t connects;  /* successful handshakes, for logs and tests */
     rl_conn *sub;       /* subscriber connection (waiting), or NULL */

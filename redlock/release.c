@@ -17,7 +17,11 @@
  * that has DELIFEQ (Valkey 9) or DELEX IFEQ (Redis 8.4) and granted this
  * lease by the fast path with nobody queued (its answer in time for the
  * acquire, or later: the node remembers it) gets, instead of the script,
- * ZREM of the lease's index entry and the compare-and-delete, pipelined.
+ * ZREM of the lease's index entry and the compare-and-delete, pipelined;
+ * so does a master whose fast-path answer had not come when the acquire
+ * decided, if every master that answered granted that way (acquire.c): the
+ * uncontended case, where the callers that release at once would otherwise
+ * send those the script.
  * Where the delete deletes nothing (the key gone, another's, or marked by
  * a waiter that joined since, script.c) the same slot sends the script,
  * which tells which and hands the key to the queue's head (fanout.c's
@@ -35,7 +39,8 @@ typedef struct rl_release {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t retry_mask; /* masters to ask again after the delay */
-    uint32_t quiet_mask; /* masters that granted it by the fast path, nobody queued */
+    uint32_t quiet_mask; /* masters that granted it by the fast path, nobody queued,
+                            or (guess_mask) were still to answer when it was granted */
 } rl_release;
 
 static rl_release *REL(rl_op *op)
@@ -105,9 +110,14 @@ static void rel_send(rl_release *r, uint32_t mask)
     op->attempts++;
     rl_cmd cmd, native;
     rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
-    for (uint32_t i = 0; i < c->n; i++) /* grants answered after the acquire decided */
-        if (strcmp(c->nodes[i].quiet_token, r->token) == 0)
+    for (uint32_t i = 0; i < c->n; i++) {               /* answers after the acquire decided */
+        if (strcmp(c->nodes[i].late_token, r->token) != 0)
+            continue;
+        if (c->nodes[i].late_quiet)
             r->quiet_mask |= 1u << i;
+        else
+            r->quiet_mask &= ~(1u << i);
+    }
     unsigned kind = op->nres == 1 ? rel_native_kind(c, r->quiet_mask & mask) : 0;
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
@@ -191,7 +201,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     op->cb = cb;
     op->arg = arg;
     snprintf(r->token, sizeof(r->token), "%s", lock->token);
-    r->quiet_mask = lock->quiet_mask;
+    r->quiet_mask = lock->quiet_mask | lock->guess_mask;
     rl_watchdog_stop(c, lock);
     /* Whatever the outcome, the caller stops holding the lock now: a
      * release that fails may still run on some masters later. */

@@ -94,6 +94,9 @@ struct redlock_lock {
     uint32_t quiet_mask;              /* masters that granted it by the fast path with
                                          nobody queued: its release may go without Lua
                                          there (release.c) */
+    uint32_t guess_mask;              /* masters whose fast-path answer had not come when
+                                         it was granted, every master that answered having
+                                         granted as above: likely so too (acquire.c) */
     rl_monotime valid_until_us;       /* monotonic; 0: no validity known. Read and written
                                          only through rl_lock_valid_until/_set: with a
                                          blocking client the watchdog's I/O thread

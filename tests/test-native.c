@@ -502,6 +502,107 @@ Test(native, an_acl_without_the_delete_costs_one_script_and_a_warning)
     cr_expect(tc_log_contains("NOPERM"), "%s", tc_log_text());
 }
 
+/* ---- masters still to answer when the acquire decided ---------------------------- */
+
+/* The acquire with the last master paused: decided by the others' grants,
+ * the paused master's fast path still queued on its connection. Returns
+ * the acquire's code; the master stays paused. */
+static int acquire_with_last_paused(void)
+{
+    tc_pause(tc_n() - 1);
+    return redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, NULL, &tc_fx.e);
+}
+
+/* A client whose fast path every master takes: a test before may have
+ * flushed a master, which would sit out its window (and so not grant by
+ * the fast path): the masters start empty, declared so. */
+static void guess_client(void)
+{
+    tc_fx.cfg.node_timeout_ms = 5000; /* the paused master must not time out */
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "FLUSHALL"));
+    redlock_client *d = tc_client(&tc_fx.cfg, -1);
+    size_t declared = 0;
+    cr_assert(eq(int, redlock_declare_empty(d, &declared, &tc_fx.e), 0), "%s", tc_fx.e.msg);
+    redlock_client_free(d);
+    tc_fx_client(-1);
+    char warm[128];
+    tc_resource(warm, sizeof(warm), "warm");
+    tc_must_release(tc_fx.c, tc_must_acquire(tc_fx.c, warm, TTL_MS, NULL));
+    tc_barrier(tc_fx.c);
+}
+
+/* A caller that releases at once releases before the master that was not
+ * needed for the quorum has answered. Every master that answered granted
+ * with nobody queued: the release guesses that one did too and sends it
+ * the compare-and-delete as well, behind the acquire on its connection
+ * (NOTES.md §4, "the native release"): no script anywhere. */
+Test(native, a_master_still_to_answer_is_released_without_lua_too)
+{
+    const char *del = need_native_delete();
+    guess_client();
+    long long del0 = tc_calls(del), sha0 = tc_calls("evalsha");
+    int rc = acquire_with_last_paused();
+    int rel = rc ? -1 : redlock_release(tc_fx.c, tc_fx.l, NULL, &tc_fx.e);
+    tc_resume(tc_n() - 1);
+    cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
+    cr_assert(eq(int, rel, 0), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(i64, tc_calls(del) - del0, tc_n()), "the delete on every master");
+    cr_expect(eq(i64, tc_calls("evalsha") - sha0, tc_n()), "no script but the barrier's");
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "released everywhere");
+}
+
+/* The guess was wrong: the paused master held the key for another client,
+ * so its fast path refused, and the delete behind it deleted nothing. Its
+ * 0 sends the script on the same slot, which finds the other's key and
+ * leaves it. */
+Test(native, a_wrong_guess_costs_one_script_and_deletes_nothing_of_another)
+{
+    const char *del = need_native_delete();
+    guess_client();
+    int last = tc_n() - 1;
+    tc_plant(last, tc_fx.res, tc_fx.len, "someone-else", TTL_MS);
+    long long del0 = tc_calls(del), sha0 = tc_calls("evalsha");
+    int rc = acquire_with_last_paused();
+    int rel = rc ? -1 : redlock_release(tc_fx.c, tc_fx.l, NULL, &tc_fx.e);
+    tc_resume(last);
+    cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
+    cr_assert(eq(int, rel, 0), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(i64, tc_calls(del) - del0, tc_n()), "the delete on every master");
+    cr_expect(eq(i64, tc_calls("evalsha") - sha0, tc_n() + 1), "one script: the redo");
+    char val[64];
+    cr_expect(eq(int, tc_get(last, tc_fx.res, tc_fx.len, val, sizeof(val), NULL), 1));
+    cr_expect(eq(str, val, "someone-else"), "the other's key stays");
+}
+
+/* An answer that comes before the release settles the guess: a grant with
+ * somebody queued there (a place left in the queue) gets the script, which
+ * hands over; the others still go without Lua. */
+Test(native, an_answer_before_the_release_settles_the_guess)
+{
+    const char *del = need_native_delete();
+    guess_client();
+    int last = tc_n() - 1;
+    char q[160];
+    size_t ql = tc_fx.len;
+    memcpy(q, tc_fx.res, ql);
+    q[ql++] = '\0';
+    q[ql++] = 'q';
+    freeReplyObject(tc_cmd(last, "ZADD %b 1 %s", q, ql, "garbage-place"));
+    long long del0 = tc_calls(del), sha0 = tc_calls("evalsha");
+    int rc = acquire_with_last_paused();
+    tc_resume(last);
+    cr_assert(eq(int, rc, 0), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c); /* the late answer: granted, somebody queued */
+    cr_assert(eq(int, redlock_release(tc_fx.c, tc_fx.l, NULL, &tc_fx.e), 0), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    cr_expect(eq(i64, tc_calls(del) - del0, tc_n() - 1), "the delete where nobody was queued");
+    cr_expect(eq(i64, tc_calls("evalsha") - sha0, 2 * tc_n() + 1), "the script where somebody was");
+    cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "released everywhere");
+}
+
 /* ---- a master that claims SET IFEQ and lies ------------------------------------------ */
 
 TestSuite(lying, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 60);
