@@ -186,24 +186,25 @@ Test(queue, garbage_at_the_head_of_the_queue_is_dropped_by_the_release)
     tc_del_all(res, strlen(res));
 }
 
-static void plant_wrong_type_queue(const char *res)
+/* A string where @res's side key @suffix ("q" or "l") was, on every master. */
+static void plant_wrong_type(const char *res, const char *suffix)
 {
     char key[160];
-    size_t len = side_key(key, res, "q");
+    size_t len = side_key(key, res, suffix);
     for (int m = 0; m < tc_n(); m++) {
         freeReplyObject(tc_cmd(m, "DEL %b", key, len));
         freeReplyObject(tc_cmd(m, "SET %b garbage", key, len));
     }
 }
 
+static void plant_wrong_type_queue(const char *res)
+{
+    plant_wrong_type(res, "q");
+}
+
 static void plant_wrong_type_leases(const char *res)
 {
-    char key[160];
-    size_t len = side_key(key, res, "l");
-    for (int m = 0; m < tc_n(); m++) {
-        freeReplyObject(tc_cmd(m, "DEL %b", key, len));
-        freeReplyObject(tc_cmd(m, "SET %b garbage", key, len));
-    }
+    plant_wrong_type(res, "l");
 }
 
 Test(queue, a_queue_key_of_another_type_is_dropped_and_the_resource_still_works)
