@@ -17,8 +17,8 @@
 /* Fake masters                                                             */
 /* ------------------------------------------------------------------------ */
 
-/* A loopback port that nothing listens on (bound, then closed): a master
- * whose address refuses connections. */
+/* A loopback port that nothing listens on (bound, never listened on, held
+ * until the process ends): a master whose address refuses connections. */
 int tc_dead_port(void);
 
 /* Write all of @p to socket @fd (no SIGPIPE; retries on EINTR): 0 or -1. */

@@ -43,8 +43,10 @@ int tc_feed(int fd, struct redisReader *reader)
     return 1;
 }
 
-/* A TCP socket bound to 127.0.0.1:0; its port in *@port. */
-static int bind_loopback(int *port, const char *what)
+/* A TCP socket bound to 127.0.0.1:0; its port in *@port. @reuse:
+ * SO_REUSEADDR, for a listener (another bind of the port may then share it
+ * while neither listens). */
+static int bind_loopback(int *port, int reuse, const char *what)
 {
     struct sockaddr_in sa = { .sin_family = AF_INET };
     socklen_t salen = sizeof(sa);
@@ -53,7 +55,8 @@ static int bind_loopback(int *port, const char *what)
 
     if (fd < 0)
         tc_fail("%s: socket: %s", what, strerror(errno));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (reuse)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
         getsockname(fd, (struct sockaddr *)&sa, &salen) < 0)
@@ -64,9 +67,14 @@ static int bind_loopback(int *port, const char *what)
 
 int tc_dead_port(void)
 {
-    int port, fd = bind_loopback(&port, "tc_dead_port");
+    int port;
 
-    close(fd); /* never listened on: connections to it are refused */
+    /* Bound without SO_REUSEADDR and kept open until the process ends,
+     * never listened on: connections to it are refused, and no other
+     * socket (a fake master of a test running beside this one) can be
+     * given the port meanwhile. Closed at once, the port went back to the
+     * pool, and a fake that took it made a "dead" master answer. */
+    (void)bind_loopback(&port, 0, "tc_dead_port");
     return port;
 }
 
@@ -74,7 +82,7 @@ void tc_server_open(tc_server *s, const char *what)
 {
     memset(s, 0, sizeof(*s));
     s->wake[0] = s->wake[1] = -1;
-    s->listen_fd = bind_loopback(&s->port, what);
+    s->listen_fd = bind_loopback(&s->port, 1, what);
     if (listen(s->listen_fd, 64) < 0)
         tc_fail("%s: listen: %s", what, strerror(errno));
     snprintf(s->addr, sizeof(s->addr), "127.0.0.1:%d", s->port);
