@@ -293,6 +293,21 @@ sanitizer_reports() {
     return "$n"
 }
 
+# tap_failures LOG: one line per failed check in meson's log LOG, as
+# criterion's TAP writes them: "not ok - SUITE::TEST ..." and, in its YAML
+# block, "  - FILE.c:LINE: |+" followed by the message ("Assertion failed:
+# ..."), or "not ok - SUITE::TEST unexpected signal after FILE.c:LINE"; and
+# the helpers' own "tc: ..." lines. A test that ends with a nonzero status
+# is ERROR to meson 1.0 even when a check failed, so ERROR alone says little.
+tap_failures() {
+    awk '
+        /^not ok - / { test = $4; if ($0 ~ /unexpected signal|timed out|crash/) print; next }
+        /^  - [A-Za-z0-9_.\/-]+\.c:[0-9]+: / { at = $2; want = 1; next }
+        want { sub(/^ +/, ""); print test " " at " " $0; want = 0; next }
+        /^tc: / { print }
+    ' "$1" 2>/dev/null
+}
+
 # run_tests LABEL DIR [meson test options and test names...]: run, print,
 # add up the counts.
 run_tests() {
@@ -336,12 +351,11 @@ run_tests() {
         # A TAP test's checks are on its stdout, which only meson's own log
         # keeps; a sanitizer's report and the exit status are on the console.
         while IFS= read -r t; do
-            why+=("$label: ${t:0:200}")
+            why+=("$label: ${t:0:240}")
         done < <({
-            grep -E '^# [a-z0-9_-]+\.c:[0-9]+: |^tc: |Assertion Failed|^\[----\]   [^ ]' \
-                "$dir/meson-logs/$LOGBASE.txt" 2>/dev/null
+            tap_failures "$dir/meson-logs/$LOGBASE.txt"
             grep -E 'exited with status code|^(==[0-9]+==)?ERROR: |runtime error: |WARNING: ThreadSanitizer' "$log"
-        } | head -n 4)
+        } | head -n 6)
         ((rc != 0)) && [[ -z $(sed -n '/ \(FAIL\|TIMEOUT\) /p' "$log") ]] &&
             failures+=("$label: meson test status $rc")
     fi
