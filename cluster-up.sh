@@ -50,7 +50,7 @@ commands (I is a 0-based master index):
                         redlock_declare_empty in redlock.h), print
                         the masters list (host:port,host:port,...) on stdout
   stop                  stop all masters (paused ones too) and wait for them
-  status                one line per master: index address pid running|paused|dead
+  status                one line per master: index address pid running|paused|dying|dead
   kill I                SIGKILL master I
   pause I               SIGSTOP master I (socket stays open, no answers)
   resume I              SIGCONT master I
@@ -241,7 +241,12 @@ mdir_of() { echo "$DIR/$1"; }
 pidfile_of() { echo "$DIR/$1/redis.pid"; }
 
 # pid of master $1 if that process is alive and really is it (its cwd is the
-# master's dir, which rules out a recycled pid), else nothing.
+# master's dir, which rules out a recycled pid), else nothing. A process on
+# its way out counts as alive until its last thread is gone: a killed redis
+# (several threads) shows its first thread as a zombie, or without a cwd,
+# while another thread still holds the files they share, the listening
+# socket among them, and a restart on the port then fails with "Address
+# already in use" (seen once in 300 kills under load).
 live_pid() {
     local pidfile pid cwd st
     pidfile=$(pidfile_of "$1")
@@ -249,10 +254,23 @@ live_pid() {
     pid=$(<"$pidfile") || return 0
     [[ $pid =~ ^[0-9]+$ ]] || return 0
     st=$(proc_state "$pid")
-    [[ -n $st && $st != [ZX] ]] || return 0
-    cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null) || return 0
+    [[ -n $st ]] || return 0
+    if [[ $st == [ZX] ]] || ! cwd=$(readlink "/proc/$pid/cwd" 2>/dev/null); then
+        if threads_left "$pid"; then echo "$pid"; fi
+        return 0
+    fi
     [[ $cwd == "$(mdir_of "$1")" ]] || return 0
     echo "$pid"
+}
+
+# Does any thread of process $1 still run (a state other than zombie/dead)?
+threads_left() {
+    local t st
+    for t in /proc/"$1"/task/*; do
+        st=$(proc_state "$1/task/${t##*/}")
+        [[ -n $st && $st != [ZX] ]] && return 0
+    done
+    return 1
 }
 
 # One-letter state from /proc/PID/stat (R, S, T, Z, ...), empty if gone.
@@ -264,7 +282,7 @@ proc_state() {
     echo "${stat%% *}"
 }
 
-# running | paused | dead
+# running | paused | dying | dead
 state_of() {
     local pid st
     pid=$(live_pid "$1")
@@ -272,8 +290,8 @@ state_of() {
     st=$(proc_state "$pid")
     case $st in
     T | t) echo paused ;;
-    '' | Z | X) echo dead ;;
-    *) echo running ;;
+    '' | Z | X) echo dying ;;
+    *) readlink "/proc/$pid/cwd" >/dev/null 2>&1 && echo running || echo dying ;;
     esac
 }
 
@@ -322,10 +340,26 @@ write_conf() {
     chmod 600 "$mdir/redis.conf"
 }
 
+# Is anything listening on TCP port $1 (this network namespace's sockets)?
+port_listened() {
+    local hex
+    printf -v hex ':%04X' "$1"
+    awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
+        /proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
 # Start master $1 in the background; its pid goes to the pidfile at once
 # (redis rewrites the same pid there once it is up).
 launch() {
-    local i=$1 mdir pid
+    local i=$1 mdir pid deadline
+    # Its last run's listening socket may outlive the process's last
+    # thread by a moment (the kernel closes it): wait for it, up to 5 s,
+    # rather than fail with "Address already in use". Anything else on the
+    # port after that: redis says so in its log, which wait_up prints.
+    deadline=$((SECONDS + 5))
+    while port_listened "$(port_of "$i")" && ((SECONDS < deadline)); do
+        sleep 0.01
+    done
     mdir=$(mdir_of "$i")
     [[ -f $mdir/redis.conf ]] || write_conf "$i"
     # cd before the fork, not in the child: live_pid() checks the cwd and
@@ -553,6 +587,8 @@ resume)
     wait_state "$index" running 5 || die "master $index did not resume"
     ;;
 restart)
+    # Killed by someone else just now: give its last threads their moment.
+    [[ $(state_of "$index") != dying ]] || wait_state "$index" dead 5 || true
     need_state "$index" dead "dead (kill it first)"
     launch "$index"
     wait_up "$index" || exit 1
@@ -561,7 +597,8 @@ heal)
     started=()
     for ((i = 0; i < N; i++)); do
         case $(state_of "$i") in
-        dead)
+        dying | dead)
+            wait_state "$i" dead 5 || die "master $i (pid $(live_pid "$i")) does not die"
             launch "$i"
             started+=("$i")
             ;;
