@@ -245,8 +245,9 @@ pidfile_of() { echo "$DIR/$1/redis.pid"; }
 # its way out counts as alive until its last thread is gone: a killed redis
 # (several threads) shows its first thread as a zombie, or without a cwd,
 # while another thread still holds the files they share, the listening
-# socket among them, and a restart on the port then fails with "Address
-# already in use" (seen once in 300 kills under load).
+# socket among them, and a restart on the port then failed with "Address
+# already in use" (seen once in 300 kills under load; wait_up also tries
+# again when that happens).
 live_pid() {
     local pidfile pid cwd st
     pidfile=$(pidfile_of "$1")
@@ -340,26 +341,10 @@ write_conf() {
     chmod 600 "$mdir/redis.conf"
 }
 
-# Is anything listening on TCP port $1 (this network namespace's sockets)?
-port_listened() {
-    local hex
-    printf -v hex ':%04X' "$1"
-    awk -v p="$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
-        /proc/net/tcp /proc/net/tcp6 2>/dev/null
-}
-
 # Start master $1 in the background; its pid goes to the pidfile at once
 # (redis rewrites the same pid there once it is up).
 launch() {
-    local i=$1 mdir pid deadline
-    # Its last run's listening socket may outlive the process's last
-    # thread by a moment (the kernel closes it): wait for it, up to 5 s,
-    # rather than fail with "Address already in use". Anything else on the
-    # port after that: redis says so in its log, which wait_up prints.
-    deadline=$((SECONDS + 5))
-    while port_listened "$(port_of "$i")" && ((SECONDS < deadline)); do
-        sleep 0.01
-    done
+    local i=$1 mdir pid
     mdir=$(mdir_of "$i")
     [[ -f $mdir/redis.conf ]] || write_conf "$i"
     # cd before the fork, not in the child: live_pid() checks the cwd and
@@ -433,6 +418,17 @@ wait_up() {
         local -a left=()
         for i in "${todo[@]}"; do
             pid=$(live_pid "$i")
+            if [[ -z $pid ]] && ((SECONDS < deadline)) &&
+                tail -n 2 -- "$(mdir_of "$i")/redis.log" 2>/dev/null | grep -q 'Address already in use'; then
+                # The port was not free yet: a listening socket can outlive
+                # its process's last thread by a moment (the kernel closes
+                # it). Again, within the same 10 s; whatever holds the port
+                # longer is named by the log that fail_master prints.
+                sleep 0.05
+                launch "$i"
+                left+=("$i")
+                continue
+            fi
             if [[ -z $pid ]]; then
                 fail_master "$i" "exited during startup"
                 return 1
