@@ -183,7 +183,6 @@ mkdir -p "$TMP/sanitizer"
 # nothing, if its build failed) in $TMP/matrix/NAME.path.
 MATRIX=(redis-8.0:--redis80 redis-8.6:--redis8 valkey-8.1:--valkey81 valkey-9.1:--valkey9)
 matrix_pid=''
-matrix_runs=() # the runs, once matrix_launch has started them
 if wanted matrix; then
     mkdir -p "$TMP/matrix"
     setsid nice -n 19 bash -c '
@@ -233,10 +232,6 @@ cleanup() {
     trap - EXIT INT TERM
     [[ -z $matrix_pid ]] || kill -TERM -- "-$matrix_pid" 2>/dev/null || true
     [[ -z $model_pid ]] || kill -TERM -- "-$model_pid" 2>/dev/null || true
-    for pid in "${matrix_runs[@]}"; do
-        pkill -TERM -P "$pid" 2>/dev/null || true
-        kill -TERM "$pid" 2>/dev/null || true
-    done
     reap_leftovers
     rm -rf -- "$TMP"
     exit "$rc"
@@ -660,89 +655,6 @@ if wanted packages; then
     fi
 fi
 
-# --- The server matrix -----------------------------------------------------------
-# The plain build's tests that depend most on what the server does (the
-# commands the fast path, the native release and extend, the scripts and the
-# guard send; waiters that mark a holder's key and the hand-off that then
-# follows a release without Lua; restarts, flushes and kills) against Redis
-# 8.0 and 8.6 and
-# Valkey 8.1 and 9.1, built in the background since the start (above). The
-# whole suite runs on Redis 7.0 (plain, asan, tsan) and on Valkey 8.0
-# (hiredis12); this subset on these four, side by side, each on ports of
-# its own: they spend most of their time waiting, for ttls and restarts.
-# They start beside the hiredis12 stage's suite (matrix_launch, there),
-# which waits too, and are collected here (matrix_collect): about 85 s less
-# on CI's clock. Alone (no hiredis12 stage): launched here.
-
-MATRIX_TESTS=(acquire release extend noscript fastpath native native-lying memory fence queue
-    wait contention faults-kill faults-process-down faults-process-forget)
-
-matrix_launched=0
-
-# Wait for the servers' builds, then start one run per server in the
-# background (its output and counts in $TMP/matrix/NAME.out and .counts).
-matrix_launch() {
-    matrix_launched=1
-    say "matrix: waiting for the servers' builds (started at the beginning, at nice 19)"
-    local t0=$SECONDS m name server k=0 expr
-    wait "$matrix_pid" || true
-    matrix_pid=''
-    sed 's/^/  /' "$TMP/matrix/deps.log"
-    say "matrix: builds done (waited $((SECONDS - t0)) s)"
-    if ((!plain_ok)); then
-        say "matrix: skipped (the plain build failed)"
-        return
-    fi
-    expr="n in {$(printf '"%s",' "${MATRIX_TESTS[@]}")}"
-    for m in "${MATRIX[@]}"; do
-        name=${m%%:*}
-        server=$(cat "$TMP/matrix/$name.path" 2>/dev/null) || server=''
-        if [[ -z $server ]]; then
-            stage_failed "matrix: $name: tools/deps.sh ${m#*:} failed (its lines above)"
-            continue
-        fi
-        k=$((k + 1))
-        # In a subshell: its counts come back through a file.
-        (
-            passed=0 failed=0 failures=() why=()
-            LOGBASE=matrix-$name
-            export REDLOCK_SERVER=$server
-            export REDLOCK_TEST_PORT_OFFSET=$((${REDLOCK_TEST_PORT_OFFSET:-0} + 13000 + 1000 * k))
-            run_suite "matrix-$name" "$prefix" "$expr"
-            declare -p passed failed failures why >"$TMP/matrix/$name.counts"
-        ) >"$TMP/matrix/$name.out" 2>&1 &
-        matrix_runs+=($!)
-    done
-    say "matrix: ${#matrix_runs[@]} server(s) running in the background: ${MATRIX[*]%%:*}"
-}
-
-# Wait for the runs, print their output, add up their counts.
-matrix_collect() {
-    local m name t0=$SECONDS
-    ((${#matrix_runs[@]} == 0)) || wait "${matrix_runs[@]}" || true
-    matrix_runs=()
-    say "matrix: collected (waited $((SECONDS - t0)) s)"
-    for m in "${MATRIX[@]}"; do
-        name=${m%%:*}
-        [[ -f $TMP/matrix/$name.out ]] || continue
-        cat "$TMP/matrix/$name.out"
-        if [[ ! -f $TMP/matrix/$name.counts ]]; then
-            stage_failed "matrix: $name: the run ended without its counts"
-            continue
-        fi
-        sum_passed=$passed sum_failed=$failed
-        sum_failures=("${failures[@]}") sum_why=("${why[@]}")
-        # Written by declare -p, whose lines declare locals when sourced in
-        # a function: -g makes them the script's own again.
-        # shellcheck disable=SC1090  # written by matrix_launch's runs
-        source <(sed 's/^declare -- /declare -g /; s/^declare -a /declare -ga /' "$TMP/matrix/$name.counts")
-        passed=$((sum_passed + passed))
-        failed=$((sum_failed + failed))
-        failures=("${sum_failures[@]}" "${failures[@]}")
-        why=("${sum_why[@]}" "${why[@]}")
-    done
-}
-
 # --- hiredis 1.2 -----------------------------------------------------------------
 # What Debian 13, Ubuntu 24.04, Fedora and Homebrew ship, with TLS. ASan and
 # UBSan on, since the point is that every guard holds on this version too.
@@ -769,7 +681,6 @@ if wanted hiredis12; then
             fi
         else
             if configure_and_build "$dir" "${h12_opts[@]}" -Db_sanitize=address,undefined -Db_lundef=false -Dtests=enabled; then
-                ! wanted matrix || matrix_launch
                 REDLOCK_SERVER=$valkey8 run_suite hiredis12 "$dir" 'n != "cli-usage"' --timeout-multiplier 3
             else
                 stage_failed "$dir: build failed"
@@ -779,9 +690,71 @@ if wanted hiredis12; then
     fi
 fi
 
+# --- The server matrix -----------------------------------------------------------
+# The plain build's tests that depend most on what the server does (the
+# commands the fast path, the native release and extend, the scripts and the
+# guard send; waiters that mark a holder's key and the hand-off that then
+# follows a release without Lua; restarts, flushes and kills) against Redis
+# 8.0 and 8.6 and
+# Valkey 8.1 and 9.1, built in the background since the start (above). The
+# whole suite runs on Redis 7.0 (plain, asan, tsan) and on Valkey 8.0
+# (hiredis12); this subset on these four, side by side, each on ports of
+# its own: they spend most of their time waiting, for ttls and restarts.
+
+MATRIX_TESTS=(acquire release extend noscript fastpath native native-lying memory fence queue
+    wait contention faults-kill faults-process-down faults-process-forget)
+
 if wanted matrix; then
-    ((matrix_launched)) || matrix_launch
-    matrix_collect
+    say "matrix: waiting for the servers' builds (started at the beginning, at nice 19)"
+    t0=$SECONDS
+    wait "$matrix_pid" || true
+    matrix_pid=''
+    sed 's/^/  /' "$TMP/matrix/deps.log"
+    say "matrix: builds done (waited $((SECONDS - t0)) s)"
+    if ((!plain_ok)); then
+        say "matrix: skipped (the plain build failed)"
+    else
+        expr="n in {$(printf '"%s",' "${MATRIX_TESTS[@]}")}"
+        k=0
+        pids=()
+        for m in "${MATRIX[@]}"; do
+            name=${m%%:*}
+            server=$(cat "$TMP/matrix/$name.path" 2>/dev/null) || server=''
+            if [[ -z $server ]]; then
+                stage_failed "matrix: $name: tools/deps.sh ${m#*:} failed (its lines above)"
+                continue
+            fi
+            k=$((k + 1))
+            # In a subshell: its counts come back through a file.
+            (
+                passed=0 failed=0 failures=() why=()
+                LOGBASE=matrix-$name
+                export REDLOCK_SERVER=$server
+                export REDLOCK_TEST_PORT_OFFSET=$((${REDLOCK_TEST_PORT_OFFSET:-0} + 13000 + 1000 * k))
+                run_suite "matrix-$name" "$prefix" "$expr"
+                declare -p passed failed failures why >"$TMP/matrix/$name.counts"
+            ) >"$TMP/matrix/$name.out" 2>&1 &
+            pids+=($!)
+        done
+        ((${#pids[@]} == 0)) || wait "${pids[@]}" || true
+        for m in "${MATRIX[@]}"; do
+            name=${m%%:*}
+            [[ -f $TMP/matrix/$name.out ]] || continue
+            cat "$TMP/matrix/$name.out"
+            if [[ ! -f $TMP/matrix/$name.counts ]]; then
+                stage_failed "matrix: $name: the run ended without its counts"
+                continue
+            fi
+            sum_passed=$passed sum_failed=$failed
+            sum_failures=("${failures[@]}") sum_why=("${why[@]}")
+            # shellcheck disable=SC1090  # written just above
+            source "$TMP/matrix/$name.counts"
+            passed=$((sum_passed + passed))
+            failed=$((sum_failed + failed))
+            failures=("${sum_failures[@]}" "${failures[@]}")
+            why=("${sum_why[@]}" "${why[@]}")
+        done
+    fi
 fi
 
 reap_leftovers
