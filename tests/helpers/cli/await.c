@@ -327,6 +327,13 @@ int tcli_group_alive(pid_t pgid)
     return group_count(pgid, &stopped, NULL, 0) > 0;
 }
 
+int tcli_group_running(pid_t pgid)
+{
+    int stopped, n = group_count(pgid, &stopped, NULL, 0);
+
+    return n - stopped;
+}
+
 void tcli_await_key_gone(const char *key, int timeout_ms)
 {
     if (!TC_AWAIT(tc_key_count(key, strlen(key)) == 0, timeout_ms))

@@ -142,7 +142,8 @@ void tcli_await_waiting(const char *res, int timeout_ms);
 /* Until every process in group @pgid is stopped (and there is one).
  * Zombies do not count as members. */
 void tcli_await_group_stopped(pid_t pgid, int timeout_ms);
-int tcli_group_alive(pid_t pgid); /* some process is in group @pgid */
+int tcli_group_alive(pid_t pgid);   /* some process is in group @pgid */
+int tcli_group_running(pid_t pgid); /* members of group @pgid not stopped */
 /* Until the file @path is larger than @size bytes. */
 void tcli_await_file_grows(const char *path, long long size, int timeout_ms);
 /* Until no master has @key. */
