@@ -198,7 +198,6 @@ fi
 # of one core: also in the background from the start, at nice 19, in their
 # own process group; the model stage collects their output.
 model_pid=''
-ahead_pid='' # the builds ahead (after the plain build)
 if wanted model; then
     setsid nice -n 19 model/check.sh >"$TMP/model.log" 2>&1 &
     model_pid=$!
@@ -233,7 +232,6 @@ cleanup() {
     trap - EXIT INT TERM
     [[ -z $matrix_pid ]] || kill -TERM -- "-$matrix_pid" 2>/dev/null || true
     [[ -z $model_pid ]] || kill -TERM -- "-$model_pid" 2>/dev/null || true
-    [[ -z $ahead_pid ]] || kill -TERM -- "-$ahead_pid" 2>/dev/null || true
     reap_leftovers
     rm -rf -- "$TMP"
     exit "$rc"
@@ -274,11 +272,6 @@ configure() {
         meson setup "$dir" "$@" || return 1
     fi
 }
-
-# The sanitizer builds' options, here once: the builds ahead (below) and
-# the stages must ask for the same, or a stage would build again.
-ASAN_OPTS=(-Db_sanitize=address,undefined -Db_lundef=false -Dtests=enabled)
-TSAN_OPTS=(-Db_sanitize=thread -Db_lundef=false -Dtests=enabled)
 
 configure_and_build() {
     local dir=$1
@@ -501,48 +494,6 @@ if wanted plain || wanted abi || wanted tsan || wanted matrix; then
         stage_failed "$prefix: build failed"
     fi
 fi
-
-# --- builds ahead ----------------------------------------------------------------
-# The asan, hiredis12 and tsan stages' builds (about 55, 51 and 27 s of both
-# cores here) run in the background at nice 19 while the plain stage's
-# tests run, which leave half the cores idle (they wait for ttls and
-# restarts): each stage's own configure_and_build then finds its build done.
-# A stage waits for them first (builds_ahead_wait): two ninjas in one dir
-# would clash. Their output goes to a log; a build that failed there fails
-# again, visibly, in its stage.
-builds_ahead() {
-    local h12_dir='' h12_prefix=''
-    if wanted hiredis12 && ((HIREDIS12_READY)) && h12_prefix=$(tools/deps.sh --hiredis12 2>/dev/null); then
-        h12_dir=$prefix-hiredis12
-    fi
-    export -f say configure configure_and_build
-    setsid nice -n 19 bash -c '
-        set -u
-        PROG=run-tests.sh
-        prefix=$1 asan=$2 tsan=$3 h12_dir=$4 h12_prefix=$5
-        shift 5
-        a=() t=()
-        while (($#)) && [[ $1 != -- ]]; do a+=("$1"); shift; done
-        shift
-        t=("$@")
-        ((asan)) && configure_and_build "$prefix-asan" "${a[@]}"
-        [[ -z $h12_dir ]] || configure_and_build "$h12_dir" "-Dpkg_config_path=$h12_prefix/lib/pkgconfig" -Dtls=enabled "${a[@]}"
-        ((tsan)) && configure_and_build "$prefix-tsan" "${t[@]}"
-        true' builds-ahead "$prefix" "$(wanted asan && echo 1 || echo 0)" "$(wanted tsan && echo 1 || echo 0)" \
-        "$h12_dir" "$h12_prefix" "${ASAN_OPTS[@]}" -- "${TSAN_OPTS[@]}" >"$TMP/builds-ahead.log" 2>&1 &
-    ahead_pid=$!
-}
-builds_ahead_wait() {
-    [[ -n $ahead_pid ]] || return 0
-    local t0=$SECONDS
-    wait "$ahead_pid" || true
-    ahead_pid=''
-    say "builds ahead: done (waited $((SECONDS - t0)) s; log: $(grep -c 'configure and build' "$TMP/builds-ahead.log") build dir(s))"
-}
-if ((plain_ok)) && { wanted asan || wanted tsan || wanted hiredis12; }; then
-    builds_ahead
-fi
-
 if wanted plain && ((plain_ok)); then
     run_suite plain "$prefix" True
 fi
@@ -568,10 +519,8 @@ fi
 
 # --- address + undefined behaviour ------------------------------------------
 
-builds_ahead_wait
-
 if wanted asan; then
-    if configure_and_build "$prefix-asan" "${ASAN_OPTS[@]}"; then
+    if configure_and_build "$prefix-asan" -Db_sanitize=address,undefined -Db_lundef=false -Dtests=enabled; then
         # The netns tests run under ASan in the hiredis12 stage (and plain
         # here): once under ASan is enough, and it keeps CI within 25 min.
         # So do the CLI's suites (the CLI's code is the same over either
@@ -636,7 +585,7 @@ if wanted tsan; then
                 fi
                 if ((${#run[@]} == 0)); then
                     say "ThreadSanitizer: no test in suite 'threads' can run under TSan: skipping $prefix-tsan"
-                elif configure_and_build "$prefix-tsan" "${TSAN_OPTS[@]}"; then
+                elif configure_and_build "$prefix-tsan" -Db_sanitize=thread -Db_lundef=false -Dtests=enabled; then
                     wrapper=()
                     if ((${#tsan_wrapper[@]})); then
                         wrapper=(--wrapper "${tsan_wrapper[*]}")
@@ -725,13 +674,13 @@ if wanted hiredis12; then
         dir=$prefix-hiredis12
         if ((!HIREDIS12_READY)); then
             say "$dir: configure only (HIREDIS12_READY=0: the library does not build against hiredis 1.2 yet)"
-            if configure "$dir" "${h12_opts[@]}" "${ASAN_OPTS[@]}"; then
+            if configure "$dir" "${h12_opts[@]}" -Db_sanitize=address,undefined -Db_lundef=false -Dtests=enabled; then
                 passed=$((passed + 1))
             else
                 stage_failed "$dir: meson setup failed"
             fi
         else
-            if configure_and_build "$dir" "${h12_opts[@]}" "${ASAN_OPTS[@]}"; then
+            if configure_and_build "$dir" "${h12_opts[@]}" -Db_sanitize=address,undefined -Db_lundef=false -Dtests=enabled; then
                 REDLOCK_SERVER=$valkey8 run_suite hiredis12 "$dir" 'n != "cli-usage"' --timeout-multiplier 3
             else
                 stage_failed "$dir: build failed"
