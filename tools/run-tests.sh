@@ -9,16 +9,22 @@
 #                                                 -Werror: every .c and .h of
 #                                                 the C dirs follows
 #                                                 .clang-format (seconds)
-#   plain      build/            hiredis 0.14.1   every suite
+#   plain      build/            hiredis 0.14.1   every suite; in a run
+#                                                 with asan, only what asan
+#                                                 leaves out: the CLI's
+#                                                 suites, the netns tests
 #   abi        build/ again      hiredis 0.14.1   tools/abi-check.sh: the
 #                                                 library's ABI against
 #                                                 abi/libredlock.so.1.abi
 #                                                 (abidiff; additions pass,
 #                                                 removals and changes fail;
 #                                                 about a second)
-#   asan       build-asan/       hiredis 0.14.1   every suite, with memory
-#                                                 errors, leaks and undefined
-#                                                 behaviour fatal
+#   asan       build-asan/       hiredis 0.14.1   every suite but the CLI's
+#                                                 and the netns tests (plain
+#                                                 and hiredis12 run them),
+#                                                 with memory errors, leaks
+#                                                 and undefined behaviour
+#                                                 fatal
 #   tsan       build-tsan/       hiredis 0.14.1   suite 'threads' under
 #                                                 ThreadSanitizer
 #   model      (none)            -                model/check.sh: the SPIN
@@ -494,8 +500,17 @@ if wanted plain || wanted abi || wanted tsan || wanted matrix; then
         stage_failed "$prefix: build failed"
     fi
 fi
+# With the asan stage in the same run, the plain stage runs what that stage
+# leaves out (the CLI's suites and the netns tests): the rest would run
+# twice on the same hiredis and server, once without the sanitizers' checks,
+# and its fault tests (about 210 s, one at a time) twice. Alone (--quick,
+# --only plain), it runs every suite.
 if wanted plain && ((plain_ok)); then
-    run_suite plain "$prefix" True
+    if wanted asan; then
+        run_suite plain "$prefix" '"cli" in s or n in netns'
+    else
+        run_suite plain "$prefix" True
+    fi
 fi
 
 # --- the ABI ---------------------------------------------------------------------
