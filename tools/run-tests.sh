@@ -125,6 +125,10 @@ STAGES=(format plain abi asan tsan model fuzz packages hiredis12 matrix)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
 NETNS_TESTS=(faults-net-partition faults-net-delay sim-regions)
+# In a run with both, the tests the plain stage runs and the asan stage
+# leaves out (a tests_where expression; asan runs the rest, and cli-usage):
+# the CLI's suites, which hiredis12 runs under ASan, and the netns tests.
+PLAIN_NOT_ASAN='"cli" in s or n in netns'
 
 PROG="run-tests.sh"
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
@@ -512,7 +516,7 @@ fi
 # --only plain), it runs every suite.
 if wanted plain && ((plain_ok)); then
     if wanted asan; then
-        run_suite plain "$prefix" '"cli" in s or n in netns'
+        run_suite plain "$prefix" "$PLAIN_NOT_ASAN"
     else
         run_suite plain "$prefix" True
     fi
@@ -546,7 +550,7 @@ if wanted asan; then
         # So do the CLI's suites (the CLI's code is the same over either
         # hiredis; about 48 s of test time here), but cli-usage, which
         # hiredis12 leaves out.
-        run_suite asan "$prefix-asan" 'n not in netns and ("cli" not in s or n == "cli-usage")' --timeout-multiplier 3
+        run_suite asan "$prefix-asan" "not ($PLAIN_NOT_ASAN) or n == \"cli-usage\"" --timeout-multiplier 3
     else
         stage_failed "$prefix-asan: build failed"
     fi
