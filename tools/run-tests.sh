@@ -120,7 +120,12 @@ HIREDIS12_READY=1
 # stage then ran only what asan leaves out (CLI suites, netns tests).
 # Measured after it (fresh clone at c57a500, idle): 1164 s (plain 35 + 45
 # netns, asan 291, fuzz 31, packages 22, hiredis12 279 + 41 + fuzz 31,
-# matrix 71-74).
+# matrix 71-74). A rehearsal on 2026-12-02 took 1378 s: the plain build 95 s
+# and the ASan build 196 s, against 60 s for the same ASan build later in the
+# run (hiredis12's) — the background jobs, in sessions of their own, had half
+# the cores (autogroups, above). With their groups at nice 19, the next run
+# (fresh clone at 7d78954, idle, same hour): 1121 s (builds 29 and 63 s;
+# asan 325, hiredis12 303 + 42 + fuzz 36, matrix 79-81, waited 0 s).
 STAGES=(format plain abi asan tsan model fuzz packages hiredis12 matrix)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
