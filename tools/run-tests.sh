@@ -123,7 +123,7 @@ HIREDIS12_READY=1
 # matrix 71-74). A rehearsal on 2026-12-02 took 1378 s: the plain build 95 s
 # and the ASan build 196 s, against 60 s for the same ASan build later in the
 # run (hiredis12's) — the background jobs, in sessions of their own, had half
-# the cores (autogroups, above). With their groups at nice 19, the next run
+# the cores (autogroups, below). With their groups at nice 19, the next run
 # (fresh clone at 7d78954, idle, same hour): 1121 s (builds 29 and 63 s;
 # asan 325, hiredis12 303 + 42 + fuzz 36, matrix 79-81, waited 0 s).
 STAGES=(format plain abi asan tsan model fuzz packages hiredis12 matrix)
