@@ -205,33 +205,40 @@ mkdir -p "$TMP/sanitizer"
 # "At nice 19" needs more than nice(1): setsid starts a session, and with
 # the kernel's autogroups (sched_autogroup_enabled, on here) a session is a
 # scheduling group of its own that shares the CPU with ours as an equal,
-# whatever its processes' nice. So each background job also sets its
-# group's nice (/proc/self/autogroup). Without it the background took half
-# the cores from the builds in front (two busy loops beside two: 2.96 of 6
+# whatever its processes' nice. So a background job also sets its group's
+# nice (/proc/self/autogroup). Without it the background took half the
+# cores from the builds in front (two busy loops beside two: 2.96 of 6
 # CPU-seconds left to ours; 5.90 with it), and the plain and ASan builds
 # ran 2-3 times as long as the same builds later in the run.
-background_nice='echo 19 >/proc/self/autogroup 2>/dev/null || true'
+#
+# background VAR CMD [ARG...]: starts CMD in a session and process group of
+# its own, at nice 19 in both senses, and sets VAR to its pid (the group's
+# id, for kill -- -PID).
+background() {
+    local var=$1
+    shift
+    setsid nice -n 19 bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec "$@"' \
+        background "$@" &
+    printf -v "$var" %s "$!"
+}
 MATRIX=(redis-8.0:--redis80 redis-8.6:--redis8 valkey-8.1:--valkey81 valkey-9.1:--valkey9)
 matrix_pid=''
 if wanted matrix; then
     mkdir -p "$TMP/matrix"
-    setsid nice -n 19 bash -c "$background_nice"'
+    background matrix_pid bash -c '
         out=$1
         shift
         for m; do
             tools/deps.sh "${m#*:}" >"$out/${m%%:*}.path" 2>>"$out/deps.log" || true
-        done' matrix-deps "$TMP/matrix" "${MATRIX[@]}" &
-    matrix_pid=$!
+        done' matrix-deps "$TMP/matrix" "${MATRIX[@]}"
 fi
 
 # The model's checks use CPU alone (no server, no port, no clock), about 80 s
-# of one core: also in the background from the start, at nice 19 (its
-# group's too, above), in their own process group; the model stage collects
-# their output.
+# of one core: also in the background from the start (above), in their own
+# process group; the model stage collects their output.
 model_pid=''
 if wanted model; then
-    setsid nice -n 19 bash -c "$background_nice; exec model/check.sh" >"$TMP/model.log" 2>&1 &
-    model_pid=$!
+    background model_pid model/check.sh >"$TMP/model.log" 2>&1
 fi
 
 # Kill every server whose pidfile lies under $TMP and whose cwd is there too
