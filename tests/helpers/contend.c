@@ -11,11 +11,13 @@
 #include "contend.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <criterion/criterion.h>
@@ -217,9 +219,15 @@ static tc_contend *run_alloc(void)
  * the test runner's exit handlers. */
 static void start_process(tc_contend_worker *w)
 {
+    pid_t parent = getpid();
     w->pid = fork();
     cr_assert(w->pid >= 0, "fork: %s", strerror(errno));
     if (w->pid == 0) {
+        /* A worker dies with the test that forked it: a test that fails
+         * (an assertion, a timeout's SIGTERM) must not leave clients
+         * hammering the ports the next suite's masters will use. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent)
+            _exit(1);
         work(w);
         _exit(0);
     }
