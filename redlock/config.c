@@ -118,6 +118,20 @@ static int check_tls(const redlock_config *cfg, const rl_addr *addrs, int n, red
     return 0;
 }
 
+/* A drift factor a config takes, @name for messages. The floor is refused
+ * apart from the range, with its reason: 0 is a valid number, and a user
+ * who turns the margin off would not think it wrong. */
+static int check_drift(double f, const char *name, redlock_error *e)
+{
+    if (!(f >= 0.0 && f < 1.0))
+        BAD("%s is %g (use %g <= factor < 1; default 0.01)", name, f, REDLOCK_DRIFT_FACTOR_MIN);
+    if (f < REDLOCK_DRIFT_FACTOR_MIN)
+        BAD("%s is %g, below the floor of %g: the margin must cover clocks that NTP slews by "
+            "up to 0.05 %% (default 0.01)",
+            name, f, REDLOCK_DRIFT_FACTOR_MIN);
+    return 0;
+}
+
 int rl_config_validate(const redlock_config *cfg, redlock_error *e)
 {
     if (!cfg->masters || !cfg->masters[0])
@@ -126,8 +140,9 @@ int rl_config_validate(const redlock_config *cfg, redlock_error *e)
         BAD("config.node_timeout_ms is %u (use 1..600000; default 50)", cfg->node_timeout_ms);
     if (cfg->connect_timeout_ms == 0 || cfg->connect_timeout_ms > 600000)
         BAD("config.connect_timeout_ms is %u (use 1..600000)", cfg->connect_timeout_ms);
-    if (!(cfg->drift_factor >= 0.0 && cfg->drift_factor < 1.0))
-        BAD("config.drift_factor is %g (use 0 <= factor < 1; default 0.01)", cfg->drift_factor);
+    int rc = check_drift(cfg->drift_factor, "config.drift_factor", e);
+    if (rc)
+        return rc;
     if (cfg->retry_delay_ms > 600000 || cfg->retry_jitter_ms > 600000)
         BAD("config.retry_delay_ms/retry_jitter_ms too large (max 600000)");
     if (cfg->retry_count > 1000000)
@@ -255,8 +270,9 @@ int rl_check_ttl(uint32_t ttl_ms, double drift_factor, redlock_error *e)
 {
     if (ttl_ms == 0 || ttl_ms > REDLOCK_TTL_MAX_MS)
         BAD("ttl %u ms is out of range (use 1..%u)", ttl_ms, REDLOCK_TTL_MAX_MS);
-    if (!(drift_factor >= 0.0 && drift_factor < 1.0))
-        BAD("drift factor %g is out of range (use 0 <= factor < 1)", drift_factor);
+    int rc = check_drift(drift_factor, "drift factor", e);
+    if (rc)
+        return rc;
     /* A ttl no longer than the drift margin can never leave validity > 0:
      * refuse it up front instead of failing every attempt with EEXPIRED. */
     if (drift_validity_ms(ttl_ms, 0, drift_factor) <= 0) {

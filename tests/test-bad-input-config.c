@@ -188,6 +188,14 @@ static void drift_nan(redlock_config *cfg)
 {
     cfg->drift_factor = NAN;
 }
+static void drift_zero(redlock_config *cfg)
+{
+    cfg->drift_factor = 0.0;
+}
+static void drift_below_floor(redlock_config *cfg)
+{
+    cfg->drift_factor = 0.0005;
+}
 static void inflight_zero(redlock_config *cfg)
 {
     cfg->max_inflight = 0;
@@ -220,6 +228,8 @@ static const struct config_case config_cases[] = {
     { "drift_factor", drift_one },
     { "drift_factor", drift_negative },
     { "drift_factor", drift_nan },
+    { "drift_factor", drift_zero },
+    { "drift_factor", drift_below_floor },
     { "max_inflight", inflight_zero },
     { "reconnect", reconnect_inverted },
     { "password", password_empty },
@@ -249,6 +259,34 @@ ParameterizedTest(size_t *i, bad_input, bad_config_fields_are_named)
     cr_expect(not(zero(ptr, strstr(e.msg, tc->field))), "\"%s\" not in: %s", tc->field, e.msg);
     if (rc == 0)
         redlock_client_free(c);
+}
+
+/* The drift factor's floor: 0 and half the floor are refused saying why,
+ * by the config check and by the ttl check (which takes a factor of its
+ * own); the floor itself is taken. 0 used to pass and left the margin at
+ * its 2 ms constant. */
+Test(bad_input, drift_factor_below_the_floor_is_refused_and_the_floor_taken)
+{
+    const double below[] = { 0.0, REDLOCK_DRIFT_FACTOR_MIN / 2 };
+    redlock_config cfg;
+    redlock_error e;
+
+    for (size_t i = 0; i < sizeof(below) / sizeof(below[0]); i++) {
+        tc_config(&cfg);
+        cfg.drift_factor = below[i];
+        cr_expect(eq(int, redlock_config_check(&cfg, &e), REDLOCK_EINVAL), "%g", below[i]);
+        tc_expect_msg(&e, "config.drift_factor");
+        cr_expect(not(zero(ptr, strstr(e.msg, "below the floor of 0.001: the margin must cover "
+                                              "clocks that NTP slews by up to 0.05 %"))),
+                  "%s", e.msg);
+        cr_expect(eq(int, redlock_ttl_check(30000, below[i], &e), REDLOCK_EINVAL), "%g", below[i]);
+        tc_expect_msg(&e, "drift factor");
+        cr_expect(not(zero(ptr, strstr(e.msg, "below the floor of 0.001"))), "%s", e.msg);
+    }
+    tc_config(&cfg);
+    cfg.drift_factor = REDLOCK_DRIFT_FACTOR_MIN;
+    cr_expect(eq(int, redlock_config_check(&cfg, &e), 0), "%s", e.msg);
+    cr_expect(eq(int, redlock_ttl_check(30000, REDLOCK_DRIFT_FACTOR_MIN, &e), 0), "%s", e.msg);
 }
 
 Test(bad_input, null_config_or_ret_is_einval)

@@ -441,7 +441,8 @@ typedef struct redlock_config {
      * resource over (NOTES.md §5: the fair hand-off). The poll timer
      * (retry_delay + jitter) stays as the fallback. 0: poll only. */
     int pubsub_wait;     /* default 1 (on) */
-    double drift_factor; /* clock-drift allowance, fraction of ttl; default 0.01 */
+    double drift_factor; /* clock-drift allowance, fraction of ttl: default 0.01,
+                            REDLOCK_DRIFT_FACTOR_MIN <= factor < 1 */
 
     /* --- Release ----------------------------------------------------------- */
     uint32_t release_retry_count;    /* retries for masters that did not answer;
@@ -499,6 +500,11 @@ typedef struct redlock_config {
 #define REDLOCK_RESOURCE_MAX 1024      /* bytes, without the prefix */
 #define REDLOCK_PREFIX_MAX 256         /* bytes */
 #define REDLOCK_TTL_MAX_MS 2147483647u /* ~24.8 days: keeps all arithmetic in range */
+/* The least config.drift_factor: 0.1 % of the ttl. NTP slews a clock's rate
+ * by up to 0.05 % (500 ppm: ntpd, adjtime(3)), so a master's clock and ours
+ * may run that far apart while both count as synchronised; the margin must
+ * cover it with room to spare. A factor of 0 would leave only the 2 ms. */
+#define REDLOCK_DRIFT_FACTOR_MIN 0.001
 
 #define REDLOCK_WAIT_FOREVER ((int64_t)-1)     /* wait until the lock is ours (or cancelled) */
 #define REDLOCK_WAIT_RETRIES ((int64_t)-2)     /* config.wait_ms: derive from retry_count */
@@ -551,7 +557,8 @@ int redlock_masters_check(const char *masters, size_t *ret_count, int *ret_secre
  *
  * A ttl must be 1..REDLOCK_TTL_MAX_MS and leave validity once the drift
  * margin (ttl * drift_factor + 2 ms) is taken; the message says the least
- * ttl that does. Return: 0, REDLOCK_EINVAL.
+ * ttl that does. @drift_factor must be one a config takes
+ * (REDLOCK_DRIFT_FACTOR_MIN <= factor < 1). Return: 0, REDLOCK_EINVAL.
  */
 REDLOCK_API
 int redlock_ttl_check(uint32_t ttl_ms, double drift_factor, redlock_error *reterr);
