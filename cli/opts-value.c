@@ -192,12 +192,20 @@ int cli_parse_drift(const char *val, double *ret)
     f = strtod(val, &end);
     if (errno != 0 || *end != '\0' || !isfinite(f) || f < 0.0 || f >= 1.0)
         goto bad;
+    /* 0 is a well-formed fraction that a user may take for "no drift
+     * here": say what it would remove, apart from the syntax. */
+    if (f < REDLOCK_DRIFT_FACTOR_MIN) {
+        cli_usage_error("--drift-factor '%s': below the floor of %g (0.1 %% of the ttl): the "
+                        "margin must cover clocks that NTP slews by up to 0.05 %%",
+                        val, REDLOCK_DRIFT_FACTOR_MIN);
+        return -1;
+    }
     *ret = f;
     return 0;
 bad:
-    cli_usage_error("--drift-factor '%s': expected a fraction of the ttl in decimals, 0 <= F < 1 "
+    cli_usage_error("--drift-factor '%s': expected a fraction of the ttl in decimals, %g <= F < 1 "
                     "(e.g. 0.01)",
-                    val);
+                    val, REDLOCK_DRIFT_FACTOR_MIN);
     return -1;
 }
 

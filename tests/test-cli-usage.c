@@ -801,3 +801,84 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
     cr_assert(eq(str, p.err, "redlock-cli: --config '/no/such/file.conf': no such file\n"));
     tcli_free(&p);
 }
+
+/* The stderr line for --drift-factor @val below the floor, from @source
+ * (NULL: argv; "$REDLOCK_DRIFT_FACTOR"; "FILE:LINE"). */
+static void expect_below_floor(const struct tcli_proc *p, const char *source, const char *val)
+{
+    char want[512];
+
+    snprintf(want, sizeof(want),
+             "redlock-cli: %s%s--drift-factor '%s': below the floor of 0.001 (0.1 %% of the "
+             "ttl): the margin must cover clocks that NTP slews by up to 0.05 %%\n",
+             source ? source : "", source ? ": " : "", val);
+    cr_assert(eq(int, p->status, 64), "%s %s: exit %d: %s", source, val, p->status, p->err);
+    cr_assert(eq(str, p->err, want));
+    cr_assert(eq(str, p->out, ""));
+}
+
+/* `lock --json` of @res, 100 s, with @env and @arg1 @arg2; unlocked after.
+ * Return: the validity it reported. */
+static long long lock_validity(const char *const *env, const char *res, const char *arg1,
+                               const char *arg2)
+{
+    struct tcli_proc p;
+    char token[64];
+    long long validity;
+
+    cr_assert(eq(int,
+                 tcli_run_env(&p, env, "lock", res, "--ttl", "100s", "--json", arg1, arg2,
+                              (const char *)NULL),
+                 0),
+              "stderr: %s", p.err);
+    validity = tcli_jint(p.out, "validity_ms");
+    tcli_jstr(p.out, "token", token, sizeof(token));
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "unlock", res, token), 0), "stderr: %s", p.err);
+    tcli_free(&p);
+    return validity;
+}
+
+/* A drift factor of 0 took the margin away and was accepted from every
+ * source. Now 0 and half the floor are refused from argv, the environment
+ * and the config file alike, naming the floor; the floor itself is taken,
+ * and used: a 100 s lock keeps 100000 - 102 ms less its round trip, where
+ * the default factor would leave less than 99000. */
+Test(usage, drift_factor_below_the_floor_is_refused_from_every_source)
+{
+    static const char *const below[] = { "0", "0.0005" };
+    char conf[TCLI_SCRATCH_MAX + 32], src[TCLI_SCRATCH_MAX + 40], text[64], var[64], res[128];
+    struct tcli_proc p;
+
+    snprintf(conf, sizeof(conf), "%s/drift.conf", tcli_tmpdir);
+    snprintf(src, sizeof(src), "%s:1", conf);
+    for (size_t i = 0; i < sizeof(below) / sizeof(below[0]); i++) {
+        const char *env[] = { var, NULL };
+
+        snprintf(var, sizeof(var), "REDLOCK_DRIFT_FACTOR=%s", below[i]);
+        snprintf(text, sizeof(text), "drift-factor = %s\n", below[i]);
+        put_file(conf, text);
+        tcli_run(&p, "ping", "--drift-factor", below[i]);
+        expect_below_floor(&p, NULL, below[i]);
+        tcli_free(&p);
+        tcli_run_env(&p, env, "ping", (const char *)NULL);
+        expect_below_floor(&p, "$REDLOCK_DRIFT_FACTOR", below[i]);
+        tcli_free(&p);
+        tcli_run(&p, "ping", "--config", conf);
+        expect_below_floor(&p, src, below[i]);
+        tcli_free(&p);
+    }
+
+    tc_resource(res, sizeof(res), NULL);
+    put_file(conf, "drift-factor = 0.001\n");
+    {
+        const char *env[] = { "REDLOCK_DRIFT_FACTOR=0.001", NULL };
+        long long v[] = { lock_validity(NULL, res, "--drift-factor", "0.001"),
+                          lock_validity(env, res, NULL, NULL),
+                          lock_validity(NULL, res, "--config", conf) };
+
+        for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+            cr_assert(v[i] > 99000 && v[i] <= 100000 - 102, "source %zu: validity %lld ms", i,
+                      v[i]);
+    }
+}
