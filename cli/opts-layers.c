@@ -26,6 +26,27 @@ static int settable(const struct opt_def *d)
            strcmp(d->name, "quiet") != 0 && strcmp(d->name, "config") != 0;
 }
 
+/* Switches that turn a safety off count only on the command line, where
+ * whoever runs the command sees them. A variable is inherited by every
+ * process below the one that set it (run's CMD, a script's children), and
+ * a file is read by every command: either would switch the memory guard
+ * off for commands nobody meant, silently. So they are refused there, not
+ * ignored: ignoring would leave the user believing the guard is off. */
+static int argv_only(const struct opt_def *d)
+{
+    return strcmp(d->name, "no-restart-guard") == 0;
+}
+
+/* The refusal of @d from @source ("$NAME" or "FILE:LINE"); @rest says
+ * where that is, how to take it out, and whom it would reach. */
+static int refuse_argv_only(const struct opt_def *d, const char *source, const char *rest)
+{
+    cli_msg_source = source;
+    cli_usage_error("--%s must be given on the command line, %s", d->name, rest);
+    cli_msg_source = NULL;
+    return CLI_PARSE_USAGE;
+}
+
 static int given(const struct parse_state *ps, const char *name)
 {
     const struct opt_def *d = cli_opt_find(name);
@@ -105,9 +126,13 @@ int cli_layer_env(struct cli_opts *o, struct parse_state *ps)
         if (!settable(d) || strcmp(d->name, "masters") == 0)
             continue;
         env_name(d, name, sizeof(name));
+        snprintf(source, sizeof(source), "$%s", name);
+        if (argv_only(d) && env_set(name))
+            return refuse_argv_only(d, source,
+                                    "not in the environment: unset the variable (it would turn "
+                                    "the memory guard off for every process that inherits it)");
         if (shadowed(ps, d) || !env_set(name))
             continue;
-        snprintf(source, sizeof(source), "$%s", name);
         r = apply_from(o, ps, d, getenv(name), source);
         if (r != CLI_PARSE_OK)
             return r;
@@ -137,6 +162,10 @@ int cli_layer_conf(struct cli_opts *o, struct parse_state *ps)
         const struct opt_def *d = cli_opt_find(key);
 
         snprintf(source, sizeof(source), "%s:%u", o->conf->path, o->conf->e[i].line);
+        if (d && argv_only(d))
+            return refuse_argv_only(d, source,
+                                    "not in a config file: delete the line (it would turn the "
+                                    "memory guard off for every command that reads the file)");
         cli_msg_source = source;
         if (!d || !settable(d)) {
             cli_usage_error("'%s': %s: keys are the long names of the connection options "
@@ -247,8 +276,12 @@ int cli_layer_export(struct cli_opts *o, const struct parse_state *ps)
         if (!settable(d) || strcmp(d->name, "masters") == 0 || strcmp(d->name, "masters-file") == 0)
             continue;
         env_name(d, name, sizeof(name));
-        /* A flag as a value: said no by the environment, or yes by any source. */
-        if (val && d->kind == OPT_FLAG)
+        /* A flag as a value: said no by the environment, or yes by any source.
+         * A switch from argv only is dropped (a nested redlock-cli would
+         * refuse it anyway): CMD's redlock-cli runs with the guard on. */
+        if (argv_only(d))
+            val = NULL;
+        else if (val && d->kind == OPT_FLAG)
             val = *(const int *)(const void *)((const char *)o + d->field) ? "yes" : "no";
         err = names_path(d) ? export_path(env, &n, name, val) : export_one(env, &n, name, val);
     }

@@ -13,7 +13,8 @@
  * masters-file), and so does the password (--password-file, then
  * $REDLOCK_PASSWORD, then $REDLOCK_PASSWORD_FILE, then the file's
  * password-file). A flag said `no` in the environment is said: the file
- * cannot turn it on.
+ * cannot turn it on. --no-restart-guard counts only on the command line:
+ * the environment and the file refuse it (opts-layers.c says why).
  */
 #ifndef REDLOCK_CLI_OPTS_PARTS_H
 #define REDLOCK_CLI_OPTS_PARTS_H
@@ -79,7 +80,8 @@ int cli_layer_conf(struct cli_opts *o, struct parse_state *ps);
  * what this one did, wherever each setting came from: o->run_env, entries
  * "REDLOCK_<NAME>=value" to set and "REDLOCK_<NAME>" to drop (inherited
  * values of every name in it are dropped); values as given, but file
- * names absolute. A password goes in only if it
+ * names absolute, and never REDLOCK_NO_RESTART_GUARD (dropped: a nested
+ * redlock-cli runs with the memory guard on). A password goes in only if it
  * came from there: $REDLOCK_PASSWORD stays as inherited, a password file
  * goes as its path (and $REDLOCK_PASSWORD, which it outweighed, is
  * dropped), a masters list that carries passwords goes as its file

@@ -37,7 +37,7 @@ static void help(void)
           "  --ttl T (30s)  -w|--wait T|forever  -n|--nonblock  -E N  exit N if held (75)\n"
           "  --timeout-ms T  --connect-timeout-ms T  --retry N  --retry-delay T (200ms)\n"
           "  --no-pubsub  --drift-factor F (0.01)  --max-extends N (1e6) --max-lease T (7d)\n"
-          "  --clock-policy warn|exclude|off  --restart-guard-ms T|--no-restart-guard\n"
+          "  --clock-policy warn|exclude|off --restart-guard-ms T --no-restart-guard (argv)\n"
           "  --prefix STR  --user U  --password-file F ($REDLOCK_PASSWORD)  --json -q -v\n"
           "  --tls --cacert F --cacertdir D --cert F --key F --sni NAME --insecure\n"
           "  Unset options: $REDLOCK_<OPTION>, then --config F|~/.config/redlock/cli.conf\n"

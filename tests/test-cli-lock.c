@@ -607,6 +607,7 @@ Test(lock, masters_out_of_memory_are_unavailable_69_not_a_setup_error)
                  tcli_run(&p, "lock", res, "--masters", masters, "--no-restart-guard", "--json"),
                  69),
               "stderr: %s", p.err);
+    tcli_take_guard_warning(&p);
     cr_assert(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_assert(strstr(p.err, "OOM command not allowed") != NULL, "stderr: %s", p.err);
     cr_assert(strstr(p.err, "free memory or raise maxmemory; 2 of 3 masters fail this way)") !=

@@ -123,6 +123,7 @@ Test(cli_tls, rediss_masters_with_a_client_certificate)
     int rc = tcli_run(&p, "--masters", urls, "--cacert", tc_pki_file("ca.crt"), "--cert",
                       tc_pki_file("client.crt"), "--key", tc_pki_file("client.key"),
                       "--no-restart-guard", "lock", "--ttl", "5s", res);
+    tcli_take_guard_warning(&p);
     cr_expect(eq(int, rc, 0), "%d: %s", rc, p.err);
     cr_expect(tcli_is_token(p.out), "%s", p.out);
     tcli_free(&p);
@@ -130,6 +131,7 @@ Test(cli_tls, rediss_masters_with_a_client_certificate)
     /* Without the certificate the masters refuse us: 77, one line. */
     rc = tcli_run(&p, "--masters", urls, "--cacert", tc_pki_file("ca.crt"), "--no-restart-guard",
                   "lock", res);
+    tcli_take_guard_warning(&p);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     tcli_free(&p);
@@ -144,6 +146,7 @@ Test(cli_tls, a_certificate_that_does_not_verify_is_77_in_one_line_naming_cacert
 
     /* The system's CAs do not know the test CA. */
     int rc = tcli_run(&p, "--masters", masters, "--tls", "--no-restart-guard", "lock", res);
+    tcli_take_guard_warning(&p);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "certificate verify failed"))), "%s", p.err);
@@ -154,6 +157,7 @@ Test(cli_tls, a_certificate_that_does_not_verify_is_77_in_one_line_naming_cacert
     /* A name the certificate does not hold. */
     rc = tcli_run(&p, "--masters", masters, "--tls", "--cacert", tc_pki_file("ca.crt"), "--sni",
                   "wrong.example", "--no-restart-guard", "lock", res);
+    tcli_take_guard_warning(&p);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "--sni"))), "%s", p.err);
     tcli_free(&p);
@@ -161,6 +165,7 @@ Test(cli_tls, a_certificate_that_does_not_verify_is_77_in_one_line_naming_cacert
     /* --insecure: encrypted, unverified, and it works. */
     rc = tcli_run(&p, "--masters", masters, "--tls", "--insecure", "--no-restart-guard", "lock",
                   res);
+    tcli_take_guard_warning(&p);
     cr_expect(eq(int, rc, 0), "%d: %s", rc, p.err);
     tcli_free(&p);
 }
@@ -176,6 +181,7 @@ Test(cli_tls, an_expired_master_certificate_is_77_saying_it_is_renewed_on_the_ma
 
     int rc = tcli_run(&p, "--masters", masters, "--tls", "--cacert", tc_pki_file("ca.crt"),
                       "--no-restart-guard", "lock", res);
+    tcli_take_guard_warning(&p);
     cr_expect(eq(int, rc, 77), "%d: %s", rc, p.err);
     cr_expect(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "TLS: the master's certificate expired on 20"))), "%s",
@@ -201,6 +207,7 @@ Test(cli_tls, rediss_on_a_plain_port_asks_whether_it_is_one)
     tc_resource(res, sizeof(res), NULL);
 
     int rc = tcli_run(&p, "--masters", masters, "--insecure", "--no-restart-guard", "lock", res);
+    tcli_take_guard_warning(&p);
     cr_expect(rc == 69 || rc == 78, "%d: %s", rc, p.err);
     cr_expect(eq(sz, tcli_count_lines(p.err), 1), "%s", p.err);
     cr_expect(not(zero(ptr, strstr(p.err, "plain port?"))), "no hint: %s", p.err);

@@ -242,6 +242,15 @@ void tcli_make_fifo(char *path, size_t size)
     cr_assert(mkfifo(path, 0600) == 0, "mkfifo %s: %s", path, strerror(errno));
 }
 
+void tcli_take_guard_warning(struct tcli_proc *p)
+{
+    size_t n = strlen(TCLI_GUARD_OFF_WARNING);
+
+    cr_assert(strncmp(p->err, TCLI_GUARD_OFF_WARNING, n) == 0,
+              "stderr does not start with the guard's warning: %s", p->err);
+    memmove(p->err, p->err + n, strlen(p->err + n) + 1);
+}
+
 size_t tcli_count_lines(const char *s)
 {
     size_t n = 0;

@@ -76,6 +76,15 @@ void tcli_spawn(struct tcli_proc *p, const char *const *env, ...);
 #define tcli_run(p, ...) tcli_run_env((p), NULL, __VA_ARGS__, (const char *)NULL)
 /* A FIFO in the scratch dir, its path into @path. */
 void tcli_make_fifo(char *path, size_t size);
+/* What --no-restart-guard prints on stderr first, on every use (not with
+ * -q), as one line. */
+#define TCLI_GUARD_OFF_WARNING                                                          \
+    "redlock-cli: warning: --no-restart-guard: the memory guard is off: a master that " \
+    "restarted or lost its data counts at once and may grant a lock that is still held\n"
+/* For a test that turns the guard off to talk to new masters: assert that
+ * @p's stderr starts with TCLI_GUARD_OFF_WARNING and cut it out, so that
+ * the checks after it see what the command said besides. */
+void tcli_take_guard_warning(struct tcli_proc *p);
 
 /* ------------------------------------------------------------------------ */
 /* Small readers                                                            */
