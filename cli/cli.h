@@ -73,6 +73,28 @@ void cli_signals_default(void);    /* in a child, before exec: async-signal-safe
 /* sigaction(@fn, @flags) for each of @sigs. */
 int cli_signals_handle(const int *sigs, size_t n, void (*fn)(int), int flags);
 
+/* input-file.c: the files redlock-cli is told to read, opened without ever
+ * blocking. cli_open_input() stat()s @path, refuses unopened what is not a
+ * regular file (nor a pipe, with CLI_INPUT_PIPE_OK), opens it O_NONBLOCK
+ * and checks with fstat() that it opened what it looked at (into
+ * *@ret_st). @opt names it in messages ("--config"). Return: the
+ * descriptor (O_NONBLOCK, O_CLOEXEC), -1 after a one-line message, or
+ * CLI_INPUT_MISSING, silently, when it does not exist and
+ * CLI_INPUT_MISSING_OK is given. */
+struct stat;
+enum {
+    CLI_INPUT_PIPE_OK = 1,    /* a pipe too (read with a deadline) */
+    CLI_INPUT_MISSING_OK = 2, /* a missing file is the caller's to report */
+    CLI_INPUT_DIR = 4,        /* cli_check_input_kind(): a directory is wanted */
+};
+#define CLI_INPUT_MISSING (-2)
+int cli_open_input(const char *opt, const char *path, unsigned flags, struct stat *ret_st);
+/* For a file the library opens (TLS): 0 unless @path is there and of
+ * another kind than @flags want (a regular file, or CLI_INPUT_DIR); then
+ * -1 after a one-line message. A file that is missing or unreadable is
+ * left to the library's check. */
+int cli_check_input_kind(const char *opt, const char *path, unsigned flags);
+
 /* Monotonic clock, µs. */
 uint64_t cli_now_us(void);
 

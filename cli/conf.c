@@ -7,11 +7,11 @@
  */
 #include "conf.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -29,38 +29,43 @@ static char *trim(char *s)
     return s;
 }
 
-/* The whole file, NUL-terminated, into *@ret. Return: 0, 1 when it does
- * not exist, -1 after a message. */
-static int read_text(const char *path, char **ret)
+/* The whole file, NUL-terminated, into *@ret; @opt names it in messages.
+ * A FIFO, a device or a directory is refused without blocking
+ * (cli_open_input()): a config file is read whole, at once. Return: 0, 1
+ * when it does not exist, -1 after a message. */
+static int read_text(const char *opt, const char *path, char **ret)
 {
     struct stat st;
     size_t n = 0;
     char *text;
-    FILE *f = fopen(path, "re");
+    FILE *f;
+    int fd = cli_open_input(opt, path, CLI_INPUT_MISSING_OK, &st);
 
-    if (!f) {
-        if (errno == ENOENT)
-            return 1;
-        cli_usage_error("config file '%s': %s", path, strerror(errno));
+    if (fd == CLI_INPUT_MISSING)
+        return 1;
+    if (fd < 0)
         return -1;
-    }
-    if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > CONF_MAX_BYTES) {
-        cli_usage_error("config file '%s': not a regular file of at most %d bytes", path,
+    if (st.st_size > CONF_MAX_BYTES) {
+        cli_usage_error("%s '%s': larger than %d bytes: is it the right file?", opt, path,
                         CONF_MAX_BYTES);
-        fclose(f);
+        close(fd);
         return -1;
     }
-    text = malloc((size_t)st.st_size + 1);
+    f = fdopen(fd, "r");
+    text = f ? malloc((size_t)st.st_size + 1) : NULL;
     if (!text) {
-        cli_usage_error("config file '%s': out of memory", path);
-        fclose(f);
+        cli_usage_error("%s '%s': out of memory", opt, path);
+        if (f)
+            fclose(f);
+        else
+            close(fd);
         return -1;
     }
     n = fread(text, 1, (size_t)st.st_size, f);
     fclose(f);
     text[n] = '\0';
     if (strlen(text) != n) {
-        cli_usage_error("config file '%s': holds a NUL byte: not a text file", path);
+        cli_usage_error("%s '%s': holds a NUL byte: not a text file", opt, path);
         free(text);
         return -1;
     }
@@ -76,7 +81,7 @@ int cli_conf_load(const char *path, int required, struct cli_conf *c)
 
     memset(c, 0, sizeof(*c));
     c->path = path;
-    r = read_text(path, &c->text);
+    r = read_text(required ? "--config" : "config file", path, &c->text);
     if (r < 0)
         return -1;
     if (r > 0) {

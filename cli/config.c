@@ -96,6 +96,13 @@ int cli_config_check(const struct cli_opts *o)
                         "as rediss://...)");
         return -1;
     }
+    /* The library opens the TLS files with OpenSSL, which would block on
+     * a FIFO: the kind is checked here, as for the files we read. */
+    if (cli_check_input_kind("--cacert", o->tls_ca_file, 0) < 0 ||
+        cli_check_input_kind("--cacertdir", o->tls_ca_dir, CLI_INPUT_DIR) < 0 ||
+        cli_check_input_kind("--cert", o->tls_cert_file, 0) < 0 ||
+        cli_check_input_kind("--key", o->tls_key_file, 0) < 0)
+        return -1;
     cli_config_fill(o, &cfg);
     memset(&err, 0, sizeof(err));
     if (redlock_config_check(&cfg, &err) == 0)

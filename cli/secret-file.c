@@ -3,15 +3,15 @@
  * (--masters-file).
  *
  * A file, or a pipe (`--password-file <(pass show redis)`): never argv,
- * where ps(1) would show it. Opened non-blocking, so that a FIFO nobody
- * writes to, or a device, cannot hang a cron job: a pipe gets
- * SECRET_PIPE_WAIT_MS to deliver its content and its end, anything else
- * that is not a regular file is refused. Messages never include the content.
+ * where ps(1) would show it. Opened non-blocking (cli_open_input(), which
+ * refuses anything else that is not a regular file, unopened), so that a
+ * FIFO nobody writes to cannot hang a cron job: a pipe gets
+ * SECRET_PIPE_WAIT_MS to deliver its content and its end. Messages never
+ * include the content.
  */
 #include "opts.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,15 +102,9 @@ int cli_read_secret_file(const char *opt, const char *path, size_t max, char **r
     size_t len;
     int fd;
 
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0) {
-        cli_usage_error("%s '%s': %s: give a readable file", opt, path, strerror(errno));
+    fd = cli_open_input(opt, path, CLI_INPUT_PIPE_OK, &st);
+    if (fd < 0)
         return -1;
-    }
-    if (fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))) {
-        cli_usage_error("%s '%s': not a regular file or a pipe: give a file", opt, path);
-        goto fail;
-    }
     f.is_pipe = S_ISFIFO(st.st_mode);
     buf = malloc(max + 2);
     if (!buf) {

@@ -219,6 +219,10 @@ static struct bad_input bad_inputs[] = {
       NULL },
     { "missing masters file", { "ping", "--masters-file", "/no/such/file", NULL }, NULL },
     { "masters file is a character device", { "ping", "--masters-file", "/dev/null", NULL }, NULL },
+    { "config file is a directory", { "ping", "--config", "/", NULL }, NULL },
+    { "config file is a character device", { "ping", "--config", "/dev/zero", NULL }, NULL },
+    { "cacert is a directory", { "ping", "--cacert", "/", NULL }, NULL },
+    { "cacertdir is a character device", { "ping", "--cacertdir", "/dev/null", NULL }, NULL },
     { "wait forever misspelt", { "lock", "r", "--wait", "forevr", NULL }, NULL },
     { "wait forever on unlock", { "unlock", "r", "tok", "--wait", "forever", NULL }, NULL },
     { "retry with wait", { "lock", "r", "--retry", "3", "--wait", "1s", NULL }, NULL },
@@ -880,5 +884,78 @@ Test(usage, drift_factor_below_the_floor_is_refused_from_every_source)
         for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
             cr_assert(v[i] > 99000 && v[i] <= 100000 - 102, "source %zu: validity %lld ms", i,
                       v[i]);
+    }
+}
+
+/* Refusing a file is parsing: far within this, however loaded the machine;
+ * well below SECRET_PIPE_WAIT_MS (5 s), the grace of the pipes that are
+ * read, so that a refusal cannot pass for that wait. */
+#define REFUSED_AT_ONCE_MS 4000
+
+/* A FIFO nobody writes to, named where a regular file is read whole (the
+ * config file, given or the default one) or opened by the library (a TLS
+ * file): refused at once, in one line, never opened. --config FIFO used to
+ * block in open(2) until a writer came, for ever in a cron job; --cacert
+ * FIFO, in OpenSSL. */
+Test(usage, a_fifo_for_a_config_or_tls_file_is_refused_at_once)
+{
+    char fifo[TCLI_SCRATCH_MAX + 32], xdg[TCLI_SCRATCH_MAX + 16], dir[TCLI_SCRATCH_MAX + 32],
+        dflt[TCLI_SCRATCH_MAX + 48], xdg_env[TCLI_SCRATCH_MAX + 32], want[4 * TCLI_SCRATCH_MAX];
+    struct tcli_proc p;
+
+    tcli_make_fifo(fifo, sizeof(fifo));
+    tcli_spawn(&p, NULL, "ping", "--config", fifo, (const char *)NULL);
+    cr_assert(eq(int, tcli_wait_within(&p, REFUSED_AT_ONCE_MS), 64), "stderr: %s", p.err);
+    snprintf(want, sizeof(want), "redlock-cli: --config '%s' is a FIFO: give a regular file\n",
+             fifo);
+    cr_assert(eq(str, p.err, want));
+    tcli_free(&p);
+
+    snprintf(xdg, sizeof(xdg), "%s/xdg", tcli_tmpdir);
+    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
+    snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
+    snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
+    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0 && mkfifo(dflt, 0600) == 0);
+    {
+        const char *env[] = { xdg_env, NULL };
+
+        tcli_spawn(&p, env, "ping", (const char *)NULL);
+        cr_assert(eq(int, tcli_wait_within(&p, REFUSED_AT_ONCE_MS), 64), "stderr: %s", p.err);
+        snprintf(want, sizeof(want),
+                 "redlock-cli: config file '%s' is a FIFO: give a regular file\n", dflt);
+        cr_assert(eq(str, p.err, want));
+        tcli_free(&p);
+    }
+
+    tcli_spawn(&p, NULL, "ping", "--tls", "--cacert", fifo, (const char *)NULL);
+    cr_assert(eq(int, tcli_wait_within(&p, REFUSED_AT_ONCE_MS), 64), "stderr: %s", p.err);
+    snprintf(want, sizeof(want), "redlock-cli: --cacert '%s' is a FIFO: give a regular file\n",
+             fifo);
+    cr_assert(eq(str, p.err, want));
+    tcli_free(&p);
+}
+
+/* The password and masters files take a pipe (<(pass show redis)), read
+ * with a deadline: a FIFO nobody writes to gives up after its 5 s grace,
+ * in one line, the same way for both (time is what this checks). */
+Test(usage, a_secret_fifo_nobody_writes_to_gives_up_within_its_grace)
+{
+    static const char *const opts[] = { "--password-file", "--masters-file" };
+    char fifo[TCLI_SCRATCH_MAX + 32], want[2 * TCLI_SCRATCH_MAX];
+    struct tcli_proc p;
+
+    tcli_make_fifo(fifo, sizeof(fifo));
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        tcli_spawn(&p, NULL, "ping", opts[i], fifo, (const char *)NULL);
+        cr_assert(eq(int, tcli_wait_within(&p, 5000 + REFUSED_AT_ONCE_MS), 64), "%s: stderr: %s",
+                  opts[i], p.err);
+        cr_assert(p.elapsed_ms >= 4900, "%s gave up after %llu ms, before its grace", opts[i],
+                  (unsigned long long)p.elapsed_ms);
+        snprintf(want, sizeof(want),
+                 "redlock-cli: %s '%s': a pipe that gave nothing and no end within 5 s: write "
+                 "to it and close it, or give a regular file\n",
+                 opts[i], fifo);
+        cr_assert(eq(str, p.err, want));
+        tcli_free(&p);
     }
 }

@@ -157,6 +157,7 @@ void tcli_start(struct tcli_proc *p, const char *const *args, const char *const 
     }
     e = drop_unset(envp, e);
     envp[e] = NULL;
+    p->started_us = tc_now_us();
 
     p->pid = fork();
     cr_assert(p->pid >= 0, "fork: %s", strerror(errno));
@@ -191,12 +192,9 @@ void tcli_start(struct tcli_proc *p, const char *const *args, const char *const 
     }
 }
 
-int tcli_wait(struct tcli_proc *p)
+/* @p's process was reaped with status @st: its outputs, its status. */
+static int reaped(struct tcli_proc *p, int st)
 {
-    int st;
-
-    while (waitpid(p->pid, &st, 0) < 0)
-        cr_assert(tcli_yes(errno == EINTR), "waitpid: %s", strerror(errno));
     for (size_t i = 0; i < MAX_LIVE; i++)
         if (live[i] == p->pid)
             live[i] = 0;
@@ -204,6 +202,37 @@ int tcli_wait(struct tcli_proc *p)
     p->out = tcli_slurp(p->out_path);
     p->err = tcli_slurp(p->err_path);
     return p->status;
+}
+
+int tcli_wait(struct tcli_proc *p)
+{
+    int st;
+
+    while (waitpid(p->pid, &st, 0) < 0)
+        cr_assert(tcli_yes(errno == EINTR), "waitpid: %s", strerror(errno));
+    return reaped(p, st);
+}
+
+int tcli_wait_within(struct tcli_proc *p, int timeout_ms)
+{
+    uint64_t passed = tc_ms_since(p->started_us);
+    pid_t r = 0;
+    int st = 0;
+
+    /* Polled: the exit is the event, and there is nothing to block on
+     * with a deadline (await.h). */
+    TC_AWAIT((r = waitpid(p->pid, &st, WNOHANG)) != 0 && !(r < 0 && errno == EINTR),
+             passed < (uint64_t)timeout_ms ? (uint64_t)timeout_ms - passed : 0);
+    if (r == 0) {
+        kill(p->pid, SIGKILL);
+        waitpid(p->pid, &st, 0);
+        reaped(p, st);
+    }
+    cr_assert(tcli_yes(r != 0), "still running after %d ms (killed); stderr: %s", timeout_ms,
+              p->err);
+    cr_assert(tcli_yes(r == p->pid), "waitpid: %s", strerror(errno));
+    p->elapsed_ms = tc_ms_since(p->started_us);
+    return reaped(p, st);
 }
 
 void tcli_free(struct tcli_proc *p)

@@ -45,9 +45,11 @@ void tcli_teardown(void); /* kills what the test left running, stops a private c
 
 struct tcli_proc {
     pid_t pid;
-    int status; /* exit code, or 128 + signal */
-    char *out;  /* stdout, NUL-terminated */
-    char *err;  /* stderr */
+    int status;          /* exit code, or 128 + signal */
+    char *out;           /* stdout, NUL-terminated */
+    char *err;           /* stderr */
+    uint64_t started_us; /* tc_now_us() at fork */
+    uint64_t elapsed_ms; /* tcli_wait_within(): from the start to the exit */
     char out_path[TCLI_SCRATCH_MAX + 32];
     char err_path[TCLI_SCRATCH_MAX + 32];
 };
@@ -66,6 +68,10 @@ const char *tcli_path(void);
  */
 void tcli_start(struct tcli_proc *p, const char *const *args, const char *const *env);
 int tcli_wait(struct tcli_proc *p); /* reap, read stdout and stderr: the status */
+/* tcli_wait(), for a process that must exit within @timeout_ms of its
+ * start: one still running then is killed and fails the test.
+ * p->elapsed_ms says how long it ran. */
+int tcli_wait_within(struct tcli_proc *p, int timeout_ms);
 void tcli_free(struct tcli_proc *p);
 /* Start, args as a NULL-terminated list, and leave running (tcli_wait()
  * later). */
