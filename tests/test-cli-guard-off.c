@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -25,15 +24,6 @@ TestSuite(guard_off, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
     "redlock-cli: $REDLOCK_NO_RESTART_GUARD: --no-restart-guard must be given on the command " \
     "line, not in the environment: unset the variable (it would turn the memory guard off "    \
     "for every process that inherits it)\n"
-
-static void put_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-
-    cr_assert(f != NULL, "%s", path);
-    fputs(text, f);
-    fclose(f);
-}
 
 /* @p exited 64 with @want as its only output. */
 static void expect_refused(const struct tcli_proc *p, const char *want)
@@ -71,15 +61,15 @@ Test(guard_off, the_environment_cannot_turn_the_guard_off)
 /* --config FILE and the default file alike; the line is named. */
 Test(guard_off, a_config_file_cannot_turn_the_guard_off)
 {
-    char conf[TCLI_SCRATCH_MAX + 32], xdg[TCLI_SCRATCH_MAX + 16], dir[TCLI_SCRATCH_MAX + 32],
-        dflt[TCLI_SCRATCH_MAX + 48], xdg_env[TCLI_SCRATCH_MAX + 32], want[4 * TCLI_SCRATCH_MAX];
+    char conf[TCLI_SCRATCH_MAX + 32], dflt[TCLI_SCRATCH_MAX + 48], xdg_env[TCLI_SCRATCH_MAX + 32],
+        want[4 * TCLI_SCRATCH_MAX];
     const char *rest = "--no-restart-guard must be given on the command line, not in a config "
                        "file: delete the line (it would turn the memory guard off for every "
                        "command that reads the file)";
     struct tcli_proc p;
 
     snprintf(conf, sizeof(conf), "%s/guard.conf", tcli_tmpdir);
-    put_file(conf, "prefix = guard:\nno-restart-guard = yes\n");
+    tcli_put_file(conf, "prefix = guard:\nno-restart-guard = yes\n");
     snprintf(want, sizeof(want), "redlock-cli: %s:2: %s\n", conf, rest);
     tcli_run(&p, "ping", "--config", conf);
     expect_refused(&p, want);
@@ -88,12 +78,8 @@ Test(guard_off, a_config_file_cannot_turn_the_guard_off)
     expect_refused(&p, want);
     tcli_free(&p);
 
-    snprintf(xdg, sizeof(xdg), "%s/xdg", tcli_tmpdir);
-    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
-    snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
-    snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
-    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0);
-    put_file(dflt, "no-restart-guard = no\n");
+    tcli_default_conf(dflt, sizeof(dflt), xdg_env, sizeof(xdg_env));
+    tcli_put_file(dflt, "no-restart-guard = no\n");
     snprintf(want, sizeof(want), "redlock-cli: %s:1: %s\n", dflt, rest);
     {
         const char *env[] = { xdg_env, NULL };
@@ -189,7 +175,7 @@ Test(guard_off, the_window_still_comes_from_every_source)
     struct tcli_proc p;
 
     snprintf(conf, sizeof(conf), "%s/window.conf", tcli_tmpdir);
-    put_file(conf, "restart-guard-ms = 300ms\n");
+    tcli_put_file(conf, "restart-guard-ms = 300ms\n");
     cr_assert(
         eq(int, tcli_run(&p, "ping", "--samples", "1", "--json", "--restart-guard-ms", "200ms"), 0),
         "stderr: %s", p.err);

@@ -681,15 +681,6 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
     free(err);
 }
 
-static void put_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-
-    cr_assert(f != NULL, "%s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
 /* status R --json run with @env and @args: is R held under the prefix in
  * force? (The lock was taken under "cmd:", and each source names another
  * prefix but one.) */
@@ -709,21 +700,16 @@ static int held_with(const char *const *env, const char *res, const char *arg1, 
 Test(usage, connection_options_from_environment_and_config_files_in_order)
 {
     struct tcli_proc p;
-    char res[128], xdg[TCLI_SCRATCH_MAX + 16], dir[TCLI_SCRATCH_MAX + 32],
-        dflt[TCLI_SCRATCH_MAX + 48], conf[TCLI_SCRATCH_MAX + 32], xdg_env[TCLI_SCRATCH_MAX + 32],
-        text[512], dead[256];
+    char res[128], dflt[TCLI_SCRATCH_MAX + 48], conf[TCLI_SCRATCH_MAX + 32],
+        xdg_env[TCLI_SCRATCH_MAX + 32], text[512], dead[256];
 
     tc_resource(res, sizeof(res), NULL);
     cr_assert(eq(int, tcli_run(&p, "lock", res, "--prefix", "cmd:"), 0), "stderr: %s", p.err);
     tcli_free(&p);
-    snprintf(xdg, sizeof(xdg), "%s/xdg", tcli_tmpdir);
-    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
-    snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
+    tcli_default_conf(dflt, sizeof(dflt), xdg_env, sizeof(xdg_env));
     snprintf(conf, sizeof(conf), "%s/other.conf", tcli_tmpdir);
-    snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
-    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0);
-    put_file(dflt, "# the default file\nprefix = cmd:\n");
-    put_file(conf, "  prefix=conf:  \n\n");
+    tcli_put_file(dflt, "# the default file\nprefix = cmd:\n");
+    tcli_put_file(conf, "  prefix=conf:  \n\n");
     {
         const char *e_dflt[] = { xdg_env, NULL };
         const char *e_env[] = { xdg_env, "REDLOCK_PREFIX=cmd:", NULL };
@@ -743,7 +729,7 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
      * may carry a password (a file, not argv). */
     tcli_dead_masters(dead, sizeof(dead), 3);
     snprintf(text, sizeof(text), "masters = %s\ntls = no\n", dead);
-    put_file(conf, text);
+    tcli_put_file(conf, text);
     cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 0), "stderr: %s", p.err);
     tcli_free(&p);
     {
@@ -754,7 +740,7 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
         tcli_free(&p);
         snprintf(text, sizeof(text), "masters = redis://:s3cret@%.*s\n",
                  (int)strcspn(tc_masters(), ","), tc_masters());
-        put_file(conf, text);
+        tcli_put_file(conf, text);
         /* Taken (argv would refuse it: 64), then refused by the master,
          * which has no password: 77. */
         cr_assert(eq(int, tcli_run_env(&p, no_env, "ping", "--config", conf, (const char *)NULL),
@@ -765,7 +751,7 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
     }
     /* $REDLOCK_TLS=no outweighs a file's tls = yes; a bad value is named
      * with its source. */
-    put_file(conf, "tls = yes\n");
+    tcli_put_file(conf, "tls = yes\n");
     {
         const char *tls_no[] = { "REDLOCK_TLS=no", NULL };
         const char *tls_bad[] = { "REDLOCK_TLS=maybe", NULL };
@@ -788,16 +774,16 @@ Test(usage, connection_options_from_environment_and_config_files_in_order)
         tcli_free(&p);
     }
     /* A file's mistakes: one line each, with FILE:LINE. */
-    put_file(conf, "ttl = 5\n");
+    tcli_put_file(conf, "ttl = 5\n");
     cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 64));
     cr_assert(strstr(p.err, "other.conf:1: 'ttl': a command's or the output's option") != NULL,
               "stderr: %s", p.err);
     tcli_free(&p);
-    put_file(conf, "# ok\nprefix\n");
+    tcli_put_file(conf, "# ok\nprefix\n");
     cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 64));
     cr_assert(strstr(p.err, "other.conf:2: expected 'key = value'") != NULL, "stderr: %s", p.err);
     tcli_free(&p);
-    put_file(conf, "user = a\nuser = b\n");
+    tcli_put_file(conf, "user = a\nuser = b\n");
     cr_assert(eq(int, tcli_run(&p, "ping", "--config", conf), 64));
     cr_assert(strstr(p.err, "other.conf:2: user given twice") != NULL, "stderr: %s", p.err);
     tcli_free(&p);
@@ -861,7 +847,7 @@ Test(usage, drift_factor_below_the_floor_is_refused_from_every_source)
 
         snprintf(var, sizeof(var), "REDLOCK_DRIFT_FACTOR=%s", below[i]);
         snprintf(text, sizeof(text), "drift-factor = %s\n", below[i]);
-        put_file(conf, text);
+        tcli_put_file(conf, text);
         tcli_run(&p, "ping", "--drift-factor", below[i]);
         expect_below_floor(&p, NULL, below[i]);
         tcli_free(&p);
@@ -874,7 +860,7 @@ Test(usage, drift_factor_below_the_floor_is_refused_from_every_source)
     }
 
     tc_resource(res, sizeof(res), NULL);
-    put_file(conf, "drift-factor = 0.001\n");
+    tcli_put_file(conf, "drift-factor = 0.001\n");
     {
         const char *env[] = { "REDLOCK_DRIFT_FACTOR=0.001", NULL };
         long long v[] = { lock_validity(NULL, res, "--drift-factor", "0.001"),
@@ -899,8 +885,8 @@ Test(usage, drift_factor_below_the_floor_is_refused_from_every_source)
  * FIFO, in OpenSSL. */
 Test(usage, a_fifo_for_a_config_or_tls_file_is_refused_at_once)
 {
-    char fifo[TCLI_SCRATCH_MAX + 32], xdg[TCLI_SCRATCH_MAX + 16], dir[TCLI_SCRATCH_MAX + 32],
-        dflt[TCLI_SCRATCH_MAX + 48], xdg_env[TCLI_SCRATCH_MAX + 32], want[4 * TCLI_SCRATCH_MAX];
+    char fifo[TCLI_SCRATCH_MAX + 32], dflt[TCLI_SCRATCH_MAX + 48], xdg_env[TCLI_SCRATCH_MAX + 32],
+        want[4 * TCLI_SCRATCH_MAX];
     struct tcli_proc p;
 
     tcli_make_fifo(fifo, sizeof(fifo));
@@ -911,11 +897,8 @@ Test(usage, a_fifo_for_a_config_or_tls_file_is_refused_at_once)
     cr_assert(eq(str, p.err, want));
     tcli_free(&p);
 
-    snprintf(xdg, sizeof(xdg), "%s/xdg", tcli_tmpdir);
-    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
-    snprintf(dflt, sizeof(dflt), "%s/cli.conf", dir);
-    snprintf(xdg_env, sizeof(xdg_env), "XDG_CONFIG_HOME=%s", xdg);
-    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0 && mkfifo(dflt, 0600) == 0);
+    tcli_default_conf(dflt, sizeof(dflt), xdg_env, sizeof(xdg_env));
+    cr_assert(mkfifo(dflt, 0600) == 0);
     {
         const char *env[] = { xdg_env, NULL };
 

@@ -280,6 +280,26 @@ void tcli_take_guard_warning(struct tcli_proc *p)
     memmove(p->err, p->err + n, strlen(p->err + n) + 1);
 }
 
+void tcli_put_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+
+    cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    cr_assert(eq(int, fclose(f), 0));
+}
+
+void tcli_default_conf(char *path, size_t size, char *env_entry, size_t env_size)
+{
+    char xdg[TCLI_SCRATCH_MAX + 16], dir[TCLI_SCRATCH_MAX + 32];
+
+    snprintf(xdg, sizeof(xdg), "%s/xdg", tcli_tmpdir);
+    snprintf(dir, sizeof(dir), "%s/redlock", xdg);
+    cr_assert(mkdir(xdg, 0700) == 0 && mkdir(dir, 0700) == 0, "%s: %s", dir, strerror(errno));
+    snprintf(path, size, "%s/cli.conf", dir);
+    snprintf(env_entry, env_size, "XDG_CONFIG_HOME=%s", xdg);
+}
+
 size_t tcli_count_lines(const char *s)
 {
     size_t n = 0;

@@ -82,6 +82,12 @@ void tcli_spawn(struct tcli_proc *p, const char *const *env, ...);
 #define tcli_run(p, ...) tcli_run_env((p), NULL, __VA_ARGS__, (const char *)NULL)
 /* A FIFO in the scratch dir, its path into @path. */
 void tcli_make_fifo(char *path, size_t size);
+/* @text into the file @path (made or emptied). */
+void tcli_put_file(const char *path, const char *text);
+/* The default config file of a redlock-cli run with @env_entry in its
+ * environment: <scratch>/xdg/redlock/cli.conf (the directories made, the
+ * file not) into @path, "XDG_CONFIG_HOME=<scratch>/xdg" into @env_entry. */
+void tcli_default_conf(char *path, size_t size, char *env_entry, size_t env_size);
 /* What --no-restart-guard prints on stderr first, on every use (not with
  * -q), as one line. */
 #define TCLI_GUARD_OFF_WARNING                                                          \
