@@ -227,12 +227,14 @@ int cli_opts_parse(struct cli_opts *o, int argc, char **argv, void (*help)(void)
         return CLI_PARSE_USAGE;
     if (o->cmd == CLI_CMD_RUN && cli_layer_export(o, &ps) < 0)
         return CLI_PARSE_USAGE;
-    /* On every use, not only with -v: the flag comes from argv alone, so
-     * whoever typed it reads this. Last, so that a usage error stays the
-     * one line it is; -q silences it as any warning, and is argv's too. */
+    /* On every use, not only with -v, and not silenced by -q: the flag
+     * comes from argv alone, so whoever typed it (or the script that
+     * passes it) reads this. Last, so that a usage error stays the one
+     * line it is. */
     if (o->no_restart_guard)
-        cli_warn("warning: --no-restart-guard: the memory guard is off: a master that restarted "
-                 "or lost its data counts at once and may grant a lock that is still held");
+        cli_say(CLI_SAY_USAGE,
+                "warning: --no-restart-guard: the memory guard is off: a master that restarted "
+                "or lost its data counts at once and may grant a lock that is still held");
     return CLI_PARSE_OK;
 }
 
