@@ -390,10 +390,9 @@ fail_master() {
 # only redis-cli's quoted input can write, hence stdin.)
 #
 # The marker names the process that wrote it (`run`: its INFO run_id), as
-# redlock_declare_empty's does: a marker without one is adopted by the next
-# process that finds it, so a snapshot (RDB, or an AOF that lost its tail)
-# taken before any client stamped it would let a restarted master count at
-# once with leases it forgot.
+# redlock_declare_empty's does: a master counts only on a marker its own
+# process wrote, so a marker without `run` (or with another's) makes it
+# reborn, and a snapshot of this one makes a later process reborn too.
 declare_empty() {
     local i out run
     for i in "$@"; do

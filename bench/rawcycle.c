@@ -10,8 +10,8 @@
  * row's counterpart) and --inflight (the throughput row's).
  *
  * The raw-guard row is the same cycle with what the memory guard asks of a
- * master at the least, still with no library: the marker's `served` read
- * beside the SET and the lease's index entry written (HGET, SET NX PX,
+ * master at the least, still with no library: the marker's `served` and
+ * `maxttl` read beside the SET and the lease's index entry written (HMGET, SET NX PX,
  * ZADD, pipelined in one write: no MULTI, no Lua), and the entry removed
  * with the compare-delete (ZREM after the native command, or inside the
  * smallest script where there is none: cmpdel.c). It is not a sound lock (nothing makes
@@ -197,7 +197,7 @@ static void slot_next(struct rslot *s)
         /* raw-guard: the SET's reply comes after the marker's, so a cycle
          * decides, as a guarded vote must, with both in hand */
         if (R->guard)
-            redisAsyncCommand(R->fs->ac[m], NULL, NULL, "HGET %s served", guard_marker);
+            redisAsyncCommand(R->fs->ac[m], NULL, NULL, "HMGET %s served maxttl", guard_marker);
         if (floor_send_set(R->fs, m, c->key, on_set, c) != REDIS_OK)
             unsent++;
         else if (R->guard)
@@ -441,7 +441,7 @@ void scenario_raw_guard(void)
     }
     snprintf(guard_marker, sizeof(guard_marker), "rlbench:%s:raw-guard:marker", config.run_id);
     snprintf(guard_index, sizeof(guard_index), "rlbench:%s:raw-guard:held", config.run_id);
-    for (m = 0; m < fs->n; m++) /* a marker that counts: HGET finds `served` */
+    for (m = 0; m < fs->n; m++) /* a marker that counts: HMGET finds `served` */
         redisAsyncCommand(fs->ac[m], NULL, NULL, "HSET %s served 1 maxttl %d", guard_marker,
                           config.ttl_ms);
     native = floor_release_native(fs);
@@ -464,7 +464,7 @@ void scenario_raw_guard(void)
     guard_fig.masters_cpu_us_per_cycle = p->masters_cpu_us_per_cycle;
     pass_json(r, "throughput", p, how);
     pass_note(note, sizeof(note), p, how);
-    result_note(r, "HGET + SET NX PX + ZADD, then %s with ZREM (no library); %s", how, note);
+    result_note(r, "HMGET + SET NX PX + ZADD, then %s with ZREM (no library); %s", how, note);
 out:
     for (m = 0; m < fs->n; m++)
         redisAsyncCommand(fs->ac[m], NULL, NULL, "DEL %s %s", guard_marker, guard_index);

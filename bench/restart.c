@@ -26,8 +26,8 @@
 /* guard, on by default: a restarted master has lost its memory marker, so  */
 /* it does not vote until the longest ttl in use has passed),               */
 /* restart-delayed (the operator waits a ttl; guard off, so the delay alone */
-/* is what is measured) and restart-aof (appendfsync always; the guard is   */
-/* on but leaves such masters alone).                                       */
+/* is what is measured) and restart-aof (appendfsync always: it kept the    */
+/* key, and sits out its window as any restart does).                       */
 /* ------------------------------------------------------------------------ */
 
 enum restart_kind { RESTART_EMPTY, RESTART_GUARD, RESTART_DELAYED, RESTART_AOF, RESTART_PERSIST };
@@ -320,9 +320,9 @@ void scenario_restart_aof(void)
 /* mode: none; rdb (SAVE on every master before the contention, so the      */
 /* restarted one reloads a snapshot that has its marker but none of the     */
 /* leases granted since); AOF everysec (SIGKILL loses nothing the kernel    */
-/* got, so what is tested is the run_id rule: a restart that AOF always did */
-/* not vouch for is reborn, whatever the file kept); AOF always (vouched:   */
-/* counts at once). One row per mode: overlaps, how long each restarted     */
+/* got, so what is tested is the run_id rule: a restart is reborn,          */
+/* whatever the file kept); AOF always (reborn too: nothing a copy carries  */
+/* is trusted). One row per mode: overlaps, how long each restarted         */
 /* master sat out (redlock_ping: excluded), the longest time the waiting    */
 /* contenders had no holder.                                                */
 /* ------------------------------------------------------------------------ */

@@ -268,10 +268,10 @@ static void memory_targets(void)
         target(what, got, c->violations == 0 && c->checked > 0 && row_ok(c), 1);
     }
     if ((c = result_find("restart-persist-always")) && c->sat_out_ms >= 0) {
-        /* vouched: back at the first look, whatever that look costs */
-        snprintf(got, sizeof(got), "%.0f ms", c->sat_out_ms);
-        target("restart, AOF always: counts again within 100 ms", got,
-               !c->sat_out_open && c->sat_out_ms <= 100.0, 1);
+        /* No persistence is trusted (issue 29): AOF always sits out as the
+         * other modes do, its window measured from the fleet. */
+        snprintf(got, sizeof(got), "sat out %s%.0f ms", c->sat_out_open ? "> " : "", c->sat_out_ms);
+        target("restart, AOF always: sits out as every mode does", got, c->sat_out_ms > 0, 1);
     }
     if ((c = result_find("contention-deadwaiter"))) {
         snprintf(got, sizeof(got), "%.2f x (%llu waiters killed)", c->handoff_ratio,

@@ -34,7 +34,7 @@ static int settable(const struct opt_def *d)
  * ignored: ignoring would leave the user believing the guard is off. */
 static int argv_only(const struct opt_def *d)
 {
-    return strcmp(d->name, "no-restart-guard") == 0;
+    return strcmp(d->name, "no-restart-guard") == 0 || strcmp(d->name, "force") == 0;
 }
 
 /* The refusal of @d from @source ("$NAME" or "FILE:LINE"); @rest says

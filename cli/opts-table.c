@@ -115,6 +115,7 @@ const struct opt_def cli_opt_defs[] = {
     CUSTOM("clock-policy", 0, CMDS_ALL, set_clock_policy),
     MS32("restart-guard-ms", CMDS_ALL, restart_guard_ms, 0, REDLOCK_TTL_MAX_MS),
     FLAG("no-restart-guard", 0, CMDS_ALL, no_restart_guard),
+    FLAG("force", 0, CMD_BIT(CLI_CMD_DECLARE_EMPTY) | CMD_BIT(CLI_CMD_READMIT), force),
     U32("samples", 0, CMD_BIT(CLI_CMD_PING), samples, 1, 1000, "pings"),
     FLAG("fence", 0, CMDS_LOCK_RUN, fence),
     FLAG("no-pubsub", 0, CMDS_LOCK_RUN, no_pubsub),

@@ -91,6 +91,7 @@ struct cli_opts {
     uint32_t restart_guard_ms; /* 0: library default (the longest ttl used) */
     int restart_guard_ms_set;
     int no_restart_guard; /* --no-restart-guard */
+    int force;            /* --force: declare-empty, readmit despite the fleet's look */
 
     /* command options */
     uint32_t ttl_ms; /* lock, extend, run */

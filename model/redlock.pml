@@ -1,33 +1,42 @@
-/* redlock.pml - redlock's protocol as SPIN sees it (NOTES.md §13).
+/* redlock.pml - redlock's protocol as SPIN sees it (docs: NOTES.md §13).
  *
  * Masters run each script atomically: the lock key of ONE resource (free,
  * a client's token, that token marked by a waiter's join, or a reservation
- * for a waiter), its fence counter, its
- * queue of waiters and the memory marker. Clients talk to masters over one
- * FIFO channel per (client, master) connection; the single "net" process
- * delivers any non-empty channel's head at any time (delay, and reordering
- * across connections), and a fault may drop a connection (loss).
+ * for a waiter), the master's fence counter, the queue of waiters, the
+ * memory marker (its state, the process that wrote it, the rebirth it
+ * names, the fleet's bound) and the index of live leases. Clients talk to
+ * masters over one FIFO channel per (client, master) connection; the
+ * single "net" process delivers any non-empty channel's head at any time
+ * (delay, and reordering across connections), and a fault may drop a
+ * connection (loss). A FLUSHALL keeps connections: what was sent before it
+ * is delivered after it (a request delayed past a rebirth).
  *
  * Time is discrete: the clock process ticks. A tick counts down every
- * master's key ttl and window and every client's validity. A master's clock
- * may run fast: a key (or a window) may end up to D ticks early. A client's
- * validity is TTL - MARGIN ticks from the start of its attempt, so with
- * MARGIN = D no key it counted can expire while it believes it holds.
+ * master's key ttl, window and index entries, and every client's validity.
+ * A master's clock may run fast: a key (or a window) may end up to D ticks
+ * early. A client's validity is TTL - MARGIN ticks from the start of its
+ * attempt, so with MARGIN = D no key it counted can expire while it
+ * believes it holds.
  *
  * Two configurations, chosen with -D:
  *   (default)  safety: faults, free ticks, bounded rounds; asserts mutual
- *              exclusion and the fence order.
+ *              exclusion and (FENCED) the fence order.
  *   LIVE       liveness once faults stop: the last master down, no other
- *              fault, two clients wanting the lock again and again. Bounded
- *              delivery: each connection is its own process (weak fairness
- *              delivers every request eventually), a tick only when nothing
- *              else can move (a message is fast next to a tick), and an
- *              attempt gives up on its silent masters one tick after it
- *              started (the node timeout). Asserts no stuck resource (a
- *              waiter sees a holder within STUCK_MAX ticks) and the queue's
- *              order (a release serves the waiter queued on every live
- *              master before the releaser's next grant), and carries the
- *              LTL progress property (every waiter eventually holds).
+ *              fault, two clients wanting the lock again and again, under
+ *              bounded delay (below). Asserts no stuck resource and the
+ *              queue's order, and carries the LTL progress property.
+ * Faults (FAULTS of them, kinds by FAULT_KIND, NOTES.md §13): a restart
+ * that kept nothing; a restart that loaded a snapshot (of itself: an
+ * older RDB, AOF that lost its tail, a promoted replica, a restore from
+ * backup, a crash after a run-time persistence switch; of another master:
+ * a copy of its data); FLUSHALL (then, maybe, a third party's handshake
+ * stamps it at once); a dropped connection; the master's name moving onto
+ * a server that counts. OPER adds an operator who runs readmit (1) or
+ * declare-empty (2) once, at any moment; UNDECL starts the last master
+ * new and undeclared (pending); GHOST, an earlier holder's release that
+ * was still on its way runs on every master at any moment; SETTLER, a
+ * third party settles and stamps masters; PINGER, client 1 only meets
+ * the masters (its settle may be delayed past a rebirth).
  * Known mistakes come back with -DBROKEN_<NAME> (model/check.sh --list-broken).
  */
 
@@ -78,9 +87,11 @@
 #define STUCK_MAX 3             /* live: ticks a waiter may see no holder */
 #endif
 #ifndef CAP
-#define CAP 2
+#define CAP 2                   /* requests in flight per connection */
 #endif
-#define CAP_                   /* requests in flight per connection */
+#ifndef QL
+#define QL 1                    /* ticks within which a quorum counts (RL_QUORUM_MAX_MS) */
+#endif
 
 mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 
@@ -95,20 +106,29 @@ mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 #define MK_PENDING 1            /* no window yet: refuses, asks for a settle */
 #define MK_YOUNG 2              /* window running: refuses */
 #define MK_SERVED 3             /* counts */
-#define NOT_SERVED 255          /* a LEASES report from a non-served master */
 
 #ifdef BROKEN_GUARD_OFF
 #define TRUSTED(m) true
 #else
 #define TRUSTED(m) (mk[m] == MK_SERVED)
 #endif
-/* The fast path (acquire.c): a first attempt, no fence, is a transaction:
- * the marker's `served` read in the same step as the SET NX. The mistake:
- * trusting what the client last heard of the marker instead. */
+/* The fast path (acquire-command.c): a first attempt, no fence, is a
+ * transaction that reads the marker's `served` and `maxttl` in the same
+ * step as the SET NX; the vote counts only where it is served and already
+ * knows a ttl as long as this one (so that the grant needs no raise). The
+ * mistake: trusting what the client last heard of the marker instead. */
 #ifdef BROKEN_FAST_UNCHECKED
 #define FAST_TRUSTED(m) true
 #else
-#define FAST_TRUSTED(m) TRUSTED(m)
+#define FAST_TRUSTED(m) (TRUSTED(m) && bnd[m] >= TTL)
+#endif
+/* The acquire script reads the marker at the vote: one that vanished
+ * (FLUSHALL) is a rebirth there. The mistake: a master counts once its
+ * connection's CHECK said so, and the vote does not look again. */
+#ifdef BROKEN_CHECK_TRUSTED
+#define VANISHED_COUNTS 1
+#else
+#define VANISHED_COUNTS 0
 #endif
 #ifdef FENCED
 #define FIRST ACQ               /* a fenced acquire never takes the fast path */
@@ -146,15 +166,50 @@ mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 /* ---- masters ---- */
 byte key[NM], ttl[NM], fence[NM], queue[NM];
 byte cut[NM];                   /* waiters whose lease a reservation cut to its own end */
-byte mk[NM], mkrun[NM], win[NM], inc[NM];
-bool mkdur[NM];                 /* the marker vouches its incarnation was AOF always */
+byte mk[NM];                    /* the marker's state */
+byte mkrun[NM];                 /* the process (incarnation) that wrote the marker */
+byte gen[NM];                   /* the rebirth the marker names (its `birth`) */
+byte ngen[NM];                  /* rebirths so far: the next one's name (not data) */
+byte win[NM];                   /* a young marker's window, ticks left */
+byte bnd[NM];                   /* the marker's maxttl: the fleet's bound as it heard it */
+byte inc[NM];                   /* the process now running as the master */
+bool mkdur[NM];                 /* BROKEN_VOUCH_ADOPTS: the marker vouches its process */
 bool up[NM];
+byte ripe[NM];                  /* ticks pending: at QL, every attempt that counted a vote
+                                   it cast before its rebirth has decided */
+bool mvd[NM];                   /* its name moved; no client that saw it has reached it yet */
+/* The index of held leases ("\0redlock:held"): the clients whose lease
+ * has an entry on master m (a bit each). An entry's end is its lease's:
+ * what LEASES reports of c's entry is what is left of c's key there (0
+ * once it expired, early or not: every key its holder counted has then
+ * ended too, so no holder still believes in it). Named by token: a
+ * release removes its own lease's entry only. */
+byte idx[NM];
+/* What master m reports of its live leases, into r: the longest one left,
+ * in its own clock's ticks. A master whose clock runs slow says up to D
+ * less than is left in real time (its key ends late, but its report is
+ * read as if its clock were right): a settle's window takes two drift
+ * allowances, this one and the reborn master's own. */
+byte rp;                        /* scratch: one master's report (REPORT) */
+#define REPORT(r, m) \
+    rp = LEFT(m, 0); if :: LEFT(m, 1) > rp -> rp = LEFT(m, 1) :: else -> skip fi; \
+    if :: rp > D -> rp = rp - D :: skip fi; \
+    if :: rp > r -> r = rp :: else -> skip fi; rp = 0
+
+/* A key that expires ends every entry that could still be reported
+ * (LEFT: only its owner's is): the sweep, as LEASES and CHECK make it. */
+#ifdef LIVE
+#define IDX_ENDED(m) skip
+#else
+#define IDX_ENDED(m) idx[m] = 0
+#endif
+#define LEFT(m, c) ((idx[m] & BIT(c)) && OWN(m, c) -> ttl[m] : 0)
 bool conn[NC * NM];             /* connection open */
 bool fresh[NC * NM];            /* its handshake has not run yet */
 bool moved[NC * NM];            /* the client re-resolved the master's name to a new
                                    address: its next handshake (CHECK) makes the
                                    server there reborn, whatever its marker says */
-chan ch[NC * NM] = [CAP] of { mtype, byte };
+chan ch[NC * NM] = [CAP] of { mtype, byte, byte };
 byte old[NC * NM];              /* requests ahead in the channel from rounds that ended */
 bool lastold;                   /* the request being run is the last of those (DELIVER) */
 
@@ -164,14 +219,17 @@ bool hold[NC];                  /* the client believes it holds */
 bool waiting[NC], woke[NC];
 byte tkt[NC];                   /* queue ticket: smaller is earlier */
 byte nok[NC], nno[NC], okm[NC], nom[NC], pend[NC], fmax[NC];
-byte nrep[NC], nns[NC], rmax[NC], nsm[NC];
+byte nrep[NC], nns[NC], rmax[NC], nsm[NC], rfen[NC];
+byte pg[NC * NM];               /* the rebirth a master named when c saw it pending */
 byte pt[NC];                    /* poll timer */
+byte tmo[NC];                   /* ticks since the round started (QL: too late for a quorum) */
+byte tk[NC];                    /* ticks since the client began to wait for them */
 byte dl[NC];                    /* live: ticks left before the attempt's node timeout */
-byte fsnap[NC];                  /* largest granted fence when the attempt started */
+byte fsnap[NC];                 /* largest granted fence when the attempt started */
 byte hi;                        /* largest fence of any completed grant */
-bool lost;                      /* some master lost or rolled back its counters */
 byte nf;                        /* faults so far */
-bool decided0;                  /* client 0's first attempt decided (STAGGER) */
+byte nt;                        /* ticks so far (TICKS: at most that many) */
+bool done1;                     /* SEQ: client 1 is done */
 byte stuck;                     /* live: ticks with a waiter and no holder */
 byte owed;                      /* live: 1 + the waiter a release must serve next, or 0 */
 
@@ -183,6 +241,27 @@ inline head_of(m, h) {
     :: else -> h = NC
     fi
 }
+
+/* A master is reborn (script-lua.h REBORN): pending, its marker written
+ * by this process, naming a new rebirth; the bound @b. */
+inline reborn(m, b) {
+    mk[m] = MK_PENDING; mkrun[m] = inc[m]; win[m] = 0; mkdur[m] = 0; ripe[m] = 0;
+    ngen[m]++; gen[m] = ngen[m]; bnd[m] = b
+}
+
+/* The index entry of c's lease on m goes (a release, a cleanup: ZREM by
+ * token). The mistake: entries named by the key, so that a late release
+ * removes whoever's entry the key has now. */
+#ifdef LIVE
+#define UNINDEX(m, c) skip
+#define INDEX(m, c) skip
+#elif defined(BROKEN_INDEX_BY_KEY)
+#define UNINDEX(m, c) idx[m] = 0
+#define INDEX(m, c) idx[m] = idx[m] | BIT(c)
+#else
+#define UNINDEX(m, c) idx[m] = idx[m] & ~BIT(c)
+#define INDEX(m, c) idx[m] = idx[m] | BIT(c)
+#endif
 
 /* A key that is freed goes to the queue's head as a reservation. */
 /* A reservation cuts its waiter's lease to the reservation's end (script-
@@ -220,7 +299,7 @@ byte lf[NC];                    /* won before these masters answered: leave wher
 #define LATE_LEAVE(c, m, ok) \
     if \
     :: lastold && (lf[c] & BIT(m)) -> lf[c] = lf[c] & ~BIT(m); \
-       if :: !(ok) && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!LEAVE, 0 :: else -> skip fi \
+       if :: !(ok) && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!LEAVE, 0, 0 :: else -> skip fi \
     :: else -> skip \
     fi
 /* The same answer settles a guess (gq, below): the release goes by what it
@@ -240,52 +319,87 @@ inline vote(c, m, a, ok) {
     fi
 }
 
-/* One script on master m, from client c: atomic, as Redis runs it. */
-inline exec(c, m, k, a, x, h) {
-    if
-    :: fresh[CH(c, m)] ->   /* the handshake runs before the connection's first request */
-        fresh[CH(c, m)] = 0;
-#if !defined(BROKEN_GUARD_OFF) && !defined(BROKEN_MOVE_TRUSTED)
-        if
-        :: moved[CH(c, m)] ->   /* CHECK's 'moved': reborn, as a restart that kept nothing */
-            mk[m] = MK_PENDING; mkrun[m] = inc[m]; win[m] = 0; mkdur[m] = 0;
-            printf("MSC: client %d reaches master %d at its new address: reborn\n", c, m)
-        :: else -> skip
-        fi;
-#endif
-        moved[CH(c, m)] = 0;
-#ifndef BROKEN_GUARD_OFF
-        if
-        :: mk[m] == MK_NONE -> mk[m] = MK_PENDING; mkrun[m] = inc[m]
-        :: mk[m] != MK_NONE && mkrun[m] != inc[m] ->
-#ifdef BROKEN_TRUST_SNAPSHOT
-            mkrun[m] = inc[m]               /* the bug: the marker as found */
+/* The master said it does not count: c settles it, naming the rebirth
+ * the reply named (memory.c settle_pending). The mistake settle-by-run:
+ * the SETTLE names the process (its run_id), which a FLUSHALL keeps. */
+#ifdef BROKEN_SETTLE_BY_RUN
+#define NAMED(m) mkrun[m]
 #else
-            if
-            :: mkdur[m] -> mkrun[m] = inc[m]        /* adopt: AOF always */
-            :: else -> mk[m] = MK_PENDING; mkrun[m] = inc[m]; win[m] = 0
-            fi
+#define NAMED(m) gen[m]
 #endif
-        :: else -> skip
+inline pending(c, m, a) {
+    if :: a -> pend[c] = pend[c] | BIT(m); pg[CH(c, m)] = NAMED(m) :: else -> skip fi
+}
+
+/* CHECK's rule on the marker (script.c RL_SCRIPT_MARKER), as any party's
+ * handshake applies it: a marker that another process wrote, or none,
+ * makes the master reborn. */
+inline check_marker(m) {
+#ifndef BROKEN_GUARD_OFF
+    if
+    :: mk[m] == MK_NONE -> reborn(m, TTL)
+    :: mk[m] != MK_NONE && mkrun[m] != inc[m] ->
+#if defined(BROKEN_TRUST_SNAPSHOT)
+        mkrun[m] = inc[m]               /* the bug: the marker as found */
+#elif defined(BROKEN_VOUCH_ADOPTS)
+        /* main before issue 29: a marker that vouches (AOF always) is
+         * adopted by whatever process loaded it */
+        if
+        :: mkdur[m] -> mkrun[m] = inc[m]
+        :: else -> reborn(m, bnd[m])
         fi
+#else
+        reborn(m, bnd[m])               /* a restart is a rebirth */
 #endif
-        skip
+    :: else -> skip
+    fi
+#else
+    skip
+#endif
+}
+
+/* The handshake, before the connection's first request: CHECK, which also
+ * makes the master reborn for a client that reached it at a new address
+ * of its name. */
+inline handshake(c, m) {
+    fresh[CH(c, m)] = 0;
+#if !defined(BROKEN_GUARD_OFF) && !defined(BROKEN_MOVE_TRUSTED)
+    if
+    :: moved[CH(c, m)] ->   /* CHECK's 'moved': reborn, as a restart that kept nothing */
+        reborn(m, bnd[m]); mvd[m] = 0;
+        printf("MSC: client %d reaches master %d at its new address: reborn\n", c, m)
+    :: else -> check_marker(m)
+    fi;
+#else
+    check_marker(m);
+#endif
+    moved[CH(c, m)] = 0
+}
+
+/* One script on master m, from client c: atomic, as Redis runs it. */
+inline exec(c, m, k, a, x, y, h) {
+    if
+    :: fresh[CH(c, m)] -> handshake(c, m)
     :: else -> skip
     fi;
     if
     :: k == ACQ ->
+        /* HEARD: every marked acquire tells the marker its ttl */
+        if :: mk[m] != MK_NONE && bnd[m] < TTL -> bnd[m] = TTL :: else -> skip fi;
         if
 #ifndef BROKEN_GUARD_OFF
-        :: mk[m] == MK_NONE ->              /* FLUSHALL: stamp, refuse */
-            mk[m] = MK_PENDING; mkrun[m] = inc[m]; mkdur[m] = 0;
-            vote(c, m, a, 0); if :: a -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
+        :: mk[m] == MK_NONE && !VANISHED_COUNTS ->  /* FLUSHALL: stamp, refuse */
+            reborn(m, TTL);
+            pending(c, m, a); vote(c, m, a, 0)
         :: mk[m] == MK_PENDING || mk[m] == MK_YOUNG ->
-            vote(c, m, a, 0); if :: a -> pend[c] = pend[c] | BIT(m) :: else -> skip fi
+            pending(c, m, a); vote(c, m, a, 0)
+        :: mk[m] == MK_SERVED || (mk[m] == MK_NONE && VANISHED_COUNTS) ->
+#else
+        :: true ->
 #endif
-        :: TRUSTED(m) ->
             if
             :: key[m] == FREE || key[m] == RES(c) ->
-                key[m] = TOK(c); ttl[m] = TTL;
+                key[m] = TOK(c); ttl[m] = TTL; INDEX(m, c);
 #ifdef FENCED
                 fence[m]++;
 #endif
@@ -299,10 +413,10 @@ inline exec(c, m, k, a, x, h) {
                 vote(c, m, a, 0)
             fi
         fi
-    :: k == FAST ->     /* HGET served; SET NX PX; ZADD: no queue, no stamp */
+    :: k == FAST ->     /* HMGET served maxttl; SET NX PX; ZADD GT; EXISTS queue */
         if
         :: key[m] == FREE ->
-            key[m] = TOK(c); ttl[m] = TTL;
+            key[m] = TOK(c); ttl[m] = TTL; INDEX(m, c);
             printf("MSC: master %d sets client %d's key (fast path)\n", m, c)
         :: else -> skip
         fi;
@@ -321,11 +435,13 @@ inline exec(c, m, k, a, x, h) {
             /* not served: no vote, though the key may be ours (the cleanup
              * removes it: not a "no" that wrote nothing); the client checks
              * the marker (CHECK) and settles a master found pending */
-            if :: a -> nno[c]++; pend[c] = pend[c] | BIT(m) :: else -> skip fi
+            if :: a -> nno[c]++ :: else -> skip fi;
+            if :: mk[m] == MK_PENDING -> pending(c, m, a) :: else -> skip fi
         :: else -> vote(c, m, a, 0)
         fi
     :: k == CLEAN ->    /* a failed attempt's cleanup: keep the place, hand quietly */
         ENQUEUE(m, c);
+        UNINDEX(m, c);
         if
         :: OWN(m, c) ->
 #ifdef BROKEN_CLEANUP_FREES
@@ -333,9 +449,13 @@ inline exec(c, m, k, a, x, h) {
 #else
             hand_over(m, 0, h)
 #endif
+#ifdef BROKEN_RELEASE_NO_COMPARE
+        :: !OWN(m, c) && IS_TOK(key[m]) -> key[m] = FREE; ttl[m] = 0
+#endif
         :: else -> skip
         fi
     :: k == REL ->
+        UNINDEX(m, c);
         if
         :: OWN(m, c) ->
 #ifdef BROKEN_RELEASE_FREES
@@ -343,9 +463,13 @@ inline exec(c, m, k, a, x, h) {
 #else
             hand_over(m, 1, h)
 #endif
+#ifdef BROKEN_RELEASE_NO_COMPARE
+        :: !OWN(m, c) && IS_TOK(key[m]) -> hand_over(m, 1, h)
+#endif
         :: else -> skip
         fi
     :: k == NREL ->     /* the release without Lua: ZREM; DELIFEQ key token (pipelined) */
+        UNINDEX(m, c);
         if
         :: key[m] == TOK(c) -> key[m] = FREE; ttl[m] = 0
         :: key[m] == MTOK(c) ->
@@ -354,7 +478,7 @@ inline exec(c, m, k, a, x, h) {
              * client queued there since; a full channel loses it as a
              * dropped connection would */
             printf("MSC: master %d: client %d's key is marked: the script follows\n", m, c);
-            if :: nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!REL, 0 :: else -> skip fi
+            if :: nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!REL, 0, 0 :: else -> skip fi
         :: else -> skip /* gone or another's: the script follows too (the
                            delete's 0 does not say why), compares this
                            lease's token, and changes nothing */
@@ -363,8 +487,9 @@ inline exec(c, m, k, a, x, h) {
         DEQUEUE(m, c);
         if :: key[m] == RES(c) -> hand_over(m, 1, h) :: else -> skip fi
     :: k == EXT ->      /* the script, or (a master with SET IFEQ) the transaction */
+        if :: mk[m] != MK_NONE && bnd[m] < TTL -> bnd[m] = TTL :: else -> skip fi;
         if
-        :: OWN(m, c) && EXT_TRUSTED(m) -> ttl[m] = TTL; vote(c, m, a, 1)
+        :: OWN(m, c) && EXT_TRUSTED(m) -> ttl[m] = TTL; INDEX(m, c); vote(c, m, a, 1)
         :: OWN(m, c) && !EXT_TRUSTED(m) ->
             /* not served: the script writes nothing; the transaction
              * (HGET served; GET; SET IFEQ PX; ZADD GT) cannot refuse to
@@ -376,20 +501,25 @@ inline exec(c, m, k, a, x, h) {
     :: k == FENCE ->
         if :: x > fence[m] -> fence[m] = x :: else -> skip fi;
         vote(c, m, a, 1)
-    :: k == LEASES ->
+    :: k == LEASES ->   /* counts?, the latest live lease end, the fence counter, maxttl */
         if
         :: a ->
             nrep[c]++;
+            if :: fence[m] > rfen[c] -> rfen[c] = fence[m] :: else -> skip fi;
             if
             :: !TRUSTED(m) -> nns[c]++; nsm[c] = nsm[c] | BIT(m)
-            :: TRUSTED(m) && IS_TOK(key[m]) && ttl[m] > rmax[c] -> rmax[c] = ttl[m]
-            :: else -> skip
+            :: else ->
+                REPORT(rmax[c], m)
             fi
         :: else -> skip
         fi
-    :: k == SETTLE ->
+    :: k == SETTLE ->   /* x: the window; y: the rebirth named, and the fence << 4 */
         if
-        :: mk[m] == MK_PENDING -> mk[m] = MK_YOUNG; win[m] = x;
+        :: mk[m] == MK_PENDING && NAMED(m) == (y & 15) ->
+            mk[m] = MK_YOUNG; win[m] = x;
+#ifndef BROKEN_FENCE_NOT_RAISED
+            if :: (y >> 4) > fence[m] -> fence[m] = y >> 4 :: else -> skip fi;
+#endif
             printf("MSC: master %d settled, window %d\n", m, x);
             if :: x == 0 -> mk[m] = MK_SERVED :: else -> skip fi
         :: else -> skip
@@ -398,12 +528,12 @@ inline exec(c, m, k, a, x, h) {
 }
 
 /* Queue a request; a full channel or a master that is down loses it. */
-inline send(c, m, k, a, x) {
+inline send(c, m, k, a, x, y) {
     if
     :: !up[m] -> skip
     :: up[m] && !conn[CH(c, m)] && empty(ch[CH(c, m)]) ->
-        conn[CH(c, m)] = 1; fresh[CH(c, m)] = 1; ch[CH(c, m)]!k, x
-    :: up[m] && conn[CH(c, m)] && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!k, x
+        conn[CH(c, m)] = 1; fresh[CH(c, m)] = 1; ch[CH(c, m)]!k, x, y
+    :: up[m] && conn[CH(c, m)] && nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!k, x, y
     :: up[m] && conn[CH(c, m)] && full(ch[CH(c, m)]) -> skip
     fi
 }
@@ -411,7 +541,7 @@ inline send(c, m, k, a, x) {
 inline send_all(c, k, a, x, m) {
     m = 0;
     do
-    :: m < NM -> send(c, m, k, a, x); m++
+    :: m < NM -> send(c, m, k, a, x, 0); m++
     :: else -> m = 0; break
     od
 }
@@ -438,19 +568,10 @@ inline send_release(c, fast, m) {
     m = 0;
     do
     :: m < NM -> if
-                 :: fast && nat && ((fq[c] | gq[c]) & BIT(m)) -> send(c, m, NREL, 0, 0)
-                 :: else -> send(c, m, REL, 0, 0)
+                 :: fast && nat && ((fq[c] | gq[c]) & BIT(m)) -> send(c, m, NREL, 0, 0, 0)
+                 :: else -> send(c, m, REL, 0, 0, 0)
                  fi;
                  m++
-    :: else -> m = 0; break
-    od
-}
-
-/* Every master the attempt may have written to: not those that said no. */
-inline cleanup(c, m) {
-    m = 0;
-    do
-    :: m < NM -> if :: !(nom[c] & BIT(m)) -> send(c, m, CLEAN, 0, 0) :: else -> skip fi; m++
     :: else -> m = 0; break
     od
 }
@@ -464,12 +585,12 @@ inline new_round(c) {
     old[CH(c, 3)] = len(ch[CH(c, 3)]); old[CH(c, 4)] = len(ch[CH(c, 4)]);
 #endif
     nok[c] = 0; nno[c] = 0; okm[c] = 0; nom[c] = 0;
-    pend[c] = 0; fmax[c] = 0
+    pend[c] = 0; fmax[c] = 0; tmo[c] = 0
 }
 
 inline drop_conn(i) {
     do
-    :: nempty(ch[i]) -> ch[i]?_, _
+    :: nempty(ch[i]) -> ch[i]?_, _, _
     :: empty(ch[i]) -> break
     od;
     conn[i] = 0; fresh[i] = 0; old[i] = 0;
@@ -482,14 +603,14 @@ inline drop_conn(i) {
 
 /* ---- the network and the masters: any connection's next request ---- */
 #define DELIVER(c, m) \
-    :: atomic { up[m] && nempty(ch[CH(c, m)]) -> ch[CH(c, m)]?k, x; \
+    :: atomic { up[m] && nempty(ch[CH(c, m)]) -> ch[CH(c, m)]?k, x, y; \
                 if :: old[CH(c, m)] > 0 -> old[CH(c, m)]--; a = 0; lastold = (old[CH(c, m)] == 0) \
                    :: else -> a = 1 fi; \
-                exec(c, m, k, a, x, h); k = 0; a = 0; x = 0; lastold = 0 }
+                exec(c, m, k, a, x, y, h); k = 0; a = 0; x = 0; y = 0; lastold = 0 }
 
 #ifndef LIVE
 proctype net() {
-    mtype k; byte a, x, h;
+    mtype k; byte a, x, y, h;
 end:
     do
     DELIVER(0, 0) DELIVER(0, 1) DELIVER(0, 2)
@@ -506,7 +627,7 @@ end:
  * (One process for all would let the scheduler serve one client's
  * connections forever.) */
 proctype link(byte c; byte m) {
-    mtype k; byte a, x, h;
+    mtype k; byte a, x, y, h;
 end:
     do
     DELIVER(c, m)
@@ -514,18 +635,47 @@ end:
 }
 #endif
 
+/* ---- snapshots (FAULT_KIND 1): one copy of one master's data ---- */
+#ifndef LIVE
+#define FK(n) (FAULT_KIND == (n) || FAULT_KIND == 9)
+#ifndef FAULT_KIND
+#define FAULT_KIND 9
+#endif
+#if FK(1)
+byte sfrom = 255;               /* the master the snapshot is of; 255: none yet */
+byte skey, sttl, sfence, smk, smkrun, sgen, swin, sbnd;
+bool smkdur;
+byte sidx;
+#define SNAPS 1
+#endif
+#endif
+
 /* ---- time ---- */
 inline tick(i) {
     i = 0;
     do
     :: i < NM ->
-        if :: ttl[i] > 0 -> ttl[i]--; if :: ttl[i] == 0 -> key[i] = FREE :: else -> skip fi
+        if :: ttl[i] > 0 -> ttl[i]--; if :: ttl[i] == 0 -> key[i] = FREE; IDX_ENDED(i) :: else -> skip fi
            :: else -> skip fi;
         if :: mk[i] == MK_YOUNG -> win[i]--; if :: win[i] == 0 -> mk[i] = MK_SERVED :: else -> skip fi
+           :: mk[i] == MK_PENDING && ripe[i] < QL -> ripe[i]++
            :: else -> skip fi;
         i++
     :: else -> break
     od;
+#ifdef SNAPS
+    /* a snapshot keeps absolute times: its keys and windows end as the
+     * master's would have */
+    if
+    :: sfrom < NM ->
+        if :: sttl > 0 -> sttl--; if :: sttl == 0 -> skey = FREE :: else -> skip fi
+           :: else -> skip fi;
+        if :: smk == MK_YOUNG -> swin--; if :: swin == 0 -> smk = MK_SERVED :: else -> skip fi
+           :: else -> skip fi;
+        skip
+    :: else -> skip
+    fi;
+#endif
     i = 0;
     do
     :: i < NC ->
@@ -534,6 +684,11 @@ inline tick(i) {
         if :: ve[i] > 0 -> ve[i]-- :: else -> skip fi;
         if :: pt[i] > 0 -> pt[i]-- :: else -> skip fi;
         if :: dl[i] > 0 -> dl[i]-- :: else -> skip fi;
+        if :: tmo[i] < QL -> tmo[i]++ :: else -> skip fi;
+        if :: tk[i] < QL -> tk[i]++ :: else -> skip fi;
+#ifdef OPER
+        skip;
+#endif
         i++
     :: else -> break
     od;
@@ -548,7 +703,7 @@ inline tick(i) {
 
 /* A master whose clock runs fast ends a key or a window up to D early. */
 #define EARLY(m) \
-    :: atomic { ttl[m] > 0 && ttl[m] <= D -> ttl[m] = 0; key[m] = FREE; \
+    :: atomic { ttl[m] > 0 && ttl[m] <= D -> ttl[m] = 0; key[m] = FREE; IDX_ENDED(m); \
                 printf("MSC: master %d's clock runs fast: its key expires early\n", m) } \
     :: atomic { mk[m] == MK_YOUNG && win[m] <= D -> win[m] = 0; mk[m] = MK_SERVED; \
                 printf("MSC: master %d's clock runs fast: its window ends early\n", m) }
@@ -560,7 +715,11 @@ end:
 #ifdef LIVE
     :: atomic { timeout -> printf("MSC: tick\n"); tick(i) }
 #else
+#ifdef TICKS
+    :: atomic { nt < TICKS -> nt++; printf("MSC: tick\n"); tick(i) }
+#else
     :: atomic { printf("MSC: tick\n"); tick(i) }
+#endif
 #if D > 0
     EARLY(0) EARLY(1) EARLY(2)
 #if NM > 3
@@ -575,7 +734,7 @@ end:
 inline send_mask(c, mask, k, x, m) {
     m = 0;
     do
-    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, 0, x) :: else -> skip fi; m++
+    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, 0, x, 0) :: else -> skip fi; m++
     :: else -> m = 0; break
     od
 }
@@ -583,13 +742,9 @@ inline send_mask(c, mask, k, x, m) {
 
 #ifndef LIVE
 /* ---- master faults (at most FAULTS) ----
- * FAULT_KIND picks one kind (0 restart, nothing kept; 1 older snapshot;
- * 2 AOF always; 3 FLUSHALL; 4 a lost connection; 5 the master's name
- * moves onto a server whose marker counts); 9, all of them. */
-#ifndef FAULT_KIND
-#define FAULT_KIND 9
-#endif
-#define FK(n) (FAULT_KIND == (n) || FAULT_KIND == 9)
+ * FAULT_KIND picks one kind (0 restart, nothing kept; 1 restart from a
+ * snapshot; 3 FLUSHALL; 4 a lost connection; 5 the master's name moves
+ * onto a server whose marker counts); 9, all of them. */
 inline drop_conns(m, i) {
     i = 0;
     do
@@ -598,35 +753,71 @@ inline drop_conns(m, i) {
     od
 }
 
+/* A master's data as a backup, a replica or an AOF that stops here would
+ * keep it. */
+#ifdef SNAPS
+inline snapshot(j) {
+    sfrom = j; skey = key[j]; sttl = ttl[j]; sfence = fence[j]; smk = mk[j]; smkrun = mkrun[j];
+    sgen = gen[j]; swin = win[j]; sbnd = bnd[j]; smkdur = mkdur[j];
+    sidx = idx[j];
+    printf("MSC: a copy of master %d's data is taken (key %d, marker %d)\n", j, skey, smk)
+}
+#endif
+
+#ifdef GHOST
+bool ghost;                     /* the earlier holder's late release has run */
+#endif
+
 proctype faults() {
     byte m, i;
 end:
     do
+#ifdef GHOST
+    /* The release of an earlier holder of the key (client 1, which takes
+     * no part otherwise) was still on its way: it runs at any moment, once,
+     * on every master. It compares its token: it deletes no key, and it
+     * removes its own lease's index entry, which is gone already: nothing,
+     * unless entries are named by the key. */
+    :: atomic { !ghost -> ghost = 1; printf("MSC: an earlier holder's late release runs\n");
+        m = 0;
+        do :: m < NM -> UNINDEX(m, 1); m++ :: else -> m = 0; break od }
+#endif
+#ifdef SNAPS
+    /* The copy (once, at any moment): master 0's own (a backup, a replica
+     * in sync until now, an AOF whose later writes will be lost, the
+     * moment appendfsync is switched off at run time) or master 1's. */
+    :: atomic { sfrom == 255 && nf < FAULTS -> if :: snapshot(0) :: snapshot(1) fi }
+#endif
     :: nf < FAULTS -> atomic {
         nf++;
         /* masters are alike: the first fault hits master 0, a second 0 or 1 */
         if :: m = 0 :: nf > 1 -> m = 1 fi;
         if
         :: FK(0) -> printf("MSC: master %d restarts, nothing kept\n", m);
-            inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
-            mk[m] = MK_NONE; win[m] = 0; mkdur[m] = 0; lost = 1; drop_conns(m, i)
-        :: FK(1) -> printf("MSC: master %d restarts from an older snapshot (marker %d kept, lock key lost)\n", m, mk[m]);
-            inc[m]++; key[m] = FREE; ttl[m] = 0; mkdur[m] = 0;
-            if :: fence[m] = 0; lost = 1 :: skip fi;
+            inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0; cut[m] = 0;
+            mk[m] = MK_NONE; win[m] = 0; mkdur[m] = 0; idx[m] = 0; ripe[m] = 0;
             drop_conns(m, i)
-        :: FK(2) -> printf("MSC: master %d restarts with everything kept (AOF always)\n", m);
-            inc[m]++; mkdur[m] = 1; drop_conns(m, i)
+#ifdef SNAPS
+        :: FK(1) && sfrom < NM ->
+            printf("MSC: master %d restarts from the copy of master %d's data\n", m, sfrom);
+            inc[m]++; key[m] = skey; ttl[m] = sttl; fence[m] = sfence; queue[m] = 0; cut[m] = 0;
+            mk[m] = smk; mkrun[m] = smkrun; gen[m] = sgen; win[m] = swin; bnd[m] = sbnd;
+            mkdur[m] = smkdur; idx[m] = sidx; ripe[m] = 0;
+            drop_conns(m, i)
+#endif
         :: FK(3) -> printf("MSC: master %d FLUSHALL\n", m);
-            key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
-            mk[m] = MK_NONE; win[m] = 0; lost = 1
+            key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0; cut[m] = 0;
+            mk[m] = MK_NONE; win[m] = 0; mkdur[m] = 0; idx[m] = 0; ripe[m] = 0;
+            skip
         :: FK(5) -> printf("MSC: master %d's name moves onto a server that counts (key, queue, fence lost)\n", m);
             /* The old server is stopped for good (the operator's rule):
              * every connection drops, and each client's next one goes
              * to the new server, knowing that the address changed. Its
              * marker is its own process's, served: it would count. */
-            inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0;
-            mk[m] = MK_SERVED; mkrun[m] = inc[m]; win[m] = 0; mkdur[m] = 0; lost = 1;
-            drop_conns(m, i); moved[CH(0, m)] = 1; moved[CH(1, m)] = 1
+            inc[m]++; key[m] = FREE; ttl[m] = 0; fence[m] = 0; queue[m] = 0; cut[m] = 0;
+            mk[m] = MK_SERVED; mkrun[m] = inc[m]; win[m] = 0; mkdur[m] = 0;
+            idx[m] = 0; ripe[m] = 0;
+            drop_conns(m, i); moved[CH(0, m)] = 1; moved[CH(1, m)] = 1; mvd[m] = 1
         :: FK(4) -> printf("MSC: client 0's connection to master %d drops\n", m); drop_conn(CH(0, m))
         :: FK(4) -> printf("MSC: client 1's connection to master %d drops\n", m); drop_conn(CH(1, m))
         fi;
@@ -635,23 +826,239 @@ end:
     od
 }
 
+/* ---- third parties: the fleet as a fresh client measures it ----
+ * measure(): one look at every master at one instant (LEASES, each behind
+ * the looker's handshake): how many answered (nr), how many do not count
+ * (nn), the longest live lease a counting master reports (rm), the largest
+ * fence counter (rf). */
+inline measure(i, nr, nn, rm, rf) {
+    i = 0; nr = 0; nn = 0; rm = 0; rf = 0;
+    do
+    :: i < NM ->
+        if
+        :: up[i] ->
+            check_marker(i);
+            nr++;
+            if :: fence[i] > rf -> rf = fence[i] :: else -> skip fi;
+            if
+            :: !TRUSTED(i) -> nn++
+            :: else ->
+                REPORT(rm, i)
+            fi
+        :: else -> skip
+        fi;
+        i++
+    :: else -> i = 0; break
+    od
+}
+#define TIGHT_(nr, nn) (nr == NM && nn < Q)
+
+/* A settle measures the fleet only once every attempt that may have
+ * counted the reborn master's vote from before its rebirth has decided:
+ * an attempt decides within a bound of its start (here, before the first
+ * tick after it: its validity is gone then), so a measurement a tick
+ * after the rebirth sees such a lease on the rest of its quorum (memory.c
+ * settle_start waits the bound; acquire.c refuses a quorum that came
+ * later). The mistake: measuring at once. */
+#ifdef BROKEN_SETTLE_AT_ONCE
+#define RIPE(m) (mk[m] == MK_PENDING)
+#define RIPENED(c) skip
+#else
+#define RIPE(m) (mk[m] == MK_PENDING && ripe[m] >= QL)
+#define RIPENED(c) tk[c] = 0; tk[c] >= QL
+#endif
+
+/* SETTLER: other clients, whose settles are never late: at any moment
+ * one stamps a master it finds without a marker (its handshake), or
+ * settles a pending one from one look at the fleet. */
+#ifdef SETTLER
+proctype settler() {
+    byte m, i, nr, nn, rm, rf, w;
+end:
+    do
+    :: atomic { up[0] && (mk[0] == MK_NONE || mkrun[0] != inc[0]) -> check_marker(0) }
+    :: atomic { up[1] && (mk[1] == MK_NONE || mkrun[1] != inc[1]) -> check_marker(1) }
+    :: atomic { (RIPE(0) || RIPE(1) || RIPE(2)) ->
+        if :: RIPE(0) -> m = 0 :: RIPE(1) -> m = 1 :: RIPE(2) -> m = 2 fi;
+        measure(i, nr, nn, rm, rf);
+        if
+        :: mk[m] == MK_PENDING ->
+            if :: TIGHT_(nr, nn) -> w = rm + 2 * D :: else -> w = TTL fi;
+#ifdef BROKEN_SETTLE_QUORUM
+            if :: nr == NM -> w = rm + 2 * D :: else -> skip fi;
+#endif
+#ifdef BROKEN_SETTLE_NO_DRIFT
+            if :: TIGHT_(nr, nn) -> w = rm :: else -> skip fi;
+#endif
+            mk[m] = MK_YOUNG; win[m] = w;
+#ifndef BROKEN_FENCE_NOT_RAISED
+            if :: rf > fence[m] -> fence[m] = rf :: else -> skip fi;
+#endif
+            printf("MSC: another client settles master %d, window %d\n", m, w);
+            if :: w == 0 -> mk[m] = MK_SERVED :: else -> skip fi
+        :: else -> skip
+        fi;
+        m = 0; nr = 0; nn = 0; rm = 0; rf = 0; w = 0 }
+    od
+}
+#endif
+
+/* ---- the operator (OPER 1: readmit; 2: declare-empty), once ----
+ * Its look at the fleet (LEASES from every master) and its word (DECLARE
+ * on each) are one step: what it must not miss is a lease live on a
+ * master that remembers. It refuses where one is, or where the fleet
+ * cannot say (a master down, a quorum that does not count): a lease may
+ * then live only on masters that forgot it. readmit makes every master
+ * count; declare-empty those that hold no key. Either raises each fence
+ * counter to the fleet's largest. */
+#ifdef OPER
+proctype oper() {
+    byte m, i, nr, nn, rm, rf;
+    /* Its handshakes stamp a master found without a marker; it looks only
+     * once every master that does not count was reborn a quorum's bound
+     * ago (declare.c's wait, the DECLARE script's age check): every attempt
+     * that counted a vote such a master gave before it forgot has decided
+     * by then, its lease on the rest of its quorum. */
+    atomic {
+        m = 0;
+        do
+        :: m < NM -> if :: up[m] -> check_marker(m) :: else -> skip fi; m++
+        :: else -> m = 0; break
+        od
+    }
+    atomic {
+        (!up[0] || mk[0] == MK_SERVED || ripe[0] >= QL) &&
+        (!up[1] || mk[1] == MK_SERVED || ripe[1] >= QL) &&
+        (!up[2] || mk[2] == MK_SERVED || ripe[2] >= QL) ->
+        measure(i, nr, nn, rm, rf);
+#ifndef BROKEN_OPERATOR_BLIND
+        if
+        /* declare.c dec_refusal: a live lease a master that counts
+         * reports, or a master that did not answer (it may be the one
+         * that remembers). A majority that sits out is not refused: no
+         * look sees what only the masters that forgot held, and the word
+         * is the operator's (NOTES.md §4). */
+        :: nn > 0 && (rm > 0 || nr < NM) -> printf("MSC: the operator is refused: a lease may be live\n"); goto done
+        :: else -> skip
+        fi;
+#endif
+        m = 0;
+        do
+        :: m < NM ->
+            if
+            :: up[m] && ripe[m] >= QL && mk[m] != MK_SERVED &&
+               (OPER == 1 || (key[m] == FREE && fence[m] == 0)) ->
+                mk[m] = MK_SERVED; mkrun[m] = inc[m]; win[m] = 0;
+                if :: rf > fence[m] -> fence[m] = rf :: else -> skip fi;
+                printf("MSC: the operator makes master %d count\n", m)
+            :: else -> skip
+            fi;
+            m++
+        :: else -> break
+        od;
+done:   m = 0; nr = 0; nn = 0; rm = 0; rf = 0
+    }
+}
+#endif
+
+/* ---- the prober: a third client, with no delay at all ----
+ * At any moment, a fresh client whose requests all arrive at once would
+ * be granted by every master that is up, counts after its handshake, and
+ * holds no key. If that is a quorum while somebody holds, it would hold
+ * too: two holders. (A client made after a name moved and before a client
+ * that saw the move reached that server would count it: the operator's
+ * rule, NOTES.md §4, "Names that move"; the prober is not that client.)
+ * FENCED: with nobody holding, the fence it would be given (one more than
+ * the largest counter of its quorum) must be above every fence granted. */
+#if defined(BROKEN_GUARD_OFF)
+#define COUNTS_FRESH(m) true
+#elif defined(BROKEN_TRUST_SNAPSHOT)
+#define COUNTS_FRESH(m) (mk[m] == MK_SERVED)
+#elif defined(BROKEN_VOUCH_ADOPTS)
+#define COUNTS_FRESH(m) (mk[m] == MK_SERVED && (mkrun[m] == inc[m] || mkdur[m]))
+#else
+#define COUNTS_FRESH(m) (mk[m] == MK_SERVED && mkrun[m] == inc[m])
+#endif
+/* ... or, on a master it met before that has not restarted since (its
+ * connection kept), by what that connection lets count: the fast path's
+ * read of the marker, or (check-trusted) the handshake's word alone. */
+#define COUNTS_WARM(m) (inc[m] == 0 && (FAST_TRUSTED(m) || (mk[m] == MK_NONE && VANISHED_COUNTS)))
+#ifdef BROKEN_MOVE_TRUSTED
+#define PG(m) (up[m] && key[m] == FREE && (COUNTS_FRESH(m) || COUNTS_WARM(m)))
+#else
+#define PG(m) (up[m] && key[m] == FREE && (COUNTS_FRESH(m) || COUNTS_WARM(m)) && !mvd[m])
+#endif
+#define PGN(m) (PG(m) -> 1 : 0)
+#if NM > 3
+#define NGRANT (PGN(0) + PGN(1) + PGN(2) + PGN(3) + PGN(4))
+#else
+#define NGRANT (PGN(0) + PGN(1) + PGN(2))
+#endif
+#define LOW(m) (fence[m] < hi)
+#define STALE_PAIR ((PG(0) && PG(1) && LOW(0) && LOW(1)) || (PG(0) && PG(2) && LOW(0) && LOW(2)) || \
+                    (PG(1) && PG(2) && LOW(1) && LOW(2)))
+proctype prober() {
+end:
+    if
+    :: atomic { (hold[0] || hold[1]) && NGRANT >= Q ->
+        printf("MSC: a client asking now would be granted by a quorum too\n"); assert(false) }
+#if defined(FENCED) && NM == 3
+    :: atomic { !hold[0] && !hold[1] && STALE_PAIR ->
+        printf("MSC: a client asking now would be given a fence no larger than %d\n", hi); assert(false) }
+#endif
+    fi
+}
+
 /* ---- a client: ROUNDS waiting attempts; holds, extends, releases ---- */
 #ifdef FENCED
 #define WON_FAST(r) 0           /* a fenced acquire never takes the fast path */
 #else
 #define WON_FAST(r) ((r) == 1)  /* the first attempt is the fast path */
 #endif
+/* Validity runs from the attempt's start (v set there, counted down by
+ * every tick since). The mistake: from the decision. */
+#ifdef BROKEN_VALIDITY_FROM_DECISION
+#define START_VALID(c) skip
+#define DECIDE_VALID(c) v[c] = TTL - MARGIN
+#else
+#define START_VALID(c) v[c] = TTL - MARGIN
+#define DECIDE_VALID(c) skip
+#endif
+/* A quorum counts only if reached before a tick since its round started
+ * (op.c rl_quorum_late: RL_QUORUM_MAX_MS, far below a tick): a reborn
+ * master's fleet is measured a tick after its rebirth (RIPE), by when
+ * every attempt that counted its vote from before has decided. The
+ * mistake: a quorum however late. */
+#ifdef BROKEN_QUORUM_LATE
+#define LATE(c) false
+#else
+#define LATE(c) (tmo[c] >= QL)
+#endif
+/* The settle's window (memory.c settle_decide): measured ("tight") when
+ * every master answered and fewer than a quorum do not count: the longest
+ * live lease reported, plus the drift allowance of the reborn master's
+ * clock; else the fleet's longest ttl. */
+#if defined(BROKEN_SETTLE_QUORUM)
+#define TIGHT(c) (nrep[c] == NM)
+#else
+#define TIGHT(c) (nrep[c] == NM && nns[c] < Q)
+#endif
+#ifdef BROKEN_SETTLE_NO_DRIFT
+#define MEASURED(c) rmax[c]
+#else
+#define MEASURED(c) (rmax[c] + 2 * D)
+#endif
 proctype client(byte c) {
     byte m, r, e, s, w, okl, nol, pl, fm;
     bool won;
+#ifdef SEQ
+    (c == 1 || done1);          /* SEQ: client 0 starts once client 1 is done */
+#endif
     do
     :: r < ROUNDS(c) ->
-#ifdef STAGGER
-        (c == 0 || decided0);       /* client 1 starts once client 0 decided */
-#endif
         r++;
         atomic {
-            new_round(c); fsnap[c] = hi; v[c] = TTL - MARGIN; waiting[c] = 1; fq[c] = 0; gq[c] = 0;
+            new_round(c); fsnap[c] = hi; START_VALID(c); waiting[c] = 1; fq[c] = 0; gq[c] = 0;
             printf("MSC: client %d attempt %d starts\n", c, r);
             if :: r == 1 -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi
         }
@@ -660,14 +1067,14 @@ proctype client(byte c) {
          * is only a different schedule) */
         atomic {
             okl = okm[c]; nol = nom[c]; pl = pend[c]; fm = fmax[c];
-            if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi;
-            decided0 = 1
+            if :: nok[c] >= Q && !LATE(c) -> won = 1 :: else -> won = 0 fi;
+            DECIDE_VALID(c)
         }
 #if defined(FENCED) && !defined(BROKEN_NO_WRITEBACK)
         if
         :: won ->       /* fence write-back: counter = max(counter, t), a majority acks */
             atomic { new_round(c); send_all(c, FENCE, 0, fm, m) };
-            atomic { if :: nok[c] >= Q -> won = 1 :: nok[c] < Q -> won = 0 fi }
+            atomic { if :: nok[c] >= Q -> won = 1 :: else -> won = 0 fi }
         :: else -> skip
         fi;
 #endif
@@ -675,10 +1082,8 @@ proctype client(byte c) {
         :: atomic { won && v[c] > 0 ->
             printf("MSC: client %d holds (fence %d, validity %d)\n", c, fm, v[c]);
             assert(!hold[OTHER(c)]);                /* mutual exclusion */
-#if defined(BROKEN_FENCE_WITHOUT_AOF)
-            assert(fm > fsnap[c]);
-#elif defined(FENCED)
-            assert(lost || fm > fsnap[c]);           /* fences grow (counters kept) */
+#ifdef FENCED
+            assert(fm > fsnap[c]);                  /* fences grow, whatever was lost */
 #endif
             if :: fm > hi -> hi = fm :: else -> skip fi;
             hold[c] = 1; waiting[c] = 0;
@@ -695,7 +1100,7 @@ proctype client(byte c) {
             :: atomic { hold[c] && e < EXTS -> e++; new_round(c); ve[c] = TTL - MARGIN;
                         send_all(c, EXT, 0, 0, m) };
                atomic { if
-                        :: nok[c] >= Q && hold[c] && ve[c] > 0 -> v[c] = ve[c];
+                        :: nok[c] >= Q && !LATE(c) && hold[c] && ve[c] > 0 -> v[c] = ve[c];
                            printf("MSC: client %d extended (validity %d)\n", c, v[c])
                         :: else -> skip
                         fi }
@@ -710,21 +1115,20 @@ proctype client(byte c) {
             if
             :: pl != 0 && s < SETTLES ->            /* a master waits for its window */
                 s++;
-                atomic { new_round(c); nrep[c] = 0; nns[c] = 0; rmax[c] = 0; nsm[c] = 0;
+                RIPENED(c);
+                atomic { new_round(c); nrep[c] = 0; nns[c] = 0; rmax[c] = 0; nsm[c] = 0; rfen[c] = 0;
                          send_all(c, LEASES, 0, 0, m) };
                 atomic {
                     if
-                    :: nrep[c] == NM && nns[c] < Q -> w = rmax[c] + D
-#ifdef BROKEN_SETTLE_QUORUM
-                    :: nrep[c] < NM && nrep[c] >= Q && nns[c] < Q -> w = rmax[c] + D
-#endif
+                    :: TIGHT(c) -> w = MEASURED(c)
                     :: else -> w = TTL              /* the fleet's longest ttl */
                     fi;
-                    printf("MSC: client %d settles with window %d (%d reports)\n", c, w, nrep[c]);
+                    printf("MSC: client %d settles with window %d (%d reports, fence %d)\n", c, w,
+                           nrep[c], rfen[c]);
                     m = 0;
                     do
-                    :: m < NM -> if :: (nsm[c] & BIT(m)) && conn[CH(c, m)] ->
-                                       send(c, m, SETTLE, 0, w)
+                    :: m < NM -> if :: (pl & BIT(m)) && conn[CH(c, m)] ->
+                                       send(c, m, SETTLE, 0, w, pg[CH(c, m)] | (rfen[c] << 4))
                                     :: else -> skip fi; m++
                     :: else -> m = 0; break
                     od;
@@ -738,7 +1142,43 @@ proctype client(byte c) {
 #ifdef WAITQ
     atomic { waiting[c] = 0; new_round(c); send_all(c, LEAVE, 0, 0, m) }
 #endif
+    if :: c == 1 -> done1 = 1 :: else -> skip fi
 }
+
+/* PINGER: client 1 takes no lock; it meets the masters (a ping, a status:
+ * its handshake's CHECK) and settles one it finds pending, as any client
+ * does, from one look at the fleet a quorum's bound later (its LEASES, at
+ * one instant: their spread is not what this check is about); its SETTLE
+ * may be delayed like any request (a slow network, a paused client). */
+#ifdef PINGER
+proctype pinger(byte c) {
+    byte m, i, nr, nn, rm, rf, w;
+    atomic {
+        (mk[0] == MK_PENDING || mk[1] == MK_PENDING || mk[2] == MK_PENDING) ->
+        m = 0;
+        do
+        :: m < NM -> if :: mk[m] == MK_PENDING -> pending(c, m, 1) :: else -> skip fi; m++
+        :: else -> m = 0; break
+        od;
+        w = pend[c]
+    }
+    RIPENED(c);
+    atomic {
+        measure(i, nr, nn, rm, rf);
+        if :: TIGHT_(nr, nn) -> rm = rm + 2 * D :: else -> rm = TTL fi;
+#ifdef BROKEN_SETTLE_NO_DRIFT
+        if :: TIGHT_(nr, nn) -> rm = rm - 2 * D :: else -> skip fi;
+#endif
+        printf("MSC: client %d settles with window %d\n", c, rm);
+        m = 0;
+        do
+        :: m < NM -> if :: (w & BIT(m)) -> send(c, m, SETTLE, 0, rm, pg[CH(c, m)] | (rf << 4))
+                        :: else -> skip fi; m++
+        :: else -> m = 0; break
+        od;
+        w = 0; nr = 0; nn = 0; rm = 0; rf = 0 }
+}
+#endif
 
 #else   /* LIVE */
 
@@ -793,14 +1233,10 @@ again:
              * grant with nobody queued */
             if :: first && (nom[c] | pend[c] | (okl & ~fq[c])) == 0 -> gq[c] = ALL & ~okl
                :: else -> skip fi;
-#if defined(LIVE) || defined(WAITQ)
             /* leave where the attempt was refused now, where it is still
              * to answer when the answer says so (LATE_LEAVE) */
             lf[c] = ALL & ~okl & ~nom[c]; okl = nom[c];
             new_round(c); send_mask(c, okl, LEAVE, 0, m); okl = 0 }
-#else
-            new_round(c); send_mask(c, ALL & ~okl, LEAVE, 0, m); okl = 0 }
-#endif
         /* lost: the code waits for every master's answer, then cleans up
          * only where the attempt may have written (not where it was
          * refused); a master still silent fails at the node timeout and is
@@ -846,9 +1282,18 @@ init {
     byte i;
     atomic {
         do
-        :: i < NM -> up[i] = 1; mk[i] = MK_SERVED; i++     /* declared empty */
+        :: i < NM -> up[i] = 1; mk[i] = MK_SERVED; bnd[i] = TTL;    /* declared empty */
+#ifdef BROKEN_VOUCH_ADOPTS
+                     mkdur[i] = 1;      /* AOF always, and its marker vouched for it */
+#endif
+                     i++
         :: else -> break
         od;
+#ifdef UNDECL
+        /* master 0 is new and was never declared: pending, as its first
+         * client's handshake leaves it (faults hit master 0 first, too) */
+        reborn(0, TTL);
+#endif
 #if defined(LIVE) || defined(WAITQ)
         if :: nat = 1 :: skip fi;       /* the fleet has DELIFEQ or not */
 #endif
@@ -858,6 +1303,15 @@ init {
 #else
         tkt[0] = 0; tkt[1] = 1;         /* clients are alike: 0 queued first */
         run faults();
+#endif
+#ifdef OPER
+        run oper();
+#endif
+#ifdef SETTLER
+        run settler();
+#endif
+#ifndef LIVE
+        run prober();
 #endif
 #ifdef LIVE
         i = 0;
@@ -871,6 +1325,12 @@ init {
 #ifdef CRASH
         run killer();
 #endif
-        run clock(); run client(0); run client(1)
+        run clock(); run client(0);
+#if defined(PINGER)
+        run pinger(1)
+#elif !defined(ONE_CLIENT)
+        run client(1)
+#endif
+
     }
 }

@@ -14,7 +14,7 @@
  * guard on (the default), the fast path where it may be taken: one lock, no
  * fence, no place in the queue asked, and a master whose memory is known to
  * count for a ttl this long, whose clock was read lately (rl_trust_fast):
- * HGET marker served, SET NX PX, ZADD of the lease's end into the index,
+ * HMGET marker served maxttl, SET NX PX, ZADD of the lease's end into the index,
  * one transaction (cmd.h; NOTES.md §4 says why that keeps the guard). Every
  * other master, and every other acquire, gets the acquire script (the
  * marker, the queue, the fence, a set). A waiter takes its place in the
@@ -37,6 +37,7 @@ rl_fanout *rl_acq_command(rl_acquire *a)
     a->in_queues |= args.queued;
     a->queued_now = args.queued;
     a->fast_mask = a->quiet_mask = a->leave_later = 0;
+    a->window_ms = args.window_ms;
     rl_cmd cmd;
     if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
         rl_cmd_set(&cmd, &op->k, a->token, a->w.ttl_ms);

@@ -46,6 +46,8 @@ typedef struct rl_acquire {
     bool found;           /* this attempt found a key free or reserved for us */
     bool wakes_idle;      /* a woken attempt found nothing this poll: wake-ups wait */
     uint32_t fast_mask;   /* masters this attempt sent the fast path's transaction */
+    uint32_t window_ms;   /* the memory window it asks for: a fast grant counts where the
+                             marker's bound covers it (acquire-votes.c) */
     uint32_t quiet_mask;  /* ... that granted it with nobody queued (release.c) */
     uint32_t rank;        /* the waiter's best place in a queue this attempt saw
                              (0 the head; UINT32_MAX none): how soon it polls */

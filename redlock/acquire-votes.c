@@ -84,8 +84,10 @@ static bool fast_quiet(const rl_reply *r)
         return false;
     for (size_t i = 0; i < 4; i++)
         e[i] = rl_reply_element(r, i);
-    return rl_reply_type(e[0]) == RL_REPLY_STRING && rl_reply_type(e[1]) == RL_REPLY_NIL &&
-           rl_reply_type(e[2]) == RL_REPLY_INTEGER && rl_reply_integer(e[2]) == 0;
+    return rl_reply_type(e[0]) == RL_REPLY_ARRAY && rl_reply_elements(e[0]) == 2 &&
+           rl_reply_type(rl_reply_element(e[0], 0)) == RL_REPLY_STRING &&
+           rl_reply_type(e[1]) == RL_REPLY_NIL && rl_reply_type(e[2]) == RL_REPLY_INTEGER &&
+           rl_reply_integer(e[2]) == 0;
 }
 
 void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last, size_t len)
@@ -111,21 +113,30 @@ void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last,
 }
 
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl} this master's
- * memory is too young to count (age -1: reborn, its window not measured yet), {-3, j, maxttl,
- * wrongtype} resource j's fence counter is garbage. */
+ * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl, window} this
+ * master's memory is too young to count ({-2, -1, maxttl, 0, birth, age}: reborn, its window
+ * not measured yet), {-3, j, maxttl, wrongtype} resource j's fence counter is garbage. */
 static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
 {
     rl_op *op = &a->op;
     redlock_vote *v = &op->out.votes[idx];
-    long long x[4] = { 0, 0, 0, 0 };
+    long long x[4] = { 0, 0, 0, 0 }, since = 0;
     size_t k = rl_reply_elements(r);
-    bool ok = k == 3 || k == 4;
-    for (size_t i = 0; ok && i < k; i++) {
+    bool ok = k == 3 || k == 4 || k == 6;
+    for (size_t i = 0; ok && i < k && i < 4; i++) {
         const rl_reply *e = rl_reply_element(r, i);
         ok = rl_reply_type(e) == RL_REPLY_INTEGER;
         if (ok)
             x[i] = rl_reply_integer(e);
+    }
+    /* pending: the rebirth it names, which a settle names back, and how
+     * long ago it was reborn (ms, the master's clock) */
+    const rl_reply *birth = ok && k == 6 ? rl_reply_element(r, 4) : NULL;
+    if (birth) {
+        const rl_reply *e = rl_reply_element(r, 5);
+        ok = x[0] == -2 && x[1] == -1 && rl_reply_type(birth) == RL_REPLY_STRING &&
+             rl_reply_type(e) == RL_REPLY_INTEGER && rl_reply_integer(e) >= 0;
+        since = ok ? rl_reply_integer(e) : 0;
     }
     if (!ok || x[0] < -3 || x[1] < (x[0] == -2 ? -1 : 0) || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS ||
         x[3] < 0 || x[3] > REDLOCK_TTL_MAX_MS) {
@@ -152,11 +163,12 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         /* What the master says of itself; the last CHECK on it may know
          * more (the cause, the window): the vote says what the node knows. */
         rl_node *n = &c->nodes[idx];
-        rl_marker m = { .age_ms = x[1] < 0 ? 0 : x[1],
+        rl_marker m = { .age_ms = x[1] < 0 ? since : x[1],
                         .window_ms = (uint32_t)x[3],
                         .maxttl_ms = (uint32_t)x[2],
                         .state = x[1] < 0 ? RL_MEM_PENDING : RL_MEM_YOUNG,
-                        .cause = n->trust.mem_cause ? n->trust.mem_cause : RL_MEM_CAUSE_LOST };
+                        .cause = n->trust.mem_cause ? n->trust.mem_cause : RL_MEM_CAUSE_LOST,
+                        .birth = birth ? rl_reply_str(birth, NULL) : NULL };
         rl_node_marker(n, &m);
         char d[REDLOCK_VOTE_DETAIL_LEN];
         if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
@@ -191,19 +203,24 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
         }
     }
     /* SET NX GET: nil when it set the key, the holder's value when not. */
-    int served = ok ? rl_reply_type(e[0]) : 0, old = ok ? rl_reply_type(e[1]) : 0;
-    if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||
-        (old != RL_REPLY_NIL && old != RL_REPLY_STRING) ||
+    int old = ok ? rl_reply_type(e[1]) : 0;
+    int served = ok ? rl_node_served(n, e[0], a->window_ms) : -1;
+    if (served < 0 || (old != RL_REPLY_NIL && old != RL_REPLY_STRING) ||
         rl_reply_type(e[2]) != RL_REPLY_INTEGER || rl_reply_type(e[3]) != RL_REPLY_INTEGER) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire", sent);
         a->n_fail++;
         return;
     }
-    if (served == RL_REPLY_NIL) {
-        n->trust.marker_known = false; /* no fast path here until CHECK says it counts */
-        rl_node_recheck(n);
+    if (served == RL_UNSERVED) {
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
                     "memory marker gone or its window not over: checking it", sent);
+        a->n_fail++;
+    } else if (served == RL_SHORT) {
+        /* Counts, but its marker's bound is below this window: an
+         * operator lowered it. The next attempt takes the script, which
+         * raises it (rl_node_served). */
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
+                    "its marker's longest ttl is below this lock's: raising it", sent);
         a->n_fail++;
     } else if (old == RL_REPLY_STRING) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);

@@ -177,13 +177,15 @@ static void acq_attempt_failed(rl_acquire *a, int status)
     a->found = a->phase == ACQ_FENCING || a->n_ok > 0 || a->reserved_seen;
     bool last = rl_acq_last(a);
     uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
-    uint32_t send = 0, wait = 0;
+    uint32_t send = 0, wait = 0, phantom = 0;
     for (uint32_t i = 0; i < c->n; i++) {
         if (!(sent & (1u << i)))
             continue;
         int kind = op->out.votes[i].kind;
-        if (kind == REDLOCK_VOTE_HELD && !last)
+        if (kind == REDLOCK_VOTE_HELD && !last) {
+            phantom |= a->fast_mask & (1u << i);
             continue;
+        }
         send |= 1u << i;
         /* An excluded vote on the fast path may have set our key (the
          * transaction cannot refuse to write): waited for like an OK. */
@@ -193,6 +195,12 @@ static void acq_attempt_failed(rl_acquire *a, int status)
             wait |= 1u << i;
     }
     rl_cmd cmd;
+    if (phantom) {
+        /* The fast path indexed a lease that its refused SET never gave:
+         * gone at once, not reported live for a ttl (LEASES, declare.c). */
+        rl_cmd_unindex(&cmd, a->token);
+        rl_fanout_fire(c->nodes, c->n, &cmd, phantom);
+    }
     rl_place stay = { a->waiter.member, last ? 0 : a->waiter.ticket, a->lease_ms };
     rl_cmd_release(&cmd, &op->k, a->token, false, a->waiter.joined ? &stay : NULL);
     a->in_queues |= a->waiter.joined && send && !last;
@@ -281,6 +289,10 @@ static void acq_decide_votes(rl_acquire *a)
     redlock_client *c = op->c;
     if (a->n_ok >= c->quorum) {
         op->out.n_ok = a->n_ok;
+        if (rl_quorum_late(op, "acquire")) {
+            acq_attempt_failed(a, REDLOCK_ETIMEOUT);
+            return;
+        }
         if (a->w.flags & REDLOCK_FENCE)
             acq_fence(a);
         else

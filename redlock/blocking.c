@@ -25,7 +25,9 @@ typedef struct rl_req {
     size_t min_masters; /* ready */
     uint32_t timeout_ms;
     size_t n_up;
-    bool readmit; /* declare: readmit (ttl_ms: the fleet bound) */
+    bool readmit;      /* declare: readmit (ttl_ms: the fleet bound) */
+    bool force;        /* declare: even where the fleet's look forbids it */
+    uint32_t bound_ms; /* declare: the bound readmit set */
 } rl_req;
 
 static rl_req *REQ(rl_call *call)
@@ -88,18 +90,19 @@ static int start_ping(redlock_client *c, rl_call *call, redlock_error *e)
     return rl_ping_start(c, on_status_done, req, e);
 }
 
-static void on_declared(redlock_client *c, int status, uint32_t declared,
+static void on_declared(redlock_client *c, int status, uint32_t declared, uint32_t bound_ms,
                         const redlock_outcome *out, const redlock_error *err, void *arg)
 {
     rl_req *req = arg;
     req->n_up = declared;
+    req->bound_ms = bound_ms;
     rl_call_done(c, &req->call, status, out, err);
 }
 
 static int start_declare(redlock_client *c, rl_call *call, redlock_error *e)
 {
     rl_req *req = REQ(call);
-    return rl_declare_start(c, req->readmit, req->ttl_ms, on_declared, req, e);
+    return rl_declare_start(c, req->readmit, req->ttl_ms, req->force, on_declared, req, e);
 }
 
 static int start_ready(redlock_client *c, rl_call *call, redlock_error *e)
@@ -251,20 +254,32 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, si
     return rc;
 }
 
-int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error *reterr)
+int redlock_declare_empty_with(redlock_client *c, unsigned flags, size_t *ret_declared,
+                               redlock_error *reterr)
 {
     int rc = check_blocking(c, reterr);
     if (rc)
         return rc;
-    rl_req req = { .call.start = start_declare, .call.err = reterr };
+    if (flags & ~REDLOCK_DECLARE_FORCE) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "declare-empty: unknown flags 0x%x", flags);
+        return REDLOCK_EINVAL;
+    }
+    rl_req req = { .call.start = start_declare,
+                   .call.err = reterr,
+                   .force = flags & REDLOCK_DECLARE_FORCE };
     rc = rl_loop_submit(c, &req.call);
     if (ret_declared && (rc == 0 || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EINVAL))
         *ret_declared = req.n_up;
     return rc;
 }
 
-int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitted,
-                    redlock_error *reterr)
+int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error *reterr)
+{
+    return redlock_declare_empty_with(c, 0, ret_declared, reterr);
+}
+
+int redlock_readmit_with(redlock_client *c, uint32_t max_ttl_ms, unsigned flags,
+                         size_t *ret_readmitted, uint32_t *ret_bound_ms, redlock_error *reterr)
 {
     int rc = check_blocking(c, reterr);
     if (rc)
@@ -274,11 +289,25 @@ int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitt
                   (unsigned)REDLOCK_TTL_MAX_MS);
         return REDLOCK_EINVAL;
     }
-    rl_req req = {
-        .call.start = start_declare, .call.err = reterr, .readmit = true, .ttl_ms = max_ttl_ms
-    };
+    if (flags & ~REDLOCK_DECLARE_FORCE) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "readmit: unknown flags 0x%x", flags);
+        return REDLOCK_EINVAL;
+    }
+    rl_req req = { .call.start = start_declare,
+                   .call.err = reterr,
+                   .readmit = true,
+                   .ttl_ms = max_ttl_ms,
+                   .force = flags & REDLOCK_DECLARE_FORCE };
     rc = rl_loop_submit(c, &req.call);
     if (ret_readmitted && (rc == 0 || rc == REDLOCK_ENOQUORUM))
         *ret_readmitted = req.n_up;
+    if (ret_bound_ms)
+        *ret_bound_ms = rc == 0 ? req.bound_ms : 0;
     return rc;
+}
+
+int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitted,
+                    redlock_error *reterr)
+{
+    return redlock_readmit_with(c, max_ttl_ms, 0, ret_readmitted, NULL, reterr);
 }

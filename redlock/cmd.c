@@ -69,14 +69,18 @@ static void part_end(rl_cmd *c, int *mark)
     *mark = c->argc;
 }
 
-/* A transaction that starts with HGET marker served: whether this
- * master's memory counts, read in the step of what follows. */
+/* A transaction that starts with HMGET marker served maxttl: whether this
+ * master's memory counts, and the longest ttl its marker knows, read in the
+ * step of what follows. A grant counts only where the bound already covers
+ * the ttl asked (acquire-votes.c): the transaction cannot raise it, and an
+ * operator may have lowered it since the client last looked (NOTES.md §4). */
 static void served_first(rl_cmd *c, int *mark)
 {
     begin(c, -1);
-    arg(c, "HGET", 4);
+    arg(c, "HMGET", 5);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, "served", 6);
+    arg(c, "maxttl", 6);
     part_end(c, mark);
 }
 
@@ -116,15 +120,14 @@ void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_
     index_end(c, token, &mark); /* last: its last argument is the token (rl_late_fn) */
 }
 
-void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms)
+void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms, const char *birth)
 {
     script(c, RL_SCRIPT_MARKER, 2);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
-    if (moved) {
-        arg_num(c, maxttl_ms);
-        arg(c, "moved", 5);
-    }
+    arg_num(c, maxttl_ms);
+    arg(c, moved ? "moved" : "", moved ? 5 : 0);
+    arg_str(c, birth);
 }
 
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
@@ -248,6 +251,14 @@ void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool 
     part_end(c, &mark);
 }
 
+void rl_cmd_unindex(rl_cmd *c, const char *token)
+{
+    begin(c, -1);
+    arg(c, "ZREM", 4);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg_str(c, token);
+}
+
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value)
 {
     script(c, RL_SCRIPT_FENCE, k->fences.n + 1);
@@ -282,34 +293,36 @@ void rl_cmd_raise(rl_cmd *c, uint32_t window_ms)
 
 void rl_cmd_leases(rl_cmd *c)
 {
-    script(c, RL_SCRIPT_LEASES, 2);
+    script(c, RL_SCRIPT_LEASES, 3);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg(c, RL_FENCE_KEY, RL_FENCE_KEY_LEN);
 }
 
-void rl_cmd_settle(rl_cmd *c, const char *run_id, uint32_t window_ms, bool tight)
+void rl_cmd_settle(rl_cmd *c, const char *birth, uint32_t window_ms, bool tight, uint64_t fence)
 {
-    rl_cmd_marker(c, RL_SCRIPT_SETTLE);
-    arg_str(c, run_id);
+    script(c, RL_SCRIPT_SETTLE, 2);
+    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    arg(c, RL_FENCE_KEY, RL_FENCE_KEY_LEN);
+    arg_str(c, birth);
     arg_num(c, window_ms);
     arg(c, tight ? "1" : "0", 1);
+    arg_num(c, fence);
 }
 
-void rl_cmd_vouch(rl_cmd *c, const char *run_id, bool durable)
+void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms, uint64_t fence,
+                    uint32_t min_age_ms, const char *birth)
 {
-    rl_cmd_marker(c, RL_SCRIPT_VOUCH);
-    arg_str(c, run_id);
-    arg(c, durable ? "1" : "0", 1);
-}
-
-void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms)
-{
-    script(c, RL_SCRIPT_DECLARE, 2);
+    script(c, RL_SCRIPT_DECLARE, 3);
     arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
     arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg(c, RL_FENCE_KEY, RL_FENCE_KEY_LEN);
     arg(c, readmit ? "readmit" : "empty", readmit ? 7 : 5);
     if (max_ttl_ms)
         arg_num(c, max_ttl_ms);
     else
         arg(c, "", 0);
+    arg_num(c, fence);
+    arg_num(c, min_age_ms);
+    arg_str(c, birth);
 }

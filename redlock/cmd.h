@@ -60,9 +60,10 @@ typedef struct rl_acquire_args {
 void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The fast path's acquire (acquire.c): one lock, no fence, no queue, on a
  * master whose memory counts. A transaction, atomic on the master:
- *   HGET marker served; SET key token NX GET PX ttl; EXISTS queue;
+ *   HMGET marker served maxttl; SET key token NX GET PX ttl; EXISTS queue;
  *   ZADD held GT end token
- * (reply: [served or nil, nil if set or the holder's value, 0|1, 0|1]; a
+ * (reply: [[served or nil, maxttl or nil], nil if set or the holder's
+ * value, 0|1, 0|1]; a
  * key of another type: WRONGTYPE in the SET's place). The lease end `end`
  * is the node argument: each master's own clock (0 until set). EXISTS
  * says whether anybody was queued when the key was granted: only a lease
@@ -70,8 +71,9 @@ void rl_cmd_set(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
 void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The CHECK script (script.c): the marker and the index of held keys.
  * @moved: the connection reaches the master at a new address of its name
- * (the server is made reborn, with a fleet bound of at least @maxttl_ms). */
-void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms);
+ * (the server is made reborn). A marker made here has a fleet bound of at
+ * least @maxttl_ms and names its rebirth @birth (a fresh random value). */
+void rl_cmd_check(rl_cmd *c, bool moved, uint32_t maxttl_ms, const char *birth);
 void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
 /* A waiter's place in the queues, as a release changes it: @waiter leaves
  * them (@ticket 0), or keeps its place (its @ticket and @lease_ms). */
@@ -91,9 +93,10 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
 /* The extend without Lua, on a master that has SET IFEQ and whose memory
  * counts (extend.c): one lock, a transaction, atomic on the master:
- *   HGET marker served; GET key; SET key token IFEQ token PX ttl;
+ *   HMGET marker served maxttl; GET key; SET key token IFEQ token PX ttl;
  *   SET key token\2 IFEQ token\2 PX ttl; ZADD held GT end token
- * (reply: [served or nil, the value or nil, OK or nil, OK or nil, 0|1]; a
+ * (reply: [[served or nil, maxttl or nil], the value or nil, OK or nil, OK
+ * or nil, 0|1]; a
  * key of another type: WRONGTYPE in the GET's place). At most one SET
  * writes: the value is our token, or our token marked for its waiters.
  * The lease end `end` is the node argument, as for rl_cmd_acquire_fast(). */
@@ -104,18 +107,26 @@ void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32
  * (the answer: the delete's 1 or 0). A value marked for waiters is not
  * deleted: the release script must hand the key on (fanout.c's redo). */
 void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex);
+/* ZREM held token: the index entry the fast path's transaction wrote
+ * where its SET was refused (it cannot refuse the ZADD): a lease that
+ * never was, which LEASES would report live until its end. */
+void rl_cmd_unindex(rl_cmd *c, const char *token);
 void rl_cmd_fence(rl_cmd *c, const rl_keys *k, uint64_t value);
 void rl_cmd_status(rl_cmd *c, const rl_keys *k);
 void rl_cmd_time(rl_cmd *c);
 void rl_cmd_marker(rl_cmd *c, int script); /* a script of the marker alone */
-/* declare-empty, or (@readmit) readmit with the fleet bound @max_ttl_ms (0: kept). */
-void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms);
+/* declare-empty, or (@readmit) readmit with the fleet bound @max_ttl_ms
+ * (0: kept); a master made to count has its fence counter raised to
+ * @fence first, and only if it was reborn at least @min_age_ms ago on its
+ * clock (a master without a marker is reborn as @birth). */
+void rl_cmd_declare(rl_cmd *c, bool readmit, uint32_t max_ttl_ms, uint64_t fence,
+                    uint32_t min_age_ms, const char *birth);
 void rl_cmd_raise(rl_cmd *c, uint32_t window_ms);
-/* The memory guard's fleet-wide steps (settle.c, node.c): how long may the
- * leases a master granted still live; a pending master's window; the
- * marker's process keeps every write (@durable) or not. */
+/* The memory guard's fleet-wide steps (memory.c): how long may the leases
+ * a master granted still live, and its fence counter; a pending master's
+ * window, for the rebirth @birth it named, and the largest fence counter
+ * the fleet reported, which its own is raised to. */
 void rl_cmd_leases(rl_cmd *c);
-void rl_cmd_settle(rl_cmd *c, const char *run_id, uint32_t window_ms, bool tight);
-void rl_cmd_vouch(rl_cmd *c, const char *run_id, bool durable);
+void rl_cmd_settle(rl_cmd *c, const char *birth, uint32_t window_ms, bool tight, uint64_t fence);
 
 #endif

@@ -6,24 +6,58 @@
  * forget: declare-empty makes its marker count at once, but only where the
  * master holds no key at all (a master that reloaded data is not new, and
  * is refused, named in the error), and leaves a marker that counts alone.
- * readmit is for an operator who checked the fleet (no lock is live that
- * such a master may have granted): every master counts at once, keys or
- * not, and the fleet's bound for unmeasured windows may be reset. Safety
- * rests on the operator's word there, as it does for any new deployment.
+ * readmit is for an operator who checked the fleet: every master counts at
+ * once, keys or not, and the fleet's bound for unmeasured windows may be
+ * reset.
+ *
+ * The word makes a master count only if it was reborn long enough ago
+ * that every attempt that counted a vote it gave before has decided; one
+ * reborn later (or found without a marker, and reborn by the word) answers
+ * how much longer, and the op looks and speaks again then.
+ *
+ * Either looks at the fleet first (LEASES from every master; again, later,
+ * while a master that sits out was reborn too lately for the look to see
+ * every lease still being taken with its vote from before), and where a
+ * master sits out, refuses, unless forced, if a master
+ * that remembers reports a live lease (the one that sits out may have
+ * granted it and forgotten) or a master does not answer (it may be the one
+ * that remembers). Where every master counts, the word changes no vote,
+ * and nothing is refused. readmit
+ * never sets the bound below the longest live lease reported, forced or
+ * not; a master made to count has its fence counter raised to the largest
+ * the fleet reported, so that no fence it hands out goes back.
  */
 #include "kinds.h"
 #include "outcome.h"
 #include "script.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
+
+enum dec_phase { DEC_WAIT, DEC_LOOK, DEC_WORD };
 
 typedef struct rl_declare {
     rl_op op;
+    enum dec_phase phase;
+    bool readmit;
+    bool force;
+    uint32_t asked_ms; /* readmit: the bound asked for (0: kept) */
+    uint32_t bound_ms; /* readmit: the bound it sets (0: kept) */
+    /* the look */
+    uint32_t answered;
+    uint32_t counting;  /* of those, masters whose votes count already */
+    int64_t longest_ms; /* the longest live lease a master that counts reported */
+    uint32_t longest_at;
+    char longest_token[RL_TOKEN_LEN + 1];
+    uint64_t fence; /* the largest fence counter reported */
+    /* the word */
+    uint32_t wait_ms;  /* reborn too lately to count yet: look again then */
+    uint32_t looks;    /* looks so far */
     uint32_t declared; /* markers that count now, by this op */
     uint32_t refused;  /* masters that hold keys (declare-empty) */
     int64_t keys;      /* how many, on the first one refused */
     uint32_t first_refused;
-    bool readmit;
     rl_declare_cb cb;
     void *arg;
 } rl_declare;
@@ -33,14 +67,71 @@ static rl_declare *DEC(rl_op *op)
     return (rl_declare *)(void *)op;
 }
 
-static void dec_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
+/* How long ago, on a master's clock, its rebirth must be before the word
+ * makes it count: RL_QUORUM_MAX_MS on the clock of whoever started an
+ * attempt, then on the master's (each perhaps a drift fast), and a ms. */
+static uint32_t dec_min_age_ms(const redlock_client *c)
+{
+    double d = 1.0 + c->cfg.drift_factor;
+    return (uint32_t)ceil(RL_QUORUM_MAX_MS * d * d) + 1;
+}
+
+/* One master's LEASES report {counts, left, maxttl, fence[, token[, the
+ * age of its rebirth while pending]]}. */
+static void dec_on_report(rl_declare *d, uint32_t idx, const rl_reply *r)
+{
+    size_t k = r && rl_reply_type(r) == RL_REPLY_ARRAY ? rl_reply_elements(r) : 0;
+    if (k < 4 || k > 6)
+        return;
+    long long v[3];
+    for (size_t i = 0; i < 3; i++) {
+        const rl_reply *e = rl_reply_element(r, i);
+        if (rl_reply_type(e) != RL_REPLY_INTEGER)
+            return;
+        v[i] = rl_reply_integer(e);
+    }
+    uint64_t fence;
+    if (!rl_reply_counter(rl_reply_element(r, 3), &fence) || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS)
+        return;
+    d->answered |= 1u << idx;
+    if (v[0] == 1)
+        d->counting |= 1u << idx;
+    /* Reborn too lately for this look to have seen the leases still being
+     * taken with its vote from before: look again once it may. */
+    const rl_reply *since = k == 6 ? rl_reply_element(r, 5) : NULL;
+    uint32_t min_age = dec_min_age_ms(d->op.c);
+    if (v[0] == 0 && since && rl_reply_type(since) == RL_REPLY_INTEGER &&
+        rl_reply_integer(since) >= 0 && rl_reply_integer(since) < min_age &&
+        min_age - (uint32_t)rl_reply_integer(since) > d->wait_ms)
+        d->wait_ms = min_age - (uint32_t)rl_reply_integer(since);
+    if (fence > d->fence)
+        d->fence = fence;
+    if (v[0] == 1 && v[1] > d->longest_ms) {
+        d->longest_ms = v[1];
+        d->longest_at = idx;
+        const char *t = k == 5 && rl_reply_type(rl_reply_element(r, 4)) == RL_REPLY_STRING
+                            ? rl_reply_str(rl_reply_element(r, 4), NULL)
+                            : "";
+        snprintf(d->longest_token, sizeof(d->longest_token), "%s", t);
+    }
+}
+
+static void dec_on_word(rl_declare *d, uint32_t idx, const rl_reply *r, int err, const char *why,
                         rl_monotime sent)
 {
+    rl_op *op = &d->op;
     redlock_vote *v = &op->out.votes[idx];
     if (!r) {
         rl_vote_failed(v, err, why, sent);
+    } else if (rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 2 &&
+               rl_reply_type(rl_reply_element(r, 1)) == RL_REPLY_INTEGER) {
+        /* {'wait', ms}: reborn too lately; the op looks again then */
+        long long ms = rl_reply_integer(rl_reply_element(r, 1));
+        if (ms > 0 && (uint64_t)ms > d->wait_ms)
+            d->wait_ms = ms > 600000 ? 600000 : (uint32_t)ms;
+        rl_vote_set(v, REDLOCK_VOTE_PENDING, REDLOCK_EUNTRUSTED,
+                    "reborn just now: waits for the locks being taken to decide", sent);
     } else if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) >= 0) {
-        rl_declare *d = DEC(op);
         d->declared += rl_reply_integer(r) == 1;
         rl_vote_set(v, REDLOCK_VOTE_OK, 0,
                     rl_reply_integer(r) == 0 ? "counts already: left alone"
@@ -50,7 +141,6 @@ static void dec_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
         /* What it remembers changed: the next probe reads the new marker. */
         op->c->nodes[idx].trust.marker_known = false;
     } else if (rl_reply_type(r) == RL_REPLY_INTEGER) {
-        rl_declare *d = DEC(op);
         char w[REDLOCK_VOTE_DETAIL_LEN];
         snprintf(w, sizeof(w), "holds %lld keys: not new, left as it is", -rl_reply_integer(r));
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EINVAL, w, sent);
@@ -65,15 +155,126 @@ static void dec_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     }
 }
 
+static void dec_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
+                        rl_monotime sent)
+{
+    rl_declare *d = DEC(op);
+    if (d->phase == DEC_LOOK)
+        dec_on_report(d, idx, r);
+    else
+        dec_on_word(d, idx, r, err, why, sent);
+}
+
+/* The looks before the word gives up on masters reborn again and again. */
+#define DEC_LOOKS 4
+
+/* What the look found that forbids the word, unless forced: said in
+ * @op->err. 0 when nothing does. */
+static int dec_refusal(rl_declare *d)
+{
+    rl_op *op = &d->op;
+    redlock_client *c = op->c;
+    const char *verb = d->readmit ? "readmit" : "declare-empty";
+    uint32_t all = (1u << c->n) - 1;
+    if (d->counting == all)
+        return 0; /* nobody sits out: the word changes no vote */
+    if (d->longest_ms > 0) {
+        const rl_node *n = &c->nodes[d->longest_at];
+        rl_seterr(&op->err, REDLOCK_ECONFLICT, (int)d->longest_at,
+                  "%s: master %u (%s) remembers a live lease (token %.12s…) with %.1f s left; a "
+                  "master that sits out may have granted it and forgotten: wait until it ends, "
+                  "or force it",
+                  verb, n->idx, n->addr.name, d->longest_token, d->longest_ms / 1000.0);
+        return REDLOCK_ECONFLICT;
+    }
+    if (d->answered != all) {
+        uint32_t i = (uint32_t)__builtin_ctz(all & ~d->answered);
+        rl_seterr(&op->err, REDLOCK_ENOQUORUM, (int)i,
+                  "%s: master %u (%s) did not answer: it may remember a live lease; bring it "
+                  "back, or force it",
+                  verb, i, c->nodes[i].addr.name);
+        return REDLOCK_ENOQUORUM;
+    }
+    return 0;
+}
+
+static void dec_look_again(rl_declare *d);
+
+static void dec_word(rl_declare *d)
+{
+    rl_op *op = &d->op;
+    if (d->wait_ms && d->looks + 1 < DEC_LOOKS) {
+        dec_look_again(d);
+        return;
+    }
+    int rc = dec_refusal(d);
+    if (rc && !d->force) {
+        rl_op_finish(op, rc);
+        return;
+    }
+    if (rc) {
+        rl_log(&op->c->cfg, REDLOCK_LOG_WARN, "forced: %s", op->err.msg);
+        memset(&op->err, 0, sizeof(op->err));
+    }
+    /* Never below a lease the fleet reports live: the bound is what a
+     * master that forgot sits out when nobody can measure its window. */
+    if (d->readmit && d->asked_ms) {
+        uint64_t live = (uint64_t)d->longest_ms;
+        d->bound_ms = d->asked_ms > live ? d->asked_ms : (uint32_t)live;
+    }
+    d->phase = DEC_WORD;
+    d->wait_ms = 0;
+    char birth[RL_TOKEN_LEN + 1];
+    if (rl_token_new(birth) != 0) {
+        rl_seterr(&op->err, REDLOCK_ESYS, -1, "RAND_bytes failed: no name for a rebirth");
+        rl_op_finish(op, REDLOCK_ESYS);
+        return;
+    }
+    rl_cmd cmd;
+    rl_cmd_declare(&cmd, d->readmit, d->bound_ms, d->fence, dec_min_age_ms(op->c), birth);
+    rl_round_send(op, &cmd, op->ops->name, RL_ALL, RL_ALL, RL_ROUND_VOTES);
+}
+
+/* Some master was reborn too lately to count yet: look at the fleet again
+ * once it may, and then say the word. */
+static void dec_look_again(rl_declare *d)
+{
+    rl_op *op = &d->op;
+    d->looks++;
+    d->phase = DEC_WAIT;
+    d->answered = d->counting = 0;
+    d->longest_ms = 0;
+    d->fence = 0;
+    rl_round_end(op);
+    rl_op_arm(op, d->wait_ms);
+    d->wait_ms = 0;
+}
+
 static void dec_decide(rl_op *op)
 {
-    if (op->pending_mask)
+    rl_declare *d = DEC(op);
+    if (d->phase == DEC_WAIT || op->pending_mask)
         return;
+    if (d->phase == DEC_LOOK) {
+        dec_word(d);
+        return;
+    }
+    if (d->wait_ms && d->looks + 1 < DEC_LOOKS) {
+        dec_look_again(d);
+        return;
+    }
     uint32_t ok = 0;
     for (uint32_t i = 0; i < op->c->n; i++)
         ok += op->out.votes[i].kind == REDLOCK_VOTE_OK;
     op->out.n_ok = ok;
-    rl_declare *d = DEC(op);
+    if (d->wait_ms) {
+        rl_seterr(&op->err, REDLOCK_EUNTRUSTED, -1,
+                  "%s: masters were reborn again while it looked (%u looks): try again when the "
+                  "fleet is calm",
+                  op->ops->name, DEC_LOOKS);
+        rl_op_finish(op, REDLOCK_EUNTRUSTED);
+        return;
+    }
     if (d->refused) {
         const rl_node *n = &op->c->nodes[d->first_refused];
         rl_seterr(&op->err, REDLOCK_EINVAL, (int)d->first_refused,
@@ -86,10 +287,23 @@ static void dec_decide(rl_op *op)
     rl_op_finish(op, ok >= op->c->quorum ? 0 : rl_outcome_failure(op, &op->err));
 }
 
+/* Look at the fleet: at once, or when a wait for masters reborn too lately
+ * is over (every attempt that may have counted a vote one gave before it
+ * forgot has decided by then). */
+static void dec_on_timer(rl_op *op)
+{
+    rl_declare *d = DEC(op);
+    d->phase = DEC_LOOK;
+    rl_cmd cmd;
+    rl_cmd_leases(&cmd);
+    rl_round_send(op, &cmd, "leases", RL_ALL, RL_ALL, 0);
+}
+
 static void dec_deliver(rl_op *op)
 {
     rl_declare *d = DEC(op);
-    d->cb(op->c, op->status, d->declared, &op->out, op->status ? &op->err : NULL, d->arg);
+    d->cb(op->c, op->status, d->declared, d->bound_ms, &op->out, op->status ? &op->err : NULL,
+          d->arg);
 }
 
 static const rl_op_ops declare_ops = {
@@ -97,6 +311,7 @@ static const rl_op_ops declare_ops = {
     .name = "declare-empty",
     .on_vote = dec_on_vote,
     .decide = dec_decide,
+    .on_timer = dec_on_timer,
     .deliver = dec_deliver,
 };
 
@@ -105,11 +320,12 @@ static const rl_op_ops readmit_ops = {
     .name = "readmit",
     .on_vote = dec_on_vote,
     .decide = dec_decide,
+    .on_timer = dec_on_timer,
     .deliver = dec_deliver,
 };
 
-int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_declare_cb cb,
-                     void *arg, redlock_error *e)
+int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, bool force,
+                     rl_declare_cb cb, void *arg, redlock_error *e)
 {
     rl_op *op;
     int rc = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
@@ -120,10 +336,10 @@ int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, rl_de
     d->cb = cb;
     d->arg = arg;
     d->readmit = readmit;
+    d->force = force;
+    d->asked_ms = max_ttl_ms;
     op->attempts = 1;
     op->attempt_us = rl_now_us();
-    rl_cmd cmd;
-    rl_cmd_declare(&cmd, readmit, max_ttl_ms);
-    rl_round_send(op, &cmd, op->ops->name, RL_ALL, RL_ALL, RL_ROUND_VOTES);
+    dec_on_timer(op);
     return 0;
 }

@@ -76,15 +76,16 @@ static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_mon
             rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, v->detail);
         return v->kind;
     }
-    int served = ok ? rl_reply_type(e[0]) : 0, val = ok ? rl_reply_type(e[1]) : 0;
+    /* The bound the extend script would raise to its ttl (HEARD): the
+     * transaction cannot, so a bound below it does not count. */
+    int served = ok ? rl_node_served(n, e[0], x->ttl_ms) : -1, val = ok ? rl_reply_type(e[1]) : 0;
     size_t len = 0;
     const char *s = val == RL_REPLY_STRING ? rl_reply_str(e[1], &len) : NULL;
     int match = rl_token_match(s, len, x->token);
     bool plain = match == 0, marked = match == 1, mine = match >= 0;
     bool set = ok && rl_reply_is_status(e[2], "OK"),
          set_marked = ok && rl_reply_is_status(e[3], "OK");
-    if (!ok || (served != RL_REPLY_STRING && served != RL_REPLY_NIL) ||
-        (val != RL_REPLY_STRING && val != RL_REPLY_NIL) ||
+    if (!ok || served < 0 || (val != RL_REPLY_STRING && val != RL_REPLY_NIL) ||
         (!set && rl_reply_type(e[2]) != RL_REPLY_NIL) ||
         (!set_marked && rl_reply_type(e[3]) != RL_REPLY_NIL) || set != plain ||
         set_marked != marked || rl_reply_type(e[4]) != RL_REPLY_INTEGER) {
@@ -93,12 +94,10 @@ static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_mon
         rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, "a malformed reply");
         return v->kind;
     }
-    if (served == RL_REPLY_NIL) {
-        /* As the fast acquire: no vote, and CHECK is asked at once. The
-         * key may be extended there: it keeps others out of a master that
-         * counts for nobody, for at most the new ttl. */
-        n->trust.marker_known = false;
-        rl_node_recheck(n);
+    if (served != RL_SERVED) {
+        /* As the fast acquire: no vote, and CHECK is asked at once
+         * (rl_node_served). The key may be extended there: it keeps others
+         * out of a master that counts for nobody, for at most the new ttl. */
         return rl_vote_code(v, n, -2, sent, REDLOCK_ENOTHELD);
     }
     return rl_vote_code(v, n, mine ? 1 : s ? -1 : 0, sent, REDLOCK_ENOTHELD);
@@ -149,7 +148,9 @@ static void ext_decide(rl_op *op)
     rl_extend *x = EXT(op);
     redlock_client *c = op->c;
     op->out.n_ok = x->n_ok;
-    if (x->n_ok >= c->quorum) {
+    if (x->n_ok >= c->quorum && rl_quorum_late(op, "extend")) {
+        ext_failed(x, REDLOCK_ETIMEOUT);
+    } else if (x->n_ok >= c->quorum) {
         uint64_t elapsed = rl_now_us() - op->attempt_us;
         int64_t validity_ms = drift_validity_ms(x->ttl_ms, elapsed, c->cfg.drift_factor);
         op->out.elapsed_us = elapsed;

@@ -25,9 +25,14 @@
  * longer ttls (raise, below). NOTES.md §4 has the argument.
  *
  * A settle round only counts reports that ran after the rebirth it
- * settles: the round starts after the pending state was seen, and a
- * master seen pending during a round waits for the next one. SETTLE names
- * the run_id seen pending, so it cannot settle a later rebirth.
+ * settles, and after every attempt that may have counted the master's vote
+ * from before that rebirth has decided: the round starts RL_QUORUM_MAX_MS
+ * (and two clocks' drift) after the pending state was seen, and a quorum
+ * reached later than that after its attempt's start does not count
+ * (acquire.c). SETTLE names the rebirth seen pending (the marker's birth,
+ * a random value), so it cannot settle a later one, of another process or
+ * of this one after a FLUSHALL; it raises the master's fence counter to
+ * the largest the fleet reported, so that no fence goes back.
  */
 #include "memory.h"
 #include "fanout.h"
@@ -35,6 +40,7 @@
 #include "types.h"
 
 #include <event2/event.h>
+#include <sys/time.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -43,17 +49,20 @@
 
 struct rl_settle {
     redlock_client *c;
-    rl_fanout *f;                      /* this round's LEASES, NULL between rounds */
-    struct event *timer;               /* the round's deadline */
-    uint32_t targets;                  /* pending masters this round settles */
-    uint32_t next;                     /* seen pending during this round: the next one */
-    char run[REDLOCK_MAX_MASTERS][41]; /* each target's run_id when seen pending */
-    char next_run[REDLOCK_MAX_MASTERS][41];
-    uint32_t waiting;   /* masters not answered yet */
+    rl_fanout *f;          /* this round's LEASES, NULL between rounds */
+    struct event *timer;   /* the round's deadline, or the wait before it */
+    bool waiting_ripe;     /* the timer is the wait before the round */
+    uint32_t targets;      /* pending masters this round settles */
+    uint32_t next;         /* seen pending since: the next round's */
+    rl_monotime next_ripe; /* the next round may measure from then on */
+    char birth[REDLOCK_MAX_MASTERS][RL_TOKEN_LEN + 1]; /* each target's rebirth */
+    char next_birth[REDLOCK_MAX_MASTERS][RL_TOKEN_LEN + 1];
+    uint32_t pending;   /* masters not answered yet */
     uint32_t answered;  /* with a well-formed report */
     uint32_t counting;  /* of those, masters whose votes count */
     int64_t longest_ms; /* the longest live lease they reported */
     uint32_t maxttl_ms; /* the longest ttl any marker reported */
+    uint64_t fence;     /* the largest fence counter any master reported */
 };
 
 static uint32_t max2(uint32_t a, uint32_t b)
@@ -100,7 +109,39 @@ static void settle_end_round(rl_settle *s)
     if (s->f)
         rl_fanout_detach(s->f);
     s->f = NULL;
+    s->waiting_ripe = false;
     evtimer_del(s->timer);
+}
+
+/* How long after a master was seen pending its fleet may be measured:
+ * RL_QUORUM_MAX_MS on the clock of whoever started an attempt, on ours
+ * (two rate allowances), and a ms of rounding. */
+static uint64_t settle_wait_us(const redlock_client *c)
+{
+    double d = c->cfg.drift_factor;
+    return (uint64_t)ceil(RL_QUORUM_MAX_MS * 1000.0 * (1.0 + d) / (1.0 - d)) + 1000;
+}
+
+static void settle_arm(rl_settle *s, uint64_t us)
+{
+    struct timeval tv = { .tv_sec = (time_t)(us / 1000000),
+                          .tv_usec = (suseconds_t)(us % 1000000) };
+    evtimer_add(s->timer, &tv);
+}
+
+/* The next round, once it may measure: now, or when the wait ends. */
+static void settle_next(redlock_client *c)
+{
+    rl_settle *s = c->settle;
+    if (s->f || s->waiting_ripe || !s->next || c->freeing)
+        return;
+    rl_monotime now = rl_now_us();
+    if (now < s->next_ripe) {
+        s->waiting_ripe = true;
+        settle_arm(s, s->next_ripe - now);
+        return;
+    }
+    settle_start(c);
 }
 
 /* Every master answered, or the deadline passed: give each target its
@@ -132,7 +173,7 @@ static void settle_decide(rl_settle *s)
         if (!(s->targets & (1u << i)))
             continue;
         rl_cmd cmd;
-        rl_cmd_settle(&cmd, s->run[i], window, tight);
+        rl_cmd_settle(&cmd, s->birth[i], window, tight, s->fence);
         rl_fanout_fire(c->nodes, c->n, &cmd, 1u << i);
         rl_log(&c->cfg, REDLOCK_LOG_INFO, "master %u (%s): sits out %u ms (%s)", i,
                c->nodes[i].addr.name, window,
@@ -140,8 +181,7 @@ static void settle_decide(rl_settle *s)
                      : "the longest ttl in use: the fleet's leases could not all be measured");
     }
     s->targets = 0;
-    if (s->next && !c->freeing)
-        settle_start(c);
+    settle_next(c);
 }
 
 static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_reply *r, int err,
@@ -151,15 +191,19 @@ static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_r
     (void)err;
     (void)why;
     rl_settle *s = owner;
-    s->waiting &= ~(1u << idx);
+    s->pending &= ~(1u << idx);
     long long v[3];
-    bool ok = r && rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 3;
+    bool ok = r && rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) >= 4 &&
+              rl_reply_elements(r) <= 6;
     for (size_t i = 0; ok && i < 3; i++) {
         const rl_reply *e = rl_reply_element(r, i);
         ok = rl_reply_type(e) == RL_REPLY_INTEGER;
         if (ok)
             v[i] = rl_reply_integer(e);
     }
+    uint64_t fence = 0;
+    if (ok)
+        ok = rl_reply_counter(rl_reply_element(r, 3), &fence);
     if (ok && v[0] >= 0 && v[0] <= 1 && v[1] >= 0 && v[1] <= REDLOCK_TTL_MAX_MS && v[2] >= 0 &&
         v[2] <= REDLOCK_TTL_MAX_MS) {
         s->answered |= 1u << idx;
@@ -168,8 +212,10 @@ static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_r
         if (v[1] > s->longest_ms)
             s->longest_ms = v[1];
         s->maxttl_ms = max2(s->maxttl_ms, (uint32_t)v[2]);
+        if (fence > s->fence)
+            s->fence = fence;
     }
-    if (!s->waiting)
+    if (!s->pending)
         settle_decide(s);
 }
 
@@ -177,18 +223,28 @@ static void settle_on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    settle_decide(arg);
+    rl_settle *s = arg;
+    if (s->waiting_ripe) {
+        /* Through settle_next, which reads the clock again: libevent
+         * schedules from the time it cached when the loop woke, so the
+         * timer may fire a little early (model/trace-check.py saw 1 ms). */
+        s->waiting_ripe = false;
+        settle_next(s->c);
+        return;
+    }
+    settle_decide(s);
 }
 
 static void settle_start(redlock_client *c)
 {
     rl_settle *s = c->settle;
     s->targets = s->next;
-    memcpy(s->run, s->next_run, sizeof(s->run));
+    memcpy(s->birth, s->next_birth, sizeof(s->birth));
     s->next = 0;
     s->answered = s->counting = 0;
     s->longest_ms = 0;
     s->maxttl_ms = 0;
+    s->fence = 0;
     rl_cmd cmd;
     rl_cmd_leases(&cmd);
     s->f = rl_fanout_new(c->nodes, &cmd);
@@ -197,27 +253,30 @@ static void settle_start(redlock_client *c)
         return;
     }
     rl_fanout_set_owner(s->f, settle_on_report, s);
-    s->waiting = (1u << c->n) - 1;
+    s->pending = (1u << c->n) - 1;
     /* Two node timeouts: a master slower than that is as good as absent,
      * and the window falls back to the longest ttl in use. */
-    struct timeval tv = { .tv_sec = 2 * c->cfg.node_timeout_ms / 1000,
-                          .tv_usec = 2 * c->cfg.node_timeout_ms % 1000 * 1000 };
-    evtimer_add(s->timer, &tv);
+    settle_arm(s, 2000ull * c->cfg.node_timeout_ms);
     for (uint32_t i = 0; i < c->n && s->f; i++) {
         if (rl_fanout_send(s->f, i, false) != 0) {
-            s->waiting &= ~(1u << i); /* down: no report */
-            if (!s->waiting)
+            s->pending &= ~(1u << i); /* down: no report */
+            if (!s->pending)
                 settle_decide(s);
         }
     }
 }
 
-/* Master @idx said it is pending (its run_id as this connection knows it). */
+/* Master @idx said it is pending, naming its rebirth (n->trust.birth). */
 static void settle_pending(redlock_client *c, uint32_t idx)
 {
-    const rl_node *n = &c->nodes[idx];
-    if (!c->cfg.restart_guard || c->freeing || !n->trust.run_id[0])
+    rl_node *n = &c->nodes[idx];
+    if (!c->cfg.restart_guard || c->freeing)
         return;
+    if (!n->trust.birth[0]) {
+        /* Not named in a form a settle can name back: CHECK names it. */
+        rl_node_recheck(n);
+        return;
+    }
     if (!c->settle) {
         c->settle = calloc(1, sizeof(*c->settle));
         if (!c->settle)
@@ -231,10 +290,32 @@ static void settle_pending(redlock_client *c, uint32_t idx)
         }
     }
     rl_settle *s = c->settle;
-    s->next |= 1u << idx;
-    memcpy(s->next_run[idx], n->trust.run_id, sizeof(s->next_run[idx]));
-    if (!s->f)
-        settle_start(c);
+    uint32_t bit = 1u << idx;
+    if ((s->next & bit) && strcmp(s->next_birth[idx], n->trust.birth) == 0)
+        return; /* seen already: its wait runs */
+    if (s->f && (s->targets & bit) && strcmp(s->birth[idx], n->trust.birth) == 0)
+        return; /* this round settles it */
+    /* The wait runs from the rebirth: what the master says has passed
+     * since (its clock, perhaps fast; ours, perhaps slow) counts. A master
+     * reborn long ago, by a client that did not stay to settle it, is
+     * settled at once. */
+    rl_monotime now = rl_now_us();
+    double d = c->cfg.drift_factor;
+    uint64_t since = now > n->trust.born_us ? now - n->trust.born_us : 0;
+    uint64_t credit = (uint64_t)((double)since * (1.0 - d) / (1.0 + d));
+    uint64_t wait = settle_wait_us(c);
+    rl_monotime ripe = now + (credit < wait ? wait - credit : 0);
+    if (!s->next || ripe > s->next_ripe) {
+        s->next_ripe = ripe;
+        /* One round measures every master seen pending: a wait already
+         * running for others must now last until this one's ends too
+         * (found by model/trace-check.py: a round began 81 ms early). */
+        if (s->waiting_ripe)
+            settle_arm(s, ripe - now);
+    }
+    s->next |= bit;
+    memcpy(s->next_birth[idx], n->trust.birth, sizeof(s->next_birth[idx]));
+    settle_next(c);
 }
 
 void rl_memory_free(redlock_client *c)

@@ -3,10 +3,10 @@
  *
  * CHECK (script.c) compares the process's run_id with its memory marker's,
  * before any vote on the connection: its success is what lets an OK from
- * this connection count. CONFIG GET says whether the master may evict lock
- * keys and whether it keeps every write (AOF appendfsync always), which
- * VOUCH tells the marker, so that a marker outliving a restart is trusted
- * only where the process before it kept every acknowledged write.
+ * this connection count, and a marker another process wrote makes the
+ * master reborn, whatever that process's persistence was (NOTES.md §4).
+ * CONFIG GET says whether the master may evict lock keys, and what it
+ * persists (ping reports it).
  * What the answers make of the master: whether its vote may count now
  * (rl_node_vote_counts), what it has natively, and its events.
  */
@@ -16,6 +16,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void on_config(void *arg, const rl_reply *r, int err, const char *why)
@@ -44,7 +45,7 @@ void rl_node_marker(rl_node *n, const rl_marker *m)
     n->env->on_marker(n, m, n->env->arg);
 }
 
-/* The CHECK script's answer {age, window, maxttl, state, cause, durable, now}. Its
+/* The CHECK script's answer {age, window, maxttl, state, cause, now, birth}. Its
  * success is what lets votes on this connection count (rl_trust_excluded):
  * every vote sent on it runs after it on the master. */
 static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
@@ -68,58 +69,32 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
     }
     if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 7)
         return;
-    long long v[7];
-    for (size_t i = 0; i < 7; i++) {
+    long long v[6];
+    for (size_t i = 0; i < 6; i++) {
         const rl_reply *e = rl_reply_element(r, i);
         if (rl_reply_type(e) != RL_REPLY_INTEGER)
             return;
         v[i] = rl_reply_integer(e);
     }
+    const rl_reply *b = rl_reply_element(r, 6);
     if (v[0] < 0 || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS || v[2] < 0 ||
         v[2] > REDLOCK_TTL_MAX_MS || v[3] < RL_MEM_COUNTS || v[3] > RL_MEM_PENDING ||
-        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_MOVED || v[5] < 0 || v[5] > 1 || v[6] <= 0)
+        v[4] < RL_MEM_CAUSE_NONE || v[4] > RL_MEM_CAUSE_MOVED || v[5] <= 0 ||
+        rl_reply_type(b) != RL_REPLY_STRING)
         return;
     n->trust.checked = true;
     if (n->check_moved)
         n->moved = false; /* the server at the new address is reborn: said once is enough */
-    n->trust.ref_ms = v[6];
+    n->trust.ref_ms = v[5];
     n->trust.ref_sent_us = n->trust.check_sent_us;
-    n->trust.vouched = (int)v[5]; /* what the marker says now: vouch() mends it */
     n->trust.check_err[0] = '\0';
     rl_marker m = { .age_ms = v[0],
                     .window_ms = (uint32_t)v[1],
                     .maxttl_ms = (uint32_t)v[2],
                     .state = (int)v[3],
-                    .cause = (int)v[4] };
+                    .cause = (int)v[4],
+                    .birth = rl_reply_str(b, NULL) };
     rl_node_marker(n, &m);
-}
-
-static void on_vouched(void *arg, const rl_reply *r, int err, const char *why)
-{
-    (void)err;
-    (void)why;
-    rl_node *n = arg;
-    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
-        n->trust.vouched = n->trust.aof_always;
-}
-
-/* Tell the marker whether this process keeps every acknowledged write
- * (AOF, appendfsync always), when that changed: a marker that outlives a
- * restart is trusted only if the process before it was vouched for (the
- * CHECK script). A change at run time is seen at the next probe. */
-static void vouch(rl_node *n)
-{
-    rl_trust *t = &n->trust;
-    if (!n->env->cfg->restart_guard || !t->checked || !t->run_id[0] || n->state == RL_NODE_DOWN ||
-        t->vouched == (int)t->aof_always)
-        return;
-    rl_cmd cmd;
-    rl_cmd_vouch(&cmd, t->run_id, t->aof_always);
-    cmd.argv[0] = "EVAL"; /* as the CHECK: no SCRIPT LOAD needed */
-    cmd.len[0] = 4;
-    cmd.argv[1] = rl_script_body(RL_SCRIPT_VOUCH);
-    cmd.len[1] = strlen(cmd.argv[1]);
-    rl_conn_send(n->conn, on_vouched, n, cmd.argc, cmd.argv, cmd.len);
 }
 
 static void on_config_last(void *arg, const rl_reply *r, int err, const char *why)
@@ -127,7 +102,6 @@ static void on_config_last(void *arg, const rl_reply *r, int err, const char *wh
     on_config(arg, r, err, why);
     rl_node *n = arg;
     n->asking_memory = false;
-    vouch(n);
 }
 
 int rl_node_ask_memory(rl_node *n, rl_conn *conn)
@@ -140,7 +114,12 @@ int rl_node_ask_memory(rl_node *n, rl_conn *conn)
      * script, before any vote on this connection runs; and for every
      * client, whose acquires read the same marker. */
     n->check_moved = n->moved;
-    rl_cmd_check(&cmd, n->moved, n->trust.maxttl_ms);
+    /* A rebirth made by this CHECK is named by a fresh random value: a
+     * settle computed for it names it, and nothing else (script.c SETTLE). */
+    char birth[RL_TOKEN_LEN + 1];
+    if (rl_token_new(birth) != 0)
+        return REDLOCK_ESYS;
+    rl_cmd_check(&cmd, n->moved, n->trust.maxttl_ms, birth);
     /* EVAL, not EVALSHA: this must not depend on SCRIPT LOAD (an ACL may
      * refuse it; a master may have just flushed its scripts). */
     cmd.argv[0] = "EVAL";
@@ -165,6 +144,32 @@ void rl_node_recheck(rl_node *n)
 {
     if (n->state == RL_NODE_UP && !n->asking_memory)
         rl_node_ask_memory(n, n->conn);
+}
+
+int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms)
+{
+    if (rl_reply_type(pair) != RL_REPLY_ARRAY || rl_reply_elements(pair) != 2)
+        return -1;
+    const rl_reply *served = rl_reply_element(pair, 0), *bound = rl_reply_element(pair, 1);
+    int st = rl_reply_type(served), bt = rl_reply_type(bound);
+    if ((st != RL_REPLY_STRING && st != RL_REPLY_NIL) ||
+        (bt != RL_REPLY_STRING && bt != RL_REPLY_NIL))
+        return -1;
+    long long maxttl = 0;
+    if (bt == RL_REPLY_STRING) {
+        const char *s = rl_reply_str(bound, NULL);
+        char *end;
+        maxttl = strtoll(s, &end, 10);
+        if (*s == '\0' || *end != '\0' || maxttl < 0 || maxttl > REDLOCK_TTL_MAX_MS)
+            return -1;
+    }
+    if (st == RL_REPLY_STRING && maxttl >= (long long)want_ms)
+        return RL_SERVED;
+    n->trust.marker_known = false; /* no fast path here until CHECK says more */
+    if (st == RL_REPLY_STRING)
+        n->trust.maxttl_ms = (uint32_t)maxttl; /* lowered: the script raises it */
+    rl_node_recheck(n);
+    return st == RL_REPLY_STRING ? RL_SHORT : RL_UNSERVED;
 }
 
 bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now)

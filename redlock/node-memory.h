@@ -24,6 +24,15 @@ bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now);
  * vote found the marker not as the last CHECK said). */
 void rl_node_recheck(rl_node *n);
 
+/* What a transaction's HMGET marker served maxttl (cmd.c) says of a vote
+ * on @n that needs a bound of @want_ms: RL_SERVED (it counts),
+ * RL_UNSERVED (gone, or its window not over), RL_SHORT (served, but the
+ * bound is shorter: an operator lowered it since this client looked; the
+ * node learns the lower bound, so the next attempt takes the script, which
+ * raises it); -1 malformed. Any answer but RL_SERVED asks CHECK again. */
+enum { RL_SERVED, RL_UNSERVED, RL_SHORT };
+int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms);
+
 /* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
  * twin)? Writes why. */
 bool rl_node_excluded(const rl_node *n, char *why, size_t len);

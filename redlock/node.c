@@ -305,11 +305,10 @@ static void node_open(rl_node *n)
     }
     n->state = RL_NODE_CONNECTING;
     /* A new connection may reach another process: who it is is checked
-     * again (CHECK) before its votes count, and vouched for again. */
+     * again (CHECK) before its votes count. */
     n->trust.checked = false;
     n->trust.ref_ms = 0; /* and its clock read again (rl_trust_fast) */
     n->trust.check_err[0] = '\0';
-    n->trust.vouched = -1;
     rc = node_handshake(n);
     if (rc) {
         node_fail(n, rc, "cannot queue the handshake");

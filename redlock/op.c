@@ -84,6 +84,19 @@ static void round_on_timer(evutil_socket_t fd, short what, void *arg)
     round_decide(op);
 }
 
+bool rl_quorum_late(rl_op *op, const char *what)
+{
+    redlock_client *c = op->c;
+    uint64_t elapsed = rl_now_us() - op->attempt_us;
+    if (!c->cfg.restart_guard || elapsed <= (uint64_t)RL_QUORUM_MAX_MS * 1000)
+        return false;
+    rl_seterr(&op->err, REDLOCK_ETIMEOUT, -1,
+              "%s: the majority came %llu ms after the attempt started, later than the %u ms "
+              "a majority may take with the memory guard on (a paused client, or slow masters)",
+              what, (unsigned long long)(elapsed / 1000), RL_QUORUM_MAX_MS);
+    return true;
+}
+
 void rl_round_end(rl_op *op)
 {
     rl_fanout_detach(op->round);

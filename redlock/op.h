@@ -139,6 +139,14 @@ void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send
 /* Stop the current round: later answers are dropped. */
 void rl_round_end(rl_op *op);
 
+/* A quorum just reached: too late to count (RL_QUORUM_MAX_MS after the
+ * attempt's start, with the memory guard on)? Then the op's error says so,
+ * naming @what ("acquire", "extend"), and the caller fails the attempt with
+ * REDLOCK_ETIMEOUT. A reborn master's fleet is measured only that long
+ * after its rebirth (memory.c): a later quorum could rest on a vote it
+ * gave before and forgot. */
+bool rl_quorum_late(rl_op *op, const char *what);
+
 /* Decided: record @status, end the round and timers, queue for delivery. */
 void rl_op_finish(rl_op *op, int status);
 /* Ask the op to stop with @status (its kind may clean up first). */

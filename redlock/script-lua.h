@@ -107,20 +107,25 @@
  * still running that was set from that bound (a `tight` window was measured
  * from every master's live leases and needs no raise). Returns nil without
  * a marker; else maxttl and: nil (it counts), -1 (its memory is lost and
- * its window not settled yet: `pending`), or the marker's age (and its
- * window) while the window runs on the master's own clock. `served` records that the window
- * has passed, so a trusted master answers with one HMGET and no TIME. Who
- * the master is (its run_id) was checked when the connection was made
- * (CHECK), before any vote on it: a marker here is this process's own. */
+ * its window not settled yet: `pending`), 0, the rebirth the marker names
+ * and how long ago it was reborn, or the marker's age and its window while
+ * the window runs on the
+ * master's own clock. `served` records that the window has passed, so a
+ * trusted master answers with one HMGET and no TIME. Who the master is
+ * (its run_id) was checked when the connection was made (CHECK), before
+ * any vote on it: a marker here is this process's own. */
 #define HEARD                                                                   \
     "local function heard(mk, want)\n"                                          \
-    "  local m = redis.call('hmget', KEYS[mk], 'maxttl', 'served', 'pending', 'tight')\n" \
+    "  local m = redis.call('hmget', KEYS[mk], 'maxttl', 'served', 'pending', 'tight', 'birth')\n" \
     "  if not m[1] and redis.call('exists', KEYS[mk]) == 0 then return nil end\n" \
     "  local maxttl = tonumber(m[1]) or 0\n"                                    \
     "  if want > maxttl then maxttl = want redis.call('hset', KEYS[mk], 'maxttl', want) end\n" \
     "  if m[2] then return maxttl, nil end\n"                                   \
-    "  if m[3] then return maxttl, -1 end\n"                                    \
     "  " NOW_MS                                                                 \
+    "  if m[3] then\n"                                                          \
+    "    local born = tonumber(redis.call('hget', KEYS[mk], 'born')) or now\n"  \
+    "    return maxttl, -1, 0, m[5] or '', math.max(now - born, 0)\n"          \
+    "  end\n"                                                                   \
     "  local b = redis.call('hmget', KEYS[mk], 'born', 'window')\n"             \
     "  local age, window = now - (tonumber(b[1]) or 0), tonumber(b[2]) or 0\n"  \
     "  if age >= window then redis.call('hset', KEYS[mk], 'served', 1) return maxttl, nil end\n" \
@@ -128,20 +133,40 @@
     "  return maxttl, math.max(age, 0), window\n"                               \
     "end\n"
 
-/* A master whose marker is gone lost its data (FLUSHALL, eviction, a
- * restart without persistence): it is reborn, pending until a client
- * measures how long the leases it may have granted can still live. */
+/* The process's run_id: who the master is (CHECK, and a rebirth). */
 #define RUN_ID                                                                  \
     "local function run_id()\n"                                                \
     "  return string.match(redis.call('info', 'server'), 'run_id:(%x+)') or ''\n" \
     "end\n"
 
+/* A master that lost its data (no marker: FLUSHALL, eviction, a restart
+ * without persistence), or whose data another process wrote (a restart
+ * that reloaded anything, a promoted replica, a restore, a copy), is
+ * reborn: pending until a client measures how long the leases it may have
+ * granted can still live. `birth` names this rebirth (a random value the
+ * client that found it sent along): a settle computed for it names it,
+ * and no other rebirth, of this process or another, can take it. */
 #define REBORN                                                                  \
-    "local function reborn(mk, maxttl, cause, run)\n"                           \
+    "local function reborn(mk, maxttl, cause, run, birth)\n"                   \
     "  " NOW_MS                                                                 \
     "  redis.call('hset', KEYS[mk], 'born', now, 'window', 0, 'maxttl', maxttl, 'pending', 1,\n" \
-    "             'cause', cause, 'run', run)\n"                                \
+    "             'cause', cause, 'run', run, 'birth', birth)\n"               \
     "  redis.call('hdel', KEYS[mk], 'served', 'durable', 'tight')\n"            \
+    "end\n"
+
+/* The fence counter at key k is raised to f (a decimal string the fleet
+ * reported), never lowered, and never created for 0: a counter is a key,
+ * and a master with one is not empty (DECLARE). Compared as text, INCR's
+ * canonical form of at most 18 digits: exact where a Lua number would
+ * round above 2^53. A counter that holds garbage is left for the acquire
+ * to report (script.c, -3). */
+#define RAISE_FENCE                                                             \
+    "local function raise(k, f)\n"                                             \
+    "  if not f or not string.match(f, '^[1-9]%d*$') or #f > 18 then return end\n" \
+    "  local v = redis.pcall('get', k)\n"                                      \
+    "  if type(v) == 'table' then return end\n"                                \
+    "  if v and (not string.match(v, '^%d+$') or #v > #f or (#v == #f and v >= f)) then return end\n" \
+    "  redis.call('set', k, f)\n"                                              \
     "end\n"
 
 /* The lease of token `tok` on keys KEYS[first..first+n-1], just granted

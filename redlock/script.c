@@ -22,7 +22,7 @@
  *                the time the waiter started waiting (its ticket)
  *   K "\0l"      the same members, score = when the waiter's lease ends
  *   "\0redlock:marker"  the master's memory marker: a hash with no ttl
- *                {born, window, maxttl, served, run, durable, pending,
+ *                {born, window, maxttl, served, run, birth, pending,
  *                tight, cause} (CHECK, HEARD; NOTES.md §4)
  *   "\0redlock:fence"   the master's fencing counter, for every resource
  *   "\0redlock:held"    the leases this master granted while it was
@@ -150,7 +150,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * waiter's rank in the first key's queue, 0 the head: how often it
      * polls), -2 this master's memory cannot be trusted yet (nothing
      * written; age -1: its window is not settled yet), and then a fourth
-     * element, the window; -3 the fence counter of resource j (0-based,
+     * element, the window, and (pending) a fifth and a sixth, the rebirth
+     * the marker names (a settle names it back) and its age (ms); -3 the fence counter of resource j (0-based,
      * the second element; j = n: the master's own) is garbage: not a
      * decimal integer below 10^18 (fourth element 0) or a key of another
      * type (1). Counters are checked before anything is written, and never
@@ -162,7 +163,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * The marker: a master whose memory marker is missing has lost its
      * data (FLUSHALL, lost AOF files, an eviction; a restart is caught
      * earlier, by CHECK), so a lock it granted may still be live elsewhere:
-     * it is reborn (REBORN) and votes for nobody until a client has settled
+     * it is reborn (REBORN, the rebirth named by this attempt's token: a
+     * fresh random value) and votes for nobody until a client has settled
      * its window (SETTLE) and the window has passed on its own clock
      * (HEARD). Keys granted here join the index of held keys. A key may be set when it
      * is absent, or reserved for this very waiter (the hand-off); one key
@@ -191,13 +193,13 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "local marked = string.find(ARGV[4], 'm', 1, true)\n"
         "if marked then\n"
         "  local want = tonumber(ARGV[8])\n"
-        "  local mt, age, window = heard(k, want)\n"
+        "  local mt, age, window, birth, since = heard(k, want)\n"
         "  if not mt then\n"
-        "    reborn(k, want, 'lost', run_id())\n"
-        "    return {-2, -1, want, 0}\n"
+        "    reborn(k, want, 'lost', run_id(), ARGV[1])\n"
+        "    return {-2, -1, want, 0, ARGV[1], 0}\n"
         "  end\n"
         "  maxttl = mt\n"
-        "  if age then return {-2, age, maxttl, window or 0} end\n"
+        "  if age then return {-2, age, maxttl, window or 0, birth, since} end\n"
         "end\n"
         "if fenced then\n"
         "  for j = 0, n do\n"
@@ -269,94 +271,102 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
     /* CHECK: run before any vote on a new connection (the handshake) and
      * at every probe. Who is this master? A Redis process has a run_id of
      * its own, new at every start; a marker belongs to the process that
-     * wrote `run`. Another process's marker (a restart that reloaded RDB or
-     * AOF, a promoted replica, a restore from backup) may have outlived
-     * grants that the data it came with lacks, so the master is reborn
-     * unless the marker vouches that the process before kept every write
-     * (`durable`: AOF appendfsync always, VOUCH). No marker: reborn too. A
-     * marker without `run` was written before run ids were kept (an older
-     * redlock, or by hand): adopted only if this process loaded nothing
-     * from disk when it started (no AOF, no keys from an RDB), so that the
-     * marker was written while it ran; else it may come from a snapshot
-     * older than a grant, and the master is reborn.
+     * wrote `run`. A marker any other process wrote (a restart that
+     * reloaded RDB or AOF, whatever its fsync; a promoted replica; a
+     * restore from backup; a copy of another master's data) may lack grants
+     * the process before acknowledged, and nothing that travels with the
+     * data can say otherwise: the master is reborn. No marker: reborn too;
+     * a marker without `run` (an older redlock, or by hand) as well.
      * A client whose connection reaches this server at a new address of the
      * master's name (ARGV[2] 'moved') makes it reborn whatever its marker
      * says: the server it replaces may have granted leases as this master
-     * that this one never saw, and its own marker only vouches for its own
-     * grants (NOTES.md §4, "Names that move"). Here, not in the client: every
-     * client's acquire reads this marker, so none counts the server before
-     * the window has passed.
+     * that this one never saw (NOTES.md §4, "Names that move"). Here, not in
+     * the client: every client's acquire reads this marker, so none counts
+     * the server before the window has passed.
      * KEYS: the marker, the index of held keys (entries whose lease ended
      * leave it here: the fast path's grants never sweep it, acquire.c).
-     * ARGV[1]: the longest ttl the client knows (a new marker's maxttl; with
-     * 'moved', the longest the old server had heard of), ARGV[2] 'moved'.
-     * Returns {age, window, maxttl, state, cause, durable, now}: state 0 counts,
-     * 1 its window runs, 2 pending (no window yet); cause 0, 1 lost its data
-     * (no marker), 2 another process's marker, 3 its name moved; durable 1
-     * if this process is vouched for; now the master's clock (ms), from which the client
-     * bounds the lease ends its fast path writes into the index. A served
-     * marker reports its window as over, whatever the clock says since:
-     * HEARD goes by the flag. */
+     * ARGV[1]: the longest ttl the client knows (a new marker's maxttl),
+     * ARGV[2] 'moved' or '', ARGV[3] a fresh random value that names a
+     * rebirth made here. Returns {age, window, maxttl, state, cause, now,
+     * birth}: state 0 counts, 1 its window runs, 2 pending (no window yet);
+     * cause 0, 1 lost its data (no marker), 2 another process's marker, 3
+     * its name moved; now the master's clock (ms), from which the client
+     * bounds the lease ends its fast path writes into the index; birth the
+     * rebirth the marker names ('' if none). A served marker reports its
+     * window as over, whatever the clock says since: HEARD goes by the flag. */
     [RL_SCRIPT_MARKER] =
         RUN_ID
         REBORN
         "local run = run_id()\n"
-        "local m = redis.call('hmget', KEYS[1], 'run', 'durable', 'maxttl')\n"
+        "local m = redis.call('hmget', KEYS[1], 'run', 'maxttl')\n"
+        "local told = tonumber(ARGV[1]) or 0\n"
         "if ARGV[2] == 'moved' then\n"
-        "  reborn(1, math.max(tonumber(m[3]) or 0, tonumber(ARGV[1]) or 0), 'moved', run)\n"
+        "  reborn(1, math.max(tonumber(m[2]) or 0, told), 'moved', run, ARGV[3])\n"
         "elseif redis.call('exists', KEYS[1]) == 0 then\n"
-        "  reborn(1, tonumber(ARGV[1]) or 0, 'lost', run)\n"
-        "elseif not m[1] then\n"
-        "  local p = redis.call('info', 'persistence')\n"
-        "  if string.match(p, 'aof_enabled:0') and string.match(p, 'rdb_last_load_keys_loaded:0\\r') then\n"
-        "    redis.call('hset', KEYS[1], 'run', run)\n"
-        "  else\n"
-        "    reborn(1, tonumber(m[3]) or 0, 'restart', run)\n"
-        "  end\n"
+        "  reborn(1, told, 'lost', run, ARGV[3])\n"
         "elseif m[1] ~= run then\n"
-        "  if m[2] == m[1] then\n"
-        "    redis.call('hset', KEYS[1], 'run', run) redis.call('hdel', KEYS[1], 'durable')\n"
-        "  else\n"
-        "    reborn(1, tonumber(m[3]) or 0, 'restart', run)\n"
-        "  end\n"
+        "  reborn(1, math.max(tonumber(m[2]) or 0, told), 'restart', run, ARGV[3])\n"
         "end\n"
         NOW_MS
         "local f = redis.call('hmget', KEYS[1], 'born', 'window', 'maxttl', 'served', 'pending', 'cause',\n"
-        "                     'durable')\n"
+        "                     'birth')\n"
         "local age, window = now - (tonumber(f[1]) or 0), tonumber(f[2]) or 0\n"
         "local state = 0\n"
         "if f[5] then state = 2 elseif not f[4] and age < window then state = 1\n"
         "elseif not f[4] then redis.call('hset', KEYS[1], 'served', 1) end\n"
         "if f[4] and window > age then window = age end\n"
+        /* pending under a name no client made (an older redlock's marker,
+         * or by hand): named now, or nobody could settle it */
+        "if f[5] and not string.match(f[7] or '', '^%x+$') then\n"
+        "  f[7] = ARGV[3] redis.call('hset', KEYS[1], 'birth', ARGV[3])\n"
+        "end\n"
         "local cause = 0\n"
         "if f[6] == 'lost' then cause = 1 elseif f[6] == 'restart' then cause = 2\n"
         "elseif f[6] == 'moved' then cause = 3 end\n"
-        "local durable = 0\n"
-        "if f[7] == run then durable = 1 end\n"
         "if redis.call('type', KEYS[2]).ok == 'zset' then\n"
         "  redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now)\n"
         "end\n"
-        "return {math.max(age, 0), window, tonumber(f[3]) or 0, state, cause, durable, now}\n",
+        "return {math.max(age, 0), window, tonumber(f[3]) or 0, state, cause, now, f[7] or ''}\n",
     /* An operator declares a master new and empty: its marker counts at
-     * once. KEYS: the marker, the index of held keys. Left alone where the
-     * marker already counts (0); refused where the database holds keys
-     * besides those two (-keys: not new, or it
-     * reloaded data that may lack grants); else 1. ARGV[1] 'readmit': the
-     * operator checked the fleet and takes the risk; keys or not, the
-     * master counts at once (1), and the fleet bound maxttl is reset to
-     * ARGV[2] where given. */
+     * once. KEYS: the marker, the index of held keys, the master's fence
+     * counter. Left alone where the marker already counts (0); refused
+     * where the database holds keys besides the marker and the index
+     * (-keys: not new, or it reloaded data that may lack grants); else 1.
+     * ARGV[1] 'readmit': the operator checked the fleet and takes the
+     * risk; keys or not, the master counts at once (1), and the fleet bound
+     * maxttl is set to ARGV[2] where given (the client never asks below a
+     * lease the fleet reports live). ARGV[3]: the largest fence counter the
+     * fleet reported: a master made to count is raised to it first, so
+     * that no fence it gives goes back (NOTES.md §5). ARGV[4]: how long ago
+     * (ms, this master's clock) its rebirth must be: an attempt that
+     * counted a vote it gave before it forgot decides within that, and the
+     * fleet's look must come after (declare.c); a rebirth younger than that
+     * answers {'wait', ms left}, and so does a master without a marker,
+     * which is reborn here (named ARGV[5]) to start that wait. */
     [RL_SCRIPT_DECLARE] =
         RUN_ID
-        "local m = redis.call('hmget', KEYS[1], 'served', 'run', 'pending')\n"
+        REBORN
+        RAISE_FENCE
+        "local m = redis.call('hmget', KEYS[1], 'served', 'run', 'pending', 'born')\n"
         "local run = run_id()\n"
         "local readmit = ARGV[1] == 'readmit'\n"
+        "local age = tonumber(ARGV[4]) or 0\n"
         "if readmit and ARGV[2] ~= '' then redis.call('hset', KEYS[1], 'maxttl', ARGV[2]) end\n"
         "if m[1] and m[2] == run and not m[3] then return 0 end\n"
+        "if m[2] ~= run then\n"
+        "  reborn(1, 0, 'lost', run, ARGV[5])\n"
+        "  return {'wait', age}\n"
+        "end\n"
+        NOW_MS
+        "if m[3] and now - (tonumber(m[4]) or now) < age then\n"
+        "  return {'wait', age - (now - (tonumber(m[4]) or now))}\n"
+        "end\n"
         "local keys = redis.call('dbsize') - redis.call('exists', KEYS[1], KEYS[2])\n"
         "if keys > 0 and not readmit then return -keys end\n"
+        "raise(KEYS[3], ARGV[3])\n"
         "redis.call('hset', KEYS[1], 'born', 0, 'window', 0, 'served', 1, 'run', run)\n"
         "redis.call('hsetnx', KEYS[1], 'maxttl', 0)\n"
-        "redis.call('hdel', KEYS[1], 'pending', 'cause', 'tight')\n"
+        "redis.call('hdel', KEYS[1], 'pending', 'cause', 'tight', 'birth')\n"
         "return 1\n",
     /* A client learned of a longer ttl than a window it may have stamped
      * (memory.c): the marker hears of it (HEARD), which lengthens a window
@@ -366,43 +376,45 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "heard(1, tonumber(ARGV[1]))\n"
         "return 1\n",
     /* LEASES: how long may locks granted here still live? KEYS: the marker,
-     * the index of held keys. A master whose vote counts answers {1, the
-     * time left of the latest lease end in its index, maxttl} (ended
-     * entries leave it); one that does not (reborn, window running) {0, 0,
-     * maxttl}: it grants nothing, so it holds nothing that counts. */
+     * the index of held keys, the master's fence counter. A master whose
+     * vote counts answers {1, the time left of the latest lease end in its
+     * index, maxttl, fence, that lease's token} (ended entries leave it;
+     * no token when none is live); one that does not
+     * (reborn, window running) {0, 0, maxttl, fence, '', how long ago it was
+     * reborn while pending (ms; -1 once settled, or without a marker, which
+     * the operator's word reborns)}: it grants nothing, so it holds nothing
+     * that counts. fence: its counter as text ('0' if none or
+     * garbage), which a settle raises a reborn master's counter to. */
     [RL_SCRIPT_LEASES] =
         HEARD
-        "local mt, age = heard(1, 0)\n"
-        "if not mt then return {0, 0, 0} end\n"
-        "if age then return {0, 0, mt} end\n"
+        "local f = redis.pcall('get', KEYS[3])\n"
+        "if type(f) ~= 'string' or not string.match(f, '^%d+$') then f = '0' end\n"
+        "local mt, age, _, _, since = heard(1, 0)\n"
+        "if not mt then return {0, 0, 0, f, '', -1} end\n"
+        "if age then return {0, 0, mt, f, '', since or -1} end\n"
         NOW_MS
         "redis.call('zremrangebyscore', KEYS[2], '-inf', '(' .. now)\n"
         "local top = redis.call('zrange', KEYS[2], -1, -1, 'WITHSCORES')\n"
-        "local left = 0\n"
-        "if top[2] then left = math.max(tonumber(top[2]) - now, 0) end\n"
-        "return {1, left, mt}\n",
+        "if not top[2] then return {1, 0, mt, f} end\n"
+        "return {1, math.max(tonumber(top[2]) - now, 0), mt, f, top[1]}\n",
     /* SETTLE: a pending master gets its window, from now on its own clock.
-     * ARGV: the run_id the client saw pending (a later rebirth is not
-     * settled by reports taken before it), the window, '1' if measured
-     * from every master's leases (tight: no raise needed). 1 settled, 0 not
-     * pending (or another process). */
+     * KEYS: the marker, the master's fence counter. ARGV: the rebirth the
+     * client saw pending (its `birth`: a settle computed before a later
+     * rebirth, of another process or of this one after a FLUSHALL, names
+     * another and changes nothing), the window, '1' if measured from every
+     * master's leases (tight: no raise needed), the largest fence counter
+     * the fleet reported (the counter is raised to it: a fence never goes
+     * back, NOTES.md §5). 1 settled, 0 not pending (or another rebirth). */
     [RL_SCRIPT_SETTLE] =
         NOW_MS
-        "local m = redis.call('hmget', KEYS[1], 'run', 'pending')\n"
-        "if m[1] ~= ARGV[1] or not m[2] then return 0 end\n"
+        RAISE_FENCE
+        "local m = redis.call('hmget', KEYS[1], 'birth', 'pending')\n"
+        "if ARGV[1] == '' or m[1] ~= ARGV[1] or not m[2] then return 0 end\n"
         "redis.call('hset', KEYS[1], 'born', now, 'window', ARGV[2])\n"
         "redis.call('hdel', KEYS[1], 'pending')\n"
         "if ARGV[3] == '1' then redis.call('hset', KEYS[1], 'tight', 1)\n"
         "else redis.call('hdel', KEYS[1], 'tight') end\n"
-        "return 1\n",
-    /* VOUCH: process ARGV[1] runs with AOF appendfsync always (ARGV[2]
-     * '1'): its marker may outlive a restart; or it no longer does ('0').
-     * Only the marker's own process is vouched for. 1 done, 0 not ours. */
-    [RL_SCRIPT_VOUCH] =
-        "local m = redis.call('hmget', KEYS[1], 'run', 'durable')\n"
-        "if m[1] ~= ARGV[1] then return 0 end\n"
-        "if ARGV[2] == '1' then redis.call('hset', KEYS[1], 'durable', ARGV[1])\n"
-        "elseif m[2] then redis.call('hdel', KEYS[1], 'durable') end\n"
+        "raise(KEYS[2], ARGV[4])\n"
         "return 1\n",
 };
 /* clang-format on */

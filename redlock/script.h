@@ -8,12 +8,12 @@ enum rl_script {
     RL_SCRIPT_STATUS,  /* {value or false, pttl} */
     RL_SCRIPT_ACQUIRE, /* sets: all keys or none; fenced: returns the max counter */
     RL_SCRIPT_FENCE,   /* counter = max(counter, value) on every key */
-    RL_SCRIPT_MARKER,  /* CHECK: who the master is; {age, window, maxttl, state, cause} */
+    RL_SCRIPT_MARKER,  /* CHECK: who the master is; {age, window, maxttl, state, cause, now, birth}
+                        */
     RL_SCRIPT_DECLARE, /* an empty master's marker counts at once: 1, 0 already, -keys */
     RL_SCRIPT_RAISE,   /* lengthen a running window: 1 raised, 0 nothing to do */
-    RL_SCRIPT_LEASES,  /* {counts, longest pttl of held keys, maxttl} */
+    RL_SCRIPT_LEASES,  /* {counts, longest pttl of held keys, maxttl, fence} */
     RL_SCRIPT_SETTLE,  /* a pending master's window: 1 settled, 0 not pending */
-    RL_SCRIPT_VOUCH,   /* the marker's process keeps every write (AOF always) or not */
     RL_SCRIPT_COUNT
 };
 

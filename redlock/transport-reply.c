@@ -42,6 +42,26 @@ long long rl_reply_integer(const rl_reply *r)
     return R(r)->integer;
 }
 
+bool rl_reply_counter(const rl_reply *r, uint64_t *out)
+{
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) >= 0) {
+        *out = (uint64_t)rl_reply_integer(r);
+        return true;
+    }
+    size_t len;
+    const char *s = r && rl_reply_type(r) == RL_REPLY_STRING ? rl_reply_str(r, &len) : NULL;
+    if (!s || len == 0 || len > 18)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
 const char *rl_reply_str(const rl_reply *r, size_t *len)
 {
     const redisReply *h = R(r);

@@ -11,6 +11,9 @@
 
 int rl_reply_type(const rl_reply *r);
 long long rl_reply_integer(const rl_reply *r);
+/* A counter as a script returns it exactly: a string of 1 to 18 decimal
+ * digits (or a non-negative integer). False for anything else. */
+bool rl_reply_counter(const rl_reply *r, uint64_t *out);
 /* String, status or error text (NUL-terminated), and its length. */
 const char *rl_reply_str(const rl_reply *r, size_t *len);
 size_t rl_reply_elements(const rl_reply *r);

@@ -20,7 +20,6 @@ void rl_trust_init(rl_trust *t, const redlock_config *cfg)
 {
     memset(t, 0, sizeof(*t));
     t->maxmemory = -1;
-    t->vouched = -1;
     drift_monitor_init(&t->clock, cfg->drift_factor, cfg->clock_jump_ms, cfg->clock_window_ms,
                        cfg->clock_readmit_ms);
 }
@@ -132,6 +131,13 @@ void rl_trust_marker(rl_trust *t, const rl_marker *m, rl_monotime now)
     t->born_us = now > age_us ? now - age_us : 1;
     t->window_ms = m->window_ms;
     t->maxttl_ms = m->maxttl_ms;
+    /* Only a rebirth named as ours could be (rl_token_new's form) can be
+     * settled by name; anything else is unknown, and CHECK names it anew. */
+    if (m->birth) {
+        size_t len = strlen(m->birth);
+        bool hex = len == RL_TOKEN_LEN && strspn(m->birth, "0123456789abcdef") == len;
+        memcpy(t->birth, hex ? m->birth : "", hex ? len + 1 : 1);
+    }
 }
 
 bool rl_trust_fast(const rl_trust *t, uint32_t want_ms, rl_monotime now)

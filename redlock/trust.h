@@ -31,6 +31,8 @@ typedef struct rl_marker {
     uint32_t maxttl_ms; /* the longest ttl any client told it */
     int state;          /* enum rl_mem_state */
     int cause;          /* enum rl_mem_cause: why it was reborn */
+    const char *birth;  /* the rebirth it names (pending: what a settle
+                           names back), "" if none, NULL if not said */
 } rl_marker;
 
 typedef struct rl_trust {
@@ -44,9 +46,8 @@ typedef struct rl_trust {
     int64_t uptime_s;
     bool aof_on;       /* appendonly yes (INFO, CONFIG) */
     bool fsync_always; /* appendfsync always (CONFIG) */
-    bool aof_always;   /* both: every acknowledged write is on disk */
-    int vouched;       /* what this connection told the marker of that:
-                          -1 nothing yet, 0 not durable, 1 durable */
+    bool aof_always;   /* both: ping reports it; no restart is trusted on it
+                          (a copy of the data carries no proof of who wrote it) */
     /* What the server has natively (RL_NATIVE_*), from its version in the
      * same INFO; cleared when it answers a native command wrongly. */
     unsigned native;
@@ -58,12 +59,13 @@ typedef struct rl_trust {
     char check_err[REDLOCK_VOTE_DETAIL_LEN];
 
     /* memory: the marker as last read (handshake, probes, acquires) */
-    bool marker_known;   /* read at least once */
-    int mem_state;       /* enum rl_mem_state */
-    int mem_cause;       /* enum rl_mem_cause */
-    rl_monotime born_us; /* monotonic estimate of the marker's birth */
-    uint32_t window_ms;  /* it counts once this old */
-    uint32_t maxttl_ms;  /* the longest ttl any client told it */
+    bool marker_known;            /* read at least once */
+    int mem_state;                /* enum rl_mem_state */
+    int mem_cause;                /* enum rl_mem_cause */
+    rl_monotime born_us;          /* monotonic estimate of the marker's birth */
+    uint32_t window_ms;           /* it counts once this old */
+    uint32_t maxttl_ms;           /* the longest ttl any client told it */
+    char birth[RL_TOKEN_LEN + 1]; /* the rebirth it names while pending ("" unknown) */
 
     /* The master's clock as the last CHECK read it (ms), and when that
      * CHECK was sent (our monotonic clock): the master's clock at any later

@@ -272,12 +272,13 @@ wait_masters() {
 }
 
 # New masters have nothing to forget: declare them empty (a memory marker
-# that counts at once), as cluster-up.sh start does. The key starts with a
-# NUL, which only redis-cli's quoted input can write, hence stdin.
+# that counts at once, written by the process it names: a marker without
+# `run` is another process's), as cluster-up.sh start does. The key starts
+# with a NUL, which only redis-cli's quoted input can write, hence stdin.
 declare_empty() {
     local i out
     for ((i = 0; i < N; i++)); do
-        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1) return 1" 1 "\x00redlock:marker"' |
+        out=$(printf '%s\n' 'EVAL "if redis.call('"'"'exists'"'"', KEYS[1]) == 1 then return 0 end local run = string.match(redis.call('"'"'info'"'"', '"'"'server'"'"'), '"'"'run_id:(%x+)'"'"') redis.call('"'"'hset'"'"', KEYS[1], '"'"'born'"'"', 0, '"'"'window'"'"', 0, '"'"'maxttl'"'"', 0, '"'"'served'"'"', 1, '"'"'run'"'"', run) return 1" 1 "\x00redlock:marker"' |
             timeout 5 redis-cli -h "$(ns_addr "$i")" -p "$PORT" 2>&1) || true
         [[ $out == 0 || $out == 1 ]] ||
             { printf '%s: master %d: cannot write its memory marker: %s\n' "$PROG" "$i" "$out" >&2; return 1; }

@@ -607,6 +607,10 @@ Test(native, an_answer_before_the_release_settles_the_guess)
 
 TestSuite(lying, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 60);
 
+/* A transaction's HMGET marker served maxttl on a master whose memory
+ * counts for any ttl (cmd.c). */
+#define SERVED "*2\r\n$1\r\n1\r\n$7\r\n3600000\r\n"
+
 static const struct lie {
     const char *name;
     const char *set;  /* the reply to the SET inside MULTI */
@@ -616,7 +620,7 @@ static const struct lie {
       "-EXECABORT Transaction discarded because of previous errors.\r\n" },
     { "garbage", "+QUEUED\r\n", "*4\r\n:1\r\n:2\r\n:3\r\n:4\r\n" },
     /* Well-formed, but the GET and the SET disagree: gone, yet written. */
-    { "disagrees", "+QUEUED\r\n", "*4\r\n$1\r\n1\r\n$-1\r\n+OK\r\n:1\r\n" },
+    { "disagrees", "+QUEUED\r\n", "*5\r\n" SERVED "$-1\r\n+OK\r\n$-1\r\n:1\r\n" },
 };
 
 ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
@@ -641,13 +645,13 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
     const tc_fake_rule rules[] = {
         { "SCRIPT", "$40\r\n0000000000000000000000000000000000000000\r\n" },
         { "INFO", info },
-        /* CHECK: {age, window, maxttl, counts, no cause, not durable, now} */
-        { "EVAL", "*7\r\n:100000\r\n:0\r\n:3600000\r\n:0\r\n:0\r\n:0\r\n:1700000000000\r\n" },
+        /* CHECK: {age, window, maxttl, counts, no cause, now, no birth} */
+        { "EVAL", "*7\r\n:100000\r\n:0\r\n:3600000\r\n:0\r\n:0\r\n:1700000000000\r\n$0\r\n\r\n" },
         { "CONFIG", "*0\r\n" },
         { "PING", "+PONG\r\n" },
         { "TIME", "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n" },
         { "MULTI", "+OK\r\n" },
-        { "HGET", "+QUEUED\r\n" },
+        { "HMGET", "+QUEUED\r\n" },
         { "GET", "+QUEUED\r\n" },
         { "ZADD", "+QUEUED\r\n" },
         { "EXISTS", "+QUEUED\r\n" },
@@ -729,7 +733,7 @@ ParameterizedTestParameters(lying, a_master_that_claims_delifeq_and_refuses_it_c
 ParameterizedTest(size_t *i, lying, a_master_that_claims_delifeq_and_refuses_it_costs_one_script)
 {
     tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
-                            "+QUEUED\r\n", "*4\r\n$1\r\n1\r\n$-1\r\n:0\r\n:1\r\n", del_lies[*i]);
+                            "+QUEUED\r\n", "*4\r\n" SERVED "$-1\r\n:0\r\n:1\r\n", del_lies[*i]);
     redlock_lock_free(tc_fx.l); /* the planted one: not taken by the fast path */
     tc_fx.l = NULL;
     char res[128];

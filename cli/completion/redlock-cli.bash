@@ -70,7 +70,9 @@ _redlock_cli()
         local own=''
         case $cmd in
         lock) own='--ttl --wait -w --nonblock -n --fence --no-pubsub --conflict-exit-code -E' ;;
-        extend | readmit) own='--ttl' ;;
+        extend) own='--ttl' ;;
+        readmit) own='--ttl --force' ;;
+        declare-empty) own='--force' ;;
         run) own='--ttl --wait -w --nonblock -n --fence --no-pubsub --conflict-exit-code -E
                 --kill-after -k --foreground --max-extends --max-lease --command -c --signal -s --' ;;
         ping) own='--samples' ;;

@@ -1264,17 +1264,27 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, si
  * redlock_declare_empty() - Tell masters that are new and empty that they may vote at once
  *
  * A master that lost its data (no memory marker), or that restarted with data
- * that may lack grants (its marker belongs to another process: RDB, AOF without
- * appendfsync always, a promoted replica, a backup), sits out until the leases
+ * that may lack grants (its marker belongs to another process: whatever it
+ * reloaded, a promoted replica, a backup, a copy), sits out until the leases
  * it may have granted have ended, as measured from the other masters (or, when
  * they cannot all be measured, the longest ttl in use). A fresh deployment's
  * masters are in that state too, with nothing to forget: this makes every
  * master that holds NO key besides its marker count at once. Masters whose
  * marker counts already are left alone; a master that holds keys is not new,
  * is left as it is, and the call fails with REDLOCK_EINVAL naming it.
+ *
+ * It looks at the fleet first (again half a second after a master's rebirth,
+ * where one was reborn less than that ago: every attempt that may have
+ * counted a vote it gave before it forgot has decided by then), and
+ * refuses where a master that remembers reports a live
+ * lease (REDLOCK_ECONFLICT, naming it and its time left: a master that sits
+ * out may have granted it and forgotten) or a master does not answer
+ * (REDLOCK_ENOQUORUM: it may be the one that remembers). Each master made to
+ * count has its fencing counter raised to the largest the fleet reports.
  * @ret_declared: optional: how many masters were declared
  * Return: 0 (a majority answered), REDLOCK_EINVAL (a master holds keys; the
- * message names it), REDLOCK_ENOQUORUM, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
+ * message names it), REDLOCK_ECONFLICT, REDLOCK_ENOQUORUM, REDLOCK_ESHUTDOWN,
+ * REDLOCK_EASYNC.
  * Blocking clients.
  */
 REDLOCK_API
@@ -1287,16 +1297,46 @@ int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error
  * live and that it has forgotten; readmitting it lets a second client take that
  * lock while the first still holds it. Call it only when you know no such lock
  * is live (every holder stopped, or every ttl since the restart has passed).
+ * It looks at the fleet first and refuses as redlock_declare_empty() does.
  * @max_ttl_ms: 0, or the longest ttl the fleet's clients use: the bound a
  * master sits out when its window cannot be measured (it replaces the longest
- * ttl ever recorded on each master's marker)
+ * ttl ever recorded on each master's marker, but is never set below the
+ * longest lease the fleet reports live)
  * @ret_readmitted: optional: how many masters were readmitted
- * Return: 0, REDLOCK_ENOQUORUM, REDLOCK_EINVAL, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
+ * Return: 0, REDLOCK_ECONFLICT, REDLOCK_ENOQUORUM, REDLOCK_EINVAL,
+ * REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
  * Blocking clients.
  */
 REDLOCK_API
 int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitted,
                     redlock_error *reterr);
+
+/* redlock_declare_empty_with() and redlock_readmit_with() flags. */
+#define REDLOCK_DECLARE_FORCE                       \
+    0x1u /* act where the fleet's look refuses: the \
+            operator knows that no lease it reports \
+            or could not see is live */
+
+/**
+ * redlock_declare_empty_with() - redlock_declare_empty(), with flags
+ * @flags: 0 or REDLOCK_DECLARE_FORCE
+ * Since 1.1.
+ */
+REDLOCK_API
+int redlock_declare_empty_with(redlock_client *c, unsigned flags, size_t *ret_declared,
+                               redlock_error *reterr);
+
+/**
+ * redlock_readmit_with() - redlock_readmit(), with flags, saying the bound it set
+ * @flags: 0 or REDLOCK_DECLARE_FORCE
+ * @ret_bound_ms: optional: the fleet bound it set on each master that answered
+ * (the larger of @max_ttl_ms and the longest lease the fleet reported live; 0
+ * when @max_ttl_ms is 0: kept)
+ * Since 1.1.
+ */
+REDLOCK_API
+int redlock_readmit_with(redlock_client *c, uint32_t max_ttl_ms, unsigned flags,
+                         size_t *ret_readmitted, uint32_t *ret_bound_ms, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */

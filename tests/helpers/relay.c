@@ -75,6 +75,7 @@ struct tc_relay {
     _Atomic unsigned up_ms, down_ms, jitter_ms;
     _Atomic int cut;
     _Atomic unsigned connections;
+    _Atomic unsigned held;    /* chunks queued, not passed on yet (both directions) */
     unsigned seed;            /* rand_r state; relay thread only */
     struct relay_conn *conns; /* relay thread only (and stop, after join) */
 };
@@ -138,6 +139,7 @@ static void half_clear(struct relay_half *h)
     struct relay_chunk *c = h->head;
     while (c) {
         struct relay_chunk *next = c->next;
+        atomic_fetch_sub(&h->conn->r->held, 1);
         if (c->data)
             evbuffer_free(c->data);
         free(c);
@@ -213,6 +215,7 @@ static int half_deliver(struct relay_half *h)
         h->head = c->next;
         if (!h->head)
             h->tail = NULL;
+        atomic_fetch_sub(&r->held, 1);
         if (!c->data) {
             free(c);
             return conn_close_after(h); /* may free h with its conn */
@@ -271,6 +274,7 @@ static int half_push(struct relay_half *h, struct evbuffer *data)
     else
         h->head = c;
     h->tail = c;
+    atomic_fetch_add(&r->held, 1);
     if (h->head == c)
         (void)half_deliver(h); /* otherwise the timer of the chunk ahead is armed */
     return 0;
@@ -544,6 +548,11 @@ void tc_relay_set_delay(tc_relay *r, unsigned up_ms, unsigned down_ms, unsigned 
     atomic_store(&r->up_ms, up_ms);
     atomic_store(&r->down_ms, down_ms);
     atomic_store(&r->jitter_ms, jitter_ms);
+}
+
+unsigned tc_relay_held(const tc_relay *r)
+{
+    return atomic_load(&r->held);
 }
 
 void tc_relay_cut(tc_relay *r, int on)

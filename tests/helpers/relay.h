@@ -48,6 +48,11 @@ void tc_relay_set_delay(tc_relay *r, unsigned up_ms, unsigned down_ms, unsigned 
  * Held bytes go on, in order, once the cut is lifted. */
 void tc_relay_cut(tc_relay *r, int on);
 
+/* Chunks the relay holds now, both directions: bytes read and not passed
+ * on yet (a cut's, or a delay's), an end of stream counting as one. A
+ * test awaits it to know that a request it means to hold is held. */
+unsigned tc_relay_held(const tc_relay *r);
+
 int tc_relay_port(const tc_relay *r);
 const char *tc_relay_addr(const tc_relay *r);     /* "127.0.0.1:port" */
 unsigned tc_relay_connections(const tc_relay *r); /* accepted so far */
