@@ -221,8 +221,10 @@ static void acq_succeed(rl_acquire *a)
 {
     rl_op *op = &a->op;
     redlock_client *c = op->c;
-    uint64_t elapsed = rl_now_us() - op->attempt_us;
+    rl_monotime now = rl_now_us();
+    uint64_t elapsed = now - op->attempt_us;
     int64_t validity_ms = drift_validity_ms(a->w.ttl_ms, elapsed, c->cfg.drift_factor);
+    op->decided_us = now;
     op->out.elapsed_us = elapsed;
     op->out.validity_ms = validity_ms;
     if (validity_ms <= 0) {

@@ -15,6 +15,7 @@
 #include "probe.h"
 #include "ready.h"
 #include "script.h"
+#include "trace.h"
 #include "wait.h"
 #include "watchdog.h"
 
@@ -159,6 +160,7 @@ static void client_destroy(redlock_client *c)
     for (uint32_t i = 0; i < c->n; i++)
         rl_node_close(&c->nodes[i]);
     rl_ops_free(c);
+    rl_trace_close(c->env.trace);
     rl_tls_free(c->tls);
     if (c->owns_base && c->base)
         event_base_free(c->base);
@@ -171,6 +173,9 @@ static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
     c->env = (rl_node_env){ .base = c->base,
                             .cfg = &c->cfg,
                             .tls = c->tls,
+                            .trace = rl_trace_open(c->cfg.masters, c->n, c->quorum,
+                                                   c->cfg.drift_factor, c->cfg.restart_guard,
+                                                   c->cfg.key_prefix),
                             .on_marker = client_on_marker,
                             .on_state = client_on_node_state,
                             .on_identity = client_on_identity,

@@ -151,8 +151,10 @@ static void ext_decide(rl_op *op)
     if (x->n_ok >= c->quorum && rl_quorum_late(op, "extend")) {
         ext_failed(x, REDLOCK_ETIMEOUT);
     } else if (x->n_ok >= c->quorum) {
-        uint64_t elapsed = rl_now_us() - op->attempt_us;
+        rl_monotime now = rl_now_us();
+        uint64_t elapsed = now - op->attempt_us;
         int64_t validity_ms = drift_validity_ms(x->ttl_ms, elapsed, c->cfg.drift_factor);
+        op->decided_us = now;
         op->out.elapsed_us = elapsed;
         op->out.validity_ms = validity_ms;
         if (validity_ms <= 0) {

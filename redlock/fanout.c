@@ -16,6 +16,7 @@
  */
 #include "fanout.h"
 #include "script.h"
+#include "trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ struct rl_fanout {
     uint32_t follow_mask;    /* ... the masters whose answer decides it, ... */
     rl_need_fn *follow_need; /* ... and how */
     int refs;                /* 1 (owner) + 1 per reply function still to run */
+    uint32_t trace_op;       /* the op whose round it is (trace.c), 0 none */
+    uint32_t trace_fid;      /* this fanout's id in the trace, 0 until sent */
     rl_form forms[2];        /* the command, and the alternative some masters get */
     rl_slot slots[REDLOCK_MAX_MASTERS];
     char buf[]; /* argv arrays and copies of every argument */
@@ -173,6 +176,13 @@ static int fanout_issue(rl_fanout *f, rl_slot *s, unsigned how, int *ret_sent)
         rc = rl_node_send(n, fanout_on_reply, s, fm->argc, fm->argv, fm->argvlen, priority);
         *ret_sent = rc == 0;
     }
+    rl_trace *t = n->env->trace;
+    if (RL_TRACING(t) && rc == 0 && !eval) {
+        if (!f->trace_fid)
+            f->trace_fid = rl_trace_id(t);
+        rl_trace_request(t, s->idx, f->trace_op, f->trace_fid, fm->script, fm->nparts,
+                         fm->pipelined, fm->argc, fm->argv, fm->argvlen);
+    }
     if (eval) {
         fm->argv[0] = saved[0];
         fm->argvlen[0] = saved_len[0];
@@ -259,6 +269,18 @@ void rl_fanout_fire(rl_node *nodes, uint32_t n, const rl_cmd *cmd, uint32_t mask
     rl_fanout_detach(f);
 }
 
+/* The answer delivered for @s, as the trace records it (trace.c). */
+static void trace_reply(rl_fanout *f, rl_slot *s, const rl_reply *r, int err)
+{
+    rl_trace *t = f->nodes[s->idx].env->trace;
+    if (!RL_TRACING(t))
+        return;
+    const rl_form *fm = &f->forms[s->form];
+    const char *kind = rl_trace_kind(fm->script, fm->nparts, fm->pipelined, fm->argc, fm->argv,
+                                     fm->argvlen);
+    rl_trace_reply(t, s->idx, f->trace_op, f->trace_fid, kind, !f->on_vote, r, err);
+}
+
 /* Does @r, the answer of @s's alternative, ask for the command instead? */
 static bool wants_redo(rl_fanout *f, rl_slot *s, const rl_reply *r)
 {
@@ -283,6 +305,7 @@ static void fanout_on_queued(void *arg, const rl_reply *r, int err, const char *
             s->redo = 1; /* the last answer (EXECABORT, ...) sends the command */
         } else if (!f->forms[s->form].pipelined) {
             s->state = RL_SLOT_DONE;
+            trace_reply(f, s, r, 0);
             if (f->on_vote)
                 f->on_vote(f->owner, f, s->idx, r, 0, NULL);
         }
@@ -329,6 +352,7 @@ static void fanout_on_reply(void *arg, const rl_reply *r, int err, const char *w
         if (r && f->follow_need(r))
             rl_fanout_send(f->follow, s->idx, true);
     }
+    trace_reply(f, s, r, r ? 0 : (err ? err : REDLOCK_ECONNECT));
     if (f->on_vote)
         f->on_vote(f->owner, f, s->idx, r, r ? 0 : (err ? err : REDLOCK_ECONNECT),
                    r ? NULL : (why && why[0] ? why : "connection lost"));
@@ -350,6 +374,11 @@ int rl_fanout_set_followup(rl_fanout *f, uint32_t mask, const rl_cmd *cmd, rl_ne
     f->follow_mask = mask;
     f->follow_need = need;
     return 0;
+}
+
+void rl_fanout_set_trace_op(rl_fanout *f, uint32_t op)
+{
+    f->trace_op = op;
 }
 
 void rl_fanout_set_redo(rl_fanout *f, rl_redo_fn *fn)

@@ -27,6 +27,9 @@ void rl_fanout_use_alt(rl_fanout *f, uint32_t idx);
  * Only what some master needs is copied in (no mask: @alt alone). */
 rl_fanout *rl_fanout_trusted(rl_node *nodes, uint32_t n, uint32_t mask, const rl_cmd *cmd,
                              const rl_cmd *alt, rl_monotime start, uint32_t ttl_ms, double drift);
+/* The op (its trace id) whose round this is: named in the trace's lines
+ * (trace.c). Before anything is sent. */
+void rl_fanout_set_trace_op(rl_fanout *f, uint32_t op);
 /* Who gets the replies (before anything is sent). */
 void rl_fanout_set_owner(rl_fanout *f, rl_vote_fn *fn, void *owner);
 /* What a reply that arrives after the owner detached still teaches about

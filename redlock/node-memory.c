@@ -13,6 +13,7 @@
 #include "node-memory.h"
 #include "cmd.h"
 #include "script.h"
+#include "trace.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +43,19 @@ static void on_config(void *arg, const rl_reply *r, int err, const char *why)
 void rl_node_marker(rl_node *n, const rl_marker *m)
 {
     rl_trust_marker(&n->trust, m, rl_now_us());
+    rl_trace *t = n->env->trace;
+    if (RL_TRACING(t)) {
+        static const char *const states[] = { "counts", "young", "pending" };
+        char b[64];
+        const char *birth = m->birth ? m->birth : "";
+        rl_trace_emit(t, rl_now_us(), "MARK",
+                      "m=%u state=%s birth=%s age=%lld window=%u maxttl=%u born=%llu", n->idx,
+                      m->state >= RL_MEM_COUNTS && m->state <= RL_MEM_PENDING
+                          ? states[m->state - RL_MEM_COUNTS]
+                          : "?",
+                      rl_trace_esc(b, sizeof(b), birth, strlen(birth)), (long long)m->age_ms,
+                      m->window_ms, m->maxttl_ms, (unsigned long long)n->trust.born_us);
+    }
     n->env->on_marker(n, m, n->env->arg);
 }
 
@@ -53,6 +67,8 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
     (void)err;
     (void)why;
     rl_node *n = arg;
+    if (RL_TRACING(n->env->trace))
+        rl_trace_reply(n->env->trace, n->idx, 0, 0, "check", false, r, r ? 0 : err);
     if (r && rl_reply_type(r) == RL_REPLY_ERROR) {
         /* Loading its data, or busy: the handshake's PING meets the same
          * and reconnects; anything else keeps its votes out, named. */
@@ -83,6 +99,8 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
         rl_reply_type(b) != RL_REPLY_STRING)
         return;
     n->trust.checked = true;
+    if (RL_TRACING(n->env->trace))
+        rl_trace_emit(n->env->trace, rl_now_us(), "CHECKED", "m=%u", n->idx);
     if (n->check_moved)
         n->moved = false; /* the server at the new address is reborn: said once is enough */
     n->trust.ref_ms = v[5];
@@ -132,6 +150,9 @@ int rl_node_ask_memory(rl_node *n, rl_conn *conn)
     static const size_t flen[3] = { 6, 3, 7 };
     n->trust.check_sent_us = rl_now_us();
     int rc = rl_conn_send(conn, on_marker, n, cmd.argc, cmd.argv, cmd.len);
+    if (RL_TRACING(n->env->trace) && !rc)
+        rl_trace_request(n->env->trace, n->idx, 0, 0, RL_SCRIPT_MARKER, 0, false, cmd.argc,
+                         cmd.argv, cmd.len);
     if (!rc)
         rc = rl_conn_send(conn, on_config, n, 3, cfg, clen);
     if (!rc)

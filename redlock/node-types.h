@@ -20,7 +20,8 @@ typedef struct rl_node rl_node;
 typedef struct rl_node_env {
     struct event_base *base;
     const redlock_config *cfg;
-    const rl_tls *tls; /* NULL: no master uses TLS */
+    const rl_tls *tls;      /* NULL: no master uses TLS */
+    struct rl_trace *trace; /* NULL: not tracing (trace.h) */
     /* A CHECK (or a vote) reported the master's memory marker. */
     void (*on_marker)(rl_node *n, const rl_marker *m, void *arg);
     /* A node came up (handshake done) or went down. Optional. */

@@ -24,6 +24,7 @@
 #include "cmd.h"
 #include "resolve.h"
 #include "script.h"
+#include "trace.h"
 
 #include <event2/event.h>
 
@@ -307,6 +308,8 @@ static void node_open(rl_node *n)
     /* A new connection may reach another process: who it is is checked
      * again (CHECK) before its votes count. */
     n->trust.checked = false;
+    if (RL_TRACING(n->env->trace))
+        rl_trace_emit(n->env->trace, rl_now_us(), "CONN", "m=%u", n->idx);
     n->trust.ref_ms = 0; /* and its clock read again (rl_trust_fast) */
     n->trust.check_err[0] = '\0';
     rc = node_handshake(n);

@@ -10,6 +10,7 @@
  * the kind's deliver hook for a result that is not a lock.
  */
 #include "op.h"
+#include "trace.h"
 
 #include <event2/event.h>
 
@@ -84,10 +85,28 @@ static void round_on_timer(evutil_socket_t fd, short what, void *arg)
     round_decide(op);
 }
 
+/* The masters whose OK counted, "0,2,3" (the trace's ok=). */
+static const char *ok_list(const rl_op *op, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < op->c->n && o + 4 < cap; i++)
+        if (op->out.votes[i].kind == REDLOCK_VOTE_OK)
+            o += (size_t)snprintf(buf + o, cap - o, "%s%u", o ? "," : "", i);
+    return buf;
+}
+
 bool rl_quorum_late(rl_op *op, const char *what)
 {
     redlock_client *c = op->c;
-    uint64_t elapsed = rl_now_us() - op->attempt_us;
+    rl_monotime now = rl_now_us();
+    uint64_t elapsed = now - op->attempt_us;
+    if (RL_TRACING(c->env.trace)) {
+        char ok[64];
+        bool late = c->cfg.restart_guard && elapsed > (uint64_t)RL_QUORUM_MAX_MS * 1000;
+        rl_trace_emit(c->env.trace, now, "QUORUM", "op=%u late=%d ok=%s", op->trace_id, late,
+                      ok_list(op, ok, sizeof(ok)));
+    }
     if (!c->cfg.restart_guard || elapsed <= (uint64_t)RL_QUORUM_MAX_MS * 1000)
         return false;
     rl_seterr(&op->err, REDLOCK_ETIMEOUT, -1,
@@ -111,6 +130,19 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsi
     rl_round_end(op);
     op->round = f;
     op->round_seq++;
+    if (RL_TRACING(c->env.trace)) {
+        if ((how & RL_ROUND_VOTES) && op->trace_att != op->attempt_us) {
+            char k[160];
+            op->trace_att = op->attempt_us;
+            op->decided_us = 0;
+            rl_trace_emit(c->env.trace, op->attempt_us, "ATT", "op=%u kind=%s key=%s", op->trace_id,
+                          op->ops->name,
+                          op->nres
+                              ? rl_trace_esc(k, sizeof(k), op->k.locks.v[0], op->k.locks.len[0])
+                              : "");
+        }
+        rl_fanout_set_trace_op(f, op->trace_id);
+    }
     rl_fanout_set_owner(f, round_on_vote, op);
     op->counted_mask = count;
     uint32_t failed = 0;
@@ -261,6 +293,8 @@ int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redloc
     op->c = c;
     op->nres = (uint32_t)count;
     op->started_us = rl_now_us();
+    if (RL_TRACING(c->env.trace))
+        op->trace_id = rl_trace_id(c->env.trace);
     op->round_timer = evtimer_new(c->base, round_on_timer, op);
     op->timer = evtimer_new(c->base, op_on_timer, op);
     if (count)
@@ -298,6 +332,22 @@ oom:
  * into each other would hold the loop forever). */
 static _Thread_local int deliver_depth;
 
+/* The op's decision, for the trace: stamped with the time a success
+ * measured its validity from, so that model/trace-check.py can redo the
+ * arithmetic from the attempt's start. */
+static void trace_decision(const rl_op *op)
+{
+    const redlock_lock *l = op->lock;
+    char ok[64], k[160], tok[64];
+    rl_trace_emit(op->c->env.trace, op->decided_us ? op->decided_us : rl_now_us(), "DEC",
+                  "op=%u kind=%s status=%d ok=%s validity=%lld fence=%llu tok=%s ttl=%u key=%s",
+                  op->trace_id, op->ops->name, op->status, ok_list(op, ok, sizeof(ok)),
+                  (long long)op->out.validity_ms, (unsigned long long)(l ? l->fence : 0),
+                  l ? rl_trace_esc(tok, sizeof(tok), l->token, strnlen(l->token, 12)) : "",
+                  l ? l->ttl_ms : 0,
+                  op->nres ? rl_trace_esc(k, sizeof(k), op->k.locks.v[0], op->k.locks.len[0]) : "");
+}
+
 void rl_op_finish(rl_op *op, int status)
 {
     if (op->done)
@@ -317,6 +367,8 @@ void rl_op_finish(rl_op *op, int status)
         op->err = (redlock_error){ 0, -1, "" };
     }
     op->out.elapsed_us = op->out.elapsed_us ? op->out.elapsed_us : rl_now_us() - op->attempt_us;
+    if (RL_TRACING(c->env.trace))
+        trace_decision(op);
     op->done_next = NULL;
     if (c->done_tail)
         c->done_tail->done_next = op;

@@ -29,7 +29,8 @@ PROG="with-cluster.sh"
 
 usage() {
     cat <<EOF
-usage: $PROG [-n N] -p BASEPORT [--aof] [--requirepass PASS] -- CMD [ARGS...]
+usage: $PROG [-n N] -p BASEPORT [--aof] [--requirepass PASS] [--trace[-complete] FILE]
+       -- CMD [ARGS...]
 
 Starts N masters (default 5) on 127.0.0.1:BASEPORT.. in a new temp dir, runs
 CMD with REDLOCK_TEST_* set, then stops the masters and removes the dir.
@@ -47,7 +48,8 @@ cluster_up=${REDLOCK_CLUSTER_UP:-$here/../cluster-up.sh}
 [[ -f $cluster_up ]] || usage_error "cluster-up.sh not found at $cluster_up"
 cluster_up=$(cd -- "$(dirname -- "$cluster_up")" && pwd -P)/$(basename -- "$cluster_up")
 
-n=5 port='' aof=0 pass='' pass_set=0
+n=5 port='' aof=0 pass='' pass_set=0 trace=''
+trace_args=()
 while (($#)); do
     case $1 in
     -n)
@@ -68,6 +70,12 @@ while (($#)); do
         (($# >= 2)) || usage_error "--requirepass needs a value"
         pass=$2
         pass_set=1
+        shift 2
+        ;;
+    --trace | --trace-complete)
+        (($# >= 2)) || usage_error "$1 needs a file"
+        trace=$2
+        [[ $1 == --trace-complete ]] && trace_args+=(--complete)
         shift 2
         ;;
     -h | --help)
@@ -134,6 +142,17 @@ else
     unset REDLOCK_TEST_PASSWORD
 fi
 
+# --trace FILE: every library client of the command, and of the programs it
+# starts, appends its protocol steps to FILE (redlock/trace.c), emptied
+# first; once the command ended, model/trace-check.py replays it against
+# the model's rules and a step the model cannot take fails the test
+# (--trace-complete: FILE holds every client that talks to the masters).
+if [[ -n $trace ]]; then
+    mkdir -p -- "$(dirname -- "$trace")"
+    : >"$trace"
+    export REDLOCK_TRACE=$trace
+fi
+
 # In the background, so that a signal to us runs the trap at once instead of
 # after the command ends; `wait` returns 128+SIG if the command was killed.
 "$@" &
@@ -141,4 +160,10 @@ child=$!
 rc=0
 wait "$child" || rc=$?
 child=''
+if [[ -n $trace ]]; then
+    if ! python3 "$here/../model/trace-check.py" "${trace_args[@]}" "$trace" >&2; then
+        echo "Bail out! the trace $trace has a step the model cannot take (model/trace-check.py)"
+        rc=1
+    fi
+fi
 exit "$rc"

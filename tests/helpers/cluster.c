@@ -9,12 +9,14 @@
 #include "cluster.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -276,6 +278,30 @@ void tc_master_rm(int i, const char *name)
         tc_fail("removing %s failed (%d): %s", path, rc, out);
 }
 
+/* The test as the operator, in the library's trace (redlock/trace.c) when
+ * there is one: a marker it writes by hand is a step no client took, and
+ * model/trace-check.py must know of it (an OPER line, before the write). */
+static void trace_operator(int i, const char *act)
+{
+    const char *path = getenv("REDLOCK_TRACE");
+    struct timespec ts;
+    char line[128];
+    int fd, len;
+
+    if (!path || !*path || clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        return;
+    fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    len = snprintf(line, sizeof(line), "%llu %d test OPER m=%d act=%s addr=%s\n",
+                   (unsigned long long)ts.tv_sec * 1000000ull +
+                       (unsigned long long)ts.tv_nsec / 1000,
+                   (int)getpid(), i, act, tc_addr(i));
+    if (len > 0 && write(fd, line, (size_t)len) < 0)
+        len = -1;
+    close(fd);
+}
+
 void tc_declare_empty(int i)
 {
     /* What redlock_readmit() does (redlock/script.c): a memory marker that
@@ -291,6 +317,7 @@ void tc_declare_empty(int i)
         "redis.call('hdel', KEYS[1], 'pending', 'cause', 'tight') return 1";
     static const char key[] = "\0redlock:marker";
     for (int k = i < 0 ? 0 : i; k < (i < 0 ? tc_n() : i + 1); k++) {
+        trace_operator(k, "declare-empty");
         redisReply *r = tc_cmd(k, "EVAL %s 1 %b", script, key, sizeof(key) - 1);
         if (!r || r->type != REDIS_REPLY_INTEGER)
             tc_fail("declaring master %d empty: %s", k, r && r->str ? r->str : "no answer");
