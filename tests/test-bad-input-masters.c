@@ -3,7 +3,8 @@
  *
  * A majority of fake masters answering garbage is a clear error naming one
  * of them, never "no quorum"; one such master, or an address nobody
- * listens on, does not stop a lock. A key of another type under the
+ * listens on, does not stop a lock; one whose memory check never answers
+ * as a Redis does counts for nothing, whatever it answers. A key of another type under the
  * resource's name is EWRONGTYPE (never a conflict), names the master, says
  * what to do, and is left as it was. Tables are parameterized tests over
  * static arrays (TC_CASE_INDEXES).
@@ -134,6 +135,45 @@ Test(bad_input, one_garbage_master_does_not_stop_a_lock, .init = tc_fx_init, .fi
     redlock_client_free(tc_fx.c);
     tc_fx.c = NULL;
     tc_fake_stop(fake);
+}
+
+/* A "master" that answers +OK to every command (a stub, or a proxy that
+ * answers for a server it cannot reach) passes the handshake, but the
+ * memory check the handshake queues before any vote (CHECK, answered by a
+ * Redis with an array) gets no answer it can read: nobody knows who that
+ * master is nor what it remembers, and no OK from it counts, whatever the
+ * acquire sends it. Three of them and two real masters: no quorum, each
+ * fake's vote excluded and saying why, nothing left on the real two. */
+Test(bad_input, a_master_whose_check_fails_never_counts, .init = tc_fx_init, .fini = tc_fx_fini)
+{
+    static const struct garbage_case ok_to_all = GARBAGE("+OK\r\n", REDLOCK_ENOQUORUM,
+                                                         "+OK to every command");
+    tc_fake *fakes[3];
+    int rc;
+
+    three_fakes_then_two(&ok_to_all, fakes);
+    tc_fx.cfg.retry_count = 0;
+    tc_fx_client(0);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, ok_to_all.code), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(zero(ptr, tc_fx.l), "a lock from two real masters and three fakes");
+    for (int k = 0; k < 3; k++) {
+        const redlock_vote *v = redlock_outcome_vote(tc_fx.out, k);
+        cr_expect(eq(int, v->kind, REDLOCK_VOTE_EXCLUDED), "fake %d voted %s (%s)", k,
+                  redlock_vote_kind_name(v->kind), v->detail);
+        cr_expect(not(zero(ptr, strstr(v->detail, "not checked"))), "fake %d: %s", k, v->detail);
+    }
+    for (int k = 3; k < 5; k++)
+        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, k)->kind, REDLOCK_VOTE_OK),
+                  "master %d voted %s", k,
+                  redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, k)->kind));
+    tc_barrier_on(tc_fx.c, 1u << 3 | 1u << 4);
+    cr_expect(eq(int, tc_get(3, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 3");
+    cr_expect(eq(int, tc_get(4, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "key left on master 4");
+    redlock_client_free(tc_fx.c);
+    tc_fx.c = NULL;
+    for (int k = 0; k < 3; k++)
+        tc_fake_stop(fakes[k]);
 }
 
 Test(bad_input, dead_master_address_votes_down_with_connection_refused, .init = tc_fx_init,

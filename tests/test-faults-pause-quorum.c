@@ -5,7 +5,8 @@
  * must still return at the third OK, far below the node timeout (early
  * quorum); with three paused it can only fail, at about the node timeout.
  * Masters that grant too slowly for the ttl give no lease at all, and a
- * lease is timed from the attempt that won it. Run alone, one criterion
+ * lease is timed from the attempt that won it; with the memory guard on, a
+ * majority later than 500 ms gives none either. Run alone, one criterion
  * worker; every test heals the cluster in .fini.
  */
 #include <string.h>
@@ -158,6 +159,77 @@ Test(faults_pause, validity_is_timed_from_the_successful_attempt)
     cr_expect(le(u64, redlock_outcome_elapsed_us(tc_fx.out), took - 200000),
               "elapsed covers only the last attempt");
     redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
+}
+
+/* The lock's own validity runs from the start of the attempt that won it,
+ * not from the moment its quorum came: its keys were set no earlier than
+ * that start, so they lapse no later than ttl after it. Three masters grant
+ * 300 ms late: what the lock says is left is at most the outcome's
+ * validity less those 300 ms. */
+Test(faults_pause, a_lock_s_validity_runs_from_its_attempt_not_from_its_quorum)
+{
+    enum { SLOW_MS = 300 };
+    int rc;
+
+    tc_fx_client(-1);
+    for (int i = 0; i < 3; i++)
+        tc_pause_writes(i, SLOW_MS);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    int64_t left = redlock_lock_validity_ms(tc_fx.l);
+    int64_t elapsed_ms = (int64_t)(redlock_outcome_elapsed_us(tc_fx.out) / 1000);
+    cr_assert(ge(i64, elapsed_ms, SLOW_MS / 3), "the quorum came after %lld ms, not late",
+              (long long)elapsed_ms);
+    cr_expect(le(i64, left, redlock_outcome_validity_ms(tc_fx.out) - elapsed_ms + 1),
+              "the lock has %lld ms left of a validity of %lld ms decided %lld ms into its attempt",
+              (long long)left, (long long)redlock_outcome_validity_ms(tc_fx.out),
+              (long long)elapsed_ms);
+    redlock_release(tc_fx.c, tc_fx.l, NULL, NULL);
+}
+
+/* With the memory guard on, a majority must come within RL_QUORUM_MAX_MS
+ * (500 ms) of its attempt's start: a master seen reborn is settled that
+ * long (and the clocks' drift) after, so that every attempt that counted a
+ * vote it gave before it forgot has decided by then (NOTES.md §4). Three
+ * masters that grant 800 ms late: no lock, ETIMEOUT saying so, and no key
+ * left behind. The same late majority without the guard is a lock. */
+Test(faults_pause, a_quorum_later_than_500_ms_is_refused_with_the_guard_on)
+{
+    enum { SLOW_MS = 800 };
+    redlock_config cfg;
+    redlock_lock *l = NULL;
+    char res[128];
+    int rc;
+
+    tc_fx_client(-1);
+    for (int i = 0; i < 3; i++)
+        tc_pause_writes(i, SLOW_MS);
+    rc = redlock_acquire(tc_fx.c, tc_fx.res, tc_fx.len, TTL_MS, &tc_fx.l, tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, REDLOCK_ETIMEOUT), "%s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    cr_expect(zero(ptr, tc_fx.l), "a lock was returned");
+    cr_expect(ge(u32, redlock_outcome_ok(tc_fx.out), redlock_outcome_quorum(tc_fx.out)),
+              "the majority came, late");
+    tc_expect_msg(&tc_fx.e, "acquire");
+    cr_expect(not(zero(ptr, strstr(tc_fx.e.msg, "500 ms"))), "%s", tc_fx.e.msg);
+    tc_barrier(tc_fx.c);
+    if (!tc_fx.l)
+        cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0),
+                  "the refused attempt left its key");
+
+    /* The same late majority without the guard: a lock. */
+    cfg = tc_fx.cfg;
+    cfg.restart_guard = 0;
+    redlock_client *c = tc_client(&cfg, -1);
+    tc_resource(res, sizeof(res), "guard-off");
+    for (int i = 0; i < 3; i++)
+        tc_pause_writes(i, SLOW_MS);
+    rc = redlock_acquire(c, res, strlen(res), TTL_MS, &l, NULL, &tc_fx.e);
+    cr_expect(eq(int, rc, 0), "without the guard: %s: %s", redlock_err_name(rc), tc_fx.e.msg);
+    if (l) {
+        redlock_release(c, l, NULL, NULL);
+        redlock_lock_free(l);
+    }
+    redlock_client_free(c);
 }
 
 Test(faults_pause, paused_master_at_connect_times_out_and_is_retried)

@@ -1,6 +1,7 @@
 /* test-fence.c - fencing tokens: strictly increasing across successive
  * holders, through kills and restarts of masters with persistence, and a
- * fenced store that rejects a paused holder's late write.
+ * fenced store that rejects a paused holder's late write; the largest
+ * counter of the masters that granted, whichever answers last.
  *
  * Runs on a cluster started with --aof (appendfsync always): the claim in
  * NOTES.md needs masters that keep their counters across restarts.
@@ -324,5 +325,43 @@ Test(fence, a_counter_from_before_the_change_keeps_fences_growing)
     }
     cr_expect(ge(int, in_step, tc_n() / 2 + 1), "only %d masters kept the counters in step",
               in_step);
+    redlock_client_free(c);
+}
+
+Test(fence, the_fence_is_the_largest_of_the_counters_that_granted)
+{
+    /* The fence is the largest counter among the masters that granted, in
+     * whatever order they answer: a master whose counter is behind (here
+     * deleted, as an operator's DEL or a restore of that key alone would)
+     * grants last, and the fence still goes above every one before.
+     * Masters 3 and 4 are down, so every quorum needs master 0, and its
+     * writes are held so that its answer comes last. */
+    redlock_client *c = client();
+    char res[128];
+    tc_resource(res, sizeof(res), "largest");
+    redlock_resource r = { res, strlen(res) };
+    redlock_lock *l;
+    redlock_error err;
+    TC_OUTCOME(out);
+    uint64_t before = 0;
+    for (int i = 0; i < 3; i++) {
+        cr_assert(eq(int, redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &l, NULL, &err), 0),
+                  "%s", err.msg);
+        before = redlock_lock_fence(l);
+        cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
+        redlock_lock_free(l);
+    }
+    freeReplyObject(tc_cmd(0, "DEL %b", fence_key, sizeof(fence_key) - 1));
+    tc_kill(3);
+    tc_kill(4);
+    tc_pause_writes(0, 200);
+    cr_assert(eq(int, redlock_acquire_set(c, &r, 1, 5000, REDLOCK_FENCE, &l, out, &err), 0), "%s",
+              err.msg);
+    cr_expect(eq(int, redlock_outcome_vote(out, 0)->kind, REDLOCK_VOTE_OK), "master 0 voted %s",
+              redlock_vote_kind_name(redlock_outcome_vote(out, 0)->kind));
+    cr_expect(gt(u64, redlock_lock_fence(l), before), "the fence went back from %llu to %llu",
+              (unsigned long long)before, (unsigned long long)redlock_lock_fence(l));
+    cr_assert(eq(int, redlock_release(c, l, NULL, &err), 0), "%s", err.msg);
+    redlock_lock_free(l);
     redlock_client_free(c);
 }

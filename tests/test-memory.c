@@ -14,7 +14,9 @@
  * must not cost: AOF-always masters keep their marker and count at once,
  * declared-empty masters count at once, and the window is the longest ttl
  * any client used. Eviction policies that can drop lock keys exclude a
- * master, named in the vote and in ping.
+ * master, named in the vote and in ping. A settle comes RL_QUORUM_MAX_MS
+ * after the rebirth it settles, gives a measured window its drift
+ * allowances, and raises the reborn master's fence counter to the fleet's.
  *
  * Suite memory runs on a plain cluster, memory_aof on one started with
  * --aof: meson runs this file twice, with a filter each. Run alone
@@ -40,7 +42,6 @@
 #define LOSER 2       /* the master of A's majority that loses its memory */
 
 static const char marker[] = "\0redlock:marker";
-
 
 /* Eviction settings back to none on every master that answers. */
 static void no_eviction(void)
@@ -824,6 +825,149 @@ Test(memory, an_extension_raises_the_fleets_longest_ttl)
     }
     cr_expect(ge(int, raised, 3), "only %d masters heard of the %u ms extension", raised,
               LONG_TTL_MS);
+    tc_must_release(c, l);
+    redlock_client_free(c);
+}
+
+/* ---- the settle: when it comes, how long it is, the fence --------------- */
+
+/* Master @m's clock (TIME), in ms. */
+static long long master_ms(int m)
+{
+    redisReply *t = tc_cmd(m, "TIME");
+    cr_assert(t && t->type == REDIS_REPLY_ARRAY && t->elements == 2, "TIME on master %d failed", m);
+    long long now = atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000;
+
+    freeReplyObject(t);
+    return now;
+}
+
+/* Field @f of master @m's marker as a number, or -1 without one. */
+static long long marker_num(int m, const char *f)
+{
+    redisReply *r = tc_cmd(m, "HGET %b %s", marker, sizeof(marker) - 1, f);
+    long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : -1;
+
+    freeReplyObject(r);
+    return v;
+}
+
+/* Master @m's marker was settled: it has one, and it is not pending. */
+static int settled(int m)
+{
+    redisReply *r = tc_cmd(m, "HMGET %b born pending", marker, sizeof(marker) - 1);
+    int v = r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_NIL;
+
+    freeReplyObject(r);
+    return v;
+}
+
+/* A measured window covers what is left of the longest live lease on
+ * another master's clock and then on the reborn one's, either of which may
+ * run the drift factor fast: that time and twice its drift (memory.c), not
+ * the time left alone. With a drift factor of 0.1 the allowances (a fifth
+ * of the lease) dwarf the time the test takes to read the window back. A
+ * holds a lease on every master; master LOSER restarts without persistence,
+ * and A's reconnect finds it reborn and settles it. */
+Test(memory, a_measured_window_has_its_rate_allowances)
+{
+    enum { TTL = 8000 };
+    const double drift = 0.1;
+    redlock_config cfg;
+    char res[128];
+
+    need_aof(0);
+    tc_config(&cfg);
+    cfg.retry_count = 0;
+    cfg.drift_factor = drift;
+    cfg.reconnect_min_ms = 10;
+    cfg.reconnect_max_ms = 100;
+    redlock_client *a = tc_client(&cfg, -1);
+    tc_resource(res, sizeof(res), NULL);
+    uint64_t t_acquire = tc_now_us(); /* A's lease ends no earlier than TTL after this */
+    redlock_lock *la = tc_must_acquire(a, res, TTL, NULL);
+    tc_kill(LOSER);
+    tc_restart(LOSER);
+
+    long long window = -1;
+    cr_assert(TC_AWAIT(marker_tight() && (window = marker_window()) > 0, 3000),
+              "master %d's window was never measured (window %lld)", LOSER, window);
+    /* Now, at most what was left when the fleet was measured. */
+    long long left = TTL - (long long)tc_ms_since(t_acquire);
+    cr_log_info("a lease with %lld ms left gives a window of %lld ms (drift factor %.2f)", left,
+                window, drift);
+    cr_expect(ge(i64, window, (long long)((double)left * (1 + 2 * drift)) - 200),
+              "window %lld ms for a lease with %lld ms left: without its two allowances of %.2f",
+              window, left, drift);
+    cr_expect(le(i64, window, (long long)(TTL * (1 + 2 * drift)) + 10), "window %lld ms > %d ms",
+              window, TTL);
+    tc_must_release(a, la);
+    redlock_client_free(a);
+}
+
+/* A master found reborn is settled no sooner than RL_QUORUM_MAX_MS (500
+ * ms) after its rebirth, on its own clock: an attempt that counted its vote
+ * from before the rebirth may decide that late (a later quorum is refused,
+ * acquire.c), and the lease it writes must be in what the settle measures.
+ * Time is the subject. Master LOSER is flushed; a fresh client meets it at
+ * once (its handshake's CHECK makes the rebirth, after the flush) and
+ * settles it: the settle's stamp on the marker (born, on the master's
+ * clock) comes 500 ms or more after the flush. */
+Test(memory, a_settle_waits_out_the_attempts_that_may_have_counted_the_master)
+{
+    need_aof(0);
+    freeReplyObject(tc_cmd(LOSER, "FLUSHALL"));
+    long long flushed = master_ms(LOSER);
+    redlock_client *c = client(1, -1);
+
+    cr_assert(TC_AWAIT(settled(LOSER), 3000), "master %d was never settled", LOSER);
+    long long after = marker_num(LOSER, "born") - flushed;
+    cr_log_info("master %d settled %lld ms after its rebirth", LOSER, after);
+    cr_expect(ge(i64, after, 500), "settled %lld ms after its rebirth, within RL_QUORUM_MAX_MS",
+              after);
+    redlock_client_free(c);
+}
+
+/* A settle raises a reborn master's fence counter to the largest the fleet
+ * reported (NOTES.md §5): a quorum of masters that were all reborn, their
+ * counters lost, still fences above every lock before. Fenced locks on
+ * fresh masters; 2, 3 and 4 are flushed and a new client settles them
+ * while 0 and 1 still answer; then 0 and 1 die, and the next fenced lock
+ * comes from 2, 3 and 4 alone, once their window (the ttl in use) passed. */
+Test(memory, a_settle_raises_the_fence_counter_to_the_fleets)
+{
+    enum { TTL = 1000 };
+    char res[128];
+    redlock_lock *l = NULL;
+    redlock_error e;
+    uint64_t before = 0;
+
+    need_aof(0);
+    tc_resource(res, sizeof(res), NULL);
+    redlock_resource r = { res, strlen(res) };
+    redlock_client *c = client(1, -1);
+    for (int k = 0; k < 3; k++) {
+        cr_assert(eq(int, redlock_acquire_set(c, &r, 1, TTL, REDLOCK_FENCE, &l, NULL, &e), 0), "%s",
+                  e.msg);
+        before = redlock_lock_fence(l);
+        tc_must_release(c, l);
+    }
+    redlock_client_free(c);
+    for (int m = 2; m < 5; m++)
+        freeReplyObject(tc_cmd(m, "FLUSHALL"));
+    c = client(1, -1); /* its handshake finds 2, 3 and 4 reborn: it settles them */
+    cr_assert(TC_AWAIT(settled(2) && settled(3) && settled(4), 3000),
+              "masters 2, 3 and 4 were never settled");
+    tc_kill(0);
+    tc_kill(1);
+    int rc = -1;
+    TC_AWAIT((rc = redlock_acquire_set(c, &r, 1, TTL, REDLOCK_FENCE, &l, NULL, &e)) == 0, 5000);
+    cr_assert(eq(int, rc, 0), "no fenced lock from 2, 3 and 4: %s", e.msg);
+    cr_log_info("fence %llu from the reborn masters, after %llu",
+                (unsigned long long)redlock_lock_fence(l), (unsigned long long)before);
+    cr_expect(gt(u64, redlock_lock_fence(l), before), "the fence went back from %llu to %llu",
+              (unsigned long long)before, (unsigned long long)redlock_lock_fence(l));
     tc_must_release(c, l);
     redlock_client_free(c);
 }
