@@ -48,6 +48,13 @@
 #                                                 side; the servers are built
 #                                                 in the background from the
 #                                                 start
+#   mutate     build-mutate/     hiredis 0.14.1   tools/mutate.sh --share K/2:
+#              (a copy of the                     half of the safety mutants
+#              tree and its                       (K: the day of the year
+#              build)                             mod 2), each of which a
+#                                                 test must kill; on ports
+#                                                 of its own (offset +
+#                                                 12000); about 80 s
 # --quick runs the plain stage only; --only runs the stages named.
 # hiredis 1.2 and the servers come from tools/deps.sh (local dirs under
 # .deps/; the system's packages stay as they are).
@@ -63,7 +70,9 @@
 # Environment: REDLOCK_BUILD_PREFIX (default "build") names the build dirs;
 # REDLOCK_TEST_PORT_OFFSET shifts every test cluster's ports (see
 # tests/with-cluster.sh), for running beside another checkout;
-# REDLOCK_FUZZ_SECONDS (default 20) is each fuzz stage's run per harness.
+# REDLOCK_FUZZ_SECONDS (default 20) is each fuzz stage's run per harness;
+# REDLOCK_MUTATE_SHARE (default K/2, K the day of the year mod 2) is the
+# mutate stage's share of the mutants ("0/1": all of them).
 set -euo pipefail
 
 # 1: the hiredis12 stage builds the library against hiredis 1.2 and runs
@@ -126,7 +135,7 @@ HIREDIS12_READY=1
 # the cores (autogroups, below). With their groups at nice 19, the next run
 # (fresh clone at 7d78954, idle, same hour): 1121 s (builds 29 and 63 s;
 # asan 325, hiredis12 303 + 42 + fuzz 36, matrix 79-81, waited 0 s).
-STAGES=(format plain abi asan tsan model fuzz packages hiredis12 matrix)
+STAGES=(format plain abi asan tsan model fuzz packages hiredis12 matrix mutate)
 # The tests that must not run beside another checkout's (fixed ports,
 # network namespaces): see tests/meson.build.
 NETNS_TESTS=(faults-net-partition faults-net-delay sim-regions)
@@ -801,6 +810,41 @@ if wanted matrix; then
             failures=("${sum_failures[@]}" "${failures[@]}")
             why=("${sum_why[@]}" "${why[@]}")
         done
+    fi
+fi
+
+# --- safety mutants ----------------------------------------------------------------
+# tools/mutate.sh (issue 33): small edits of the safety-critical code and
+# scripts, each applied alone to a copy of the tree ($prefix-mutate/) and
+# built, then the tests that must notice run until one fails; a survivor,
+# or a mutant whose snippet no longer applies, fails. A share of them per
+# run (MUTATE_SHARES: the day of the year picks which), so that all run
+# within that many days of CI; --all took 132 s here with a fresh build, a
+# half about 80 s. Each mutant counts as a test. Its own ports: the run's
+# offset + 12000 (the matrix's four take + 14000 to + 17000), though it
+# runs alone, after the rest.
+
+MUTATE_SHARES=2
+
+if wanted mutate; then
+    share=${REDLOCK_MUTATE_SHARE:-$((10#$(date +%j) % MUTATE_SHARES))/$MUTATE_SHARES}
+    say "mutate: tools/mutate.sh --share $share in $prefix-mutate"
+    t0=$SECONDS
+    REDLOCK_MUTATE_DIR=$prefix-mutate TMPDIR=$TMP \
+        REDLOCK_TEST_PORT_OFFSET=$((${REDLOCK_TEST_PORT_OFFSET:-0} + 12000)) \
+        tools/mutate.sh --share "$share" 2>&1 | tee "$TMP/mutate.log" || true
+    line=$(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$TMP/mutate.log" | tail -1)
+    if [[ -z $line ]]; then
+        stage_failed "mutate: tools/mutate.sh ended without its count (above)"
+    else
+        read -r ok fail <<<"$line"
+        passed=$((passed + ok))
+        failed=$((failed + fail))
+        echo "$PROG: mutate: $ok passed, $fail failed ($((SECONDS - t0)) s)"
+        while IFS= read -r t; do
+            failures+=("mutate: ${t:0:240}")
+        done < <(sed -n 's/^mutate\.sh: \([^ ]*: \(survived\|error\|no longer applies\).*\)/\1/p' \
+            "$TMP/mutate.log")
     fi
 fi
 
