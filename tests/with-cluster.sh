@@ -148,6 +148,10 @@ fi
 # the model's rules and a step the model cannot take fails the test
 # (--trace-complete: FILE holds every client that talks to the masters).
 if [[ -n $trace ]]; then
+    # One file per cluster: runs of one build side by side (CI's server
+    # matrix, each on its own ports) must not write, or empty, each
+    # other's trace.
+    trace=${trace%.trace}.$port.trace
     mkdir -p -- "$(dirname -- "$trace")"
     : >"$trace"
     export REDLOCK_TRACE=$trace
