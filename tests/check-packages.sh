@@ -101,7 +101,8 @@ allowed[libredlock-dev]="usr/include/redlock\\.h
 usr/include/redlock/version\\.h
 $lib/libredlock\\.(a|so)
 $lib/pkgconfig/redlock\\.pc
-usr/share/doc/libredlock-dev/(README|NOTES)\\.md(\\.gz)?
+usr/share/doc/libredlock-dev/README\\.md(\\.gz)?
+usr/share/doc/libredlock-dev/docs/[A-Za-z-]+\\.md(\\.gz)?
 usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh|service|timer)"
 required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
 $lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c"
