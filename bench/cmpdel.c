@@ -145,10 +145,11 @@ int floor_send_release(struct floor_state *fs, int m, const char *key, int nativ
 }
 
 /* raw-guard's release of @key on master @m: the compare-delete and the
- * removal of the lease's entry from @index. Natively (where @native and
- * the master allow), the command then ZREM in the same write: nothing
- * makes them one step, which a sound design would need (NOTES.md §4), so
- * this is a floor, not a release. Else one EVALSHA that does both. */
+ * removal of the lease's entry from @index. Natively (where @native and the
+ * master allow), the command then ZREM in the same write: nothing makes them
+ * one step, which a sound design would need (docs/memory-guard.md,
+ * "The release without Lua"), so this is a floor, not a release. Else one
+ * EVALSHA that does both. */
 int floor_send_release_guard(struct floor_state *fs, int m, const char *key, const char *index,
                              int native, redisCallbackFn *cb, void *pd)
 {

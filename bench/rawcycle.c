@@ -17,7 +17,7 @@
  * smallest script where there is none: cmpdel.c). It is not a sound lock (nothing makes
  * the read and the SET one step, the queue is not looked at): it is the
  * floor under any design that keeps the guard, which is what issue 21's
- * ratios against raw can be read against (NOTES.md §9).
+ * ratios against raw can be read against (bench/RESULTS.md).
  */
 #include "floor.h"
 

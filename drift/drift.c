@@ -1,8 +1,9 @@
 /* drift.c - clock-drift margin and validity arithmetic.
  *
  * Kept apart from the quorum code so that the one formula every safety claim
- * rests on (NOTES.md, "Timing") is computed in one place and unit-tested on
- * its own, at the edges: ttl 1 ms, ttl 2^32-1 ms, factor 0 and near 1.
+ * rests on (docs/memory-guard.md, "Clocks") is computed in one place and
+ * unit-tested on its own, at the edges: ttl 1 ms, ttl 2^32-1 ms, factor 0 and
+ * near 1.
  */
 #include "drift.h"
 

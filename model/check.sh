@@ -23,7 +23,7 @@
 # given mistake run first (the order only, never the set).
 #
 # The last line is "N passed, N failed"; the exit status is non-zero if
-# anything failed. Bounds, state counts and times: NOTES.md §13.
+# anything failed. Bounds, state counts and times: docs/model.md.
 set -uo pipefail
 
 PROG="check.sh"

@@ -1,4 +1,4 @@
-/* redlock.pml - redlock's protocol as SPIN sees it (docs: NOTES.md §13).
+/* redlock.pml - redlock's protocol as SPIN sees it (docs: docs/model.md).
  *
  * Masters run each script atomically: the lock key of ONE resource (free,
  * a client's token, that token marked by a waiter's join, or a reservation
@@ -25,7 +25,7 @@
  *              fault, two clients wanting the lock again and again, under
  *              bounded delay (below). Asserts no stuck resource and the
  *              queue's order, and carries the LTL progress property.
- * Faults (FAULTS of them, kinds by FAULT_KIND, NOTES.md §13): a restart
+ * Faults (FAULTS of them, kinds by FAULT_KIND, docs/model.md): a restart
  * that kept nothing; a restart that loaded a snapshot (of itself: an
  * older RDB, AOF that lost its tail, a promoted replica, a restore from
  * backup, a crash after a run-time persistence switch; of another master:
@@ -937,7 +937,8 @@ proctype oper() {
          * reports, or a master that did not answer (it may be the one
          * that remembers). A majority that sits out is not refused: no
          * look sees what only the masters that forgot held, and the word
-         * is the operator's (NOTES.md §4). */
+         * is the operator's (docs/memory-guard.md, "The operator's word:
+         * declare-empty and readmit"). */
         :: nn > 0 && (rm > 0 || nr < NM) -> printf("MSC: the operator is refused: a lease may be live\n"); goto done
         :: else -> skip
         fi;
@@ -967,7 +968,8 @@ done:   m = 0; nr = 0; nn = 0; rm = 0; rf = 0
  * holds no key. If that is a quorum while somebody holds, it would hold
  * too: two holders. (A client made after a name moved and before a client
  * that saw the move reached that server would count it: the operator's
- * rule, NOTES.md §4, "Names that move"; the prober is not that client.)
+ * rule, docs/memory-guard.md, "The operator's rule for moving a name";
+ * the prober is not that client.)
  * FENCED: with nobody holding, the fence it would be given (one more than
  * the largest counter of its quorum) must be above every fence granted. */
 #if defined(BROKEN_GUARD_OFF)

@@ -1,9 +1,9 @@
 /* acquire-queue.c - waiting: when it ends, and the waiter's place in the queues.
  *
- * A wait ends at a deadline (redlock_acquire_with) or after a number of
- * polls (redlock_acquire's retry_count); wake-ups never use it up. A waiter
- * takes its place in the masters' queues with its first attempt and leaves
- * them when it is done (NOTES.md §5).
+ * A wait ends at a deadline (redlock_acquire_with) or after a number of polls
+ * (redlock_acquire's retry_count); wake-ups never use it up. A waiter takes
+ * its place in the masters' queues with its first attempt and leaves them
+ * when it is done (docs/waiting.md, "Waiting in turn: the fair hand-off").
  */
 #include "acquire-private.h"
 
@@ -36,18 +36,18 @@ void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
 }
 
 /* An acquire that may wait takes a place in the masters' queues from its
- * second attempt on (the first is the fast path's, acquire.c), with a
- * ticket of the moment it started: waiters are then served in the order
- * they started waiting (NOTES.md §5). How long a reservation may wait for
- * it (hand) and how long its place lasts without news (lease) follow from
- * its polling: the head's poll timer finds a reservation whose wake-up was
- * lost well within the hand-off window, and a waiter refreshes its place
- * well within its lease even at its slowest (rank 8 and beyond: eight
- * delays). A reservation cuts its waiter's lease to the reservation's end
- * (script.c, HAND_OVER), so a waiter that died is reserved for once: it
- * costs the next one at most a hand-off window plus that one's poll, which
- * is one delay for the waiter right behind the head (720 ms with the
- * defaults) and min(r, 8) delays for one that last saw itself at rank r
+ * second attempt on (the first is the fast path's, acquire.c), with a ticket
+ * of the moment it started: waiters are then served in the order they started
+ * waiting (docs/waiting.md, "Waiting in turn: the fair hand-off"). How long a
+ * reservation may wait for it (hand) and how long its place lasts without
+ * news (lease) follow from its polling: the head's poll timer finds a
+ * reservation whose wake-up was lost well within the hand-off window, and a
+ * waiter refreshes its place well within its lease even at its slowest (rank
+ * 8 and beyond: eight delays). A reservation cuts its waiter's lease to the
+ * reservation's end (script.c, HAND_OVER), so a waiter that died is reserved
+ * for once: it costs the next one at most a hand-off window plus that one's
+ * poll, which is one delay for the waiter right behind the head (720 ms with
+ * the defaults) and min(r, 8) delays for one that last saw itself at rank r
  * (the queue moved on since its last poll). */
 void rl_acq_join_queue(rl_acquire *a)
 {

@@ -25,16 +25,16 @@
  * succeeds only once a majority acknowledged it, with validity measured at
  * that moment.
  *
- * Why mutual exclusion holds (NOTES.md §2 has the long form): a key is only
- * written by NX, so at any time at most one token holds each master. Two
- * clients that both count a quorum would need a master that granted both
- * inside one ttl; majorities intersect, so that master must have lost the
- * first key early: a clock running fast beyond the drift factor, or lost
- * memory (the restart guard keeps such a master out). Early return does not
- * change this: we only claim the lock on a quorum of OKs, and OKs that
- * arrive later only add keys carrying our token, which can only stop others.
- * Waiting, waking and cancelling only decide when an attempt starts or
- * stops; an attempt is the same whoever started it.
+ * Why mutual exclusion holds (docs/safety.md, "The claim and its argument",
+ * has the long form): a key is only written by NX, so at any time at most one
+ * token holds each master. Two clients that both count a quorum would need a
+ * master that granted both inside one ttl; majorities intersect, so that
+ * master must have lost the first key early: a clock running fast beyond the
+ * drift factor, or lost memory (the restart guard keeps such a master out).
+ * Early return does not change this: we only claim the lock on a quorum of
+ * OKs, and OKs that arrive later only add keys carrying our token, which can
+ * only stop others. Waiting, waking and cancelling only decide when an
+ * attempt starts or stops; an attempt is the same whoever started it.
  */
 #include "acquire-private.h"
 #include "kinds.h"
@@ -249,7 +249,7 @@ static void acq_succeed(rl_acquire *a)
      * their release without Lua goes behind this acquire on the same
      * connection. Where the guess was wrong, the delete's 0 sends the
      * script after it (release.c); an answer that comes before the release
-     * is sent settles it (NOTES.md §4, "the native release"). */
+     * is sent settles it (docs/memory-guard.md, "The release without Lua"). */
     uint32_t answered = a->fast_mask & ~op->pending_mask;
     if (a->fast_mask && answered == a->quiet_mask)
         lock->guess_mask = a->fast_mask & op->pending_mask;

@@ -495,9 +495,10 @@ int rl_addr_lookup(const char *host, char ip[64], int *ret_naddrs)
     addr_ntop(pick->ai_addr, ip);
     /* Distinct addresses of the family picked (a resolver may list one
      * twice): more than one is a round-robin name, whose pick may change
-     * from one look-up to the next, and which cannot be one server (NOTES.md
-     * §4). An IPv6 address beside the IPv4 one ("localhost") is never
-     * picked while the IPv4 one is there: not counted. */
+     * from one look-up to the next, and which cannot be one server
+     * (docs/memory-guard.md, "Names that move"). An IPv6 address beside
+     * the IPv4 one ("localhost") is never picked while the IPv4 one is
+     * there: not counted. */
     int n = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         if (ai->ai_family != pick->ai_family)

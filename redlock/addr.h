@@ -9,8 +9,8 @@
  * new address makes the server there reborn before any vote on it counts (its CHECK says
  * "moved", script.c), and it sits out every lease the old one may have granted. What no client
  * can see: the old server still answering clients that have not moved yet, or a round-robin
- * name (two servers at once): the operator stops the old server for good first (NOTES.md §4,
- * "Names that move").
+ * name (two servers at once): the operator stops the old server for good first
+ * (docs/memory-guard.md, "The operator's rule for moving a name").
  */
 #ifndef REDLOCK_ADDR_H
 #define REDLOCK_ADDR_H

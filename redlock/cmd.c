@@ -73,7 +73,8 @@ static void part_end(rl_cmd *c, int *mark)
  * master's memory counts, and the longest ttl its marker knows, read in the
  * step of what follows. A grant counts only where the bound already covers
  * the ttl asked (acquire-votes.c): the transaction cannot raise it, and an
- * operator may have lowered it since the client last looked (NOTES.md §4). */
+ * operator may have lowered it since the client last looked
+ * (docs/memory-guard.md, "The fast path"). */
 static void served_first(rl_cmd *c, int *mark)
 {
     begin(c, -1);
@@ -100,10 +101,10 @@ static void index_end(rl_cmd *c, const char *token, int *mark)
 
 void rl_cmd_acquire_fast(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
 {
-    /* Why these three, and why together: NOTES.md §4 ("the fast path").
-     * The marker's `served` says, in the same atomic step as the SET, that
-     * this master's memory counts; the index hears of the lease before any
-     * client could learn that it was granted. */
+    /* Why these three, and why together: docs/memory-guard.md,
+     * "The fast path". The marker's `served` says, in the same atomic step as
+     * the SET, that this master's memory counts; the index hears of the lease
+     * before any client could learn that it was granted. */
     int mark = 0;
     served_first(c, &mark);
     arg(c, "SET", 3); /* NX GET: a key of another type says WRONGTYPE at once */
@@ -197,11 +198,11 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
 
 void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
 {
-    /* What the extend script does, NOTES.md §4 ("extend without Lua") says
-     * why this is the same step: `served` read at the instant of the SET,
-     * the GET tells "gone" from "another's" (the SET's nil does not), and
-     * the index's entry is raised to an upper bound of the new lease's end
-     * (never lowered: GT). */
+    /* What the extend script does, docs/memory-guard.md
+     * ("Extend without Lua") says why this is the same step: `served` read at
+     * the instant of the SET, the GET tells "gone" from "another's" (the
+     * SET's nil does not), and the index's entry is raised to an upper bound
+     * of the new lease's end (never lowered: GT). */
     int mark = 0;
     served_first(c, &mark);
     arg(c, "GET", 3);
@@ -229,13 +230,13 @@ void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32
 
 void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex)
 {
-    /* NOTES.md §4 ("the native release"): two commands, pipelined, no
-     * MULTI. The ZREM removes this lease's index entry only (it is named
-     * by the token), so it is right whatever the delete does, before or
-     * after it: the lease ends with its release (its holder stopped at the
-     * call). The delete's 1 is the answer; its 0 (gone, another's, or
-     * marked for a waiter: the compare cannot tell) sends the script
-     * (release.c), which tells them apart and hands the key on. */
+    /* docs/memory-guard.md, "The release without Lua": two commands,
+     * pipelined, no MULTI. The ZREM removes this lease's index entry only (it
+     * is named by the token), so it is right whatever the delete does, before
+     * or after it: the lease ends with its release (its holder stopped at the
+     * call). The delete's 1 is the answer; its 0 (gone, another's, or marked
+     * for a waiter: the compare cannot tell) sends the script (release.c),
+     * which tells them apart and hands the key on. */
     int mark = 0;
     begin(c, -1);
     c->pipelined = true;

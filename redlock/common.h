@@ -61,11 +61,12 @@ void rl_log_emit(const redlock_config *cfg, int level, const char *fmt, ...)
 
 /* A quorum counts only if it was reached within this long of its attempt's
  * start (acquire.c, extend.c); a client settles a reborn master only from
- * reports taken at least this long (with both clocks' drift allowance)
- * after it saw the master pending (memory.c). So every attempt that may
- * have counted the master's vote from before its rebirth has decided, and
- * its lease sits on the rest of its quorum, when the fleet is measured
- * (NOTES.md §4, "a lease still being granted"). */
+ * reports taken at least this long (with both clocks' drift allowance) after
+ * it saw the master pending (memory.c). So every attempt that may have
+ * counted the master's vote from before its rebirth has decided, and its
+ * lease sits on the rest of its quorum, when the fleet is measured
+ * (docs/memory-guard.md, "How long a reborn master sits out": a lease still
+ * being granted). */
 #define RL_QUORUM_MAX_MS 500
 
 /* ---- tokens and randomness (token.c) ---------------------------------------- */

@@ -16,11 +16,11 @@
  * becomes min(old, what the new ttl guarantees from the start of this
  * extend), never more.
  *
- * Where a master has SET IFEQ (Valkey 8.1, Redis 8.4: INFO at its
- * handshake) and its memory is known to count, a one-lock extend is a
- * transaction there instead of the script: the same compare, write, marker
- * check and index raise in one atomic step, without Lua (NOTES.md §4,
- * "extend without Lua"). Every other master gets the script in the same
+ * Where a master has SET IFEQ (Valkey 8.1, Redis 8.4: INFO at its handshake)
+ * and its memory is known to count, a one-lock extend is a transaction there
+ * instead of the script: the same compare, write, marker check and index
+ * raise in one atomic step, without Lua (docs/memory-guard.md,
+ * "Extend without Lua"). Every other master gets the script in the same
  * round.
  */
 #include "kinds.h"

@@ -11,18 +11,19 @@
  * while trusted can still live (LEASES), and gives the reborn master that
  * long (SETTLE), measured on its own clock from the moment the settle runs.
  *
- * Why every master, and not a quorum: a live lease is on every master of
- * its last quorum that has not been reborn since (a master reborn since
- * then was kept out, by its own settle, until that lease ended, and an
- * extension cannot reach a master that lost the key). So when fewer than a
- * quorum of masters are reborn-and-not-yet-counting, each live lease is
- * still known to a master that counts; but it may be known to only one of
- * them. The window is "tight" (measured) only when every master answered
- * and fewer than a quorum of them do not count. Otherwise nobody can
- * measure it, and the window is the longest ttl the fleet has heard of
- * (markers' maxttl, this client's own ttls, restart_guard_ms): the bound
- * that held before leases were measured, raised later as clients learn of
- * longer ttls (raise, below). NOTES.md §4 has the argument.
+ * Why every master, and not a quorum: a live lease is on every master of its
+ * last quorum that has not been reborn since (a master reborn since then was
+ * kept out, by its own settle, until that lease ended, and an extension
+ * cannot reach a master that lost the key). So when fewer than a quorum of
+ * masters are reborn-and-not-yet-counting, each live lease is still known to
+ * a master that counts; but it may be known to only one of them. The window
+ * is "tight" (measured) only when every master answered and fewer than a
+ * quorum of them do not count. Otherwise nobody can measure it, and the
+ * window is the longest ttl the fleet has heard of (markers' maxttl, this
+ * client's own ttls, restart_guard_ms): the bound that held before leases
+ * were measured, raised later as clients learn of longer ttls (raise, below).
+ * docs/memory-guard.md, "How long a reborn master sits out", has the
+ * argument.
  *
  * A settle round only counts reports that ran after the rebirth it
  * settles, and after every attempt that may have counted the master's vote

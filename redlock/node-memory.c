@@ -2,13 +2,13 @@
  * handshake and every probe ask (node.c queues them on the connection).
  *
  * CHECK (script.c) compares the process's run_id with its memory marker's,
- * before any vote on the connection: its success is what lets an OK from
- * this connection count, and a marker another process wrote makes the
- * master reborn, whatever that process's persistence was (NOTES.md §4).
- * CONFIG GET says whether the master may evict lock keys, and what it
- * persists (ping reports it).
- * What the answers make of the master: whether its vote may count now
- * (rl_node_vote_counts), what it has natively, and its events.
+ * before any vote on the connection: its success is what lets an OK from this
+ * connection count, and a marker another process wrote makes the master
+ * reborn, whatever that process's persistence was (docs/memory-guard.md,
+ * "Who the master is"). CONFIG GET says whether the master may evict lock
+ * keys, and what it persists (ping reports it). What the answers make of the
+ * master: whether its vote may count now (rl_node_vote_counts), what it has
+ * natively, and its events.
  */
 #include "node-memory.h"
 #include "cmd.h"
@@ -127,9 +127,9 @@ int rl_node_ask_memory(rl_node *n, rl_conn *conn)
     rl_cmd cmd;
     /* A connection to a new address of the master's name: the server there
      * never saw what the old one granted as this master, whatever its own
-     * marker says, so the CHECK makes it reborn (NOTES.md §4, "Names that
-     * move"), with the longest ttl the old server had heard of. In the
-     * script, before any vote on this connection runs; and for every
+     * marker says, so the CHECK makes it reborn (docs/memory-guard.md,
+     * "Names that move"), with the longest ttl the old server had heard of.
+     * In the script, before any vote on this connection runs; and for every
      * client, whose acquires read the same marker. */
     n->check_moved = n->moved;
     /* A rebirth made by this CHECK is named by a fresh random value: a

@@ -62,7 +62,7 @@ struct rl_node {
     bool id_current;    /* trust.run_id was read on this connection */
     int twin;           /* refused as the same server as master twin; -1: not */
 
-    /* A name that moves (NOTES.md §4, "Names that move"): a TCP master
+    /* A name that moves (docs/memory-guard.md, "Names that move"): a TCP master
      * written as a host name is looked up again before every reconnect. */
     struct rl_resolve *resolving; /* the look-up in flight (resolve.c), or NULL */
     bool addr_fresh;              /* addr.ip was resolved by client creation, not used yet */

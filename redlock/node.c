@@ -18,7 +18,7 @@
  * (on a thread: resolve.c), so that a name that moves is followed. A new
  * address is a server whose memory never saw what the old one granted as
  * this master: the connection's CHECK says "moved" and the server is reborn
- * before any vote on it counts (NOTES.md §4, "Names that move").
+ * before any vote on it counts (docs/memory-guard.md, "Names that move").
  */
 #include "node.h"
 #include "cmd.h"
@@ -320,10 +320,11 @@ static void node_open(rl_node *n)
     arm(n, cfg->connect_timeout_ms);
 }
 
-/* A name that resolves to several addresses is several servers, and a
- * master must be one (NOTES.md §4): said once per client, and the pick is
- * rl_addr_resolve()'s. Not refused: a DNS change must not turn into an
- * outage of the master; the operator's rule is what keeps it safe. */
+/* A name that resolves to several addresses is several servers, and a master
+ * must be one (docs/memory-guard.md, "Names that move"): said once per
+ * client, and the pick is rl_addr_resolve()'s. Not refused: a DNS change must
+ * not turn into an outage of the master; the operator's rule is what keeps it
+ * safe. */
 static void node_round_robin(rl_node *n, int naddrs)
 {
     if (naddrs <= 1 || n->round_robin)
@@ -331,7 +332,7 @@ static void node_round_robin(rl_node *n, int naddrs)
     n->round_robin = true;
     rl_node_log(n, REDLOCK_LOG_WARN,
                 "\"%s\" resolves to %d addresses (round-robin): unsafe for a master, which must "
-                "be one server (NOTES.md, \"Names that move\"); using %s",
+                "be one server (docs/memory-guard.md, \"Names that move\"); using %s",
                 n->addr.host, naddrs, n->addr.ip);
 }
 

@@ -13,18 +13,17 @@
  * Mutual exclusion is untouched by release: it only ever deletes our own
  * key, so it can only make the resource free earlier, never give it to two.
  *
- * Without Lua where it can (NOTES.md §4, "the native release"): a master
- * that has DELIFEQ (Valkey 9) or DELEX IFEQ (Redis 8.4) and granted this
- * lease by the fast path with nobody queued (its answer in time for the
- * acquire, or later: the node remembers it) gets, instead of the script,
- * ZREM of the lease's index entry and the compare-and-delete, pipelined;
- * so does a master whose fast-path answer had not come when the acquire
- * decided, if every master that answered granted that way (acquire.c): the
- * uncontended case, where the callers that release at once would otherwise
- * send those the script.
- * Where the delete deletes nothing (the key gone, another's, or marked by
- * a waiter that joined since, script.c) the same slot sends the script,
- * which tells which and hands the key to the queue's head (fanout.c's
+ * Without Lua where it can (docs/memory-guard.md, "The release without Lua"):
+ * a master that has DELIFEQ (Valkey 9) or DELEX IFEQ (Redis 8.4) and granted
+ * this lease by the fast path with nobody queued (its answer in time for the
+ * acquire, or later: the node remembers it) gets, instead of the script, ZREM
+ * of the lease's index entry and the compare-and-delete, pipelined; so does a
+ * master whose fast-path answer had not come when the acquire decided, if
+ * every master that answered granted that way (acquire.c): the uncontended
+ * case, where the callers that release at once would otherwise send those the
+ * script. Where the delete deletes nothing (the key gone, another's, or
+ * marked by a waiter that joined since, script.c) the same slot sends the
+ * script, which tells which and hands the key to the queue's head (fanout.c's
  * redo): for a late answer too, after the release decided.
  */
 #include "kinds.h"

@@ -169,16 +169,16 @@
     "  redis.call('set', k, f)\n"                                              \
     "end\n"
 
-/* The lease of token `tok` on keys KEYS[first..first+n-1], just granted
- * with `ttl`, joins the index of held keys KEYS[ik], scored by when it
- * ends on this master's clock (PEXPIRETIME: no TIME call); entries whose
- * lease ended before now (the grant's own time: its end minus its ttl)
- * leave it, so the index holds the live leases and never the history.
- * An entry is named by its lease's token, not its key: whoever removes an
- * entry (a release, whenever it runs) can only remove its own lease's,
- * never the entry of a holder who took the key after it (NOTES.md §4,
- * "the native release"). The index never reads a key: a user whose ACL
- * covers one key prefix can keep it. */
+/* The lease of token `tok` on keys KEYS[first..first+n-1], just granted with
+ * `ttl`, joins the index of held keys KEYS[ik], scored by when it ends on
+ * this master's clock (PEXPIRETIME: no TIME call); entries whose lease ended
+ * before now (the grant's own time: its end minus its ttl) leave it, so the
+ * index holds the live leases and never the history. An entry is named by its
+ * lease's token, not its key: whoever removes an entry (a release, whenever
+ * it runs) can only remove its own lease's, never the entry of a holder who
+ * took the key after it (docs/memory-guard.md, "The release without Lua").
+ * The index never reads a key: a user whose ACL covers one key prefix can
+ * keep it. */
 #define INDEX                                                                   \
     "local function index(ik, first, n, ttl, tok)\n"                            \
     "  local e = 0\n"                                                          \

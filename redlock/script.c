@@ -23,7 +23,8 @@
  *   K "\0l"      the same members, score = when the waiter's lease ends
  *   "\0redlock:marker"  the master's memory marker: a hash with no ttl
  *                {born, window, maxttl, served, run, birth, pending,
- *                tight, cause} (CHECK, HEARD; NOTES.md §4)
+ *                tight, cause} (CHECK, HEARD; docs/memory-guard.md,
+ *                "The marker and the index")
  *   "\0redlock:fence"   the master's fencing counter, for every resource
  *   "\0redlock:held"    the leases this master granted while it was
  *                trusted, named by token and scored by when they end
@@ -112,8 +113,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * the memory marker and the index of held keys. The marker hears of the
      * new ttl first, and a master whose memory is not trusted extends
      * nothing (-2): a master that reloaded an old snapshot may hold our key
-     * again, but its vote must not count towards a lease (NOTES.md §4). A
-     * key marked for its waiters (OURS) is ours, and stays marked. */
+     * again, but its vote must not count towards a lease
+     * (docs/memory-guard.md, "How long a reborn master sits out"). A key
+     * marked for its waiters (OURS) is ours, and stays marked. */
     [RL_SCRIPT_EXTEND] =
         HEARD
         OURS
@@ -156,7 +158,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * decimal integer below 10^18 (fourth element 0) or a key of another
      * type (1). Counters are checked before anything is written, and never
      * repaired: a counter reset would hand out a fence already used
-     * (NOTES.md §5). The fence is the master's counter plus one, and above
+     * (docs/waiting.md, "Waiting in turn: the fair hand-off"). The fence is
+     * the master's counter plus one, and above
      * any old per-resource counter, which is then set to it: a client of
      * before one counter per master still counts up from there.
      *
@@ -175,7 +178,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * may release with a bare compare-and-delete) marks the value, on
      * every key of a set it waits for that is so held: that compare then
      * fails, and the holder's release takes this script, which hands the
-     * key to the queue's head (NOTES.md §4). */
+     * key to the queue's head (docs/memory-guard.md,
+     * "The release without Lua"). */
     [RL_SCRIPT_ACQUIRE] =
         HEARD
         RUN_ID
@@ -280,9 +284,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * A client whose connection reaches this server at a new address of the
      * master's name (ARGV[2] 'moved') makes it reborn whatever its marker
      * says: the server it replaces may have granted leases as this master
-     * that this one never saw (NOTES.md §4, "Names that move"). Here, not in
-     * the client: every client's acquire reads this marker, so none counts
-     * the server before the window has passed.
+     * that this one never saw (docs/memory-guard.md, "Names that move").
+     * Here, not in the client: every client's acquire reads this marker,
+     * so none counts the server before the window has passed.
      * KEYS: the marker, the index of held keys (entries whose lease ended
      * leave it here: the fast path's grants never sweep it, acquire.c).
      * ARGV[1]: the longest ttl the client knows (a new marker's maxttl),
@@ -337,7 +341,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * maxttl is set to ARGV[2] where given (the client never asks below a
      * lease the fleet reports live). ARGV[3]: the largest fence counter the
      * fleet reported: a master made to count is raised to it first, so
-     * that no fence it gives goes back (NOTES.md §5). ARGV[4]: how long ago
+     * that no fence it gives goes back (docs/waiting.md, "Fencing tokens").
+     * ARGV[4]: how long ago
      * (ms, this master's clock) its rebirth must be: an attempt that
      * counted a vote it gave before it forgot decides within that, and the
      * fleet's look must come after (declare.c); a rebirth younger than that
@@ -404,7 +409,8 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * another and changes nothing), the window, '1' if measured from every
      * master's leases (tight: no raise needed), the largest fence counter
      * the fleet reported (the counter is raised to it: a fence never goes
-     * back, NOTES.md §5). 1 settled, 0 not pending (or another rebirth). */
+     * back, docs/waiting.md, "Fencing tokens"). 1 settled, 0 not pending (or
+     * another rebirth). */
     [RL_SCRIPT_SETTLE] =
         NOW_MS
         RAISE_FENCE

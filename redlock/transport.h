@@ -1,7 +1,7 @@
 /* transport.h - connections to masters: the only part of libredlock that knows hiredis.
  *
- * What the transport promises the rest of the library (NOTES.md §11 has the
- * long form, for hiredis 0.14.1 and 1.x alike):
+ * What the transport promises the rest of the library (docs/transport.md
+ * has the long form, for hiredis 0.14.1 and 1.x alike):
  *  - Replies on one connection arrive in the order the commands were sent;
  *    each reply function runs exactly once: with the reply, or with NULL and
  *    the reason when the connection fails or is closed first.

@@ -7,7 +7,7 @@
  * known to run at the wrong rate or to have jumped (policy EXCLUDE), when
  * its eviction policy could drop a live lock key, or, checked by the
  * acquire script on the master itself, when its memory marker says it may
- * have forgotten grants (NOTES.md §4).
+ * have forgotten grants (docs/memory-guard.md, "The memory guard").
  */
 #include "trust.h"
 

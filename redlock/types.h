@@ -1,6 +1,6 @@
 /* types.h - the client and lock structures, shared by the files above the nodes.
  *
- * Where one acquire goes, in one sitting (NOTES.md §12 has the map):
+ * Where one acquire goes, in one sitting (docs/map.md has the map):
  *
  *   redlock_acquire()           blocking.c   checks, then one call to the I/O thread
  *    rl_loop_submit             loop.c       the queue and an eventfd; the caller sleeps

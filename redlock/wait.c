@@ -11,7 +11,7 @@
  * name can be read from the queue) costs at most one attempt per poll
  * interval unless that attempt finds a reservation (acq_wake); a wake-up
  * only starts an ordinary attempt, so none can give anyone a lock
- * (NOTES.md §5).
+ * (docs/waiting.md, "Waiting in turn: the fair hand-off").
  */
 #include "wait.h"
 

@@ -1,20 +1,21 @@
 /* test-attack-copies.c - a copy of a master's data in its place must not
  * count while a lease the copy lacks is live (issue 29, attack 1).
  *
- * On AOF masters (appendfsync always, meson gives this file a cluster
- * started with --aof) the memory guard of 1.0 trusted a restarted master
- * whose marker vouched for the process before it (that process kept every
- * acknowledged write); the vouch was data, though, and travelled with
- * every copy of it. Now a process that did not write its marker sits out,
- * whatever it loaded (NOTES.md §4). Here master 2's data is replaced by one taken before A's
- * lock: (a) an RDB dump SAVEd before A, loaded the way an operator turns
- * a dump into an AOF master (start with appendonly no, then CONFIG SET
- * appendonly yes); (b) a copy of its own AOF directory; (c) a copy of
- * another master's AOF directory; (d) a replica, in sync until just before
- * A, moved onto master 2's port once master 2 is SIGKILLed. A holds the
- * resource on 0, 1 and 2 (3 and 4 were down, and came back empty), so
- * 2, 3 and 4 are a majority that does not know A: B must be refused while
- * A's lease runs, and once A has released, B's fence must be above A's.
+ * On AOF masters (appendfsync always, meson gives this file a cluster started
+ * with --aof) the memory guard of 1.0 trusted a restarted master whose marker
+ * vouched for the process before it (that process kept every acknowledged
+ * write); the vouch was data, though, and travelled with every copy of it.
+ * Now a process that did not write its marker sits out, whatever it loaded
+ * (docs/memory-guard.md, "Who the master is"). Here master 2's data is
+ * replaced by one taken before A's lock: (a) an RDB dump SAVEd before A,
+ * loaded the way an operator turns a dump into an AOF master (start with
+ * appendonly no, then CONFIG SET appendonly yes); (b) a copy of its own AOF
+ * directory; (c) a copy of another master's AOF directory; (d) a replica, in
+ * sync until just before A, moved onto master 2's port once master 2 is
+ * SIGKILLed. A holds the resource on 0, 1 and 2 (3 and 4 were down, and came
+ * back empty), so 2, 3 and 4 are a majority that does not know A: B must be
+ * refused while A's lease runs, and once A has released, B's fence must be
+ * above A's.
  *
  * Each copy has its control: the same steps, the copy made but master 2
  * restarted from its own files (it kept A's key), where B is refused

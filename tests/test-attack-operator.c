@@ -91,13 +91,14 @@ static void monitor_meets_the_fleet(void)
 }
 
 /*
- * A holds the resource on all five masters. With @readmit, the operator
- * runs readmit --ttl 1s while A's lease lives; then masters 0, 1 and 2
- * restart together without persistence (one host's reboot), and a client
- * meets them. A majority forgot: only the bound can be their window.
- * Fences are not asked for: a majority that restarted without persistence
- * starts its counters from 0, and no window restores them (NOTES.md §5
- * claims no order then); the lock is the subject here.
+ * A holds the resource on all five masters. With @readmit, the operator runs
+ * readmit --ttl 1s while A's lease lives; then masters 0, 1 and 2 restart
+ * together without persistence (one host's reboot), and a client meets them.
+ * A majority forgot: only the bound can be their window. Fences are not asked
+ * for: a majority that restarted without persistence starts its counters from
+ * 0, and no window restores them (docs/waiting.md,
+ * "The claim, the argument, and what is not claimed": no order then); the
+ * lock is the subject here.
  */
 static void reboot_scenario(int readmit)
 {

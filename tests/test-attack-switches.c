@@ -7,7 +7,8 @@
  * acknowledged was lost). Clients read the persistence settings at every
  * handshake and probe and withdrew the vouch when they changed; but the
  * withdrawal is a write too, and a crash can lose it with the grants
- * (now no marker vouches: a restart is a rebirth, NOTES.md §4):
+ * (now no marker vouches: a restart is a rebirth, docs/memory-guard.md,
+ * "No shortcut for persistence"):
  *
  *   appendonly no at run time: nothing is written to the AOF any more,
  *     the withdrawal included; the config file still says appendonly

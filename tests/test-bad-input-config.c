@@ -1,11 +1,12 @@
 /* test-bad-input-config.c - a client configured wrongly is refused, saying why.
  *
  * redlock_client_new() refuses bad master lists (EINVAL, or ERESOLVE for a
- * host that does not resolve) and bad config fields (EINVAL) with a
- * one-line message naming the field, and writes nothing to its output on
- * failure; edge cases that are valid are accepted. Tables are
- * parameterized tests over static arrays (TC_CASE_INDEXES). NOTES.md
- * section 10 lists each input with what the user sees.
+ * host that does not resolve) and bad config fields (EINVAL) with a one-line
+ * message naming the field, and writes nothing to its output on failure; edge
+ * cases that are valid are accepted. Tables are parameterized tests over
+ * static arrays (TC_CASE_INDEXES). docs/errors.md
+ * ("Bad input: what the user sees, and the test that proves it") lists each
+ * input with what the user sees.
  */
 #include <math.h>
 #include <stdio.h>

@@ -191,9 +191,10 @@ Test(inspect, memory_guard_excludes_masters_that_lost_their_data)
     }
     cr_assert(strstr(p.err, "count toward a quorum") != NULL, "stderr: %s", p.err);
     tcli_free(&p);
-    /* The table says why, until when, and what would change it: once a
-     * ping comes half a second after the masters were reborn (a settle
-     * measures only then: NOTES.md §4), it settles them, and says so. */
+    /* The table says why, until when, and what would change it: once a ping
+     * comes half a second after the masters were reborn (a settle measures
+     * only then: docs/memory-guard.md, "How long a reborn master sits out"),
+     * it settles them, and says so. */
     int settled = TC_AWAIT(({
                                tcli_free(&p);
                                cr_assert(eq(int,

@@ -1,13 +1,13 @@
 /* test-fastpath.c - an uncontended lock costs the masters a transaction, not a script.
  *
  * A client that knows its masters (CHECK answered on each connection, each
- * marker counts and already knows the ttl) takes one lock without a fence
- * or a place in the queue with one transaction per master - MULTI, HGET
- * served, SET NX GET PX, ZADD GT of the lease's end into the index, EXEC -
- * and no script (NOTES.md §4, "the fast path"). Checked from the masters'
- * side: their commandstats, and the index entry against the key's own
- * expiry. What the transaction must still do - refuse to count where the
- * memory is gone - is test-memory.c's (flushall_refuses_a_client_that_met_
+ * marker counts and already knows the ttl) takes one lock without a fence or
+ * a place in the queue with one transaction per master - MULTI, HGET served,
+ * SET NX GET PX, ZADD GT of the lease's end into the index, EXEC - and no
+ * script (docs/memory-guard.md, "The fast path"). Checked from the masters'
+ * side: their commandstats, and the index entry against the key's own expiry.
+ * What the transaction must still do - refuse to count where the memory is
+ * gone - is test-memory.c's (flushall_refuses_a_client_that_met_
  * the_master_before).
  */
 #include <stdio.h>

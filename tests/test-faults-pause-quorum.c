@@ -190,9 +190,10 @@ Test(faults_pause, a_lock_s_validity_runs_from_its_attempt_not_from_its_quorum)
 /* With the memory guard on, a majority must come within RL_QUORUM_MAX_MS
  * (500 ms) of its attempt's start: a master seen reborn is settled that
  * long (and the clocks' drift) after, so that every attempt that counted a
- * vote it gave before it forgot has decided by then (NOTES.md §4). Three
- * masters that grant 800 ms late: no lock, ETIMEOUT saying so, and no key
- * left behind. The same late majority without the guard is a lock. */
+ * vote it gave before it forgot has decided by then (docs/memory-guard.md,
+ * "How long a reborn master sits out"). Three masters that grant 800 ms
+ * late: no lock, ETIMEOUT saying so, and no key left behind. The same late
+ * majority without the guard is a lock. */
 Test(faults_pause, a_quorum_later_than_500_ms_is_refused_with_the_guard_on)
 {
     enum { SLOW_MS = 800 };

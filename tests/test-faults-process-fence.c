@@ -1,17 +1,17 @@
 /* test-faults-process-fence.c - fencing tokens across master restarts,
  * every operation recorded and checked.
  *
- * NOTES.md section 5 claims that a grant whose attempt starts after
- * another grant completed gets a larger token "if masters keep their
- * counters (AOF appendfsync always, or a restart delayed past every ttl -
- * the restart guard enforces the latter for this client)". The counters
- * are what must survive: a master restarted without persistence comes back
- * with its counter at 0 however long its votes are kept out. The case is
- * built so that the next grant after the restarts comes from restarted
- * masters alone: with AOF the token is larger, without it goes back, and
- * tests/history/check.py must see that. Suite process runs on a plain
- * cluster, suite process_aof on one started with --aof: meson runs this
- * file twice, with a filter each. Run alone (faults); .fini heals the
+ * docs/waiting.md ("The claim, the argument, and what is not claimed") claims
+ * that a grant whose attempt starts after another grant completed gets a
+ * larger token "if masters keep their counters (AOF appendfsync always, or a
+ * restart delayed past every ttl - the restart guard enforces the latter for
+ * this client)". The counters are what must survive: a master restarted
+ * without persistence comes back with its counter at 0 however long its votes
+ * are kept out. The case is built so that the next grant after the restarts
+ * comes from restarted masters alone: with AOF the token is larger, without
+ * it goes back, and tests/history/check.py must see that. Suite process runs
+ * on a plain cluster, suite process_aof on one started with --aof: meson runs
+ * this file twice, with a filter each. Run alone (faults); .fini heals the
  * cluster.
  */
 #include <string.h>
@@ -98,10 +98,10 @@ static void fence_scenario(int aof)
         cr_expect(eq(int, rc, 0), "the checker found violations (history kept in %s):\n%s",
                   tc_contend_keep(r), out);
     } else {
-        /* NOTES §5: the claim needs masters that keep their counters. A
-         * restart without persistence starts them again from 0 and no guard
-         * window brings them back: the order breaks, and the checker must
-         * see it. */
+        /* docs/waiting.md, "Fencing tokens": the claim needs masters that
+         * keep their counters. A restart without persistence starts them
+         * again from 0 and no guard window brings them back: the order
+         * breaks, and the checker must see it. */
         cr_expect(le(u64, t2, t1), "without persistence the token went back (%llu after %llu)",
                   (unsigned long long)t2, (unsigned long long)t1);
         cr_expect(ne(int, rc, 0), "the checker reports the fence going backwards");

@@ -157,11 +157,11 @@ static long long normal_clients_of_master_1(void)
 }
 
 /* A master drops every client connection (ours included) three times: what
- * was in flight there fails as "down", the clients reconnect on their
- * backoff and the master answers votes again. (It rarely counts in a grant
- * soon after: a release lost with the connection leaves that holder's key
- * there until its ttl, so it answers "held" meanwhile, as NOTES.md says a
- * minority may.) */
+ * was in flight there fails as "down", the clients reconnect on their backoff
+ * and the master answers votes again. (It rarely counts in a grant soon
+ * after: a release lost with the connection leaves that holder's key there
+ * until its ttl, so it answers "held" meanwhile, as docs/safety.md
+ * ("Failure modes, master by master") says a minority may.) */
 Test(process, client_kill_drops_our_connections_and_they_come_back)
 {
     tc_contend *r = tc_contend_start(1, TC_CONTEND_WORKERS);

@@ -2,18 +2,18 @@
  * without persistence, FLUSHALL) or keep it (AOF) while clients fight over
  * one lock; every operation recorded and checked.
  *
- * A master that lost its data forgot the locks it granted (NOTES.md's
- * assumption A2 broken). The scenario below makes that dangerous on
- * purpose; then: with the memory guard off, the history does show two
- * holders, so the checker is proven to see it; with the guard on (the
- * default), it does not - for workers that keep one client each and for
- * one-shot clients in processes of their own (as every redlock-cli call
- * is), which never saw the master before; with AOF (appendfsync always)
- * nothing is forgotten and the restarted masters count at once. The
- * guard's window is the master's own: a client that meets it later does
- * not restart it. Suite process runs on a plain cluster, suite process_aof
- * on one started with --aof: meson runs this file twice, with a filter
- * each. Run alone (faults); .fini heals the cluster.
+ * A master that lost its data forgot the locks it granted (docs/safety.md,
+ * "Assumptions (the timing model)": A2 broken). The scenario below makes that
+ * dangerous on purpose; then: with the memory guard off, the history does
+ * show two holders, so the checker is proven to see it; with the guard on
+ * (the default), it does not - for workers that keep one client each and for
+ * one-shot clients in processes of their own (as every redlock-cli call is),
+ * which never saw the master before; with AOF (appendfsync always) nothing is
+ * forgotten and the restarted masters count at once. The guard's window is
+ * the master's own: a client that meets it later does not restart it. Suite
+ * process runs on a plain cluster, suite process_aof on one started with
+ * --aof: meson runs this file twice, with a filter each. Run alone (faults);
+ * .fini heals the cluster.
  */
 #include <stdio.h>
 #include <string.h>
@@ -137,7 +137,7 @@ static void expect_the_overlap_found(tc_contend *r, const struct restarts *t)
 
 /*
  * The scenario that makes lost memory dangerous, built on purpose (it is
- * the one NOTES.md's A2 rules out): masters 3 and 4 are dead when the
+ * the one docs/safety.md's A2 rules out): masters 3 and 4 are dead when the
  * test's own client H takes the lock, so H counts exactly masters 0,1,2.
  * Then 3 and 4 come back (empty unless AOF) and master 2 is killed and
  * restarted, or flushed (@how): without persistence it has forgotten H's
@@ -148,7 +148,8 @@ static void expect_the_overlap_found(tc_contend *r, const struct restarts *t)
  *
  * WITH_AOF: master 2 keeps H's key and its memory marker (appendfsync
  *   always), but its new process cannot tell its data from a copy's: it
- *   sits out as GUARD_ON's do (NOTES.md §3). No violation.
+ *   sits out as GUARD_ON's do (docs/safety.md,
+ *   "Failure modes, master by master"). No violation.
  * GUARD_ON: 2, 3 and 4 lost their markers with their data; the first
  *   acquire to reach each makes a new one, and it votes for nobody until
  *   the longest ttl in use has passed on its clock: no grant counts them

@@ -4,7 +4,8 @@
  * counter of the masters that granted, whichever answers last.
  *
  * Runs on a cluster started with --aof (appendfsync always): the claim in
- * NOTES.md needs masters that keep their counters across restarts.
+ * docs/waiting.md ("Fencing tokens") needs masters that keep their counters
+ * across restarts.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>

@@ -137,7 +137,8 @@ Test(harness, killed_master_refuses_then_restarts)
     r = tc_cmd(1, "EXISTS %s", key);
     cr_assert(not(zero(ptr, r)));
     /* Without persistence a restarted master forgets its keys (the hazard
-     * NOTES.md discusses); with --aof (appendfsync always) it keeps them. */
+     * docs/memory-guard.md discusses); with --aof (appendfsync always) it
+     * keeps them. */
     cr_assert(eq(i64, r->integer, tc_aof() ? 1 : 0));
     freeReplyObject(r);
 }

@@ -47,8 +47,9 @@ Test(history, fences_must_increase_in_grant_order)
     tc_hist_close(h);
     tc_hc_expect_violation(p, NULL, NULL, "fence");
 
-    /* grants whose calls overlap in time are not ordered (NOTES.md claims
-     * order only for a grant invoked after the other completed) */
+    /* grants whose calls overlap in time are not ordered (docs/waiting.md,
+     * "Fencing tokens", claims order only for a grant invoked after the other
+     * completed) */
     char o[512];
     h = tc_hc_new(o, sizeof(o));
     r.token = "t1", r.invoke_us = TC_HC_MS(0), r.complete_us = TC_HC_MS(50),

@@ -239,7 +239,7 @@ static void expect_refused(int rc, const redlock_outcome *out, const redlock_err
  * marker named. Guard off and memory lost: B gets 2,3,4 while A holds its
  * lease - two holders, which is what the guard is for. AOF always kept A's
  * key, but nothing the data carries proves who wrote it: the restart sits
- * out like any other (NOTES.md §3).
+ * out like any other (docs/safety.md, "Failure modes, master by master").
  */
 static void scenario(enum fault f, int guard, int b_before)
 {
@@ -332,8 +332,9 @@ Test(memory, flushall_refuses_a_fresh_client)
 }
 
 /* B met the masters before: its acquire takes the fast path (a transaction
- * that reads `served` with the SET: NOTES.md §4), and may set its key on the
- * flushed master; it must not count there, and must not be left there. */
+ * that reads `served` with the SET: docs/memory-guard.md, "The fast path"),
+ * and may set its key on the flushed master; it must not count there, and
+ * must not be left there. */
 Test(memory, flushall_refuses_a_client_that_met_the_master_before)
 {
     need_aof(0);
@@ -930,11 +931,12 @@ Test(memory, a_settle_waits_out_the_attempts_that_may_have_counted_the_master)
 }
 
 /* A settle raises a reborn master's fence counter to the largest the fleet
- * reported (NOTES.md §5): a quorum of masters that were all reborn, their
- * counters lost, still fences above every lock before. Fenced locks on
- * fresh masters; 2, 3 and 4 are flushed and a new client settles them
- * while 0 and 1 still answer; then 0 and 1 die, and the next fenced lock
- * comes from 2, 3 and 4 alone, once their window (the ttl in use) passed. */
+ * reported (docs/waiting.md, "Fencing tokens"): a quorum of masters that were
+ * all reborn, their counters lost, still fences above every lock before.
+ * Fenced locks on fresh masters; 2, 3 and 4 are flushed and a new client
+ * settles them while 0 and 1 still answer; then 0 and 1 die, and the next
+ * fenced lock comes from 2, 3 and 4 alone, once their window (the ttl in use)
+ * passed. */
 Test(memory, a_settle_raises_the_fence_counter_to_the_fleets)
 {
     enum { TTL = 1000 };

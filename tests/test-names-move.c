@@ -1,15 +1,15 @@
 /* test-names-move.c - a master written as a host name, and the name moves.
  *
- * A client looks a master's name up again before each reconnect (NOTES.md
- * §4, "Names that move"). The case that used to break mutual exclusion:
- * the name moves onto a server whose own memory counts (here a standby
- * declared empty in advance), which never saw what the old server granted
- * as that master. The client that follows the name must make that server
- * reborn before any vote on it counts, for every client: its CHECK says
- * "moved", and the server's marker sits out the window. A name that stops
- * resolving keeps the address the client had. The look-up runs on a thread
- * that shares its job with the node: a client freed meanwhile leaves the
- * job to the thread, which frees it (its pipe closes) when DNS gives up.
+ * A client looks a master's name up again before each reconnect
+ * (docs/memory-guard.md, "Names that move"). The case that used to break
+ * mutual exclusion: the name moves onto a server whose own memory counts
+ * (here a standby declared empty in advance), which never saw what the old
+ * server granted as that master. The client that follows the name must make
+ * that server reborn before any vote on it counts, for every client: its
+ * CHECK says "moved", and the server's marker sits out the window. A name
+ * that stops resolving keeps the address the client had. The look-up runs on
+ * a thread that shares its job with the node: a client freed meanwhile leaves
+ * the job to the thread, which frees it (its pipe closes) when DNS gives up.
  *
  * Runs under tests/private-hosts.sh: a mount namespace of its own where
  * /etc/hosts is REDLOCK_TEST_HOSTS, rewritten here in place (the bind mount

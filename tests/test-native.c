@@ -10,9 +10,9 @@
  * every test of the suite is skipped, and says so on stderr: it cannot pass
  * where nothing native ran.
  *
- * Suite `lying` needs no such server: a fake master claims to be Valkey
- * 9.1.2 and answers the transaction wrongly (NOTES.md §4, "extend without
- * Lua"; §10, "Master answering garbage").
+ * Suite `lying` needs no such server: a fake master claims to be Valkey 9.1.2
+ * and answers the transaction wrongly (docs/memory-guard.md,
+ * "Extend without Lua"; docs/errors.md, "Master answering garbage").
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -371,7 +371,8 @@ static void *native_wait(void *arg)
  * that queued meanwhile marked the key, so the compare-and-delete fails on
  * every master and the same slot sends the script, which hands the key on:
  * the waiter has it long before its poll; status and extend see the holder's
- * own token through the mark (NOTES.md §4, "the native release"). */
+ * own token through the mark (docs/memory-guard.md,
+ * "The release without Lua"). */
 Test(native, a_waiter_marks_the_key_and_the_release_hands_it_over)
 {
     const char *del = need_native_delete();
@@ -420,8 +421,9 @@ Test(native, a_waiter_marks_the_key_and_the_release_hands_it_over)
 
 /* A lease's index entry is named by its token: the release of a lock that
  * expired, whose key another client took since, removes its own entry and
- * never the new holder's (LEASES must see every live lease: §4). Both
- * releases go without Lua where the server can. */
+ * never the new holder's (LEASES must see every live lease:
+ * docs/memory-guard.md, "The release without Lua"). Both releases go without
+ * Lua where the server can. */
 Test(native, a_late_release_leaves_the_next_holders_index_entry)
 {
     need_native_delete();
@@ -536,7 +538,7 @@ static void guess_client(void)
  * needed for the quorum has answered. Every master that answered granted
  * with nobody queued: the release guesses that one did too and sends it
  * the compare-and-delete as well, behind the acquire on its connection
- * (NOTES.md §4, "the native release"): no script anywhere. */
+ * (docs/memory-guard.md, "The release without Lua"): no script anywhere. */
 Test(native, a_master_still_to_answer_is_released_without_lua_too)
 {
     const char *del = need_native_delete();

@@ -1,5 +1,6 @@
 /* test-queue.c - queue hygiene: what garbage, forged wake-ups and dead
- * waiters cost the fair hand-off (NOTES.md §5).
+ * waiters cost the fair hand-off (docs/waiting.md,
+ * "Waiting in turn: the fair hand-off").
  *
  * Anyone who can write to a master can put anything under a resource's
  * queue, lease set and fence counter, and anyone who can read the queue

@@ -1,17 +1,17 @@
 /* test-wait.c - waiting for a lock: the fair hand-off, its deadline, cancel.
  *
  * A waiter is queued on the masters from its first attempt and a release
- * hands the key to the queue's head and wakes only it (NOTES.md §5). These
- * tests check what a user relies on: woken at once by the release, served
- * in the order waiters started, a deadline honoured, a cancel that leaves
- * nothing behind, a dead waiter that stalls the next one only for a bounded
- * time, wake-ups that nobody can forge, cleanups that wake nobody when
- * nobody waits, and a head that stays the head on every master (a waiter
- * keeps its place where its failed attempt got an OK; a key a failed
- * attempt frees goes to the head).
- * Time is the subject of some of them (a deadline, a bound): those compare
- * elapsed times with the figures the library promises, with the slack a
- * loaded machine needs, and say so.
+ * hands the key to the queue's head and wakes only it (docs/waiting.md,
+ * "Waiting in turn: the fair hand-off"). These tests check what a user relies
+ * on: woken at once by the release, served in the order waiters started, a
+ * deadline honoured, a cancel that leaves nothing behind, a dead waiter that
+ * stalls the next one only for a bounded time, wake-ups that nobody can
+ * forge, cleanups that wake nobody when nobody waits, and a head that stays
+ * the head on every master (a waiter keeps its place where its failed attempt
+ * got an OK; a key a failed attempt frees goes to the head). Time is the
+ * subject of some of them (a deadline, a bound): those compare elapsed times
+ * with the figures the library promises, with the slack a loaded machine
+ * needs, and say so.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -354,11 +354,11 @@ Test(wait, an_async_acquire_in_flight_is_cancelled_and_cleaned_up)
 
 Test(wait, a_waiter_killed_in_the_queue_stalls_the_next_one_only_for_one_reservation)
 {
-    /* The bound NOTES.md §5 states: a crashed waiter costs the next one at
-     * most one hand-off window (its reservation lapses unclaimed) plus the
-     * next one's poll. Here (poll 100 ms, node timeout 200 ms): hand
-     * 100+400+20 = 520 ms, + 100 ms. Time is the subject; 500 ms of slack
-     * for a loaded machine. */
+    /* The bound docs/waiting.md ("Waiting in turn: the fair hand-off")
+     * states: a crashed waiter costs the next one at most one hand-off window
+     * (its reservation lapses unclaimed) plus the next one's poll. Here (poll
+     * 100 ms, node timeout 200 ms): hand 100+400+20 = 520 ms, + 100 ms. Time
+     * is the subject; 500 ms of slack for a loaded machine. */
     char res[128];
     tc_resource(res, sizeof(res), "dead-waiter");
     redlock_client *holder = client(0, 200);

@@ -26,8 +26,9 @@
 # (-O0 -g: meson setup B --buildtype=debug), so that every exported function
 # has its DWARF (at -O2, gcc may fold two identical functions into one and
 # leave one symbol without a description). Regenerate only for a soname bump
-# (a new abi/libredlock.so.N+1.abi) or after additions the check passed,
-# never to silence a change it refused (NOTES.md §12).
+# (a new abi/libredlock.so.N+1.abi) or after additions the check passed, never
+# to silence a change it refused (docs/api.md,
+# "Soname 1, symbol versions, an ABI baseline").
 set -euo pipefail
 
 PROG="abi-check.sh"
@@ -124,7 +125,7 @@ sed 's/^/    /' "$tmp/report"
 bad=$( (grep -E 'summary:' "$tmp/report" || true) |
     grep -E '(^|[^0-9])[1-9][0-9]* (Removed|Changed)' || true)
 if ((rc & 8)) || [[ -n $bad ]]; then
-    echo "$PROG: FAILED: an incompatible change to $soname's ABI (above): a removed or changed function or a changed public type needs a new soname; if it is meant, say so in NOTES.md §12" >&2
+    echo "$PROG: FAILED: an incompatible change to $soname's ABI (above): a removed or changed function or a changed public type needs a new soname; if it is meant, say so in docs/api.md" >&2
     exit 1
 fi
 # Additions go in a node of their own: a symbol added to a node the baseline

@@ -12,10 +12,10 @@
 # TCP port to clash with anyone's), persistence off; BUILD/bench/native-cost
 # (default build/) runs RUNS times (default 3) with CALLS calls per shape
 # (default 20000), one request at a time; the server is stopped. Each line:
-# the shape, the server's own time per call (INFO commandstats: EVALSHA's,
-# or MULTI's plus EXEC's, each including what it ran) and its CPU per call
-# (INFO cpu: request parsing, reply and socket included). NOTES.md §9 has
-# the figures.
+# the shape, the server's own time per call (INFO commandstats: EVALSHA's, or
+# MULTI's plus EXEC's, each including what it ran) and its CPU per call (INFO
+# cpu: request parsing, reply and socket included). bench/RESULTS.md
+# ("Native commands against scripts, per call") has the figures.
 set -euo pipefail
 
 PROG="native-cost.sh"

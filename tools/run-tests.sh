@@ -29,7 +29,7 @@
 #                                                 ThreadSanitizer
 #   model      (none)            -                model/check.sh: the SPIN
 #                                                 model's checks and its
-#                                                 broken switches (NOTES §13),
+#                                                 broken switches (docs/model.md),
 #                                                 run in the background from
 #                                                 the start at nice 19
 #   fuzz       build-fuzz/       hiredis 0.14.1   tools/fuzz.sh, briefly

@@ -20,13 +20,13 @@
  * release is one script per master. With restart_guard = 0, an acquire that
  * does not wait is a bare `SET NX PX`. Every new connection first checks
  * which redis-server process it reached (INFO run_id) against the marker:
- * NOTES.md §4.
+ * docs/memory-guard.md, "Who the master is".
  *
  * Inside that validity no other client can hold the same resource, under the
- * timing assumptions stated in NOTES.md (bounded clock rates on masters and
- * client; nobody deletes lock keys by hand). A master that restarts or loses
- * its data is kept out of quorums by the memory guard until the leases it
- * may have granted have ended.
+ * timing assumptions stated in docs/safety.md (bounded clock rates on masters
+ * and client; nobody deletes lock keys by hand). A master that restarts or
+ * loses its data is kept out of quorums by the memory guard until the leases
+ * it may have granted have ended.
  *
  * Two ways to use one client:
  *  - async: pass your event_base to redlock_client_new(); call the *_async
@@ -393,8 +393,8 @@ typedef struct redlock_config {
                                that master. Host names are resolved by
                                client_new, and again before each reconnect
                                (a master whose name moved sits out its
-                               window there: NOTES.md §4, "Names that
-                               move"). */
+                               window there: docs/memory-guard.md,
+                               "Names that move"). */
     const char *key_prefix; /* prepended to every resource name; default "" */
     const char *username;   /* ACL user for AUTH, or NULL */
     const char *password;   /* AUTH password, or NULL for none */
@@ -438,8 +438,9 @@ typedef struct redlock_config {
     uint32_t retry_jitter_ms; /* plus uniform random 0..jitter; default 100 */
     /* Waiting: an acquire that finds the resource held joins a queue kept on
      * the masters and is woken, in its turn, by the release that hands the
-     * resource over (NOTES.md §5: the fair hand-off). The poll timer
-     * (retry_delay + jitter) stays as the fallback. 0: poll only. */
+     * resource over (docs/waiting.md, "Waiting in turn: the fair hand-off").
+     * The poll timer (retry_delay + jitter) stays as the fallback. 0: poll
+     * only. */
     int pubsub_wait;     /* default 1 (on) */
     double drift_factor; /* clock-drift allowance, fraction of ttl: default 0.01,
                             REDLOCK_DRIFT_FACTOR_MIN <= factor < 1 */
@@ -449,14 +450,14 @@ typedef struct redlock_config {
                                         default 2 (independent of retry_count) */
     uint32_t release_retry_delay_ms; /* default 20 */
 
-    /* --- Clock monitor (NOTES.md, "Timing"): a TIME probe per master ------- */
+    /* --- Clock monitor (docs/memory-guard.md, "Clocks"): a TIME probe per master */
     int clock_policy;          /* enum redlock_clock_policy; default WARN */
     uint32_t clock_probe_ms;   /* probe interval; default 1000 */
     uint32_t clock_jump_ms;    /* step beyond elapsed that counts as a jump; default 25 */
     uint32_t clock_window_ms;  /* rate estimated over this sliding window; default 10000 */
     uint32_t clock_readmit_ms; /* trusted again after this long without a fault; default 10000 */
 
-    /* --- Memory guard (NOTES.md §4) ---------------------------------------
+    /* --- Memory guard (docs/memory-guard.md) -------------------------------
      * A master counts toward a quorum only while
      * it can show that it has remembered its grants for at least the longest
      * ttl in use. Each master keeps a marker key (no ttl) stamped with its
@@ -720,10 +721,10 @@ typedef struct redlock_resource {
  * With REDLOCK_FENCE each master also increments a per-resource counter in
  * the same script; after a quorum the client takes the largest value and
  * writes it back (counter = max(counter, value)) to a majority before it
- * reports success, so any later grant, whose majority meets that one, sees
- * a larger value. Give the token to the resource you protect and have it
- * reject writes carrying a token older than the newest it has seen
- * (NOTES.md states the exact claim). Costs one more round trip.
+ * reports success, so any later grant, whose majority meets that one, sees a
+ * larger value. Give the token to the resource you protect and have it reject
+ * writes carrying a token older than the newest it has seen (docs/waiting.md,
+ * "Fencing tokens", states the exact claim). Costs one more round trip.
  *
  * Return, ownership, thread-safety: as for redlock_acquire().
  */
@@ -822,10 +823,11 @@ static inline void redlock_acquire_opts_init(redlock_acquire_opts *opts)
  * Waiting: an attempt that finds the resource held joins the queue on the
  * masters and sleeps until the release that hands it the lock wakes it (or
  * the poll timer fires, or the wait ends). Waiters are served in about the
- * order they started waiting, across processes (NOTES.md §5). A wake-up only
- * starts an ordinary attempt: mutual exclusion never depends on it.
- * The wait ends at its deadline: an attempt in flight then completes, and
- * the call returns what the last attempt saw (ECONFLICT if still held).
+ * order they started waiting, across processes (docs/waiting.md,
+ * "Waiting in turn: the fair hand-off"). A wake-up only starts an ordinary
+ * attempt: mutual exclusion never depends on it. The wait ends at its
+ * deadline: an attempt in flight then completes, and the call returns what
+ * the last attempt saw (ECONFLICT if still held).
  *
  * Return: as for redlock_acquire(), plus REDLOCK_ECANCELED (@opts->cancel
  * fired; the attempt in flight was released).
@@ -1058,7 +1060,8 @@ const void *redlock_lock_resource_at(const redlock_lock *lock, size_t i, size_t 
 /**
  * redlock_lock_fence() - The fencing token of a REDLOCK_FENCE acquire
  * Return: > 0 for fenced locks; 0 otherwise. Strictly increasing across
- * successive holders of the same resource (NOTES.md: the exact claim).
+ * successive holders of the same resource (docs/waiting.md,
+ * "Fencing tokens": the exact claim).
  */
 REDLOCK_API
 uint64_t redlock_lock_fence(const redlock_lock *lock);

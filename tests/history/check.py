@@ -16,9 +16,9 @@ each lock, the window in which its holder was entitled to act, and reports:
              another holder's window, unless the client marked it late
   fence      fencing tokens that do not increase in grant order: a grant
              invoked after another one completed must carry a larger token
-             (NOTES.md section 5 claims no more: grants whose calls overlap
-             in time are not ordered). Skipped while every fence is 0
-             (unfenced locks).
+             (docs/waiting.md, "Fencing tokens", claims no more: grants
+             whose calls overlap in time are not ordered). Skipped while
+             every fence is 0 (unfenced locks).
   release    a release that returned 0 although its own window had ended
              while another holder's window was open: it may have removed
              someone else's lock (flagged for review)
@@ -31,10 +31,11 @@ each lock, the window in which its holder was entitled to act, and reports:
              keeps that key for its ttl), so such a key comes from a failed
              acquire or from an earlier attempt of a granted one
              ("attempts" > 1); either completed after its SET. A
-             hand-off reservation ("\x01" + hand|channel|id, NOTES.md
-             section 5) names a waiter, not a holder: it may be left for
-             a waiter that is gone, and must lapse within its hand window
-             (the number before the first '|')
+             hand-off reservation ("\x01" + hand|channel|id,
+             docs/waiting.md, "Waiting in turn: the fair hand-off") names a
+             waiter, not a holder: it may be left for a waiter that is gone,
+             and must lapse within its hand window (the number before the
+             first '|')
   token      one token granted twice (tokens are fresh per attempt)
 
 Each violation is printed with the history around it (--context lines
@@ -44,11 +45,12 @@ more violations, 2 unreadable input.
 
 --explain-lost-keys: a test that made a master lose its keys (FLUSHALL, a
 restart without persistence) records it as a fault line with "lost": 1.
-Redlock's safety argument assumes masters keep what they grant (NOTES.md,
-A2), so an overlap in which the earlier holder's grant no longer has a
-majority of masters that kept its key is what that fault predicts, not a
-bug in the engine. With this option such overlaps are listed as
-"explained" and do not count as violations; every other one still does.
+Redlock's safety argument assumes masters keep what they grant
+(docs/safety.md, "Assumptions (the timing model)", A2), so an overlap in
+which the earlier holder's grant no longer has a majority of masters that
+kept its key is what that fault predicts, not a bug in the engine. With
+this option such overlaps are listed as "explained" and do not count as
+violations; every other one still does.
 """
 
 import argparse
