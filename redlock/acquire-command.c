@@ -1,8 +1,10 @@
 /* acquire-command.c - what one acquire attempt sends each master.
  *
  * The fast path's transaction where the master's memory is known to count and
- * nothing else is asked, the acquire script elsewhere (docs/memory-guard.md,
- * "The fast path"); acquire.c starts the round with what this builds.
+ * nothing else is asked, the acquire script elsewhere, a bare SET NX PX with
+ * the guard off (docs/wire.md lists each form; docs/memory-guard.md,
+ * "The fast path", says why the transaction keeps the guard); acquire.c
+ * starts the round with what this builds.
  */
 #include "acquire-private.h"
 #include "memory.h"
@@ -13,13 +15,11 @@
  * asked (the restart guard off, no wait, one lock, no fence). With the guard
  * on (the default), the fast path where it may be taken: one lock, no fence,
  * no place in the queue asked, and a master whose memory is known to count
- * for a ttl this long, whose clock was read lately (rl_trust_fast): HMGET
- * marker served maxttl, SET NX PX, ZADD of the lease's end into the index,
- * one transaction (cmd.h; docs/memory-guard.md, "The fast path", says why
- * that keeps the guard). Every other master, and every other acquire, gets
- * the acquire script (the marker, the queue, the fence, a set). A waiter
- * takes its place in the queues from its second attempt on: an uncontended
- * waiter never does. */
+ * for a ttl this long, whose clock was read lately (rl_trust_fast): the fast
+ * path's transaction (cmd.h, docs/wire.md). Every other master, and every
+ * other acquire, gets the acquire script (the marker, the queue, the fence, a
+ * set). A waiter takes its place in the queues from its second attempt on: an
+ * uncontended waiter never does. */
 rl_fanout *rl_acq_command(rl_acquire *a)
 {
     rl_op *op = &a->op;

@@ -1,11 +1,11 @@
 /* acquire-votes.c - what one master's answer to an acquire round means.
  *
- * The SET round: "OK" (plain SET), nil (held), the fast path's
- * transaction [served, nil or the holder's value, n], or the acquire script's
- * {status, fence or marker age, maxttl} (script.c); the fence write-back's
- * acknowledgements; and the cleanup's answers, which tell a key of another
- * type from a real holder. Each answer becomes a vote (the outcome's
- * vector) and a count the deciding code in acquire.c reads.
+ * The SET round's answer in each of its three forms (plain SET, the fast
+ * path's transaction, the acquire script: docs/wire.md says what each reply
+ * means); the fence write-back's acknowledgements; and the cleanup's answers,
+ * which tell a key of another type from a real holder. Each answer becomes a
+ * vote (the outcome's vector) and a count the deciding code in acquire.c
+ * reads.
  */
 #include "acquire-private.h"
 #include "identity.h"

@@ -1,7 +1,8 @@
 /* cmd.h - the commands we send to masters, one builder each.
  *
  * One home for each argument layout (script.c documents what each script
- * reads). A builder points into the caller's memory; rl_fanout_new() copies
+ * reads; docs/wire.md has every form in one table, with what each reply
+ * means). A builder points into the caller's memory; rl_fanout_new() copies
  * what it gets, so every master is sent the same bytes.
  */
 #ifndef REDLOCK_CMD_H

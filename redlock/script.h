@@ -1,4 +1,5 @@
-/* script.h - the Lua scripts every master runs, and their SHA1 digests. */
+/* script.h - the Lua scripts every master runs, and their SHA1 digests.
+ * What each is sent and answers, beside the other forms: docs/wire.md. */
 #ifndef REDLOCK_SCRIPT_H
 #define REDLOCK_SCRIPT_H
 
@@ -11,8 +12,8 @@ enum rl_script {
     RL_SCRIPT_MARKER,  /* CHECK: who the master is; {age, window, maxttl, state, cause, now, birth}
                         */
     RL_SCRIPT_DECLARE, /* an empty master's marker counts at once: 1, 0 already, -keys */
-    RL_SCRIPT_RAISE,   /* lengthen a running window: 1 raised, 0 nothing to do */
-    RL_SCRIPT_LEASES,  /* {counts, longest pttl of held keys, maxttl, fence} */
+    RL_SCRIPT_RAISE,   /* lengthen a running window set from the bound: 1 */
+    RL_SCRIPT_LEASES,  /* {counts, ms left of the latest lease, maxttl, fence[, token]} */
     RL_SCRIPT_SETTLE,  /* a pending master's window: 1 settled, 0 not pending */
     RL_SCRIPT_COUNT
 };

@@ -8,19 +8,13 @@
  *
  *     validity = ttl - elapsed - (ttl * drift_factor + 2 ms)
  *
- * What each master is sent: with the defaults (restart_guard on), an
- * uncontended acquire of one lock is one transaction per master whose
- * memory is known to count - MULTI, HGET of its memory marker's `served`,
- * `SET key token NX GET PX ttl`, ZADD of the lease's end into the master's
- * index of held keys, EXEC - and no script; a master not yet known to count,
- * a fenced acquire, a set, and a waiter's second attempt (its place in the
- * resource's queue) get one Lua script (EVALSHA) that checks the marker and
- * does the same. The client's first waiting acquire subscribes to the
- * client's own wake-up channel on every master (one connection each). A
- * release is one script per master. With restart_guard = 0, an acquire that
- * does not wait is a bare `SET NX PX`. Every new connection first checks
- * which redis-server process it reached (INFO run_id) against the marker:
- * docs/memory-guard.md, "Who the master is".
+ * What each master is sent, per operation and server version, and what
+ * each answer means: docs/wire.md. An attempt is one request per master,
+ * atomic there (a transaction, or a Lua script); a waiting acquire also
+ * subscribes, once per client, to the client's own wake-up channel on
+ * every master (one more connection each). Every new connection first
+ * checks which redis-server process it reached (docs/memory-guard.md,
+ * "Who the master is").
  *
  * Inside that validity no other client can hold the same resource, under the
  * timing assumptions stated in docs/safety.md (bounded clock rates on masters
@@ -218,7 +212,8 @@ const char *redlock_vote_kind_name(int kind);
 /*
  * redlock_outcome - everything an operation saw, for logging and the CLI:
  * its status, its counts and one vote per master, filled for successes and
- * failures alike. Opaque (as hiredis's redisContext), so that the number of
+ * failures alike. Opaque, as libevent's struct event_base is (hiredis's
+ * redisContext, by contrast, is a public struct), so that the number of
  * masters and what a vote says can grow without a new soname.
  *
  * A blocking call fills one you made with redlock_outcome_new() (reuse it
@@ -458,16 +453,16 @@ typedef struct redlock_config {
     uint32_t clock_readmit_ms; /* trusted again after this long without a fault; default 10000 */
 
     /* --- Memory guard (docs/memory-guard.md) -------------------------------
-     * A master counts toward a quorum only while
-     * it can show that it has remembered its grants for at least the longest
-     * ttl in use. Each master keeps a marker key (no ttl) stamped with its
-     * own time of creation and the longest ttl any client has used; every
-     * acquire checks it in the same script that takes the lock. A master
-     * whose marker is younger than that ttl (it restarted without
-     * persistence, was flushed, lost its AOF files, or evicted the marker)
-     * does not vote until the window has passed. Masters whose eviction
-     * policy could evict lock keys (maxmemory set with a volatile-* or
-     * allkeys-* policy) are excluded too. */
+     * A master counts toward a quorum only while it can show that it kept
+     * what it granted. Each master keeps a marker key (no ttl) naming the
+     * process that wrote it; a master that lost it or is another process
+     * (a restart whatever its persistence, a flush, a copy of data, a name
+     * that moved) is reborn and votes for nobody until every lease it may
+     * have granted and forgotten has ended: measured from the other
+     * masters, or, when that cannot be measured, the longest ttl in use.
+     * Every acquire checks the marker in the same step that takes the lock.
+     * Masters whose eviction policy could evict lock keys (maxmemory set
+     * with a volatile-* or allkeys-* policy) are excluded too. */
     int restart_guard;         /* default 1 (on); 0 trusts every master's memory */
     uint32_t restart_guard_ms; /* the window is at least this long (set it fleet-wide
                                   to the longest ttl any client uses); default 0 */
@@ -718,13 +713,14 @@ typedef struct redlock_resource {
  * redlock_acquire() apply to the set as a whole. Release and extend act on
  * the whole set.
  *
- * With REDLOCK_FENCE each master also increments a per-resource counter in
- * the same script; after a quorum the client takes the largest value and
- * writes it back (counter = max(counter, value)) to a majority before it
- * reports success, so any later grant, whose majority meets that one, sees a
- * larger value. Give the token to the resource you protect and have it reject
- * writes carrying a token older than the newest it has seen (docs/waiting.md,
- * "Fencing tokens", states the exact claim). Costs one more round trip.
+ * With REDLOCK_FENCE each master also increments its fence counter (one per
+ * master, for every resource) in the same script; after a quorum the client
+ * takes the largest value and writes it back (counter = max(counter, value))
+ * to a majority before it reports success, so any later grant, whose majority
+ * meets that one, sees a larger value. Give the token to the resource you
+ * protect and have it reject writes carrying a token older than the newest it
+ * has seen (docs/waiting.md, "Fencing tokens", states the exact claim). Costs
+ * one more round trip.
  *
  * Return, ownership, thread-safety: as for redlock_acquire().
  */
@@ -844,11 +840,11 @@ int redlock_acquire_with(redlock_client *c, const redlock_resource *set, size_t 
  * @ret_outcome, @reterr: optional, as for redlock_acquire()
  *
  * Deletes the key only where it still holds @lock's token (a Lua
- * compare-then-DEL, or the server's own DELIFEQ / DELEX IFEQ for a lock
- * taken by the fast path); where a waiter is queued, the key goes to the
- * first one instead (a reservation only it can take) and it is woken. A master
- * where the key already expired counts as released (vote "gone"). Masters
- * that do not answer are retried up to release_retry_count times.
+ * compare-then-DEL, or the server's own compare-and-delete where it has one:
+ * docs/wire.md); where a waiter is queued, the key goes to the first one
+ * instead (a reservation only it can take) and it is woken. A master where
+ * the key already expired counts as released (vote "gone"). Masters that do
+ * not answer are retried up to release_retry_count times.
  *
  * Return: 0 (released or already gone on a majority); REDLOCK_ENOTHELD
  * (provably lost: a majority holds another token); REDLOCK_ENOQUORUM (no
@@ -867,9 +863,10 @@ int redlock_release(redlock_client *c, redlock_lock *lock, redlock_outcome *ret_
  * @c, @lock:    the lock; its validity is updated on success
  * @ttl_ms:      new time to live, counted from now
  *
- * A Lua compare-token-then-PEXPIRE on every master. Succeeds only on a
- * majority, with validity recomputed exactly as for acquire, from the start
- * of this call. A master where the key is gone does not count.
+ * A compare-token-then-expire on every master, atomic there (a Lua script, or
+ * a SET IFEQ transaction where the server has it: docs/wire.md). Succeeds
+ * only on a majority, with validity recomputed exactly as for acquire, from
+ * the start of this call. A master where the key is gone does not count.
  *
  * Return: 0; REDLOCK_ENOTHELD (provably lost: on a majority the key is gone
  * or holds another token); REDLOCK_ENOQUORUM (no majority either way: the
