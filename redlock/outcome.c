@@ -81,7 +81,7 @@ int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_u
     } else if (code == -1) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
     } else {
-        /* -2: the extend script (or the native extend's HGET of `served`)
+        /* -2: the extend script (or the native extend's HMGET of `served`)
          * on a master whose memory is not trusted (a reborn master may hold
          * our key from an old snapshot). */
         char d[REDLOCK_VOTE_DETAIL_LEN];

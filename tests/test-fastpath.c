@@ -2,13 +2,13 @@
  *
  * A client that knows its masters (CHECK answered on each connection, each
  * marker counts and already knows the ttl) takes one lock without a fence or
- * a place in the queue with one transaction per master - MULTI, HGET served,
- * SET NX GET PX, ZADD GT of the lease's end into the index, EXEC - and no
- * script (docs/memory-guard.md, "The fast path"). Checked from the masters'
- * side: their commandstats, and the index entry against the key's own expiry.
- * What the transaction must still do - refuse to count where the memory is
- * gone - is test-memory.c's (flushall_refuses_a_client_that_met_
- * the_master_before).
+ * a place in the queue with one transaction per master - MULTI, HMGET served
+ * maxttl, SET NX GET PX, EXISTS of the queue, ZADD GT of the lease's end into
+ * the index, EXEC - and no script (docs/memory-guard.md, "The fast path").
+ * Checked from the masters' side: their commandstats, and the index entry
+ * against the key's own expiry. What the transaction must still do - refuse
+ * to count where the memory is gone - is test-memory.c's
+ * (flushall_refuses_a_client_that_met_the_master_before).
  */
 #include <stdio.h>
 #include <stdlib.h>

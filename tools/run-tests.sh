@@ -486,11 +486,12 @@ run_fuzz() {
 }
 
 # --- formatting ------------------------------------------------------------------
-# The C layout is .clang-format's (STYLE.md §8): clang-format --dry-run
-# -Werror over every .c and .h of these dirs; the files that differ are
-# named, with the command that mends them. One test. It settles the style
-# with clang-format 14 (Debian 12's); another version may lay out a few
-# lines differently, and says so when it fails.
+# The C layout is .clang-format's (README.md, "Contributing: the
+# checklist"): clang-format --dry-run -Werror over every .c and .h of these
+# dirs; the files that differ are named, with the command that mends them.
+# One test. It settles the style with clang-format 14 (Debian 12's);
+# another version may lay out a few lines differently, and says so when it
+# fails.
 
 FORMAT_DIRS=(redlock drift json cli bench tests fuzz examples)
 
