@@ -8,7 +8,10 @@
 #   format     (none)            -                clang-format --dry-run
 #                                                 -Werror: every .c and .h of
 #                                                 the C dirs follows
-#                                                 .clang-format (seconds)
+#                                                 .clang-format (seconds);
+#                                                 tools/check-map.sh: the
+#                                                 map (docs/map.md) names
+#                                                 every source file
 #   plain      build/            hiredis 0.14.1   every suite; in a run
 #                                                 with asan, only what asan
 #                                                 leaves out: the CLI's
@@ -527,6 +530,18 @@ if wanted format; then
             fi
             stage_failed "format: ${#bad[@]} of ${#files[@]} files not formatted"
         fi
+    fi
+fi
+
+# The map names every source file: tools/check-map.sh reads docs/map.md
+# against the .c and .h of redlock/, drift/, cli/ and bench/, and names
+# each file it lacks. One test; no build, no server.
+if wanted format; then
+    say "format: tools/check-map.sh"
+    if tools/check-map.sh; then
+        passed=$((passed + 1))
+    else
+        stage_failed "format: docs/map.md does not name every source file (above)"
     fi
 fi
 
