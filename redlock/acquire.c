@@ -1,40 +1,10 @@
 /* acquire.c - take a lock: ask every master at once, decide early.
  *
- * One op covers every attempt of one acquire. Each attempt:
- *   1. a fresh token and a monotonic start time;
- *   2. one round to all N masters (acquire-command.c): with the defaults, the
- *      fast path's transaction (MULTI, HGET marker served, SET key token NX
- *      GET PX ttl, ZADD into the index, EXEC) where the master's memory is
- *      known to count and nothing else is asked; else the acquire script,
- *      which checks the marker, then SETs (or takes a reserved key, or
- *      queues a waiter, or counts a fence); a bare SET NX PX when the
- *      restart guard is off and the acquire does not wait;
- *   3. decide the moment the outcome is known: success at the quorum-th OK,
- *      failure the moment fewer than a quorum of masters can still say OK,
- *      or at the node timeout for masters that have not answered;
- *   4. success needs validity = ttl - elapsed - margin > 0 (drift/);
- *   5. on failure, release on every master the SET may have written to
- *      (including the silent ones), wait for that release from the masters
- *      that answered or were still pending (never from timed-out ones, and
- *      at most one node timeout), then wait: for the release that wakes us
- *      (wait.c), or the poll timer, until the wait's deadline.
- *
- * Sets of resources and fencing are the same script (all keys or none;
- * fenced: also INCR each resource's counter and return the largest). A fenced acquire that reached
- * a quorum writes the largest value back to every master (counter = max(counter, value)) and
- * succeeds only once a majority acknowledged it, with validity measured at
- * that moment.
- *
- * Why mutual exclusion holds (docs/safety.md, "The claim and its argument",
- * has the long form): a key is only written by NX, so at any time at most one
- * token holds each master. Two clients that both count a quorum would need a
- * master that granted both inside one ttl; majorities intersect, so that
- * master must have lost the first key early: a clock running fast beyond the
- * drift factor, or lost memory (the restart guard keeps such a master out).
- * Early return does not change this: we only claim the lock on a quorum of
- * OKs, and OKs that arrive later only add keys carrying our token, which can
- * only stop others. Waiting, waking and cancelling only decide when an
- * attempt starts or stops; an attempt is the same whoever started it.
+ * One op covers every attempt of one acquire: a fresh token, one round to
+ * every master (acquire-command.c builds it; docs/wire.md), a decision the
+ * moment the outcome is known, and on failure a cleanup and a wait. The
+ * steps, and why mutual exclusion holds: docs/safety.md, "The algorithm as
+ * implemented" and "Why at most one client holds a resource".
  */
 #include "acquire-private.h"
 #include "kinds.h"

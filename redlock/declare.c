@@ -1,31 +1,10 @@
 /* declare.c - an operator's word on masters: declare-empty and readmit.
  *
- * A master that lost its data, or restarted with data that may lack grants,
- * votes for nobody until the leases it may have granted have ended
- * (script.c, memory.c). A master that is new on purpose has nothing to
- * forget: declare-empty makes its marker count at once, but only where the
- * master holds no key at all (a master that reloaded data is not new, and
- * is refused, named in the error), and leaves a marker that counts alone.
- * readmit is for an operator who checked the fleet: every master counts at
- * once, keys or not, and the fleet's bound for unmeasured windows may be
- * reset.
- *
- * The word makes a master count only if it was reborn long enough ago
- * that every attempt that counted a vote it gave before has decided; one
- * reborn later (or found without a marker, and reborn by the word) answers
- * how much longer, and the op looks and speaks again then.
- *
- * Either looks at the fleet first (LEASES from every master; again, later,
- * while a master that sits out was reborn too lately for the look to see
- * every lease still being taken with its vote from before), and where a
- * master sits out, refuses, unless forced, if a master
- * that remembers reports a live lease (the one that sits out may have
- * granted it and forgotten) or a master does not answer (it may be the one
- * that remembers). Where every master counts, the word changes no vote,
- * and nothing is refused. readmit
- * never sets the bound below the longest live lease reported, forced or
- * not; a master made to count has its fence counter raised to the largest
- * the fleet reported, so that no fence it hands out goes back.
+ * declare-empty makes a new, empty master count at once; readmit makes
+ * every master count, keys or not. Either looks at the fleet first (LEASES)
+ * and refuses, unless forced, where a master that sits out may have granted
+ * a lease still live: docs/memory-guard.md,
+ * "The operator's word: declare-empty and readmit".
  */
 #include "kinds.h"
 #include "outcome.h"

@@ -1,27 +1,10 @@
-/* extend.c - keep a lock: compare-token-then-PEXPIRE on every master.
+/* extend.c - keep a lock: compare-token-then-expire on every master.
  *
- * Success needs a majority of masters where the key still holds our token
- * and got the new ttl, and validity recomputed exactly as for acquire,
- * timed from the start of this extend: ttl - elapsed - drift margin.
- *
- * Why mutual exclusion holds: PEXPIRE only runs where our token is still
- * stored, so extend never resurrects a lock somebody else took; a master
- * where the key is gone does not count. Extending on a majority at time t
- * keeps those keys until at least t + ttl on their clocks, so the same
- * majority-intersection argument as for acquire applies from t on.
- * Extend does not retry by itself; the caller (or the watchdog) decides. A
- * failed extend may still have run PEXPIRE on some masters, now or later (a
- * silent master runs it when it wakes), so a shorter ttl can shorten the
- * keys under a lease the caller still holds: on failure the lock's validity
- * becomes min(old, what the new ttl guarantees from the start of this
- * extend), never more.
- *
- * Where a master has SET IFEQ (Valkey 8.1, Redis 8.4: INFO at its handshake)
- * and its memory is known to count, a one-lock extend is a transaction there
- * instead of the script: the same compare, write, marker check and index
- * raise in one atomic step, without Lua (docs/memory-guard.md,
- * "Extend without Lua"). Every other master gets the script in the same
- * round.
+ * Success is a majority that still held our token and took the new ttl,
+ * validity timed from the start of this extend; a failure caps the lock's
+ * validity (docs/safety.md, "What the implementation adds"). Each master
+ * gets the script or, where it has SET IFEQ, a transaction (docs/wire.md;
+ * why: docs/memory-guard.md, "Extend without Lua").
  */
 #include "kinds.h"
 #include "drift.h"
@@ -130,7 +113,9 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     }
 }
 
-/* Failure: cap the lock's validity by the new ttl (see top of file). */
+/* Failure: cap the lock's validity by what the new ttl guarantees from this
+ * extend's start (it may have run on some masters: docs/safety.md,
+ * "What the implementation adds"). */
 static void ext_failed(rl_extend *x, int status)
 {
     rl_op *op = &x->op;

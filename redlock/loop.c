@@ -1,20 +1,9 @@
 /* loop.c - a blocking client's I/O thread, and running code on a client's loop.
  *
- * One private event_base and one I/O thread per blocking client. Callers on
- * any thread put a call on a mutex-protected queue, wake the I/O thread
- * through an eventfd, and sleep until their call is done. The I/O thread
- * starts each call as an ordinary async op, so calls from many threads are
- * in flight together and share the N connections as pipelines: nothing is
- * serialised behind one caller. Only this thread ever touches hiredis or
- * the base, so they need no locks of their own. For async clients the
- * caller is on the loop's thread already, and a call runs at once.
- *
- * What a blocking call costs over an async one is two thread wake-ups, and
- * it is kept to that: one eventfd write to wake the I/O thread (none when a
- * wake-up is already on its way), one read to drain it, and one futex wake
- * to end the caller's sleep (none when the caller has not gone to sleep
- * yet). A condition variable signalled under the queue's mutex would wake
- * the caller only to put it to sleep again on that mutex.
+ * One private event_base and one I/O thread per blocking client: callers
+ * queue a call, wake the thread and sleep until it is done; for an async
+ * client the caller is on the loop's thread and a call runs at once. Why
+ * this shape, and what a blocking call costs: docs/threads.md.
  */
 #include "loop.h"
 

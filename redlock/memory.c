@@ -2,38 +2,12 @@
  * forgot sits out, measured from the fleet (settle), and raised when a
  * longer ttl turns up.
  *
- * A master that lost its data, or whose data came from another process (a
- * restart that reloaded a snapshot, a promoted replica, a restore), is
- * reborn: its marker is pending and it votes for nobody (script.c, CHECK
- * and HEARD). The danger is a lease it granted before and no longer knows;
- * that lease lives on the other masters of its quorum. So any client that
- * sees a master pending asks every master how long the leases it granted
- * while trusted can still live (LEASES), and gives the reborn master that
- * long (SETTLE), measured on its own clock from the moment the settle runs.
- *
- * Why every master, and not a quorum: a live lease is on every master of its
- * last quorum that has not been reborn since (a master reborn since then was
- * kept out, by its own settle, until that lease ended, and an extension
- * cannot reach a master that lost the key). So when fewer than a quorum of
- * masters are reborn-and-not-yet-counting, each live lease is still known to
- * a master that counts; but it may be known to only one of them. The window
- * is "tight" (measured) only when every master answered and fewer than a
- * quorum of them do not count. Otherwise nobody can measure it, and the
- * window is the longest ttl the fleet has heard of (markers' maxttl, this
- * client's own ttls, restart_guard_ms): the bound that held before leases
- * were measured, raised later as clients learn of longer ttls (raise, below).
- * docs/memory-guard.md, "How long a reborn master sits out", has the
- * argument.
- *
- * A settle round only counts reports that ran after the rebirth it
- * settles, and after every attempt that may have counted the master's vote
- * from before that rebirth has decided: the round starts RL_QUORUM_MAX_MS
- * (and two clocks' drift) after the pending state was seen, and a quorum
- * reached later than that after its attempt's start does not count
- * (acquire.c). SETTLE names the rebirth seen pending (the marker's birth,
- * a random value), so it cannot settle a later one, of another process or
- * of this one after a FLUSHALL; it raises the master's fence counter to
- * the largest the fleet reported, so that no fence goes back.
+ * A client that sees a master pending asks every master how long the leases
+ * it granted can still live (LEASES) and gives it that long (SETTLE, naming
+ * the rebirth it saw). Why every master, when the window is measured, and
+ * when it must be the fleet's bound: docs/memory-guard.md,
+ * "How long a reborn master sits out" and
+ * "The window: measured, or the fleet's bound".
  */
 #include "memory.h"
 #include "fanout.h"

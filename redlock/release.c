@@ -1,30 +1,10 @@
-/* release.c - give a lock back: compare-token-then-DEL on every master.
+/* release.c - give a lock back: compare-token-then-delete on every master.
  *
- * The script deletes the key only where it still holds our token, so a
- * release can never remove a lock another client took after ours expired.
- * A master where the key is already gone counts as released ("gone"):
- * releasing a lapsed lock is not an error. The release returns as soon as a
- * majority has released; masters that have not answered still have the
- * script queued on their connection and run it when they wake. When no
- * majority is reached, masters that failed for transient reasons (timeout,
- * connection, loading) are retried, up to release_retry_count times, which
- * is independent of the acquire's waiting.
- *
- * Mutual exclusion is untouched by release: it only ever deletes our own
- * key, so it can only make the resource free earlier, never give it to two.
- *
- * Without Lua where it can (docs/memory-guard.md, "The release without Lua"):
- * a master that has DELIFEQ (Valkey 9) or DELEX IFEQ (Redis 8.4) and granted
- * this lease by the fast path with nobody queued (its answer in time for the
- * acquire, or later: the node remembers it) gets, instead of the script, ZREM
- * of the lease's index entry and the compare-and-delete, pipelined; so does a
- * master whose fast-path answer had not come when the acquire decided, if
- * every master that answered granted that way (acquire.c): the uncontended
- * case, where the callers that release at once would otherwise send those the
- * script. Where the delete deletes nothing (the key gone, another's, or
- * marked by a waiter that joined since, script.c) the same slot sends the
- * script, which tells which and hands the key to the queue's head (fanout.c's
- * redo): for a late answer too, after the release decided.
+ * Deletes the key only where it still holds our token (or hands it to the
+ * queue's head), counts a key already gone as released, returns at a
+ * majority, and retries masters that timed out or were down. Each master
+ * gets the script or, where it can, the native compare-and-delete
+ * (docs/wire.md; why: docs/memory-guard.md, "The release without Lua").
  */
 #include "kinds.h"
 #include "lock.h"

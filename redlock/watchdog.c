@@ -1,21 +1,9 @@
 /* watchdog.c - keep a lock alive while work of unknown length runs.
  *
- * One timer per watched lock on the client's own loop (for blocking clients
- * that is the I/O thread: no thread per lock). It fires when the validity
- * left falls to ttl / watchdog_divisor and extends by the lock's ttl.
- *
- * An extension that fails for a reason that can pass (no quorum: masters
- * paused, partitioned, loading; a majority busy) is retried, every two node
- * timeouts, until only the safety floor of validity is left; then lost_cb
- * runs with that time left, so the holder can stop cleanly before the lease
- * ends. A lost token (ENOTHELD), a lease that ran out, or a limit ends it at
- * once. The policy lives here alone: redlock-cli run only reacts to lost_cb.
- *
- * Mutual exclusion is unchanged: the watchdog only calls extend, whose
- * argument (extend.c) covers it; a failed extension caps the lock's
- * validity, so the holder sees the loss through redlock_lock_validity_ms()
- * even before lost_cb runs, and retries never lengthen the lease beyond
- * what a successful extension grants.
+ * One timer per watched lock, on the client's own loop, extends the lock
+ * when the validity left falls to ttl / watchdog_divisor, retries what can
+ * pass until the floor, then calls lost_cb. The policy, and why it changes
+ * nothing for mutual exclusion: docs/waiting.md, "Watchdog".
  */
 #include "watchdog.h"
 #include "loop.h"
