@@ -173,6 +173,23 @@ typedef struct redlock_lock redlock_lock;
  * one operation or one master, and the other hooks carry what code acts on.
  */
 
+/*
+ * How this API grows (the rule for every addition after 1.1). Soname 1
+ * only ever gains functions, each in a new version node of libredlock.sym.
+ *  - Twins arrive together: an operation gets its blocking call and its
+ *    _async call (same inputs; the outputs go to the callback instead) in
+ *    the same release, and both start the same operation, so they cannot
+ *    disagree.
+ *  - New behaviour of an operation enters through an options struct (size
+ *    first, filled by an inline _init(), fields only added at the end:
+ *    redlock_acquire_opts), taken by one _with call and its _with_async
+ *    twin; never through another positional argument, flag word or
+ *    variant. The flag words of redlock_declare_empty_with(),
+ *    redlock_readmit_with() and their _async twins (1.1) are the last.
+ *  - A completion reuses a callback type above where its result fits; a
+ *    new one keeps the one shape (c, status, what it is about, err, arg).
+ */
+
 /* ------------------------------------------------------------------------ */
 /* Votes: what each master said                                             */
 /* ------------------------------------------------------------------------ */
