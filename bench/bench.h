@@ -70,6 +70,7 @@ struct config {
     /* output */
     const char *out_dir;   /* JSON lines, timeline data and plot */
     const char *json_path; /* --json FILE, or NULL */
+    const char *trace_dir; /* --trace-dir DIR: fault scenarios' traces */
     int tty;               /* stdout is a terminal: progress line */
     int no_progress;
     int json_stdout; /* print JSON lines after the table */

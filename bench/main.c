@@ -9,8 +9,11 @@
  */
 #include "bench.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct scenario {
@@ -99,6 +102,31 @@ static void check_scenario_names(void)
     }
 }
 
+/* --trace-dir: a fault scenario's clients trace their protocol steps
+ * (REDLOCK_TRACE, read when a client is made) to DIR/<scenario>.trace, for
+ * model/trace-check.py; only fault scenarios, so that the speed rows stay
+ * untraced. Set between scenarios, when no other thread reads it. */
+static void trace_begin(const struct scenario *s)
+{
+    char path[1024];
+
+    if (!config.trace_dir || !s->faults)
+        return;
+    if (mkdir(config.trace_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "redlock-bench: --trace-dir %s: %s\n", config.trace_dir, strerror(errno));
+        return;
+    }
+    snprintf(path, sizeof(path), "%s/%s.trace", config.trace_dir, s->name);
+    if (truncate(path, 0) != 0 && errno != ENOENT)
+        fprintf(stderr, "redlock-bench: %s: %s\n", path, strerror(errno));
+    setenv("REDLOCK_TRACE", path, 1);
+}
+
+static void trace_end(void)
+{
+    unsetenv("REDLOCK_TRACE");
+}
+
 /* Run every selected scenario; 0, or 2 when the cluster cannot be healed. */
 static int run_scenarios(void)
 {
@@ -117,7 +145,9 @@ static int run_scenarios(void)
             result_note(r, "skipped: needs --cluster-script and --cluster-dir");
             continue;
         }
+        trace_begin(&scenarios[i]);
         scenarios[i].run();
+        trace_end();
         /* Whatever a scenario did, the next one starts from a whole cluster. */
         if (scenarios[i].faults && cluster_heal() < 0) {
             fprintf(stderr, "redlock-bench: cannot heal the cluster after %s; stopping\n",

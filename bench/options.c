@@ -65,6 +65,8 @@ static void usage(FILE *f)
             "  --json FILE           also write the JSON lines to FILE\n"
             "  --no-json             do not print the JSON lines after the table\n"
             "  --no-progress         no progress line (it is shown only on a terminal anyway)\n"
+            "  --trace-dir DIR       fault scenarios write the library's protocol trace to\n"
+            "                        DIR/<scenario>.trace, for model/trace-check.py\n"
             "\n"
             "Exit: 0 done; 2 setup error; 3 watchdog; 4 violations where the algorithm\n"
             "claims safety.\n",
@@ -244,6 +246,7 @@ enum {
     OPT_JSON,
     OPT_NOJSON,
     OPT_NOPROG,
+    OPT_TRACE,
     OPT_NUM = 512
 };
 
@@ -259,6 +262,7 @@ static const char *parse_args(int argc, char **argv)
         { "json", required_argument, 0, OPT_JSON },
         { "no-json", no_argument, 0, OPT_NOJSON },
         { "no-progress", no_argument, 0, OPT_NOPROG },
+        { "trace-dir", required_argument, 0, OPT_TRACE },
         { "help", no_argument, 0, 'h' },
     };
     const char *masters = NULL;
@@ -279,6 +283,7 @@ static const char *parse_args(int argc, char **argv)
         case OPT_JSON: config.json_path = optarg; break;
         case OPT_NOJSON: config.json_stdout = 0; break;
         case OPT_NOPROG: config.no_progress = 1; break;
+        case OPT_TRACE: config.trace_dir = optarg; break;
         case 'h': usage(stdout); exit(0);
         default:
             if (c >= OPT_NUM && c < OPT_NUM + (int)N_NUM_OPTS) {

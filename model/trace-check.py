@@ -34,7 +34,10 @@ any step the model cannot take:
   token     a release or extend names a token granted in this file (to this
             client, or to a client that handed it over: redlock-cli)
   fence     successive fenced grants of one resource, the earlier released
-            or expired before the later attempt began, strictly increase
+            or expired before the later attempt began, strictly increase,
+            unless a majority of masters was seen reborn in between (no
+            master left may hold the last fence: not claimed,
+            docs/waiting.md, "Fencing tokens")
 
 Usage: trace-check.py [--complete] FILE...   exit 0 clean, 1 violations (or a
 FILE missing, empty, or without one decided operation), 2 usage.
@@ -178,6 +181,7 @@ def check(path, complete):
     seen_pending = {}  # birth -> first MARK pending line
     settles = {}  # birth -> [(line, t, window)]
     declares = []  # lines of DECLARE requests
+    reborn = []  # (line, master) of every pending answer: a master that forgot
     drift_max = 0.0
     decided = 0
     for ln in lines:
@@ -203,6 +207,7 @@ def check(path, complete):
             birth = unesc(f.get("birth", ""))
             if f.get("state") == "pending" and birth:
                 c.pending.append((ln, m, birth, ln.i("born")))
+                reborn.append((ln.no, m))
                 # a DECLARE sent since the connection opened may have run
                 # after the request that found it pending: from there on
                 seen_pending.setdefault(birth, (ln, c.conn_line.get(m, 0)))
@@ -250,7 +255,7 @@ def check(path, complete):
             check_votes(ln, c, op, bad)
         elif ev == "DEC":
             decided += 1
-            check_decision(ln, c, grants_any, fenced, released, bad)
+            check_decision(ln, c, grants_any, fenced, released, reborn, bad)
     if not clients:
         errs.append("%s: no trace: not one client wrote a HELLO (an empty trace proves nothing)"
                     % path)
@@ -282,7 +287,7 @@ def margin_us(ttl, drift):
     return max(math.ceil(ttl * 1000.0 * drift), 0) + 2000
 
 
-def check_decision(ln, c, grants_any, fenced, released, bad):
+def check_decision(ln, c, grants_any, fenced, released, reborn, bad):
     f = ln.f
     kind, status = f.get("kind"), ln.i("status", -1)
     op = c.ops.get(ln.i("op"))
@@ -315,7 +320,11 @@ def check_decision(ln, c, grants_any, fenced, released, bad):
         if prev:
             gone = released.get((key, prev["tok"]), 1 << 60) < att.no or \
                 prev["t"] + prev["validity"] * 1000 < att.t
-            if gone and fence <= prev["fence"]:
+            # Fences are not claimed once a majority forgot between the
+            # two grants (docs: "Not claimed"): no master left may hold
+            # the last fence for a settle to raise the counters to.
+            forgot = {m for no, m in reborn if prev["line"] < no < att.no}
+            if gone and fence <= prev["fence"] and len(forgot) < c.quorum:
                 bad(ln, "fence", "fence %d for %s after fence %d (line %d), which ended before "
                     "this attempt began" % (fence, unesc(key), prev["fence"], prev["line"]))
         fenced[key] = {"fence": fence, "tok": tok, "t": ln.t, "validity": validity,
@@ -434,6 +443,22 @@ def base(settle_ms=520, window=20, served_ms=580, validity=9897, grant_ms=0.5):
     return s
 
 
+def fenced_again(fence, forgot=()):
+    """base(), its grant fenced 5, then a second grant with @fence after the
+    release, masters @forgot seen reborn in between."""
+    s = [x if x[2] != "DEC" or "op=1 " not in x[3] else
+         (x[0], x[1], x[2], x[3].replace("fence=0", "fence=5")) for x in base()]
+    s += [(590, "A", "MARK", "m=%d state=pending birth=f%d age=0 window=0 maxttl=0 born=590000"
+           % (m, m)) for m in forgot]
+    s += [(600, "A", "ATT", "op=3 kind=acquire key=r")]
+    s += [(600.5, "A", "REP", "m=%d op=3 f=5 kind=acquire late=0 raw=[1,0,10000]" % m)
+          for m in range(2)]
+    s += [(600.5, "A", "QUORUM", "op=3 late=0 ok=0,1"),
+          (600.5, "A", "DEC", "op=3 kind=acquire status=0 ok=0,1 validity=9897 fence=%d "
+           "tok=t2 ttl=10000 key=r" % fence)]
+    return s
+
+
 def self_test():
     import os
     import tempfile
@@ -457,6 +482,8 @@ def self_test():
             (x[0], x[1], x[2], x[3].replace("kind=acquire", "kind=fast")
              .replace("raw=[1,0,10000]", "raw=[[nil,nil],nil,0,1]")) for x in base()]
     cases.append(("a fast vote without served", fast, "vote"))
+    cases.append(("a fence that went back", fenced_again(5), "fence"))
+    cases.append(("a fence back after a majority forgot", fenced_again(3, (0, 1)), None))
     failed = 0
     with tempfile.TemporaryDirectory() as d:
         for name, steps, rule in cases:

@@ -33,8 +33,8 @@ static int check_async(redlock_client *c, bool has_cb, const char *what, const c
     return 0;
 }
 
-/* Release and extend: also a lock. */
-static int check_lock(redlock_lock *lock, const char *what, redlock_error *e)
+/* Release, extend and check: also a lock. */
+static int check_lock(const redlock_lock *lock, const char *what, redlock_error *e)
 {
     if (lock)
         return 0;
@@ -111,4 +111,27 @@ int redlock_ready_async(redlock_client *c, size_t min_masters, uint32_t timeout_
 {
     int rc = check_async(c, cb != NULL, "ready", "redlock_ready()", reterr);
     return rc ? rc : rl_ready_start(c, min_masters, timeout_ms, cb, arg, reterr);
+}
+
+int redlock_lock_check_async(redlock_client *c, const redlock_lock *lock, redlock_check_cb cb,
+                             void *arg, redlock_error *reterr)
+{
+    int rc = check_async(c, cb != NULL, "lock_check", "redlock_lock_check()", reterr);
+    if (!rc)
+        rc = check_lock(lock, "lock_check", reterr);
+    return rc ? rc : rl_check_start(c, lock, cb, arg, reterr);
+}
+
+int redlock_declare_empty_async(redlock_client *c, unsigned flags, redlock_declare_cb cb, void *arg,
+                                redlock_error *reterr)
+{
+    int rc = check_async(c, cb != NULL, "declare-empty", "redlock_declare_empty_with()", reterr);
+    return rc ? rc : rl_declare_start(c, false, 0, flags, cb, arg, reterr);
+}
+
+int redlock_readmit_async(redlock_client *c, uint32_t max_ttl_ms, unsigned flags,
+                          redlock_declare_cb cb, void *arg, redlock_error *reterr)
+{
+    int rc = check_async(c, cb != NULL, "readmit", "redlock_readmit_with()", reterr);
+    return rc ? rc : rl_declare_start(c, true, max_ttl_ms, flags, cb, arg, reterr);
 }

@@ -25,9 +25,11 @@ typedef struct rl_req {
     size_t min_masters; /* ready */
     uint32_t timeout_ms;
     size_t n_up;
-    bool readmit;      /* declare: readmit (ttl_ms: the fleet bound) */
-    bool force;        /* declare: even where the fleet's look forbids it */
-    uint32_t bound_ms; /* declare: the bound readmit set */
+    bool readmit;                /* declare: readmit (ttl_ms: the fleet bound) */
+    unsigned flags;              /* declare: REDLOCK_DECLARE_* */
+    uint32_t bound_ms;           /* declare: the bound readmit set */
+    const redlock_lock *checked; /* lock check: borrowed from the caller */
+    int64_t left_ms;             /* lock check: the validity left */
 } rl_req;
 
 static rl_req *REQ(rl_call *call)
@@ -90,19 +92,33 @@ static int start_ping(redlock_client *c, rl_call *call, redlock_error *e)
     return rl_ping_start(c, on_status_done, req, e);
 }
 
-static void on_declared(redlock_client *c, int status, uint32_t declared, uint32_t bound_ms,
-                        const redlock_outcome *out, const redlock_error *err, void *arg)
+static void on_checked(redlock_client *c, int status, int64_t left_ms, const redlock_error *err,
+                       void *arg)
 {
     rl_req *req = arg;
-    req->n_up = declared;
+    req->left_ms = left_ms;
+    rl_call_done(c, &req->call, status, NULL, err);
+}
+
+static int start_check(redlock_client *c, rl_call *call, redlock_error *e)
+{
+    rl_req *req = REQ(call);
+    return rl_check_start(c, req->checked, on_checked, req, e);
+}
+
+static void on_declared(redlock_client *c, int status, size_t n, uint32_t bound_ms,
+                        const redlock_error *err, void *arg)
+{
+    rl_req *req = arg;
+    req->n_up = n;
     req->bound_ms = bound_ms;
-    rl_call_done(c, &req->call, status, out, err);
+    rl_call_done(c, &req->call, status, NULL, err);
 }
 
 static int start_declare(redlock_client *c, rl_call *call, redlock_error *e)
 {
     rl_req *req = REQ(call);
-    return rl_declare_start(c, req->readmit, req->ttl_ms, req->force, on_declared, req, e);
+    return rl_declare_start(c, req->readmit, req->ttl_ms, req->flags, on_declared, req, e);
 }
 
 static int start_ready(redlock_client *c, rl_call *call, redlock_error *e)
@@ -225,6 +241,25 @@ int redlock_status_get(redlock_client *c, const void *resource, size_t len, redl
     return rl_loop_submit(c, &req.call);
 }
 
+int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret_left_ms,
+                       redlock_error *reterr)
+{
+    if (ret_left_ms)
+        *ret_left_ms = 0;
+    int rc = check_blocking(c, reterr);
+    if (rc)
+        return rc;
+    if (!lock) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "lock_check: lock is NULL");
+        return REDLOCK_EINVAL;
+    }
+    rl_req req = { .call.start = start_check, .checked = lock, .call.err = reterr };
+    rc = rl_loop_submit(c, &req.call);
+    if (rc == 0 && ret_left_ms)
+        *ret_left_ms = req.left_ms;
+    return rc;
+}
+
 int redlock_ping(redlock_client *c, redlock_status *ret, redlock_error *reterr)
 {
     int rc = check_blocking(c, reterr);
@@ -258,15 +293,11 @@ int redlock_declare_empty_with(redlock_client *c, unsigned flags, size_t *ret_de
                                redlock_error *reterr)
 {
     int rc = check_blocking(c, reterr);
+    if (!rc)
+        rc = rl_declare_check(false, 0, flags, reterr);
     if (rc)
         return rc;
-    if (flags & ~REDLOCK_DECLARE_FORCE) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "declare-empty: unknown flags 0x%x", flags);
-        return REDLOCK_EINVAL;
-    }
-    rl_req req = { .call.start = start_declare,
-                   .call.err = reterr,
-                   .force = flags & REDLOCK_DECLARE_FORCE };
+    rl_req req = { .call.start = start_declare, .call.err = reterr, .flags = flags };
     rc = rl_loop_submit(c, &req.call);
     if (ret_declared && (rc == 0 || rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EINVAL))
         *ret_declared = req.n_up;
@@ -282,27 +313,20 @@ int redlock_readmit_with(redlock_client *c, uint32_t max_ttl_ms, unsigned flags,
                          size_t *ret_readmitted, uint32_t *ret_bound_ms, redlock_error *reterr)
 {
     int rc = check_blocking(c, reterr);
+    if (!rc)
+        rc = rl_declare_check(true, max_ttl_ms, flags, reterr);
     if (rc)
         return rc;
-    if (max_ttl_ms > REDLOCK_TTL_MAX_MS) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "readmit: max_ttl_ms %u > %u", max_ttl_ms,
-                  (unsigned)REDLOCK_TTL_MAX_MS);
-        return REDLOCK_EINVAL;
-    }
-    if (flags & ~REDLOCK_DECLARE_FORCE) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "readmit: unknown flags 0x%x", flags);
-        return REDLOCK_EINVAL;
-    }
     rl_req req = { .call.start = start_declare,
                    .call.err = reterr,
                    .readmit = true,
                    .ttl_ms = max_ttl_ms,
-                   .force = flags & REDLOCK_DECLARE_FORCE };
+                   .flags = flags };
     rc = rl_loop_submit(c, &req.call);
     if (ret_readmitted && (rc == 0 || rc == REDLOCK_ENOQUORUM))
         *ret_readmitted = req.n_up;
     if (ret_bound_ms)
-        *ret_bound_ms = rc == 0 ? req.bound_ms : 0;
+        *ret_bound_ms = req.bound_ms; /* 0 unless it succeeded (declare.c) */
     return rc;
 }
 

@@ -37,7 +37,7 @@ typedef struct rl_declare {
     uint32_t refused;  /* masters that hold keys (declare-empty) */
     int64_t keys;      /* how many, on the first one refused */
     uint32_t first_refused;
-    rl_declare_cb cb;
+    redlock_declare_cb cb;
     void *arg;
 } rl_declare;
 
@@ -278,11 +278,12 @@ static void dec_on_timer(rl_op *op)
     rl_round_send(op, &cmd, "leases", RL_ALL, RL_ALL, 0);
 }
 
+/* What both APIs report: the masters made to count whatever the status
+ * (the blocking calls choose when to say it), the bound only on success. */
 static void dec_deliver(rl_op *op)
 {
     rl_declare *d = DEC(op);
-    d->cb(op->c, op->status, d->declared, d->bound_ms, &op->out, op->status ? &op->err : NULL,
-          d->arg);
+    d->cb(op->c, op->status, d->declared, op->status ? 0 : d->bound_ms, &op->err, d->arg);
 }
 
 static const rl_op_ops declare_ops = {
@@ -303,11 +304,28 @@ static const rl_op_ops readmit_ops = {
     .deliver = dec_deliver,
 };
 
-int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, bool force,
-                     rl_declare_cb cb, void *arg, redlock_error *e)
+int rl_declare_check(bool readmit, uint32_t max_ttl_ms, unsigned flags, redlock_error *e)
+{
+    const char *verb = readmit ? "readmit" : "declare-empty";
+    if (readmit && max_ttl_ms > REDLOCK_TTL_MAX_MS) {
+        rl_seterr(e, REDLOCK_EINVAL, -1, "%s: max_ttl_ms %u > %u", verb, max_ttl_ms,
+                  (unsigned)REDLOCK_TTL_MAX_MS);
+        return REDLOCK_EINVAL;
+    }
+    if (flags & ~REDLOCK_DECLARE_FORCE) {
+        rl_seterr(e, REDLOCK_EINVAL, -1, "%s: unknown flags 0x%x", verb, flags);
+        return REDLOCK_EINVAL;
+    }
+    return 0;
+}
+
+int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, unsigned flags,
+                     redlock_declare_cb cb, void *arg, redlock_error *e)
 {
     rl_op *op;
-    int rc = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
+    int rc = rl_declare_check(readmit, max_ttl_ms, flags, e);
+    if (!rc)
+        rc = rl_op_new(c, readmit ? &readmit_ops : &declare_ops, sizeof(rl_declare), NULL, 0, 0,
                        &op, e);
     if (rc)
         return rc;
@@ -315,7 +333,7 @@ int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, bool 
     d->cb = cb;
     d->arg = arg;
     d->readmit = readmit;
-    d->force = force;
+    d->force = flags & REDLOCK_DECLARE_FORCE;
     d->asked_ms = max_ttl_ms;
     op->attempts = 1;
     op->attempt_us = rl_now_us();

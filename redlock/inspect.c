@@ -165,7 +165,7 @@ static void insp_decide(rl_op *op)
 static void insp_deliver(rl_op *op)
 {
     rl_inspect *in = INS(op);
-    in->cb(op->c, op->status, &in->st, op->status ? &op->err : NULL, in->arg);
+    in->cb(op->c, op->status, &in->st, &op->err, in->arg);
 }
 
 static const rl_op_ops status_ops = {

@@ -25,13 +25,18 @@ int rl_status_start(redlock_client *c, const void *resource, size_t len, redlock
                     void *arg, redlock_error *e);
 int rl_ping_start(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *e);
 
+/* A lock check (redlock_lock_check): one status per resource of @lock, in
+ * turn, then the verdict (check.c). @lock must outlive the call of @cb. */
+int rl_check_start(redlock_client *c, const redlock_lock *lock, redlock_check_cb cb, void *arg,
+                   redlock_error *e);
+
 /* An operator's word on masters (redlock_declare_empty, redlock_readmit):
  * @readmit, and the fleet bound @max_ttl_ms it asks for (0: left alone);
- * @force: even where the fleet's look forbids it (declare.c). The callback
- * gets how many masters now count by it and the bound it set (0: none). */
-typedef void (*rl_declare_cb)(redlock_client *c, int status, uint32_t declared, uint32_t bound_ms,
-                              const redlock_outcome *out, const redlock_error *err, void *arg);
-int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, bool force,
-                     rl_declare_cb cb, void *arg, redlock_error *e);
+ * @flags: 0 or REDLOCK_DECLARE_FORCE, even where the fleet's look forbids
+ * it (declare.c). rl_declare_check() says whether the arguments are
+ * acceptable, with no client, and rl_declare_start() checks them too. */
+int rl_declare_check(bool readmit, uint32_t max_ttl_ms, unsigned flags, redlock_error *e);
+int rl_declare_start(redlock_client *c, bool readmit, uint32_t max_ttl_ms, unsigned flags,
+                     redlock_declare_cb cb, void *arg, redlock_error *e);
 
 #endif

@@ -608,8 +608,11 @@ static void on_status(redlock_client *c, int status, const redlock_status *st,
                       const redlock_error *err, void *arg)
 {
     (void)c;
-    (void)err;
     struct st_rec *r = arg;
+    /* the header's promise: never NULL, its code the status */
+    cr_expect(not(eq(ptr, (void *)err, NULL)), "a status callback's err is NULL");
+    cr_expect(err == NULL || err->code == status, "err->code %d, status %d", err ? err->code : 0,
+              status);
     r->runs++;
     r->status = status;
     r->answered = redlock_status_answered(st);

@@ -54,6 +54,29 @@ static void op_cb(redlock_client *c, int status, redlock_lock *lock, const redlo
     cb_runs++;
 }
 
+static void check_cb(redlock_client *c, int status, int64_t left_ms, const redlock_error *err,
+                     void *arg)
+{
+    (void)c;
+    (void)status;
+    (void)left_ms;
+    (void)err;
+    (void)arg;
+    cb_runs++;
+}
+
+static void word_cb(redlock_client *c, int status, size_t n, uint32_t bound_ms,
+                    const redlock_error *err, void *arg)
+{
+    (void)c;
+    (void)status;
+    (void)n;
+    (void)bound_ms;
+    (void)err;
+    (void)arg;
+    cb_runs++;
+}
+
 Test(bad_input, async_calls_on_a_blocking_client_are_easync)
 {
     redlock_lock *l = NULL;
@@ -71,6 +94,12 @@ Test(bad_input, async_calls_on_a_blocking_client_are_easync)
     tc_expect_msg(&e, "release_async");
     cr_expect(eq(int, redlock_extend_async(tc_fx.c, l, TTL_MS, op_cb, NULL, &e), REDLOCK_EASYNC));
     tc_expect_msg(&e, "extend_async");
+    cr_expect(eq(int, redlock_lock_check_async(tc_fx.c, l, check_cb, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "lock_check_async");
+    cr_expect(eq(int, redlock_declare_empty_async(tc_fx.c, 0, word_cb, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "declare_empty_async");
+    cr_expect(eq(int, redlock_readmit_async(tc_fx.c, 0, 0, word_cb, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "readmit_async");
     /* A round trip through the I/O thread: anything queued would have run. */
     cr_expect(eq(int, redlock_status_get(tc_fx.c, res, strlen(res), st, &e), 0), "%s", e.msg);
     cr_expect(eq(int, cb_runs, 0));
@@ -103,6 +132,12 @@ Test(bad_input, blocking_calls_on_an_async_client_are_easync)
     tc_expect_msg(&e, "status_get");
     cr_expect(eq(int, redlock_ping(c, st, &e), REDLOCK_EASYNC));
     tc_expect_msg(&e, "ping");
+    cr_expect(eq(int, redlock_lock_check(c, l, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "lock_check");
+    cr_expect(eq(int, redlock_declare_empty_with(c, 0, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "declare_empty_with");
+    cr_expect(eq(int, redlock_readmit_with(c, 0, 0, NULL, NULL, &e), REDLOCK_EASYNC));
+    tc_expect_msg(&e, "readmit_with");
     redlock_lock_free(l);
     redlock_client_free(c);
     event_base_free(base);
@@ -129,6 +164,73 @@ Test(bad_input, null_client_lock_or_callback_is_einval)
     /* Destructors take NULL. */
     redlock_lock_free(NULL);
     redlock_client_free(NULL);
+}
+
+static void on_ping(redlock_client *c, int status, const redlock_status *st,
+                    const redlock_error *err, void *arg)
+{
+    (void)c;
+    (void)status;
+    (void)st;
+    (void)err;
+    *(int *)arg = 1;
+}
+
+/* The async twins of lock_check, declare_empty and readmit (1.1) refuse a
+ * NULL client, callback or lock and bad flags or bound at once, with one
+ * line, and never call back. */
+Test(bad_input, async_check_declare_and_readmit_refuse_null_and_bad_arguments)
+{
+    struct event_base *base = event_base_new();
+    redlock_client *c;
+    redlock_lock *l = NULL;
+    redlock_error e;
+    int pinged = 0;
+
+    cr_assert(not(zero(ptr, base)));
+    c = tc_client_async(NULL, base);
+    cr_assert(tc_async_ready(base, c, tc_n(), 5000), "masters not connected");
+    cr_assert(eq(int, redlock_lock_new("r", 1, "tok", &l, NULL), 0));
+    cb_runs = 0;
+
+    cr_expect(eq(int, redlock_lock_check_async(NULL, l, check_cb, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "lock_check_async: NULL client");
+    cr_expect(strstr(e.msg, "client is NULL") != NULL, "%s", e.msg);
+    cr_expect(eq(int, redlock_lock_check_async(c, l, NULL, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "lock_check_async: NULL callback");
+    cr_expect(strstr(e.msg, "callback is NULL") != NULL, "%s", e.msg);
+    cr_expect(eq(int, redlock_lock_check_async(c, NULL, check_cb, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "lock_check_async: NULL lock");
+    cr_expect(strstr(e.msg, "lock is NULL") != NULL, "%s", e.msg);
+
+    cr_expect(eq(int, redlock_declare_empty_async(NULL, 0, word_cb, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "declare_empty_async: NULL client");
+    cr_expect(eq(int, redlock_declare_empty_async(c, 0, NULL, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "declare_empty_async: NULL callback");
+    cr_expect(strstr(e.msg, "callback is NULL") != NULL, "%s", e.msg);
+    cr_expect(eq(int, redlock_declare_empty_async(c, 0x80, word_cb, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "declare_empty_async: unknown flags");
+    cr_expect(strstr(e.msg, "unknown flags 0x80") != NULL, "%s", e.msg);
+
+    cr_expect(eq(int, redlock_readmit_async(NULL, 0, 0, word_cb, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "readmit_async: NULL client");
+    cr_expect(eq(int, redlock_readmit_async(c, 0, 0, NULL, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "readmit_async: NULL callback");
+    cr_expect(eq(int, redlock_readmit_async(c, 0, 0x80, word_cb, NULL, &e), REDLOCK_EINVAL));
+    tc_expect_msg(&e, "readmit_async: unknown flags");
+    cr_expect(eq(int, redlock_readmit_async(c, REDLOCK_TTL_MAX_MS + 1u, 0, word_cb, NULL, &e),
+                 REDLOCK_EINVAL));
+    tc_expect_msg(&e, "readmit_async: max_ttl_ms too large");
+    cr_expect(strstr(e.msg, "max_ttl_ms") != NULL, "%s", e.msg);
+
+    /* A round trip on the loop: a callback queued by any call above would
+     * have run before this one. */
+    cr_assert(eq(int, redlock_ping_async(c, on_ping, &pinged, &e), 0), "%s", e.msg);
+    cr_assert(TC_RUN_UNTIL(base, pinged, 5000), "ping never called back");
+    cr_expect(eq(int, cb_runs, 0), "a call that returned an error called back");
+    redlock_lock_free(l);
+    redlock_client_free(c);
+    event_base_free(base);
 }
 
 /* Per-call acquire options: every bad value is refused before anything is

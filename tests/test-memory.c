@@ -66,7 +66,22 @@ static void fini(void)
 TestSuite(memory, .init = fresh_all, .fini = fini, .timeout = 60);
 TestSuite(memory_aof, .init = fresh_all, .fini = fini, .timeout = 60);
 
-/* A blocking client with @guard as restart_guard, one attempt per acquire.
+/* The suite's config: @guard as restart_guard, one attempt per acquire,
+ * quick reconnects. @probes 0: no clock probe while the test runs (a probe
+ * that finds a master pending would settle it: with nothing held, it may
+ * count in ms, and a master that counts is left alone by declare-empty). */
+static void config(redlock_config *cfg, int guard, int probes)
+{
+    tc_config(cfg);
+    cfg->retry_count = 0;
+    cfg->restart_guard = guard;
+    cfg->reconnect_min_ms = 10;
+    cfg->reconnect_max_ms = 100;
+    if (!probes)
+        cfg->clock_probe_ms = cfg->clock_window_ms = 3600000;
+}
+
+/* A blocking client of config(@guard, probes on).
  * @want_up: masters to await (-1 all); 0: none, used at once like a
  * redlock-cli call, knowing nothing of the masters but what its first
  * replies tell it. */
@@ -74,11 +89,7 @@ static redlock_client *client(int guard, int want_up)
 {
     redlock_config cfg;
 
-    tc_config(&cfg);
-    cfg.retry_count = 0;
-    cfg.restart_guard = guard;
-    cfg.reconnect_min_ms = 10;
-    cfg.reconnect_max_ms = 100;
+    config(&cfg, guard, 1);
     return tc_client(&cfg, want_up);
 }
 
@@ -595,14 +606,7 @@ Test(memory, declare_empty_after_a_failed_first_acquire_and_not_where_keys_are)
     char res[128];
 
     need_aof(0);
-    /* No probe while it runs: a probe that sees master 0 pending would
-     * settle it (nothing is held: it may count in ms), and a master that
-     * counts is left alone by declare-empty, keys or not. */
-    tc_config(&cfg);
-    cfg.retry_count = 0;
-    cfg.reconnect_min_ms = 10;
-    cfg.reconnect_max_ms = 100;
-    cfg.clock_probe_ms = cfg.clock_window_ms = 3600000;
+    config(&cfg, 1, 0); /* no probe: master 0 must stay pending, keys and all */
     redlock_client *c = tc_client(&cfg, -1);
     tc_resource(res, sizeof(res), NULL);
     for (int m = 0; m < tc_n(); m++)
@@ -681,6 +685,169 @@ Test(memory, readmit_refuses_a_live_lease_and_forced_lets_a_master_count_at_once
     cr_assert(eq(int, rc, 0), "readmitted: %s: %s", redlock_err_name(rc), e.msg);
     tc_must_release(c, l);
     redlock_lock_free(held);
+    redlock_client_free(c);
+}
+
+/* ---- the async twins: redlock_declare_empty_async(), redlock_readmit_async() */
+
+/* What one declare-empty's or readmit's callback saw. */
+struct word_rec {
+    int runs;
+    int status;
+    size_t n;
+    uint32_t bound_ms;
+    int has_err;
+    redlock_error err;
+};
+
+static void on_word(redlock_client *c, int status, size_t n, uint32_t bound_ms,
+                    const redlock_error *err, void *arg)
+{
+    struct word_rec *r = arg;
+
+    (void)c;
+    r->runs++;
+    r->status = status;
+    r->n = n;
+    r->bound_ms = bound_ms;
+    r->has_err = err != NULL;
+    if (err)
+        r->err = *err;
+}
+
+/* redlock_declare_empty_async() (@readmit 0) or redlock_readmit_async() on
+ * @ac, run on @base until its callback ran (never inside the call).
+ * Return: its status. */
+static int word_async(struct event_base *base, redlock_client *ac, int readmit, uint32_t max_ttl_ms,
+                      unsigned flags, struct word_rec *r)
+{
+    redlock_error e;
+
+    memset(r, 0, sizeof(*r));
+    int rc = readmit ? redlock_readmit_async(ac, max_ttl_ms, flags, on_word, r, &e)
+                     : redlock_declare_empty_async(ac, flags, on_word, r, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_assert(eq(int, r->runs, 0), "the callback ran inside the call");
+    cr_assert(TC_RUN_UNTIL(base, r->runs > 0, 20000), "no callback");
+    cr_expect(eq(int, r->runs, 1));
+    cr_expect(r->has_err, "err is never NULL");
+    cr_expect(eq(int, r->err.code, r->status));
+    return r->status;
+}
+
+/* @cfg's async twin of a blocking client, on a base of its own, every
+ * master connected. */
+static redlock_client *async_client(const redlock_config *cfg, struct event_base **base)
+{
+    *base = event_base_new();
+    cr_assert(not(zero(ptr, *base)));
+    redlock_client *ac = tc_client_async(cfg, *base);
+    cr_assert(tc_async_ready(*base, ac, tc_n(), 5000), "masters not connected");
+    return ac;
+}
+
+/* The async declare-empty says what the blocking one says: new masters
+ * (flushed, nothing said about them) are all declared; while a master that
+ * remembers reports a live lease and another sits out, both refuse with
+ * ECONFLICT, naming the lease, having declared nothing. */
+Test(memory, declare_empty_async_says_what_declare_empty_says)
+{
+    redlock_config cfg;
+    struct event_base *base;
+    struct word_rec r;
+    redlock_error e;
+    size_t declared = 0;
+    char res[128];
+
+    need_aof(0);
+    config(&cfg, 1, 0); /* no probe: a flushed master must stay for the word */
+    redlock_client *c = tc_client(&cfg, -1);
+    redlock_client *ac = async_client(&cfg, &base);
+
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "FLUSHALL"));
+    cr_assert(eq(int, word_async(base, ac, 0, 0, 0, &r), 0), "%s", r.err.msg);
+    cr_expect(eq(sz, r.n, (size_t)tc_n()), "declared %zu of %d new masters", r.n, tc_n());
+    cr_expect(eq(u32, r.bound_ms, 0));
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "FLUSHALL"));
+    cr_assert(eq(int, redlock_declare_empty_with(c, 0, &declared, &e), 0), "%s", e.msg);
+    cr_expect(eq(sz, declared, r.n), "blocking declared %zu, async %zu", declared, r.n);
+
+    tc_resource(res, sizeof(res), NULL);
+    redlock_lock *held = tc_must_acquire(c, res, 30000, NULL);
+    tc_kill(LOSER);
+    tc_restart(LOSER);
+    cr_assert(eq(int, word_async(base, ac, 0, 0, 0, &r), REDLOCK_ECONFLICT), "%s: %s",
+              redlock_err_name(r.status), r.err.msg);
+    cr_expect(strstr(r.err.msg, "remembers a live lease") != NULL, "%s", r.err.msg);
+    cr_expect(eq(sz, r.n, 0));
+    tc_expect_msg(&r.err, "declare_empty_async");
+    int rc = redlock_declare_empty_with(c, 0, &declared, &e);
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(strstr(e.msg, "remembers a live lease") != NULL, "%s", e.msg);
+
+    redlock_lock_free(held);
+    redlock_client_free(ac);
+    event_base_free(base);
+    redlock_client_free(c);
+}
+
+/* The async readmit says what the blocking one says: refused with ECONFLICT
+ * while a master that remembers reports a live lease; forced, it readmits
+ * the master that sits out and sets the bound no lower than that lease
+ * (the blocking call, on the same master restarted again, readmits as many,
+ * with a bound no larger: the lease has less left). */
+Test(memory, readmit_async_says_what_readmit_says)
+{
+    redlock_config cfg;
+    struct event_base *base;
+    struct word_rec r;
+    redlock_error e;
+    size_t n = 99;
+    uint32_t bound = 99;
+    char res[128];
+
+    need_aof(0);
+    config(&cfg, 1, 1);
+    redlock_client *c = tc_client(&cfg, -1);
+    redlock_client *ac = async_client(&cfg, &base);
+    tc_resource(res, sizeof(res), NULL);
+    redlock_lock *held = tc_must_acquire(c, res, 30000, NULL);
+    tc_kill(LOSER);
+    tc_restart(LOSER);
+
+    cr_assert(eq(int, word_async(base, ac, 1, 5000, 0, &r), REDLOCK_ECONFLICT), "%s: %s",
+              redlock_err_name(r.status), r.err.msg);
+    cr_expect(strstr(r.err.msg, "remembers a live lease") != NULL, "%s", r.err.msg);
+    cr_expect(eq(sz, r.n, 0));
+    cr_expect(eq(u32, r.bound_ms, 0));
+    int rc = redlock_readmit_with(c, 5000, 0, &n, &bound, &e);
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(strstr(e.msg, "remembers a live lease") != NULL, "%s", e.msg);
+    cr_expect(eq(u32, bound, 0));
+
+    cr_assert(eq(int, word_async(base, ac, 1, 5000, REDLOCK_DECLARE_FORCE, &r), 0), "forced: %s",
+              r.err.msg);
+    cr_expect(ge(sz, r.n, 1), "readmitted %zu", r.n);
+    cr_expect(ge(u32, r.bound_ms, 25000), "the bound is not set below the live lease: %u",
+              r.bound_ms);
+    redisReply *mt = tc_cmd(LOSER, "HGET %b maxttl", marker, sizeof(marker) - 1);
+    cr_expect(mt && mt->type == REDIS_REPLY_STRING && (uint32_t)atoll(mt->str) == r.bound_ms,
+              "the fleet bound is what it said: %s", mt && mt->str ? mt->str : "-");
+    freeReplyObject(mt);
+
+    tc_kill(LOSER);
+    tc_restart(LOSER);
+    rc = redlock_readmit_with(c, 5000, REDLOCK_DECLARE_FORCE, &n, &bound, &e);
+    cr_assert(eq(int, rc, 0), "forced: %s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(sz, n, r.n), "blocking readmitted %zu, async %zu", n, r.n);
+    cr_expect(ge(u32, bound, 25000), "bound %u", bound);
+    cr_expect(le(u32, bound, r.bound_ms), "blocking bound %u, async %u", bound, r.bound_ms);
+
+    redlock_lock_free(held);
+    redlock_client_free(ac);
+    event_base_free(base);
     redlock_client_free(c);
 }
 

@@ -335,3 +335,128 @@ Test(release, lock_check_says_held_and_how_long_until_a_majority_lost_it)
               e.msg);
     redlock_lock_free(l);
 }
+
+/* ---- redlock_lock_check_async(): the same check on the caller's loop ---- */
+
+/* What one lock check's callback saw. */
+struct check_rec {
+    int runs;
+    int status;
+    int64_t left_ms;
+    int has_err;
+    redlock_error err;
+};
+
+static void on_checked(redlock_client *c, int status, int64_t left_ms, const redlock_error *err,
+                       void *arg)
+{
+    struct check_rec *r = arg;
+
+    (void)c;
+    r->runs++;
+    r->status = status;
+    r->left_ms = left_ms;
+    r->has_err = err != NULL;
+    if (err)
+        r->err = *err;
+}
+
+/* An async client on a base of its own, every master connected. */
+static redlock_client *async_client(struct event_base **base)
+{
+    *base = event_base_new();
+    cr_assert(not(zero(ptr, *base)));
+    redlock_client *ac = tc_client_async(NULL, *base);
+    cr_assert(tc_async_ready(*base, ac, tc_n(), 5000), "masters not connected");
+    return ac;
+}
+
+/* redlock_lock_check_async() of @l on @ac, run on @base until its callback
+ * ran (never inside the call). Return: its status. */
+static int check_async(struct event_base *base, redlock_client *ac, const redlock_lock *l,
+                       struct check_rec *r)
+{
+    redlock_error e;
+
+    memset(r, 0, sizeof(*r));
+    int rc = redlock_lock_check_async(ac, l, on_checked, r, &e);
+    cr_assert(eq(int, rc, 0), "lock_check_async: %s: %s", redlock_err_name(rc), e.msg);
+    cr_assert(eq(int, r->runs, 0), "the callback ran inside the call");
+    cr_assert(TC_RUN_UNTIL(base, r->runs > 0, 10000), "lock_check_async never called back");
+    cr_expect(eq(int, r->runs, 1));
+    cr_expect(r->has_err, "err is never NULL");
+    cr_expect(eq(int, r->err.code, r->status));
+    return r->status;
+}
+
+/* The async check answers what the blocking one answers: held, with the
+ * validity left (no more than the blocking call saw just before); and not
+ * held once a majority lost the token, with the same line and no time. */
+Test(release, lock_check_async_says_what_lock_check_says)
+{
+    struct event_base *base;
+    redlock_client *ac = async_client(&base);
+    struct check_rec r;
+    redlock_error e;
+    int64_t left = -1;
+    redlock_lock *l;
+
+    l = tc_must_acquire(tc_fx.c, tc_fx.res, TTL_MS, NULL);
+    tc_barrier(tc_fx.c);
+    cr_assert(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), 0), "%s", e.msg);
+    cr_assert(eq(int, check_async(base, ac, l, &r), 0), "%s", r.err.msg);
+    cr_expect(gt(i64, r.left_ms, 0));
+    cr_expect(le(i64, r.left_ms, left), "async %lld ms left after blocking %lld",
+              (long long)r.left_ms, (long long)left);
+    cr_expect(eq(str, r.err.msg, ""), "success says nothing: %s", r.err.msg);
+
+    for (int m = 0; m < 3; m++)
+        freeReplyObject(tc_cmd(m, "DEL %s", tc_fx.res));
+    cr_assert(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+    cr_assert(eq(int, check_async(base, ac, l, &r), REDLOCK_ENOTHELD), "%s", r.err.msg);
+    cr_expect(eq(i64, r.left_ms, 0));
+    cr_expect(eq(str, r.err.msg, e.msg));
+    cr_expect(eq(int, r.err.master, e.master));
+    tc_expect_msg(&r.err, "lock_check_async");
+
+    redlock_release(tc_fx.c, l, NULL, NULL);
+    redlock_lock_free(l);
+    redlock_client_free(ac);
+    event_base_free(base);
+}
+
+/* A set is held only where the token is on every resource: the async
+ * check reads them one after another and says so as the blocking one does. */
+Test(release, lock_check_async_reads_every_resource_of_a_set)
+{
+    struct event_base *base;
+    redlock_client *ac = async_client(&base);
+    char a[128], b[128];
+    redlock_resource set[2];
+    struct check_rec r;
+    redlock_error e;
+    redlock_lock *l = NULL;
+    int64_t left;
+
+    tc_resource(a, sizeof(a), "a");
+    tc_resource(b, sizeof(b), "b");
+    set[0] = (redlock_resource){ a, strlen(a) };
+    set[1] = (redlock_resource){ b, strlen(b) };
+    int rc = redlock_acquire_set(tc_fx.c, set, 2, TTL_MS, 0, &l, NULL, &e);
+    cr_assert(eq(int, rc, 0), "%s: %s", redlock_err_name(rc), e.msg);
+    tc_barrier(tc_fx.c);
+    cr_assert(eq(int, check_async(base, ac, l, &r), 0), "%s", r.err.msg);
+    cr_expect(gt(i64, r.left_ms, 0));
+
+    /* The second resource lost on a majority: the set is not held. */
+    for (int m = 0; m < 3; m++)
+        freeReplyObject(tc_cmd(m, "DEL %s", b));
+    cr_assert(eq(int, redlock_lock_check(tc_fx.c, l, &left, &e), REDLOCK_ENOTHELD), "%s", e.msg);
+    cr_assert(eq(int, check_async(base, ac, l, &r), REDLOCK_ENOTHELD), "%s", r.err.msg);
+    cr_expect(eq(str, r.err.msg, e.msg));
+
+    redlock_release(tc_fx.c, l, NULL, NULL);
+    redlock_lock_free(l);
+    redlock_client_free(ac);
+    event_base_free(base);
+}

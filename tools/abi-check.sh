@@ -89,7 +89,7 @@ import json, sys
 o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
 print(o.get("optimization"), o.get("debug"))') || die "$build: not a meson build dir"
     [[ $opts == "0 True" ]] ||
-        die "--update wants a debug build (-O0 -g); $build has optimization/debug '$opts': meson setup build-abi --buildtype=debug -Dtests=disabled && ninja -C build-abi redlock/$soname"
+        die "--update wants a debug build (-O0 -g); $build has optimization/debug '$opts': meson setup build-abi --buildtype=debug -Dtests=disabled && ninja -C build-abi redlock/$(basename "$(readlink -f "$lib")")"
     dump "$tmp/new.abi" || die "abidw failed on $lib"
     mkdir -p -- "$ROOT/abi"
     if [[ -f $baseline ]] && cmp -s "$tmp/new.abi" "$baseline"; then

@@ -115,8 +115,22 @@ step 3 "starting $N masters on 127.0.0.1:$BASE_PORT.. ($DIR)" start_masters
 # 4. the benchmark: its report is the output of this job
 printf 'run-main: [4/%d] redlock-bench (about 2.5 minutes; report below)\n' "$STEPS" >&2
 rc=0
+rm -rf -- "$OUT/traces"
 "$BUILD/bench/redlock-bench" --masters "$MASTERS" \
     --cluster-script "$CLUSTER" --cluster-dir "$DIR" \
     --base-port "$BASE_PORT" --aof-base-port "$((BASE_PORT + 10))" \
-    --duration 3 --out "$OUT" "$@" || rc=$?
+    --duration 3 --out "$OUT" --trace-dir "$OUT/traces" "$@" || rc=$?
+
+# The fault scenarios' own protocol steps, replayed against the model
+# (model/trace-check.py, docs: the model): a step it cannot take fails the
+# job as a violation does (exit 4).
+shopt -s nullglob
+traces=("$OUT"/traces/*.trace)
+if ((${#traces[@]} > 0)); then
+    say "trace check of the fault scenarios (model/trace-check.py):"
+    # pipefail: the checker's status is the pipeline's
+    if ! python3 model/trace-check.py "${traces[@]}" 2>&1 | sed 's/^/    /' >&2; then
+        ((rc != 0)) || rc=4
+    fi
+fi
 exit "$rc"

@@ -167,6 +167,23 @@ typedef struct redlock_lock redlock_lock;
  * one operation or one master, and the other hooks carry what code acts on.
  */
 
+/*
+ * How this API grows (the rule for every addition after 1.1). Soname 1
+ * only ever gains functions, each in a new version node of libredlock.sym.
+ *  - Twins arrive together: an operation gets its blocking call and its
+ *    _async call (same inputs; the outputs go to the callback instead) in
+ *    the same release, and both start the same operation, so they cannot
+ *    disagree.
+ *  - New behaviour of an operation enters through an options struct (size
+ *    first, filled by an inline _init(), fields only added at the end:
+ *    redlock_acquire_opts), taken by one _with call and its _with_async
+ *    twin; never through another positional argument, flag word or
+ *    variant. The flag words of redlock_declare_empty_with(),
+ *    redlock_readmit_with() and their _async twins (1.1) are the last.
+ *  - A completion reuses a callback type above where its result fits; a
+ *    new one keeps the one shape (c, status, what it is about, err, arg).
+ */
+
 /* ------------------------------------------------------------------------ */
 /* Votes: what each master said                                             */
 /* ------------------------------------------------------------------------ */
@@ -1182,7 +1199,8 @@ int redlock_status_get(redlock_client *c, const void *resource, size_t len, redl
  * Return: 0 (held; @ret_left_ms set); REDLOCK_ENOTHELD (a majority does not
  * hold the token: released, expired, taken over); REDLOCK_EEXPIRED (the
  * validity ran out); REDLOCK_ENOQUORUM (too many masters silent to tell);
- * REDLOCK_EINVAL; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC. Blocking clients.
+ * REDLOCK_EINVAL; REDLOCK_ESHUTDOWN; REDLOCK_EASYNC. Blocking clients
+ * (async: redlock_lock_check_async()).
  */
 REDLOCK_API
 int redlock_lock_check(redlock_client *c, const redlock_lock *lock, int64_t *ret_left_ms,
@@ -1217,6 +1235,38 @@ int redlock_status_get_async(redlock_client *c, const void *resource, size_t len
 /** redlock_ping_async() - redlock_ping() on the caller's event loop. Return: as above. */
 REDLOCK_API
 int redlock_ping_async(redlock_client *c, redlock_status_cb cb, void *arg, redlock_error *reterr);
+
+/*
+ * redlock_check_cb - the completion of a lock check
+ * @status:  what redlock_lock_check() returns: 0 (held), REDLOCK_ENOTHELD,
+ *           REDLOCK_EEXPIRED, REDLOCK_ENOQUORUM, ...
+ * @left_ms: when @status is 0, the validity left (ms) at the decision, as
+ *           redlock_lock_check()'s @ret_left_ms; else 0
+ * @err:     never NULL; the one line redlock_lock_check() would give
+ * Same contract, thread and freedom as redlock_done_cb. Since 1.1.
+ */
+typedef void (*redlock_check_cb)(redlock_client *c, int status, int64_t left_ms,
+                                 const redlock_error *err, void *arg);
+
+/**
+ * redlock_lock_check_async() - redlock_lock_check() on the caller's event loop
+ * @lock: the lock to check; not changed, and must stay valid until @cb runs
+ *        (its resources are read one after another, its validity at the end)
+ * @cb:   runs once, with what redlock_lock_check() would return
+ * @arg:  passed to @cb
+ *
+ * The same check as redlock_lock_check(), read-only: one status per
+ * resource of @lock, in turn (each seen by the op hook as
+ * REDLOCK_OP_STATUS), then the verdict.
+ * Return: 0 (cb will run), REDLOCK_EINVAL (@c, @lock or @cb NULL),
+ * REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC (blocking client: use
+ * redlock_lock_check()).
+ * Ownership: @lock stays the caller's; nothing is copied.
+ * Since 1.1.
+ */
+REDLOCK_API
+int redlock_lock_check_async(redlock_client *c, const redlock_lock *lock, redlock_check_cb cb,
+                             void *arg, redlock_error *reterr);
 
 /*
  * redlock_ready_cb - enough masters are up, or they will not be
@@ -1285,7 +1335,7 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, si
  * Return: 0 (a majority answered), REDLOCK_EINVAL (a master holds keys; the
  * message names it), REDLOCK_ECONFLICT, REDLOCK_ENOQUORUM, REDLOCK_ESHUTDOWN,
  * REDLOCK_EASYNC.
- * Blocking clients.
+ * Blocking clients (async: redlock_declare_empty_async()).
  */
 REDLOCK_API
 int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error *reterr);
@@ -1305,7 +1355,7 @@ int redlock_declare_empty(redlock_client *c, size_t *ret_declared, redlock_error
  * @ret_readmitted: optional: how many masters were readmitted
  * Return: 0, REDLOCK_ECONFLICT, REDLOCK_ENOQUORUM, REDLOCK_EINVAL,
  * REDLOCK_ESHUTDOWN, REDLOCK_EASYNC.
- * Blocking clients.
+ * Blocking clients (async: redlock_readmit_async()).
  */
 REDLOCK_API
 int redlock_readmit(redlock_client *c, uint32_t max_ttl_ms, size_t *ret_readmitted,
@@ -1337,6 +1387,66 @@ int redlock_declare_empty_with(redlock_client *c, unsigned flags, size_t *ret_de
 REDLOCK_API
 int redlock_readmit_with(redlock_client *c, uint32_t max_ttl_ms, unsigned flags,
                          size_t *ret_readmitted, uint32_t *ret_bound_ms, redlock_error *reterr);
+
+/*
+ * redlock_declare_cb - the completion of a declare-empty or a readmit
+ * @status:   what redlock_declare_empty_with() or redlock_readmit_with()
+ *            returns for the same call
+ * @n:        masters this call made count (declared empty, or readmitted);
+ *            also on failure, when it acted before it failed (a
+ *            declare-empty's REDLOCK_EINVAL: the empty masters were
+ *            declared); 0 when it refused before acting (REDLOCK_ECONFLICT,
+ *            a silent master's REDLOCK_ENOQUORUM)
+ * @bound_ms: readmit, when @status is 0: the fleet bound it set, as
+ *            redlock_readmit_with()'s @ret_bound_ms (0: kept); otherwise 0
+ * @err:      never NULL; the one line the blocking call would give
+ * Same contract, thread and freedom as redlock_done_cb. Since 1.1.
+ */
+typedef void (*redlock_declare_cb)(redlock_client *c, int status, size_t n, uint32_t bound_ms,
+                                   const redlock_error *err, void *arg);
+
+/**
+ * redlock_declare_empty_async() - redlock_declare_empty_with() on the caller's event loop
+ * @flags: 0 or REDLOCK_DECLARE_FORCE
+ * @cb:    runs once, with what redlock_declare_empty_with() would return and
+ *         how many masters it declared
+ * @arg:   passed to @cb
+ *
+ * The same operation as the blocking call: it looks at the fleet (again,
+ * later, while a master was reborn too lately: @cb may run a second or
+ * more after the call), refuses or says its word, from the loop.
+ * Return: 0 (cb will run), REDLOCK_EINVAL (@c or @cb NULL, unknown
+ * @flags), REDLOCK_ENOMEM, REDLOCK_ESHUTDOWN, REDLOCK_EASYNC (blocking
+ * client: use redlock_declare_empty_with()).
+ * Ownership: nothing to own; what @cb gets is valid during the call.
+ * Since 1.1.
+ */
+REDLOCK_API
+int redlock_declare_empty_async(redlock_client *c, unsigned flags, redlock_declare_cb cb, void *arg,
+                                redlock_error *reterr);
+
+/**
+ * redlock_readmit_async() - redlock_readmit_with() on the caller's event loop
+ * @max_ttl_ms: 0, or the longest ttl the fleet's clients use (as for
+ *              redlock_readmit())
+ * @flags:      0 or REDLOCK_DECLARE_FORCE
+ * @cb:         runs once, with what redlock_readmit_with() would return,
+ *              how many masters it readmitted and the bound it set
+ * @arg:        passed to @cb
+ *
+ * The same operation as the blocking call, with the same risk
+ * (redlock_readmit()): call it only when you know no lock a master that
+ * sits out may have granted is live.
+ * Return: 0 (cb will run), REDLOCK_EINVAL (@c or @cb NULL, @max_ttl_ms
+ * above REDLOCK_TTL_MAX_MS, unknown @flags), REDLOCK_ENOMEM,
+ * REDLOCK_ESHUTDOWN, REDLOCK_EASYNC (blocking client: use
+ * redlock_readmit_with()).
+ * Ownership: nothing to own; what @cb gets is valid during the call.
+ * Since 1.1.
+ */
+REDLOCK_API
+int redlock_readmit_async(redlock_client *c, uint32_t max_ttl_ms, unsigned flags,
+                          redlock_declare_cb cb, void *arg, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
 /* Version                                                                  */

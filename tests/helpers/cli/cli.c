@@ -121,6 +121,7 @@ void tcli_start(struct tcli_proc *p, const char *const *args, const char *const 
     static unsigned seq;
     const char *argv[TCLI_MAX_ARGS + 2];
     char masters_env[1024], path_env[PATH_MAX + 8], cli_var[TCLI_SCRATCH_MAX + 32];
+    char trace_env[PATH_MAX + 16];
     const char *envp[32];
     size_t k = 0, e = 0;
 
@@ -142,8 +143,16 @@ void tcli_start(struct tcli_proc *p, const char *const *args, const char *const 
     snprintf(cli_var, sizeof(cli_var), "REDLOCK_CLI=%s", tcli_path());
     envp[e++] = path_env;
     envp[e++] = cli_var;
-    for (size_t i = 0; env != NULL && env[i] != NULL; i++)
+    /* A traced test (tests/with-cluster.sh --trace) traces its CLI calls
+     * too: their steps are the ones the trace check most needs to see. */
+    if (getenv("REDLOCK_TRACE") != NULL) {
+        snprintf(trace_env, sizeof(trace_env), "REDLOCK_TRACE=%s", getenv("REDLOCK_TRACE"));
+        envp[e++] = trace_env;
+    }
+    for (size_t i = 0; env != NULL && env[i] != NULL; i++) {
+        cr_assert(e + 2 < sizeof(envp) / sizeof(envp[0]), "too many environment entries");
         envp[e++] = env[i];
+    }
     /* Defaults go after the caller's entries, and only if not overridden. */
     {
         int have_masters = 0;
