@@ -17,6 +17,12 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: redlock-bench [options]\n"
             "\n"
+            "Durations are bare numbers in the unit the value's name gives: S seconds\n"
+            "(--duration, --max-time), MS milliseconds (--ttl, --node-timeout,\n"
+            "--retry-delay, --retry-jitter, --wait-ms), US microseconds (--hold-us,\n"
+            "--fail-backoff-us); no unit suffixes. (redlock-cli differs: there a bare\n"
+            "number is seconds, and 250ms says ms.)\n"
+            "\n"
             "Targets (loopback only):\n"
             "  --masters LIST        host:port,host:port,... (default 127.0.0.1:7000..7004)\n"
             "  -n, --n-masters N     with --base-port, when --masters is not given (default 5)\n"

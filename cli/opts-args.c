@@ -47,6 +47,19 @@ const char *cli_cmds_text(unsigned cmds, char *buf, size_t size)
     return buf;
 }
 
+const char *cli_cmds_all(void)
+{
+    static char all[256];
+    size_t used = 0;
+
+    if (all[0] != '\0')
+        return all;
+    for (size_t i = 0; i < N_CMDS && used < sizeof(all); i++)
+        used += (size_t)snprintf(all + used, sizeof(all) - used, "%s%s", i ? ", " : "",
+                                 cmd_defs[i].name);
+    return all;
+}
+
 static int lookup_cmd(const char *name)
 {
     for (size_t i = 0; i < N_CMDS; i++)
@@ -62,7 +75,7 @@ int cli_args_take(struct cli_opts *o, struct cli_positionals *ps, const char *a)
         int k = lookup_cmd(a);
 
         if (k < 0) {
-            cli_usage_error("unknown command '%s': use one of %s (see --help)", a, CMD_LIST);
+            cli_usage_error("unknown command '%s': use one of %s (see --help)", a, cli_cmds_all());
             return -1;
         }
         o->cmd = cmd_defs[k].cmd;

@@ -10,7 +10,6 @@
 #include "opts.h"
 
 #define CMD_BIT(c) (1u << (c))
-#define CMD_LIST "lock, unlock, extend, run, status, ping, declare-empty"
 
 /* The positional words after the command name, sorted out once all are in:
  * unlock and extend take the last one as TOKEN, as cp(1) takes its last
@@ -31,5 +30,10 @@ int cli_args_check(struct cli_opts *o, const struct cli_positionals *pos);
 
 /* "lock, extend and run": the commands in @cmds (CMD_BIT), for messages. */
 const char *cli_cmds_text(unsigned cmds, char *buf, size_t size);
+
+/* "lock, unlock, ..., readmit": every command, from the table the parser
+ * looks names up in (so a new command cannot be left out), for "use one
+ * of" messages. Return: a static string. */
+const char *cli_cmds_all(void);
 
 #endif

@@ -162,7 +162,7 @@ static int check_command(struct cli_opts *o, const struct parse_state *ps)
         return -1;
     }
     if (o->cmd == CLI_CMD_NONE) {
-        cli_usage_error("missing COMMAND: use one of %s (see --help)", CMD_LIST);
+        cli_usage_error("missing COMMAND: use one of %s (see --help)", cli_cmds_all());
         return -1;
     }
     for (size_t id = 0; id < N_OPTS; id++) {

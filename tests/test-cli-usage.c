@@ -269,6 +269,54 @@ ParameterizedTest(int *index, usage, bad_input_exits_64)
     tcli_free(&p);
 }
 
+/* The commands the man page's SYNOPSIS names: each ".B NAME" right after
+ * a ".RI [ options ]" line, "\-" read as "-". Return: how many, in @cmds. */
+static size_t man_commands(char cmds[][32], size_t max)
+{
+    char *man = tcli_slurp(REDLOCK_CLI_MAN), *line, *save = NULL;
+    int after_options = 0;
+    size_t n = 0;
+
+    cr_assert(man != NULL, "cannot read %s", REDLOCK_CLI_MAN);
+    for (line = strtok_r(man, "\n", &save); line && n < max; line = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(line, ".SH", 3) == 0 && strstr(line, "DESCRIPTION"))
+            break;
+        if (after_options && strncmp(line, ".B ", 3) == 0) {
+            size_t k = 0;
+
+            for (const char *c = line + 3; *c && *c != ' ' && k < 31; c++)
+                if (*c != '\\')
+                    cmds[n][k++] = *c;
+            cmds[n++][k] = '\0';
+        }
+        after_options = strcmp(line, ".RI [ options ]") == 0;
+    }
+    free(man);
+    return n;
+}
+
+Test(usage, unknown_command_names_every_command_of_the_man_page)
+{
+    char cmds[16][32];
+    size_t n = man_commands(cmds, 16);
+    struct tcli_proc p;
+
+    cr_assert(n >= 8, "only %zu commands found in the man page's SYNOPSIS", n);
+    cr_assert(eq(int, tcli_run(&p, "lok", "r"), 64), "stderr: %s", p.err);
+    for (size_t i = 0; i < n; i++) {
+        char word[40];
+
+        /* Whole names: "lock" must not pass for "unlock". */
+        snprintf(word, sizeof(word), " %s%s", cmds[i], i + 1 < n ? "," : " (");
+        cr_assert(strstr(p.err, word) != NULL, "'%s' is not named: %s", cmds[i], p.err);
+    }
+    tcli_free(&p);
+    /* No command at all: the same list. */
+    cr_assert(eq(int, tcli_run(&p, "--ttl", "5"), 64), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "declare-empty, readmit (") != NULL, "%s", p.err);
+    tcli_free(&p);
+}
+
 /* Not in the table: an empty regular file needs a path made at run time. */
 Test(usage, an_empty_password_file_exits_64_and_says_so)
 {
@@ -673,6 +721,15 @@ Test(usage, man_page_renders_without_warnings_and_says_what_the_code_does)
 
         for (size_t i = 0; i < sizeof(said) / sizeof(said[0]); i++)
             cr_assert(strstr(out, said[i]) != NULL, "the man page never mentions %s", said[i]);
+    }
+    /* One duration rule: a bare number is seconds, so no option that takes
+     * a duration T is followed by "ms" as if its bare number were ms. */
+    {
+        static const char *const wrong[] = { "--kill-after ms", "--max-lease ms",
+                                             "--retry-delay ms", "--wait ms", "T ms" };
+
+        for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++)
+            cr_assert(strstr(out, wrong[i]) == NULL, "the man page says \"%s\"", wrong[i]);
     }
     /* What the code no longer does. */
     cr_assert(strstr(out, "a third of the ttl") == NULL, "run's old retry policy");
