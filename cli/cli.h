@@ -21,7 +21,7 @@ enum cli_exit {
     CLI_EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: no quorum reachable */
     CLI_EXIT_SOFTWARE = 70,    /* EX_SOFTWARE: internal or system error */
     CLI_EXIT_TEMPFAIL = 75,    /* EX_TEMPFAIL: held elsewhere / not held by that token */
-    CLI_EXIT_NOPERM = 77,      /* EX_NOPERM: the masters refuse our credentials (AUTH) */
+    CLI_EXIT_NOPERM = 77,      /* EX_NOPERM: the masters refuse our credentials (AUTH, ACL) */
     CLI_EXIT_CONFIG = 78,      /* EX_CONFIG: no masters given; masters or keys set up wrong */
     CLI_EXIT_LOST = 124,       /* run: the lock was lost while CMD ran */
     CLI_EXIT_NOEXEC = 126,     /* run: CMD found but not executable */

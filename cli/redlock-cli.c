@@ -43,7 +43,7 @@ static void help(void)
           "  Unset options: $REDLOCK_<OPTION>, then --config F|~/.config/redlock/cli.conf\n"
           "Exit status (JSON fields and the rest: see redlock-cli(1)):\n"
           "  0 ok   64 bad usage or input   68 unknown master host   70 internal error\n"
-          "  69 no quorum: masters down, slow, loading or excluded  77 masters refuse AUTH\n"
+          "  69 no quorum: masters down, slow, loading or excluded  77 AUTH or ACL refused\n"
           "  75 held elsewhere (or -E N), not TOKEN's  78 setup: no masters, wrong key type\n"
           "  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
           "  run: CMD's status; 124 lock lost/--max-* (SIG, then KILL: -k); 126/127 not run\n"

@@ -350,11 +350,12 @@ static void acq_attempt_start(rl_acquire *a)
     uint32_t ask = 0;
     for (uint32_t i = 0; i < c->n; i++) {
         char why[REDLOCK_VOTE_DETAIL_LEN];
-        if (rl_node_excluded(&c->nodes[i], why, sizeof(why))) {
-            /* A twin (identity.c) is wrong input, not an untrusted master. */
-            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED,
-                        c->nodes[i].twin >= 0 ? REDLOCK_EINVAL : REDLOCK_EUNTRUSTED, why,
-                        rl_now_us());
+        int code = rl_node_excluded(&c->nodes[i], why, sizeof(why));
+        if (code) {
+            /* A twin (identity.c) is wrong input, and an ACL that refuses
+             * the memory check a credential to fix, not an untrusted
+             * master: the code says which (rl_node_excluded). */
+            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED, code, why, rl_now_us());
             a->n_fail++;
         } else {
             ask |= 1u << i;

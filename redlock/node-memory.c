@@ -78,9 +78,21 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
          * such. Any other error (a master that answers garbage, one that
          * is loading) says itself in the votes, which fail the same way;
          * either way no OK from this connection counts (not checked). */
-        if (rl_reply_is_acl_denial(s, len))
-            snprintf(n->trust.check_err, sizeof(n->trust.check_err),
-                     "memory check refused by the ACL: the user needs +info and +eval");
+        if (rl_reply_is_acl_denial(s, len)) {
+            /* Name what it refused ('hmget', 'eval'...), as a vote does
+             * (outcome.c): the fix is that grant, or README's ACL line. */
+            const char *q = memchr(s, '\'', len);
+            const char *q2 = q ? memchr(q + 1, '\'', len - (size_t)(q + 1 - s)) : NULL;
+            if (q && q2 && q2 - q < 40)
+                snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                         "ACL refuses the memory check's %.*s: grant README's ACL line",
+                         (int)(q2 - q + 1), q);
+            else
+                snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                         "ACL refuses the memory check (+eval, +info, its keys): grant README's "
+                         "ACL line");
+            n->trust.check_acl = true;
+        }
         return;
     }
     if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 7)
@@ -106,6 +118,7 @@ static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
     n->trust.ref_ms = v[5];
     n->trust.ref_sent_us = n->trust.check_sent_us;
     n->trust.check_err[0] = '\0';
+    n->trust.check_acl = false;
     rl_marker m = { .age_ms = v[0],
                     .window_ms = (uint32_t)v[1],
                     .maxttl_ms = (uint32_t)v[2],
@@ -201,14 +214,14 @@ bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now)
     return n->state == RL_NODE_UP && rl_trust_fast(&n->trust, want_ms, now);
 }
 
-bool rl_node_excluded(const rl_node *n, char *why, size_t len)
+int rl_node_excluded(const rl_node *n, char *why, size_t len)
 {
     if (n->twin >= 0) {
         /* Refused as another name for master twin: never counts (its
          * connection is closed; this guards any reply that outlived it). */
         snprintf(why, len, "same server as master %d: each master must be a separate redis-server",
                  n->twin);
-        return true;
+        return REDLOCK_EINVAL;
     }
     return rl_trust_excluded(&n->trust, n->env->cfg, rl_now_us(), why, len);
 }

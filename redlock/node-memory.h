@@ -34,8 +34,10 @@ enum { RL_SERVED, RL_UNSERVED, RL_SHORT };
 int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms);
 
 /* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
- * twin)? Writes why. */
-bool rl_node_excluded(const rl_node *n, char *why, size_t len);
+ * twin)? Writes why. Return: 0 (ask it), or the code its vote carries:
+ * REDLOCK_EINVAL (a twin), REDLOCK_EAUTH (the ACL refused the CHECK),
+ * REDLOCK_EUNTRUSTED (the rest). */
+int rl_node_excluded(const rl_node *n, char *why, size_t len);
 /* May an OK that @n sent now count: not excluded, and who the master is
  * was checked on this connection (CHECK)? Writes why not. */
 bool rl_node_vote_counts(const rl_node *n, char *why, size_t len);

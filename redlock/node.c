@@ -312,6 +312,7 @@ static void node_open(rl_node *n)
         rl_trace_emit(n->env->trace, rl_now_us(), "CONN", "m=%u", n->idx);
     n->trust.ref_ms = 0; /* and its clock read again (rl_trust_fast) */
     n->trust.check_err[0] = '\0';
+    n->trust.check_acl = false;
     rc = node_handshake(n);
     if (rc) {
         node_fail(n, rc, "cannot queue the handshake");

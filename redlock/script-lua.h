@@ -49,7 +49,10 @@
  * (K "\0q" is no one else's name) and garbage: it is deleted, and the
  * master's log names it (the lease set's type is not asked: its first
  * read is a pcall, whose error says it). At most 64 heads are dropped per call; past
- * that the key is simply freed. */
+ * that the key is simply freed. The wake-up is a pcall too: an ACL without
+ * the channel (&redlock:wake:*) must not turn a hand-over that happened into
+ * a failed release; the waiter, told once that it polls instead (wait.c),
+ * finds its reservation at its next poll. */
 #define HAND_OVER                                                              \
     "local function hand_over(i, n, by, wake)\n"                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
@@ -74,7 +77,7 @@
     "    if hand and hand > 0 and hand <= 2147483647 and lease and lease > now then\n" \
     "      redis.call('set', KEYS[i], '\\1' .. head, 'PX', hand)\n"            \
     "      if lease > now + hand then redis.call('zadd', l, 'XX', now + hand, head) end\n" \
-    "      if wake then redis.call('publish', chan, head .. '|' .. by) end\n"   \
+    "      if wake then redis.pcall('publish', chan, head .. '|' .. by) end\n"  \
     "      return\n"                                                           \
     "    end\n"                                                                \
     "    redis.call('zrem', q, head) redis.call('zrem', l, head)\n"            \

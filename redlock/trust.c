@@ -166,18 +166,18 @@ static bool evicts(const rl_trust *t)
            (strncmp(t->policy, "volatile-", 9) == 0 || strncmp(t->policy, "allkeys-", 8) == 0);
 }
 
-bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
-                       size_t len)
+int rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
+                      size_t len)
 {
     if (cfg->clock_policy == REDLOCK_CLOCK_EXCLUDE && !drift_monitor_trusted(&t->clock, now)) {
         snprintf(why, len, "excluded: clock %s; trusted again %.1f s after it behaves",
                  t->clock.rate_bad ? "runs at the wrong rate" : "jumped",
                  cfg->clock_readmit_ms / 1000.0);
-        return true;
+        return REDLOCK_EUNTRUSTED;
     }
     if (cfg->restart_guard && !t->checked && t->check_err[0]) {
         snprintf(why, len, "%s", t->check_err);
-        return true;
+        return t->check_acl ? REDLOCK_EAUTH : REDLOCK_EUNTRUSTED;
     }
     if (cfg->restart_guard && evicts(t)) {
         /* Whole within a vote's 96 bytes (ping's column shows it): a limit
@@ -189,9 +189,9 @@ bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime
                          t->policy, (long long)t->maxmemory);
         if (n < 0 || (size_t)n >= len)
             snprintf(why, len, "maxmemory-policy %s may evict locks (set noeviction)", t->policy);
-        return true;
+        return REDLOCK_EUNTRUSTED;
     }
-    return false;
+    return 0;
 }
 
 /* Why a master sits out, in words that fit a vote's detail (96 bytes) with

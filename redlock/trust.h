@@ -57,6 +57,7 @@ typedef struct rl_trust {
      * before any vote on it): until then, and if it failed, no vote counts. */
     bool checked;
     char check_err[REDLOCK_VOTE_DETAIL_LEN];
+    bool check_acl; /* check_err is the ACL's refusal: a credential to fix */
 
     /* memory: the marker as last read (handshake, probes, acquires) */
     bool marker_known;            /* read at least once */
@@ -105,9 +106,11 @@ void rl_trust_config(rl_trust *t, const char *const *pairs, size_t n);
 void rl_trust_marker(rl_trust *t, const rl_marker *m, rl_monotime now);
 
 /* Should the master's vote not count now (clock, eviction, who it is not
- * checked)? Writes why. */
-bool rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
-                       size_t len);
+ * checked)? Writes why. Return: 0 (it counts), or the code its vote carries:
+ * REDLOCK_EAUTH when the ACL refused the check (a credential to fix, exit 77
+ * in the CLI), else REDLOCK_EUNTRUSTED. */
+int rl_trust_excluded(const rl_trust *t, const redlock_config *cfg, rl_monotime now, char *why,
+                      size_t len);
 
 /* May an acquire of a @want_ms window (its ttl or longer, memory.c) take
  * the fast path on this master at @now (acquire.c): it was checked, its

@@ -24,7 +24,8 @@ struct rl_wait {
     char channel[48]; /* "redlock:wake:" + 32 hex, random per client */
     uint64_t next_id;
     uint64_t last_ticket;
-    bool active; /* subscribed (or trying) since the first wait */
+    bool active;     /* subscribed (or trying) since the first wait */
+    bool acl_warned; /* a master's ACL refused the channel, and we said so */
     const rl_conn *subscribed[REDLOCK_MAX_MASTERS]; /* the connection we subscribed */
 };
 
@@ -47,19 +48,25 @@ static struct rl_wait *wait_state(redlock_client *c)
  * connection. A subscriber connection swallows an error to SUBSCRIBE (no
  * reply function waits for it), so the channel right is asked this way:
  * an ACL that refuses PUBLISH on the channel refuses SUBSCRIBE too. Said
- * once per connection; waiting still works, by polling. */
+ * once per client, as an event (a program's event_fn, redlock-cli's
+ * default stderr, hears of it, not only a log at WARN): every master
+ * needs the same grant, and waiting still works, by polling. */
 static void on_channel_probe(void *arg, const rl_reply *r, int err, const char *why)
 {
     (void)err;
     (void)why;
     rl_node *n = arg;
+    redlock_client *c = n->env->arg;
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
-    if (s && rl_reply_is_acl_denial(s, len))
-        rl_node_log(n, REDLOCK_LOG_WARN,
-                    "the ACL refuses the wake-up channel: waiters poll "
-                    "instead; grant the user &redlock:wake:* (README: the ACL redlock %s)",
-                    "needs");
+    if (!s || !rl_reply_is_acl_denial(s, len) || !c->wait || c->wait->acl_warned)
+        return;
+    c->wait->acl_warned = true;
+    const char *user = c->cfg.username && c->cfg.username[0] ? c->cfg.username : "default";
+    rl_node_event(n, 0, REDLOCK_EVENT_ACL_CHANNEL,
+                  "the ACL refuses the wake-up channel: waiters poll instead of being woken; "
+                  "grant it on every master: ACL SETUSER %s '&redlock:wake:*'",
+                  user);
 }
 
 static void subscribe(redlock_client *c, struct rl_wait *ws, rl_node *n)

@@ -619,3 +619,109 @@ Test(lock, masters_out_of_memory_are_unavailable_69_not_a_setup_error)
     tcli_free(&p);
     cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was left behind");
 }
+
+/* An ACL user for the tests below, on every master: @rules after
+ * "ACL SETUSER NAME on >PASSWORD". */
+#define ACL_PASSWORD "acl-test-password"
+static void acl_user(const char *user, const char *rules)
+{
+    char words[256], pass[64], *save = NULL;
+    const char *argv[32] = { "ACL", "SETUSER", user, "on", pass };
+    size_t lens[32];
+    int argc = 5;
+
+    snprintf(pass, sizeof(pass), ">%s", ACL_PASSWORD);
+    snprintf(words, sizeof(words), "%s", rules);
+    for (char *w = strtok_r(words, " ", &save); w && argc < 32; w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    for (int k = 0; k < argc; k++)
+        lens[k] = strlen(argv[k]);
+    for (int i = 0; i < tc_n(); i++) {
+        redisReply *r = tc_cmd_argv(i, argc, argv, lens);
+
+        cr_assert(r && r->type == REDIS_REPLY_STATUS, "ACL SETUSER %s: %s", rules,
+                  r ? r->str : "no reply");
+        freeReplyObject(r);
+    }
+}
+
+static void acl_user_gone(const char *user)
+{
+    for (int i = 0; i < tc_n(); i++)
+        freeReplyObject(tc_cmd(i, "ACL DELUSER %s", user));
+}
+
+/* ACL refusals are credentials to fix (77, EX_NOPERM), not "masters down,
+ * it may pass" (69): a command refused in the votes, and the memory
+ * guard's check refused (the master then sits out). */
+Test(lock, an_acl_refusal_exits_77)
+{
+    static const char *const rules[] = {
+        "~* &* +@all -evalsha -eval",      /* the acquire script and the memory check */
+        "~* &* +@all -hmget -hget -multi", /* the memory check and the fast path */
+    };
+    const char *env[] = { "REDLOCK_PASSWORD=" ACL_PASSWORD, NULL };
+    struct tcli_proc p;
+    char user[64], res[128];
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(user, sizeof(user), "rl-cli-noperm-%ld", (long)getpid());
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+        acl_user(user, rules[i]);
+        cr_expect(eq(int, tcli_run_env(&p, env, "lock", res, "--user", user, (const char *)NULL),
+                     77),
+                  "%s: stderr: %s", rules[i], p.err);
+        cr_expect(strstr(p.err, "ACL") != NULL, "%s: stderr: %s", rules[i], p.err);
+        tcli_free(&p);
+        acl_user_gone(user);
+    }
+    cr_assert(eq(int, tc_key_count(res, strlen(res)), 0), "a key was written");
+}
+
+/* A user without the wake-up channel: the waiter says so once, without -v,
+ * naming the ACL rule to add; the holder's release hands the lock over all
+ * the same and says nothing (no "publish" error, no "expires by itself"),
+ * and the waiter takes it at its next poll. */
+Test(lock, an_acl_without_the_wake_up_channel_is_said_once_and_hands_over)
+{
+    const char *env[] = { "REDLOCK_PASSWORD=" ACL_PASSWORD, NULL };
+    struct tcli_proc holder, w;
+    char user[64], res[128], t[40], rule[128];
+    const char *waiter[] = { "lock",          NULL,    "--user", NULL, "--wait", "10s",
+                             "--retry-delay", "300ms", NULL };
+    int said = 0;
+
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(user, sizeof(user), "rl-cli-nochan-%ld", (long)getpid());
+    acl_user(user, "~* resetchannels +@all");
+    cr_assert(eq(int, tcli_run_env(&holder, env, "lock", res, "--user", user, (const char *)NULL),
+                 0),
+              "stderr: %s", holder.err);
+    tcli_take_token(holder.out, t);
+    tcli_free(&holder);
+    waiter[1] = res;
+    waiter[3] = user;
+    tcli_start(&w, waiter, env);
+    tcli_await_waiting(res, 5000);
+    cr_assert(eq(int,
+                 tcli_run_env(&holder, env, "unlock", res, t, "--user", user, (const char *)NULL),
+                 0),
+              "stderr: %s", holder.err);
+    cr_assert(eq(str, holder.err, ""), "the release with a waiter: %s", holder.err);
+    tcli_free(&holder);
+    cr_assert(eq(int, tcli_wait(&w), 0), "stderr: %s", w.err);
+    cr_assert(tcli_is_token(w.out), "stdout: '%s'", w.out);
+    for (const char *s = w.err; (s = strstr(s, "refuses the wake-up channel")) != NULL; s++)
+        said++;
+    cr_assert(eq(int, said, 1), "said %d times: %s", said, w.err);
+    snprintf(rule, sizeof(rule), "ACL SETUSER %s '&redlock:wake:*'", user);
+    cr_assert(strstr(w.err, rule) != NULL, "the rule to add: %s", w.err);
+    tcli_take_token(w.out, t);
+    tcli_free(&w);
+    cr_assert(eq(int,
+                 tcli_run_env(&holder, env, "unlock", res, t, "--user", user, (const char *)NULL),
+                 0),
+              "stderr: %s", holder.err);
+    tcli_free(&holder);
+    acl_user_gone(user);
+}

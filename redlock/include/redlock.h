@@ -298,16 +298,21 @@ enum redlock_log_level {
  * not call back into redlock. The library never writes to stdout/stderr. */
 typedef void (*redlock_log_fn)(int level, const char *msg, void *arg);
 
-/* What the clock monitor and the restart guard can report (redlock_event_fn). */
+/* What the clock monitor, the restart guard and the masters' ACLs can report
+ * (redlock_event_fn). New kinds are only ever added at the end: ignore the
+ * ones you do not know. */
 enum redlock_event {
     REDLOCK_EVENT_CLOCK_JUMP = 1, /* a master's clock stepped beyond clock_jump_ms */
     REDLOCK_EVENT_CLOCK_RATE,     /* a master's clock rate is off by more than drift_factor */
     REDLOCK_EVENT_RESTART,        /* a master's run_id changed: it restarted */
+    REDLOCK_EVENT_ACL_CHANNEL,    /* a master's ACL refuses the wake-up channel: waiters
+                                     poll instead of being woken (once per client; the
+                                     message names the ACL rule to add) */
 };
 
 /*
- * redlock_event_fn - news about one master from the clock monitor and the
- * restart guard (config.event_fn)
+ * redlock_event_fn - news about one master from the clock monitor, the
+ * restart guard and the wake-up channel (config.event_fn)
  * @c:      the client (on a blocking client it may run before
  *          redlock_client_new() has returned it to you)
  * @status: REDLOCK_EUNTRUSTED when the event takes the master out of
