@@ -213,3 +213,87 @@ void cli_acquire_json(struct json *j, redlock_client *c, const struct cli_opts *
     json_u64(j, st->waited_us / 1000u);
     report_json_votes(j, c, out);
 }
+
+/* The words a vote's detail starts with for a master that holds no memory
+ * marker: never declared, or its data lost (redlock/trust.c, cause_words;
+ * tests/test-cli-lock.c checks the hint below appears). */
+#define NEW_MASTER_WORDS "lost its data (or is new)"
+
+/* Masters started by hand (no cluster-up.sh, no declare-empty) all sit out
+ * the first lock: say so in plain words, and what to run. */
+static void explain_new_masters(const struct cli_opts *o, const redlock_outcome *out)
+{
+    size_t n = redlock_outcome_masters(out), quorum = redlock_outcome_quorum(out), fresh = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const redlock_vote *v = redlock_outcome_vote(out, i);
+
+        fresh += v->kind == REDLOCK_VOTE_EXCLUDED && v->err == REDLOCK_EUNTRUSTED &&
+                 strncmp(v->detail, NEW_MASTER_WORDS, strlen(NEW_MASTER_WORDS)) == 0;
+    }
+    if (fresh == 0 || n - fresh >= quorum)
+        return; /* the others could have voted: not what failed it */
+    cli_error("%s: %zu of %zu masters have no memory marker: they are new, or lost their data, "
+              "and do not vote until every lock they may have granted has expired. New masters "
+              "started by hand, never used: run `redlock-cli declare-empty` once, then lock "
+              "again. Masters that restarted empty while locks may be live: wait (a ttl) "
+              "instead, as declaring them could grant a live lock twice.",
+              o->cmd_name, fresh, n);
+}
+
+/* A set refused as held: which members, and by which token. One status
+ * per member, only on this failure path. */
+static void explain_held_members(const struct cli_opts *o, redlock_client *c)
+{
+    redlock_status *st = redlock_status_new();
+    char name[128], line[1024];
+    size_t used = 0, named = 0, more = 0;
+
+    if (!st)
+        return;
+    line[0] = '\0';
+    for (size_t i = 0; i < o->n_resources; i++) {
+        const redlock_resource *r = &o->set[i];
+        const char *tok;
+        int n;
+
+        if (redlock_status_get(c, r->name, r->len, st, NULL) != 0 || redlock_status_held(st) == 0)
+            continue;
+        tok = redlock_status_majority_token(st);
+        cli_printable(r->name, r->len, name, sizeof(name));
+        if (named == 4) {
+            more++;
+            continue;
+        }
+        if (tok[0] != '\0')
+            n = snprintf(line + used, sizeof(line) - used,
+                         "%s'%s' (token %s, on %zu of %zu masters)", named ? ", " : "", name, tok,
+                         redlock_status_held(st), redlock_status_masters(st));
+        else
+            n = snprintf(line + used, sizeof(line) - used, "%s'%s' (on %zu of %zu masters)",
+                         named ? ", " : "", name, redlock_status_held(st),
+                         redlock_status_masters(st));
+        if (n < 0 || (size_t)n >= sizeof(line) - used) {
+            line[used] = '\0';
+            more++;
+            continue;
+        }
+        used += (size_t)n;
+        named++;
+    }
+    redlock_status_free(st);
+    if (named == 0)
+        return; /* freed meanwhile: the next try may get it */
+    if (more)
+        snprintf(line + used, sizeof(line) - used, " and %zu more", more);
+    cli_error("%s: held now: %s", o->cmd_name, line);
+}
+
+void cli_acquire_explain(const struct cli_opts *o, redlock_client *c, int rc,
+                         const redlock_outcome *out)
+{
+    if (rc == REDLOCK_ENOQUORUM || rc == REDLOCK_EUNTRUSTED)
+        explain_new_masters(o, out);
+    else if (rc == REDLOCK_ECONFLICT && o->n_resources > 1)
+        explain_held_members(o, c);
+}

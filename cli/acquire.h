@@ -46,6 +46,14 @@ int cli_acquire_quiet(const struct cli_opts *o, int rc);
 int cli_acquire_interrupted(const struct cli_opts *o, const struct cli_acquire_stats *st,
                             redlock_error *err);
 
+/* After a failed acquire's message: what the library's line cannot say.
+ * Masters with no memory marker that kept the quorum out (new, never
+ * declared: name `redlock-cli declare-empty` and when it is safe), and for
+ * a set refused as held, which members are held and by which token (a
+ * status per member, on this path only). Prints with cli_error(). */
+void cli_acquire_explain(const struct cli_opts *o, redlock_client *c, int rc,
+                         const redlock_outcome *out);
+
 /* The members of a lock's or run's JSON object that say how the lock was
  * taken: token, fence, ttl_ms, validity_ms, acquired_on, attempts,
  * waited_ms, and the votes. @lock is NULL when it was not taken. */

@@ -55,6 +55,7 @@ int cli_cmd_lock(const struct cli_opts *o, redlock_client *c)
         cli_usage_error("lock: %s", err.msg[0] ? err.msg : redlock_strerror(rc));
     } else if (rc != REDLOCK_ECANCELED && !cli_acquire_quiet(o, rc)) {
         report_error_set("lock", o->set, o->n_resources, rc, &err, out);
+        cli_acquire_explain(o, c, rc, out);
         report_votes(c, out, 1);
     }
     if (o->json && code != CLI_EXIT_USAGE) {

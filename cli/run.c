@@ -269,6 +269,7 @@ static int run(const struct cli_opts *o, redlock_client *c, redlock_outcome *acq
             }
             if (!cli_acquire_quiet(o, rc)) {
                 report_error_set("run", o->set, o->n_resources, rc, &err, acq);
+                cli_acquire_explain(o, c, rc, acq);
                 report_votes(c, acq, 1);
             }
         }

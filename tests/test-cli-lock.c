@@ -177,6 +177,14 @@ Test(lock, lock_of_a_set_is_all_or_none)
     cr_assert(eq(str, p.out, ""));
     cr_assert(strstr(p.err, "held by another client") != NULL, "stderr: %s", p.err);
     cr_assert(strstr(p.err, a) != NULL, "the message names the set: %s", p.err);
+    /* ... and which member is held, by which token (and no other). */
+    {
+        char held[256];
+
+        snprintf(held, sizeof(held), "held now: '%s' (token %s, on ", b, tb);
+        cr_assert(strstr(p.err, held) != NULL, "the held member and its token: %s", p.err);
+    }
+    cr_assert(strstr(strstr(p.err, "held now:"), a) == NULL, "a free member named held: %s", p.err);
     tcli_free(&p);
     cr_assert(eq(int, tc_key_count(a, strlen(a)), 0), "a member was taken");
     cr_assert(eq(int, tc_key_count(c, strlen(c)), 0), "a member was taken");

@@ -251,3 +251,38 @@ Test(run_faults, run_exits_124_when_a_majority_of_masters_dies)
     }
     tcli_free(&p);
 }
+
+/* Masters started by hand (no cluster-up.sh, never declared) have no memory
+ * marker: the first lock cannot count them. It says so in plain words and
+ * names `redlock-cli declare-empty` and when it is safe; after it, the
+ * lock is taken. (Private masters, emptied: the memory guard is theirs.) */
+Test(run_faults, the_first_lock_on_new_masters_names_declare_empty)
+{
+    struct tcli_proc p;
+    char res[128], priv[256];
+
+    tc_resource(res, sizeof(res), NULL);
+    tcli_private_start(3, 5, tc_password(), priv, sizeof(priv));
+    for (int i = 0; i < 3; i++) {
+        struct redisReply *r = tcli_private_cmd(i, "FLUSHALL");
+
+        cr_assert(r != NULL, "FLUSHALL on private master %d", i);
+        freeReplyObject(r);
+    }
+    cr_assert(eq(int, tcli_run(&p, "run", res, "--masters", priv, "--", "true"), 69), "stderr: %s",
+              p.err);
+    cr_assert(strstr(p.err, "3 of 3 masters have no memory marker") != NULL, "%s", p.err);
+    cr_assert(strstr(p.err, "run `redlock-cli declare-empty` once") != NULL, "%s", p.err);
+    cr_assert(strstr(p.err, "restarted empty while locks may be live: wait") != NULL, "%s", p.err);
+    tcli_free(&p);
+    /* The same for lock. */
+    cr_assert(eq(int, tcli_run(&p, "lock", res, "--masters", priv), 69), "stderr: %s", p.err);
+    cr_assert(strstr(p.err, "declare-empty") != NULL, "%s", p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "declare-empty", "--masters", priv), 0), "stderr: %s", p.err);
+    tcli_free(&p);
+    cr_assert(eq(int, tcli_run(&p, "run", res, "--masters", priv, "--", "true"), 0), "stderr: %s",
+              p.err);
+    cr_assert(strstr(p.err, "declare-empty") == NULL, "%s", p.err);
+    tcli_free(&p);
+}
