@@ -50,7 +50,7 @@ enum wd_event {
 struct wd_msg {
     int kind; /* enum wd_event */
     int status;
-    redlock_error err; /* WD_LOST */
+    redlock_error err; /* WD_LOST, WD_FAILED: the library's whole line */
 };
 
 /* Made before the client, so that the I/O thread never sees it change. */
@@ -85,11 +85,12 @@ void run_on_op(redlock_client *c, int status, const redlock_op_info *info, const
 {
     (void)c;
     (void)status;
-    (void)err;
     (void)arg;
-    /* run's only extensions are the watchdog's. */
+    /* run's only extensions are the watchdog's. A failure's line names the
+     * masters and why: the warning says it whole. */
     if (info->kind == REDLOCK_OP_EXTEND)
-        post(info->status == 0 ? WD_EXTENDED : WD_FAILED, info->status, NULL);
+        post(info->status == 0 ? WD_EXTENDED : WD_FAILED, info->status,
+             info->status == 0 ? NULL : err);
 }
 
 static void on_watchdog_lost(redlock_client *c, int status, redlock_lock *lock,
@@ -317,8 +318,9 @@ static void read_watchdog(struct loop *l)
             if (l->state != RUN_HOLDING)
                 continue;
             if (m.kind == WD_FAILED)
-                cli_warn("warning: run: extend failed (%s); validity left %lld ms",
-                         redlock_strerror(m.status), (long long)redlock_lock_validity_ms(l->lock));
+                cli_warn("warning: run: extend failed, validity left %lld ms: %s",
+                         (long long)redlock_lock_validity_ms(l->lock),
+                         m.err.msg[0] ? m.err.msg : redlock_strerror(m.status));
             else if (recovered)
                 cli_warn("run: extended again after %u failed extension(s); validity left "
                          "%lld ms",

@@ -33,6 +33,13 @@ void rl_seterr(redlock_error *e, int code, int master, const char *fmt, ...)
  * and ending in "…" (U+2026). Returns @dst. */
 char *rl_fit(char *dst, size_t size, const char *src);
 
+/* Copy @src, a message made of clauses ("head; master A: why; master B:
+ * why"), into @dst keeping only whole clauses: those left out are counted
+ * in a " (+N more)" at the end (added to one @src already ends with). Only
+ * when the first clause alone does not fit is it cut, as rl_fit() cuts.
+ * Returns @dst. */
+char *rl_fit_clauses(char *dst, size_t size, const char *src);
+
 /* @s as a message quotes it: at most @n bytes of it, cut as rl_fit() cuts.
  * The copy lives until the end of the enclosing block. */
 #define RL_QUOTE(s, n) rl_fit((char[(n) + 4]){ 0 }, (n) + 4, (s))

@@ -137,6 +137,41 @@ char *rl_fit(char *dst, size_t size, const char *src)
     return dst;
 }
 
+char *rl_fit_clauses(char *dst, size_t size, const char *src)
+{
+    size_t n = strlen(src), more = 0, keep;
+    const char *tail = n > 0 && src[n - 1] == ')' ? strstr(src, " (+") : NULL;
+    char count[32];
+    if (size == 0)
+        return dst;
+    /* A count the message already has ("(+2 more)") is added to. */
+    if (tail && sscanf(tail, " (+%zu more)", &more) == 1 && strlen(tail) < 20)
+        n = (size_t)(tail - src);
+    else
+        more = 0;
+    for (keep = n;;) {
+        int cl = more ? snprintf(count, sizeof(count), " (+%zu more)", more) : 0;
+        if (keep + (size_t)(cl > 0 ? cl : 0) < size) {
+            memcpy(dst, src, keep);
+            memcpy(dst + keep, count, cl > 0 ? (size_t)cl + 1 : 1);
+            dst[keep + (size_t)(cl > 0 ? cl : 0)] = '\0';
+            break;
+        }
+        /* Drop the last clause still kept. */
+        size_t k = keep;
+        while (k > 1 && !(src[k - 2] == ';' && src[k - 1] == ' '))
+            k--;
+        if (k <= 1)
+            return rl_fit(dst, size, src); /* one clause, too long: cut it */
+        keep = k - 2;
+        more++;
+    }
+    for (char *p = dst; *p; p++)
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    return dst;
+}
+
 /* Like anetSetError: a NULL @e is fine. The message is kept on one line,
  * since callers print it as one, and cut to fit with rl_fit(). */
 void rl_seterr(redlock_error *e, int code, int master, const char *fmt, ...)

@@ -133,11 +133,19 @@ static void wd_retry_or_lose(rl_watchdog *wd, int status, const redlock_error *e
         wd_arm_ms(wd, gap);
         return;
     }
+    /* Whole within the error's 256 bytes: the last failure keeps whole
+     * clauses (its head, then master by master), counting those left out,
+     * rather than being cut in the middle of a master's address. */
     redlock_error e;
-    rl_seterr(&e, status, -1,
-              "watchdog: %u extension(s) failed, %lld ms of validity left "
-              "(floor %lld ms): stop using the resource; last: %.120s",
-              wd->failures, (long long)left, (long long)floor, err->msg);
+    char head[128], last[REDLOCK_ERRMSG_LEN];
+    int hl =
+        snprintf(head, sizeof(head),
+                 "watchdog: %u extension(s) failed, %lld ms of validity left (floor %lld ms): stop "
+                 "using the resource; last: ",
+                 wd->failures, (long long)left, (long long)floor);
+    size_t room = hl > 0 && (size_t)hl < sizeof(e.msg) ? sizeof(e.msg) - (size_t)hl : 1;
+    rl_fit_clauses(last, room < sizeof(last) ? room : sizeof(last), err->msg);
+    rl_seterr(&e, status, -1, "%s%s", head, last);
     wd_lost(wd, status, &e);
 }
 

@@ -14,6 +14,7 @@
 #include <event2/event.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -382,6 +383,21 @@ static void lost_at_the_floor(int plant)
               BLIP_FLOOR_MS, lo.msg);
     cr_log_info("lost_cb with %lld ms left after %d failed extensions: %s",
                 (long long)lo.validity_ms, failed_extensions(&x), lo.msg);
+    /* The message is whole: the last failure keeps whole clauses, master
+     * by master, and counts the ones it leaves out; nothing is cut short
+     * (rl_fit's "..."), not even at 256 bytes with five masters. */
+    cr_expect(strstr(lo.msg, "\xe2\x80\xa6") == NULL, "cut: %s", lo.msg);
+    cr_expect(strstr(lo.msg, "last: extend: no quorum: ") != NULL, "%s", lo.msg);
+    if (!plant) {
+        /* Each of the three paused masters is named whole, or counted. */
+        int named = 0, more = 0;
+        for (const char *s = lo.msg; (s = strstr(s, ": no answer within ")) != NULL; s++)
+            named++;
+        const char *m = strstr(lo.msg, " (+");
+        if (m)
+            more = atoi(m + 3);
+        cr_expect(eq(int, named + more, 3), "%s", lo.msg);
+    }
     tc_heal();
     redlock_lock_free(l);
     redlock_client_free(c);
