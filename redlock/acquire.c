@@ -29,6 +29,35 @@ static bool retryable(int status)
            status == REDLOCK_EEXPIRED || status == REDLOCK_EUNAVAIL;
 }
 
+/* The attempt met a holder: is it this client (lock.c, "what this client
+ * holds")? Then waiting cannot help - the key goes only when this client
+ * releases it or lets it lapse - and the message says so. A collision of
+ * names would need this client to hold a live key with the same hash. */
+static bool acq_mine(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    const char *token;
+    int64_t left_ms;
+    int i = rl_mine_find(op->c, &op->k.locks, &token, &left_ms);
+    if (i < 0)
+        return false;
+    size_t pl = op->c->prefix_len, len = op->k.locks.len[i] - pl;
+    char name[160];
+    size_t k = 0;
+    for (size_t j = 0; j < len && k + 4 < sizeof(name); j++) {
+        unsigned char ch = (unsigned char)op->k.locks.v[i][pl + j];
+        name[k++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    if (k < len)
+        name[k++] = '.', name[k++] = '.', name[k++] = '.';
+    name[k] = '\0';
+    rl_seterr(&op->err, REDLOCK_ECONFLICT, -1,
+              "acquire: this client already holds '%s' (token %s, %lld ms of validity left): "
+              "redlock is not reentrant; use the lock you hold, or release it first",
+              name, token, (long long)left_ms);
+    return true;
+}
+
 /* Cleanup is over (every master we waited for answered, or one node
  * timeout passed): give up, or wait for the next attempt. */
 static void acq_after_cleanup(rl_acquire *a)
@@ -52,6 +81,10 @@ static void acq_after_cleanup(rl_acquire *a)
     op->status = status;
     if (status == REDLOCK_ECONFLICT)
         rl_acq_found_held(a); /* the next waiter for it queues at once */
+    if (status == REDLOCK_ECONFLICT && acq_mine(a)) {
+        rl_op_finish(op, status); /* no wait can end it: say so now */
+        return;
+    }
     if (!retryable(status) || rl_acq_last(a) || c->freeing) {
         rl_op_finish(op, status);
         return;
@@ -226,6 +259,7 @@ static void acq_succeed(rl_acquire *a)
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
+    rl_mine_add(c, &op->k.locks, a->token, rl_lock_valid_until(lock));
     op->lock = lock; /* the callback's owner's, from the delivery on */
     if (a->phase == ACQ_VOTING)
         rl_acq_leave_later(a); /* the round still reads the masters pending */

@@ -123,8 +123,10 @@ static void ext_failed(rl_extend *x, int status)
     rl_monotime cap = cap_us > 0 ? op->attempt_us + (uint64_t)cap_us : op->attempt_us;
     /* 0 means "validity unknown" (redlock_lock_new): it stays unknown. */
     rl_monotime until = op->lock ? rl_lock_valid_until(op->lock) : 0;
-    if (until != 0 && cap < until)
+    if (until != 0 && cap < until) {
         rl_lock_set_valid_until(op->lock, cap > 0 ? cap : 1);
+        rl_mine_extend(op->c, op->lock->token, cap > 0 ? cap : 1);
+    }
     rl_op_finish(op, status);
 }
 
@@ -153,6 +155,7 @@ static void ext_decide(rl_op *op)
         if (op->lock) {
             __atomic_store_n(&op->lock->ttl_ms, x->ttl_ms, __ATOMIC_RELAXED);
             rl_lock_set_valid_until(op->lock, op->attempt_us + (uint64_t)validity_ms * 1000);
+            rl_mine_extend(c, op->lock->token, rl_lock_valid_until(op->lock));
         }
         rl_op_finish(op, 0);
     } else if (x->n_fail > c->n - c->quorum) {

@@ -6,6 +6,7 @@
  * the I/O thread while the holder reads it on its own.
  */
 #include "lock.h"
+#include "cmd.h"
 #include "config.h"
 
 #include <stdio.h>
@@ -154,4 +155,65 @@ int64_t redlock_lock_validity_ms(const redlock_lock *lock)
 uint32_t redlock_lock_ttl_ms(const redlock_lock *lock)
 {
     return lock ? __atomic_load_n(&lock->ttl_ms, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- what this client holds ----------------------------------------------- */
+
+/* Redlock is not reentrant: a second acquire of a resource by the client
+ * that holds it meets its own key, and would wait (poll, queue) until its
+ * wait ran out, saying "held by another client". The client knows better:
+ * it granted the token. So each granted key is remembered here until its
+ * release begins or its validity ends, and an acquire whose attempt met a
+ * holder looks here before waiting (acquire.c). Nothing is sent for it:
+ * the common case, an acquire that meets no holder, never looks. A key
+ * whose slot was taken by another is only forgotten: that acquire waits as
+ * before. Remembered per client, since the token is the client's. */
+
+static uint64_t key_hash(const char *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a, as the hot slots' */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ull;
+    return h ? h : 1; /* 0 marks a free slot */
+}
+
+void rl_mine_add(redlock_client *c, const rl_keyset *locks, const char *token, rl_monotime until)
+{
+    for (uint32_t i = 0; i < locks->n; i++) {
+        uint64_t h = key_hash(locks->v[i], locks->len[i]);
+        struct rl_mine *m = &c->mine[h % RL_MINE_SLOTS];
+        m->hash = h;
+        m->until = until;
+        snprintf(m->token, sizeof(m->token), "%s", token);
+    }
+}
+
+void rl_mine_extend(redlock_client *c, const char *token, rl_monotime until)
+{
+    for (size_t i = 0; i < RL_MINE_SLOTS; i++)
+        if (c->mine[i].hash && strcmp(c->mine[i].token, token) == 0)
+            c->mine[i].until = until;
+}
+
+void rl_mine_drop(redlock_client *c, const char *token)
+{
+    for (size_t i = 0; i < RL_MINE_SLOTS; i++)
+        if (c->mine[i].hash && strcmp(c->mine[i].token, token) == 0)
+            memset(&c->mine[i], 0, sizeof(c->mine[i]));
+}
+
+int rl_mine_find(const redlock_client *c, const rl_keyset *locks, const char **ret_token,
+                 int64_t *ret_left_ms)
+{
+    rl_monotime now = rl_now_us();
+    for (uint32_t i = 0; i < locks->n; i++) {
+        uint64_t h = key_hash(locks->v[i], locks->len[i]);
+        const struct rl_mine *m = &c->mine[h % RL_MINE_SLOTS];
+        if (m->hash == h && m->until > now) {
+            *ret_token = m->token;
+            *ret_left_ms = (int64_t)((m->until - now) / 1000);
+            return (int)i;
+        }
+    }
+    return -1;
 }

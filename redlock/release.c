@@ -185,6 +185,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     /* Whatever the outcome, the caller stops holding the lock now: a
      * release that fails may still run on some masters later. */
     rl_lock_set_valid_until(lock, 1);
+    rl_mine_drop(c, lock->token);
     op->attempt_us = rl_now_us();
     rel_send(r, (1u << c->n) - 1); /* every master */
     return 0;

@@ -48,6 +48,11 @@ typedef struct rl_op rl_op;
 #define RL_HOT_SLOTS 64
 #define RL_HOT_MS 1000
 
+/* Keys this client acquired and has neither released nor seen expire,
+ * remembered by hash in this many slots (lock.c): an acquire that meets a
+ * holder tells the reentrant case at once. A collision only forgets one. */
+#define RL_MINE_SLOTS 64
+
 struct redlock_client {
     redlock_config cfg; /* a full copy; the strings below own its strings */
     char *strs;         /* every string of cfg, copied in one block */
@@ -76,6 +81,11 @@ struct redlock_client {
         uint64_t hash;
         rl_monotime until;
     } hot[RL_HOT_SLOTS];
+    struct rl_mine {       /* keys this client acquired and holds (lock.c) */
+        uint64_t hash;     /* of the key (prefix included); 0: free slot */
+        rl_monotime until; /* the lease's validity end, as the lock says */
+        char token[RL_TOKEN_LEN + 1];
+    } mine[RL_MINE_SLOTS];
     struct rl_ready *ready;              /* readiness waiters (ready.c) */
     int in_callback;                     /* inside a user callback run by the library */
     bool free_requested;                 /* redlock_client_free() was called from one */

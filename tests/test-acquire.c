@@ -286,3 +286,59 @@ Test(acquire, a_history_line_carries_the_outcome)
     cr_expect(not(zero(ptr, strstr(line, "\"attempts\":1"))), "%s", line);
     tc_must_release(tc_fx.c, l);
 }
+
+/* Redlock is not reentrant: a second acquire by the client that holds the
+ * lock is told so at once, by its first attempt, however long it may
+ * wait; another client meets an ordinary conflict; after the release the
+ * same client takes it again. A set with a held member is told the same. */
+Test(acquire, a_second_acquire_by_the_holding_client_is_told_at_once)
+{
+    char res[128], other[128];
+    redlock_lock *l, *again = NULL, *set = NULL;
+    redlock_acquire_opts o;
+    redlock_error e;
+    uint64_t t0;
+
+    tc_resource(res, sizeof(res), NULL);
+    tc_resource(other, sizeof(other), NULL);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    redlock_acquire_opts_init(&o);
+    o.ttl_ms = TTL_MS;
+    o.wait_ms = 5000;
+    redlock_resource r = { res, strlen(res) };
+    t0 = tc_now_us();
+    int rc = redlock_acquire_with(tc_fx.c, &r, 1, &o, &again, NULL, &e);
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_assert(again == NULL);
+    /* One attempt and its answer, not the 5 s wait (slack for a loaded
+     * machine: the wait is 5000 ms, polls 100 ms). */
+    cr_assert(lt(u64, tc_ms_since(t0), 1000), "took %llu ms", (unsigned long long)tc_ms_since(t0));
+    cr_assert(strstr(e.msg, "this client already holds") != NULL, "%s", e.msg);
+    cr_assert(strstr(e.msg, "not reentrant") != NULL, "%s", e.msg);
+    cr_assert(strstr(e.msg, redlock_lock_token(l)) != NULL, "the token: %s", e.msg);
+    cr_assert(strstr(e.msg, res) != NULL, "the resource: %s", e.msg);
+
+    /* A set with the held resource as a member: the same. */
+    redlock_resource both[2] = { { other, strlen(other) }, { res, strlen(res) } };
+    o.wait_ms = 0;
+    rc = redlock_acquire_with(tc_fx.c, both, 2, &o, &set, NULL, &e);
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_assert(strstr(e.msg, "not reentrant") != NULL, "%s", e.msg);
+    cr_assert(eq(int, tc_key_count(other, strlen(other)), 0), "the free member was kept");
+
+    /* Another client: the holder is not its own. */
+    {
+        redlock_client *c2 = tc_client(NULL, -1);
+
+        rc = redlock_acquire_with(c2, &r, 1, &o, &again, NULL, &e);
+        cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+        cr_assert(strstr(e.msg, "not reentrant") == NULL, "%s", e.msg);
+        cr_assert(strstr(e.msg, "held by another client") != NULL, "%s", e.msg);
+        redlock_client_free(c2);
+    }
+
+    /* Released: this client may take it again. */
+    tc_must_release(tc_fx.c, l);
+    l = tc_must_acquire(tc_fx.c, res, TTL_MS, NULL);
+    tc_must_release(tc_fx.c, l);
+}
