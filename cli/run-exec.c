@@ -94,33 +94,46 @@ struct exec_plan {
     char **paths;             /* candidates to execve(), in $PATH order */
     size_t n_paths;
     int pdeath_signal; /* CMD gets it if we die before the guard knows it */
-    int tty_fd;        /* --foreground: the terminal CMD's group takes, or -1 */
+    int tty_fd;        /* the terminal CMD's group takes if ours holds it, or -1 */
 };
 
-/* --foreground: the controlling terminal, while CMD's group holds it. */
+/* The terminal, as flock(1) leaves it: flock's command runs in flock's own
+ * process group, so it reads the terminal whenever flock could. Ours runs
+ * in a group of its own (so that the loss signal reaches its children),
+ * which the terminal treats as a background job: reading it would stop CMD
+ * (SIGTTIN) while we went on extending, and the run would hang silently.
+ * So while CMD runs we keep the controlling terminal open (fg_tty), and:
+ *   - CMD's group takes it at the start (fg_cmd) when --foreground says
+ *     so or when stdin is a terminal (flock's case: CMD may read it), if
+ *     our group holds it then: a run started with `&` never takes it from
+ *     the shell's foreground job;
+ *   - otherwise (stdin redirected, or started in the background), a CMD
+ *     that touches the terminal anyway (sudo, ssh read /dev/tty) stops on
+ *     SIGTTIN or SIGTTOU: we stop with it, so the shell shows the job
+ *     stopped, and its `fg` hands the terminal to CMD (run-supervise.c);
+ *   - when CMD is reaped, the terminal goes back to our group, if CMD's
+ *     group still holds it.
+ * Nothing changes for the lock: the loss signal, the guard and the release
+ * do not depend on who holds the terminal; a ^C now reaches CMD's group
+ * directly instead of being forwarded by us, with the same effect. */
 static int fg_tty = -1;
-static pid_t fg_pgid; /* CMD's group, once it was given the terminal */
+static pid_t fg_pgid; /* CMD's group, once it runs */
+static int fg_cmd;    /* CMD's group is to hold the terminal whenever ours has it */
 
-/* The controlling terminal, if we are its foreground group: a run started
- * in the background (`&`) must not take the terminal from the shell's
- * foreground job. -1 when there is none: CMD then runs as without
- * --foreground. */
-static int foreground_tty(void)
+static int controlling_tty(void)
 {
-    int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-
-    if (fd < 0)
-        return -1;
-    if (tcgetpgrp(fd) != getpgrp()) {
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 }
 
 int run_tty_held(void)
 {
     return fg_tty >= 0;
+}
+
+void run_tty_for_cmd(void)
+{
+    if (fg_tty >= 0)
+        fg_cmd = 1;
 }
 
 /* The terminal from group @from to group @to, if @from holds it: never
@@ -146,7 +159,7 @@ static int tty_pass(pid_t from, pid_t to)
 
 int run_tty_give(pid_t pgid)
 {
-    return tty_pass(getpgrp(), pgid);
+    return fg_cmd && tty_pass(getpgrp(), pgid);
 }
 
 void run_tty_restore(void)
@@ -158,6 +171,7 @@ void run_tty_restore(void)
     close(fg_tty);
     fg_tty = -1;
     fg_pgid = 0;
+    fg_cmd = 0;
 }
 
 static void plan_free(struct exec_plan *p)
@@ -341,7 +355,7 @@ static int plan_exec(struct exec_plan *p, const struct cli_opts *o, const redloc
     memset(p, 0, sizeof(*p));
     p->argv = o->run_argv;
     p->pdeath_signal = o->loss_signal;
-    p->tty_fd = fg_tty;
+    p->tty_fd = fg_cmd ? fg_tty : -1;
     if (plan_fds(p) < 0 || plan_env(p, o, lock) < 0)
         return -1;
     return plan_paths(p, o->run_argv[0]);
@@ -354,16 +368,18 @@ static void __attribute__((noreturn))
 child_exec(const struct exec_plan *p, int errfd, const sigset_t *mask, pid_t parent)
 {
     int err = ENOENT, saw_eacces = 0;
+    pid_t parent_group = getpgrp();
 
     run_signals_default();
     /* Own process group: termination reaches CMD's children too, and a
      * terminal's ^C reaches only us, so CMD does not get it twice. */
     setpgid(0, 0);
-    /* --foreground: CMD's group takes the terminal, so that CMD can read
-     * it (a background group reading it gets SIGTTIN). Done here as well
-     * as in the parent, so that CMD never runs before it is done; every
-     * signal is still blocked, SIGTTOU too, so the call is let through. */
-    if (p->tty_fd >= 0)
+    /* CMD's group takes the terminal (fg_cmd), so that CMD can read it (a
+     * background group reading it gets SIGTTIN), if our group holds it.
+     * Done here as well as in the parent, so that CMD never runs before it
+     * is done; every signal is still blocked, SIGTTOU too, so the call is
+     * let through (tcgetpgrp and tcsetpgrp are async-signal-safe). */
+    if (p->tty_fd >= 0 && tcgetpgrp(p->tty_fd) == parent_group)
         tcsetpgrp(p->tty_fd, getpid());
     /* If redlock-cli dies (SIGKILL, OOM), nobody extends the lock any more.
      * The guard (run-guard.c) stops the whole group then; this covers CMD
@@ -402,11 +418,12 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
     ssize_t n;
     pid_t pid, parent = getpid();
 
-    if (o->foreground)
-        fg_tty = foreground_tty();
+    fg_tty = controlling_tty();
+    fg_cmd = fg_tty >= 0 && (o->foreground || isatty(STDIN_FILENO));
     if (fg_tty >= 0 && cli_signals_child_stops() < 0) {
         close(fg_tty);
         fg_tty = -1;
+        fg_cmd = 0;
     }
     if (plan_exec(&plan, o, lock) < 0) {
         plan_free(&plan);
@@ -432,8 +449,9 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
          * The child may have exec'd already (EACCES): then it set it. */
         setpgid(pid, pid);
         if (fg_tty >= 0) {
-            /* The child may have taken it already: then ours is a no-op. */
-            tcsetpgrp(fg_tty, pid);
+            /* The child may have taken it already: then ours does nothing. */
+            if (fg_cmd)
+                tty_pass(getpgrp(), pid);
             fg_pgid = pid;
         }
         run_cmd_started(pid);

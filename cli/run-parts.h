@@ -52,7 +52,7 @@ void run_cmd_started(pid_t pgid);        /* from now on, stop signals reach CMD'
 int run_cmd_was_stopped(void);           /* a ^Z stopped CMD's group, and nobody continued it */
 void run_cmd_resumed(void);              /* ... and now it is continued */
 void run_signal_cmd(pid_t pid, int sig); /* CMD's group; CMD itself if it left the group */
-void run_cmd_stopped_by_tty(void);       /* --foreground: the terminal's ^Z stopped CMD: stop us */
+void run_cmd_stopped_by_tty(void);       /* the terminal stopped CMD (^Z, SIGTTIN): stop us */
 
 /* run-supervise.c: the watchdog, and the loop while CMD runs. */
 int run_events_open(void); /* before the client exists: -1 with errno */
@@ -69,12 +69,16 @@ void run_watch_drain(redlock_lock *lock, struct watch *w, struct run_result *r);
  * r->pid set, or -1 with r->exec_errno set (CMD did not start, and r->pid
  * is 0 or reaped already). */
 int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run_result *r);
-/* --foreground: give the terminal back to our group once CMD is reaped. */
+/* The terminal back to our group once CMD is reaped, if CMD's group holds
+ * it (run-exec.c says who holds the terminal when). */
 void run_tty_restore(void);
-/* --foreground: the terminal to group @pgid, if our group holds it (after
- * `fg`, not after `bg`). Return: 1 if done, else 0. */
+/* The terminal to group @pgid, if CMD is to hold it and our group holds it
+ * (after `fg`, not after `bg`). Return: 1 if done, else 0. */
 int run_tty_give(pid_t pgid);
-int run_tty_held(void); /* --foreground took the terminal for CMD */
+int run_tty_held(void); /* a controlling terminal is watched while CMD runs */
+/* CMD stopped touching the terminal from the background: from now on its
+ * group is to hold it whenever ours does. */
+void run_tty_for_cmd(void);
 
 /* run-guard.c: a process that outlives us, and stops CMD's group if we die
  * (SIGKILL, OOM) or stop (SIGSTOP) while the lease runs out. */

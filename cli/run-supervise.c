@@ -183,6 +183,7 @@ struct loop {
     int64_t margin_ms;      /* the guard's margin (RUN_GUARD_MARGIN_MS) */
     uint64_t kill_deadline; /* RUN_STOPPING: SIGKILL then */
     int killed;             /* SIGKILL sent */
+    int tty_said;           /* said that CMD stopped on the terminal */
 };
 
 /* The lock can no longer be vouched for (r->lost_rc says why): say so. */
@@ -260,13 +261,14 @@ static void resume(struct loop *l)
         lose_expired(l, "the lease was nearly out when redlock-cli was continued");
     else if (l->state == RUN_HOLDING)
         cli_note("run: continued with %lld ms of the lease left: continuing CMD", (long long)left);
-    /* --foreground: `fg` gave the terminal to our group; CMD reads it. */
+    /* `fg` gave the terminal to our group; CMD reads it, if it is to. */
     run_tty_give(pid);
     /* Stopping: CMD may now act on the loss signal. */
     run_signal_cmd(pid, SIGCONT);
 }
 
-/* --foreground: did the terminal's ^Z stop CMD? Then stop with it (see
+/* Did the terminal stop CMD (its ^Z with CMD in the foreground, or CMD
+ * touching it from the background)? Then stop with it (see
  * run_cmd_stopped_by_tty()). Consumes the stop report; exits are left for
  * reap(). */
 static void check_tty_stop(struct loop *l)
@@ -279,8 +281,20 @@ static void check_tty_stop(struct loop *l)
     if (waitid(P_PID, (id_t)l->r->pid, &si, WSTOPPED | WNOHANG) < 0 || si.si_pid == 0 ||
         si.si_code != CLD_STOPPED)
         return;
-    if (si.si_status == SIGTSTP || si.si_status == SIGTTIN || si.si_status == SIGTTOU)
+    if (si.si_status == SIGTTIN || si.si_status == SIGTTOU) {
+        /* CMD touched the terminal from the background (stdin was not a
+         * terminal, or we were started with `&`): the job stops as a
+         * whole, and `fg` gives CMD the terminal (resume()). Said once. */
+        if (!l->tty_said)
+            cli_warn("run: CMD stopped: it %s the terminal from the background; `fg` hands it "
+                     "the terminal (or start it with --foreground)",
+                     si.si_status == SIGTTIN ? "read" : "wrote to");
+        l->tty_said = 1;
+        run_tty_for_cmd();
         run_cmd_stopped_by_tty();
+    } else if (si.si_status == SIGTSTP) {
+        run_cmd_stopped_by_tty();
+    }
 }
 
 static void read_signals(struct loop *l)
@@ -383,7 +397,7 @@ void run_supervise(const struct cli_opts *o, redlock_client *c, redlock_lock *lo
                    struct run_result *r)
 {
     const uint64_t ttl_us = (uint64_t)o->ttl_ms * 1000u;
-    struct loop l = { o, c, lock, w, r, RUN_HOLDING, 0, 0, 0, 0 };
+    struct loop l = { o, c, lock, w, r, RUN_HOLDING, 0, 0, 0, 0, 0 };
 
     /* Look at the lock every tenth of the ttl (at least 10 ms, at most a
      * second) between events. */

@@ -312,8 +312,9 @@ Test(run, foreground_lets_cmd_read_the_terminal)
     if (access("/usr/bin/script", X_OK) != 0)
         cr_skip_test("script(1) is not installed: no pty to test with");
     /* In a pty (script(1)): CMD reads the terminal, as under flock, and the
-     * shell reads it again after: the terminal was given back. Without
-     * --foreground CMD would stop on SIGTTIN and this would hang. */
+     * shell reads it again after: the terminal was given back. (stdin is
+     * the terminal here, so the flag only says what run does anyway:
+     * cmd_takes_the_terminal_when_stdin_is_one.) */
     snprintf(cmd, sizeof(cmd),
              "printf 'hello\\nworld\\n' | REDLOCK_MASTERS='%s' timeout 20 script -qec "
              "\"'%s' run '%s' --foreground -c 'read x; echo got:\\$x'; read y; "
@@ -330,28 +331,72 @@ Test(run, foreground_lets_cmd_read_the_terminal)
     cr_assert(strstr(out, "after:world") != NULL, "output: %s", out);
 }
 
-Test(run, foreground_job_control_at_an_interactive_shell, .timeout = 60)
+/* The output of shell command @cmd (stdout and stderr, as the command
+ * redirects them) into @out; its exit status. */
+static int shell_output(const char *cmd, char *out, size_t size)
+{
+    size_t n = 0;
+    FILE *f = popen(cmd, "r");
+
+    cr_assert(f != NULL);
+    while (n < size - 1 && fgets(out + n, (int)(size - n), f) != NULL)
+        n += strlen(out + n);
+    out[n] = '\0';
+    return WEXITSTATUS(pclose(f));
+}
+
+/* tests/helpers/cli/pty-job-control.py in @mode on a resource of its own:
+ * an interactive bash in a pty runs `run`, types, ^Z's, fg's. */
+static void job_control_at_an_interactive_shell(const char *mode)
 {
     char res[128], cmd[2048], out[4096];
-    size_t n = 0;
-    FILE *f;
-    int rc;
 
     if (access("/usr/bin/python3", X_OK) != 0 || access("/bin/bash", X_OK) != 0)
         cr_skip_test("python3 or bash is not installed: no interactive shell in a pty");
     tc_resource(res, sizeof(res), NULL);
-    /* ^Z stops CMD and redlock-cli with it; fg gives CMD the terminal
-     * again (tests/helpers/cli/pty-job-control.py). */
-    snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s' '%s' 2>&1", TCLI_PTY_SCRIPT, tcli_path(),
-             tc_masters(), res);
-    f = popen(cmd, "r");
-    cr_assert(f != NULL);
-    while (n < sizeof(out) - 1 && fgets(out + n, (int)(sizeof(out) - n), f) != NULL)
-        n += strlen(out + n);
-    out[n] = '\0';
-    rc = pclose(f);
-    cr_assert(eq(int, WEXITSTATUS(rc), 0), "%s", out);
+    snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s' '%s' '%s' 2>&1", TCLI_PTY_SCRIPT,
+             tcli_path(), tc_masters(), res, mode);
+    cr_assert(eq(int, shell_output(cmd, out, sizeof(out)), 0), "%s", out);
     tcli_await_key_gone(res, 5000); /* run exits at the release's quorum */
+}
+
+Test(run, foreground_job_control_at_an_interactive_shell, .timeout = 60)
+{
+    /* ^Z stops CMD and redlock-cli with it; fg gives CMD the terminal
+     * again. */
+    job_control_at_an_interactive_shell("foreground");
+}
+
+/* As flock(1): stdin is the terminal, so CMD's group takes it without
+ * --foreground; CMD reads it, ^Z stops the job, fg gives it back. */
+Test(run, cmd_takes_the_terminal_when_stdin_is_one, .timeout = 60)
+{
+    char res[128], cmd[2048], out[4096];
+
+    if (access("/usr/bin/script", X_OK) != 0)
+        cr_skip_test("script(1) is not installed: no pty to test with");
+    tc_resource(res, sizeof(res), NULL);
+    /* In a pty: CMD reads the terminal, then the shell reads it again (it
+     * was given back). Before, CMD stopped on SIGTTIN and the run hung
+     * until timeout(1) killed it: exit 124, no "got:". */
+    snprintf(cmd, sizeof(cmd),
+             "printf 'hello\\nworld\\n' | REDLOCK_MASTERS='%s' timeout 20 script -qec "
+             "\"'%s' run '%s' -c 'read x; echo got:\\$x'; read y; "
+             "echo after:\\$y\" /dev/null",
+             tc_masters(), tcli_path(), res);
+    cr_assert(eq(int, shell_output(cmd, out, sizeof(out)), 0), "output: %s", out);
+    cr_assert(strstr(out, "got:hello") != NULL, "output: %s", out);
+    cr_assert(strstr(out, "after:world") != NULL, "output: %s", out);
+    tcli_await_key_gone(res, 5000);
+    job_control_at_an_interactive_shell("auto");
+}
+
+/* Started with `&`, run never takes the terminal from the shell; a CMD
+ * that reads it stops the whole job (one line says why), and fg gives CMD
+ * the terminal. */
+Test(run, a_background_run_stops_when_cmd_reads_the_terminal_and_fg_resumes_it, .timeout = 60)
+{
+    job_control_at_an_interactive_shell("background");
 }
 
 Test(run, conflict_exit_code_0_skips_cmd_quietly)

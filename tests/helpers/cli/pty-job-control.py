@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
-# pty-job-control.py CLI MASTERS RESOURCE - `run --foreground` under an
-# interactive bash in a pty, as a user at a terminal: CMD reads the
-# terminal, ^Z stops the whole job (the shell says Stopped and gets its
-# prompt back), `fg` hands the terminal to CMD again, and the run ends 0.
+# pty-job-control.py CLI MASTERS RESOURCE [MODE] - `run` under an
+# interactive bash in a pty, as a user at a terminal. MODE:
+#   foreground (default)  `run --foreground`: CMD reads the terminal, ^Z
+#                         stops the whole job (the shell says Stopped and
+#                         gets its prompt back), `fg` hands the terminal to
+#                         CMD again, and the run ends 0;
+#   auto                  the same without the flag: stdin is the terminal,
+#                         so CMD's group takes it, as under flock;
+#   background            `run ... &`: CMD reads the terminal from the
+#                         background, the whole job stops (one line says
+#                         why), `fg` gives CMD the terminal, the run ends 0.
 # Prints "ok", or what it waited for in vain, and exits 1.
 import os
 import pty
@@ -11,6 +18,7 @@ import sys
 import time
 
 cli, masters, res = sys.argv[1:4]
+mode = sys.argv[4] if len(sys.argv) > 4 else 'foreground'
 pid, fd = pty.fork()
 if pid == 0:
     os.environ['REDLOCK_MASTERS'] = masters
@@ -37,9 +45,35 @@ def expect(needle, timeout=15):
     sys.exit(1)
 
 
+
+
+def finish():
+    """CMD is done: the shell's prompt, run's status 0, and goodbye."""
+    expect('$ ')
+    os.write(fd, b'echo rc=$?\n')
+    expect('rc=0')
+    os.write(fd, b'exit\n')
+    print('ok')
+    sys.exit(0)
+
+
 expect('$ ')
-os.write(fd, ("'%s' run '%s' --foreground -c 'read x; echo got:$x; read y; echo got2:$y'\n"
-              % (cli, res)).encode())
+if mode == 'background':
+    # set -b: the shell reports the job's stop at once, not at the next prompt.
+    os.write(fd, b'set -b\n')
+    expect('$ ')
+    os.write(fd, ("'%s' run '%s' -c 'read x; echo got:$x' &\n" % (cli, res)).encode())
+    expect('from the background')   # redlock-cli's one line
+    expect('Stopped')
+    os.write(fd, b'fg\n')
+    expect('fg')
+    expect('run')                   # bash echoes the job it continues
+    os.write(fd, b'one\n')
+    expect('got:one')
+    finish()
+flag = ' --foreground' if mode == 'foreground' else ''
+os.write(fd, ("'%s' run '%s'%s -c 'read x; echo got:$x; read y; echo got2:$y'\n"
+              % (cli, res, flag)).encode())
 os.write(fd, b'one\n')
 expect('got:one')
 os.write(fd, b'\x1a')   # ^Z: CMD's group gets SIGTSTP; redlock-cli stops with it
@@ -50,8 +84,4 @@ expect('fg')
 time.sleep(0.3)
 os.write(fd, b'two\n')
 expect('got2:two')
-expect('$ ')
-os.write(fd, b'echo rc=$?\n')
-expect('rc=0')
-os.write(fd, b'exit\n')
-print('ok')
+finish()
