@@ -14,7 +14,7 @@
  * skipped. Prints one line per shape: name, µs/call (commandstats), µs of
  * CPU per call.
  */
-#include "script.h"
+#include "base/script.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -29,7 +29,7 @@
 
 #include <event2/event.h>
 
-#include "types.h"
+#include "core/types.h"
 
 static struct event_base *base;
 static int strict;

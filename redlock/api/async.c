@@ -6,8 +6,8 @@
  * for both APIs and is delivered from the loop, exactly once, by the op
  * core (op.c). A call that returns an error never calls back.
  */
-#include "kinds.h"
-#include "ready.h"
+#include "kinds/kinds.h"
+#include "api/ready.h"
 
 /* A live async client (not NULL, not a blocking one: @twin names the call
  * to use there) and a callback to run. A client being freed is refused

@@ -5,9 +5,9 @@
  * (loop.c) and sleeps until the op's callback ends it. Calls from many
  * threads are in flight together and pipelined over the N connections.
  */
-#include "kinds.h"
-#include "loop.h"
-#include "ready.h"
+#include "kinds/kinds.h"
+#include "core/loop.h"
+#include "api/ready.h"
 
 #include <string.h>
 

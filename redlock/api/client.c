@@ -5,19 +5,19 @@
  * waiters. It sits above all of them and hears back from the nodes only
  * through the hooks of their env.
  */
-#include "types.h"
-#include "addr.h"
-#include "loop.h"
-#include "memory.h"
-#include "config.h"
-#include "identity.h"
-#include "op.h"
-#include "probe.h"
-#include "ready.h"
-#include "script.h"
-#include "trace.h"
-#include "wait.h"
-#include "watchdog.h"
+#include "core/types.h"
+#include "base/addr.h"
+#include "core/loop.h"
+#include "kinds/memory.h"
+#include "base/config.h"
+#include "kinds/identity.h"
+#include "core/op.h"
+#include "node/probe.h"
+#include "api/ready.h"
+#include "base/script.h"
+#include "transport/trace.h"
+#include "core/wait.h"
+#include "kinds/watchdog.h"
 
 #include <event2/event.h>
 

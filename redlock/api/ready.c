@@ -5,8 +5,8 @@
  * (past their handshake), or when its timeout passes. Node state changes
  * reach us through the nodes' env hook (client.c), so nothing polls.
  */
-#include "ready.h"
-#include "identity.h"
+#include "api/ready.h"
+#include "kinds/identity.h"
 
 #include <event2/event.h>
 

@@ -2,7 +2,7 @@
 #ifndef REDLOCK_READY_H
 #define REDLOCK_READY_H
 
-#include "types.h"
+#include "core/types.h"
 
 int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, redlock_ready_cb cb,
                    void *arg, redlock_error *e);

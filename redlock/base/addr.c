@@ -13,8 +13,8 @@
  * follows inet_aton() and reads "0127.0.0.1" as octal (87.0.0.1), another
  * host than the one the user meant.
  */
-#include "addr.h"
-#include "common.h"
+#include "base/addr.h"
+#include "base/common.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

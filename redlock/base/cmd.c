@@ -3,8 +3,8 @@
  * Scripts go as EVALSHA sha numkeys keys... args...; fanout.c swaps in EVAL
  * and the body when a master answers NOSCRIPT.
  */
-#include "cmd.h"
-#include "script.h"
+#include "base/cmd.h"
+#include "base/script.h"
 
 #include <stdio.h>
 #include <string.h>

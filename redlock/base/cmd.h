@@ -8,7 +8,7 @@
 #ifndef REDLOCK_CMD_H
 #define REDLOCK_CMD_H
 
-#include "common.h"
+#include "base/common.h"
 
 /* A list of keys, as a command wants them. */
 typedef struct rl_keyset {

@@ -4,8 +4,8 @@
  * (masters, ttl, token) share these functions, so redlock-cli and
  * redlock-bench validate input with the very rules the library applies.
  */
-#include "config.h"
-#include "addr.h"
+#include "base/config.h"
+#include "base/addr.h"
 #include "drift.h"
 
 #include <math.h>

@@ -6,7 +6,7 @@
 #ifndef REDLOCK_CONFIG_H
 #define REDLOCK_CONFIG_H
 
-#include "common.h"
+#include "base/common.h"
 
 /* Copy the first cfg->size bytes of @cfg over defaults into @out: fields a
  * program built against an older header does not know take their defaults. */

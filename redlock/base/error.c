@@ -3,7 +3,7 @@
  * One X-macro in redlock.h (REDLOCK_ERRNO_MAP) generates the enum and both
  * string tables here, so a new code cannot be added without a message.
  */
-#include "common.h"
+#include "base/common.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * the optional hook in redlock_config, formatted only when the level passes
  * (the rl_log() macro checks first).
  */
-#include "common.h"
+#include "base/common.h"
 
 #include <stdio.h>
 

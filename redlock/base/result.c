@@ -1,7 +1,7 @@
 /* result.c - the accessors of the opaque results (result.h, redlock.h). */
 #include <stdlib.h>
 
-#include "result.h"
+#include "base/result.h"
 
 redlock_outcome *redlock_outcome_new(void)
 {

@@ -37,9 +37,9 @@
  * A waiter is "hand|channel|id": how long a reservation for it may wait
  * (ms), the pub/sub channel of its client, and its id there.
  */
-#include "script.h"
-#include "common.h"
-#include "script-lua.h"
+#include "base/script.h"
+#include "base/common.h"
+#include "base/script-lua.h"
 
 #include <openssl/sha.h>
 #include <pthread.h>

@@ -14,7 +14,7 @@
  * stale there; threads other than the forking one do not exist in the
  * child.
  */
-#include "common.h"
+#include "base/common.h"
 
 #include <openssl/crypto.h>
 #include <openssl/rand.h>

@@ -10,8 +10,8 @@
  * with it and every request in flight to an I/O thread keep it alive after
  * redlock_cancel_free().
  */
-#include "cancel.h"
-#include "loop.h"
+#include "core/cancel.h"
+#include "core/loop.h"
 
 #include <stdbool.h>
 

@@ -2,7 +2,7 @@
 #ifndef REDLOCK_CANCEL_H
 #define REDLOCK_CANCEL_H
 
-#include "op.h"
+#include "core/op.h"
 
 /* An op's registration with a cancellation source, embedded in the op. */
 typedef struct rl_cancel_reg {

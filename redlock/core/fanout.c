@@ -14,9 +14,9 @@
  * redo of an alternative that could not do the job (rl_fanout_set_redo):
  * the same slot sends the command instead, once.
  */
-#include "fanout.h"
-#include "script.h"
-#include "trace.h"
+#include "core/fanout.h"
+#include "base/script.h"
+#include "transport/trace.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,8 +3,8 @@
 #ifndef REDLOCK_FANOUT_H
 #define REDLOCK_FANOUT_H
 
-#include "cmd.h"
-#include "node.h"
+#include "base/cmd.h"
+#include "node/node.h"
 
 typedef struct rl_fanout rl_fanout;
 

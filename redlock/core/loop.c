@@ -5,7 +5,7 @@
  * client the caller is on the loop's thread and a call runs at once. Why
  * this shape, and what a blocking call costs: docs/threads.md.
  */
-#include "loop.h"
+#include "core/loop.h"
 
 #include <errno.h>
 #include <event2/event.h>

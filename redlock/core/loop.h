@@ -2,7 +2,7 @@
 #ifndef REDLOCK_LOOP_H
 #define REDLOCK_LOOP_H
 
-#include "types.h"
+#include "core/types.h"
 
 #include <pthread.h>
 

@@ -9,8 +9,8 @@
  * the loop: the op hook first, then the completion (redlock_done_cb), or
  * the kind's deliver hook for a result that is not a lock.
  */
-#include "op.h"
-#include "trace.h"
+#include "core/op.h"
+#include "transport/trace.h"
 
 #include <event2/event.h>
 

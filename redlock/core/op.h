@@ -20,7 +20,7 @@
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H
 
-#include "types.h"
+#include "core/types.h"
 
 typedef struct rl_op rl_op;
 

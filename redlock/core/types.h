@@ -30,10 +30,10 @@
 #ifndef REDLOCK_TYPES_H
 #define REDLOCK_TYPES_H
 
-#include "common.h"
-#include "fanout.h"
-#include "node.h"
-#include "result.h"
+#include "base/common.h"
+#include "core/fanout.h"
+#include "node/node.h"
+#include "base/result.h"
 
 struct event;
 struct rl_blocking;

@@ -13,7 +13,7 @@
  * only starts an ordinary attempt, so none can give anyone a lock
  * (docs/waiting.md, "Waiting in turn: the fair hand-off").
  */
-#include "wait.h"
+#include "core/wait.h"
 
 #include <stdio.h>
 #include <stdlib.h>

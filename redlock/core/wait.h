@@ -3,7 +3,7 @@
 #ifndef REDLOCK_WAIT_H
 #define REDLOCK_WAIT_H
 
-#include "types.h"
+#include "core/types.h"
 
 #define RL_WAITER_MAX 160 /* "hand|channel|id" */
 

@@ -6,8 +6,8 @@
  * "The fast path", says why the transaction keeps the guard); acquire.c
  * starts the round with what this builds.
  */
-#include "acquire-private.h"
-#include "memory.h"
+#include "kinds/acquire-private.h"
+#include "kinds/memory.h"
 
 #include <stdio.h>
 

@@ -12,10 +12,10 @@
 #ifndef REDLOCK_ACQUIRE_PRIVATE_H
 #define REDLOCK_ACQUIRE_PRIVATE_H
 
-#include "cancel.h"
-#include "config.h"
-#include "op.h"
-#include "wait.h"
+#include "core/cancel.h"
+#include "base/config.h"
+#include "core/op.h"
+#include "core/wait.h"
 
 enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
 

@@ -5,7 +5,7 @@
  * its place in the masters' queues with its first attempt and leaves them
  * when it is done (docs/waiting.md, "Waiting in turn: the fair hand-off").
  */
-#include "acquire-private.h"
+#include "kinds/acquire-private.h"
 
 #include <stdio.h>
 

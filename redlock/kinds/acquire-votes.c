@@ -7,11 +7,11 @@
  * vote (the outcome's vector) and a count the deciding code in acquire.c
  * reads.
  */
-#include "acquire-private.h"
-#include "identity.h"
-#include "memory.h"
-#include "outcome.h"
-#include "script.h"
+#include "kinds/acquire-private.h"
+#include "kinds/identity.h"
+#include "kinds/memory.h"
+#include "kinds/outcome.h"
+#include "base/script.h"
 
 #include <stdio.h>
 #include <string.h>

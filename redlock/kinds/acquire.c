@@ -6,13 +6,13 @@
  * steps, and why mutual exclusion holds: docs/safety.md, "The algorithm as
  * implemented" and "Why at most one client holds a resource".
  */
-#include "acquire-private.h"
-#include "kinds.h"
+#include "kinds/acquire-private.h"
+#include "kinds/kinds.h"
 #include "drift.h"
-#include "lock.h"
-#include "memory.h"
-#include "outcome.h"
-#include "script.h"
+#include "kinds/lock.h"
+#include "kinds/memory.h"
+#include "kinds/outcome.h"
+#include "base/script.h"
 
 #include <stdio.h>
 #include <stdlib.h>

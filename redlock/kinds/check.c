@@ -15,7 +15,7 @@
  * started from the completion of the one before; the blocking call and its
  * _async twin both start it here.
  */
-#include "kinds.h"
+#include "kinds/kinds.h"
 
 #include <stdlib.h>
 #include <string.h>

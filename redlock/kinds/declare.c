@@ -6,9 +6,9 @@
  * a lease still live: docs/memory-guard.md,
  * "The operator's word: declare-empty and readmit".
  */
-#include "kinds.h"
-#include "outcome.h"
-#include "script.h"
+#include "kinds/kinds.h"
+#include "kinds/outcome.h"
+#include "base/script.h"
 
 #include <math.h>
 #include <stdio.h>

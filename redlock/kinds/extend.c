@@ -6,12 +6,12 @@
  * gets the script or, where it has SET IFEQ, a transaction (docs/wire.md;
  * why: docs/memory-guard.md, "Extend without Lua").
  */
-#include "kinds.h"
+#include "kinds/kinds.h"
 #include "drift.h"
-#include "identity.h"
-#include "lock.h"
-#include "outcome.h"
-#include "script.h"
+#include "kinds/identity.h"
+#include "kinds/lock.h"
+#include "kinds/outcome.h"
+#include "base/script.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * happens: a round never counts two OKs whose connections reported the same
  * run_id, so a master redirected to another's server mid-round counts once.
  */
-#include "identity.h"
+#include "kinds/identity.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,7 +10,7 @@
 #ifndef REDLOCK_IDENTITY_H
 #define REDLOCK_IDENTITY_H
 
-#include "op.h"
+#include "core/op.h"
 
 /* The index of another master of @c connected now to @n's server, or -1. */
 int rl_identity_twin(const redlock_client *c, const rl_node *n);

@@ -6,9 +6,9 @@
  * trip on the client's real-time clock to estimate the offset, and reports
  * what the clock monitor and the restart guard think of each master.
  */
-#include "kinds.h"
-#include "outcome.h"
-#include "probe.h"
+#include "kinds/kinds.h"
+#include "kinds/outcome.h"
+#include "node/probe.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,8 +8,8 @@
 #ifndef REDLOCK_KINDS_H
 #define REDLOCK_KINDS_H
 
-#include "config.h"
-#include "op.h"
+#include "base/config.h"
+#include "core/op.h"
 
 int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t count,
                      const rl_wait_spec *w, redlock_done_cb cb, void *arg, redlock_error *e);

@@ -5,9 +5,9 @@
  * written atomically, because a blocking client's watchdog updates it on
  * the I/O thread while the holder reads it on its own.
  */
-#include "lock.h"
-#include "cmd.h"
-#include "config.h"
+#include "kinds/lock.h"
+#include "base/cmd.h"
+#include "base/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>

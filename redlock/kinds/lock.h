@@ -2,7 +2,7 @@
 #ifndef REDLOCK_LOCK_H
 #define REDLOCK_LOCK_H
 
-#include "types.h"
+#include "core/types.h"
 
 redlock_lock *rl_lock_new(const redlock_resource *set, size_t count, const char *token);
 /* A lock on the resources behind @keys (each with @prefix_len bytes of key

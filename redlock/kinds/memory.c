@@ -9,10 +9,10 @@
  * "How long a reborn master sits out" and
  * "The window: measured, or the fleet's bound".
  */
-#include "memory.h"
-#include "fanout.h"
-#include "script.h"
-#include "types.h"
+#include "kinds/memory.h"
+#include "core/fanout.h"
+#include "base/script.h"
+#include "core/types.h"
 
 #include <event2/event.h>
 #include <sys/time.h>

@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "redlock.h"
-#include "trust.h"
+#include "node/trust.h"
 
 typedef struct rl_settle rl_settle;
 

@@ -7,7 +7,7 @@
  * is reported as itself when it alone denies the quorum; everything else is
  * "no quorum", with the failing masters named.
  */
-#include "outcome.h"
+#include "kinds/outcome.h"
 
 #include <stdio.h>
 #include <string.h>

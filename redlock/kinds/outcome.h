@@ -2,7 +2,7 @@
 #ifndef REDLOCK_OUTCOME_H
 #define REDLOCK_OUTCOME_H
 
-#include "op.h"
+#include "core/op.h"
 
 /* An error reply as a vote (NOAUTH behind a failed AUTH names the cause). */
 void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us);

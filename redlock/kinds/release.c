@@ -6,10 +6,10 @@
  * gets the script or, where it can, the native compare-and-delete
  * (docs/wire.md; why: docs/memory-guard.md, "The release without Lua").
  */
-#include "kinds.h"
-#include "lock.h"
-#include "outcome.h"
-#include "watchdog.h"
+#include "kinds/kinds.h"
+#include "kinds/lock.h"
+#include "kinds/outcome.h"
+#include "kinds/watchdog.h"
 
 #include <stdio.h>
 #include <string.h>

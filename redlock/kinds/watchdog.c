@@ -5,9 +5,9 @@
  * pass until the floor, then calls lost_cb. The policy, and why it changes
  * nothing for mutual exclusion: docs/waiting.md, "Watchdog".
  */
-#include "watchdog.h"
-#include "loop.h"
-#include "kinds.h"
+#include "kinds/watchdog.h"
+#include "core/loop.h"
+#include "kinds/kinds.h"
 
 #include <event2/event.h>
 

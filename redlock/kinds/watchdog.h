@@ -2,7 +2,7 @@
 #ifndef REDLOCK_WATCHDOG_H
 #define REDLOCK_WATCHDOG_H
 
-#include "types.h"
+#include "core/types.h"
 
 /* On the loop's thread: stop @lock's watchdog, if any (release does). */
 void rl_watchdog_stop(redlock_client *c, redlock_lock *lock);

@@ -8,7 +8,7 @@
  * SUBSCRIBE: it has no handshake of its own and never votes; when it is
  * lost, the next waiter opens another and polling covers meanwhile.
  */
-#include "node-conn.h"
+#include "node/node-conn.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
 #ifndef REDLOCK_NODE_CONN_H
 #define REDLOCK_NODE_CONN_H
 
-#include "node-types.h"
+#include "node/node-types.h"
 
 /* The options of a connection to @n (its address, TLS, the reply bound). */
 rl_conn_opts rl_node_conn_opts(const rl_node *n, bool subscriber);

@@ -10,10 +10,10 @@
  * master: whether its vote may count now (rl_node_vote_counts), what it has
  * natively, and its events.
  */
-#include "node-memory.h"
-#include "cmd.h"
-#include "script.h"
-#include "trace.h"
+#include "node/node-memory.h"
+#include "base/cmd.h"
+#include "base/script.h"
+#include "transport/trace.h"
 
 #include <stdarg.h>
 #include <stdio.h>

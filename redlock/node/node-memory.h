@@ -7,7 +7,7 @@
 #ifndef REDLOCK_NODE_MEMORY_H
 #define REDLOCK_NODE_MEMORY_H
 
-#include "node-types.h"
+#include "node/node-types.h"
 
 /* What a master said of its memory marker (the CHECK and acquire scripts):
  * kept on the node, and passed to the client (the longest ttl, a master

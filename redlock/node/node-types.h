@@ -8,9 +8,9 @@
 #ifndef REDLOCK_NODE_TYPES_H
 #define REDLOCK_NODE_TYPES_H
 
-#include "addr.h"
-#include "transport.h"
-#include "trust.h"
+#include "base/addr.h"
+#include "transport/transport.h"
+#include "node/trust.h"
 
 struct event_base;
 struct event;

@@ -20,11 +20,11 @@
  * this master: the connection's CHECK says "moved" and the server is reborn
  * before any vote on it counts (docs/memory-guard.md, "Names that move").
  */
-#include "node.h"
-#include "cmd.h"
-#include "resolve.h"
-#include "script.h"
-#include "trace.h"
+#include "node/node.h"
+#include "base/cmd.h"
+#include "node/resolve.h"
+#include "base/script.h"
+#include "transport/trace.h"
 
 #include <event2/event.h>
 

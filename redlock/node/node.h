@@ -8,9 +8,9 @@
 #ifndef REDLOCK_NODE_H
 #define REDLOCK_NODE_H
 
-#include "node-conn.h"
-#include "node-memory.h"
-#include "node-types.h"
+#include "node/node-conn.h"
+#include "node/node-memory.h"
+#include "node/node-types.h"
 
 int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr *addr);
 void rl_node_start(rl_node *n);

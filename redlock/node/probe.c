@@ -8,7 +8,7 @@
  * quorums (trust.c). The marker and CONFIG keep ping's view of the
  * master's memory and eviction policy fresh.
  */
-#include "probe.h"
+#include "node/probe.h"
 
 #include <stdio.h>
 

@@ -2,7 +2,7 @@
 #ifndef REDLOCK_PROBE_H
 #define REDLOCK_PROBE_H
 
-#include "node.h"
+#include "node/node.h"
 
 /* The probes of one interval for @n, each unless one is still in flight or
  * the node is down: TIME (@clock: the clock monitor is on), and what the

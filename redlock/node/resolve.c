@@ -6,8 +6,8 @@
  * the pipe; the thread never touches the event, which only the loop's
  * thread adds, fires and frees.
  */
-#include "resolve.h"
-#include "addr.h"
+#include "node/resolve.h"
+#include "base/addr.h"
 
 #include <event2/event.h>
 

@@ -9,7 +9,7 @@
  * acquire script on the master itself, when its memory marker says it may
  * have forgotten grants (docs/memory-guard.md, "The memory guard").
  */
-#include "trust.h"
+#include "node/trust.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -11,7 +11,7 @@
 #ifndef REDLOCK_TRUST_H
 #define REDLOCK_TRUST_H
 
-#include "common.h"
+#include "base/common.h"
 #include "monitor.h"
 
 /* What a master said of its memory marker (the CHECK and acquire scripts,

@@ -29,9 +29,9 @@
  * kinds: acquire fast set extend extend-native release release-native
  * unindex fence status check declare raise leases settle time.
  */
-#include "trace.h"
-#include "script.h"
-#include "transport-reply.h"
+#include "transport/trace.h"
+#include "base/script.h"
+#include "transport/transport-reply.h"
 
 #include <fcntl.h>
 #include <stdio.h>

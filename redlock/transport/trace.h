@@ -8,8 +8,8 @@
 #ifndef REDLOCK_TRACE_H
 #define REDLOCK_TRACE_H
 
-#include "common.h"
-#include "transport-types.h"
+#include "base/common.h"
+#include "transport/transport-types.h"
 
 #include <stdarg.h>
 

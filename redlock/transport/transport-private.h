@@ -12,7 +12,7 @@
 #ifndef REDLOCK_TRANSPORT_PRIVATE_H
 #define REDLOCK_TRANSPORT_PRIVATE_H
 
-#include "transport-types.h"
+#include "transport/transport-types.h"
 
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>

@@ -5,8 +5,8 @@
  * time through a table of functions: ours refuse, before hiredis looks at a
  * reply, what would make it abort or allocate without bound.
  */
-#include "transport-reply.h"
-#include "transport-private.h"
+#include "transport/transport-reply.h"
+#include "transport/transport-private.h"
 
 #include <hiredis/read.h>
 

@@ -7,7 +7,7 @@
 #ifndef REDLOCK_TRANSPORT_REPLY_H
 #define REDLOCK_TRANSPORT_REPLY_H
 
-#include "transport-types.h"
+#include "transport/transport-types.h"
 
 int rl_reply_type(const rl_reply *r);
 long long rl_reply_integer(const rl_reply *r);

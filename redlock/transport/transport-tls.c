@@ -7,8 +7,8 @@
  * strerror(errno), which says nothing useful, so the reason is read here,
  * from the verification result and OpenSSL's error queue.
  */
-#include "transport-tls.h"
-#include "transport-private.h"
+#include "transport/transport-tls.h"
+#include "transport/transport-private.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
 #ifndef REDLOCK_TRANSPORT_TLS_H
 #define REDLOCK_TRANSPORT_TLS_H
 
-#include "transport-types.h"
+#include "transport/transport-types.h"
 
 /* TLS settings from the config (CA, client certificate, verification).
  * *ret stays NULL when no master uses TLS. 0, or REDLOCK_EINVAL naming the

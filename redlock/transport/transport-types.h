@@ -9,8 +9,8 @@
 #ifndef REDLOCK_TRANSPORT_TYPES_H
 #define REDLOCK_TRANSPORT_TYPES_H
 
-#include "addr.h"
-#include "common.h"
+#include "base/addr.h"
+#include "base/common.h"
 
 struct event_base;
 

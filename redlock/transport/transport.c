@@ -7,8 +7,8 @@
  * transport-tls.c. Where hiredis 0.14 and 1.x differ, the difference is
  * handled where it matters and marked with HIREDIS_MAJOR.
  */
-#include "transport.h"
-#include "transport-private.h"
+#include "transport/transport.h"
+#include "transport/transport-private.h"
 
 #include <event2/event.h>
 

@@ -22,9 +22,9 @@
 #ifndef REDLOCK_TRANSPORT_H
 #define REDLOCK_TRANSPORT_H
 
-#include "transport-reply.h"
-#include "transport-tls.h"
-#include "transport-types.h"
+#include "transport/transport-reply.h"
+#include "transport/transport-tls.h"
+#include "transport/transport-types.h"
 
 /* Start connecting. Commands may be sent at once; they go out when the
  * connection is up. 0, or REDLOCK_E* with @why (nothing to close then). */
