@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """trace-check.py - replay the library's own traces against the model's rules.
 
-A trace is what REDLOCK_TRACE=FILE makes the library write (redlock/trace.c
+A trace is what REDLOCK_TRACE=FILE makes the library write (redlock/transport/trace.c
 says the format): every client, of every process that shares FILE, appends
 one line per protocol step. This replays each step against the transitions
 of model/redlock.pml as a client sees them, and fails, naming the line, on
@@ -45,11 +45,11 @@ FILE missing, empty, or without one decided operation), 2 usage.
 broken, each broken one must fail.
 
 Mutated libraries it catches (run by hand, 2026-12-07; see the report of
-issue 33 item 4): in redlock/script.c's SETTLE drop `m[1] ~= ARGV[1] or`,
+issue 33 item 4): in redlock/base/script.c's SETTLE drop `m[1] ~= ARGV[1] or`,
 build, and `meson test -C build attack-stale`: the trace check fails on
 "attack-stale.trace:671: reborn: master 2 counts with birth 8f68.., pending
 at line 494, but the only SETTLE naming it (line 620, window 9208 ms) was
-sent 83.8 ms before" (the test fails too); in redlock/acquire.c acq_succeed
+sent 83.8 ms before" (the test fails too); in redlock/kinds/acquire.c acq_succeed
 compute `elapsed` as `rl_now_us() - now` (validity from the decision) and
 `meson test -C build queue`: "queue.trace:49: validity: acquire granted 9898
 ms of validity; the attempt began 0.815 ms before (line 39), so at most
@@ -58,7 +58,7 @@ ms of validity; the attempt began 0.815 ms before (line 39), so at most
 import math
 import sys
 
-QUORUM_MAX_US = 500 * 1000  # redlock/common.h RL_QUORUM_MAX_MS
+QUORUM_MAX_US = 500 * 1000  # redlock/base/common.h RL_QUORUM_MAX_MS
 
 
 def unesc(s):

@@ -143,7 +143,7 @@ else
 fi
 
 # --trace FILE: every library client of the command, and of the programs it
-# starts, appends its protocol steps to FILE (redlock/trace.c), emptied
+# starts, appends its protocol steps to FILE (redlock/transport/trace.c), emptied
 # first; once the command ended, model/trace-check.py replays it against
 # the model's rules and a step the model cannot take fails the test
 # (--trace-complete: FILE holds every client that talks to the masters).

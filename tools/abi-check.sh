@@ -70,13 +70,13 @@ baseline=$ROOT/abi/$soname.abi
 
 # dump OUT: the ABI of $lib as abixml, the same way for the baseline and for
 # a comparison. abidw names each translation unit by its path from the build
-# dir (../redlock/acquire.c, or ../../src/redlock/... from elsewhere): it is
-# rewritten from the source root (redlock/acquire.c).
+# dir (../redlock/kinds/acquire.c, or ../../src/redlock/... from elsewhere):
+# it is rewritten from the source root (redlock/kinds/acquire.c).
 dump() {
     abidw --headers-dir "$ROOT/redlock/include" --drop-private-types --exported-interfaces-only \
         --no-show-locs --no-comp-dir-path --no-corpus-path --no-elf-needed --type-id-style hash \
         --out-file "$1.raw" "$lib" || return 1
-    sed -E "s#(<abi-instr [^>]* path=')[^']*/((redlock|drift)/[^'/]+')#\\1\\2#" "$1.raw" >"$1"
+    sed -E "s#(<abi-instr [^>]* path=')[^']*/((redlock|drift)/[^']+')#\\1\\2#" "$1.raw" >"$1"
     rm -f -- "$1.raw"
 }
 

@@ -13,7 +13,7 @@
 #                                            pass on the source as it is
 #
 # A mutant is one small edit of the safety-critical code or of its Lua
-# scripts (redlock/*.c, redlock/script-lua.h, drift/): one exact snippet of
+# scripts (redlock/*/*.c, redlock/base/script-lua.h, drift/): one exact snippet of
 # one file replaced by another, each written in the table at the end of
 # this file as a diff ('-' lines the snippet, '+' lines what replaces it).
 # The edit breaks a behaviour the library promises (the quorum, validity,
@@ -617,21 +617,21 @@ exit
 # shellcheck disable=SC2317  # read by the sed above, never run
 : <<'__MUTANTS__'
 
-@ quorum-half redlock/client.c
+@ quorum-half redlock/api/client.c
 # The quorum is N/2 + 1 masters; with N/2, two clients that each hold two
 # of five masters both have "a majority".
 kill: contention contention/held_on_a_majority_is_econflict_after_every_retry
 -    c->quorum = (uint32_t)(n / 2 + 1);
 +    c->quorum = (uint32_t)(n / 2);
 
-@ validity-no-elapsed redlock/acquire.c
+@ validity-no-elapsed redlock/kinds/acquire.c
 # Validity forgets the time the attempt took: a quorum reached after the
 # ttl still hands out a lease.
 kill: faults-pause-quorum faults_pause/quorum_reached_after_the_ttl_is_eexpired_and_no_lease_is_returned
 -    int64_t validity_ms = drift_validity_ms(a->w.ttl_ms, elapsed, c->cfg.drift_factor);
 +    int64_t validity_ms = drift_validity_ms(a->w.ttl_ms, 0, c->cfg.drift_factor);
 
-@ validity-no-margin redlock/acquire.c
+@ validity-no-margin redlock/kinds/acquire.c
 # Validity without the drift margin: ttl - elapsed, as if the masters'
 # clocks ran exactly at ours.
 kill: acquire acquire/validity_is_positive_and_at_most_ttl_minus_margin
@@ -646,97 +646,97 @@ kill: acquire acquire/validity_is_positive_and_at_most_ttl_minus_margin
 -    return (uint64_t)rate_us + DRIFT_FIXED_US;
 +    return DRIFT_FIXED_US;
 
-@ validity-from-decision redlock/acquire.c
+@ validity-from-decision redlock/kinds/acquire.c
 # The lock's validity runs from the decision instead of the attempt's
 # start: a slow quorum adds its time to the lease.
 kill: faults-pause-quorum faults_pause/a_lock_s_validity_runs_from_its_attempt_not_from_its_quorum
 -    rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
 +    rl_lock_set_valid_until(lock, rl_now_us() + (uint64_t)validity_ms * 1000);
 
-@ release-no-compare redlock/script.c
+@ release-no-compare redlock/base/script.c
 # The release script's common case deletes the key without comparing its
 # value with our token.
 kill: release release/wrong_token_is_enotheld_and_deletes_nothing
 -        "  if v == ARGV[1] and redis.call('exists', KEYS[2]) == 0 then\n"
 +        "  if redis.call('exists', KEYS[2]) == 0 then\n"
 
-@ release-hand-over-no-compare redlock/script.c
+@ release-hand-over-no-compare redlock/base/script.c
 # The release script's general case (sets, waiters, a failed attempt's
 # cleanup) frees and hands on a key whatever it holds.
 kill: contention contention/held_resource_is_econflict_with_every_vote_held
 -        "  if ours(v, ARGV[1]) then\n"
 +        "  if v then\n"
 
-@ extend-no-compare redlock/script.c
+@ extend-no-compare redlock/base/script.c
 # The extend script sets the new ttl on a key that holds another's token.
 kill: extend extend/wrong_token_is_enotheld_and_leaves_the_holder_alone
 -        "  if not ours(v, ARGV[1]) then return -1 end\n"
 +
 
-@ fast-ok-without-served redlock/acquire-votes.c
+@ fast-ok-without-served redlock/kinds/acquire-votes.c
 # The fast path counts an OK from a master whose marker is not served
 # (flushed, evicted, or its window running).
 kill: memory memory/flushall_refuses_a_client_that_met_the_master_before
 -    if (served == RL_UNSERVED) {
 +    if (0) {
 
-@ vote-counts-unchecked redlock/node-memory.c
+@ vote-counts-unchecked redlock/node/node-memory.c
 # An OK counts on a connection whose CHECK never answered as a Redis does:
 # nobody knows who the master is, nor what it remembers.
 kill: bad-input-masters bad_input/a_master_whose_check_fails_never_counts
 -    if (n->env->cfg->restart_guard && !n->trust.checked) {
 +    if (0) {
 
-@ check-pending-counts redlock/script.c
+@ check-pending-counts redlock/base/script.c
 # CHECK takes a pending (reborn, unsettled) marker for one whose window
 # has passed, and marks it served: a master that forgot counts at once.
 kill: memory memory/restart_without_persistence_refuses_a_fresh_client
 -        "if f[5] then state = 2 elseif not f[4] and age < window then state = 1\n"
 +        "if false then state = 2 elseif not f[4] and age < window then state = 1\n"
 
-@ heard-pending-counts redlock/script-lua.h
+@ heard-pending-counts redlock/base/script-lua.h
 # The acquire script's marker check (HEARD) ignores the pending state: a
 # reborn master grants, and counts, before its window is settled.
 kill: memory memory/flushall_refuses_a_fresh_client
 -"  if m[3] then\n"
 +"  if false then\n"
 
-@ check-adopts-other-run redlock/script.c
+@ check-adopts-other-run redlock/base/script.c
 # CHECK keeps a marker another process wrote (a restart that reloaded a
 # snapshot, a copy, a promoted replica): its data may lack grants.
 kill: memory memory/restart_from_an_older_snapshot_refuses_a_fresh_client
 -        "elseif m[1] ~= run then\n"
 +        "elseif false then\n"
 
-@ moved-not-reborn redlock/script.c
+@ moved-not-reborn redlock/base/script.c
 # CHECK ignores 'moved': the server a master's name now points to counts
 # at once, though it never saw what the old one granted.
 kill: names-move names/a_name_moved_onto_a_server_that_counts_is_reborn_there_before_it_votes
 -        "if ARGV[2] == 'moved' then\n"
 +        "if false then\n"
 
-@ moved-not-said redlock/node.c
+@ moved-not-said redlock/node/node.c
 # The client follows a name to its new address without saying so: the
 # CHECK there does not make the new server reborn.
 kill: names-move names/a_name_moved_onto_a_server_that_counts_is_reborn_there_before_it_votes
 -            n->moved = true;
 +
 
-@ settle-any-birth redlock/script.c
+@ settle-any-birth redlock/base/script.c
 # SETTLE applies to whatever rebirth the master is in, not only the one it
 # was measured for: a stale settle lets a later rebirth count early.
 kill: attack-stale stale/a_settle_measured_before_a_and_delivered_late_refuses_b_while_a_holds
 -        "if ARGV[1] == '' or m[1] ~= ARGV[1] or not m[2] then return 0 end\n"
 +        "if not m[2] then return 0 end\n"
 
-@ settle-window-no-drift redlock/memory.c
+@ settle-window-no-drift redlock/kinds/memory.c
 # A measured window loses its two rate allowances: the lease left on
 # another master's clock, taken as is on the reborn one's.
 kill: memory memory/a_measured_window_has_its_rate_allowances
 -        window = (uint32_t)(s->longest_ms + 2 * (int64_t)ceil((double)s->longest_ms * d) + 2);
 +        window = (uint32_t)(s->longest_ms);
 
-@ settle-no-wait redlock/memory.c
+@ settle-no-wait redlock/kinds/memory.c
 # The settle measures the fleet as soon as a master is seen pending, not
 # RL_QUORUM_MAX_MS after: an attempt that counted its vote from before
 # the rebirth may still write its lease after the measure.
@@ -744,7 +744,7 @@ kill: memory memory/a_settle_waits_out_the_attempts_that_may_have_counted_the_ma
 -    rl_monotime ripe = now + (credit < wait ? wait - credit : 0);
 +    rl_monotime ripe = now;
 
-@ settle-fence-not-raised redlock/script.c
+@ settle-fence-not-raised redlock/base/script.c
 # SETTLE leaves a reborn master's fence counter at 0 instead of raising it
 # to the fleet's: a quorum of reborn masters hands out a fence that went
 # back.
@@ -752,27 +752,27 @@ kill: memory memory/a_settle_raises_the_fence_counter_to_the_fleets
 -        "raise(KEYS[2], ARGV[4])\n"
 +
 
-@ fence-no-incr redlock/script.c
+@ fence-no-incr redlock/base/script.c
 # The acquire script reads the fence counter instead of raising it.
 kill: fence fence/tokens_are_positive_and_grow_for_one_client
 -        "  f = redis.call('incr', KEYS[fk + n])\n"
 +        "  f = tonumber(redis.call('get', KEYS[fk + n]) or '0')\n"
 
-@ fence-old-counter-not-above redlock/script.c
+@ fence-old-counter-not-above redlock/base/script.c
 # A per-resource counter from before one counter per master is matched,
 # not passed: the first fence after the change repeats the last one.
 kill: fence fence/a_counter_from_before_the_change_keeps_fences_growing
 -        "    if old[j] and old[j] >= top then top = old[j] + 1 end\n"
 +        "    if old[j] and old[j] >= top then top = old[j] end\n"
 
-@ fence-not-the-largest redlock/acquire-votes.c
+@ fence-not-the-largest redlock/kinds/acquire-votes.c
 # The fence is the last OK's counter, not the largest of the quorum's.
 kill: fence fence/the_fence_is_the_largest_of_the_counters_that_granted
 -    if (fence > a->fence)
 -        a->fence = fence;
 +    a->fence = fence;
 
-@ cleanup-skips-unanswered redlock/acquire.c
+@ cleanup-skips-unanswered redlock/kinds/acquire.c
 # A failed attempt cleans up only where a master answered: a master still
 # silent (or timed out) keeps the token its late SET writes.
 kill: faults-pause-quorum faults_pause/three_paused_is_enoquorum_after_about_the_node_timeout
@@ -781,20 +781,20 @@ kill: faults-pause-quorum faults_pause/three_paused_is_enoquorum_after_about_the
 +        if (kind == REDLOCK_VOTE_PENDING || kind == REDLOCK_VOTE_TIMEOUT)
 +            continue;
 
-@ hand-over-to-the-tail redlock/script-lua.h
+@ hand-over-to-the-tail redlock/base/script-lua.h
 # A release hands the key to the newest waiter instead of the queue's
 # head.
 kill: wait wait/waiters_of_one_client_are_served_oldest_first
 -"    local head = redis.call('zrange', q, 0, 0)[1]\n"
 +"    local head = redis.call('zrange', q, -1, -1)[1]\n"
 
-@ reservation-for-anyone redlock/script.c
+@ reservation-for-anyone redlock/base/script.c
 # A key reserved for the queue's head is taken by any waiter's attempt.
 kill: queue queue/a_dead_waiter_is_skipped_after_one_missed_reservation
 -        "    if v and not (queued and v == mine) then\n"
 +        "    if v and not (queued and string.byte(v, 1) == 1) then\n"
 
-@ late-quorum-unbounded redlock/op.c
+@ late-quorum-unbounded redlock/core/op.c
 # With the memory guard on, a majority may come any time after the
 # attempt started, not within RL_QUORUM_MAX_MS: a settle that waited that
 # long no longer covers the attempt's votes.

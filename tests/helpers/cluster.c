@@ -278,7 +278,7 @@ void tc_master_rm(int i, const char *name)
         tc_fail("removing %s failed (%d): %s", path, rc, out);
 }
 
-/* The test as the operator, in the library's trace (redlock/trace.c) when
+/* The test as the operator, in the library's trace (redlock/transport/trace.c) when
  * there is one: a marker it writes by hand is a step no client took, and
  * model/trace-check.py must know of it (an OPER line, before the write). */
 static void trace_operator(int i, const char *act)
@@ -304,7 +304,7 @@ static void trace_operator(int i, const char *act)
 
 void tc_declare_empty(int i)
 {
-    /* What redlock_readmit() does (redlock/script.c): a memory marker that
+    /* What redlock_readmit() does (redlock/base/script.c): a memory marker that
      * counts at once, for this very process (its run_id). Whatever marker
      * is there: a client's probe may already have found the restarted
      * master and marked it pending; the test says it is new. */
