@@ -4,10 +4,12 @@
 #   tools/check-map.sh
 #
 # Every .c and .h under redlock/, drift/, cli/ and bench/ must be named in
-# docs/map.md: by its path below its directory, in backticks (`acquire.c`,
-# `include/redlock.h`), anywhere in the section whose "## " heading names
-# that directory in backticks (`redlock/`), or by its whole path in
-# backticks anywhere (`cli/opts.c`). Prints one line per file the map does
+# docs/map.md: by its path below its directory, in backticks
+# (`kinds/acquire.c`, `include/redlock.h`), anywhere in the section whose
+# "## " heading names that directory in backticks (`redlock/`), or by its
+# whole path in backticks anywhere (`cli/opts.c`). In a table row of such a
+# section whose first cell is a folder in backticks (`kinds/`), the row's
+# names are below that folder (`acquire.c` is `redlock/kinds/acquire.c`). Prints one line per file the map does
 # not name (and a summary on stderr) and exits 1 if there is any; 0 and
 # one summary line otherwise.
 # No build, no server: the format stage of tools/run-tests.sh runs it.
@@ -20,8 +22,9 @@ MAP=docs/map.md
 
 [[ -f $MAP ]] || { echo "$PROG: no $MAP" >&2; exit 2; }
 
-# What the map names: "DIR/PATH" for each `PATH` in a section of DIR, and
-# each `DIR/PATH` anywhere, one per line.
+# What the map names: "DIR/PATH" for each `PATH` in a section of DIR
+# ("DIR/FOLDER/PATH" in a row of FOLDER), and each `DIR/PATH` anywhere,
+# one per line.
 named=$(awk '
     /^## / {
         dir = ""
@@ -29,6 +32,12 @@ named=$(awk '
             dir = substr($0, RSTART + 1, RLENGTH - 2)
     }
     {
+        folder = ""
+        if (dir != "" && match($0, /^\| *`[a-z][a-z0-9_-]*\/` *\|/)) {
+            folder = substr($0, RSTART, RLENGTH)
+            sub(/^\| *`/, "", folder)
+            sub(/` *\|$/, "", folder)
+        }
         line = $0
         while (match(line, /`[^`]+`/)) {
             tok = substr(line, RSTART + 1, RLENGTH - 2)
@@ -38,6 +47,8 @@ named=$(awk '
             print tok
             if (dir != "")
                 print dir tok
+            if (folder != "" && tok !~ /\//)
+                print dir folder tok
         }
     }' "$MAP" | LC_ALL=C sort -u)
 
