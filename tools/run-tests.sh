@@ -12,6 +12,9 @@
 #                                                 tools/check-map.sh: the
 #                                                 map (docs/map.md) names
 #                                                 every source file
+#                                                 tools/check-layers.sh:
+#                                                 redlock/'s includes run
+#                                                 down its layers
 #   plain      build/            hiredis 0.14.1   every suite; in a run
 #                                                 with asan, only what asan
 #                                                 leaves out: the CLI's
@@ -542,6 +545,19 @@ if wanted format; then
         passed=$((passed + 1))
     else
         stage_failed "format: docs/map.md does not name every source file (above)"
+    fi
+fi
+
+# The layers of redlock/: tools/check-layers.sh reads every include of its
+# .c and .h files and names each one that runs up, from a layer to one
+# above it (the order is written once, in the script; docs/map.md,
+# "Layers"). One test; no build, no server.
+if wanted format; then
+    say "format: tools/check-layers.sh"
+    if tools/check-layers.sh; then
+        passed=$((passed + 1))
+    else
+        stage_failed "format: an include of redlock/ runs up its layers (above)"
     fi
 fi
 
