@@ -220,7 +220,7 @@ def occurrences(m, root):
     try:
         text = open(os.path.join(root, m['file']), encoding='utf-8').read()
     except OSError as e:
-        return text, f'{m["file"]}: {e.strerror}'
+        return '', f'{m["file"]}: {e.strerror} (the mutant no longer applies)'
     n = text.count('\n'.join(m['old']))
     if n != 1:
         return text, f'{m["file"]}: its snippet occurs {n} times, not once (first line: {m["old"][0].strip()})'
