@@ -58,6 +58,16 @@ SAFE="-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=6000"
 #   FLUSHALL, others settle: a client's settle delayed past a rebirth.
 # readmit, declare: the operator, once, at any moment, after one fault.
 # extends: one client that extends once, one fault of any kind.
+# queue-flush, queue-restart, queue-copy, queue-drop: the queue with drift
+#   and a fault together (-DWAITQ): one client that waits (its places in
+#   the masters' queues, the reservations its own cleanups make for it,
+#   LEAVE, the fast path's guess and the release without Lua), drift 1,
+#   one fault of one kind (FLUSHALL of the running process; a restart that
+#   kept nothing; a restart from a copy, which may bring back an old
+#   reservation or queue; a lost connection), the prober. Two waiting
+#   clients with a fault do not fit (past 30 M states and growing after
+#   5 minutes, exhaustive or bitstate): hand-overs between clients are in
+#   pair's stale requests (no queue) and live-stuck (no drift).
 # live-stuck, live-progress: liveness once faults stop (-DLIVE): the last
 #   master down, client 1 may crash once; bounded delay: each connection
 #   its own process (weak fairness delivers every request), a tick only
@@ -76,6 +86,10 @@ CHECKS=(
     "pair|-DFAULTS=0 -DROUNDS1=1|$SAFE|-m300000"
     "late-release|-DONE_CLIENT -DGHOST -DFAULT_KIND=0 -DSETTLER -DTTL=6 -DQL=2|$SAFE|-m300000"
     "stale|-DPINGER -DUNDECL -DFAULT_KIND=3 -DSETTLER -DTTL=3|$SAFE|-m300000"
+    "queue-flush|-DONE_CLIENT -DWAITQ -DFAULT_KIND=3 -DTTL=3|$SAFE|-m300000"
+    "queue-restart|-DONE_CLIENT -DWAITQ -DFAULT_KIND=0 -DTTL=3|$SAFE|-m300000"
+    "queue-copy|-DONE_CLIENT -DWAITQ -DFAULT_KIND=1 -DTTL=3|$SAFE|-m300000"
+    "queue-drop|-DONE_CLIENT -DWAITQ -DFAULT_KIND=4 -DTTL=3|$SAFE|-m300000"
     "live-stuck|-DLIVE -DCRASH -DSTUCK_MAX=6|-O0 -w -DSAFETY|-m300000"
     "live-progress|-DLIVE -DCRASH -DLTL_PROGRESS -DSTUCK_MAX=255|-O0 -w -DNFAIR=3|-a -f -m300000"
 )
