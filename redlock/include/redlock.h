@@ -695,6 +695,10 @@ const char *redlock_client_master_addr(const redlock_client *c, size_t i);
  *               attempt's votes, success or failure
  * @reterr:      optional detail on failure
  *
+ * Redlock is not reentrant: a resource this client already holds is
+ * waited for like any other holder's (another thread sharing the client
+ * may release it); the first attempt logs a warning naming the token.
+ *
  * Tries up to 1 + retry_count times, with retry_delay + jitter between
  * attempts, each attempt with a fresh token. After a failed attempt it
  * releases on every master it sent the SET to. Validity is timed from the

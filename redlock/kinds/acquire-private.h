@@ -44,6 +44,7 @@ typedef struct rl_acquire {
     bool by_wake;         /* this attempt was started by a wake-up */
     bool reserved_seen;   /* a master said held, but a key of the set is ours */
     bool found;           /* this attempt found a key free or reserved for us */
+    bool told_mine;       /* "this client already holds it" was logged */
     bool wakes_idle;      /* a woken attempt found nothing this poll: wake-ups wait */
     uint32_t fast_mask;   /* masters this attempt sent the fast path's transaction */
     uint32_t window_ms;   /* the memory window it asks for: a fast grant counts where the

@@ -30,9 +30,10 @@ static bool retryable(int status)
 }
 
 /* The attempt met a holder: is it this client (lock.c, "what this client
- * holds")? Then waiting cannot help - the key goes only when this client
- * releases it or lets it lapse - and the message says so. A collision of
- * names would need this client to hold a live key with the same hash. */
+ * holds")? Then the message says so: the caller itself, if it holds the
+ * lock (redlock is not reentrant), or another thread or task sharing the
+ * client, whose release ends the wait. A collision of names would need
+ * this client to hold a live key with the same hash. */
 static bool acq_mine(rl_acquire *a)
 {
     rl_op *op = &a->op;
@@ -53,7 +54,7 @@ static bool acq_mine(rl_acquire *a)
     name[k] = '\0';
     rl_seterr(&op->err, REDLOCK_ECONFLICT, -1,
               "acquire: this client already holds '%s' (token %s, %lld ms of validity left): "
-              "redlock is not reentrant; use the lock you hold, or release it first",
+              "redlock is not reentrant; if this caller holds it, use that lock or release it",
               name, token, (long long)left_ms);
     return true;
 }
@@ -81,9 +82,12 @@ static void acq_after_cleanup(rl_acquire *a)
     op->status = status;
     if (status == REDLOCK_ECONFLICT)
         rl_acq_found_held(a); /* the next waiter for it queues at once */
-    if (status == REDLOCK_ECONFLICT && acq_mine(a)) {
-        rl_op_finish(op, status); /* no wait can end it: say so now */
-        return;
+    /* Held by this client: said at once (a warning), and the wait goes on
+     * as for any holder, since another thread or task of this client may
+     * be the holder and release it; if the wait ends, its message says so. */
+    if (status == REDLOCK_ECONFLICT && acq_mine(a) && !a->told_mine) {
+        a->told_mine = true;
+        rl_log(&c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", op->err.msg);
     }
     if (!retryable(status) || rl_acq_last(a) || c->freeing) {
         rl_op_finish(op, status);
