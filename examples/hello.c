@@ -1,15 +1,20 @@
-/* hello.c - take a lock on five masters, work, release. Build:
- *   cc hello.c $(pkg-config --cflags --libs redlock) */
+/* hello.c - take a lock on five masters, work, release. Build and run:
+ *   cc hello.c $(pkg-config --cflags --libs redlock) && ./a.out HOST:PORT,HOST:PORT,...
+ * (or set REDLOCK_MASTERS, as redlock-cli reads it) */
 #include <redlock.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 int main(int argc, char **argv)
 {
     redlock_config cfg;
     redlock_config_init(&cfg);
-    cfg.masters =
-        argc > 1 ? argv[1]
-                 : "127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004";
+    cfg.masters = argc > 1 ? argv[1] : getenv("REDLOCK_MASTERS");
+    if (!cfg.masters || !*cfg.masters) {
+        fprintf(stderr, "usage: hello HOST:PORT,HOST:PORT,... (or set REDLOCK_MASTERS; "
+                        "cluster-up.sh start prints a list)\n");
+        return 64; /* EX_USAGE */
+    }
     redlock_client *c = NULL;
     redlock_lock *lock;
     redlock_error err;

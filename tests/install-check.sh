@@ -2,7 +2,8 @@
 # install-check.sh BUILDDIR SRCDIR - install into a scratch prefix, build
 # examples/hello.c with nothing but `cc ... $(pkg-config --cflags --libs redlock)`
 # and run it against the masters in $REDLOCK_TEST_MASTERS (from with-cluster.sh).
-# Proves the installed header, library and redlock.pc are complete.
+# Proves the installed header, library and redlock.pc are complete; without
+# masters, hello says how to give them in one line and exits 64.
 set -euo pipefail
 build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
 dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
@@ -28,7 +29,7 @@ san=$(meson introspect "$build" --buildoptions | python3 -c \
 sanflags=()
 [ "$san" != none ] && sanflags=(-fsanitize="$san")
 cc "${sanflags[@]}" "$src/examples/hello.c" $(pkg-config --cflags --libs redlock) -o "$dest/hello"
-echo "1..2"
+echo "1..3"
 echo "ok 1 - hello.c builds with pkg-config --cflags --libs redlock"
 case "$libdir" in /*) ;; *) libdir="$prefix/$libdir" ;; esac
 if out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/hello" "$REDLOCK_TEST_MASTERS" 2>&1) \
@@ -36,4 +37,11 @@ if out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/hello" "$REDLOCK_TEST_MASTERS" 2>
   echo "ok 2 - hello takes and releases a lock on the masters"
 else
   echo "not ok 2 - hello failed: $out"; exit 1
+fi
+rc=0
+out=$(env -u REDLOCK_MASTERS LD_LIBRARY_PATH="$dest$libdir" "$dest/hello" 2>&1 </dev/null) || rc=$?
+if ((rc == 64)) && [[ $(wc -l <<<"$out") -eq 1 && $out == *REDLOCK_MASTERS* ]]; then
+  echo "ok 3 - hello without masters says how in one line and exits 64: $out"
+else
+  echo "not ok 3 - hello without masters: exit $rc, not 64 with one line naming REDLOCK_MASTERS: $out"; exit 1
 fi
