@@ -2,8 +2,8 @@
 # install-check.sh BUILDDIR SRCDIR - install into a scratch prefix, build
 # examples/hello.c with nothing but `cc ... $(pkg-config --cflags --libs redlock)`
 # and run it against the masters in $REDLOCK_TEST_MASTERS (from with-cluster.sh).
-# Proves the installed header, library and redlock.pc are complete; without
-# masters, hello says how to give them in one line and exits 64.
+# Proves the installed header, library and redlock.pc are complete, and that
+# the installed redlock(3) and its link pages render without a troff warning.
 set -euo pipefail
 build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
 dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
@@ -29,7 +29,7 @@ san=$(meson introspect "$build" --buildoptions | python3 -c \
 sanflags=()
 [ "$san" != none ] && sanflags=(-fsanitize="$san")
 cc "${sanflags[@]}" "$src/examples/hello.c" $(pkg-config --cflags --libs redlock) -o "$dest/hello"
-echo "1..3"
+echo "1..5"
 echo "ok 1 - hello.c builds with pkg-config --cflags --libs redlock"
 case "$libdir" in /*) ;; *) libdir="$prefix/$libdir" ;; esac
 if out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/hello" "$REDLOCK_TEST_MASTERS" 2>&1) \
@@ -45,3 +45,22 @@ if ((rc == 64)) && [[ $(wc -l <<<"$out") -eq 1 && $out == *REDLOCK_MASTERS* ]]; 
 else
   echo "not ok 3 - hello without masters: exit $rc, not 64 with one line naming REDLOCK_MASTERS: $out"; exit 1
 fi
+mandir=$(meson introspect "$build" --buildoptions | python3 -c \
+  'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="mandir"))')
+case "$mandir" in /*) ;; *) mandir="$prefix/$mandir" ;; esac
+man3=$dest$mandir/man3
+if [[ ! -f $man3/redlock.3 ]]; then
+  echo "not ok 4 - no redlock(3) at $man3/redlock.3"; exit 1
+elif warn=$(groff -ww -z -man "$man3/redlock.3" 2>&1) && [[ -z $warn ]]; then
+  echo "ok 4 - the installed redlock(3) renders without troff warnings"
+else
+  echo "not ok 4 - troff warns about the installed redlock(3): $warn"; exit 1
+fi
+# Each link page is ".so man3/redlock.3", read from the man dir as man(1) does.
+for f in redlock_acquire redlock_release redlock_extend; do
+  if [[ ! -f $man3/$f.3 ]] || ! warn=$(cd "$dest$mandir" && groff -ww -z -man "man3/$f.3" 2>&1) ||
+     [[ -n $warn ]] || ! grep -qx '\.so man3/redlock\.3' "$man3/$f.3"; then
+    echo "not ok 5 - $f(3) is not a link page to redlock(3) that renders cleanly: ${warn:-missing}"; exit 1
+  fi
+done
+echo "ok 5 - redlock_acquire(3), redlock_release(3), redlock_extend(3) lead to redlock(3)"
