@@ -10,6 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Where cluster-up.sh is installed (bench/meson.build), for the help. */
+#ifndef BENCH_CLUSTER_UP
+#define BENCH_CLUSTER_UP "cluster-up.sh"
+#endif
+
 static const char *scenario_list = "";
 
 static void usage(FILE *f)
@@ -23,13 +28,16 @@ static void usage(FILE *f)
             "--fail-backoff-us); no unit suffixes. (redlock-cli differs: there a bare\n"
             "number is seconds, and 250ms says ms.)\n"
             "\n"
-            "Targets (loopback only):\n"
-            "  --masters LIST        host:port,host:port,... (default 127.0.0.1:7000..7004)\n"
-            "  -n, --n-masters N     with --base-port, when --masters is not given (default 5)\n"
-            "  --base-port P         first master's port (default 7000)\n"
+            "Targets (loopback only; one of --masters and --base-port is required):\n"
+            "  --masters LIST        host:port,host:port,...\n"
+            "  --base-port P         or: N masters on 127.0.0.1:P, P+1, ...\n"
+            "  -n, --n-masters N     with --base-port (default 5)\n"
+            "Masters to measure, started by cluster-up.sh (five on 127.0.0.1:7000..7004,\n"
+            "-p P for others; it prints their list):\n"
+            "  %s start\n"
             "\n"
             "Fault injection (scenarios kill*, pause*, restart*, timeline):\n"
-            "  --cluster-script PATH cluster-up.sh; without it fault scenarios are skipped\n"
+            "  --cluster-script PATH cluster-up.sh (above); without it, no fault scenarios\n"
             "  --cluster-dir DIR     its -d DIR\n"
             "  --aof-base-port P     restart-aof starts its own --aof cluster there, in\n"
             "                        DIR-aof, and stops it afterwards (default base+10);\n"
@@ -76,7 +84,7 @@ static void usage(FILE *f)
             "\n"
             "Exit: 0 done; 2 setup error; 3 watchdog; 4 violations where the algorithm\n"
             "claims safety.\n",
-            scenario_list);
+            BENCH_CLUSTER_UP, scenario_list);
 }
 
 static int is_loopback(const char *host)
@@ -175,7 +183,6 @@ static double parse_num(const char *opt, const char *s, double lo, double hi)
 
 static void set_defaults(void)
 {
-    config.base_port = 7000;
     snprintf(config.scenarios, sizeof(config.scenarios), "all");
     config.duration_s = 2.0;
     config.clients = 8;
@@ -318,6 +325,14 @@ void parse_options(int argc, char **argv, const char *list)
     masters = parse_args(argc, argv);
     if (masters) {
         snprintf(config.masters, sizeof(config.masters), "%s", masters);
+    } else if (!config.base_port) {
+        /* No default: 7000.. is where Redis Cluster tutorials put their
+         * nodes too, and this program floods what it is given. */
+        fprintf(stderr,
+                "redlock-bench: no masters: give --masters LIST or --base-port P "
+                "(to start five on 127.0.0.1:7000..7004: %s start)\n",
+                BENCH_CLUSTER_UP);
+        exit(2);
     } else {
         size_t used = 0;
         int n = config.n_masters;
