@@ -15,7 +15,9 @@
 #   - examples/hello.c as libredlock-dev ships it builds with pkg-config alone
 #     (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR at the unpacked package),
 #     shared and static (libredlock.a holds hiredis too), and runs;
-#   - redlock-bench runs from its unpacked package.
+#   - redlock-bench runs from its unpacked package, and its --help names
+#     the cluster-up.sh its package ships;
+#   - the packages that hold the vendored hiredis say so in Built-Using.
 # Needs masters: without $REDLOCK_TEST_MASTERS it runs itself under
 # tests/with-cluster.sh (base port 7040 + $REDLOCK_TEST_PORT_OFFSET). TAP on
 # stdout; the last line is "check-packages.sh: N passed, N failed".
@@ -102,19 +104,25 @@ usr/include/redlock/version\\.h
 $lib/libredlock\\.(a|so)
 $lib/pkgconfig/redlock\\.pc
 usr/share/doc/libredlock-dev/README\\.md(\\.gz)?
+usr/share/doc/libredlock-dev/NEWS(\\.gz)?
+usr/share/man/man3/redlock(_acquire|_release|_extend)?\\.3\\.gz
 usr/share/doc/libredlock-dev/docs/[A-Za-z-]+\\.md(\\.gz)?
 usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh|service|timer)"
 required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
-$lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c"
+$lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c
+usr/share/man/man3/redlock.3.gz usr/share/man/man3/redlock_acquire.3.gz"
 allowed[redlock-cli]="usr/bin/redlock-cli
 usr/share/man/man1/redlock-cli\\.1\\.gz
 usr/share/bash-completion/completions/redlock-cli
-usr/share/zsh/vendor-completions/_redlock-cli"
+usr/share/zsh/vendor-completions/_redlock-cli
+usr/share/doc/redlock-cli/NEWS(\\.gz)?"
 required[redlock-cli]="usr/bin/redlock-cli usr/share/man/man1/redlock-cli.1.gz
 usr/share/bash-completion/completions/redlock-cli usr/share/zsh/vendor-completions/_redlock-cli"
 allowed[redlock-bench]="usr/bin/redlock-bench
-usr/share/man/man1/redlock-bench\\.1\\.gz"
-required[redlock-bench]="usr/bin/redlock-bench usr/share/man/man1/redlock-bench.1.gz"
+usr/share/man/man1/redlock-bench\\.1\\.gz
+usr/share/redlock-bench/cluster-up\\.sh"
+required[redlock-bench]="usr/bin/redlock-bench usr/share/man/man1/redlock-bench.1.gz
+usr/share/redlock-bench/cluster-up.sh"
 
 # Paths of the files and links in a package, without the leading "./".
 paths() {
@@ -173,6 +181,20 @@ check "libredlock1 depends on libssl3 (TLS, through shlibs)" \
     depends_on libredlock1 "libssl3( \\([^)]*\\))?"
 check "redlock-cli depends on libredlock1" depends_on redlock-cli "libredlock1 \\(>= [^)]*\\)"
 check "redlock-bench depends on libredlock1" depends_on redlock-bench "libredlock1 \\(>= [^)]*\\)"
+
+# Built-Using (debian/rules): hiredis's source version where its code is
+# linked in statically; redlock-cli links only libredlock.so.
+built_using() {
+    local p bu ok=0
+    for p in libredlock1 libredlock-dev redlock-bench; do
+        bu=$(dpkg-deb -f "${deb[$p]}" Built-Using)
+        [[ $bu =~ ^hiredis\ \(=\ 1\.2\.[^\)]+\)$ ]] || { echo "$p Built-Using: '$bu'"; ok=1; }
+    done
+    bu=$(dpkg-deb -f "${deb[redlock-cli]}" Built-Using)
+    [[ -z $bu ]] || { echo "redlock-cli Built-Using: '$bu' (it holds no hiredis)"; ok=1; }
+    return "$ok"
+}
+check "libredlock1, libredlock-dev and redlock-bench are Built-Using hiredis (= 1.2.x)" built_using
 
 # Everything goes into $tmp/all (for the symbols check and the dev build);
 # $tmp/lib holds libredlock1 alone, $tmp/cli and $tmp/bench their package.
@@ -329,5 +351,25 @@ check "redlock-bench loads the unpacked libredlock1" \
     loads_from "$tmp/bench/usr/bin/redlock-bench" "$tmp/lib/$lib/libredlock.so.1"
 check "redlock-bench measures the masters" bench --masters "$REDLOCK_TEST_MASTERS" \
     --scenarios uncontended --duration 1 --no-progress --no-json --out "$tmp/bench-out"
+bench_names_cluster_up() {
+    local out rc=0
+    bench --help | grep -F -- /usr/share/redlock-bench/cluster-up.sh || return 1
+    [[ -x $tmp/bench/usr/share/redlock-bench/cluster-up.sh ]] || { echo "cluster-up.sh not executable"; return 1; }
+    out=$(env -u REDLOCK_MASTERS "$tmp/bench/usr/share/redlock-bench/cluster-up.sh" --help) || rc=$?
+    if ((rc != 0)) || ! grep -q 'usage: cluster-up.sh' <<<"$out"; then
+        echo "cluster-up.sh --help: exit $rc"
+        return 1
+    fi
+}
+check "redlock-bench's --help names the cluster-up.sh its package ships, which runs" bench_names_cluster_up
+no_default_masters() {
+    local out rc=0
+    out=$(bench 2>&1) || rc=$?
+    if ((rc != 2)) || ! grep -q 'cluster-up.sh start' <<<"$out"; then
+        echo "exit $rc: $out"
+        return 1
+    fi
+}
+check "redlock-bench without masters says how to start them, exit 2" no_default_masters
 
 finish
