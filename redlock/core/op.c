@@ -344,7 +344,7 @@ static void trace_decision(const rl_op *op)
                   op->trace_id, op->ops->name, op->status, ok_list(op, ok, sizeof(ok)),
                   (long long)op->out.validity_ms, (unsigned long long)(l ? l->fence : 0),
                   l ? rl_trace_esc(tok, sizeof(tok), l->token, strnlen(l->token, 12)) : "",
-                  l ? l->ttl_ms : 0,
+                  op->decided_ttl_ms ? op->decided_ttl_ms : l ? l->ttl_ms : 0,
                   op->nres ? rl_trace_esc(k, sizeof(k), op->k.locks.v[0], op->k.locks.len[0]) : "");
 }
 

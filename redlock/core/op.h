@@ -90,12 +90,14 @@ struct rl_op {
     struct event *round_timer;               /* the node timeout of the current round */
     struct event *timer;                     /* the kind's own (retry delay, ...) */
 
-    uint32_t trace_id;      /* its id in the trace (trace.c); 0: not tracing */
-    rl_monotime trace_att;  /* the attempt the trace last announced */
-    rl_monotime decided_us; /* when a success measured its validity (the trace's
-                               DEC time) */
-    rl_monotime started_us; /* the call */
-    rl_monotime attempt_us; /* start of the current (finally: deciding) attempt */
+    uint32_t trace_id;       /* its id in the trace (trace.c); 0: not tracing */
+    rl_monotime trace_att;   /* the attempt the trace last announced */
+    rl_monotime decided_us;  /* when a success measured its validity (the trace's
+                                DEC time) */
+    uint32_t decided_ttl_ms; /* the ttl it measured it from (the trace's DEC ttl;
+                                0: the lock's), kept when the lock is gone */
+    rl_monotime started_us;  /* the call */
+    rl_monotime attempt_us;  /* start of the current (finally: deciding) attempt */
     uint32_t attempts;
 
     rl_keys k;     /* the locks (prefix + resource) and, as asked,

@@ -142,6 +142,7 @@ static void ext_decide(rl_op *op)
         uint64_t elapsed = now - op->attempt_us;
         int64_t validity_ms = drift_validity_ms(x->ttl_ms, elapsed, c->cfg.drift_factor);
         op->decided_us = now;
+        op->decided_ttl_ms = x->ttl_ms; /* the lock may be gone (watchdog stopped) */
         op->out.elapsed_us = elapsed;
         op->out.validity_ms = validity_ms;
         if (validity_ms <= 0) {
