@@ -285,6 +285,8 @@ struct wait_policy {
     uint32_t retry_delay_ms;  /* polling fallback: delay ... */
     uint32_t retry_jitter_ms; /* ... plus 0..jitter */
     int pubsub;               /* wake on a release (pub/sub), or poll only */
+    int by_retries;           /* plain redlock_acquire(): the client's default wait,
+                                 retry_count = wait_ms / (delay + jitter) */
 };
 struct wait_policy wait_policy_default(int pubsub); /* --wait-ms, --retry-* */
 void wait_config(const struct wait_policy *w, redlock_config *cfg);
@@ -444,6 +446,7 @@ void scenario_contention(void);
 void scenario_contention_poll(void);
 void scenario_contention_hold(void);
 void scenario_contention_hold_poll(void);
+void scenario_contention_hold_default(void);
 void scenario_contention_inproc(void);
 void scenario_kill1(void);
 void scenario_kill2(void);

@@ -4,6 +4,9 @@
  * baseline (issue 10):
  *   contention, contention-poll             K processes, hold 0
  *   contention-hold, contention-hold-poll   K processes, hold --hold-us
+ *   contention-hold-default                 the same, plain redlock_acquire():
+ *                                           the client's default wait, as many
+ *                                           retries as fill --wait-ms (issue 31)
  *   contention-inproc                       K waiters on one client, hold --hold-us
  *   contention-deadwaiter                   K processes, hold 0, a waiting one
  *                                           SIGKILLed every 2 s (and replaced),
@@ -43,6 +46,20 @@ void scenario_contention_hold(void)
 void scenario_contention_hold_poll(void)
 {
     processes_row("contention-hold-poll", config.hold_us, 0);
+}
+
+void scenario_contention_hold_default(void)
+{
+    struct result *r = result_new("contention-hold-default");
+    struct contend_opts o = { .clients = config.clients,
+                              .duration_s = config.duration_s,
+                              .ttl_ms = config.ttl_ms,
+                              .hold_us = config.hold_us,
+                              .wait = wait_policy_default(1),
+                              .label = "contention-hold-default" };
+
+    o.wait.by_retries = 1;
+    contend_run(&o, r);
 }
 
 void scenario_contention_inproc(void)
