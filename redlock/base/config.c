@@ -362,8 +362,13 @@ int rl_opts_resolve(const redlock_config *cfg, const redlock_acquire_opts *opts,
         BAD("acquire options: retry_delay_ms %u / retry_jitter_ms %u too large (max 600000)",
             w.delay_ms, w.jitter_ms);
     if (w.wait_ms == REDLOCK_WAIT_RETRIES) {
+        /* A deadline of retry_count polls at their longest, and no more than
+         * retry_count polls (docs/waiting.md, "The default wait"). */
+        uint64_t poll = (uint64_t)w.delay_ms + w.jitter_ms;
+        uint64_t d = (uint64_t)cfg->retry_count * (poll > 0 ? poll : 1);
         w.from_retries = true;
-        w.wait_ms = 0; /* the acquire draws the deadline from retry_count */
+        w.max_polls = cfg->retry_count;
+        w.wait_ms = d < (uint64_t)REDLOCK_WAIT_MAX_MS ? (int64_t)d : REDLOCK_WAIT_MAX_MS;
     } else if (w.wait_ms != REDLOCK_WAIT_FOREVER &&
                (w.wait_ms < 0 || w.wait_ms > REDLOCK_WAIT_MAX_MS)) {
         BAD("acquire options: wait_ms is %lld (use 0, 1..2^40 ms or REDLOCK_WAIT_FOREVER)",

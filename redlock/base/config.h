@@ -26,7 +26,9 @@ typedef struct rl_wait_spec {
     uint32_t ttl_ms;
     unsigned flags;
     int64_t wait_ms;              /* 0, > 0, or REDLOCK_WAIT_FOREVER */
-    bool from_retries;            /* wait drawn from retry_count (redlock_acquire) */
+    bool from_retries;            /* wait drawn from retry_count (redlock_acquire):
+                                     wait_ms is retry_count x (delay + jitter) */
+    uint32_t max_polls;           /* from_retries: retry_count polls end it too */
     uint32_t delay_ms, jitter_ms; /* polling fallback */
     redlock_cancel *cancel;
 } rl_wait_spec;

@@ -445,9 +445,15 @@ typedef struct redlock_config {
                                  (default: the retry_count deadline below), 0 (one
                                  attempt), a duration, or REDLOCK_WAIT_FOREVER */
     uint32_t retry_count;     /* polls after the first attempt before giving up;
-                                 default 3. The wait is a deadline drawn from these
-                                 (retry_count delays of retry_delay + jitter):
-                                 wake-ups from a release, and the attempt right
+                                 default 3. REDLOCK_WAIT_RETRIES makes the wait a
+                                 deadline of retry_count x (retry_delay +
+                                 retry_jitter) ms (900 ms with the defaults: what
+                                 the polls took at their longest) that also ends
+                                 after retry_count polls, whichever comes first.
+                                 It waits in the masters' queue like any deadline:
+                                 a waiter far from the head polls less often (up to
+                                 8 delays apart), so it may make fewer polls.
+                                 Wake-ups from a release, and the attempt right
                                  after a first one that met a holder (it takes the
                                  waiter's place in the queues), are extra attempts
                                  and do not count. */
@@ -525,7 +531,7 @@ typedef struct redlock_config {
 #define REDLOCK_DRIFT_FACTOR_MIN 0.001
 
 #define REDLOCK_WAIT_FOREVER ((int64_t)-1)     /* wait until the lock is ours (or cancelled) */
-#define REDLOCK_WAIT_RETRIES ((int64_t)-2)     /* config.wait_ms: derive from retry_count */
+#define REDLOCK_WAIT_RETRIES ((int64_t)-2)     /* config.wait_ms: a retry_count deadline */
 #define REDLOCK_WAIT_DEFAULT ((int64_t)-3)     /* acquire opts: the client's wait_ms */
 #define REDLOCK_WAIT_MAX_MS ((int64_t)1 << 40) /* ~35 years: longer is FOREVER */
 
@@ -699,8 +705,11 @@ const char *redlock_client_master_addr(const redlock_client *c, size_t i);
  * waited for like any other holder's (another thread sharing the client
  * may release it); the first attempt logs a warning naming the token.
  *
- * Tries up to 1 + retry_count times, with retry_delay + jitter between
- * attempts, each attempt with a fresh token. After a failed attempt it
+ * Waits by config.wait_ms; by default (REDLOCK_WAIT_RETRIES) until a
+ * deadline of retry_count x (retry_delay + retry_jitter) ms after the call
+ * (900 ms with the defaults), polling up to retry_count times besides the
+ * first attempt (fewer far back in the queue) and woken by the release that
+ * hands it the lock; each attempt with a fresh token. After a failed attempt it
  * releases on every master it sent the SET to. Validity is timed from the
  * start of the successful attempt; a lease with validity <= 0 is never
  * returned.

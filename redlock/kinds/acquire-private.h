@@ -28,10 +28,8 @@ typedef struct rl_acquire {
     int phase;               /* enum acq_phase */
     rl_wait_spec w;          /* ttl, flags, how long and how to wait */
     rl_monotime deadline_us; /* no new attempt after this; UINT64_MAX: forever */
-    bool by_polls;           /* redlock_acquire()'s wait: a number of polls */
+    bool by_polls;           /* redlock_acquire()'s wait: a number of polls too */
     uint32_t polls_left;     /* by_polls: polls still to come */
-    rl_monotime poll_at_us;  /* when the poll timer fires */
-    uint64_t poll_rest_us;   /* by_polls: what a wake-up left of the poll's delay */
     uint32_t lease_ms;       /* a waiter's place lasts this long without news */
     uint32_t n_ok, n_fail;   /* the current round's answers */
     char token[REDLOCK_TOKEN_MAX + 1];
@@ -78,7 +76,7 @@ rl_fanout *rl_acq_command(rl_acquire *a);
 void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last, size_t len);
 
 /* acquire-queue.c: when waiting ends, and the waiter's places. */
-void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w);
+void rl_acq_set_wait(rl_acquire *a, const rl_wait_spec *w);
 bool rl_acq_last(const rl_acquire *a);
 void rl_acq_join_queue(rl_acquire *a);
 void rl_acq_leave_queues(rl_acquire *a);

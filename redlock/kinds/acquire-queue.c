@@ -1,7 +1,8 @@
 /* acquire-queue.c - waiting: when it ends, and the waiter's place in the queues.
  *
- * A wait ends at a deadline (redlock_acquire_with) or after a number of polls
- * (redlock_acquire's retry_count); wake-ups never use it up. A waiter takes
+ * A wait ends at a deadline (redlock_acquire_with's, or redlock_acquire's
+ * drawn from retry_count, which also ends after that many polls); wake-ups
+ * never use it up. A waiter takes
  * its place in the masters' queues with its first attempt and leaves them
  * when it is done (docs/waiting.md, "Waiting in turn: the fair hand-off").
  */
@@ -14,25 +15,24 @@ bool rl_acq_last(const rl_acquire *a)
 {
     if (a->cancelled)
         return true;
-    if (a->by_polls)
-        return a->polls_left == 0;
+    if (a->by_polls && a->polls_left == 0)
+        return true;
     return a->final || rl_now_us() >= a->deadline_us;
 }
 
-/* When waiting ends: at the deadline of the wait asked for, or, for
- * redlock_acquire()'s wait drawn from retry_count, after that many polls
- * (retry_delay + jitter each). Wake-ups are extra attempts there: a poll
- * interrupted by one resumes with what was left of its delay, so the time
- * spent waiting is what the polls alone would take. */
-void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
+/* When waiting ends: at the deadline of the wait asked for. redlock_acquire()'s
+ * wait drawn from retry_count is a deadline too, retry_count polls at their
+ * longest (retry_delay + jitter each), and ends after retry_count polls if
+ * those come first: its polls slow down with the waiter's rank like any
+ * deadline wait's (acquire.c), and a count keeps bounding them. Wake-ups are
+ * extra attempts and use none of it up. */
+void rl_acq_set_wait(rl_acquire *a, const rl_wait_spec *w)
 {
     a->deadline_us = UINT64_MAX;
-    if (w->from_retries) {
-        a->by_polls = true;
-        a->polls_left = c->cfg.retry_count;
-    } else if (w->wait_ms != REDLOCK_WAIT_FOREVER) {
+    a->by_polls = w->from_retries;
+    a->polls_left = w->max_polls;
+    if (w->wait_ms != REDLOCK_WAIT_FOREVER)
         a->deadline_us = a->op.started_us + (uint64_t)w->wait_ms * 1000;
-    }
 }
 
 /* An acquire that may wait takes a place in the masters' queues from its
@@ -52,7 +52,7 @@ void rl_acq_set_wait(rl_acquire *a, redlock_client *c, const rl_wait_spec *w)
 void rl_acq_join_queue(rl_acquire *a)
 {
     redlock_client *c = a->op.c;
-    bool waits = a->by_polls ? a->polls_left > 0 : a->w.wait_ms != 0;
+    bool waits = a->w.wait_ms != 0 && (!a->by_polls || a->polls_left > 0);
     if (!waits || !c->cfg.pubsub_wait)
         return; /* one attempt, or polling only */
     uint64_t poll = (uint64_t)a->w.delay_ms + a->w.jitter_ms;

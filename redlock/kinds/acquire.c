@@ -128,18 +128,15 @@ static void acq_after_cleanup(rl_acquire *a)
      * wake-up; the poll is the safety net for a lost one, or a head that
      * died (acquire-queue.c says what that costs). Polls then grow with
      * log(waiters), not with their number. A wait drawn from retry_count
-     * keeps its polls: their number is the wait. */
-    if (!a->by_polls && a->rank != UINT32_MAX && a->rank > 1)
+     * too: its deadline is what its polls would take at their longest, and
+     * its count still bounds the polls (acquire-queue.c). */
+    if (a->rank != UINT32_MAX && a->rank > 1)
         delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
-    if (a->by_polls && a->poll_rest_us) {
-        delay_us = a->poll_rest_us; /* a wake-up came early: the poll keeps its time */
-        a->poll_rest_us = 0;
-    } else if (!a->by_polls && now + delay_us >= a->deadline_us) {
+    if (now + delay_us >= a->deadline_us) {
         /* The last poll is at the deadline itself; one more attempt then. */
         delay_us = a->deadline_us - now;
         a->final = true;
     }
-    a->poll_at_us = now + delay_us;
     rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
 }
 
@@ -419,8 +416,6 @@ static void acq_wake(rl_waiter *w)
         a->wake_pending = true; /* voting or cleaning up: retry when this attempt fails */
         return;
     }
-    rl_monotime now = rl_now_us();
-    a->poll_rest_us = a->poll_at_us > now ? a->poll_at_us - now : 1;
     a->final = false;
     a->by_wake = true;
     rl_op_disarm(&a->op);
@@ -500,7 +495,7 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
     op->cb = cb;
     op->arg = arg;
     a->waiter.wake = acq_wake;
-    rl_acq_set_wait(a, c, w);
+    rl_acq_set_wait(a, w);
     rl_acq_join_queue(a);
     if (w->ttl_ms > c->max_ttl_ms)
         c->max_ttl_ms = w->ttl_ms;
