@@ -569,6 +569,23 @@ Test(wait, a_key_freed_by_a_failed_attempt_goes_to_the_head)
 
 /* ---- waiters far from the head poll less ------------------------------------- */
 
+/* Queue @n async waiters for @res on @c, in order, each waiting 20 s and
+ * polling every @delay_ms until @cc fires. */
+static void queue_waiters(struct event_base *base, redlock_client *c, const char *res,
+                          redlock_cancel *cc, struct seen *w, int n, uint32_t delay_ms)
+{
+    redlock_resource r = { res, strlen(res) };
+    redlock_error e;
+    for (int i = 0; i < n; i++) {
+        w[i] = (struct seen){ 1, 0, NULL };
+        redlock_acquire_opts o = opts(20000, delay_ms);
+        o.cancel = cc;
+        cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_seen, &w[i], &e), 0), "%s",
+                  e.msg);
+        cr_assert(TC_RUN_UNTIL(base, queued_everywhere(res, i + 1), 5000), "W%d never queued", i);
+    }
+}
+
 Test(wait, waiters_far_from_the_head_poll_less_often)
 {
     /* Time is the subject: five waiters queue in order behind a holder and
@@ -584,19 +601,10 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
     redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
     struct event_base *base = event_base_new();
     redlock_client *c = tc_client_async(NULL, base);
-    redlock_resource r = { res, rlen };
     redlock_cancel *cc;
     cr_assert(eq(int, redlock_cancel_new(&cc), 0));
     struct seen w[W];
-    redlock_error e;
-    for (int i = 0; i < W; i++) {
-        w[i] = (struct seen){ 1, 0, NULL };
-        redlock_acquire_opts o = opts(20000, 50);
-        o.cancel = cc;
-        cr_assert(eq(int, redlock_acquire_with_async(c, &r, 1, &o, on_seen, &w[i], &e), 0), "%s",
-                  e.msg);
-        cr_assert(TC_RUN_UNTIL(base, queued_everywhere(res, i + 1), 5000), "W%d never queued", i);
-    }
+    queue_waiters(base, c, res, cc, w, W, 50);
     struct timeval tv = { 1, 500000 };
     event_base_loopexit(base, &tv);
     event_base_dispatch(base);
@@ -625,4 +633,140 @@ Test(wait, waiters_far_from_the_head_poll_less_often)
     redlock_client_free(holder);
     redlock_client_free(c);
     event_base_free(base);
+}
+
+/* A client whose default wait (redlock_acquire()) is @count polls of
+ * @delay_ms, no jitter: a deadline of count x delay (issue 31). */
+static redlock_client *default_wait_client(uint32_t count, uint32_t delay_ms)
+{
+    redlock_config cfg;
+    tc_config(&cfg);
+    cfg.retry_count = count;
+    cfg.retry_delay_ms = delay_ms;
+    cfg.retry_jitter_ms = 0;
+    cfg.node_timeout_ms = 200;
+    return tc_client(&cfg, -1);
+}
+
+Test(wait, the_default_wait_is_a_deadline_and_its_count_still_bounds_the_polls)
+{
+    /* Time is the subject: held everywhere, alone in the queue (rank 0,
+     * polls at the delay), retry_count 3 of 100 ms: the first attempt, the
+     * one that takes its place, three polls, the last at the deadline
+     * (300 ms); never more, and given up within one attempt after it
+     * (up to 400 ms on this loaded machine). */
+    char res[128];
+    tc_resource(res, sizeof(res), "defwait");
+    size_t rlen = strlen(res);
+    for (int m = 0; m < tc_n(); m++)
+        tc_plant(m, res, rlen, "someone-else", TTL_MS);
+    redlock_client *c = default_wait_client(3, 100);
+    redlock_lock *l = NULL;
+    TC_OUTCOME(out);
+    redlock_error e;
+    uint64_t t0 = tc_now_us();
+    int rc = redlock_acquire(c, res, rlen, TTL_MS, &l, out, &e);
+    uint64_t took_ms = (tc_now_us() - t0) / 1000;
+    cr_assert(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(ge(u64, took_ms, 300), "gave up before its deadline: %llu ms",
+              (unsigned long long)took_ms);
+    cr_expect(le(u64, took_ms, 300 + 400), "%llu ms for a 300 ms wait",
+              (unsigned long long)took_ms);
+    cr_expect(le(u32, redlock_outcome_attempts(out), 1 + 1 + 3), "%u attempts for 3 retries",
+              redlock_outcome_attempts(out));
+    cr_expect(ge(u32, redlock_outcome_attempts(out), 1 + 1 + 2), "%u attempts for 3 retries",
+              redlock_outcome_attempts(out));
+    cr_expect(TC_AWAIT(queued_everywhere(res, 0) && !queued_everywhere(res, 1), 3000),
+              "the waiter's place outlived its wait");
+    tc_del_all(res, rlen);
+    redlock_client_free(c);
+}
+
+Test(wait, the_default_wait_far_from_the_head_polls_less_and_ends_at_its_deadline)
+{
+    /* Time is the subject: four waiters queue ahead, so a default wait of
+     * 6 retries of 50 ms (a 300 ms deadline) sits at rank 4 and polls every
+     * 200 ms: the first attempt, its place, one poll and the deadline's
+     * attempt. Counting polls without slowing them (before issue 31) made
+     * 1 + 1 + 6. */
+    enum { W = 4 };
+    char res[128];
+    tc_resource(res, sizeof(res), "defrank");
+    size_t rlen = strlen(res);
+    redlock_client *holder = client(0, 200);
+    redlock_lock *hl = tc_must_acquire(holder, res, TTL_MS, NULL);
+    struct event_base *base = event_base_new();
+    redlock_client *ahead = tc_client_async(NULL, base);
+    redlock_cancel *cc;
+    cr_assert(eq(int, redlock_cancel_new(&cc), 0));
+    struct seen w[W];
+    queue_waiters(base, ahead, res, cc, w, W, 1000);
+    redlock_error e;
+    redlock_client *c = default_wait_client(6, 50);
+    redlock_lock *l = NULL;
+    TC_OUTCOME(out);
+    uint64_t t0 = tc_now_us();
+    int rc = redlock_acquire(c, res, rlen, TTL_MS, &l, out, &e);
+    uint64_t took_ms = (tc_now_us() - t0) / 1000;
+    cr_expect(eq(int, rc, REDLOCK_ECONFLICT), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_log_info("rank %d: %u attempts in %llu ms", W, redlock_outcome_attempts(out),
+                (unsigned long long)took_ms);
+    cr_expect(ge(u64, took_ms, 300), "gave up before its deadline: %llu ms",
+              (unsigned long long)took_ms);
+    cr_expect(le(u64, took_ms, 300 + 400), "%llu ms for a 300 ms wait",
+              (unsigned long long)took_ms);
+    cr_expect(le(u32, redlock_outcome_attempts(out), 1 + 1 + 3),
+              "rank %d polled at the head's pace: %u attempts", W, redlock_outcome_attempts(out));
+    redlock_cancel_fire(cc);
+    cr_assert(TC_RUN_UNTIL(base,
+                           w[0].status != 1 && w[1].status != 1 && w[2].status != 1 &&
+                               w[3].status != 1,
+                           5000),
+              "the waiters ahead never ended");
+    tc_must_release(holder, hl);
+    tc_del_all(res, rlen);
+    redlock_cancel_free(cc);
+    redlock_client_free(c);
+    redlock_client_free(holder);
+    redlock_client_free(ahead);
+    event_base_free(base);
+}
+
+typedef struct default_waiter {
+    redlock_client *c;
+    const char *res;
+    int rc;
+    uint64_t done_us;
+    redlock_lock *lock;
+} default_waiter;
+
+static void *wait_by_default(void *arg)
+{
+    default_waiter *w = arg;
+    w->rc = redlock_acquire(w->c, w->res, strlen(w->res), TTL_MS, &w->lock, NULL, NULL);
+    w->done_us = tc_now_us();
+    return NULL;
+}
+
+Test(wait, the_default_wait_is_handed_the_lock_by_a_wake_up)
+{
+    /* A default wait of 5 retries of 2 s: the release wakes it, long
+     * before its next poll. */
+    char res[128];
+    tc_resource(res, sizeof(res), "defwake");
+    redlock_client *holder = client(0, 200);
+    redlock_lock *l = tc_must_acquire(holder, res, TTL_MS, NULL);
+    default_waiter w = { default_wait_client(5, 2000), res, -100, 0, NULL };
+    pthread_t t;
+    pthread_create(&t, NULL, wait_by_default, &w);
+    cr_assert(TC_AWAIT(queued_everywhere(res, 1), 5000), "the waiter never queued");
+    uint64_t released = tc_now_us();
+    tc_must_release(holder, l);
+    pthread_join(t, NULL);
+    cr_assert(eq(int, w.rc, 0), "the waiter got the lock (%s)", redlock_err_name(w.rc));
+    long ms = (long)((w.done_us - released) / 1000);
+    cr_expect(lt(long, ms, 1000), "handed over after %ld ms: a poll, not a wake-up", ms);
+    tc_must_release(w.c, w.lock);
+    redlock_client_free(w.c);
+    redlock_client_free(holder);
 }
