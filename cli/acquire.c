@@ -134,7 +134,8 @@ int cli_acquire(const struct cli_opts *o, redlock_client *c, redlock_lock **ret_
     opts.flags = o->fence ? REDLOCK_FENCE : 0;
     opts.retry_delay_ms = o->retry_delay_ms;
     opts.retry_jitter_ms = o->retry_delay_ms / 2;
-    /* Without --wait, the client's: --retry polls (config.c), 0 by default. */
+    /* Without --wait, the client's: a deadline of --retry polls, and no
+     * more polls than that (config.c); 0 by default. */
     if (o->wait_set)
         opts.wait_ms = o->wait_ms;
     if (watcher_start(&w) < 0) {

@@ -33,8 +33,10 @@ void cli_config_fill(const struct cli_opts *o, redlock_config *cfg)
     if (o->connect_timeout_ms > 0)
         cfg->connect_timeout_ms = o->connect_timeout_ms;
     /* How long an acquire waits is said per call (acquire.c): --wait, or
-     * without it the library's deadline drawn from --retry polls (none by
-     * default: one attempt). */
+     * without it the library's default wait, a deadline of --retry polls of
+     * --retry-delay x 1.5 that also ends after --retry polls, in the queue
+     * with the slower polls far from its head (none by default: one
+     * attempt, as flock -n's scripts expect of a lock that is held). */
     cfg->retry_count = o->retry;
     cfg->retry_delay_ms = o->retry_delay_ms;
     cfg->retry_jitter_ms = o->retry_delay_ms / 2;
