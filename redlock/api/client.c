@@ -111,6 +111,12 @@ static void client_on_marker(rl_node *n, const rl_marker *m, void *arg)
 static void client_on_event(rl_node *n, int status, int event, const char *msg, void *arg)
 {
     redlock_client *c = arg;
+    if (n->idx < REDLOCK_MAX_MASTERS && event > 0 && event < RL_MET_EVENTS) {
+        rl_met_master *mm = &c->metrics.master[n->idx];
+        rl_met_inc(&mm->events[event]);
+        if (status == REDLOCK_EUNTRUSTED)
+            rl_met_inc(&mm->excluded_events);
+    }
     if (!c->cfg.event_fn)
         return;
     redlock_error e = { status, (int)n->idx, "" };

@@ -422,16 +422,45 @@ static rl_op *done_pop(redlock_client *c)
     return op;
 }
 
+/* What the op adds to the client's metrics (metrics.h): acquires, releases
+ * and extends by status, the acquire's wait, the lease's hold, and each
+ * master's vote in the deciding attempt. */
+static void count_op(rl_op *op, uint64_t waited_us)
+{
+    rl_metrics *m = &op->c->metrics;
+    switch (op->ops->kind) {
+    case REDLOCK_OP_ACQUIRE:
+        rl_met_status(m->acquires, op->status);
+        rl_met_observe(&m->wait, waited_us);
+        break;
+    case REDLOCK_OP_RELEASE:
+        rl_met_status(m->releases, op->status);
+        if (op->lock && op->lock->granted_us) {
+            rl_monotime now = rl_now_us();
+            rl_met_observe(&m->hold, now > op->lock->granted_us ? now - op->lock->granted_us : 0);
+        }
+        break;
+    case REDLOCK_OP_EXTEND: rl_met_status(m->extends, op->status); break;
+    case REDLOCK_OP_PING:
+        rl_met_votes(m, op->out.votes, op->c->n, false); /* up or not; no votes */
+        return;
+    default: return; /* status, declare: no votes of a lock */
+    }
+    rl_met_votes(m, op->out.votes, op->c->n, true);
+}
+
 static void deliver_one(rl_op *op)
 {
     redlock_client *c = op->c;
     op_unlink(op);
+    uint64_t waited_us = rl_now_us() - op->started_us;
+    count_op(op, waited_us);
     if (c->cfg.op_fn) {
         redlock_op_info info = {
             .kind = op->ops->kind,
             .status = op->status,
             .attempts = op->attempts,
-            .waited_us = rl_now_us() - op->started_us,
+            .waited_us = waited_us,
             .elapsed_us = op->out.elapsed_us,
             .resource = op->nres ? op->k.locks.v[0] + c->prefix_len : NULL,
             .resource_len = op->nres ? op->k.locks.len[0] - c->prefix_len : 0,

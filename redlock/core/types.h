@@ -32,6 +32,7 @@
 
 #include "base/common.h"
 #include "core/fanout.h"
+#include "core/metrics.h"
 #include "node/node.h"
 #include "base/result.h"
 
@@ -91,6 +92,7 @@ struct redlock_client {
     bool free_requested;                 /* redlock_client_free() was called from one */
     void (*destroy)(redlock_client *c);  /* client.c's teardown, for the deferred free */
     void (*shutdown)(redlock_client *c); /* client.c: end every op and watchdog (loop thread) */
+    rl_metrics metrics;                  /* counted on the loop thread, read by any (metrics.h) */
 };
 
 struct redlock_lock {
@@ -111,6 +113,7 @@ struct redlock_lock {
                                          only through rl_lock_valid_until/_set: with a
                                          blocking client the watchdog's I/O thread
                                          writes it while the holder's thread reads */
+    rl_monotime granted_us;           /* when its acquire decided (hold time); 0: unknown */
     struct rl_watchdog *wd;           /* running watchdog, or NULL */
     void (*on_free)(redlock_lock *l); /* set while a watchdog runs: stops it first */
 };

@@ -1467,6 +1467,43 @@ int redlock_readmit_async(redlock_client *c, uint32_t max_ttl_ms, unsigned flags
                           redlock_declare_cb cb, void *arg, redlock_error *reterr);
 
 /* ------------------------------------------------------------------------ */
+/* Metrics                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * redlock_metrics_write() - the client's metrics as Prometheus text
+ * @c:       any client, blocking or async
+ * @buf:     where the text goes, NUL-terminated; NULL with @cap 0 to ask
+ *           only how long it is
+ * @cap:     bytes at @buf
+ * @ret_len: set to the text's length without its NUL (so @cap must be at
+ *           least *@ret_len + 1), whether it fitted or not
+ * @reterr:  optional
+ *
+ * Writes the Prometheus text exposition format, version 0.0.4 (serve it as
+ * "text/plain; version=0.0.4"; its names also pass as OpenMetrics): acquires,
+ * releases and extends by status, the acquire's wait and the lease's hold
+ * as histograms, leases the watchdog lost and the validity they had left,
+ * and per master (label master="host:port") its votes, its sitting out and
+ * why, whether it answered last, and its clock and restart events. Every
+ * metric, its labels and what to alert on: docs/operators.md.
+ *
+ * Counting costs each operation a few relaxed atomic adds on the client's
+ * loop thread; nothing is sent to the masters and nothing is allocated.
+ * Any thread may call this at any time, also while the client's I/O
+ * thread runs operations (a counter read here may be one operation behind
+ * another). It allocates nothing and does not block. Not an operation, so
+ * it has no async twin.
+ *
+ * Return: 0; REDLOCK_EINVAL if @c or @ret_len is NULL, or if the text does
+ * not fit in @cap bytes (@reterr says how many it needs; counters grow
+ * between two calls, so leave room). Since 1.1.
+ */
+REDLOCK_API
+int redlock_metrics_write(redlock_client *c, char *buf, size_t cap, size_t *ret_len,
+                          redlock_error *reterr);
+
+/* ------------------------------------------------------------------------ */
 /* Version                                                                  */
 /* ------------------------------------------------------------------------ */
 

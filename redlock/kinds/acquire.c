@@ -261,6 +261,7 @@ static void acq_succeed(rl_acquire *a)
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
     rl_mine_add(c, &op->k.locks, a->token, rl_lock_valid_until(lock));
+    lock->granted_us = rl_now_us();
     op->lock = lock; /* the callback's owner's, from the delivery on */
     if (a->phase == ACQ_VOTING)
         rl_acq_leave_later(a); /* the round still reads the masters pending */

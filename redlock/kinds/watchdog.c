@@ -76,6 +76,11 @@ static void wd_lost(rl_watchdog *wd, int status, const redlock_error *err)
     redlock_lost_cb cb = wd->cb;
     void *arg = wd->arg;
     redlock_error e = err ? *err : (redlock_error){ 0, -1, "" };
+    if (status != REDLOCK_ESHUTDOWN) { /* the client's end is no lost lease */
+        int64_t left = redlock_lock_validity_ms(lock);
+        rl_met_status(c->metrics.lost, status);
+        rl_met_observe(&c->metrics.lost_left, left > 0 ? (uint64_t)left * 1000 : 0);
+    }
     if (!err)
         rl_seterr(&e, status, -1, "watchdog stopped: %s", redlock_strerror(status));
     wd_detach(wd);
