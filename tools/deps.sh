@@ -2,7 +2,7 @@
 # deps.sh - what redlock builds, tests and benches with, on Debian 12.
 #
 #   tools/deps.sh [--hiredis12] [--valkey] [--valkey9] [--redis8]
-#                 [--redis80] [--valkey81]
+#                 [--redis80] [--valkey81] [--promtool]
 #
 # Always: the Debian 12 packages (compilers, meson, libhiredis-dev 0.14.1,
 # libevent, OpenSSL, criterion, redis-server, abigail-tools, ...). dpkg is
@@ -33,6 +33,12 @@
 #                 redis source into DEPS/redis-8.0/bin/.
 #   --valkey81    also Valkey 8.1 (Debian 13's: SET IFEQ), the same way from
 #                 trixie's valkey source into DEPS/valkey-8.1/bin/.
+#   --promtool    also promtool (Prometheus's checker), from Debian 12's
+#                 prometheus package, unpacked (dpkg -x) into DEPS/prometheus/
+#                 and checked to run; the package is not installed. Prints
+#                 promtool's path. Use it with
+#                   REDLOCK_PROMTOOL=PATH meson test ... metrics
+#                 (test-metrics.c's `promtool check metrics`).
 #   Where the mirror has a source package's upstream tarball but not its
 #   .dsc or Debian part (seen for trixie's stable updates), the tarball
 #   alone is fetched, checked against the signed index's SHA-256, and built
@@ -101,7 +107,7 @@ die_log() {
 wants=()
 for arg; do
     case $arg in
-    --hiredis12 | --valkey | --valkey9 | --redis8 | --redis80 | --valkey81) wants+=("$arg") ;;
+    --hiredis12 | --valkey | --valkey9 | --redis8 | --redis80 | --valkey81 | --promtool) wants+=("$arg") ;;
     -h | --help) usage; exit 0 ;;
     *) echo "$PROG: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
     esac
@@ -395,6 +401,35 @@ valkey8() {
     echo "$dir/usr/bin/valkey-server"
 }
 
+# --- promtool ---------------------------------------------------------------------
+
+# promtool alone is wanted, from Debian 12's prometheus (Apache-2.0): one
+# static Go binary, so dpkg -x is all it takes and no library is missing.
+promtool() {
+    local dir=$DEPS/prometheus work=$DEPS/work/prometheus log=$LOGS/prometheus.log
+    local ver stage
+    dep_lock prometheus
+    if stamp_ok "$dir" prometheus && [[ -x $dir/usr/bin/promtool ]]; then
+        say "promtool: $(sed -n 2p "$dir/.redlock-deps") ready in $dir"
+        echo "$dir/usr/bin/promtool"
+        return 0
+    fi
+    fetch_index "promtool" "bookworm's index" bookworm "deb [signed-by=$KEYRING] $MIRROR bookworm main"
+    mkdir -p -- "$work/debs"
+    ver=$(apt-cache "${APT_OPTS[@]}" show prometheus 2>>"$log" |
+        sed -n 's/^Version: //p' | sort -V | tail -n 1) || true
+    [[ -n $ver ]] || die_log "$log" "promtool: no prometheus in bookworm"
+    say "promtool: fetching and unpacking prometheus $ver"
+    (cd -- "$work/debs" && apt-get "${APT_OPTS[@]}" download "prometheus=$ver") \
+        >>"$log" 2>&1 || die_log "$log" "promtool: apt-get download failed"
+    stage=$work/root
+    dpkg -x "$work"/debs/prometheus_*.deb "$stage" >>"$log" 2>&1 ||
+        die_log "$log" "promtool: dpkg -x failed"
+    "$stage/usr/bin/promtool" --version >>"$log" 2>&1 || die_log "$log" "promtool: it does not run"
+    install_stage "promtool" "$stage" "$dir" prometheus "$ver" bookworm
+    echo "$dir/usr/bin/promtool"
+}
+
 # start_check BINDIR [SERVER CLI]: SERVER (default BINDIR/valkey-server)
 # starts, on a unix socket only (--port 0: no TCP port to clash with
 # anyone's), answers PING through CLI (default BINDIR/valkey-cli), and stops.
@@ -513,5 +548,6 @@ for want in "${wants[@]}"; do
     --redis8) server_from_source "redis 8" redis-8 experimental redis 8 redis-server ;;
     --redis80) server_from_source "redis 8.0" redis-8.0 trixie redis 8.0 redis-server ;;
     --valkey81) server_from_source "valkey 8.1" valkey-8.1 trixie valkey 8.1 valkey-server ;;
+    --promtool) promtool ;;
     esac
 done
