@@ -15,5 +15,6 @@ int cli_cmd_status(const struct cli_opts *o, redlock_client *c);   /* inspect.c 
 int cli_cmd_ping(const struct cli_opts *o, redlock_client *c);
 int cli_cmd_declare_empty(const struct cli_opts *o, redlock_client *c); /* cmd-declare.c */
 int cli_cmd_readmit(const struct cli_opts *o, redlock_client *c);
+int cli_cmd_metrics(const struct cli_opts *o, redlock_client *c); /* inspect.c */
 
 #endif

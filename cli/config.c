@@ -52,7 +52,7 @@ void cli_config_fill(const struct cli_opts *o, redlock_config *cfg)
     /* ping reports clock rates: a rate needs two samples, and a process
      * that lives for one ping would otherwise see none at the default
      * interval (1 s). */
-    if (o->cmd == CLI_CMD_PING)
+    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_METRICS)
         cfg->clock_probe_ms = CLI_PING_PROBE_MS;
     /* run: the library's watchdog keeps the lock while CMD runs, within
      * run's caps. Batch jobs (a nightly backup) run for hours: the

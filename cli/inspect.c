@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "metrics.h"
 #include "report.h"
 
 static size_t addr_width(redlock_client *c)
@@ -489,4 +490,29 @@ static int ping(const struct cli_opts *o, redlock_client *c, redlock_status *st)
 int cli_cmd_ping(const struct cli_opts *o, redlock_client *c)
 {
     return with_status(o, c, ping);
+}
+
+/* metrics: ping's pings (--samples, so that the clock monitor has judged
+ * each master's clock), then the client's metrics as Prometheus text on
+ * stdout: which masters answered, their clock verdicts and the pings'
+ * own counts; docs/operators.md. The exit status is ping's. */
+static int metrics(const struct cli_opts *o, redlock_client *c, redlock_status *st)
+{
+    redlock_error err;
+    unsigned pings;
+    int rc, code;
+
+    rc = ping_sampled(o, c, st, &err, &pings);
+    if (rc != 0 && rc != REDLOCK_ENOQUORUM)
+        return inspect_failed(o, rc, &err);
+    code = inspect_exit(rc, st, redlock_client_masters(c));
+    if (cli_metrics_print(c, stdout) < 0)
+        return CLI_EXIT_SOFTWARE;
+    inspect_report_down(o, c, rc, st, &err);
+    return code;
+}
+
+int cli_cmd_metrics(const struct cli_opts *o, redlock_client *c)
+{
+    return with_status(o, c, metrics);
 }

@@ -23,6 +23,7 @@ static const struct {
     { "run", CLI_CMD_RUN, REDLOCK_SET_MAX },           /* RESOURCE... -- CMD */
     { "status", CLI_CMD_STATUS, 1 },                   /* RESOURCE */
     { "ping", CLI_CMD_PING, 0 },
+    { "metrics", CLI_CMD_METRICS, 0 },
     { "declare-empty", CLI_CMD_DECLARE_EMPTY, 0 },
     { "readmit", CLI_CMD_READMIT, 0 },
 };
@@ -162,7 +163,8 @@ static int assign_positionals(struct cli_opts *o, const struct cli_positionals *
     };
     int n_res = ps->n;
 
-    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_DECLARE_EMPTY || o->cmd == CLI_CMD_READMIT)
+    if (o->cmd == CLI_CMD_PING || o->cmd == CLI_CMD_DECLARE_EMPTY || o->cmd == CLI_CMD_READMIT ||
+        o->cmd == CLI_CMD_METRICS)
         return 0;
     if (o->cmd == CLI_CMD_UNLOCK || o->cmd == CLI_CMD_EXTEND) {
         if (ps->n < 2) {
@@ -248,6 +250,11 @@ int cli_args_check(struct cli_opts *o, const struct cli_positionals *ps)
     if (o->cmd == CLI_CMD_LOCK && o->conflict_exit == 0) {
         cli_usage_error("lock: --conflict-exit-code 0 would make a lock held elsewhere look "
                         "taken: give 1 to 255 (0 is for run, which then skips CMD)");
+        return -1;
+    }
+    if (o->cmd == CLI_CMD_METRICS && o->json) {
+        cli_usage_error("metrics: --json: the metrics are Prometheus text; `ping --json` has the "
+                        "masters as JSON");
         return -1;
     }
     if (o->token && check_token(o) < 0)

@@ -26,7 +26,7 @@
 #include "opts.h"
 
 #define CMDS_ALL 0u /* opt_def.cmds: every command takes it */
-#define N_OPTS 42   /* entries in cli_opt_defs (opts-table.c checks) */
+#define N_OPTS 43   /* entries in cli_opt_defs (opts-table.c checks) */
 
 enum opt_kind {
     OPT_FLAG,    /* int field = 1 */

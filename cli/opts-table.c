@@ -116,7 +116,7 @@ const struct opt_def cli_opt_defs[] = {
     MS32("restart-guard-ms", CMDS_ALL, restart_guard_ms, 0, REDLOCK_TTL_MAX_MS),
     FLAG("no-restart-guard", 0, CMDS_ALL, no_restart_guard),
     FLAG("force", 0, CMD_BIT(CLI_CMD_DECLARE_EMPTY) | CMD_BIT(CLI_CMD_READMIT), force),
-    U32("samples", 0, CMD_BIT(CLI_CMD_PING), samples, 1, 1000, "pings"),
+    U32("samples", 0, CMD_BIT(CLI_CMD_PING) | CMD_BIT(CLI_CMD_METRICS), samples, 1, 1000, "pings"),
     FLAG("fence", 0, CMDS_LOCK_RUN, fence),
     FLAG("no-pubsub", 0, CMDS_LOCK_RUN, no_pubsub),
     U32("conflict-exit-code", 'E', CMDS_LOCK_RUN, conflict_exit, 0, 255, "exit status"),
@@ -125,6 +125,7 @@ const struct opt_def cli_opt_defs[] = {
     CUSTOM("command", 'c', CMD_BIT(CLI_CMD_RUN), set_command),
     CUSTOM("signal", 's', CMD_BIT(CLI_CMD_RUN), set_signal),
     FLAG("foreground", 0, CMD_BIT(CLI_CMD_RUN), foreground),
+    STRING("metrics-file", 0, CMD_BIT(CLI_CMD_RUN), metrics_file),
 };
 
 _Static_assert(sizeof(cli_opt_defs) / sizeof(cli_opt_defs[0]) == N_OPTS,

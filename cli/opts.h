@@ -27,6 +27,7 @@ enum cli_cmd {
     CLI_CMD_PING,
     CLI_CMD_DECLARE_EMPTY,
     CLI_CMD_READMIT,
+    CLI_CMD_METRICS,
 };
 
 #define CLI_DEFAULT_TTL_MS 30000u
@@ -109,7 +110,10 @@ struct cli_opts {
     uint32_t kill_after_ms; /* run: loss signal -> SIGKILL grace */
     int loss_signal;        /* run: sent to CMD's group when the lock is lost (-s) */
     int foreground;         /* run: CMD's group takes the terminal (--foreground) */
-    uint32_t samples;       /* ping: pings, CLI_PING_PROBE_MS apart */
+    uint32_t samples;       /* ping, metrics: pings, CLI_PING_PROBE_MS apart */
+
+    /* run: --metrics-file, node_exporter's textfile collector's (metrics.c) */
+    const char *metrics_file;
 
     /* output */
     int json;

@@ -31,7 +31,7 @@ static void help(void)
           "  run RES... [--fence] [-s SIG] [-k|--kill-after T] [--foreground] [--max-*]\n"
           "      -- CMD [ARG...] | -c 'SHELL CMD'  hold the lock while CMD runs; CMD\n"
           "      gets $REDLOCK_TOKEN, _RESOURCE(S), _FENCE, all settings, no file's secret\n"
-          "  status RESOURCE  holder and PTTL per master   ping [--samples N]  RTT, clocks\n"
+          "  status RES  holders, PTTLs   ping|metrics [--samples N]  RTT, clocks|metrics\n"
           "Options (before or after COMMAND); durations T: 30 = 30s, 1.5s 250ms 2m 1.5h\n"
           "  --masters H:P|URL,... | --masters-file F | $REDLOCK_MASTERS: required\n"
           "  --ttl T (30s)  -w|--wait T|forever  -n|--nonblock  -E N  exit N if held (75)\n"
@@ -47,7 +47,7 @@ static void help(void)
           "  75 held elsewhere (or -E N), not TOKEN's  78 setup: no masters, wrong key type\n"
           "  128+N signal N (130: ^C) cancelled the wait for the lock: nothing is held\n"
           "  run: CMD's status; 124 lock lost/--max-* (SIG, then KILL: -k); 126/127 not run\n"
-          "  declare-empty   empty new masters vote at once; readmit: every one (see man)\n",
+          "  declare-empty, readmit: new masters vote (man)  run --metrics-file F: textfile\n",
           stdout);
 }
 
@@ -166,6 +166,7 @@ int main(int argc, char **argv)
     case CLI_CMD_PING: code = cli_cmd_ping(&o, c); break;
     case CLI_CMD_DECLARE_EMPTY: code = cli_cmd_declare_empty(&o, c); break;
     case CLI_CMD_READMIT: code = cli_cmd_readmit(&o, c); break;
+    case CLI_CMD_METRICS: code = cli_cmd_metrics(&o, c); break;
     default: code = CLI_EXIT_SOFTWARE; break;
     }
 out:

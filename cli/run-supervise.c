@@ -329,6 +329,7 @@ static void read_watchdog(struct loop *l)
             int recovered = m.kind == WD_EXTENDED && l->w->last_failed;
 
             note_extension(l->lock, l->w, l->r, &m);
+            run_metrics(l->o, l->c);
             if (l->state != RUN_HOLDING)
                 continue;
             if (m.kind == WD_FAILED)
@@ -342,6 +343,7 @@ static void read_watchdog(struct loop *l)
             continue;
         }
         l->w->running = 0;
+        run_metrics(l->o, l->c);
         if (l->state != RUN_HOLDING)
             continue;
         l->r->lost_rc = m.status;

@@ -16,6 +16,7 @@
 #include "acquire.h"
 #include "cli.h"
 #include "json.h"
+#include "metrics.h"
 #include "report.h"
 #include "run-parts.h"
 
@@ -232,6 +233,17 @@ static void release(const struct cli_opts *o, redlock_client *c, redlock_lock *l
     redlock_outcome_free(rel);
 }
 
+/* --metrics-file: written before the acquire (a path that cannot be
+ * written says so at once, and the run goes on), after it, at each of the
+ * watchdog's extensions and its loss (run-supervise.c), and at the end. */
+void run_metrics(const struct cli_opts *o, redlock_client *c)
+{
+    static int warned;
+
+    if (o->metrics_file)
+        cli_metrics_file(c, o->metrics_file, &warned);
+}
+
 int cli_run_config(redlock_config *cfg)
 {
     if (run_events_open() < 0)
@@ -256,7 +268,9 @@ static int run(const struct cli_opts *o, redlock_client *c, redlock_outcome *acq
         cli_error("run: cannot set up signal handling: %s", strerror(errno));
         return CLI_EXIT_SOFTWARE;
     }
+    run_metrics(o, c);
     rc = cli_acquire(o, c, &lock, acq, &err, &st);
+    run_metrics(o, c);
     if (rc != 0) {
         if (rc == CLI_ACQUIRE_INTERRUPTED) {
             code = cli_acquire_interrupted(o, &st, &err);
@@ -284,6 +298,7 @@ static int run(const struct cli_opts *o, redlock_client *c, redlock_outcome *acq
              (unsigned)redlock_outcome_masters(acq), (long long)redlock_outcome_validity_ms(acq));
     code = hold(o, c, lock, &w, &r);
     release(o, c, lock, &r);
+    run_metrics(o, c);
     if (o->json) {
         rep.lock = lock;
         rep.r = &r;

@@ -7,7 +7,7 @@
 _redlock_cli()
 {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands='lock unlock extend run status ping declare-empty readmit'
+    local commands='lock unlock extend run status ping declare-empty readmit metrics'
     local global='--masters --masters-file --config --timeout-ms --connect-timeout-ms
         --retry --retry-delay --drift-factor --prefix --user --password-file --tls
         --cacert --cacertdir --cert --key --sni --insecure --clock-policy
@@ -17,7 +17,7 @@ _redlock_cli()
         --retry --retry-delay --drift-factor --prefix --user --password-file --cacert
         --cacertdir --cert --key --sni --clock-policy --restart-guard-ms --ttl --wait -w
         --kill-after -k --samples -E --conflict-exit-code --max-extends --max-lease
-        -c --command -s --signal '
+        -c --command -s --signal --metrics-file '
     local cmd='' i w words=0 dashdash=0
 
     for ((i = 1; i < COMP_CWORD; i++)); do
@@ -42,7 +42,7 @@ _redlock_cli()
         return 0
     fi
     case $prev in
-    --masters-file | --password-file | --config | --cacert | --cert | --key)
+    --masters-file | --password-file | --config | --cacert | --cert | --key | --metrics-file)
         mapfile -t COMPREPLY < <(compgen -f -- "$cur")
         return 0 ;;
     --cacertdir)
@@ -74,8 +74,9 @@ _redlock_cli()
         readmit) own='--ttl --force' ;;
         declare-empty) own='--force' ;;
         run) own='--ttl --wait -w --nonblock -n --fence --no-pubsub --conflict-exit-code -E
-                --kill-after -k --foreground --max-extends --max-lease --command -c --signal -s --' ;;
-        ping) own='--samples' ;;
+                --kill-after -k --foreground --max-extends --max-lease --command -c --signal -s
+                --metrics-file --' ;;
+        ping | metrics) own='--samples' ;;
         esac
         mapfile -t COMPREPLY < <(compgen -W "$global $own" -- "$cur")
     fi

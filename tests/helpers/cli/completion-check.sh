@@ -26,11 +26,12 @@ offers() {
     echo "ok $n - $what"
 }
 
-echo "1..9"
-offers "the commands, first" "lock unlock extend run status ping declare-empty readmit" ""
+echo "1..10"
+offers "the commands, first" "lock unlock extend run status ping declare-empty readmit metrics" ""
 offers "a command from its start" "lock" lo
 offers "the commands after global options" "run" --masters h:1 --ttl 5 ru
-offers "run's own options" "--foreground --kill-after -k --nonblock -n --wait -w" run res -
+offers "run's own options" "--foreground --kill-after -k --nonblock -n --wait -w --metrics-file" run res -
+offers "metrics' own options" "--samples" metrics -
 offers "global options after a command" "--config --masters --tls" lock res --
 offers "the clock policies" "warn exclude off" ping --clock-policy ""
 offers "forever for --wait" "forever" lock r -w f
