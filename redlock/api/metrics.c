@@ -66,15 +66,20 @@ static const char *status_name(char *dst, size_t cap, int code)
     return dst;
 }
 
-/* One counter by status: "ok" always (a rate needs a series), the others
- * once they happened. */
-static void by_status(out *o, const char *name, const char *help, const uint64_t *cells)
+/* The statuses a counter always shows, by -code: a rate or an increase
+ * needs a series before its first event (an alert on a series that appears
+ * at 1 would never fire). The others show once they happened. */
+#define ALWAYS(code) (1u << -(code))
+
+/* One counter by status. */
+static void by_status(out *o, const char *name, const char *help, const uint64_t *cells,
+                      unsigned always)
 {
     char s[24];
     head(o, name, "counter", help);
     for (int i = 0; i < RL_MET_STATUSES; i++) {
         uint64_t v = rl_met_get(&cells[i]);
-        if (i == 0 || v)
+        if ((always & (1u << i)) || v)
             put(o, "%s{status=\"%s\"} %llu\n", name, status_name(s, sizeof(s), -i),
                 (unsigned long long)v);
     }
@@ -112,7 +117,8 @@ static void masters(out *o, const redlock_client *c)
         esc(m, sizeof(m), c->nodes[i].addr.name);
         for (int k = REDLOCK_VOTE_OK; k < RL_MET_VOTES; k++) {
             uint64_t v = rl_met_get(&mt->master[i].votes[k]);
-            if (k == REDLOCK_VOTE_OK || v)
+            if (k == REDLOCK_VOTE_OK || k == REDLOCK_VOTE_DOWN || k == REDLOCK_VOTE_TIMEOUT ||
+                k == REDLOCK_VOTE_EXCLUDED || v)
                 put(o, "redlock_master_votes_total{master=\"%s\",vote=\"%s\"} %llu\n", m,
                     redlock_vote_kind_name(k), (unsigned long long)v);
         }
@@ -124,7 +130,7 @@ static void masters(out *o, const redlock_client *c)
         esc(m, sizeof(m), c->nodes[i].addr.name);
         for (int k = 0; k < RL_MET_STATUSES; k++) {
             uint64_t v = rl_met_get(&mt->master[i].sat_out[k]);
-            if (v)
+            if (k == -REDLOCK_EUNTRUSTED || v)
                 put(o, "redlock_master_sat_out_total{master=\"%s\",cause=\"%s\"} %llu\n", m,
                     status_name(s, sizeof(s), -k), (unsigned long long)v);
         }
@@ -174,15 +180,18 @@ int redlock_metrics_write(redlock_client *c, char *buf, size_t cap, size_t *ret_
     put(&o, "redlock_masters %u\n", c->n);
     head(&o, "redlock_quorum", "gauge", "Votes an acquire needs (N/2 + 1).");
     put(&o, "redlock_quorum %u\n", c->quorum);
-    by_status(&o, "redlock_acquires_total", "Acquires completed, by status.", mt->acquires);
+    by_status(&o, "redlock_acquires_total", "Acquires completed, by status.", mt->acquires,
+              ALWAYS(0) | ALWAYS(REDLOCK_ECONFLICT) | ALWAYS(REDLOCK_ENOQUORUM));
     hist(&o, "redlock_acquire_wait_seconds",
          "An acquire's call to its decision: retries and waiting in turn included.", &mt->wait);
-    by_status(&o, "redlock_releases_total", "Releases completed, by status.", mt->releases);
+    by_status(&o, "redlock_releases_total", "Releases completed, by status.", mt->releases,
+              ALWAYS(0));
     hist(&o, "redlock_lock_hold_seconds", "A lease's grant to its release's decision.", &mt->hold);
     by_status(&o, "redlock_extends_total", "Extends completed (the watchdog's too), by status.",
-              mt->extends);
+              mt->extends, ALWAYS(0) | ALWAYS(REDLOCK_ENOQUORUM));
     by_status(&o, "redlock_leases_lost_total",
-              "Leases the watchdog gave up (its lost callback), by status.", mt->lost);
+              "Leases the watchdog gave up (its lost callback), by status.", mt->lost,
+              ALWAYS(REDLOCK_ENOQUORUM) | ALWAYS(REDLOCK_EEXPIRED));
     hist(&o, "redlock_lease_lost_validity_left_seconds",
          "The validity a lease had left when the watchdog gave it up (0: none).", &mt->lost_left);
     masters(&o, c);
