@@ -15,18 +15,9 @@
 
 #include "cli.h"
 #include "cluster.h"
+#include "core.h"
 
 TestSuite(cli_metrics, .init = tcli_setup, .fini = tcli_teardown, .timeout = 60);
-
-/* The value of the sample @series in @t, or -1. */
-static double sample(const char *t, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = t; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return -1;
-}
 
 static size_t count(const char *hay, const char *needle)
 {
@@ -44,9 +35,9 @@ Test(cli_metrics, metrics_shows_every_master_up)
     cr_assert(eq(int, tcli_run(&p, "metrics", "--samples", "2"), 0), "stderr: %s", p.err);
     for (int i = 0; i < tc_n(); i++) {
         snprintf(s, sizeof(s), "redlock_master_up{master=\"%s\"}", tc_addr(i));
-        cr_assert(eq(dbl, sample(p.out, s), 1), "%s in:\n%s", s, p.out);
+        cr_assert(eq(dbl, tc_metric(p.out, s), 1), "%s in:\n%s", s, p.out);
     }
-    cr_assert(eq(dbl, sample(p.out, "redlock_masters"), tc_n()));
+    cr_assert(eq(dbl, tc_metric(p.out, "redlock_masters"), tc_n()));
     cr_assert(strstr(p.out, "# TYPE redlock_acquires_total counter\n") != NULL);
     const char *pt = getenv("REDLOCK_PROMTOOL");
     if (pt && access(pt, X_OK) == 0) {
@@ -83,12 +74,12 @@ Test(cli_metrics, run_keeps_the_metrics_file)
     tcli_free(&p);
     char *t = tcli_slurp(path);
     cr_assert(t != NULL);
-    cr_assert(eq(dbl, sample(t, "redlock_acquires_total{status=\"ok\"}"), 1), "%s", t);
-    cr_assert(ge(dbl, sample(t, "redlock_extends_total{status=\"ok\"}"), 2), "%s", t);
-    cr_assert(eq(dbl, sample(t, "redlock_releases_total{status=\"ok\"}"), 1), "%s", t);
-    cr_assert(eq(dbl, sample(t, "redlock_lock_hold_seconds_count"), 1), "%s", t);
-    cr_assert(ge(dbl, sample(t, "redlock_lock_hold_seconds_sum"), 1.6), "%s", t);
-    cr_assert(eq(dbl, sample(t, "redlock_leases_lost_total{status=\"noquorum\"}"), 0), "%s", t);
+    cr_assert(eq(dbl, tc_metric(t, "redlock_acquires_total{status=\"ok\"}"), 1), "%s", t);
+    cr_assert(ge(dbl, tc_metric(t, "redlock_extends_total{status=\"ok\"}"), 2), "%s", t);
+    cr_assert(eq(dbl, tc_metric(t, "redlock_releases_total{status=\"ok\"}"), 1), "%s", t);
+    cr_assert(eq(dbl, tc_metric(t, "redlock_lock_hold_seconds_count"), 1), "%s", t);
+    cr_assert(ge(dbl, tc_metric(t, "redlock_lock_hold_seconds_sum"), 1.6), "%s", t);
+    cr_assert(eq(dbl, tc_metric(t, "redlock_leases_lost_total{status=\"noquorum\"}"), 0), "%s", t);
     free(t);
     cr_assert(stat(tmp, &st) != 0, "no %s left behind", tmp);
 }

@@ -36,20 +36,9 @@ static const char *scrape(redlock_client *c)
     return text;
 }
 
-/* The value of the sample @series ("name{labels}" exactly as written), or
- * -1 when there is none. */
-static double sample(const char *t, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = t; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return -1;
-}
-
 static double metric(redlock_client *c, const char *series)
 {
-    return sample(scrape(c), series);
+    return tc_metric(scrape(c), series);
 }
 
 static char *series_of(char *buf, size_t size, const char *fmt, int i)
@@ -279,24 +268,25 @@ Test(metrics, count_a_lease_lost_and_masters_down)
     tc_kill(2);
     cr_assert(TC_AWAIT(lost_calls(&lo) == 1, 3000), "the lease is lost");
     const char *t = scrape(c);
-    cr_assert(eq(dbl, sample(t, "redlock_leases_lost_total{status=\"noquorum\"}"), 1), "%s", t);
-    cr_assert(eq(dbl, sample(t, "redlock_lease_lost_validity_left_seconds_count"), 1));
-    cr_assert(le(dbl, sample(t, "redlock_lease_lost_validity_left_seconds_sum"), 0.6));
-    cr_assert(ge(dbl, sample(t, "redlock_extends_total{status=\"noquorum\"}"), 1));
+    cr_assert(eq(dbl, tc_metric(t, "redlock_leases_lost_total{status=\"noquorum\"}"), 1), "%s", t);
+    cr_assert(eq(dbl, tc_metric(t, "redlock_lease_lost_validity_left_seconds_count"), 1));
+    cr_assert(le(dbl, tc_metric(t, "redlock_lease_lost_validity_left_seconds_sum"), 0.6));
+    cr_assert(ge(dbl, tc_metric(t, "redlock_extends_total{status=\"noquorum\"}"), 1));
     for (int i = 0; i < 3; i++) {
-        cr_assert(eq(dbl, sample(t, series_of(s, sizeof(s), "redlock_master_up{master=\"%s\"}", i)),
+        cr_assert(eq(dbl,
+                     tc_metric(t, series_of(s, sizeof(s), "redlock_master_up{master=\"%s\"}", i)),
                      0),
                   "master %d down: %s", i, t);
-        double down = sample(t, series_of(s, sizeof(s),
-                                          "redlock_master_votes_total{master=\"%s\",vote=\"down\"}",
-                                          i));
-        double late =
-            sample(t, series_of(s, sizeof(s),
-                                "redlock_master_votes_total{master=\"%s\",vote=\"timeout\"}", i));
+        double down =
+            tc_metric(t, series_of(s, sizeof(s),
+                                   "redlock_master_votes_total{master=\"%s\",vote=\"down\"}", i));
+        double late = tc_metric(
+            t, series_of(s, sizeof(s), "redlock_master_votes_total{master=\"%s\",vote=\"timeout\"}",
+                         i));
         cr_assert(ge(dbl, (down > 0 ? down : 0) + (late > 0 ? late : 0), 1),
                   "master %d's votes say down or timeout", i);
     }
-    cr_assert(eq(dbl, sample(t, series_of(s, sizeof(s), "redlock_master_up{master=\"%s\"}", 3)),
+    cr_assert(eq(dbl, tc_metric(t, series_of(s, sizeof(s), "redlock_master_up{master=\"%s\"}", 3)),
                  1));
     check_format(t);
     redlock_lock_free(l);

@@ -62,15 +62,6 @@ static void *work(void *arg)
     return NULL;
 }
 
-static double sample(const char *t, const char *series)
-{
-    size_t n = strlen(series);
-    for (const char *p = t; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return -1;
-}
-
 static char text[64 * 1024];
 
 static void scrapes_race_free_beside_the_io_thread(void)
@@ -102,12 +93,14 @@ static void scrapes_race_free_beside_the_io_thread(void)
     }
     size_t len = 0;
     CHECK(redlock_metrics_write(c, text, sizeof(text), &len, NULL) == 0, "last scrape");
-    CHECK(sample(text, "redlock_acquires_total{status=\"ok\"}") == WORKERS * CYCLES,
+    CHECK(tc_metric(text, "redlock_acquires_total{status=\"ok\"}") == WORKERS * CYCLES,
           "acquires ok: %s", text);
-    CHECK(sample(text, "redlock_extends_total{status=\"ok\"}") == WORKERS * CYCLES, "extends ok");
-    CHECK(sample(text, "redlock_releases_total{status=\"ok\"}") == WORKERS * CYCLES, "releases ok");
-    CHECK(sample(text, "redlock_lock_hold_seconds_count") == WORKERS * CYCLES, "holds");
-    CHECK(sample(text, "redlock_acquire_wait_seconds_count") == WORKERS * CYCLES, "waits");
+    CHECK(tc_metric(text, "redlock_extends_total{status=\"ok\"}") == WORKERS * CYCLES,
+          "extends ok");
+    CHECK(tc_metric(text, "redlock_releases_total{status=\"ok\"}") == WORKERS * CYCLES,
+          "releases ok");
+    CHECK(tc_metric(text, "redlock_lock_hold_seconds_count") == WORKERS * CYCLES, "holds");
+    CHECK(tc_metric(text, "redlock_acquire_wait_seconds_count") == WORKERS * CYCLES, "waits");
     printf("# %d scrapes beside %d operations\n", scrapes, 3 * WORKERS * CYCLES);
     redlock_client_free(c);
 }

@@ -356,6 +356,15 @@ void tc_expect_msg(const redlock_error *e, const char *what)
     cr_expect(zero(ptr, memchr(e->msg, '\r', len)), "%s: message has a CR: %s", what, e->msg);
 }
 
+double tc_metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
 int tc_is_hex32(const char *token)
 {
     if (!token || strlen(token) != 32)

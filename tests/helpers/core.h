@@ -168,6 +168,10 @@ void tc_expect_msg(const redlock_error *e, const char *what);
 /* 1 if @token is 32 lowercase-or-uppercase hex characters. */
 int tc_is_hex32(const char *token);
 
+/* The value of the sample @series ("name{labels}", exactly as written) in
+ * the Prometheus text @text (redlock_metrics_write), or -1 if it has none. */
+double tc_metric(const char *text, const char *series);
+
 /*
  * TC_CASE_INDEXES() - The body of a ParameterizedTestParameters() over
  * the static array @table: the cases are the indexes 0..N-1
