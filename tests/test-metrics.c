@@ -20,6 +20,7 @@
 #include "await.h"
 #include "cluster.h"
 #include "core.h"
+#include "servers.h"
 
 TestSuite(metrics, .init = tc_fx_init_faults, .fini = tc_fx_fini_faults, .timeout = 60);
 
@@ -315,4 +316,45 @@ Test(metrics, a_stopped_master_shows_as_down)
                  0));
     tc_resume(1);
     redlock_status_free(st);
+}
+
+/* A master that sits out shows why: master 4 replaced by a new, empty
+ * redis-server that nobody declared empty sits out the memory guard's
+ * window (cause "untrusted"). Masters 2 and 3 are killed, so that the
+ * acquire waits for its answer (and fails: no quorum). */
+Test(metrics, a_master_sitting_out_shows_its_cause)
+{
+    char port[16], addr[64], s[512];
+    snprintf(port, sizeof(port), "%d", tc_block_port(5));
+    const char *args[] = { "--port", port, NULL };
+    tc_redis *fresh = tc_redis_start(args);
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", tc_block_port(5));
+    tc_fx_masters_with(4, addr);
+    tc_fx.cfg.node_timeout_ms = 500;
+    redlock_client *c = tc_fx_client(-1);
+    tc_kill(2);
+    tc_kill(3);
+    TC_OUTCOME(out);
+    redlock_lock *l = NULL;
+    cr_assert(eq(int, redlock_acquire(c, tc_fx.res, tc_fx.len, 5000, &l, out, &tc_fx.e),
+                 REDLOCK_ENOQUORUM),
+              "%s", tc_fx.e.msg);
+    char votes[1024];
+    size_t vo = 0;
+    for (size_t i = 0; i < 5; i++)
+        vo += (size_t)snprintf(votes + vo, sizeof(votes) - vo, "[%zu %s %s] ", i,
+                               redlock_vote_kind_name(redlock_outcome_vote(out, i)->kind),
+                               redlock_outcome_vote(out, i)->detail);
+    const char *t = scrape(c);
+    cr_assert(eq(dbl, tc_metric(t, "redlock_acquires_total{status=\"noquorum\"}"), 1));
+    snprintf(s, sizeof(s), "redlock_master_sat_out_total{master=\"%s\",cause=\"untrusted\"}", addr);
+    cr_assert(eq(dbl, tc_metric(t, s), 1), "%s; votes %s", s, votes);
+    snprintf(s, sizeof(s), "redlock_master_votes_total{master=\"%s\",vote=\"excluded\"}", addr);
+    cr_assert(eq(dbl, tc_metric(t, s), 1), "%s", t);
+    snprintf(s, sizeof(s), "redlock_master_up{master=\"%s\"}", addr);
+    cr_assert(eq(dbl, tc_metric(t, s), 1), "it answers: it is up, and sits out");
+    snprintf(s, sizeof(s), "redlock_master_up{master=\"%s\"}", tc_addr(2));
+    cr_assert(eq(dbl, tc_metric(t, s), 0), "a killed master is down");
+    check_format(t);
+    tc_redis_stop(fresh);
 }
