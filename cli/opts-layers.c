@@ -278,8 +278,10 @@ int cli_layer_export(struct cli_opts *o, const struct parse_state *ps)
         env_name(d, name, sizeof(name));
         /* A flag as a value: said no by the environment, or yes by any source.
          * A switch from argv only is dropped (a nested redlock-cli would
-         * refuse it anyway): CMD's redlock-cli runs with the guard on. */
-        if (argv_only(d))
+         * refuse it anyway): CMD's redlock-cli runs with the guard on.
+         * --metrics-file is this run's file: a nested `run` writing it
+         * too would overwrite our metrics with its own. */
+        if (argv_only(d) || strcmp(d->name, "metrics-file") == 0)
             val = NULL;
         else if (val && d->kind == OPT_FLAG)
             val = *(const int *)(const void *)((const char *)o + d->field) ? "yes" : "no";

@@ -81,7 +81,8 @@ int cli_layer_conf(struct cli_opts *o, struct parse_state *ps);
  * "REDLOCK_<NAME>=value" to set and "REDLOCK_<NAME>" to drop (inherited
  * values of every name in it are dropped); values as given, but file
  * names absolute, and never REDLOCK_NO_RESTART_GUARD (dropped: a nested
- * redlock-cli runs with the memory guard on). A password goes in only if it
+ * redlock-cli runs with the memory guard on) nor REDLOCK_METRICS_FILE
+ * (dropped: the file is this run's alone). A password goes in only if it
  * came from there: $REDLOCK_PASSWORD stays as inherited, a password file
  * goes as its path (and $REDLOCK_PASSWORD, which it outweighed, is
  * dropped), a masters list that carries passwords goes as its file
