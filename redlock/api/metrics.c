@@ -85,20 +85,35 @@ static void by_status(out *o, const char *name, const char *help, const uint64_t
     }
 }
 
+/* @us as seconds, "0.001", "2.5", "1800": digits only, whatever the
+ * program's LC_NUMERIC (printf's %g would write "0,001" under a German
+ * locale, which no scraper parses). */
+static const char *seconds(char *dst, size_t cap, uint64_t us)
+{
+    int n = snprintf(dst, cap, "%llu.%06llu", (unsigned long long)(us / 1000000),
+                     (unsigned long long)(us % 1000000));
+    while (n > 0 && dst[n - 1] == '0')
+        dst[--n] = '\0';
+    if (n > 0 && dst[n - 1] == '.')
+        dst[--n] = '\0';
+    return dst;
+}
+
 static void hist(out *o, const char *name, const char *help, const rl_hist *h)
 {
+    char sec[48];
     head(o, name, "histogram", help);
     uint64_t cum = 0;
     for (int b = 0; b < RL_MET_BUCKETS; b++) {
         cum += rl_met_get(&h->bucket[b]);
         if (b < RL_MET_BUCKETS - 1)
-            put(o, "%s_bucket{le=\"%g\"} %llu\n", name, (double)rl_met_bounds_us[b] / 1e6,
-                (unsigned long long)cum);
+            put(o, "%s_bucket{le=\"%s\"} %llu\n", name,
+                seconds(sec, sizeof(sec), rl_met_bounds_us[b]), (unsigned long long)cum);
         else
             put(o, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
     }
-    put(o, "%s_sum %.6f\n%s_count %llu\n", name, (double)rl_met_get(&h->sum_us) / 1e6, name,
-        (unsigned long long)cum);
+    put(o, "%s_sum %s\n%s_count %llu\n", name, seconds(sec, sizeof(sec), rl_met_get(&h->sum_us)),
+        name, (unsigned long long)cum);
 }
 
 static const char *const event_names[RL_MET_EVENTS] = {
