@@ -148,5 +148,5 @@ if [[ -n $misplaced ]]; then
     echo "$PROG: FAILED: added to a version node the baseline already has:$misplaced; a new function goes in a new node (LIBREDLOCK_1.1 { global: ...; } LIBREDLOCK_1.0; in redlock/libredlock.sym)" >&2
     exit 1
 fi
-echo "$PROG: ok: additions only (compatible): list them in a new LIBREDLOCK_1.x node of redlock/libredlock.sym and debian/libredlock1.symbols, then tools/abi-check.sh --update a debug build"
+echo "$PROG: ok: additions only (compatible): list them in a new LIBREDLOCK_1.x node (or $open_node, not released yet) of redlock/libredlock.sym and debian/libredlock1.symbols, then tools/abi-check.sh --update a debug build"
 exit 0
