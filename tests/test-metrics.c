@@ -8,6 +8,8 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
+#include <event2/event.h>
+
 #include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
@@ -357,4 +359,38 @@ Test(metrics, a_master_sitting_out_shows_its_cause)
     cr_assert(eq(dbl, tc_metric(t, s), 0), "a killed master is down");
     check_format(t);
     tc_redis_stop(fresh);
+}
+
+static void on_async_acquired(redlock_client *c, int status, redlock_lock *lock,
+                              const redlock_outcome *out, const redlock_error *err, void *arg)
+{
+    (void)c;
+    (void)out;
+    (void)err;
+    int *done = arg;
+    *done = status == 0 ? 1 : -1;
+    redlock_lock_free(lock);
+}
+
+/* An async client counts on the program's loop, and the same call reads
+ * it (there is no async twin: nothing is asked of the masters). */
+Test(metrics, an_async_client_counts_on_its_loop)
+{
+    struct event_base *base = event_base_new();
+    cr_assert(base != NULL);
+    redlock_client *c = tc_client_async(&tc_fx.cfg, base);
+    cr_assert(tc_async_ready(base, c, tc_n(), 5000));
+    int done = 0;
+    cr_assert(eq(int,
+                 redlock_acquire_async(c, tc_fx.res, tc_fx.len, 5000, on_async_acquired, &done,
+                                       &tc_fx.e),
+                 0),
+              "%s", tc_fx.e.msg);
+    cr_assert(TC_RUN_UNTIL(base, done != 0, 5000));
+    cr_assert(eq(int, done, 1));
+    cr_assert(eq(dbl, metric(c, "redlock_acquires_total{status=\"ok\"}"), 1));
+    cr_assert(eq(dbl, metric(c, "redlock_acquire_wait_seconds_count"), 1));
+    check_format(text);
+    redlock_client_free(c);
+    event_base_free(base);
 }
