@@ -228,6 +228,17 @@ Test(clock, jump_mid_run_is_detected_at_the_next_probe)
     redlock_ping(c, st, NULL);
     cr_assert(redlock_status_master(st, 3)->clock_jumps >= 1);
     cr_assert(not(redlock_status_master(st, 3)->clock_trusted));
+    /* The metrics count the verdict as the event hook heard it (issue 32). */
+    static char text[64 * 1024];
+    char series[256];
+    size_t len;
+    cr_assert(eq(int, redlock_metrics_write(c, text, sizeof(text), &len, NULL), 0));
+    snprintf(series, sizeof(series),
+             "redlock_master_events_total{master=\"%s\",event=\"clock_jump\"}", tc_addr(3));
+    cr_assert(ge(dbl, tc_metric(text, series), 1), "%s in:\n%s", series, text);
+    snprintf(series, sizeof(series), "redlock_master_clock_excluded_total{master=\"%s\"}",
+             tc_addr(3));
+    cr_assert(eq(dbl, tc_metric(text, series), 0), "warn excludes nobody");
     redlock_client_free(c);
 }
 
@@ -312,6 +323,18 @@ Test(clock, exclude_prevents_the_overlap_that_warn_allows)
             cr_assert(eq(int, redlock_outcome_vote(out, 0)->err, REDLOCK_EUNTRUSTED));
             cr_assert(strstr(redlock_outcome_vote(out, 0)->detail, "clock") != NULL,
                       "vote says why: %s", redlock_outcome_vote(out, 0)->detail);
+            /* The metrics say it too (issue 32): the verdict that took
+             * master 0 out, and its vote sitting out as untrusted. */
+            static char text[64 * 1024];
+            char series[256];
+            size_t tlen;
+            cr_assert(eq(int, redlock_metrics_write(b, text, sizeof(text), &tlen, NULL), 0));
+            snprintf(series, sizeof(series), "redlock_master_clock_excluded_total{master=\"%s\"}",
+                     tc_addr(0));
+            cr_assert(ge(dbl, tc_metric(text, series), 1), "%s in:\n%s", series, text);
+            snprintf(series, sizeof(series),
+                     "redlock_master_sat_out_total{master=\"%s\",cause=\"untrusted\"}", tc_addr(0));
+            cr_assert(eq(dbl, tc_metric(text, series), 1), "%s in:\n%s", series, text);
         }
         redlock_release(a, la, NULL, NULL);
         redlock_lock_free(la);
