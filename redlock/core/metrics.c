@@ -7,6 +7,11 @@
  */
 #include "core/metrics.h"
 
+/* A code, vote kind or event added to redlock.h needs its cell here. */
+_Static_assert(RL_MET_STATUSES == 1 - REDLOCK_ECANCELED, "RL_MET_STATUSES: one per REDLOCK_E*");
+_Static_assert(RL_MET_VOTES == REDLOCK_VOTE_EXCLUDED + 1, "RL_MET_VOTES: one per vote kind");
+_Static_assert(RL_MET_EVENTS == REDLOCK_EVENT_ACL_CHANNEL + 1, "RL_MET_EVENTS: one per event");
+
 /* 1 ms to 30 min: an acquire's wait and a lease's hold share one scale. */
 const uint64_t rl_met_bounds_us[RL_MET_BUCKETS - 1] = {
     1000,    5000,    10000,   25000,    50000,    100000,   250000,    500000,
