@@ -447,8 +447,9 @@ typedef struct redlock_config {
     uint32_t retry_count;     /* polls after the first attempt before giving up;
                                  default 3. REDLOCK_WAIT_RETRIES makes the wait a
                                  deadline of retry_count x (retry_delay +
-                                 retry_jitter) ms (900 ms with the defaults: what
-                                 the polls took at their longest) that also ends
+                                 retry_jitter) ms of polling (900 ms with the
+                                 defaults: what the polls took at their longest;
+                                 time spent in attempts moves it on) that also ends
                                  after retry_count polls, whichever comes first.
                                  It waits in the masters' queue like any deadline:
                                  a waiter far from the head polls less often (up to
@@ -706,8 +707,9 @@ const char *redlock_client_master_addr(const redlock_client *c, size_t i);
  * may release it); the first attempt logs a warning naming the token.
  *
  * Waits by config.wait_ms; by default (REDLOCK_WAIT_RETRIES) until a
- * deadline of retry_count x (retry_delay + retry_jitter) ms after the call
- * (900 ms with the defaults), polling up to retry_count times besides the
+ * deadline of retry_count x (retry_delay + retry_jitter) ms of polling
+ * after the call (900 ms with the defaults; the time its attempts take
+ * moves the deadline on), polling up to retry_count times besides the
  * first attempt (fewer far back in the queue) and woken by the release that
  * hands it the lock; each attempt with a fresh token. After a failed attempt it
  * releases on every master it sent the SET to. Validity is timed from the

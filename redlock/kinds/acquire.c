@@ -89,6 +89,12 @@ static void acq_after_cleanup(rl_acquire *a)
         a->told_mine = true;
         rl_log(&c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", op->err.msg);
     }
+    /* A wait drawn from retry_count budgets its polls, not its attempts:
+     * the time this attempt took (paused masters, a node timeout) moves
+     * the deadline on, so retry_count retries still happen however slow
+     * each one is (the count keeps its meaning). */
+    if (a->by_polls && a->deadline_us != UINT64_MAX)
+        a->deadline_us += rl_now_us() - op->attempt_us;
     if (!retryable(status) || rl_acq_last(a) || c->freeing) {
         rl_op_finish(op, status);
         return;
@@ -133,8 +139,9 @@ static void acq_after_cleanup(rl_acquire *a)
     if (a->rank != UINT32_MAX && a->rank > 1)
         delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
     if (now + delay_us >= a->deadline_us) {
-        /* The last poll is at the deadline itself; one more attempt then. */
-        delay_us = a->deadline_us - now;
+        /* The last poll is at the deadline itself; one more attempt then
+         * (at once if the deadline passed since rl_acq_last looked). */
+        delay_us = a->deadline_us > now ? a->deadline_us - now : 0;
         a->final = true;
     }
     rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
