@@ -6,6 +6,8 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -70,11 +72,21 @@ int cli_metrics_file(redlock_client *c, const char *path, int *warned)
         e = ENOMEM;
         goto fail;
     }
-    f = fopen(tmp, "w");
-    if (!f) {
+    /* Never through a link another user planted, nor over a file that is
+     * not ours: a stale .tmp of our own (a run killed mid-write) is
+     * replaced, anything else is refused. Not inherited by CMD. */
+    if (unlink(tmp) != 0 && errno != ENOENT) {
         e = errno;
         goto fail;
     }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 || !(f = fdopen(fd, "w"))) {
+        e = errno;
+        if (fd >= 0)
+            close(fd);
+        goto fail;
+    }
+    errno = 0;
     if (fwrite(text, 1, len, f) != len || fflush(f) != 0)
         e = errno ? errno : EIO;
     if (fclose(f) != 0 && !e)

@@ -104,7 +104,7 @@ struct exec_plan {
  * (SIGTTIN) while we went on extending, and the run would hang silently.
  * So while CMD runs we keep the controlling terminal open (fg_tty), and:
  *   - CMD's group takes it at the start (fg_cmd) when --foreground says
- *     so or when stdin is a terminal (flock's case: CMD may read it), if
+ *     so or when stdin and stdout are the terminal (flock's case), if
  *     our group holds it then: a run started with `&` never takes it from
  *     the shell's foreground job;
  *   - otherwise (stdin redirected, or started in the background), a CMD
@@ -419,19 +419,25 @@ int run_start_cmd(const struct cli_opts *o, const redlock_lock *lock, struct run
     pid_t pid, parent = getpid();
 
     fg_tty = controlling_tty();
-    fg_cmd = fg_tty >= 0 && (o->foreground || isatty(STDIN_FILENO));
+    /* CMD gets the terminal when it is the terminal's whole user: stdin and
+     * stdout both the terminal. In a pipeline (make | less) the other end
+     * shares our process group, and taking the terminal from it would stop
+     * it; --foreground asks for it all the same. */
+    fg_cmd = fg_tty >= 0 && (o->foreground || (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)));
     if (fg_tty >= 0 && cli_signals_child_stops() < 0) {
         close(fg_tty);
         fg_tty = -1;
         fg_cmd = 0;
     }
     if (plan_exec(&plan, o, lock) < 0) {
+        run_tty_restore();
         plan_free(&plan);
         r->exec_errno = ENOMEM;
         return -1;
     }
     if (pipe2(errpipe, O_CLOEXEC) < 0) {
         r->exec_errno = errno;
+        run_tty_restore();
         plan_free(&plan);
         return -1;
     }

@@ -329,9 +329,10 @@ static void read_watchdog(struct loop *l)
             int recovered = m.kind == WD_EXTENDED && l->w->last_failed;
 
             note_extension(l->lock, l->w, l->r, &m);
-            run_metrics(l->o, l->c);
-            if (l->state != RUN_HOLDING)
+            if (l->state != RUN_HOLDING) {
+                run_metrics(l->o, l->c);
                 continue;
+            }
             if (m.kind == WD_FAILED)
                 cli_warn("warning: run: extend failed, validity left %lld ms: %s",
                          (long long)redlock_lock_validity_ms(l->lock),
@@ -340,15 +341,18 @@ static void read_watchdog(struct loop *l)
                 cli_warn("run: extended again after %u failed extension(s); validity left "
                          "%lld ms",
                          l->r->extend_failures, (long long)redlock_lock_validity_ms(l->lock));
+            run_metrics(l->o, l->c); /* after the news: a slow disk delays only this */
             continue;
         }
         l->w->running = 0;
+        if (l->state == RUN_HOLDING) {
+            /* CMD is told first: the file may sit on a slow disk, and the
+             * floor the watchdog kept is CMD's to stop cleanly in */
+            l->r->lost_rc = m.status;
+            l->r->lost_err = m.err;
+            lose(l);
+        }
         run_metrics(l->o, l->c);
-        if (l->state != RUN_HOLDING)
-            continue;
-        l->r->lost_rc = m.status;
-        l->r->lost_err = m.err;
-        lose(l);
     }
 }
 

@@ -369,6 +369,31 @@ Test(run, foreground_job_control_at_an_interactive_shell, .timeout = 60)
 
 /* As flock(1): stdin is the terminal, so CMD's group takes it without
  * --foreground; CMD reads it, ^Z stops the job, fg gives it back. */
+/* In a pipeline (run ... | cat), the other end shares our process group:
+ * CMD must not take the terminal from it (it would stop a pager). Alone on
+ * the terminal, it takes it. CMD says which: the terminal's foreground
+ * group is its own, or not. */
+Test(run, cmd_leaves_the_terminal_to_a_pipeline, .timeout = 60)
+{
+    char res[128], where[TCLI_SCRATCH_MAX + 16], cmd[4096], out[4096];
+
+    if (access("/usr/bin/script", X_OK) != 0)
+        cr_skip_test("script(1) is not installed: no pty to test with");
+    tc_resource(res, sizeof(res), NULL);
+    snprintf(where, sizeof(where), "%s/where.sh", tcli_tmpdir);
+    tcli_put_file(where, "set -- $(ps -o tpgid=,pgid= -p $$)\n"
+                         "if [ \"$1\" = \"$2\" ]; then echo cmd:fg; else echo cmd:bg; fi\n");
+    snprintf(cmd, sizeof(cmd),
+             "REDLOCK_MASTERS='%s' timeout 20 script -qec "
+             "\"'%s' run '%s' -- sh '%s' | sed s/^/piped-/; '%s' run '%s' -- sh '%s'\" "
+             "/dev/null </dev/null 2>&1",
+             tc_masters(), tcli_path(), res, where, tcli_path(), res, where);
+    cr_assert(eq(int, shell_output(cmd, out, sizeof(out)), 0), "%s", out);
+    cr_assert(strstr(out, "piped-cmd:bg") != NULL, "in a pipeline: %s", out);
+    cr_assert(strstr(out, "\ncmd:fg") != NULL || strncmp(out, "cmd:fg", 6) == 0,
+              "alone on the terminal: %s", out);
+}
+
 Test(run, cmd_takes_the_terminal_when_stdin_is_one, .timeout = 60)
 {
     char res[128], cmd[2048], out[4096];

@@ -51,8 +51,9 @@
  * read is a pcall, whose error says it). At most 64 heads are dropped per call; past
  * that the key is simply freed. The wake-up is a pcall too: an ACL without
  * the channel (&redlock:wake:*) must not turn a hand-over that happened into
- * a failed release; the waiter, told once that it polls instead (wait.c),
- * finds its reservation at its next poll. */
+ * a failed release; the waiter finds its reservation at its next poll
+ * (a waiter whose own SUBSCRIBE the ACL refuses is told so once, wait.c;
+ * one whose releaser's PUBLISH is refused is not told: it polls). */
 #define HAND_OVER                                                              \
     "local function hand_over(i, n, by, wake)\n"                               \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \

@@ -53,7 +53,7 @@ static bool acq_mine(rl_acquire *a)
         name[k++] = '.', name[k++] = '.', name[k++] = '.';
     name[k] = '\0';
     rl_seterr(&op->err, REDLOCK_ECONFLICT, -1,
-              "acquire: this client already holds '%s' (token %s, %lld ms of validity left): "
+              "acquire: this client already holds '%s' (token %.12s..., %lld ms of validity left): "
               "redlock is not reentrant; if this caller holds it, use that lock or release it",
               name, token, (long long)left_ms);
     return true;
