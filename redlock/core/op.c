@@ -339,12 +339,14 @@ static void trace_decision(const rl_op *op)
 {
     const redlock_lock *l = op->lock;
     char ok[64], k[160], tok[64];
+    uint32_t ttl = op->decided_ttl_ms; /* kept when the lock is gone */
+    if (!ttl && l)
+        ttl = l->ttl_ms;
     rl_trace_emit(op->c->env.trace, op->decided_us ? op->decided_us : rl_now_us(), "DEC",
                   "op=%u kind=%s status=%d ok=%s validity=%lld fence=%llu tok=%s ttl=%u key=%s",
                   op->trace_id, op->ops->name, op->status, ok_list(op, ok, sizeof(ok)),
                   (long long)op->out.validity_ms, (unsigned long long)(l ? l->fence : 0),
-                  l ? rl_trace_esc(tok, sizeof(tok), l->token, strnlen(l->token, 12)) : "",
-                  op->decided_ttl_ms ? op->decided_ttl_ms : l ? l->ttl_ms : 0,
+                  l ? rl_trace_esc(tok, sizeof(tok), l->token, strnlen(l->token, 12)) : "", ttl,
                   op->nres ? rl_trace_esc(k, sizeof(k), op->k.locks.v[0], op->k.locks.len[0]) : "");
 }
 
