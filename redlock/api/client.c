@@ -91,12 +91,16 @@ static int resolve_masters(redlock_client *c, rl_addr *addrs, int n, redlock_err
     return 0;
 }
 
-/* The clock monitor's heartbeat: one TIME per master per interval. */
-static void client_on_probe(evutil_socket_t fd, short what, void *arg)
+static uint32_t probe_interval_ms(const redlock_client *c)
 {
-    (void)fd;
-    (void)what;
+    return c->cfg.clock_policy != REDLOCK_CLOCK_OFF ? c->cfg.clock_probe_ms : 1000;
+}
+
+/* The clock monitor's heartbeat: one TIME per master per interval. */
+static void client_on_probe(void *arg)
+{
     redlock_client *c = arg;
+    rl_timer_start(&c->probe, probe_interval_ms(c));
     for (uint32_t i = 0; i < c->n; i++)
         rl_probe_node(&c->nodes[i], c->cfg.clock_policy != REDLOCK_CLOCK_OFF);
 }
@@ -161,8 +165,7 @@ static void client_destroy(redlock_client *c)
     c->free_requested = false;
     client_shutdown(c);
     rl_wait_close(c);
-    if (c->probe_ev)
-        event_free(c->probe_ev);
+    rl_timer_fini(&c->probe);
     for (uint32_t i = 0; i < c->n; i++)
         rl_node_close(&c->nodes[i]);
     rl_ops_free(c);
@@ -176,7 +179,7 @@ static void client_destroy(redlock_client *c)
 
 static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
 {
-    c->env = (rl_node_env){ .base = c->base,
+    c->env = (rl_node_env){ .loop = &c->loop,
                             .cfg = &c->cfg,
                             .tls = c->tls,
                             .trace = rl_trace_open(c->cfg.masters, c->n, c->quorum,
@@ -193,12 +196,9 @@ static int client_start(redlock_client *c, rl_addr *addrs, redlock_error *e)
     for (uint32_t i = 0; i < c->n; i++)
         if (rl_node_init(&c->nodes[i], &c->env, i, &addrs[i]) != 0)
             goto oom;
-    c->probe_ev = event_new(c->base, -1, EV_PERSIST, client_on_probe, c);
-    if (!c->probe_ev)
+    if (rl_timer_init(&c->probe, &c->loop, client_on_probe, c) != 0)
         goto oom;
-    uint32_t ms = c->cfg.clock_policy != REDLOCK_CLOCK_OFF ? c->cfg.clock_probe_ms : 1000;
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(c->probe_ev, &tv);
+    rl_timer_start(&c->probe, probe_interval_ms(c));
     /* Start connecting before the I/O thread exists: the base is not shared
      * with another thread yet, so this needs no locking. */
     for (uint32_t i = 0; i < c->n; i++)
@@ -209,13 +209,11 @@ oom:
     return REDLOCK_ENOMEM;
 }
 
-int redlock_client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
-                       redlock_error *reterr)
+/* @loop: an async client's; NULL for a blocking client, which runs on a
+ * private event_base of its own. */
+static int client_new(const redlock_config *cfg, const redlock_loop *loop, redlock_client **ret,
+                      redlock_error *reterr)
 {
-    if (!cfg || !ret) {
-        rl_seterr(reterr, REDLOCK_EINVAL, -1, "redlock_client_new: cfg and ret must not be NULL");
-        return REDLOCK_EINVAL;
-    }
     redlock_config full;
     int rc = rl_config_copy(cfg, &full, reterr);
     if (!rc)
@@ -243,9 +241,16 @@ int redlock_client_new(const redlock_config *cfg, struct event_base *base, redlo
         rc = rl_tls_new(&c->cfg, addrs, c->n, &c->tls, reterr);
     if (rc)
         goto fail;
-    c->base = base ? base : event_base_new();
-    c->owns_base = !base;
-    rc = c->base ? client_start(c, addrs, reterr) : REDLOCK_ENOMEM;
+    if (loop) {
+        c->loop = *loop;
+    } else {
+        rc = REDLOCK_ENOMEM;
+        if (!(c->base = event_base_new()))
+            goto fail;
+        c->owns_base = true;
+        rl_loop_libevent(&c->loop, c->base);
+    }
+    rc = client_start(c, addrs, reterr);
     if (rc)
         goto fail;
     free(addrs);
@@ -255,7 +260,7 @@ fail:
     if (rc == REDLOCK_ENOMEM)
         rl_seterr(reterr, rc, -1, "out of memory creating client");
     free(addrs);
-    if (c && c->base)
+    if (c && c->loop.size)
         client_destroy(c);
     else if (c) {
         rl_tls_free(c->tls);
@@ -263,6 +268,36 @@ fail:
         free(c);
     }
     return rc;
+}
+
+int redlock_client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
+                       redlock_error *reterr)
+{
+    if (!cfg || !ret) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "redlock_client_new: cfg and ret must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (!base)
+        return client_new(cfg, NULL, ret, reterr);
+    redlock_loop loop;
+    rl_loop_libevent(&loop, base);
+    return client_new(cfg, &loop, ret, reterr);
+}
+
+int redlock_client_new_loop(const redlock_config *cfg, const redlock_loop *loop,
+                            redlock_client **ret, redlock_error *reterr)
+{
+    char why[160];
+    if (!cfg || !ret) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1,
+                  "redlock_client_new_loop: cfg and ret must not be NULL");
+        return REDLOCK_EINVAL;
+    }
+    if (rl_loop_check(loop, why, sizeof(why)) != 0) {
+        rl_seterr(reterr, REDLOCK_EINVAL, -1, "redlock_client_new_loop: %s", why);
+        return REDLOCK_EINVAL;
+    }
+    return client_new(cfg, loop, ret, reterr);
 }
 
 void redlock_client_free(redlock_client *c)

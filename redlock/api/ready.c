@@ -8,17 +8,15 @@
 #include "api/ready.h"
 #include "kinds/identity.h"
 
-#include <event2/event.h>
-
 #include <stdlib.h>
 
 typedef struct rl_ready {
     struct rl_ready *next;
     redlock_client *c;
-    size_t min;            /* masters wanted up */
-    struct event *timeout; /* the deadline */
-    struct event *now;     /* zero timer: deliver from the loop */
-    int status;            /* what to deliver */
+    size_t min;       /* masters wanted up */
+    rl_timer timeout; /* the deadline */
+    rl_timer now;     /* zero timer: deliver from the loop */
+    int status;       /* what to deliver */
     redlock_ready_cb cb;
     void *arg;
 } rl_ready;
@@ -43,10 +41,8 @@ static void ready_unlink(rl_ready *r)
 
 static void ready_free(rl_ready *r)
 {
-    if (r->timeout)
-        event_free(r->timeout);
-    if (r->now)
-        event_free(r->now);
+    rl_timer_fini(&r->timeout);
+    rl_timer_fini(&r->now);
     free(r);
 }
 
@@ -72,17 +68,13 @@ static void ready_deliver(rl_ready *r)
     rl_client_leave(c);
 }
 
-static void ready_on_now(evutil_socket_t fd, short what, void *arg)
+static void ready_on_now(void *arg)
 {
-    (void)fd;
-    (void)what;
     ready_deliver(arg);
 }
 
-static void ready_on_timeout(evutil_socket_t fd, short what, void *arg)
+static void ready_on_timeout(void *arg)
 {
-    (void)fd;
-    (void)what;
     rl_ready *r = arg;
     r->status = up_count(r->c) >= r->min ? 0 : REDLOCK_ETIMEOUT;
     ready_deliver(r);
@@ -92,12 +84,11 @@ static void ready_on_timeout(evutil_socket_t fd, short what, void *arg)
  * next pass (we may be inside a reply). */
 static void ready_fire(rl_ready *r, int status)
 {
-    static const struct timeval zero = { 0, 0 };
-    if (evtimer_pending(r->now, NULL))
+    if (rl_timer_armed(&r->now))
         return;
-    evtimer_del(r->timeout);
+    rl_timer_stop(&r->timeout);
     r->status = status;
-    evtimer_add(r->now, &zero);
+    rl_timer_start(&r->now, 0);
 }
 
 /* Two entries found to be one server: the list itself is wrong, and
@@ -125,11 +116,8 @@ int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, r
         return REDLOCK_EINVAL;
     }
     rl_ready *r = calloc(1, sizeof(*r));
-    if (r) {
-        r->timeout = evtimer_new(c->base, ready_on_timeout, r);
-        r->now = evtimer_new(c->base, ready_on_now, r);
-    }
-    if (!r || !r->timeout || !r->now) {
+    if (!r || rl_timer_init(&r->timeout, &c->loop, ready_on_timeout, r) != 0 ||
+        rl_timer_init(&r->now, &c->loop, ready_on_now, r) != 0) {
         if (r)
             ready_free(r);
         rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory");
@@ -141,8 +129,7 @@ int rl_ready_start(redlock_client *c, size_t min_masters, uint32_t timeout_ms, r
     r->arg = arg;
     r->next = c->ready;
     c->ready = r;
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    evtimer_add(r->timeout, &tv);
+    rl_timer_start(&r->timeout, timeout_ms);
     rl_ready_check(c);
     return 0;
 }

@@ -12,8 +12,6 @@
 #include "core/op.h"
 #include "transport/trace.h"
 
-#include <event2/event.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +63,8 @@ static void round_on_vote(void *owner, rl_fanout *f, uint32_t idx, const rl_repl
  * A master still in its TLS handshake says so: a rediss:// master on a
  * plain port never answers one, and the connect timeout that would say it
  * (longer than the node timeout) comes after the decision. */
-static void round_on_timer(evutil_socket_t fd, short what, void *arg)
+static void round_on_timer(void *arg)
 {
-    (void)fd;
-    (void)what;
     rl_op *op = arg;
     char d[96];
     for (uint32_t i = 0; i < op->c->n; i++) {
@@ -121,7 +117,7 @@ void rl_round_end(rl_op *op)
     rl_fanout_detach(op->round);
     op->round = NULL;
     op->pending_mask = op->counted_mask = op->sent_mask = op->server_mask = 0;
-    evtimer_del(op->round_timer);
+    rl_timer_stop(&op->round_timer);
 }
 
 void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsigned how)
@@ -166,9 +162,7 @@ void rl_round_start(rl_op *op, rl_fanout *f, uint32_t send, uint32_t count, unsi
         }
     }
     if (op->pending_mask) {
-        uint32_t ms = c->cfg.node_timeout_ms;
-        struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-        evtimer_add(op->round_timer, &tv);
+        rl_timer_start(&op->round_timer, c->cfg.node_timeout_ms);
     }
     /* A master that cannot be asked (down, saturated) answers at once: it
      * costs the operation nothing. */
@@ -194,10 +188,8 @@ void rl_round_send(rl_op *op, const rl_cmd *cmd, const char *what, uint32_t send
 
 /* ---- the op's life ---------------------------------------------------------- */
 
-static void op_on_timer(evutil_socket_t fd, short what, void *arg)
+static void op_on_timer(void *arg)
 {
-    (void)fd;
-    (void)what;
     rl_op *op = arg;
     if (!op->done && op->ops->on_timer)
         op->ops->on_timer(op);
@@ -205,13 +197,12 @@ static void op_on_timer(evutil_socket_t fd, short what, void *arg)
 
 void rl_op_arm(rl_op *op, uint32_t ms)
 {
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(op->timer, &tv);
+    rl_timer_start(&op->timer, ms);
 }
 
 void rl_op_disarm(rl_op *op)
 {
-    evtimer_del(op->timer);
+    rl_timer_stop(&op->timer);
 }
 
 /* Keys of a set, in one allocation: the lock keys (prefix + resource) and,
@@ -272,10 +263,8 @@ static void op_free(rl_op *op)
     if (op->ops->destroy)
         op->ops->destroy(op);
     rl_fanout_detach(op->round);
-    if (op->round_timer)
-        event_free(op->round_timer);
-    if (op->timer)
-        event_free(op->timer);
+    rl_timer_fini(&op->round_timer);
+    rl_timer_fini(&op->timer);
     free(op->keymem);
     free(op);
 }
@@ -295,11 +284,12 @@ int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redloc
     op->started_us = rl_now_us();
     if (RL_TRACING(c->env.trace))
         op->trace_id = rl_trace_id(c->env.trace);
-    op->round_timer = evtimer_new(c->base, round_on_timer, op);
-    op->timer = evtimer_new(c->base, op_on_timer, op);
+    if (rl_timer_init(&op->round_timer, &c->loop, round_on_timer, op) != 0 ||
+        rl_timer_init(&op->timer, &c->loop, op_on_timer, op) != 0)
+        goto oom;
     if (count)
         op->keymem = build_keys(c, set, count, keys, &op->k);
-    if (!op->round_timer || !op->timer || (count && !op->keymem))
+    if (count && !op->keymem)
         goto oom;
     op->out.n_masters = c->n;
     op->out.quorum = c->quorum;
@@ -332,6 +322,12 @@ oom:
  * into each other would hold the loop forever). */
 static _Thread_local int deliver_depth;
 
+/* The delivery of ops that finished inside a delivery waits this long: on
+ * every loop (libuv 1.44 runs a 0 ms timer started by a timer again before
+ * it polls), a caller that retries from its failure callback must not keep
+ * the loop from its sockets. */
+#define RL_DELIVER_LATER_MS 1
+
 /* The op's decision, for the trace: stamped with the time a success
  * measured its validity from, so that model/trace-check.py can redo the
  * arithmetic from the attempt's start. */
@@ -358,7 +354,7 @@ void rl_op_finish(rl_op *op, int status)
     op->done = true;
     op->status = status;
     rl_round_end(op);
-    evtimer_del(op->timer);
+    rl_timer_stop(&op->timer);
     op->out.status = status;
     op->out.attempts = op->attempts;
     if (status != 0) {
@@ -377,16 +373,12 @@ void rl_op_finish(rl_op *op, int status)
     else
         c->done_head = op;
     c->done_tail = op;
-    /* Delivered after the callbacks of this loop pass (event_active: no
-     * extra trip through epoll_wait). Inside the delivery itself, the next
-     * pass: see on_deliver. Pending covers both armed and active. */
-    if (event_pending(c->deliver_ev, EV_TIMEOUT, NULL))
+    /* Delivered after the callbacks ready now (a 0 ms timer: on libevent,
+     * no extra trip through epoll_wait). Inside the delivery itself, in a
+     * later pass: see on_deliver. */
+    if (rl_timer_armed(&c->deliver))
         return;
-    static const struct timeval zero = { 0, 0 };
-    if (deliver_depth > 0)
-        evtimer_add(c->deliver_ev, &zero);
-    else
-        event_active(c->deliver_ev, EV_TIMEOUT, 1);
+    rl_timer_start(&c->deliver, deliver_depth > 0 ? RL_DELIVER_LATER_MS : 0);
 }
 
 void rl_op_cancel(rl_op *op, int status)
@@ -478,12 +470,10 @@ static void deliver_one(rl_op *op)
 }
 
 /* The delivery event: the ops queued when it fired, in order. Ops that
- * finish inside these callbacks wait for the next pass, so a caller that
+ * finish inside these callbacks wait for a later pass, so a caller that
  * retries from its failure callback cannot keep the loop from its sockets. */
-static void on_deliver(evutil_socket_t fd, short what, void *arg)
+static void on_deliver(void *arg)
 {
-    (void)fd;
-    (void)what;
     redlock_client *c = arg;
     rl_op *last = c->done_tail;
     rl_client_enter(c);
@@ -495,17 +485,14 @@ static void on_deliver(evutil_socket_t fd, short what, void *arg)
             break;
     }
     deliver_depth--;
-    if (c->done_head && !event_pending(c->deliver_ev, EV_TIMEOUT, NULL)) {
-        static const struct timeval zero = { 0, 0 };
-        evtimer_add(c->deliver_ev, &zero);
-    }
+    if (c->done_head && !rl_timer_armed(&c->deliver))
+        rl_timer_start(&c->deliver, RL_DELIVER_LATER_MS);
     rl_client_leave(c);
 }
 
 int rl_ops_init(redlock_client *c)
 {
-    c->deliver_ev = evtimer_new(c->base, on_deliver, c);
-    return c->deliver_ev ? 0 : REDLOCK_ENOMEM;
+    return rl_timer_init(&c->deliver, &c->loop, on_deliver, c);
 }
 
 void rl_ops_shutdown(redlock_client *c)
@@ -534,7 +521,5 @@ void rl_ops_shutdown(redlock_client *c)
 
 void rl_ops_free(redlock_client *c)
 {
-    if (c->deliver_ev)
-        event_free(c->deliver_ev);
-    c->deliver_ev = NULL;
+    rl_timer_fini(&c->deliver);
 }

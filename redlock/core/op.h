@@ -87,8 +87,8 @@ struct rl_op {
     uint32_t counted_mask;                   /* masters whose answers count */
     uint32_t server_mask;                    /* masters whose OK counted this round ... */
     uint64_t server_id[REDLOCK_MAX_MASTERS]; /* ... and their run_id's hash (identity.c) */
-    struct event *round_timer;               /* the node timeout of the current round */
-    struct event *timer;                     /* the kind's own (retry delay, ...) */
+    rl_timer round_timer;                    /* the node timeout of the current round */
+    rl_timer timer;                          /* the kind's own (retry delay, ...) */
 
     uint32_t trace_id;       /* its id in the trace (trace.c); 0: not tracing */
     rl_monotime trace_att;   /* the attempt the trace last announced */

@@ -31,12 +31,12 @@
 #define REDLOCK_TYPES_H
 
 #include "base/common.h"
+#include "base/reactor.h"
 #include "core/fanout.h"
 #include "core/metrics.h"
 #include "node/node.h"
 #include "base/result.h"
 
-struct event;
 struct rl_blocking;
 struct rl_watchdog;
 struct rl_wait;
@@ -58,8 +58,9 @@ struct redlock_client {
     redlock_config cfg; /* a full copy; the strings below own its strings */
     char *strs;         /* every string of cfg, copied in one block */
     size_t prefix_len;
-    struct event_base *base;
-    bool owns_base; /* blocking client: private base + I/O thread */
+    struct event_base *base; /* blocking client: its private base; else NULL */
+    redlock_loop loop;       /* what the client runs on: every watch and timer */
+    bool owns_base;          /* blocking client: private base + I/O thread */
     bool freeing;
     uint32_t n;      /* masters */
     uint32_t quorum; /* n/2 + 1 */
@@ -68,10 +69,10 @@ struct redlock_client {
     rl_tls *tls;                  /* NULL: no master uses TLS */
     rl_op *ops;                   /* in flight, not yet delivered */
     rl_op *done_head, *done_tail; /* finished, waiting for delivery */
-    struct event *deliver_ev;     /* runs the delivery queue (op.c) */
+    rl_timer deliver;             /* runs the delivery queue (op.c) */
     struct rl_blocking *blk;      /* NULL for async clients */
     uint64_t rng;                 /* xorshift state for retry jitter */
-    struct event *probe_ev;       /* clock monitor: TIME to every master */
+    rl_timer probe;               /* clock monitor: TIME to every master */
     uint32_t max_ttl_ms;          /* longest ttl requested so far */
     uint32_t fleet_ttl_ms;        /* longest ttl any master's memory marker reported */
     uint32_t asked_window_ms;     /* longest memory window an acquire asked for (memory.c) */

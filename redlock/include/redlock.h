@@ -649,6 +649,88 @@ REDLOCK_API
 int redlock_client_new(const redlock_config *cfg, struct event_base *base, redlock_client **ret,
                        redlock_error *reterr);
 
+/* ------------------------------------------------------------------------ */
+/* Async on any event loop                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An async client needs three things of a loop: to watch a file descriptor,
+ * to run a callback after some milliseconds, and to run one "soon" (a 0 ms
+ * timer: after the callbacks that are ready now, never inside the call that
+ * asks). redlock_loop is that, as a table of hooks over your loop, in the
+ * manner of hiredis's adapters and c-ares's socket callbacks. libevent needs
+ * none of it (redlock_client_new() takes the event_base); ready-made tables
+ * for libuv and GLib ship as headers, <redlock/libuv.h> and
+ * <redlock/glib.h>. Every hook is called on the loop's thread, from the
+ * client's own calls and callbacks.
+ */
+
+/* Watch events, a bit mask. */
+#define REDLOCK_LOOP_READ 1
+#define REDLOCK_LOOP_WRITE 2
+
+/* @events: what is ready, REDLOCK_LOOP_READ and/or REDLOCK_LOOP_WRITE (an
+ * error or a hang-up on the descriptor: both the events being watched). */
+typedef void redlock_loop_io_fn(void *arg, int events);
+typedef void redlock_loop_timer_fn(void *arg);
+
+/*
+ * redlock_loop - the hooks a client runs its I/O and its timers on
+ *
+ * Fill it with redlock_loop_init() and the adapter's (or your own) hooks;
+ * redlock_client_new_loop() copies it. Rules each hook must keep:
+ *  - watch_new: one watch per descriptor (the library never makes two on
+ *    one fd), watching nothing until watch_set. NULL: out of memory.
+ *  - watch_set: watch for @events from now on (0: for nothing); calls @fn
+ *    whenever one of them is ready (level-triggered), until set again or
+ *    freed. 0, or -1 if the loop refused.
+ *  - watch_free: stop and free; the library closes the fd only after it.
+ *  - timer_new: a one-shot timer, not armed. NULL: out of memory.
+ *  - timer_start: arm (or re-arm, replacing the last arm) to run @fn once,
+ *    @ms from now; 0 ms: after the callbacks ready now, in the loop's next
+ *    pass at the latest. 0, or -1 if the loop refused.
+ *  - timer_stop: disarm (no-op if not armed). timer_free: disarm and free.
+ *  - After watch_free or timer_free, its @fn is never called again, even if
+ *    it was ready in the same pass; each may be called from inside its own
+ *    @fn, and any hook from inside any @fn.
+ * Watches and timers may outlive redlock_client_free() by nothing: it frees
+ * them all before it returns (a loop whose handles close later, as libuv's,
+ * finishes that on its next pass).
+ */
+typedef struct redlock_loop {
+    size_t size; /* set by redlock_loop_init(); do not change */
+    void *data;  /* your loop: passed to watch_new and timer_new */
+    void *(*watch_new)(void *data, int fd, redlock_loop_io_fn *fn, void *arg);
+    int (*watch_set)(void *watch, int events);
+    void (*watch_free)(void *watch);
+    void *(*timer_new)(void *data, redlock_loop_timer_fn *fn, void *arg);
+    int (*timer_start)(void *timer, uint64_t ms);
+    void (*timer_stop)(void *timer);
+    void (*timer_free)(void *timer);
+} redlock_loop;
+
+/** redlock_loop_init() - An empty table with its size set: fill every hook. */
+static inline void redlock_loop_init(redlock_loop *l)
+{
+    *l = (redlock_loop){ .size = sizeof(*l) };
+}
+
+/**
+ * redlock_client_new_loop() - redlock_client_new() for an async client on @loop
+ * @loop: the hooks of your loop; copied. Every hook must be set.
+ *
+ * The client is async, as one made with an event_base: call the *_async
+ * functions from the loop's thread; completions arrive there. Everything
+ * else is as for redlock_client_new().
+ *
+ * Return: as redlock_client_new(); REDLOCK_EINVAL also for a NULL @loop, a
+ * hook left unset, or a @loop->size this library does not know.
+ * Since 1.1.
+ */
+REDLOCK_API
+int redlock_client_new_loop(const redlock_config *cfg, const redlock_loop *loop,
+                            redlock_client **ret, redlock_error *reterr);
+
 /**
  * redlock_client_free() - Close all connections and free @c
  * @c: client, or NULL (no-op)

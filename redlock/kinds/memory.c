@@ -14,9 +14,6 @@
 #include "base/script.h"
 #include "core/types.h"
 
-#include <event2/event.h>
-#include <sys/time.h>
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +22,7 @@
 struct rl_settle {
     redlock_client *c;
     rl_fanout *f;          /* this round's LEASES, NULL between rounds */
-    struct event *timer;   /* the round's deadline, or the wait before it */
+    rl_timer timer;        /* the round's deadline, or the wait before it */
     bool waiting_ripe;     /* the timer is the wait before the round */
     uint32_t targets;      /* pending masters this round settles */
     uint32_t next;         /* seen pending since: the next round's */
@@ -85,7 +82,7 @@ static void settle_end_round(rl_settle *s)
         rl_fanout_detach(s->f);
     s->f = NULL;
     s->waiting_ripe = false;
-    evtimer_del(s->timer);
+    rl_timer_stop(&s->timer);
 }
 
 /* How long after a master was seen pending its fleet may be measured:
@@ -99,9 +96,7 @@ static uint64_t settle_wait_us(const redlock_client *c)
 
 static void settle_arm(rl_settle *s, uint64_t us)
 {
-    struct timeval tv = { .tv_sec = (time_t)(us / 1000000),
-                          .tv_usec = (suseconds_t)(us % 1000000) };
-    evtimer_add(s->timer, &tv);
+    rl_timer_start_us(&s->timer, us);
 }
 
 /* The next round, once it may measure: now, or when the wait ends. */
@@ -194,15 +189,13 @@ static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_r
         settle_decide(s);
 }
 
-static void settle_on_timer(evutil_socket_t fd, short what, void *arg)
+static void settle_on_timer(void *arg)
 {
-    (void)fd;
-    (void)what;
     rl_settle *s = arg;
     if (s->waiting_ripe) {
-        /* Through settle_next, which reads the clock again: libevent
-         * schedules from the time it cached when the loop woke, so the
-         * timer may fire a little early (model/trace-check.py saw 1 ms). */
+        /* Through settle_next, which reads the clock again: a loop (as
+         * libevent) may schedule from the time it cached when it woke, so
+         * the timer may fire a little early (model/trace-check.py saw 1 ms). */
         s->waiting_ripe = false;
         settle_next(s->c);
         return;
@@ -257,8 +250,7 @@ static void settle_pending(redlock_client *c, uint32_t idx)
         if (!c->settle)
             return;
         c->settle->c = c;
-        c->settle->timer = evtimer_new(c->base, settle_on_timer, c->settle);
-        if (!c->settle->timer) {
+        if (rl_timer_init(&c->settle->timer, &c->loop, settle_on_timer, c->settle) != 0) {
             free(c->settle);
             c->settle = NULL;
             return;
@@ -299,7 +291,7 @@ void rl_memory_free(redlock_client *c)
     if (!s)
         return;
     settle_end_round(s);
-    event_free(s->timer);
+    rl_timer_fini(&s->timer);
     free(s);
     c->settle = NULL;
 }

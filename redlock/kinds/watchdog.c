@@ -9,14 +9,13 @@
 #include "core/loop.h"
 #include "kinds/kinds.h"
 
-#include <event2/event.h>
-
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct rl_watchdog {
     redlock_client *c;
     redlock_lock *lock;
-    struct event *ev;
+    rl_timer timer;
     redlock_lost_cb cb;
     void *arg;
     uint32_t extends;  /* extensions done */
@@ -47,8 +46,7 @@ static void wd_unlink(rl_watchdog *wd)
 
 static void wd_free(rl_watchdog *wd)
 {
-    if (wd->ev)
-        event_free(wd->ev);
+    rl_timer_fini(&wd->timer);
     free(wd);
 }
 
@@ -59,7 +57,7 @@ static void wd_free(rl_watchdog *wd)
 static void wd_detach(rl_watchdog *wd)
 {
     wd_unlink(wd);
-    evtimer_del(wd->ev);
+    rl_timer_stop(&wd->timer);
     if (wd->ext_op) {
         wd->stopped = true;
         rl_extend_forget_lock(wd->ext_op);
@@ -93,8 +91,7 @@ static void wd_arm_ms(rl_watchdog *wd, int64_t ms)
 {
     if (ms < 0)
         ms = 0;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    evtimer_add(wd->ev, &tv);
+    rl_timer_start(&wd->timer, (uint64_t)ms);
 }
 
 /* The next extension: when a divisor's worth of the ttl is left. */
@@ -177,10 +174,8 @@ static void wd_on_extended(redlock_client *c, int status, redlock_lock *lock,
     }
 }
 
-static void wd_on_timer(evutil_socket_t fd, short what, void *arg)
+static void wd_on_timer(void *arg)
 {
-    (void)fd;
-    (void)what;
     rl_watchdog *wd = arg;
     redlock_client *c = wd->c;
     redlock_error err;
@@ -240,7 +235,7 @@ static void wd_start_on_loop(redlock_client *c, void *arg)
         return;
     }
     rl_watchdog *wd = calloc(1, sizeof(*wd));
-    if (!wd || !(wd->ev = evtimer_new(c->base, wd_on_timer, wd))) {
+    if (!wd || rl_timer_init(&wd->timer, &c->loop, wd_on_timer, wd) != 0) {
         free(wd);
         k->rc = REDLOCK_ENOMEM;
         rl_seterr(k->err, k->rc, -1, "out of memory");

@@ -17,7 +17,7 @@ rl_conn_opts rl_node_conn_opts(const rl_node *n, bool subscriber)
     const redlock_config *cfg = n->env->cfg;
     bool tls = n->env->tls && n->addr.kind == RL_ADDR_TCP && (n->addr.tls || cfg->tls);
     rl_conn_opts o = { .addr = &n->addr,
-                       .base = n->env->base,
+                       .loop = n->env->loop,
                        .tls = tls ? n->env->tls : NULL,
                        .max_reply_bytes = cfg->max_reply_bytes,
                        .subscriber = subscriber };
@@ -77,7 +77,7 @@ static void sub_on_auth(void *arg, const rl_reply *r, int err, const char *why)
 
 rl_conn *rl_node_subscriber(rl_node *n)
 {
-    if (n->sub || n->state != RL_NODE_UP || !n->timer)
+    if (n->sub || n->state != RL_NODE_UP || !rl_node_open(n))
         return n->sub;
     rl_conn_opts o = rl_node_conn_opts(n, true);
     char why[REDLOCK_VOTE_DETAIL_LEN] = "";

@@ -9,16 +9,15 @@
 #define REDLOCK_NODE_TYPES_H
 
 #include "base/addr.h"
+#include "base/reactor.h"
 #include "transport/transport.h"
 #include "node/trust.h"
 
-struct event_base;
-struct event;
 typedef struct rl_node rl_node;
 
 /* What a node needs from its owner, shared by all nodes of a client. */
 typedef struct rl_node_env {
-    struct event_base *base;
+    const redlock_loop *loop; /* the client's: every watch and timer */
     const redlock_config *cfg;
     const rl_tls *tls;      /* NULL: no master uses TLS */
     struct rl_trace *trace; /* NULL: not tracing (trace.h) */
@@ -51,7 +50,7 @@ struct rl_node {
     rl_conn *conn;                     /* NULL while down */
     int state;                         /* enum rl_node_state */
     uint32_t backoff_ms;               /* next reconnect delay */
-    struct event *timer;               /* reconnect backoff, or the connect deadline */
+    rl_timer timer;                    /* reconnect backoff, or the connect deadline */
     rl_monotime connect_us;            /* when the last connect started (on-demand rate limit) */
     int err;                           /* why it is (or last was) down: REDLOCK_E* */
     char errstr[REDLOCK_VOTE_DETAIL_LEN];
@@ -75,5 +74,12 @@ struct rl_node {
 /* Log with the master named by index and address. */
 #define rl_node_log(n, level, fmt, ...) \
     rl_log((n)->env->cfg, level, "master %u (%s): " fmt, (n)->idx, (n)->addr.name, __VA_ARGS__)
+
+/* Until rl_node_close(): its timer is set up from init to close, and a
+ * node without one schedules nothing. */
+static inline bool rl_node_open(const rl_node *n)
+{
+    return n->timer.loop != NULL;
+}
 
 #endif

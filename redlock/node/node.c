@@ -26,8 +26,6 @@
 #include "base/script.h"
 #include "transport/trace.h"
 
-#include <event2/event.h>
-
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,10 +68,8 @@ static void node_fail(rl_node *n, int err, const char *why)
     rl_conn_close(n->conn, err, why);
 }
 
-static void node_on_timer(evutil_socket_t fd, short what, void *arg)
+static void node_on_timer(void *arg)
 {
-    (void)fd;
-    (void)what;
     rl_node *n = arg;
     if (!n->conn) {
         node_connect(n);
@@ -88,13 +84,12 @@ static void node_on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void arm(rl_node *n, uint32_t ms)
 {
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(n->timer, &tv);
+    rl_timer_start(&n->timer, ms);
 }
 
 static void node_schedule_reconnect(rl_node *n)
 {
-    if (!n->timer)
+    if (!rl_node_open(n))
         return; /* closing */
     uint32_t ms = n->backoff_ms;
     uint32_t max = CFG(n)->reconnect_max_ms;
@@ -113,9 +108,9 @@ static void node_on_close(rl_conn *conn, int err, const char *why, void *arg)
     bool was_up = n->state == RL_NODE_UP;
     if (n->state != RL_NODE_DOWN)
         node_set_down(n, err, "%s", why);
-    if (!n->timer)
+    if (!rl_node_open(n))
         return; /* the client is shutting down */
-    evtimer_del(n->timer);
+    rl_timer_stop(&n->timer);
     rl_node_log(n, was_up ? REDLOCK_LOG_WARN : REDLOCK_LOG_INFO, "disconnected: %s", n->errstr);
     node_schedule_reconnect(n);
     if (was_up)
@@ -243,7 +238,7 @@ static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
     n->errstr[0] = '\0';
     n->backoff_ms = CFG(n)->reconnect_min_ms;
     n->connects++;
-    evtimer_del(n->timer);
+    rl_timer_stop(&n->timer);
     rl_node_log(n, REDLOCK_LOG_INFO, "connected%s%s%s%s%s%s",
                 rl_conn_is_tls(n->conn) ? " (TLS)" : "",
                 n->id_current && n->trust.version[0] ? ": " : "",
@@ -292,7 +287,7 @@ static void node_open(rl_node *n)
     char why[REDLOCK_VOTE_DETAIL_LEN] = "";
     n->connect_us = rl_now_us();
     n->id_current = false;
-    evtimer_del(n->timer);
+    rl_timer_stop(&n->timer);
     int rc = rl_conn_open(&o, &node_hooks, n, &n->conn, why, sizeof(why));
     if (rc) {
         /* Refused at once (a missing unix socket, a refusal on loopback):
@@ -375,8 +370,8 @@ static void node_connect(rl_node *n)
         return;
     }
     n->connect_us = rl_now_us(); /* the on-demand rate limit counts the look-up */
-    evtimer_del(n->timer);
-    n->resolving = rl_resolve_start(n->env->base, n->addr.host, node_on_resolved, n);
+    rl_timer_stop(&n->timer);
+    n->resolving = rl_resolve_start(n->env->loop, n->addr.host, node_on_resolved, n);
     if (!n->resolving) {
         rl_node_log(n, REDLOCK_LOG_DEBUG, "cannot look \"%s\" up now; connecting to %s",
                     n->addr.host, n->addr.ip);
@@ -389,7 +384,7 @@ static void node_connect(rl_node *n)
 /* May @count more commands be queued on @n now? 0, or why not. */
 static int node_admit(rl_node *n, uint32_t count, bool priority)
 {
-    if (n->state == RL_NODE_DOWN && !n->conn && n->timer &&
+    if (n->state == RL_NODE_DOWN && !n->conn && rl_node_open(n) &&
         rl_now_us() - n->connect_us >= (uint64_t)CFG(n)->reconnect_min_ms * 1000)
         node_connect(n); /* the master may be back: find out now, not after the backoff */
     if (n->state == RL_NODE_DOWN)
@@ -470,8 +465,7 @@ int rl_node_init(rl_node *n, const rl_node_env *env, uint32_t idx, const rl_addr
     n->twin = -1;
     n->addr_fresh = true;
     rl_trust_init(&n->trust, env->cfg);
-    n->timer = evtimer_new(env->base, node_on_timer, n);
-    return n->timer ? 0 : REDLOCK_ENOMEM;
+    return rl_timer_init(&n->timer, env->loop, node_on_timer, n);
 }
 
 void rl_node_start(rl_node *n)
@@ -493,10 +487,7 @@ void rl_node_close(rl_node *n)
     /* A look-up in flight keeps its thread; the answer is dropped. */
     rl_resolve_cancel(n->resolving);
     n->resolving = NULL;
-    if (n->timer) {
-        event_free(n->timer);
-        n->timer = NULL;
-    }
+    rl_timer_fini(&n->timer);
     if (n->sub)
         rl_conn_close(n->sub, REDLOCK_ESHUTDOWN, "client shutting down");
     if (n->conn) {

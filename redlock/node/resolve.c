@@ -3,13 +3,12 @@
  * One job per look-up, two holders: the thread, until it has written its
  * answer and the byte that wakes the loop; the owner, until the answer has
  * been read or it cancelled. The last to let go frees the job and closes
- * the pipe; the thread never touches the event, which only the loop's
- * thread adds, fires and frees.
+ * the pipe; the thread never touches the watch, which only the loop's
+ * thread sets, fires and frees.
  */
 #include "node/resolve.h"
 #include "base/addr.h"
-
-#include <event2/event.h>
+#include "base/reactor.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +24,7 @@ struct rl_resolve {
     pthread_mutex_t mu; /* refs and the answer */
     int refs;           /* the thread, the owner */
     int fds[2];         /* the thread writes one byte to fds[1] when the answer is in */
-    struct event *ev;   /* fds[0] on the owner's base; owner's side only */
+    rl_watch watch;     /* fds[0] on the owner's loop; owner's side only */
     rl_resolve_fn *fn;
     void *arg;
     char host[RL_HOST_MAX];
@@ -67,12 +66,12 @@ static void *job_run(void *p)
     return NULL;
 }
 
-static void job_on_answer(evutil_socket_t fd, short what, void *arg)
+static void job_on_answer(void *arg, int events)
 {
-    (void)what;
+    (void)events;
     rl_resolve *r = arg;
     char b;
-    while (read(fd, &b, 1) < 0 && errno == EINTR)
+    while (read(r->fds[0], &b, 1) < 0 && errno == EINTR)
         ;
     char ip[64];
     pthread_mutex_lock(&r->mu);
@@ -81,12 +80,12 @@ static void job_on_answer(evutil_socket_t fd, short what, void *arg)
     pthread_mutex_unlock(&r->mu);
     rl_resolve_fn *fn = r->fn;
     void *fn_arg = r->arg;
-    event_free(r->ev);
+    rl_watch_fini(&r->watch);
     job_unref(r); /* the owner's: it is done with the job before it hears the answer */
     fn(fn_arg, gai, ip, naddrs);
 }
 
-rl_resolve *rl_resolve_start(struct event_base *base, const char *host, rl_resolve_fn *fn,
+rl_resolve *rl_resolve_start(const redlock_loop *loop, const char *host, rl_resolve_fn *fn,
                              void *arg)
 {
     rl_resolve *r = calloc(1, sizeof(*r));
@@ -101,8 +100,8 @@ rl_resolve *rl_resolve_start(struct event_base *base, const char *host, rl_resol
     r->fn = fn;
     r->arg = arg;
     snprintf(r->host, sizeof(r->host), "%s", host);
-    r->ev = event_new(base, r->fds[0], EV_READ, job_on_answer, r);
-    if (!r->ev || event_add(r->ev, NULL) != 0)
+    if (rl_watch_init(&r->watch, loop, r->fds[0], job_on_answer, r) != 0 ||
+        rl_watch_set(&r->watch, REDLOCK_LOOP_READ) != 0)
         goto fail;
     /* The thread takes no signal of the program's: they stay with the
      * threads that expect them (it inherits this mask). */
@@ -121,8 +120,7 @@ rl_resolve *rl_resolve_start(struct event_base *base, const char *host, rl_resol
         goto fail;
     return r;
 fail:
-    if (r->ev)
-        event_free(r->ev);
+    rl_watch_fini(&r->watch);
     close(r->fds[0]);
     close(r->fds[1]);
     pthread_mutex_destroy(&r->mu);
@@ -134,7 +132,6 @@ void rl_resolve_cancel(rl_resolve *r)
 {
     if (!r)
         return;
-    event_free(r->ev);
-    r->ev = NULL;
+    rl_watch_fini(&r->watch);
     job_unref(r);
 }

@@ -4,7 +4,7 @@
  * timeout x attempts per server: 5 s x 2 by default), and the loop it would
  * block carries every master's votes and timers. A job runs it on a
  * short-lived detached thread and hands the answer back through a pipe
- * registered on the client's event_base, so that the answer is read on the
+ * watched on the client's loop, so that the answer is read on the
  * loop's thread: the caller's for an async client, the I/O thread for a
  * blocking one. The job is shared by the thread and its owner; whoever lets
  * go last frees it and closes the pipe, so an owner freed while a look-up
@@ -13,7 +13,8 @@
 #ifndef REDLOCK_RESOLVE_H
 #define REDLOCK_RESOLVE_H
 
-struct event_base;
+#include "base/reactor.h"
+
 typedef struct rl_resolve rl_resolve;
 
 /* The answer: @gai 0 and the address rl_addr_lookup() picked (@ip) and
@@ -21,10 +22,10 @@ typedef struct rl_resolve rl_resolve;
  * (gai_strerror(@gai)). @ip is valid during the call only. */
 typedef void rl_resolve_fn(void *arg, int gai, const char *ip, int naddrs);
 
-/* Look @host up; @fn runs exactly once, from @base's loop, unless
+/* Look @host up; @fn runs exactly once, from @loop, unless
  * rl_resolve_cancel() comes first. NULL when it cannot start (no memory,
  * no pipe, no thread): @fn never runs. Call on the loop's thread. */
-rl_resolve *rl_resolve_start(struct event_base *base, const char *host, rl_resolve_fn *fn,
+rl_resolve *rl_resolve_start(const redlock_loop *loop, const char *host, rl_resolve_fn *fn,
                              void *arg);
 
 /* Give up @r's answer: @fn will not run. On the loop's thread, before @fn

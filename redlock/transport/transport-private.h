@@ -1,7 +1,7 @@
 /* transport-private.h - what the transport's own files share (never included elsewhere).
  *
  * The transport is three files around one struct: transport.c (the
- * connection and its libevent glue), transport-reply.c (reply accessors and
+ * connection and its loop glue), transport-reply.c (reply accessors and
  * the reply guard) and transport-tls.c (TLS settings and the handshake's
  * words). Only they include hiredis headers; the rest of the library sees
  * transport.h.
@@ -24,7 +24,7 @@
 #define RL_REPLY_ARRAY_MAX 1024   /* we never ask for more than a few */
 #define RL_REPLY_OBJECTS_MAX 4096 /* objects in one reply, nested ones included */
 
-/* Write interest (see the libevent glue in transport.c). */
+/* Write interest (see the loop glue in transport.c). */
 enum { W_IDLE, W_FLUSH, W_ARMED };
 
 typedef struct rl_cb {
@@ -46,13 +46,15 @@ struct rl_conn {
     redisAsyncContext *ac; /* NULL once hiredis let go of it */
     const rl_conn_hooks *hooks;
     void *arg;
-    struct event *rev, *wev; /* NULL once hiredis asked us to clean up */
-    int wstate;              /* W_*: see the libevent glue */
-    bool in_write;           /* inside our write handler */
-    int busy;                /* inside one of our event handlers */
-    bool free_pending;       /* hiredis let go while busy: free on the way out */
-    bool closing;            /* no new commands: closed, or failing */
-    bool ended;              /* on_close has run */
+    rl_watch watch;    /* the socket; unset once hiredis asked us to clean up */
+    rl_timer flush;    /* writes what this pass queued (see the loop glue) */
+    bool attached;     /* watch and flush are set up */
+    int wstate;        /* W_*: see the loop glue */
+    bool in_write;     /* inside our write handler */
+    int busy;          /* inside one of our event handlers */
+    bool free_pending; /* hiredis let go while busy: free on the way out */
+    bool closing;      /* no new commands: closed, or failing */
+    bool ended;        /* on_close has run */
     bool subscriber;
     bool answered; /* at least one reply arrived */
     rl_cb *q;      /* reply functions, in send order (a ring) */

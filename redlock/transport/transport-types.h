@@ -11,8 +11,7 @@
 
 #include "base/addr.h"
 #include "base/common.h"
-
-struct event_base;
+#include "base/reactor.h"
 
 typedef struct rl_conn rl_conn;
 typedef struct rl_reply rl_reply; /* opaque: read it with the accessors below */
@@ -41,7 +40,7 @@ typedef struct rl_conn_hooks {
 
 typedef struct rl_conn_opts {
     const rl_addr *addr;
-    struct event_base *base;
+    const redlock_loop *loop;
     const rl_tls *tls; /* NULL: plain TCP / unix socket */
     uint32_t max_reply_bytes;
     bool subscriber; /* will carry SUBSCRIBE and nothing after it */

@@ -1,16 +1,14 @@
-/* transport.c - connections to masters over hiredis (0.14.1 or 1.x) and libevent.
+/* transport.c - connections to masters over hiredis (0.14.1 or 1.x), on the client's loop.
  *
  * A connection takes commands in and hands replies out in order, each
- * reply function exactly once; its libevent glue writes every command of
- * one loop pass in one write() and keeps epoll out of the steady state.
+ * reply function exactly once; its loop glue writes every command of one
+ * loop pass in one write() and keeps the poller out of the steady state.
  * Replies and their guard live in transport-reply.c, TLS in
  * transport-tls.c. Where hiredis 0.14 and 1.x differ, the difference is
  * handled where it matters and marked with HIREDIS_MAJOR.
  */
 #include "transport/transport.h"
 #include "transport/transport-private.h"
-
-#include <event2/event.h>
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -269,15 +267,16 @@ static void conn_data_cleanup(void *privdata)
 }
 #endif
 
-/* ---- the libevent glue ------------------------------------------------------ *
+/* ---- the loop glue ---------------------------------------------------------- *
  *
- * Our own copy of the idea in hiredis' adapters/libevent.h, for two reasons:
- * that adapter does not check its allocation (0.14.1), and it arms and
- * disarms epoll for every command. Here the read event stays armed, and a
- * command does not arm write interest at all: it makes the write event
- * active, so every command queued in this pass of the loop goes out in one
- * write() when the pass reaches it. Only a write that would block (a full
- * socket, a connect in progress, a TLS handshake) arms the real event. */
+ * hiredis's ev hooks over our watch and flush timer (base/reactor.h), our
+ * own copy of the idea in its adapters for two reasons: the 0.14.1 adapters
+ * do not check their allocations, and they arm and disarm the poller for
+ * every command. Here the read side stays watched, and a command does not
+ * watch for writing at all: it starts the flush (a 0 ms timer), so every
+ * command queued in this pass of the loop goes out in one write() when the
+ * pass reaches it. Only a write that would block (a full socket, a connect
+ * in progress, a TLS handshake) watches for the socket to take more. */
 
 static void handler_leave(rl_conn *c)
 {
@@ -285,11 +284,8 @@ static void handler_leave(rl_conn *c)
         conn_free(c);
 }
 
-static void ev_on_read(evutil_socket_t fd, short what, void *arg)
+static void conn_on_read(rl_conn *c)
 {
-    (void)fd;
-    (void)what;
-    rl_conn *c = arg;
     redisReader *rd = c->ac->c.reader;
     /* The reader keeps a reply's bytes until it is complete, so a master
      * streaming one huge bulk string would grow it without end: stop here.
@@ -303,29 +299,22 @@ static void ev_on_read(evutil_socket_t fd, short what, void *arg)
         rl_conn_close(c, REDLOCK_EPROTO, why);
         return;
     }
-    c->busy++;
 #if RL_HAVE_TLS
     if (c->tls)
         rl_tls_clear_errors();
 #endif
     redisAsyncHandleRead(c->ac);
-    handler_leave(c);
 }
 
-static void ev_on_write(evutil_socket_t fd, short what, void *arg)
+static void conn_on_write(rl_conn *c)
 {
-    (void)fd;
-    (void)what;
-    rl_conn *c = arg;
-    /* Whether the socket became writable or a command made us active: the
-     * event is not pending any more; hiredis says below if it wants more. */
+    /* Whether the socket took more or the flush ran: nothing is pending
+     * now; hiredis says below (ev_add_write) if it wants to write more. */
     c->wstate = W_IDLE;
-    c->busy++;
     if (c->doomed) {
         /* Nothing was (or may be) sent: the context has no TLS. */
         c->closing = true;
         redisAsyncFree(c->ac);
-        handler_leave(c);
         return;
     }
     c->in_write = true;
@@ -335,12 +324,35 @@ static void ev_on_write(evutil_socket_t fd, short what, void *arg)
 #endif
     redisAsyncHandleWrite(c->ac);
     c->in_write = false;
+    /* All written: stop watching for room (no-op if we were not). */
+    if (c->attached && c->wstate != W_ARMED)
+        rl_watch_set(&c->watch, REDLOCK_LOOP_READ);
+}
+
+static void ev_on_socket(void *arg, int events)
+{
+    rl_conn *c = arg;
+    c->busy++;
+    if (events & REDLOCK_LOOP_READ)
+        conn_on_read(c);
+    /* The read may have ended the connection (hiredis cleaned up). */
+    if ((events & REDLOCK_LOOP_WRITE) && c->attached && c->wstate == W_ARMED)
+        conn_on_write(c);
+    handler_leave(c);
+}
+
+static void ev_on_flush(void *arg)
+{
+    rl_conn *c = arg;
+    c->busy++;
+    if (c->wstate == W_FLUSH)
+        conn_on_write(c);
     handler_leave(c);
 }
 
 static void ev_add_read(void *p)
 {
-    (void)p; /* armed once, at open, and kept armed (EV_PERSIST) */
+    (void)p; /* watched once, at open, and kept watched */
 }
 
 static void ev_del_read(void *p)
@@ -351,40 +363,45 @@ static void ev_del_read(void *p)
 static void ev_add_write(void *p)
 {
     rl_conn *c = p;
-    if (!c->wev)
+    if (!c->attached)
         return; /* cleaned up already */
     if (c->in_write) {
         /* hiredis could not write it all: now wait for the socket. */
-        if (c->wstate != W_ARMED && event_add(c->wev, NULL) == 0)
+        if (c->wstate != W_ARMED &&
+            rl_watch_set(&c->watch, REDLOCK_LOOP_READ | REDLOCK_LOOP_WRITE) == 0)
             c->wstate = W_ARMED;
     } else if (c->wstate == W_IDLE) {
         /* HIREDIS_MAJOR >= 1 with TLS also lands here from its read
          * handler, for a write that had to wait for a read: the same
          * one-pass flush serves it. */
-        event_active(c->wev, EV_WRITE, 1);
-        c->wstate = W_FLUSH;
+        if (rl_timer_start(&c->flush, 0) == 0)
+            c->wstate = W_FLUSH;
     }
 }
 
 static void ev_del_write(void *p)
 {
     rl_conn *c = p;
-    if (c->wev && c->wstate == W_ARMED) {
-        event_del(c->wev);
+    if (c->attached && c->wstate == W_ARMED) {
+        rl_watch_set(&c->watch, REDLOCK_LOOP_READ);
         c->wstate = W_IDLE;
     }
 }
 
-/* hiredis is done with the socket: the events go. The connection ends
- * here on 0.14 and in conn_data_cleanup on 1.x (see above). */
+static void conn_detach_events(rl_conn *c)
+{
+    rl_watch_fini(&c->watch);
+    rl_timer_fini(&c->flush);
+    c->attached = false;
+}
+
+/* hiredis is done with the socket: the watch goes (before hiredis closes
+ * the fd, as loops such as libuv's require). The connection ends here on
+ * 0.14 and in conn_data_cleanup on 1.x (see above). */
 static void ev_cleanup(void *p)
 {
     rl_conn *c = p;
-    if (c->rev)
-        event_free(c->rev);
-    if (c->wev)
-        event_free(c->wev);
-    c->rev = c->wev = NULL;
+    conn_detach_events(c);
     conn_note_error(c);
     c->closing = true;
 #if HIREDIS_MAJOR < 1
@@ -394,22 +411,26 @@ static void ev_cleanup(void *p)
 
 /* ---- opening ------------------------------------------------------------------ */
 
-static int conn_attach_events(rl_conn *c, struct event_base *base)
+static int conn_attach_events(rl_conn *c, const redlock_loop *loop)
 {
     redisAsyncContext *ac = c->ac;
-    c->rev = event_new(base, ac->c.fd, EV_READ | EV_PERSIST, ev_on_read, c);
-    c->wev = event_new(base, ac->c.fd, EV_WRITE, ev_on_write, c);
-    if (!c->rev || !c->wev)
+    if (rl_watch_init(&c->watch, loop, ac->c.fd, ev_on_socket, c) != 0)
         return REDLOCK_ENOMEM;
+    if (rl_timer_init(&c->flush, loop, ev_on_flush, c) != 0) {
+        rl_watch_fini(&c->watch);
+        return REDLOCK_ENOMEM;
+    }
+    c->attached = true;
     if (c->doomed) {
         /* No I/O on a context whose TLS failed: only the failure, on the
          * next pass, the way a failure found later is reported. */
-        event_active(c->wev, EV_WRITE, 1);
+        if (rl_timer_start(&c->flush, 0) != 0)
+            return REDLOCK_ESYS;
         c->wstate = W_FLUSH;
     } else {
         /* The first writable event tells hiredis that the non-blocking
          * connect finished; commands queued before it go out with it. */
-        if (event_add(c->rev, NULL) != 0 || event_add(c->wev, NULL) != 0)
+        if (rl_watch_set(&c->watch, REDLOCK_LOOP_READ | REDLOCK_LOOP_WRITE) != 0)
             return REDLOCK_ESYS;
         c->wstate = W_ARMED;
     }
@@ -491,14 +512,12 @@ int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_co
     }
 #endif
     if (!rc)
-        rc = conn_attach_events(c, o->base);
+        rc = conn_attach_events(c, o->loop);
     if (rc) {
         if (!why[0] || rc == REDLOCK_ENOMEM)
             snprintf(why, whylen, "cannot set up the connection (%s)", redlock_strerror(rc));
-        if (c && c->rev)
-            event_free(c->rev);
-        if (c && c->wev)
-            event_free(c->wev);
+        if (c && c->attached)
+            conn_detach_events(c);
         if (c)
             ac->ev = (__typeof__(ac->ev)){ 0 };
         redisAsyncFree(ac);
