@@ -14,7 +14,10 @@
 #                                                 every source file
 #                                                 tools/check-layers.sh:
 #                                                 redlock/'s includes run
-#                                                 down its layers
+#                                                 down its layers;
+#                                                 tools/check-functions.sh:
+#                                                 no function of redlock/
+#                                                 over 60 lines
 #   plain      build/            hiredis 0.14.1   every suite; in a run
 #                                                 with asan, only what asan
 #                                                 leaves out: the CLI's
@@ -516,6 +519,17 @@ if wanted format; then
         passed=$((passed + 1))
     else
         stage_failed "format: an include of redlock/ runs up its layers (above)"
+    fi
+fi
+
+# No function of redlock/ over 60 lines (issue 30): tools/check-functions.sh
+# names each one longer. One test; no build, no server.
+if wanted format; then
+    say "format: tools/check-functions.sh"
+    if tools/check-functions.sh; then
+        passed=$((passed + 1))
+    else
+        stage_failed "format: a function of redlock/ is over 60 lines (above)"
     fi
 fi
 

@@ -132,10 +132,9 @@ static int check_drift(double f, const char *name, redlock_error *e)
     return 0;
 }
 
-int rl_config_validate(const redlock_config *cfg, redlock_error *e)
+/* Timeouts, retries, reconnects and the in-flight bound. */
+static int check_timing(const redlock_config *cfg, redlock_error *e)
 {
-    if (!cfg->masters || !cfg->masters[0])
-        BAD("config.masters is empty (use \"host:port,host:port,...\")");
     if (cfg->node_timeout_ms == 0 || cfg->node_timeout_ms > 600000)
         BAD("config.node_timeout_ms is %u (use 1..600000; default 50)", cfg->node_timeout_ms);
     if (cfg->connect_timeout_ms == 0 || cfg->connect_timeout_ms > 600000)
@@ -154,6 +153,12 @@ int rl_config_validate(const redlock_config *cfg, redlock_error *e)
         BAD("config.reconnect_min_ms/reconnect_max_ms must satisfy 1 <= min <= max <= 3600000");
     if (cfg->max_inflight == 0 || cfg->max_inflight > (1u << 20))
         BAD("config.max_inflight is %u (use 1..1048576)", cfg->max_inflight);
+    return 0;
+}
+
+/* Who we are to the masters, and what the log says. */
+static int check_identity(const redlock_config *cfg, redlock_error *e)
+{
     if (cfg->key_prefix && strlen(cfg->key_prefix) > REDLOCK_PREFIX_MAX)
         BAD("config.key_prefix is longer than %d bytes", REDLOCK_PREFIX_MAX);
     if (cfg->username && !cfg->password)
@@ -162,6 +167,12 @@ int rl_config_validate(const redlock_config *cfg, redlock_error *e)
         BAD("config.password is empty (use NULL for no AUTH)");
     if (cfg->log_level < REDLOCK_LOG_DEBUG || cfg->log_level > REDLOCK_LOG_ERROR)
         BAD("config.log_level is %d (use REDLOCK_LOG_DEBUG..REDLOCK_LOG_ERROR)", cfg->log_level);
+    return 0;
+}
+
+/* The clock monitor, the restart guard, the watchdog, waiting, replies. */
+static int check_guards(const redlock_config *cfg, redlock_error *e)
+{
     if (cfg->clock_policy < REDLOCK_CLOCK_WARN || cfg->clock_policy > REDLOCK_CLOCK_OFF)
         BAD("config.clock_policy is %d (use REDLOCK_CLOCK_WARN, _EXCLUDE or _OFF)",
             cfg->clock_policy);
@@ -191,6 +202,20 @@ int rl_config_validate(const redlock_config *cfg, redlock_error *e)
     if (cfg->max_reply_bytes != 0 && cfg->max_reply_bytes < 4096)
         BAD("config.max_reply_bytes is %u (use at least 4096; default 1 MiB)",
             cfg->max_reply_bytes);
+    return 0;
+}
+
+int rl_config_validate(const redlock_config *cfg, redlock_error *e)
+{
+    if (!cfg->masters || !cfg->masters[0])
+        BAD("config.masters is empty (use \"host:port,host:port,...\")");
+    int rc = check_timing(cfg, e);
+    if (!rc)
+        rc = check_identity(cfg, e);
+    if (!rc)
+        rc = check_guards(cfg, e);
+    if (rc)
+        return rc;
     rl_addr addrs[REDLOCK_MAX_MASTERS];
     int n = rl_addr_parse_list(cfg->masters, addrs, e);
     if (n < 0)

@@ -59,27 +59,16 @@ static bool acq_mine(rl_acquire *a)
     return true;
 }
 
-/* Cleanup is over (every master we waited for answered, or one node
- * timeout passed): give up, or wait for the next attempt. */
-static void acq_after_cleanup(rl_acquire *a)
+/* What the attempt's failure says, now that cleanup had its say. */
+static int acq_cleanup_status(rl_acquire *a)
 {
     rl_op *op = &a->op;
-    redlock_client *c = op->c;
-    rl_round_end(op);
     int status = op->status;
-    if (a->cancelled) {
-        rl_seterr(&op->err, a->cancelled, -1, "acquire: %s after %u attempt(s) and %llu ms",
-                  a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts,
-                  (unsigned long long)((rl_now_us() - op->started_us) / 1000));
-        rl_op_finish(op, a->cancelled);
-        return;
-    }
     /* Classify from the votes now that cleanup had its say (WRONGTYPE),
      * unless the votes were fine and the fence write-back failed: that
      * message (acq_decide_fence) says what happened. */
     if (status == REDLOCK_ENOQUORUM && !a->fence_failed)
         status = rl_outcome_failure(op, &op->err);
-    op->status = status;
     if (status == REDLOCK_ECONFLICT)
         rl_acq_found_held(a); /* the next waiter for it queues at once */
     /* Held by this client: said at once (a warning), and the wait goes on
@@ -87,8 +76,51 @@ static void acq_after_cleanup(rl_acquire *a)
      * be the holder and release it; if the wait ends, its message says so. */
     if (status == REDLOCK_ECONFLICT && acq_mine(a) && !a->told_mine) {
         a->told_mine = true;
-        rl_log(&c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", op->err.msg);
+        rl_log(&op->c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", op->err.msg);
     }
+    return status;
+}
+
+/* The next poll: after a retry delay, slowed by the waiter's rank, and
+ * never past the deadline, whose own attempt is the last. */
+static void acq_wait_next_poll(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    rl_monotime now = rl_now_us();
+    uint64_t delay_us = (uint64_t)(a->w.delay_ms + rl_client_jitter(op->c, a->w.jitter_ms)) * 1000;
+    /* A waiter at rank r of a queue (0 the head) polls every min(r, 8)
+     * delays: releases wake the head, and a waiter's own turn comes with a
+     * wake-up; the poll is the safety net for a lost one, or a head that
+     * died (acquire-queue.c says what that costs). Polls then grow with
+     * log(waiters), not with their number. A wait drawn from retry_count
+     * too: its deadline is what its polls would take at their longest, and
+     * its count still bounds the polls (acquire-queue.c). */
+    if (a->rank != UINT32_MAX && a->rank > 1)
+        delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
+    if (now + delay_us >= a->deadline_us) {
+        /* The last poll is at the deadline itself; one more attempt then
+         * (at once if the deadline passed since rl_acq_last looked). */
+        delay_us = a->deadline_us > now ? a->deadline_us - now : 0;
+        a->final = true;
+    }
+    rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
+}
+
+/* Cleanup is over (every master we waited for answered, or one node
+ * timeout passed): give up, try again at once, or wait for the next poll. */
+static void acq_after_cleanup(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    redlock_client *c = op->c;
+    rl_round_end(op);
+    if (a->cancelled) {
+        rl_seterr(&op->err, a->cancelled, -1, "acquire: %s after %u attempt(s) and %llu ms",
+                  a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts,
+                  (unsigned long long)((rl_now_us() - op->started_us) / 1000));
+        rl_op_finish(op, a->cancelled);
+        return;
+    }
+    int status = op->status = acq_cleanup_status(a);
     /* A wait drawn from retry_count budgets its polls, not its attempts:
      * the time this attempt took (paused masters, a node timeout) moves
      * the deadline on, so retry_count retries still happen however slow
@@ -116,35 +148,66 @@ static void acq_after_cleanup(rl_acquire *a)
          * the lock on in order (acquire-command.c). */
         a->wake_pending = false;
         acq_attempt_start(a);
-        return;
-    }
-    if (a->wake_pending) {
+    } else if (a->wake_pending) {
         /* A release woke us while this attempt was in flight: a master may
          * have run it after our SET reached it (two connections, no order
          * between them). Try again now, as if woken now. */
         a->wake_pending = false;
         a->by_wake = true;
         acq_attempt_start(a);
-        return;
+    } else {
+        acq_wait_next_poll(a);
     }
-    rl_monotime now = rl_now_us();
-    uint64_t delay_us = (uint64_t)(a->w.delay_ms + rl_client_jitter(c, a->w.jitter_ms)) * 1000;
-    /* A waiter at rank r of a queue (0 the head) polls every min(r, 8)
-     * delays: releases wake the head, and a waiter's own turn comes with a
-     * wake-up; the poll is the safety net for a lost one, or a head that
-     * died (acquire-queue.c says what that costs). Polls then grow with
-     * log(waiters), not with their number. A wait drawn from retry_count
-     * too: its deadline is what its polls would take at their longest, and
-     * its count still bounds the polls (acquire-queue.c). */
-    if (a->rank != UINT32_MAX && a->rank > 1)
-        delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
-    if (now + delay_us >= a->deadline_us) {
-        /* The last poll is at the deadline itself; one more attempt then
-         * (at once if the deadline passed since rl_acq_last looked). */
-        delay_us = a->deadline_us > now ? a->deadline_us - now : 0;
-        a->final = true;
+}
+
+/* Which masters the failed attempt's cleanup goes to (@send), which of
+ * them it waits for (@wait), and where the fast path indexed a lease its
+ * refused SET never gave (@phantom). @last: the wait's last attempt.
+ *
+ * Release on every master the SET may have written to, answered or
+ * not: a silent master gets the release queued behind the SET on the
+ * same connection, so it runs after the SET whenever the master wakes.
+ * Masters never sent the SET cannot hold this attempt's token. Wait for
+ * the release from masters that answered the SET and from those still
+ * pending when an early failure was decided (their SET may land a
+ * moment later); never from masters that timed out. A master that said
+ * "held" wrote nothing: its release is only worth sending on the last
+ * attempt, where its answer tells a holder from a key of another type.
+ *
+ * A key we free goes to the queue's head, as a release's does: left
+ * free, it would go to whichever attempt comes first, and with masters
+ * silent (every split vote then waits out the node timeout) two
+ * attempts that each took part of the masters keep blocking each other
+ * round after round. A waiter keeps its place on every master its
+ * attempt reached (a master that said OK dequeued it), so all masters
+ * agree on the head. The hand-over is quiet: no cleanup wakes anyone
+ * (the head's poll finds its reservation, which outlives a poll). On
+ * the last attempt the waiter leaves the queues in the same script,
+ * first: a key it frees then goes to the next waiter, or is deleted,
+ * and is never handed back to a waiter that is about to give up (which
+ * would leave a reservation behind the acquire's return). */
+static void acq_cleanup_targets(const rl_acquire *a, bool last, uint32_t *send, uint32_t *wait,
+                                uint32_t *phantom)
+{
+    const rl_op *op = &a->op;
+    *send = *wait = *phantom = 0;
+    uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
+    for (uint32_t i = 0; i < op->c->n; i++) {
+        if (!(sent & (1u << i)))
+            continue;
+        int kind = op->out.votes[i].kind;
+        if (kind == REDLOCK_VOTE_HELD && !last) {
+            *phantom |= a->fast_mask & (1u << i);
+            continue;
+        }
+        *send |= 1u << i;
+        /* An excluded vote on the fast path may have set our key (the
+         * transaction cannot refuse to write): waited for like an OK. */
+        if (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR ||
+            kind == REDLOCK_VOTE_PENDING ||
+            (kind == REDLOCK_VOTE_EXCLUDED && (a->fast_mask & (1u << i))))
+            *wait |= 1u << i;
     }
-    rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
 }
 
 static void acq_attempt_failed(rl_acquire *a, int status)
@@ -159,52 +222,14 @@ static void acq_attempt_failed(rl_acquire *a, int status)
                   "acquire: quorum reached after %llu us, leaving no validity of a %u ms ttl "
                   "(raise the ttl, or lower node_timeout_ms)",
                   (unsigned long long)op->out.elapsed_us, a->w.ttl_ms);
-    /* Release on every master the SET may have written to, answered or
-     * not: a silent master gets the release queued behind the SET on the
-     * same connection, so it runs after the SET whenever the master wakes.
-     * Masters never sent the SET cannot hold this attempt's token. Wait for
-     * the release from masters that answered the SET and from those still
-     * pending when an early failure was decided (their SET may land a
-     * moment later); never from masters that timed out. A master that said
-     * "held" wrote nothing: its release is only worth sending on the last
-     * attempt, where its answer tells a holder from a key of another type.
-     *
-     * A key we free goes to the queue's head, as a release's does: left
-     * free, it would go to whichever attempt comes first, and with masters
-     * silent (every split vote then waits out the node timeout) two
-     * attempts that each took part of the masters keep blocking each other
-     * round after round. A waiter keeps its place on every master its
-     * attempt reached (a master that said OK dequeued it), so all masters
-     * agree on the head. The hand-over is quiet: no cleanup wakes anyone
-     * (the head's poll finds its reservation, which outlives a poll). On
-     * the last attempt the waiter leaves the queues in the same script,
-     * first: a key it frees then goes to the next waiter, or is deleted,
-     * and is never handed back to a waiter that is about to give up (which
-     * would leave a reservation behind the acquire's return). */
     /* Did this attempt find the key free or reserved for us anywhere? An
      * OK, a set's key reserved for us, or (for a master whose answer was
      * still pending at the decision) the cleanup removing our token there
      * (acq_on_cleanup) says so. acq_after_cleanup reads it. */
     a->found = a->phase == ACQ_FENCING || a->n_ok > 0 || a->reserved_seen;
     bool last = rl_acq_last(a);
-    uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
-    uint32_t send = 0, wait = 0, phantom = 0;
-    for (uint32_t i = 0; i < c->n; i++) {
-        if (!(sent & (1u << i)))
-            continue;
-        int kind = op->out.votes[i].kind;
-        if (kind == REDLOCK_VOTE_HELD && !last) {
-            phantom |= a->fast_mask & (1u << i);
-            continue;
-        }
-        send |= 1u << i;
-        /* An excluded vote on the fast path may have set our key (the
-         * transaction cannot refuse to write): waited for like an OK. */
-        if (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR ||
-            kind == REDLOCK_VOTE_PENDING ||
-            (kind == REDLOCK_VOTE_EXCLUDED && (a->fast_mask & (1u << i))))
-            wait |= 1u << i;
-    }
+    uint32_t send, wait, phantom;
+    acq_cleanup_targets(a, last, &send, &wait, &phantom);
     rl_cmd cmd;
     if (phantom) {
         /* The fast path indexed a lease that its refused SET never gave:

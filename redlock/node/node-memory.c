@@ -62,37 +62,41 @@ void rl_node_marker(rl_node *n, const rl_marker *m)
 /* The CHECK script's answer {age, window, maxttl, state, cause, now, birth}. Its
  * success is what lets votes on this connection count (rl_trust_excluded):
  * every vote sent on it runs after it on the master. */
+/* The memory check met an error reply. Loading its data, or busy: the
+ * handshake's PING meets the same and reconnects; anything else keeps its
+ * votes out, named. An ACL that refuses INFO or EVAL keeps the master out,
+ * said as such. Any other error (a master that answers garbage, one that
+ * is loading) says itself in the votes, which fail the same way; either
+ * way no OK from this connection counts (not checked). */
+static void marker_refused(rl_node *n, const rl_reply *r)
+{
+    size_t len;
+    const char *s = rl_reply_str(r, &len);
+    if (!rl_reply_is_acl_denial(s, len))
+        return;
+    /* Name what it refused ('hmget', 'eval'...), as a vote does
+     * (outcome.c): the fix is that grant, or README's ACL line. */
+    const char *q = memchr(s, '\'', len);
+    const char *q2 = q ? memchr(q + 1, '\'', len - (size_t)(q + 1 - s)) : NULL;
+    if (q && q2 && q2 - q < 40)
+        snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                 "ACL refuses the memory check's %.*s: grant README's ACL line", (int)(q2 - q + 1),
+                 q);
+    else
+        snprintf(n->trust.check_err, sizeof(n->trust.check_err),
+                 "ACL refuses the memory check (+eval, +info, its keys): grant README's "
+                 "ACL line");
+    n->trust.check_acl = true;
+}
+
 static void on_marker(void *arg, const rl_reply *r, int err, const char *why)
 {
-    (void)err;
     (void)why;
     rl_node *n = arg;
     if (RL_TRACING(n->env->trace))
         rl_trace_reply(n->env->trace, n->idx, 0, 0, "check", false, r, r ? 0 : err);
     if (r && rl_reply_type(r) == RL_REPLY_ERROR) {
-        /* Loading its data, or busy: the handshake's PING meets the same
-         * and reconnects; anything else keeps its votes out, named. */
-        size_t len;
-        const char *s = rl_reply_str(r, &len);
-        /* An ACL that refuses INFO or EVAL keeps the master out, said as
-         * such. Any other error (a master that answers garbage, one that
-         * is loading) says itself in the votes, which fail the same way;
-         * either way no OK from this connection counts (not checked). */
-        if (rl_reply_is_acl_denial(s, len)) {
-            /* Name what it refused ('hmget', 'eval'...), as a vote does
-             * (outcome.c): the fix is that grant, or README's ACL line. */
-            const char *q = memchr(s, '\'', len);
-            const char *q2 = q ? memchr(q + 1, '\'', len - (size_t)(q + 1 - s)) : NULL;
-            if (q && q2 && q2 - q < 40)
-                snprintf(n->trust.check_err, sizeof(n->trust.check_err),
-                         "ACL refuses the memory check's %.*s: grant README's ACL line",
-                         (int)(q2 - q + 1), q);
-            else
-                snprintf(n->trust.check_err, sizeof(n->trust.check_err),
-                         "ACL refuses the memory check (+eval, +info, its keys): grant README's "
-                         "ACL line");
-            n->trust.check_acl = true;
-        }
+        marker_refused(n, r);
         return;
     }
     if (!r || rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 7)

@@ -457,6 +457,38 @@ static void connect_error(const rl_addr *a, const redisAsyncContext *ac, char *w
         snprintf(why, len, "%.120s", ac->errstr);
 }
 
+/* A new connection's own state over @ac: the reply guard inside hiredis'
+ * reader and, for TLS, the handshake. A TLS failure found here is reported
+ * like one found later: commands may be queued, then every one fails with
+ * it, then on_close. */
+static int conn_setup(rl_conn *c, redisAsyncContext *ac, const rl_conn_opts *o,
+                      const rl_conn_hooks *h, void *arg, char *why, size_t whylen)
+{
+    c->ac = ac;
+    c->hooks = h;
+    c->arg = arg;
+    c->subscriber = o->subscriber;
+    c->max_reply_bytes = o->max_reply_bytes ? o->max_reply_bytes : (1u << 20);
+    ac->data = c;
+    if (!rl_guard_attach(c))
+        return REDLOCK_ENOMEM;
+#if RL_HAVE_TLS
+    if (o->tls) {
+        int rc = rl_tls_attach(c, o->tls, o->addr, why, whylen);
+        if (rc != REDLOCK_ECONNECT && rc != REDLOCK_EAUTH && rc != REDLOCK_EPROTO)
+            return rc;
+        c->doomed = true;
+        c->err = rc;
+        snprintf(c->why, sizeof(c->why), "%s", why);
+        why[0] = '\0';
+    }
+#else
+    (void)why;
+    (void)whylen;
+#endif
+    return 0;
+}
+
 int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_conn **ret, char *why,
                  size_t whylen)
 {
@@ -486,31 +518,7 @@ int rl_conn_open(const rl_conn_opts *o, const rl_conn_hooks *h, void *arg, rl_co
         fcntl(ac->c.fd, F_SETFD, fdflags | FD_CLOEXEC);
 
     rl_conn *c = calloc(1, sizeof(*c));
-    int rc = c ? 0 : REDLOCK_ENOMEM;
-    if (c) {
-        c->ac = ac;
-        c->hooks = h;
-        c->arg = arg;
-        c->subscriber = o->subscriber;
-        c->max_reply_bytes = o->max_reply_bytes ? o->max_reply_bytes : (1u << 20);
-        ac->data = c;
-        if (!rl_guard_attach(c))
-            rc = REDLOCK_ENOMEM;
-    }
-#if RL_HAVE_TLS
-    if (!rc && o->tls) {
-        rc = rl_tls_attach(c, o->tls, a, why, whylen);
-        if (rc == REDLOCK_ECONNECT || rc == REDLOCK_EAUTH || rc == REDLOCK_EPROTO) {
-            /* Report it like a failure found later: commands may be
-             * queued, then every one fails with it, then on_close. */
-            c->doomed = true;
-            c->err = rc;
-            snprintf(c->why, sizeof(c->why), "%s", why);
-            why[0] = '\0';
-            rc = 0;
-        }
-    }
-#endif
+    int rc = c ? conn_setup(c, ac, o, h, arg, why, whylen) : REDLOCK_ENOMEM;
     if (!rc)
         rc = conn_attach_events(c, o->loop);
     if (rc) {
