@@ -768,9 +768,9 @@ kill: fence fence/a_counter_from_before_the_change_keeps_fences_growing
 @ fence-not-the-largest redlock/kinds/acquire-votes.c
 # The fence is the last OK's counter, not the largest of the quorum's.
 kill: fence fence/the_fence_is_the_largest_of_the_counters_that_granted
--    if (fence > a->fence)
--        a->fence = fence;
-+    a->fence = fence;
+-    if (fence > a->att.fence)
+-        a->att.fence = fence;
++    a->att.fence = fence;
 
 @ cleanup-skips-unanswered redlock/kinds/acquire.c
 # A failed attempt cleans up only where a master answered: a master still

@@ -25,7 +25,7 @@ rl_fanout *rl_acq_command(rl_acquire *a)
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     rl_acquire_args args = {
-        .token = a->token,
+        .token = a->att.token,
         .ttl_ms = a->w.ttl_ms,
         .fenced = a->w.flags & REDLOCK_FENCE,
         .queued = a->waiter.joined && (op->attempts > 1 || rl_acq_hot(a)),
@@ -36,12 +36,11 @@ rl_fanout *rl_acq_command(rl_acquire *a)
         .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
     };
     a->in_queues |= args.queued;
-    a->queued_now = args.queued;
-    a->fast_mask = a->quiet_mask = a->leave_later = 0;
-    a->window_ms = args.window_ms;
+    a->att.queued_now = args.queued;
+    a->att.window_ms = args.window_ms;
     rl_cmd cmd;
     if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
-        rl_cmd_set(&cmd, &op->k, a->token, a->w.ttl_ms);
+        rl_cmd_set(&cmd, &op->k, a->att.token, a->w.ttl_ms);
         return rl_fanout_new(c->nodes, &cmd);
     }
     rl_cmd_acquire(&cmd, &op->k, &args);
@@ -53,12 +52,12 @@ rl_fanout *rl_acq_command(rl_acquire *a)
     }
     for (uint32_t i = 0; i < c->n; i++)
         if (rl_node_fast(&c->nodes[i], args.window_ms, op->attempt_us))
-            a->fast_mask |= 1u << i;
+            a->att.fast_mask |= 1u << i;
     rl_cmd fast;
-    rl_cmd_acquire_fast(&fast, &op->k, a->token, a->w.ttl_ms);
+    rl_cmd_acquire_fast(&fast, &op->k, a->att.token, a->w.ttl_ms);
     /* The script is copied in only if some master needs it: in the common
      * case every master takes the transaction. */
-    rl_fanout *f = rl_fanout_trusted(c->nodes, c->n, a->fast_mask, &fast, &cmd, op->attempt_us,
+    rl_fanout *f = rl_fanout_trusted(c->nodes, c->n, a->att.fast_mask, &fast, &cmd, op->attempt_us,
                                      a->w.ttl_ms, c->cfg.drift_factor);
     if (f)
         rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */

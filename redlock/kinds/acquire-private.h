@@ -23,6 +23,31 @@ enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
  * retry delays (acquire.c). */
 #define RL_SLOW_POLLS 8
 
+/* One attempt: what it sent, what the masters said, what it found. Zeroed
+ * by one function (acq_attempt_reset) as each attempt starts; nothing in it
+ * outlives the attempt but through the lock a win makes. */
+typedef struct rl_acq_attempt {
+    char token[REDLOCK_TOKEN_MAX + 1]; /* fresh per attempt */
+    bool by_wake;                      /* started by a wake-up */
+    uint32_t n_ok, n_fail;             /* the current round's answers */
+    uint64_t fence;                    /* largest counter seen */
+    bool fence_failed;                 /* the fence write-back failed */
+    uint32_t set_sent;                 /* fencing: the masters the SET went to (for cleanup) */
+    bool reserved_seen;                /* a master said held, but a key of the set is ours */
+    bool found;                        /* found a key free or reserved for us */
+    bool queued_now;                   /* asks for a place in the queues */
+    uint32_t fast_mask;                /* masters sent the fast path's transaction */
+    uint32_t window_ms;   /* the memory window it asks for: a fast grant counts where the
+                             marker's bound covers it (acquire-votes.c) */
+    uint32_t quiet_mask;  /* ... that granted it with nobody queued (release.c) */
+    uint32_t rank;        /* the waiter's best place in a queue seen (0 the head;
+                             UINT32_MAX none): how soon it polls */
+    uint32_t leave_later; /* won: masters whose late answer says if it leaves there */
+} rl_acq_attempt;
+
+/* The acquire: the op, the wait (its spec, deadline, polls, wake-up budget
+ * and places in the queues: acquire-queue.c decides when it gives up,
+ * acquire.c's acq_wait_next_poll when it polls next) and the attempt. */
 typedef struct rl_acquire {
     rl_op op;
     int phase;               /* enum acq_phase */
@@ -31,30 +56,15 @@ typedef struct rl_acquire {
     bool by_polls;           /* redlock_acquire()'s wait: a number of polls too */
     uint32_t polls_left;     /* by_polls: polls still to come */
     uint32_t lease_ms;       /* a waiter's place lasts this long without news */
-    uint32_t n_ok, n_fail;   /* the current round's answers */
-    char token[REDLOCK_TOKEN_MAX + 1];
-    uint64_t fence;       /* largest counter seen this attempt */
-    bool fence_failed;    /* this attempt's fence write-back failed */
-    uint32_t set_sent;    /* fencing: the masters the SET went to (for cleanup) */
-    bool final;           /* the deadline came: this attempt is the last */
-    int cancelled;        /* 0, or the status to finish with after cleanup */
-    bool wake_pending;    /* a wake-up came during an attempt: try again at once */
-    bool by_wake;         /* this attempt was started by a wake-up */
-    bool reserved_seen;   /* a master said held, but a key of the set is ours */
-    bool found;           /* this attempt found a key free or reserved for us */
-    bool told_mine;       /* "this client already holds it" was logged */
-    bool wakes_idle;      /* a woken attempt found nothing this poll: wake-ups wait */
-    uint32_t fast_mask;   /* masters this attempt sent the fast path's transaction */
-    uint32_t window_ms;   /* the memory window it asks for: a fast grant counts where the
-                             marker's bound covers it (acquire-votes.c) */
-    uint32_t quiet_mask;  /* ... that granted it with nobody queued (release.c) */
-    uint32_t rank;        /* the waiter's best place in a queue this attempt saw
-                             (0 the head; UINT32_MAX none): how soon it polls */
-    bool in_queues;       /* some attempt (or its cleanup) gave the waiter a place */
-    uint32_t leave_later; /* won: masters whose late answer says if it leaves there */
-    bool queued_now;      /* this attempt asks for a place in the queues */
-    rl_waiter waiter;     /* wake-ups from releases (wait.c) */
-    rl_cancel_reg creg;   /* the caller's cancellation source (cancel.c) */
+    bool final;              /* the deadline came: this attempt is the last */
+    int cancelled;           /* 0, or the status to finish with after cleanup */
+    bool wake_pending;       /* a wake-up came during an attempt: try again at once */
+    bool told_mine;          /* "this client already holds it" was logged */
+    bool wakes_idle;         /* a woken attempt found nothing this poll: wake-ups wait */
+    bool in_queues;          /* some attempt (or its cleanup) gave the waiter a place */
+    rl_waiter waiter;        /* wake-ups from releases (wait.c) */
+    rl_acq_attempt att;      /* the current (finally: deciding) attempt */
+    rl_cancel_reg creg;      /* the caller's cancellation source (cancel.c) */
 } rl_acquire;
 
 static inline rl_acquire *ACQ(rl_op *op)

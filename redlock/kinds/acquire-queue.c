@@ -84,7 +84,7 @@ void rl_acq_leave_queues(rl_acquire *a)
         if (op->status != 0 || op->out.votes[i].kind != REDLOCK_VOTE_OK)
             mask |= 1u << i;
     if (op->status == 0)
-        mask &= ~a->leave_later;
+        mask &= ~a->att.leave_later;
     char reserved[RL_WAITER_MAX + 1];
     rl_cmd cmd;
     leave_cmd(a, &cmd, reserved);
@@ -123,7 +123,7 @@ void rl_acq_leave_later(rl_acquire *a)
     rl_cmd cmd;
     leave_cmd(a, &cmd, reserved);
     if (rl_fanout_set_followup(op->round, pending, &cmd, leave_needed) == 0)
-        a->leave_later = pending;
+        a->att.leave_later = pending;
 }
 
 /* ---- resources found held lately ---------------------------------------------- */

@@ -28,20 +28,20 @@ static void acq_count_ok(rl_acquire *a, uint32_t idx, uint64_t fence, rl_monotim
      * eviction policy) can change while the SET is in flight. */
     if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, w, sent);
-        a->n_fail++;
+        a->att.n_fail++;
         return;
     }
     /* One redis-server behind two entries holds one key, not two: its
      * second OK is no vote (identity.c). */
     if (rl_round_same_server(op, idx, w, sizeof(w))) {
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EINVAL, w, sent);
-        a->n_fail++;
+        a->att.n_fail++;
         return;
     }
     rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent);
-    a->n_ok++;
-    if (fence > a->fence)
-        a->fence = fence;
+    a->att.n_ok++;
+    if (fence > a->att.fence)
+        a->att.fence = fence;
 }
 
 /* Master @idx keeps garbage in the fence counter of resource @j: it is
@@ -57,14 +57,14 @@ static void acq_bad_counter(rl_acquire *a, uint32_t idx, uint32_t j, bool wrongt
         snprintf(d, sizeof(d), "fence counter \\0redlock:fence %s",
                  wrongtype ? "is not a string" : "is not an integer");
         rl_vote_set(&op->out.votes[idx], REDLOCK_VOTE_ERROR, REDLOCK_EWRONGTYPE, d, sent);
-        a->n_fail++;
+        a->att.n_fail++;
         return;
     }
     int len = (int)(op->k.locks.len[j] - c->prefix_len);
     snprintf(d, sizeof(d), "fence counter %.*s\\0fence %s", len > 40 ? 40 : len,
              op->k.locks.v[j] + c->prefix_len, wrongtype ? "is not a string" : "is not an integer");
     rl_vote_set(&op->out.votes[idx], REDLOCK_VOTE_ERROR, REDLOCK_EWRONGTYPE, d, sent);
-    a->n_fail++;
+    a->att.n_fail++;
 }
 
 /* The marker's bound after the acquire script raised it (its third
@@ -142,7 +142,7 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         x[3] < 0 || x[3] > REDLOCK_TTL_MAX_MS) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
                     sent);
-        a->n_fail++;
+        a->att.n_fail++;
         return;
     }
     redlock_client *c = op->c;
@@ -152,11 +152,11 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         acq_count_ok(a, idx, (uint64_t)x[1], sent);
     } else if (x[0] == 0) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->n_fail++;
+        a->att.n_fail++;
         if (x[1] == 1)
-            a->reserved_seen = true; /* part of a set is ours: the wake-up was real */
-        if (k == 4 && (uint64_t)x[3] < a->rank)
-            a->rank = (uint32_t)x[3]; /* its place in the queue there */
+            a->att.reserved_seen = true; /* part of a set is ours: the wake-up was real */
+        if (k == 4 && (uint64_t)x[3] < a->att.rank)
+            a->att.rank = (uint32_t)x[3]; /* its place in the queue there */
     } else if (x[0] == -3) {
         acq_bad_counter(a, idx, (uint32_t)x[1], x[3] == 1, sent);
     } else {
@@ -174,7 +174,7 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
         if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
             snprintf(d, sizeof(d), "memory not trusted yet");
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
-        a->n_fail++;
+        a->att.n_fail++;
     }
 }
 
@@ -198,36 +198,36 @@ static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_
     for (size_t i = 0; ok && i < 4; i++) {
         if (rl_reply_type(e[i]) == RL_REPLY_ERROR) {
             rl_vote_error_reply(v, n, e[i], sent); /* WRONGTYPE marker or index, ... */
-            a->n_fail++;
+            a->att.n_fail++;
             return;
         }
     }
     /* SET NX GET: nil when it set the key, the holder's value when not. */
     int old = ok ? rl_reply_type(e[1]) : 0;
-    int served = ok ? rl_node_served(n, e[0], a->window_ms) : -1;
+    int served = ok ? rl_node_served(n, e[0], a->att.window_ms) : -1;
     if (served < 0 || (old != RL_REPLY_NIL && old != RL_REPLY_STRING) ||
         rl_reply_type(e[2]) != RL_REPLY_INTEGER || rl_reply_type(e[3]) != RL_REPLY_INTEGER) {
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire", sent);
-        a->n_fail++;
+        a->att.n_fail++;
         return;
     }
     if (served == RL_UNSERVED) {
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
                     "memory marker gone or its window not over: checking it", sent);
-        a->n_fail++;
+        a->att.n_fail++;
     } else if (served == RL_SHORT) {
         /* Counts, but its marker's bound is below this window: an
          * operator lowered it. The next attempt takes the script, which
          * raises it (rl_node_served). */
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
                     "its marker's longest ttl is below this lock's: raising it", sent);
-        a->n_fail++;
+        a->att.n_fail++;
     } else if (old == RL_REPLY_STRING) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->n_fail++;
+        a->att.n_fail++;
     } else {
         if (fast_quiet(r))
-            a->quiet_mask |= 1u << idx;
+            a->att.quiet_mask |= 1u << idx;
         acq_count_ok(a, idx, 0, sent);
     }
 }
@@ -240,10 +240,10 @@ static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int 
     int type = r ? rl_reply_type(r) : 0;
     if (!r) {
         rl_vote_failed(v, err, why, sent);
-        a->n_fail++;
+        a->att.n_fail++;
     } else if (rl_reply_is_status(r, "OK")) {
         acq_count_ok(a, idx, 0, sent);
-    } else if (type == RL_REPLY_ARRAY && (a->fast_mask & (1u << idx))) {
+    } else if (type == RL_REPLY_ARRAY && (a->att.fast_mask & (1u << idx))) {
         acq_on_fast_vote(a, idx, r, sent);
     } else if (type == RL_REPLY_ARRAY) {
         acq_on_script_vote(a, idx, r, sent);
@@ -251,15 +251,15 @@ static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int 
         /* NX refused: the key exists. It could also be a key of another
          * type; the cleanup release tells the two apart. */
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->n_fail++;
+        a->att.n_fail++;
     } else if (type == RL_REPLY_ERROR) {
         rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
-        a->n_fail++;
+        a->att.n_fail++;
     } else {
         char d[64];
         snprintf(d, sizeof(d), "unexpected %s reply to the acquire", rl_reply_type_name(type));
         rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent);
-        a->n_fail++;
+        a->att.n_fail++;
     }
 }
 
@@ -270,9 +270,9 @@ static void acq_on_fence_ack(rl_acquire *a, uint32_t idx, const rl_reply *r)
     char w[REDLOCK_VOTE_DETAIL_LEN];
     if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1 &&
         !rl_round_same_server(&a->op, idx, w, sizeof(w)))
-        a->n_ok++;
+        a->att.n_ok++;
     else
-        a->n_fail++;
+        a->att.n_fail++;
 }
 
 /* After a failed attempt: a WRONGTYPE from the cleanup release turns a
@@ -284,7 +284,7 @@ static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
     /* 1: our token was there, so this attempt's SET found the key free or
      * reserved for us, even if its answer came after the decision. */
     if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
-        a->found = true;
+        a->att.found = true;
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
     if (s && v->kind == REDLOCK_VOTE_HELD &&

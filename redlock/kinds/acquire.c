@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void acq_attempt_start(rl_acquire *a);
+static void acq_attempt_start(rl_acquire *a, bool by_wake);
 static void acq_attempt_failed(rl_acquire *a, int status);
 
 /* ---- deciding ----------------------------------------------------------------- */
@@ -67,7 +67,7 @@ static int acq_cleanup_status(rl_acquire *a)
     /* Classify from the votes now that cleanup had its say (WRONGTYPE),
      * unless the votes were fine and the fence write-back failed: that
      * message (acq_decide_fence) says what happened. */
-    if (status == REDLOCK_ENOQUORUM && !a->fence_failed)
+    if (status == REDLOCK_ENOQUORUM && !a->att.fence_failed)
         status = rl_outcome_failure(op, &op->err);
     if (status == REDLOCK_ECONFLICT)
         rl_acq_found_held(a); /* the next waiter for it queues at once */
@@ -95,8 +95,8 @@ static void acq_wait_next_poll(rl_acquire *a)
      * log(waiters), not with their number. A wait drawn from retry_count
      * too: its deadline is what its polls would take at their longest, and
      * its count still bounds the polls (acquire-queue.c). */
-    if (a->rank != UINT32_MAX && a->rank > 1)
-        delay_us *= a->rank < RL_SLOW_POLLS ? a->rank : RL_SLOW_POLLS;
+    if (a->att.rank != UINT32_MAX && a->att.rank > 1)
+        delay_us *= a->att.rank < RL_SLOW_POLLS ? a->att.rank : RL_SLOW_POLLS;
     if (now + delay_us >= a->deadline_us) {
         /* The last poll is at the deadline itself; one more attempt then
          * (at once if the deadline passed since rl_acq_last looked). */
@@ -137,24 +137,24 @@ static void acq_after_cleanup(rl_acquire *a)
      * that sent it has one; for a set, some of its keys may still be
      * held): the message was stray or forged. Wake-ups, this one's
      * followers included, wait for the next poll (acq_wake). */
-    if (a->by_wake && !a->found) {
+    if (a->att.by_wake && !a->att.found) {
         a->wakes_idle = true;
         a->wake_pending = false;
     }
-    if (a->waiter.joined && !a->queued_now && op->attempts == 1 && status == REDLOCK_ECONFLICT) {
+    if (a->waiter.joined && !a->att.queued_now && op->attempts == 1 &&
+        status == REDLOCK_ECONFLICT) {
         /* A waiter's first attempt (no place in the queues, so that an
          * uncontended acquire never writes one) met a holder: take the
          * place now, not a poll later, so that a release in between hands
          * the lock on in order (acquire-command.c). */
         a->wake_pending = false;
-        acq_attempt_start(a);
+        acq_attempt_start(a, a->att.by_wake);
     } else if (a->wake_pending) {
         /* A release woke us while this attempt was in flight: a master may
          * have run it after our SET reached it (two connections, no order
          * between them). Try again now, as if woken now. */
         a->wake_pending = false;
-        a->by_wake = true;
-        acq_attempt_start(a);
+        acq_attempt_start(a, true);
     } else {
         acq_wait_next_poll(a);
     }
@@ -191,13 +191,13 @@ static void acq_cleanup_targets(const rl_acquire *a, bool last, uint32_t *send, 
 {
     const rl_op *op = &a->op;
     *send = *wait = *phantom = 0;
-    uint32_t sent = a->phase == ACQ_FENCING ? a->set_sent : op->sent_mask;
+    uint32_t sent = a->phase == ACQ_FENCING ? a->att.set_sent : op->sent_mask;
     for (uint32_t i = 0; i < op->c->n; i++) {
         if (!(sent & (1u << i)))
             continue;
         int kind = op->out.votes[i].kind;
         if (kind == REDLOCK_VOTE_HELD && !last) {
-            *phantom |= a->fast_mask & (1u << i);
+            *phantom |= a->att.fast_mask & (1u << i);
             continue;
         }
         *send |= 1u << i;
@@ -205,7 +205,7 @@ static void acq_cleanup_targets(const rl_acquire *a, bool last, uint32_t *send, 
          * transaction cannot refuse to write): waited for like an OK. */
         if (kind == REDLOCK_VOTE_OK || kind == REDLOCK_VOTE_HELD || kind == REDLOCK_VOTE_ERROR ||
             kind == REDLOCK_VOTE_PENDING ||
-            (kind == REDLOCK_VOTE_EXCLUDED && (a->fast_mask & (1u << i))))
+            (kind == REDLOCK_VOTE_EXCLUDED && (a->att.fast_mask & (1u << i))))
             *wait |= 1u << i;
     }
 }
@@ -226,7 +226,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
      * OK, a set's key reserved for us, or (for a master whose answer was
      * still pending at the decision) the cleanup removing our token there
      * (acq_on_cleanup) says so. acq_after_cleanup reads it. */
-    a->found = a->phase == ACQ_FENCING || a->n_ok > 0 || a->reserved_seen;
+    a->att.found = a->phase == ACQ_FENCING || a->att.n_ok > 0 || a->att.reserved_seen;
     bool last = rl_acq_last(a);
     uint32_t send, wait, phantom;
     acq_cleanup_targets(a, last, &send, &wait, &phantom);
@@ -234,11 +234,11 @@ static void acq_attempt_failed(rl_acquire *a, int status)
     if (phantom) {
         /* The fast path indexed a lease that its refused SET never gave:
          * gone at once, not reported live for a ttl (LEASES, declare.c). */
-        rl_cmd_unindex(&cmd, a->token);
+        rl_cmd_unindex(&cmd, a->att.token);
         rl_fanout_fire(c->nodes, c->n, &cmd, phantom);
     }
     rl_place stay = { a->waiter.member, last ? 0 : a->waiter.ticket, a->lease_ms };
-    rl_cmd_release(&cmd, &op->k, a->token, false, a->waiter.joined ? &stay : NULL);
+    rl_cmd_release(&cmd, &op->k, a->att.token, false, a->waiter.joined ? &stay : NULL);
     a->in_queues |= a->waiter.joined && send && !last;
     rl_fanout *f = send ? rl_fanout_new(c->nodes, &cmd) : NULL;
     if (send && !f)
@@ -267,32 +267,32 @@ static void acq_succeed(rl_acquire *a)
         acq_attempt_failed(a, REDLOCK_EEXPIRED);
         return;
     }
-    redlock_lock *lock = rl_lock_from_keys(&op->k.locks, c->prefix_len, a->token);
+    redlock_lock *lock = rl_lock_from_keys(&op->k.locks, c->prefix_len, a->att.token);
     if (!lock) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory creating the lock");
         acq_attempt_failed(a, REDLOCK_ENOMEM);
         return;
     }
     lock->ttl_ms = a->w.ttl_ms;
-    lock->fence = (a->w.flags & REDLOCK_FENCE) ? a->fence : 0;
+    lock->fence = (a->w.flags & REDLOCK_FENCE) ? a->att.fence : 0;
     /* The masters that granted by the fast path with nobody queued: their
      * release may go without Lua (a waiter that comes later marks the
      * value, script.c). Those whose answer comes after this decision tell
      * their node (rl_acq_on_late). */
-    lock->quiet_mask = a->quiet_mask;
+    lock->quiet_mask = a->att.quiet_mask;
     /* Every master that answered granted so: those still to answer most
      * likely will too (nobody queued anywhere: the uncontended case), and
      * their release without Lua goes behind this acquire on the same
      * connection. Where the guess was wrong, the delete's 0 sends the
      * script after it (release.c); an answer that comes before the release
      * is sent settles it (docs/memory-guard.md, "The release without Lua"). */
-    uint32_t answered = a->fast_mask & ~op->pending_mask;
-    if (a->fast_mask && answered == a->quiet_mask)
-        lock->guess_mask = a->fast_mask & op->pending_mask;
+    uint32_t answered = a->att.fast_mask & ~op->pending_mask;
+    if (a->att.fast_mask && answered == a->att.quiet_mask)
+        lock->guess_mask = a->att.fast_mask & op->pending_mask;
     /* Validity runs from the start of this attempt, never from before the
      * retries: the keys were set no earlier than that. */
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
-    rl_mine_add(c, &op->k.locks, a->token, rl_lock_valid_until(lock));
+    rl_mine_add(c, &op->k.locks, a->att.token, rl_lock_valid_until(lock));
     lock->granted_us = rl_now_us();
     op->lock = lock; /* the callback's owner's, from the delivery on */
     if (a->phase == ACQ_VOTING)
@@ -308,7 +308,7 @@ static void acq_fence(rl_acquire *a)
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     rl_cmd cmd;
-    rl_cmd_fence(&cmd, &op->k, a->fence);
+    rl_cmd_fence(&cmd, &op->k, a->att.fence);
     rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending the fence");
@@ -317,8 +317,8 @@ static void acq_fence(rl_acquire *a)
     }
     /* The SET round ends here; remember where it went for the cleanup. */
     a->phase = ACQ_FENCING;
-    a->n_ok = a->n_fail = 0;
-    a->set_sent = op->sent_mask;
+    a->att.n_ok = a->att.n_fail = 0;
+    a->att.set_sent = op->sent_mask;
     uint32_t all = (1u << c->n) - 1;
     rl_round_start(op, f, all, all, RL_ROUND_PRIORITY);
 }
@@ -327,8 +327,8 @@ static void acq_decide_votes(rl_acquire *a)
 {
     rl_op *op = &a->op;
     redlock_client *c = op->c;
-    if (a->n_ok >= c->quorum) {
-        op->out.n_ok = a->n_ok;
+    if (a->att.n_ok >= c->quorum) {
+        op->out.n_ok = a->att.n_ok;
         if (rl_quorum_late(op, "acquire")) {
             acq_attempt_failed(a, REDLOCK_ETIMEOUT);
             return;
@@ -337,8 +337,8 @@ static void acq_decide_votes(rl_acquire *a)
             acq_fence(a);
         else
             acq_succeed(a);
-    } else if (a->n_fail > c->n - c->quorum && op->pending_mask == 0) {
-        op->out.n_ok = a->n_ok;
+    } else if (a->att.n_fail > c->n - c->quorum && op->pending_mask == 0) {
+        op->out.n_ok = a->att.n_ok;
         acq_attempt_failed(a, REDLOCK_ENOQUORUM);
     }
     /* Lost, with masters still to answer: their answers are on the way
@@ -355,13 +355,13 @@ static void acq_decide_fence(rl_acquire *a)
 {
     rl_op *op = &a->op;
     redlock_client *c = op->c;
-    if (a->n_ok >= c->quorum) {
+    if (a->att.n_ok >= c->quorum) {
         acq_succeed(a);
-    } else if (a->n_fail > c->n - c->quorum || op->pending_mask == 0) {
-        a->fence_failed = true;
+    } else if (a->att.n_fail > c->n - c->quorum || op->pending_mask == 0) {
+        a->att.fence_failed = true;
         rl_seterr(&op->err, REDLOCK_ENOQUORUM, -1,
                   "acquire: fencing token %llu reached only %u of %u masters, %u needed",
-                  (unsigned long long)a->fence, a->n_ok, c->n, c->quorum);
+                  (unsigned long long)a->att.fence, a->att.n_ok, c->n, c->quorum);
         acq_attempt_failed(a, REDLOCK_ENOQUORUM);
     }
 }
@@ -381,27 +381,30 @@ static void acq_decide(rl_op *op)
 
 /* ---- attempts ------------------------------------------------------------------ */
 
-static void acq_attempt_start(rl_acquire *a)
+/* A new attempt's state: nothing of the last one carries over. */
+static void acq_attempt_reset(rl_acquire *a, bool by_wake)
+{
+    a->att = (rl_acq_attempt){ .by_wake = by_wake, .rank = UINT32_MAX };
+}
+
+/* @by_wake: a wake-up (or one that came during the last attempt) starts it. */
+static void acq_attempt_start(rl_acquire *a, bool by_wake)
 {
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     op->attempts++;
     a->phase = ACQ_VOTING;
     a->wake_pending = false;
-    a->reserved_seen = false;
-    a->rank = UINT32_MAX;
-    a->n_ok = a->n_fail = 0;
+    acq_attempt_reset(a, by_wake);
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));
     /* A fresh token per attempt: a release from a failed attempt that is
      * still queued somewhere can then never delete a later attempt's key. */
-    if (rl_token_new(a->token) != 0) {
+    if (rl_token_new(a->att.token) != 0) {
         rl_seterr(&op->err, REDLOCK_ESYS, -1, "RAND_bytes failed: no token");
         rl_op_finish(op, REDLOCK_ESYS);
         return;
     }
-    a->fence = 0;
-    a->fence_failed = false;
     /* Validity runs from here, before any master can see the command; the
      * fast path bounds its leases' ends from here too (acquire-command.c). */
     op->attempt_us = rl_now_us();
@@ -424,7 +427,7 @@ static void acq_attempt_start(rl_acquire *a)
              * the memory check a credential to fix, not an untrusted
              * master: the code says which (rl_node_excluded). */
             rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_EXCLUDED, code, why, rl_now_us());
-            a->n_fail++;
+            a->att.n_fail++;
         } else {
             ask |= 1u << i;
         }
@@ -450,9 +453,8 @@ static void acq_wake(rl_waiter *w)
         return;
     }
     a->final = false;
-    a->by_wake = true;
     rl_op_disarm(&a->op);
-    acq_attempt_start(a);
+    acq_attempt_start(a, true);
 }
 
 static void acq_on_timer(rl_op *op)
@@ -469,8 +471,8 @@ static void acq_on_timer(rl_op *op)
     }
     if (a->by_polls)
         a->polls_left--;
-    a->by_wake = a->wakes_idle = false; /* a new poll interval: wake-ups act again */
-    acq_attempt_start(a);               /* the poll (or the deadline's last try) */
+    a->wakes_idle = false;       /* a new poll interval: wake-ups act again */
+    acq_attempt_start(a, false); /* the poll (or the deadline's last try) */
 }
 
 static void acq_cancel(rl_op *op, int status)
@@ -537,6 +539,6 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         rl_op_finish(op, REDLOCK_ECANCELED);
         return 0;
     }
-    acq_attempt_start(a);
+    acq_attempt_start(a, false);
     return 0;
 }
