@@ -72,6 +72,7 @@ ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
 PACKAGES=(
     build-essential pkg-config meson ninja-build
     libhiredis-dev libevent-dev libssl-dev libcriterion-dev
+    libuv1-dev libglib2.0-dev
     redis-server faketime iproute2 gnuplot-nox
     clang libclang-rt-14-dev clang-format python3
     spin abigail-tools
