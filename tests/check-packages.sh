@@ -14,7 +14,8 @@
 #     and does so over TLS too, on a TLS redis-server of its own;
 #   - examples/hello.c as libredlock-dev ships it builds with pkg-config alone
 #     (PKG_CONFIG_PATH and PKG_CONFIG_SYSROOT_DIR at the unpacked package),
-#     shared and static (libredlock.a holds hiredis too), and runs;
+#     shared and static (libredlock.a holds hiredis too), and runs; so do
+#     examples/libuv.c and glib.c, on the adapters the package ships;
 #   - redlock-bench runs from its unpacked package, and its --help names
 #     the cluster-up.sh its package ships;
 #   - the packages that hold the vendored hiredis say so in Built-Using.
@@ -100,7 +101,7 @@ declare -A allowed required
 allowed[libredlock1]="$lib/libredlock\\.so\\.1(\\.[0-9]+\\.[0-9]+)?"
 required[libredlock1]="$lib/libredlock.so.1 $lib/libredlock.so.$upstream"
 allowed[libredlock-dev]="usr/include/redlock\\.h
-usr/include/redlock/version\\.h
+usr/include/redlock/(version|libuv|glib)\\.h
 $lib/libredlock\\.(a|so)
 $lib/pkgconfig/redlock\\.pc
 usr/share/doc/libredlock-dev/README\\.md(\\.gz)?
@@ -110,6 +111,8 @@ usr/share/doc/libredlock-dev/docs/[A-Za-z-]+\\.md(\\.gz)?
 usr/share/doc/libredlock-dev/examples/[a-z-]+\\.(c|sh|service|timer)"
 required[libredlock-dev]="usr/include/redlock.h usr/include/redlock/version.h $lib/libredlock.a
 $lib/libredlock.so $lib/pkgconfig/redlock.pc usr/share/doc/libredlock-dev/examples/hello.c
+usr/include/redlock/libuv.h usr/include/redlock/glib.h
+usr/share/doc/libredlock-dev/examples/libuv.c usr/share/doc/libredlock-dev/examples/glib.c
 usr/share/man/man3/redlock.3.gz usr/share/man/man3/redlock_acquire.3.gz"
 allowed[redlock-cli]="usr/bin/redlock-cli
 usr/share/man/man1/redlock-cli\\.1\\.gz
@@ -165,6 +168,15 @@ dev_depends() {
     done
 }
 check "libredlock-dev depends on the -dev packages redlock.pc requires" dev_depends
+dev_suggests() {
+    local d suggests
+    suggests=$(dpkg-deb -f "${deb[libredlock-dev]}" Suggests)
+    for d in libuv1-dev libglib2.0-dev; do
+        grep -qE -- "(^|, )$d( \\([^)]*\\))?(,|$)" <<<"$suggests" ||
+            { echo "libredlock-dev Suggests: $suggests"; return 1; }
+    done
+}
+check "libredlock-dev suggests what its loop adapters include (libuv1-dev, libglib2.0-dev)" dev_suggests
 # hiredis is vendored (debian/rules): no package may ask for Debian's.
 no_hiredis_depends() {
     local p deps
@@ -341,6 +353,21 @@ build_static() {
 }
 check "hello builds against libredlock.a with pkg-config --static" build_static
 check "static hello takes and releases a lock, without LD_LIBRARY_PATH" runs_hello "$tmp/hello-static"
+# The loop adapters: headers only, so the program links libuv or GLib
+# itself (the system's, through plain pkg-config: the sysroot is only ours).
+build_loop() {
+    local name=$1 pkg=$2
+    # shellcheck disable=SC2046
+    cc -Wall -Wextra -Werror "$tmp/all/usr/share/doc/libredlock-dev/examples/$name.c" \
+        $(pc --cflags --libs redlock) $(pkg-config --cflags --libs "$pkg") -o "$tmp/$name"
+}
+for loop in libuv:libuv glib:glib-2.0; do
+    name=${loop%%:*} pkg=${loop#*:}
+    check "examples/$name.c builds against libredlock-dev's <redlock/$name.h> and $pkg" \
+        build_loop "$name" "$pkg"
+    check "$name takes and releases a lock on its loop" \
+        runs_hello env LD_LIBRARY_PATH="$tmp/lib/$lib" "$tmp/$name"
+done
 
 # --- redlock-bench from its package --------------------------------------------------------
 

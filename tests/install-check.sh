@@ -4,6 +4,8 @@
 # and run it against the masters in $REDLOCK_TEST_MASTERS (from with-cluster.sh).
 # Proves the installed header, library and redlock.pc are complete, and that
 # the installed redlock(3) and its link pages render without a troff warning.
+# examples/libuv.c and glib.c build on the installed loop adapters
+# (<redlock/libuv.h>, <redlock/glib.h>) and run, where libuv and GLib are.
 set -euo pipefail
 build=$(cd "$1" && pwd); src=$(cd "$2" && pwd)
 dest=$(mktemp -d); trap 'rm -rf "$dest"' EXIT
@@ -29,7 +31,7 @@ san=$(meson introspect "$build" --buildoptions | python3 -c \
 sanflags=()
 [ "$san" != none ] && sanflags=(-fsanitize="$san")
 cc "${sanflags[@]}" "$src/examples/hello.c" $(pkg-config --cflags --libs redlock) -o "$dest/hello"
-echo "1..5"
+echo "1..7"
 echo "ok 1 - hello.c builds with pkg-config --cflags --libs redlock"
 case "$libdir" in /*) ;; *) libdir="$prefix/$libdir" ;; esac
 if out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/hello" "$REDLOCK_TEST_MASTERS" 2>&1) \
@@ -64,3 +66,25 @@ for f in redlock_acquire redlock_release redlock_extend; do
   fi
 done
 echo "ok 5 - redlock_acquire(3), redlock_release(3), redlock_extend(3) lead to redlock(3)"
+# The loop adapters: headers only, the program links libuv or GLib itself,
+# from the system (so pkg-config without our sysroot).
+n=5
+for loop in libuv:libuv glib:glib-2.0; do
+  name=${loop%%:*} pkg=${loop#*:} n=$((n + 1))
+  if ! loopflags=$(env -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_PATH pkg-config --cflags --libs "$pkg"); then
+    echo "ok $n # SKIP $pkg not found: examples/$name.c not built"
+    continue
+  fi
+  # shellcheck disable=SC2046,SC2086  # pkg-config's output is a list of words
+  if ! err=$(cc "${sanflags[@]}" -Wall -Wextra -Werror "$src/examples/$name.c" \
+             $(pkg-config --cflags --libs redlock) $loopflags -o "$dest/$name" 2>&1); then
+    echo "not ok $n - examples/$name.c does not build on the installed <redlock/$name.h>"
+    echo "# ${err//$'\n'/$'\n'# }"; exit 1
+  fi
+  if out=$(LD_LIBRARY_PATH="$dest$libdir" "$dest/$name" "$REDLOCK_TEST_MASTERS" 2>&1) \
+     && grep -q '^released$' <<<"$out"; then
+    echo "ok $n - examples/$name.c builds on the installed <redlock/$name.h> and takes and releases a lock"
+  else
+    echo "not ok $n - $name failed: $out"; exit 1
+  fi
+done
