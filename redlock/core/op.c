@@ -322,10 +322,11 @@ oom:
  * into each other would hold the loop forever). */
 static _Thread_local int deliver_depth;
 
-/* The delivery of ops that finished inside a delivery waits this long: on
- * every loop (libuv 1.44 runs a 0 ms timer started by a timer again before
- * it polls), a caller that retries from its failure callback must not keep
- * the loop from its sockets. */
+/* The delivery of ops that finished inside a delivery waits this long, not
+ * 0 ms: a 0 ms timer may run again in the same pass (libevent's table makes
+ * it active; a raw libuv 1.44 timer runs before the poll), and a caller
+ * that retries from its failure callback must not keep any loop from its
+ * sockets. */
 #define RL_DELIVER_LATER_MS 1
 
 /* The op's decision, for the trace: stamped with the time a success

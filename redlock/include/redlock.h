@@ -37,6 +37,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* memset, in the inline _init()s: C++ warns of {0} */
 
 #include <redlock/version.h>
 
@@ -712,7 +713,8 @@ typedef struct redlock_loop {
 /** redlock_loop_init() - An empty table with its size set: fill every hook. */
 static inline void redlock_loop_init(redlock_loop *l)
 {
-    *l = (redlock_loop){ .size = sizeof(*l) };
+    memset(l, 0, sizeof(*l));
+    l->size = sizeof(*l);
 }
 
 /**
@@ -921,8 +923,7 @@ typedef struct redlock_acquire_opts {
 /** redlock_acquire_opts_init() - Defaults: no ttl (set it), the client's wait and polling. */
 static inline void redlock_acquire_opts_init(redlock_acquire_opts *opts)
 {
-    redlock_acquire_opts zero = { 0 };
-    *opts = zero;
+    memset(opts, 0, sizeof(*opts));
     opts->size = sizeof(*opts);
     opts->retry_delay_ms = REDLOCK_OPT_DEFAULT;
     opts->retry_jitter_ms = REDLOCK_OPT_DEFAULT;
