@@ -20,7 +20,7 @@
 enum acq_phase { ACQ_VOTING, ACQ_FENCING, ACQ_CLEANUP, ACQ_WAITING };
 
 /* A waiter at rank r of a queue (0: the head) polls every min(r, this)
- * retry delays (acquire.c). */
+ * retry delays (rl_acq_next_poll). */
 #define RL_SLOW_POLLS 8
 
 /* One attempt: what it sent, what the masters said, what it found. Zeroed
@@ -46,8 +46,8 @@ typedef struct rl_acq_attempt {
 } rl_acq_attempt;
 
 /* The acquire: the op, the wait (its spec, deadline, polls, wake-up budget
- * and places in the queues: acquire-queue.c decides when it gives up,
- * acquire.c's acq_wait_next_poll when it polls next) and the attempt. */
+ * and places in the queues: acquire-queue.c decides when it gives up and
+ * when it polls next) and the attempt. */
 typedef struct rl_acquire {
     rl_op op;
     int phase;               /* enum acq_phase */
@@ -88,6 +88,9 @@ void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last,
 /* acquire-queue.c: when waiting ends, and the waiter's places. */
 void rl_acq_set_wait(rl_acquire *a, const rl_wait_spec *w);
 bool rl_acq_last(const rl_acquire *a);
+/* Arm the next poll (the op's timer): a retry delay slowed by the rank, and
+ * never past the deadline, whose own attempt is then the last. */
+void rl_acq_next_poll(rl_acquire *a);
 void rl_acq_join_queue(rl_acquire *a);
 void rl_acq_leave_queues(rl_acquire *a);
 void rl_acq_leave_later(rl_acquire *a);

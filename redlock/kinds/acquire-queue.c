@@ -1,4 +1,4 @@
-/* acquire-queue.c - waiting: when it ends, and the waiter's place in the queues.
+/* acquire-queue.c - waiting: when it ends, when it polls, and the waiter's place in the queues.
  *
  * A wait ends at a deadline (redlock_acquire_with's, or redlock_acquire's
  * drawn from retry_count, which also ends after that many polls); wake-ups
@@ -20,11 +20,36 @@ bool rl_acq_last(const rl_acquire *a)
     return a->final || rl_now_us() >= a->deadline_us;
 }
 
+/* The next poll: after a retry delay, slowed by the waiter's rank, and
+ * never past the deadline, whose own attempt is the last. */
+void rl_acq_next_poll(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    rl_monotime now = rl_now_us();
+    uint64_t delay_us = (uint64_t)(a->w.delay_ms + rl_client_jitter(op->c, a->w.jitter_ms)) * 1000;
+    /* A waiter at rank r of a queue (0 the head) polls every min(r, 8)
+     * delays: releases wake the head, and a waiter's own turn comes with a
+     * wake-up; the poll is the safety net for a lost one, or a head that
+     * died (acquire-queue.c says what that costs). Polls then grow with
+     * log(waiters), not with their number. A wait drawn from retry_count
+     * too: its deadline is what its polls would take at their longest, and
+     * its count still bounds the polls (acquire-queue.c). */
+    if (a->att.rank != UINT32_MAX && a->att.rank > 1)
+        delay_us *= a->att.rank < RL_SLOW_POLLS ? a->att.rank : RL_SLOW_POLLS;
+    if (now + delay_us >= a->deadline_us) {
+        /* The last poll is at the deadline itself; one more attempt then
+         * (at once if the deadline passed since rl_acq_last looked). */
+        delay_us = a->deadline_us > now ? a->deadline_us - now : 0;
+        a->final = true;
+    }
+    rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
+}
+
 /* When waiting ends: at the deadline of the wait asked for. redlock_acquire()'s
  * wait drawn from retry_count is a deadline too, retry_count polls at their
  * longest (retry_delay + jitter each), and ends after retry_count polls if
  * those come first: its polls slow down with the waiter's rank like any
- * deadline wait's (acquire.c), and a count keeps bounding them. Wake-ups are
+ * deadline wait's (rl_acq_next_poll), and a count keeps bounding them. Wake-ups are
  * extra attempts and use none of it up. */
 void rl_acq_set_wait(rl_acquire *a, const rl_wait_spec *w)
 {

@@ -81,31 +81,6 @@ static int acq_cleanup_status(rl_acquire *a)
     return status;
 }
 
-/* The next poll: after a retry delay, slowed by the waiter's rank, and
- * never past the deadline, whose own attempt is the last. */
-static void acq_wait_next_poll(rl_acquire *a)
-{
-    rl_op *op = &a->op;
-    rl_monotime now = rl_now_us();
-    uint64_t delay_us = (uint64_t)(a->w.delay_ms + rl_client_jitter(op->c, a->w.jitter_ms)) * 1000;
-    /* A waiter at rank r of a queue (0 the head) polls every min(r, 8)
-     * delays: releases wake the head, and a waiter's own turn comes with a
-     * wake-up; the poll is the safety net for a lost one, or a head that
-     * died (acquire-queue.c says what that costs). Polls then grow with
-     * log(waiters), not with their number. A wait drawn from retry_count
-     * too: its deadline is what its polls would take at their longest, and
-     * its count still bounds the polls (acquire-queue.c). */
-    if (a->att.rank != UINT32_MAX && a->att.rank > 1)
-        delay_us *= a->att.rank < RL_SLOW_POLLS ? a->att.rank : RL_SLOW_POLLS;
-    if (now + delay_us >= a->deadline_us) {
-        /* The last poll is at the deadline itself; one more attempt then
-         * (at once if the deadline passed since rl_acq_last looked). */
-        delay_us = a->deadline_us > now ? a->deadline_us - now : 0;
-        a->final = true;
-    }
-    rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
-}
-
 /* Cleanup is over (every master we waited for answered, or one node
  * timeout passed): give up, try again at once, or wait for the next poll. */
 static void acq_after_cleanup(rl_acquire *a)
@@ -156,7 +131,7 @@ static void acq_after_cleanup(rl_acquire *a)
         a->wake_pending = false;
         acq_attempt_start(a, true);
     } else {
-        acq_wait_next_poll(a);
+        rl_acq_next_poll(a);
     }
 }
 
