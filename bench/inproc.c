@@ -201,6 +201,7 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
                          .hold_us = hold_us };
     redlock_config cfg;
     uint64_t cpu0;
+    struct mstat m0 = { 0 };
     char why[300];
 
     bench_config_fill(&cfg, 0);
@@ -223,6 +224,7 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
     snprintf(ip.res, sizeof(ip.res), "inproc:%llu", (unsigned long long)bench_rand() % 1000000u);
     r->inversions = 0;
     opstats_start(&r->lib);
+    masters_stat(&m0); /* the masters' CPU per grant: issue 31's measure */
     cpu0 = cpu_us();
     /* waiters stop queueing at the deadline; those still waiting then are
      * served (or give up) after it, and count: the rates are over the
@@ -232,6 +234,7 @@ int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wa
     r->cycles_per_s = (double)r->ok / r->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)r->ok;
+    masters_delta(r, &m0, r->ok);
     result_fairness(r, ip.grants, ip.k);
     windows_check(ip.wins, ip.n_wins, ip.t_start, r);
     if (ip.oom)

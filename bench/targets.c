@@ -418,6 +418,57 @@ static void fence_keys_target(void)
     target(what, most < 0 ? "(no resource taken)" : got, most >= 0 && most <= 1, most >= 0);
 }
 
+/* Issue 31: waiters in one process, and the library at its guard's floor,
+ * each against a row of this same run. */
+static void waiter_targets(void)
+{
+    const struct result *u = result_find("uncontended"), *t = result_find("throughput"),
+                        *g = result_find("raw-guard"), *h = result_find("contention-hold"),
+                        *ip = result_find("contention-inproc");
+    char got[200], what[100];
+
+    if (u && g && row_ok(u) && row_ok(g) && u->masters_cpu_us_per_cycle > 0 &&
+        g->masters_cpu_us_per_cycle > 0) {
+        double x = u->masters_cpu_us_per_cycle / g->masters_cpu_us_per_cycle;
+        snprintf(got, sizeof(got), "%.2f x (%.1f / %.1f us)", x, u->masters_cpu_us_per_cycle,
+                 g->masters_cpu_us_per_cycle);
+        target("uncontended: masters' CPU per cycle <= 1.1 x raw-guard's", got, x <= 1.1, 1);
+    } else {
+        target("uncontended: masters' CPU per cycle <= 1.1 x raw-guard's",
+               "(not run: uncontended and raw-guard)", 0, 0);
+    }
+    snprintf(what, sizeof(what), "throughput, %d in flight: >= 0.8 x raw-guard's", config.inflight);
+    if (t && row_ok(t) && guard_fig.valid && guard_fig.cycles_per_s > 0) {
+        double x = t->cycles_per_s / guard_fig.cycles_per_s;
+        snprintf(got, sizeof(got), "%.2f x (%.0f / %.0f cycles/s)", x, t->cycles_per_s,
+                 guard_fig.cycles_per_s);
+        target(what, got, x >= 0.8, 1);
+    } else {
+        target(what, "(not run: throughput and raw-guard)", 0, 0);
+    }
+    if (ip && h && row_ok(ip) && row_ok(h) && h->cycles_per_s > 0) {
+        double x = ip->cycles_per_s / h->cycles_per_s;
+        snprintf(got, sizeof(got), "%.2f x (%.0f / %.0f grants/s), %llu failed, fairness %.3f", x,
+                 ip->cycles_per_s, h->cycles_per_s, (unsigned long long)ip->failed,
+                 ip->fairness_jain);
+        target("inproc: >= 1.6 x contention-hold, Jain >= 0.95, 0 failed", got,
+               x >= 1.6 && ip->fairness_jain >= 0.95 && ip->failed == 0, 1);
+    } else {
+        target("inproc: >= 1.6 x contention-hold, Jain >= 0.95, 0 failed",
+               "(not run: contention-inproc and contention-hold)", 0, 0);
+    }
+    if (ip && u && row_ok(ip) && row_ok(u) && ip->masters_cpu_us_per_cycle > 0 &&
+        u->masters_cpu_us_per_cycle > 0) {
+        double x = ip->masters_cpu_us_per_cycle / u->masters_cpu_us_per_cycle;
+        snprintf(got, sizeof(got), "%.2f x (%.1f / %.1f us)", x, ip->masters_cpu_us_per_cycle,
+                 u->masters_cpu_us_per_cycle);
+        target("inproc: masters' CPU per grant <= one uncontended cycle's", got, x <= 1.0, 1);
+    } else {
+        target("inproc: masters' CPU per grant <= one uncontended cycle's",
+               "(not run: contention-inproc and uncontended)", 0, 0);
+    }
+}
+
 void report_targets(void)
 {
     printf("\ntargets (issue 7: latency, throughput, faults, safety):\n");
@@ -435,4 +486,6 @@ void report_targets(void)
     printf("\ntargets (issue 21: the fast path, against the raw row of this run):\n");
     fastpath_targets();
     fence_keys_target();
+    printf("\ntargets (issue 31: waiters in one process, the library at its guard's floor):\n");
+    waiter_targets();
 }
