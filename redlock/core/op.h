@@ -104,6 +104,7 @@ struct rl_op {
                       their fence counters, queues and lease sets */
     char *keymem;  /* owns every key of k */
     uint32_t nres; /* resources */
+    size_t size;   /* of the kind's struct, for the op cache (op.c) */
 
     redlock_outcome out;
     redlock_error err;

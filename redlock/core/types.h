@@ -54,6 +54,10 @@ typedef struct rl_op rl_op;
  * holder tells the reentrant case at once. A collision only forgets one. */
 #define RL_MINE_SLOTS 64
 
+/* Freed ops a client keeps for its next ones (op.c): room for acquires
+ * and releases of a few dozen in flight, at most about 200 kB. */
+#define RL_OP_CACHE 64
+
 struct redlock_client {
     redlock_config cfg; /* a full copy; the strings below own its strings */
     char *strs;         /* every string of cfg, copied in one block */
@@ -70,16 +74,21 @@ struct redlock_client {
     rl_op *ops;                   /* in flight, not yet delivered */
     rl_op *done_head, *done_tail; /* finished, waiting for delivery */
     rl_timer deliver;             /* runs the delivery queue (op.c) */
-    struct rl_blocking *blk;      /* NULL for async clients */
-    uint64_t rng;                 /* xorshift state for retry jitter */
-    rl_timer probe;               /* clock monitor: TIME to every master */
-    uint32_t max_ttl_ms;          /* longest ttl requested so far */
-    uint32_t fleet_ttl_ms;        /* longest ttl any master's memory marker reported */
-    uint32_t asked_window_ms;     /* longest memory window an acquire asked for (memory.c) */
-    struct rl_settle *settle;     /* measuring a reborn master's window (memory.c) */
-    struct rl_watchdog *wds;      /* running watchdogs */
-    struct rl_wait *wait;         /* waiting for locks (wait.c) */
-    struct rl_hot {               /* resources found held lately (acquire-queue.c) */
+    struct rl_op_cached {         /* freed ops kept for the next, with their timers (op.c) */
+        rl_op *op;
+        size_t size;
+    } op_cache[RL_OP_CACHE];
+    uint32_t n_op_cache;
+    struct rl_blocking *blk;  /* NULL for async clients */
+    uint64_t rng;             /* xorshift state for retry jitter */
+    rl_timer probe;           /* clock monitor: TIME to every master */
+    uint32_t max_ttl_ms;      /* longest ttl requested so far */
+    uint32_t fleet_ttl_ms;    /* longest ttl any master's memory marker reported */
+    uint32_t asked_window_ms; /* longest memory window an acquire asked for (memory.c) */
+    struct rl_settle *settle; /* measuring a reborn master's window (memory.c) */
+    struct rl_watchdog *wds;  /* running watchdogs */
+    struct rl_wait *wait;     /* waiting for locks (wait.c) */
+    struct rl_hot {           /* resources found held lately (acquire-queue.c) */
         uint64_t hash;
         rl_monotime until;
     } hot[RL_HOT_SLOTS];
