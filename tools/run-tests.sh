@@ -497,40 +497,26 @@ if wanted format; then
     fi
 fi
 
-# The map names every source file: tools/check-map.sh reads docs/map.md
-# against the .c and .h of redlock/, drift/, cli/ and bench/, and names
-# each file it lacks. One test; no build, no server.
+# The house's own checks, one test each, no build, no server:
+#  - check-map.sh: docs/map.md names every .c and .h of redlock/, drift/,
+#    cli/ and bench/;
+#  - check-layers.sh: every include of redlock/ runs down its layers (the
+#    order is written once, in the script; docs/map.md, "Layers");
+#  - check-functions.sh: no function of redlock/ over 60 lines (issue 30).
+HOUSE_CHECKS=(
+    "check-map.sh|docs/map.md does not name every source file"
+    "check-layers.sh|an include of redlock/ runs up its layers"
+    "check-functions.sh|a function of redlock/ is over 60 lines"
+)
 if wanted format; then
-    say "format: tools/check-map.sh"
-    if tools/check-map.sh; then
-        passed=$((passed + 1))
-    else
-        stage_failed "format: docs/map.md does not name every source file (above)"
-    fi
-fi
-
-# The layers of redlock/: tools/check-layers.sh reads every include of its
-# .c and .h files and names each one that runs up, from a layer to one
-# above it (the order is written once, in the script; docs/map.md,
-# "Layers"). One test; no build, no server.
-if wanted format; then
-    say "format: tools/check-layers.sh"
-    if tools/check-layers.sh; then
-        passed=$((passed + 1))
-    else
-        stage_failed "format: an include of redlock/ runs up its layers (above)"
-    fi
-fi
-
-# No function of redlock/ over 60 lines (issue 30): tools/check-functions.sh
-# names each one longer. One test; no build, no server.
-if wanted format; then
-    say "format: tools/check-functions.sh"
-    if tools/check-functions.sh; then
-        passed=$((passed + 1))
-    else
-        stage_failed "format: a function of redlock/ is over 60 lines (above)"
-    fi
+    for chk in "${HOUSE_CHECKS[@]}"; do
+        say "format: tools/${chk%%|*}"
+        if "tools/${chk%%|*}"; then
+            passed=$((passed + 1))
+        else
+            stage_failed "format: ${chk#*|} (above)"
+        fi
+    done
 fi
 
 # --- plain ---------------------------------------------------------------------
