@@ -345,6 +345,31 @@ static void check_exactness(char **argv, int argc, const char *env_masters)
 
 /* A message about the masters (the others may echo any word of the
  * input, which may hold the same bytes) shows @needle. */
+/* The messages' own hints say how credentials are written ("redis://
+ * user:password@host:port", "user:password@ or :password@"): a password
+ * that is part of one ("rd" of "password@") is not shown by it. */
+static const char HINT[] = ":password@";
+
+/* Does @needle occur in the line @l (@len bytes) other than inside HINT? */
+static int shows_outside_hint(const char *l, size_t len, const char *needle)
+{
+    size_t nlen = strlen(needle), hlen = sizeof(HINT) - 1;
+
+    for (const char *at = memmem(l, len, needle, nlen); at != NULL;
+         at = memmem(at + 1, len - (size_t)(at + 1 - l), needle, nlen)) {
+        int in_hint = 0;
+
+        for (const char *h = memmem(l, len, HINT, hlen); h != NULL && !in_hint;
+             h = memmem(h + 1, len - (size_t)(h + 1 - l), HINT, hlen))
+            in_hint = at >= h && at + nlen <= h + hlen;
+        if (!in_hint)
+            return 1;
+        if (at + 1 >= l + len)
+            break;
+    }
+    return 0;
+}
+
 static int masters_line_shows(const char *needle)
 {
     for (const char *l = msgs; l < msgs + msgs_len;) {
@@ -355,7 +380,7 @@ static int masters_line_shows(const char *needle)
 
         for (size_t h = 0; h < 2; h++)
             if (len >= strlen(heads[h]) && memcmp(l, heads[h], strlen(heads[h])) == 0 &&
-                memmem(l, len, needle, strlen(needle)) != NULL)
+                shows_outside_hint(l, len, needle))
                 return 1;
         l += len + 1;
     }
