@@ -1,11 +1,9 @@
 /* metrics.c - redlock_metrics_write(): a client's metrics as Prometheus text.
  *
  * Reads the counters core/metrics.c keeps (relaxed atomic loads, from any
- * thread) and writes the text exposition format 0.0.4, whose names pass as
- * OpenMetrics too: counters end in _total, durations are _seconds
- * histograms. A histogram's _count is its +Inf bucket, added up from the
- * same reads, so the two never disagree. docs/operators.md names every
- * metric and what to alert on.
+ * thread) and writes the text exposition format 0.0.4: counters end in
+ * _total, durations are _seconds histograms. Why the names and _count read
+ * as they do, every metric and what to alert on: docs/operators.md.
  */
 #include "core/types.h"
 

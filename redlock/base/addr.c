@@ -1,14 +1,7 @@
 /* addr.c - the master list: parse every entry, refuse what is ambiguous, resolve names.
  *
- * Forms (comma-separated, spaces around entries ignored):
- *   host:port  [v6addr]:port                       plain TCP
- *   redis://[user:password@]host[:port][/db]       TCP; port 6379 by default
- *   rediss://...                                   the same over TLS
- *   unix://[user:password@]/path/to.sock[?db=N]    a unix socket
- * Credentials and paths may be percent-encoded (%2C for a comma). A master's
- * display name never holds its password: it is what messages, logs, JSON and
- * redlock_client_master_addr() show.
- *
+ * The forms are in addr.h; what a bad entry gets: docs/errors.md, "Master list". A master's
+ * display name (messages, logs, JSON, redlock_client_master_addr()) never holds its password.
  * Numeric hosts must be written the way inet_pton reads them: getaddrinfo()
  * follows inet_aton() and reads "0127.0.0.1" as octal (87.0.0.1), another
  * host than the one the user meant.

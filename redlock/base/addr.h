@@ -1,16 +1,10 @@
 /* addr.h - master addresses: parsing the master list, resolving names.
  *
- * A master is written `host:port`, `[v6addr]:port`, `redis://[user:password@]host[:port][/db]`,
- * `rediss://...` (TLS) or `unix://[user:password@]/path/to.sock[?db=N]`, separated by commas.
- * Parsing is pure (no DNS). A name is resolved in redlock_client_new(), and again before every
- * reconnect (node.c, resolve.c), off the loop's thread. The safety argument counts on each
- * master being one server at a time: a name that moves takes the master to another server,
- * whose memory never saw what the old one granted as that master. So a reconnect that finds a
- * new address makes the server there reborn before any vote on it counts (its CHECK says
- * "moved", script.c), and it sits out every lease the old one may have granted. What no client
- * can see: the old server still answering clients that have not moved yet, or a round-robin
- * name (two servers at once): the operator stops the old server for good first
- * (docs/memory-guard.md, "The operator's rule for moving a name").
+ * A master is written `host:port`, `[v6addr]:port`, `redis://[user:password@]host[:port][/db]`
+ * (port 6379 by default), `rediss://...` (TLS) or `unix://[user:password@]/path/to.sock[?db=N]`,
+ * separated by commas; credentials and paths may be percent-encoded (%2C for a comma). Parsing
+ * is pure; a name is resolved at creation and before every reconnect (resolve.c), off the loop's
+ * thread. Why a new address makes the master reborn: docs/memory-guard.md, "Names that move".
  */
 #ifndef REDLOCK_ADDR_H
 #define REDLOCK_ADDR_H

@@ -2,10 +2,8 @@
  *
  * What redlock_client_new() gives an async client on your event_base, and
  * a blocking client on its own. One allocation per watch or timer, with the
- * struct events inside (event_assign). A 0 ms start makes the timer active
- * in this pass (event_active), as a zero timeout would only after one more
- * trip through epoll_wait; a watch is two events, so that the read side
- * stays armed while the write side comes and goes.
+ * struct events inside (event_assign). Why a 0 ms timer is made active and a
+ * watch is two events: the comments above timer_start() and watch_new().
  */
 #include "base/reactor.h"
 
@@ -61,6 +59,8 @@ static void *timer_new(void *data, redlock_loop_timer_fn *fn, void *arg)
     return t;
 }
 
+/* A 0 ms start makes the timer active in this pass (event_active), as a
+ * zero timeout would only after one more trip through epoll_wait. */
 static int timer_start(void *h, uint64_t ms)
 {
     struct event *ev = EV_AT(h, ev_timer, 0);
@@ -93,6 +93,8 @@ static void watch_on(evutil_socket_t fd, short what, void *arg)
           (what & EV_READ ? REDLOCK_LOOP_READ : 0) | (what & EV_WRITE ? REDLOCK_LOOP_WRITE : 0));
 }
 
+/* A watch is two events, read and write, so that the read side stays armed
+ * while the write side comes and goes. */
 static void *watch_new(void *data, int fd, redlock_loop_io_fn *fn, void *arg)
 {
     ev_watch *w = malloc(ev_hdr(sizeof(*w)) + 2 * ev_size());

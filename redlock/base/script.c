@@ -1,41 +1,10 @@
 /* script.c - the Lua scripts every master runs, and their SHA1 digests.
  *
- * Whatever must be decided and done in one step on a master is a script:
- * Redis runs a script atomically. Release and extend compare the token and
- * act (a GET then a DEL from the client could delete a lock that expired
- * and was taken by someone else in between); acquire checks the master's
- * memory marker, the hand-off reservation and the waiters' queue together
- * with the SET; status reads value and ttl at one instant.
- *
- * The digests are computed locally, so EVALSHA can be sent before any
- * SCRIPT LOAD reply; a master that answers NOSCRIPT (restarted, or SCRIPT
- * FLUSH) gets the same script again as EVAL (fanout.c).
- *
- * Keys a lock uses on each master (K = key prefix + resource):
- *   K            the lock: a token, the token marked ("\2" after it: a
- *                waiter joined the queue while a holder who may release
- *                without Lua held it), or a reservation "\1" + waiter
- *   K "\0fence"  its fencing counter before one counter served every
- *                resource: read (a fence never goes below it) and kept
- *                in step while it exists, never created
- *   K "\0q"      the waiters' queue: a sorted set, member = waiter, score =
- *                the time the waiter started waiting (its ticket)
- *   K "\0l"      the same members, score = when the waiter's lease ends
- *   "\0redlock:marker"  the master's memory marker: a hash with no ttl
- *                {born, window, maxttl, served, run, birth, pending,
- *                tight, cause} (CHECK, HEARD; docs/memory-guard.md,
- *                "The marker and the index")
- *   "\0redlock:fence"   the master's fencing counter, for every resource
- *   "\0redlock:held"    the leases this master granted while it was
- *                trusted, named by token and scored by when they end
- *                (a sorted set; before the native release, named by key),
- *                so that the fleet can tell how long the leases live now
- *                when a master forgets (LEASES)
- * A NUL cannot be part of a resource name or of the prefix, so none of these
- * can ever be another resource's lock key.
- *
- * A waiter is "hand|channel|id": how long a reservation for it may wait
- * (ms), the pub/sub channel of its client, and its id there.
+ * One script per step that must be decided and done at once on a master:
+ * release, extend, acquire (with the guard's HEARD), status, fence, and the
+ * guard's CHECK, DECLARE, RAISE, LEASES, SETTLE. Digests are computed locally, so EVALSHA
+ * goes before any SCRIPT LOAD reply (NOSCRIPT: fanout.c). The keys a lock
+ * uses, what each holds, and why each step is a script: docs/wire.md, "Per verb".
  */
 #include "base/script.h"
 #include "base/common.h"

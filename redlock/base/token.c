@@ -1,18 +1,10 @@
 /* token.c - lock tokens and the jitter random source.
  *
- * A token must be unguessable (another client that could predict it could
- * release or extend our lock), so it comes from OpenSSL's CSPRNG: 128 bits,
- * printed as 32 hex characters. Retry jitter needs no such strength; it uses
- * a per-client xorshift seeded from the same source.
- *
- * OpenSSL 3 calls getpid() on every RAND_bytes() (to notice a fork), a
- * system call per acquire. Tokens are therefore drawn RL_TOKEN_BATCH at a
- * time into a buffer per thread, and each is wiped from it as it is handed
- * out. A forked child must never hand out the bytes its parent has (both
- * would take locks with the same token), so pthread_atfork() moves a
- * generation counter on in every child, which makes each thread's buffer
- * stale there; threads other than the forking one do not exist in the
- * child.
+ * A token is 128 bits from OpenSSL's CSPRNG, printed as 32 hex characters:
+ * unguessable, since whoever could predict one could release or extend our
+ * lock. Retry jitter needs no such strength: a per-client xorshift seeded
+ * from the same source. Why tokens come in batches, and what a fork does to
+ * them: the comment above RL_TOKEN_BATCH; the cost: docs/transport.md, "Cost".
  */
 #include "base/common.h"
 
@@ -22,6 +14,11 @@
 #include <string.h>
 #include <time.h>
 
+/* OpenSSL 3 calls getpid() on every RAND_bytes() (to notice a fork): a
+ * system call per acquire, so tokens are drawn RL_TOKEN_BATCH at a time per
+ * thread, each wiped as it is handed out. A forked child must never hand out
+ * its parent's bytes (two locks, one token): pthread_atfork() moves fork_gen
+ * on in every child, which makes each thread's batch stale there. */
 #define RL_TOKEN_BATCH 16
 
 static unsigned long fork_gen; /* moved on in each forked child */

@@ -1,14 +1,9 @@
 /* cancel.c - cancellation sources: one fire stops every acquire given it.
  *
- * A source is shared by the caller's threads and the clients' loops, so its
- * list of registrations is under a mutex. Firing marks it and cancels what
- * is registered: directly for an async client (the caller is on the loop's
- * thread), through the I/O thread for a blocking one, which then cancels
- * the ops of its client under the same mutex (rl_cancel_run). Ops register
- * and unregister on their loop's thread, so an op a request names is alive
- * when that thread runs it. The source is refcounted: every op registered
- * with it and every request in flight to an I/O thread keep it alive after
- * redlock_cancel_free().
+ * Firing marks the source and cancels what is registered: directly for an
+ * async client, through the I/O thread for a blocking one, which cancels
+ * its client's ops under the source's mutex (rl_cancel_run). Locking and
+ * lifetime: docs/threads.md, "Cancellation sources" and "Who owns what".
  */
 #include "core/cancel.h"
 #include "core/loop.h"

@@ -1,18 +1,10 @@
 /* fanout.c - one command, sent to every master, whose replies may outlive the op.
  *
- * An op decides as soon as a majority answered (or can no longer answer),
- * and a silent master may answer seconds later, or never. So the memory a
- * hiredis callback points at (a slot) must not belong to the op: it belongs
- * to this fanout, which counts one reference per command still queued at
- * hiredis plus one for its owner. The owner detaches when it has decided;
- * replies that arrive afterwards find on_vote == NULL and are dropped, and
- * the last one frees the fanout. hiredis always runs every callback exactly
- * once (with NULL when the connection dies), so the count always reaches 0.
- *
- * NOSCRIPT (a master restarted or ran SCRIPT FLUSH) is handled here, below
- * the owner: the same slot re-sends the script as EVAL, once. So is the
- * redo of an alternative that could not do the job (rl_fanout_set_redo):
- * the same slot sends the command instead, once.
+ * The fanout owns the slots hiredis callbacks point at, counted by
+ * reference; late replies find no owner and are dropped. NOSCRIPT (a master
+ * restarted or ran SCRIPT FLUSH) re-sends the script as EVAL on the same
+ * slot, once; so is an alternative's redo (rl_fanout_set_redo) sent. Why
+ * the fanout, not the op, owns them: docs/threads.md, "Who owns what".
  */
 #include "core/fanout.h"
 #include "base/script.h"

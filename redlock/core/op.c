@@ -1,13 +1,10 @@
 /* op.c - the operation core: allocation, rounds of votes, timers, delivery.
  *
- * Every kind (acquire.c, release.c, extend.c, inspect.c) is a table of
- * hooks over this core (op.h). The core sends a round's command to the
- * masters, times the round out at node_timeout_ms, drops answers that come
- * late (after the timeout, after a newer round, after the op finished), and
- * hands every answer that counts to the kind, then asks the kind to decide.
- * When the kind finishes the op, the core queues it and delivers it from
- * the loop: the op hook first, then the completion (redlock_done_cb), or
- * the kind's deliver hook for a result that is not a lock.
+ * Every kind (acquire.c, release.c, extend.c, inspect.c) is a table of hooks
+ * over this core (op.h): a round's command to the masters, timed out at
+ * node_timeout_ms, late answers dropped, the rest handed to the kind, then
+ * delivery from the loop (op hook, then completion). Why late answers never
+ * count: docs/safety.md, "What the implementation adds".
  */
 #include "core/op.h"
 #include "transport/trace.h"

@@ -1,21 +1,10 @@
 /* op.h - the operation core: the life of one request, whatever its kind.
  *
- * An operation (libuv's "request") is one acquire, release, extend, status
- * or ping. The core owns what every kind shares: its place in the client's
- * list, its rounds of votes (one command to every master, the node timeout,
- * late replies dropped), the kind's timer, and delivery. It knows each kind
- * only through the kind's table of hooks (rl_op_ops), the way libevent's
- * bufferevent core knows socket, filter and pair bufferevents: the core
- * never names a kind, and nothing below it calls back up but through that
- * table.
- *
- * Delivery has one rule: a finished op waits in the client's delivery queue
- * until the loop runs the queue (a zero timer), never inside the call that
- * started it and never inside a reply callback, in the order ops finished.
- * Freeing the client delivers what is left, at once. The core delivers:
- * the op hook, then the completion (redlock_done_cb) with the op's lock,
- * outcome and error, unless the kind's result is something else (a
- * redlock_status: its deliver hook).
+ * An op (libuv's "request") is one acquire, release, extend, status or ping.
+ * The core owns what kinds share: a place in the client's list, rounds of
+ * votes, the kind's timer, delivery (op hook, then completion or the kind's
+ * deliver hook); it knows a kind only through its hooks (rl_op_ops). Layers:
+ * docs/map.md, "`redlock/`"; delivery's rule: docs/threads.md, first point.
  */
 #ifndef REDLOCK_OP_H
 #define REDLOCK_OP_H

@@ -1,31 +1,9 @@
 /* types.h - the client and lock structures, shared by the files above the nodes.
  *
- * Where one acquire goes, in one sitting (docs/map.md has the map):
- *
- *   redlock_acquire()           blocking.c   checks, then one call to the I/O thread
- *    rl_loop_submit             loop.c       the queue and an eventfd; the caller sleeps
- *     start_acquire             blocking.c   on the I/O thread
- *      rl_acquire_start         acquire.c    one op (the whole acquire, all attempts)
- *       acq_attempt_start       acquire.c    a token, the command (cmd.c), a fanout
- *        rl_round_start         op.c         a round: one command, every master, a timer
- *         rl_fanout_send        fanout.c     the fast path's transaction, or the acquire
- *                                            script, per master (built once)
- *          rl_node_send(_tx)    node.c       onto that master's connection (bounded)
- *           rl_conn_send        transport.c  hiredis; one write per loop pass
- *   ... a reply arrives ...
- *           conn_on_reply       transport.c  in send order, exactly once
- *          fanout_on_reply      fanout.c     NOSCRIPT -> EVAL; late replies dropped
- *         round_on_vote         op.c         not late? count it: ops->on_vote, ->decide
- *        rl_acq_on_vote         acquire-votes.c  the vote (and whether it may count)
- *       acq_decide              acquire.c    a quorum of OKs, or a majority out of reach
- *      rl_op_finish, on_deliver op.c         next loop pass: the op hook, then the completion
- *
- * Ownership in one paragraph: an op belongs to the client until its
- * callback has run. A fanout belongs to itself: it holds one reference per
- * command still queued at a master plus one for its owner, so a reply that
- * arrives after the op decided (or timed out, or was freed) lands in a live
- * fanout whose owner let go, and is dropped there. Nothing a late reply can
- * reach is ever freed under it.
+ * struct redlock_client (its nodes, ops, delivery queue, waiters) and the
+ * lock a caller holds. Where one acquire goes through these, file by file:
+ * docs/map.md, "One redlock_acquire(), file by file"; who owns an op and a
+ * fanout: docs/threads.md, "Who owns what".
  */
 #ifndef REDLOCK_TYPES_H
 #define REDLOCK_TYPES_H

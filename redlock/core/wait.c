@@ -1,17 +1,10 @@
 /* wait.c - waiting in turn: names, tickets and wake-ups of a client's waiters.
  *
- * The order lives on the masters (script.c): each resource has a queue of
- * waiters sorted by the time each started waiting, and a release hands the
- * key to the queue's head (a reservation) and publishes the head's name on
- * its client's own channel. This file gives each waiting acquire its name
- * ("hand|channel|id") and ticket, keeps the client subscribed to its
- * channel on every master (one SUBSCRIBE per master for the client's life,
- * not per wait), and routes a message to the waiter it names. A message
- * that names no waiter of ours costs nothing; one that names a waiter (its
- * name can be read from the queue) costs at most one attempt per poll
- * interval unless that attempt finds a reservation (acq_wake); a wake-up
- * only starts an ordinary attempt, so none can give anyone a lock
- * (docs/waiting.md, "Waiting in turn: the fair hand-off").
+ * Gives each waiting acquire its name ("hand|channel|id") and ticket, keeps
+ * the client subscribed to its channel on every master (one SUBSCRIBE per
+ * master for the client's life), and routes a message to the waiter it
+ * names. The order on the masters, and why a forged wake-up costs at most an
+ * attempt: docs/waiting.md, "Waiting in turn: the fair hand-off".
  */
 #include "core/wait.h"
 

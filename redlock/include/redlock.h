@@ -1,36 +1,10 @@
 /* redlock.h - a Redlock quorum lock over N independent Redis masters.
  *
- * A lock on a resource is held when a majority (N/2+1) of N independent
- * masters store the lock's random token under the resource's key, with a
- * time to live. redlock_acquire() asks every master at once and decides the
- * moment a majority has answered OK (or can no longer answer OK), and
- * returns a lease whose validity is
- *
- *     validity = ttl - elapsed - (ttl * drift_factor + 2 ms)
- *
- * What each master is sent, per operation and server version, and what
- * each answer means: docs/wire.md. An attempt is one request per master,
- * atomic there (a transaction, or a Lua script); a waiting acquire also
- * subscribes, once per client, to the client's own wake-up channel on
- * every master (one more connection each). Every new connection first
- * checks which redis-server process it reached (docs/memory-guard.md,
- * "Who the master is").
- *
- * Inside that validity no other client can hold the same resource, under the
- * timing assumptions stated in docs/safety.md (bounded clock rates on masters
- * and client; nobody deletes lock keys by hand). A master that restarts or
- * loses its data is kept out of quorums by the memory guard until the leases
- * it may have granted have ended.
- *
- * Two ways to use one client:
- *  - async: pass your event_base to redlock_client_new(); call the *_async
- *    functions from the loop's thread; completions arrive on that loop.
- *  - blocking: pass NULL; the client runs its own I/O thread and the blocking
- *    functions may be called from any number of threads at once. Calls are
- *    pipelined over the N connections, not serialised.
- *
- * Errors: every fallible function returns 0 or a negative REDLOCK_E* code.
- * Details go to an optional caller-owned redlock_error (last argument).
+ * A resource is locked when a majority (N/2+1) of N masters store its random token with a ttl;
+ * redlock_acquire() asks every master at once and returns a lease valid for ttl - elapsed -
+ * (ttl * drift_factor + 2 ms). Async (on your event_base's thread) or blocking (NULL: an I/O
+ * thread; callers on any threads: docs/threads.md). Calls return 0 or a negative REDLOCK_E*,
+ * details in an optional redlock_error. Why: docs/safety.md, docs/memory-guard.md, docs/wire.md.
  */
 #ifndef REDLOCK_H
 #define REDLOCK_H

@@ -2,12 +2,9 @@
  * kind (never included elsewhere; the kind's start is in kinds.h).
  *
  * acquire.c runs the attempts and decides; acquire-command.c builds what an
- * attempt sends each master; acquire-votes.c reads what each master
- * answered; acquire-queue.c is the waiting: when it ends, and the waiter's
- * place in the masters' queues. The state has a header of its own, not one
- * of acquire.c's, so that the helpers need nothing of acquire.c: acquire.c
- * calls all three, acquire-command.c calls the other two, and no call runs
- * back the other way.
+ * attempt sends; acquire-votes.c reads the answers; acquire-queue.c is the
+ * waiting. Why the state has a header of its own and which way calls run:
+ * docs/map.md, "`redlock/`: the library, in layers".
  */
 #ifndef REDLOCK_ACQUIRE_PRIVATE_H
 #define REDLOCK_ACQUIRE_PRIVATE_H

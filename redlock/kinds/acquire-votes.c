@@ -1,11 +1,10 @@
 /* acquire-votes.c - what one master's answer to an acquire round means.
  *
  * The SET round's answer in each of its three forms (plain SET, the fast
- * path's transaction, the acquire script: docs/wire.md says what each reply
- * means); the fence write-back's acknowledgements; and the cleanup's answers,
- * which tell a key of another type from a real holder. Each answer becomes a
- * vote (the outcome's vector) and a count the deciding code in acquire.c
- * reads.
+ * path's transaction, the acquire script), the fence write-back's acks, and
+ * the cleanup's answers (a key of another type or a real holder); each
+ * becomes a vote and a count acquire.c decides on. What each reply means:
+ * docs/wire.md, "Per verb".
  */
 #include "kinds/acquire-private.h"
 #include "kinds/identity.h"

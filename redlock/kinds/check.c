@@ -1,19 +1,10 @@
 /* check.c - is a lock still held, and for how long (redlock_lock_check).
  *
- * The client's own clock is what promises a lock: its validity, measured from
- * the start of the attempt that took it (docs/safety.md,
- * "The claim and its argument"). The masters can only take that promise away
- * early: a lock whose token a majority no longer holds (released elsewhere,
- * expired on fast clocks, masters that forgot it and were readmitted) is not
- * held, whatever time is left. So a check reads every resource of the lock on
- * every master (the status script: GET and PTTL at one instant), counts the
- * masters that hold the token on every resource, and answers with the
- * validity left only when they are a quorum. Read-only: it never changes a
- * lock.
- *
- * It runs on the client's loop as one status per resource, in turn, each
+ * Runs on the client's loop as one status per resource, in turn, each
  * started from the completion of the one before; the blocking call and its
- * _async twin both start it here.
+ * _async twin both start it here. Read-only. Why a quorum of masters holding
+ * the token decides, not the time left: docs/safety.md, "What the
+ * implementation adds" ("A check can only take a lock away").
  */
 #include "kinds/kinds.h"
 

@@ -1,12 +1,10 @@
 /* identity.c - one redis-server, one vote.
  *
- * docs/safety.md, "Assumptions (the timing model)", A3: the N masters are
- * distinct processes. Comparing addresses at creation cannot see that
- * unix:///r.sock?db=2 and 127.0.0.1:6379 are one server; its run_id can, once
- * a handshake has read it. Refusing the later node is what the user sees (an
- * EINVAL naming both entries); mutual exclusion does not rest on when that
- * happens: a round never counts two OKs whose connections reported the same
- * run_id, so a master redirected to another's server mid-round counts once.
+ * Tells masters apart by the run_id each handshake read: refuses the later
+ * node to reach a server another node is connected to (an EINVAL naming both
+ * entries), and lets no round count two OKs from one run_id. Why addresses
+ * are not enough, and why safety does not rest on when the refusal comes:
+ * docs/safety.md, "Assumptions (the timing model)", A3.
  */
 #include "kinds/identity.h"
 

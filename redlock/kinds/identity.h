@@ -1,11 +1,10 @@
 /* identity.h - one redis-server, one vote: masters told apart by run_id.
  *
- * Addresses are compared when the client is made (client.c); two entries
- * can still reach one server (a unix socket and a port, two dbs). Its
- * run_id, read by every handshake before any vote on that connection
- * (node.c), tells. Two checks use it: the later node to reach a server
- * another node is connected to is refused (the setup error users see), and
- * no round counts two OKs from one run_id, whatever the timing.
+ * Two checks on the run_id every handshake reads (node.c): the later node to
+ * reach a server another node is connected to is refused, and no round
+ * counts two OKs from one run_id. Why addresses compared at creation
+ * (client.c) are not enough: docs/safety.md, "Assumptions (the timing
+ * model)", A3.
  */
 #ifndef REDLOCK_IDENTITY_H
 #define REDLOCK_IDENTITY_H

@@ -2,12 +2,9 @@
  * forgot sits out, measured from the fleet (settle), and raised when a
  * longer ttl turns up.
  *
- * A client that sees a master pending asks every master how long the leases
- * it granted can still live (LEASES) and gives it that long (SETTLE, naming
- * the rebirth it saw). Why every master, when the window is measured, and
- * when it must be the fleet's bound: docs/memory-guard.md,
- * "How long a reborn master sits out" and
- * "The window: measured, or the fleet's bound".
+ * Seeing a master pending, asks every master how long its leases can live
+ * (LEASES) and gives it that long (SETTLE). Why: docs/memory-guard.md, "How
+ * long a reborn master sits out", "The window: measured, or the fleet's bound".
  */
 #include "kinds/memory.h"
 #include "core/fanout.h"

@@ -1,11 +1,9 @@
 /* outcome.c - from votes to one status code and one line a person can act on.
  *
- * The rule users care about most: "locked by another client" and "Redis is
- * broken" are never the same error. A failed attempt is a conflict only when
- * the masters that answered normally (OK or held) could have formed a
- * majority; a misconfiguration code (AUTH, WRONGTYPE, garbage, error reply)
- * is reported as itself when it alone denies the quorum; everything else is
- * "no quorum", with the failing masters named.
+ * A failed attempt is a conflict only when the masters that answered
+ * normally could have formed a majority; a misconfiguration code is itself
+ * when it alone denies the quorum; else "no quorum", failing masters named.
+ * Why: docs/errors.md, "Held by another client" vs "Redis is broken".
  */
 #include "kinds/outcome.h"
 

@@ -1,12 +1,10 @@
 /* node-conn.c - what every connection to a master opens with, and the
  * subscriber connection.
  *
- * node.c's command connection and the subscriber connection a waiter asks
- * for reach one master the same way: the same options (TLS where the
- * master's entry or the config says so) and the same AUTH (a URL's
- * credentials over the config's). The subscriber connection carries only
- * SUBSCRIBE: it has no handshake of its own and never votes; when it is
- * lost, the next waiter opens another and polling covers meanwhile.
+ * The command connection (node.c) and a waiter's subscriber connection use
+ * the same options (TLS where the entry or config says) and the same AUTH
+ * (a URL's credentials over the config's). The subscriber carries only
+ * SUBSCRIBE and never votes: docs/waiting.md, "Waiting in turn".
  */
 #include "node/node-conn.h"
 

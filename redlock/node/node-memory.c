@@ -1,14 +1,10 @@
 /* node-memory.c - what a master remembers, and who it is: the questions the
  * handshake and every probe ask (node.c queues them on the connection).
  *
- * CHECK (script.c) compares the process's run_id with its memory marker's,
- * before any vote on the connection: its success is what lets an OK from this
- * connection count, and a marker another process wrote makes the master
- * reborn, whatever that process's persistence was (docs/memory-guard.md,
- * "Who the master is"). CONFIG GET says whether the master may evict lock
- * keys, and what it persists (ping reports it). What the answers make of the
- * master: whether its vote may count now (rl_node_vote_counts), what it has
- * natively, and its events.
+ * CHECK (script.c) before any vote on the connection, CONFIG GET (eviction,
+ * persistence), and what the answers make of the master: whether its vote
+ * may count now (rl_node_vote_counts), what it has natively, its events.
+ * Why CHECK's success gates the votes: docs/memory-guard.md, "Who the master is".
  */
 #include "node/node-memory.h"
 #include "base/cmd.h"

@@ -1,24 +1,10 @@
 /* node.c - one master: connect, handshake, reconnect, and the in-flight bound.
  *
- * Connected when the client starts, reconnected with capped exponential
- * backoff when lost. While it is down, commands fail at once instead of
- * waiting: a refused connection costs an acquire nothing. An operation that
- * needs a master that is down asks for a connect at once (rate-limited), so
- * a master that came back votes within a round trip, not after the backoff.
- * While it is up but silent (SIGSTOP, a partition) the op's own timer
- * decides; here we only bound how many commands may pile up behind the
- * silence, so memory stays bounded until the master answers them all.
- *
- * The handshake is queued at once, before the connect completes; commands
- * from ops queue behind it on the same connection, so they always run after
- * AUTH and SELECT, and the facts the guard needs (INFO, CONFIG) are known
- * before any vote from this connection is counted.
- *
- * A master written as a host name is looked up again before each reconnect
- * (on a thread: resolve.c), so that a name that moves is followed. A new
- * address is a server whose memory never saw what the old one granted as
- * this master: the connection's CHECK says "moved" and the server is reborn
- * before any vote on it counts (docs/memory-guard.md, "Names that move").
+ * Connects at start, reconnects with capped backoff (at once, rate-limited,
+ * when an op needs it), fails commands at once while down, bounds what piles
+ * up behind a silent master, queues the handshake before any op's command,
+ * looks a host name up again before each reconnect. Why: docs/transport.md;
+ * docs/safety.md, "Failure modes, master by master"; docs/memory-guard.md, "Names that move".
  */
 #include "node/node.h"
 #include "base/cmd.h"

@@ -1,12 +1,10 @@
 /* probe.c - the probes of every interval: TIME, the memory marker, CONFIG.
  *
  * One round per master per clock_probe_ms (the client's timer calls
- * rl_probe_node), each probe skipped while the previous one is unanswered.
- * A TIME answer is one sample for drift/monitor.c, which bounds the
- * master's clock rate from round trips alone; a jump or a rate fault
- * becomes an event and, with policy EXCLUDE, keeps the master out of
- * quorums (trust.c). The marker and CONFIG keep ping's view of the
- * master's memory and eviction policy fresh.
+ * rl_probe_node), each skipped while the previous one is unanswered. TIME
+ * feeds drift/monitor.c; the marker and CONFIG keep ping's view fresh. What
+ * a fault does to the master: docs/memory-guard.md, "What the monitor
+ * catches" and "Policy: warn or exclude".
  */
 #include "node/probe.h"
 

@@ -1,14 +1,10 @@
 /* resolve.h - looking a master's name up again, off the loop's thread.
  *
- * getaddrinfo() blocks for as long as the resolver takes (resolv.conf's
- * timeout x attempts per server: 5 s x 2 by default), and the loop it would
- * block carries every master's votes and timers. A job runs it on a
- * short-lived detached thread and hands the answer back through a pipe
- * watched on the client's loop, so that the answer is read on the
- * loop's thread: the caller's for an async client, the I/O thread for a
- * blocking one. The job is shared by the thread and its owner; whoever lets
- * go last frees it and closes the pipe, so an owner freed while a look-up
- * is in flight only gives up the answer, never waits for the thread.
+ * getaddrinfo() blocks as long as the resolver takes (resolv.conf: 5 s x 2
+ * by default); a job runs it on a short-lived detached thread and hands the
+ * answer back through a pipe read on the client's loop. Whoever lets go of
+ * the job last frees it. Why, and what a freed owner does: docs/memory-guard.md,
+ * "Names that move".
  */
 #ifndef REDLOCK_RESOLVE_H
 #define REDLOCK_RESOLVE_H

@@ -1,13 +1,10 @@
 /* trust.c - facts about a master's clock and memory, and the rule that
  * keeps a master out of quorums when it cannot be trusted.
  *
- * Mutual exclusion rests on every master keeping the keys it granted for
- * their ttl. A master's vote is left out (N and the quorum stay the same, so
- * this can only make an acquire fail, never succeed) when its clock is
- * known to run at the wrong rate or to have jumped (policy EXCLUDE), when
- * its eviction policy could drop a live lock key, or, checked by the
- * acquire script on the master itself, when its memory marker says it may
- * have forgotten grants (docs/memory-guard.md, "The memory guard").
+ * A vote is left out (N and the quorum stay: an acquire can only fail) for
+ * a clock at the wrong rate or that jumped (EXCLUDE), or a policy that could
+ * evict a live lock key; a marker that may have forgotten grants is the
+ * acquire script's check. Why: docs/memory-guard.md, "The memory guard".
  */
 #include "node/trust.h"
 

@@ -2,11 +2,9 @@
  *
  * Pure code, no I/O: node.c and probe.c record what masters said (INFO,
  * CONFIG, TIME, the memory marker), the kinds ask before they count an OK.
- * Reasons to exclude a master here: its clock misbehaves (clock_policy
- * EXCLUDE), or it may evict lock keys (maxmemory with an evicting policy).
- * Whether it remembers its grants is checked by every acquire itself, in
- * the script that takes the lock (script.c): the marker facts kept here
- * are what ping shows and what the next acquire asks for.
+ * Excluded here: a clock that misbehaves (EXCLUDE) or a master that may
+ * evict lock keys; whether it remembers is the acquire script's check. Why:
+ * docs/safety.md, "Assumptions (the timing model)"; docs/memory-guard.md.
  */
 #ifndef REDLOCK_TRUST_H
 #define REDLOCK_TRUST_H

@@ -1,33 +1,10 @@
 /* trace.c - the library's own protocol trace, for model/trace-check.py.
  *
- * REDLOCK_TRACE=/path/file, read once when a client is created, turns it on
- * for that client: each protocol step is one line appended to the file with
- * one write(2) on an O_APPEND descriptor, so several clients and processes
- * (a test and the redlock-cli calls it starts) can share one file, their
- * lines whole and in the order they were written. Unset, a trace point is
- * one branch on a NULL pointer. Nothing here changes what the client does.
- *
- * A line: `T PID CID EV key=value ...`, T the client's monotonic clock in
- * µs (CLOCK_MONOTONIC: one clock for every process of the machine), CID a
- * random id per client. Values never hold a space: bytes outside [!-~], '%'
- * and '=' are written %XX; keys and tokens are cut (tokens to 12 bytes, a
- * short id). Events:
- *   HELLO n= quorum= drift= guard=0|1 masters= prefix=    the client
- *   CONN m=                       a new connection to master m (checked=0)
- *   CHECKED m=                    CHECK's answer accepted on it
- *   MARK m= state=counts|young|pending birth= age= window= maxttl= born=
- *                                 a marker as a CHECK or a vote reported it
- *   REQ m= op= f= kind= ...       a command sent (kind's arguments: key= tok=
- *                                 ttl= flags= window= birth= tight= fence=
- *                                 mode= bound= age= moved=)
- *   REP m= op= f= kind= late=0|1 raw=   its reply (raw: ints, s:str, nil,
- *                                 +status, !ERR, [a,b]), or raw=- err=
- *   ATT op= kind= key=            an attempt starts (T: its start)
- *   QUORUM op= late=0|1 ok=m,m    a majority of OKs reached, and who gave it
- *   DEC op= kind= status= ok= validity= fence= tok= ttl= key=
- *                                 the op decided (T: the time validity used)
- * kinds: acquire fast set extend extend-native release release-native
- * unindex fence status check declare raise leases settle time.
+ * REDLOCK_TRACE=/path/file turns it on per client: one line per protocol
+ * step, `T PID CID EV key=value ...` (events HELLO CONN CHECKED MARK REQ REP
+ * ATT QUORUM DEC), appended with one write(2) on an O_APPEND descriptor;
+ * unset, a trace point is one branch on a NULL pointer. Every event and key,
+ * and why processes can share a file: docs/model.md, "The trace format".
  */
 #include "transport/trace.h"
 #include "base/script.h"

@@ -1,13 +1,9 @@
 /* transport-private.h - what the transport's own files share (never included elsewhere).
  *
  * The transport is three files around one struct: transport.c (the
- * connection and its loop glue), transport-reply.c (reply accessors and
- * the reply guard) and transport-tls.c (TLS settings and the handshake's
- * words). Only they include hiredis headers; the rest of the library sees
- * transport.h.
- *
- * hiredis 0.14.1 and 1.x differ in places this code depends on; each place
- * says which version does what, with HIREDIS_MAJOR in its comment.
+ * connection and its loop glue), transport-reply.c (replies and their
+ * guard), transport-tls.c (TLS). Only they include hiredis headers; each
+ * 0.14.1/1.x difference is marked HIREDIS_MAJOR (docs/transport.md).
  */
 #ifndef REDLOCK_TRANSPORT_PRIVATE_H
 #define REDLOCK_TRANSPORT_PRIVATE_H

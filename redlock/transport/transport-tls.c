@@ -1,11 +1,9 @@
 /* transport-tls.c - TLS to masters: one SSL_CTX per client, one SSL per connection.
  *
- * Only with hiredis >= 1.0 and its hiredis_ssl (RL_HAVE_TLS): hiredis 0.14
- * has no TLS, and asking for it there is an EINVAL at configuration time.
- * hiredis drives the handshake from its read and write handlers once
- * redisInitiateSSL() has the SSL object; what it reports when one fails is
- * strerror(errno), which says nothing useful, so the reason is read here,
- * from the verification result and OpenSSL's error queue.
+ * Only with hiredis >= 1.0 and its hiredis_ssl (RL_HAVE_TLS); on 0.14 asking
+ * for TLS is an EINVAL at configuration time. Holds the context, the SSL
+ * object handed to redisInitiateSSL(), and the reason a handshake failed.
+ * Why the reason is read here: docs/transport.md, the table's TLS row.
  */
 #include "transport/transport-tls.h"
 #include "transport/transport-private.h"

@@ -1,11 +1,9 @@
 /* transport.c - connections to masters over hiredis (0.14.1 or 1.x), on the client's loop.
  *
- * A connection takes commands in and hands replies out in order, each
- * reply function exactly once; its loop glue writes every command of one
- * loop pass in one write() and keeps the poller out of the steady state.
- * Replies and their guard live in transport-reply.c, TLS in
- * transport-tls.c. Where hiredis 0.14 and 1.x differ, the difference is
- * handled where it matters and marked with HIREDIS_MAJOR.
+ * A connection takes commands in and hands replies out in order; its loop
+ * glue writes every command of one loop pass in one write(). Replies and
+ * their guard live in transport-reply.c, TLS in transport-tls.c; version
+ * differences are marked with HIREDIS_MAJOR. The promises: docs/transport.md.
  */
 #include "transport/transport.h"
 #include "transport/transport-private.h"

@@ -1,23 +1,9 @@
 /* transport.h - connections to masters: the only part of libredlock that knows hiredis.
  *
- * What the transport promises the rest of the library (docs/transport.md
- * has the long form, for hiredis 0.14.1 and 1.x alike):
- *  - Replies on one connection arrive in the order the commands were sent;
- *    each reply function runs exactly once: with the reply, or with NULL and
- *    the reason when the connection fails or is closed first.
- *  - Reply functions run from the event loop, never inside rl_conn_send().
- *    A reply is valid only during its function.
- *  - No timeouts here: callers keep their own timers and close the
- *    connection when they give up on it (every pending reply function then
- *    runs with NULL, at once or as soon as hiredis lets go of the context).
- *  - on_close runs once per connection, after the last reply function, and
- *    the connection is freed right after it returns.
- *  - Every reply is bounded: too many elements, too deep, or more than
- *    max_reply_bytes buffered drops the connection with EPROTO instead of
- *    growing; so does a reply no command asked for.
- *  - Commands queued in one pass of the loop go out in one write, and write
- *    interest is only armed when the socket would block: no epoll_ctl in
- *    the steady state.
+ * rl_conn: open, send, close; replies in send order, each reply function
+ * once (the reply, or NULL and the reason); on_close once, last; no
+ * timeouts; every reply bounded; one write per loop pass. The promises in
+ * full, for hiredis 0.14.1 and 1.x alike: docs/transport.md.
  */
 #ifndef REDLOCK_TRANSPORT_H
 #define REDLOCK_TRANSPORT_H

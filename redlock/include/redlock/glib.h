@@ -1,11 +1,10 @@
 /* redlock/glib.h - an async redlock client on a GLib main context (header only).
  *
  * redlock_client_new_glib() makes the client; redlock_glib_loop() fills a
- * redlock_loop for redlock_client_new_loop(). Each watch and each timer is a
- * GSource of its own, attached to the context. Build with
+ * redlock_loop for redlock_client_new_loop(). Build with
  * $(pkg-config --cflags --libs redlock glib-2.0): you link GLib, not redlock.
- * Lifetime: the context must outlive the client; redlock_client_free()
- * destroys every source it made before it returns.
+ * Sources and lifetime (the context must outlive the client): docs/loops.md,
+ * "GLib".
  */
 #ifndef REDLOCK_GLIB_H
 #define REDLOCK_GLIB_H

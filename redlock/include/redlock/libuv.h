@@ -3,9 +3,8 @@
  * redlock_client_new_libuv() makes the client; redlock_libuv_loop() fills a
  * redlock_loop for redlock_client_new_loop(). Build with
  * $(pkg-config --cflags --libs redlock libuv): you link libuv, not redlock.
- * Lifetime: @uv must outlive the client, and libuv frees handles in
- * uv_close()'s callback, so run the loop once more (uv_run) after
- * redlock_client_free() before uv_loop_close(), or it says UV_EBUSY.
+ * Lifetime (@uv outlives the client; one more uv_run after
+ * redlock_client_free(), or UV_EBUSY): docs/loops.md, "libuv".
  */
 #ifndef REDLOCK_LIBUV_H
 #define REDLOCK_LIBUV_H
