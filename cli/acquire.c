@@ -1,19 +1,10 @@
 /* acquire.c - `lock` and `run` take their lock: one call of the library
  * with the wait of this command, and a thread that cancels it on a signal.
  *
- * The waiting happens inside the library (redlock_acquire_with()): an
- * attempt that finds the lock held joins the queue on the masters and is
- * woken, in its turn, by the release that hands it over, with a poll every
- * --retry-delay (plus up to half that in jitter) as the fallback, until
- * --wait's deadline. So no loop here.
- *
- * A blocking call cannot be interrupted by a signal handler, which may do
- * next to nothing; so while it waits, a small thread reads signals.c's
- * self-pipe and fires the call's redlock_cancel on SIGINT, SIGTERM or
- * SIGHUP. The library then releases the attempt in flight on every master
- * it may have written to and returns ECANCELED; had the lock become ours
- * just before, we release it: a command told to stop holds nothing. A
- * SIGCONT (fg after a ^Z) wakes the thread too, but does not cancel.
+ * One redlock_acquire_with() (the waiting is the library's: no loop here),
+ * and while it waits a small thread reading signals.c's self-pipe fires its
+ * redlock_cancel on SIGINT, SIGTERM or SIGHUP. Why: docs/waiting.md, "`lock`
+ * and `run` waiting for the lock: signals".
  */
 #include "acquire.h"
 

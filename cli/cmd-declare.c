@@ -1,19 +1,10 @@
 /* cmd-declare.c - an operator's word on masters: `declare-empty` and
  * `readmit`.
  *
- * The library's memory guard keeps a master that lost its data, or that
- * restarted with data that may lack grants, out of quorums until the leases
- * it may have granted have ended. A fresh deployment's masters look the
- * same and have nothing to forget: declare-empty makes each master that
- * holds no key count at once (redlock_declare_empty()), and refuses, naming
- * it, a master that holds keys: that one is not new. readmit is for an
- * operator who checked that no lock a restarted master forgot is still
- * live: every master counts at once (redlock_readmit()); --ttl also resets
- * the fleet's longest ttl, the bound of windows that cannot be measured,
- * never below a lease the fleet reports live. Both look at the fleet
- * first and refuse where a master that remembers reports a live lease or
- * one does not answer (exit 75 or 69, naming it); --force, from the
- * command line only, overrides that. Neither runs on any automatic path.
+ * declare-empty: masters holding no key count at once; readmit: every
+ * master does (--ttl resets the fleet's bound). Both look at the fleet first
+ * and refuse (exit 75 or 69) unless --force, on the command line only; never
+ * automatic. Why: docs/memory-guard.md, "The operator's word: declare-empty and readmit".
  */
 #include "commands.h"
 

@@ -2,12 +2,9 @@
  * file, --password-file, --masters-file) and checks the TLS files the library
  * will read: never blocking, and never opening what is not a file.
  *
- * A FIFO nobody writes to blocks a plain open(2) for ever, a device may never
- * end, and opening some devices acts on them (a tape rewinds, a watchdog
- * arms). So the path is stat()ed first and refused unopened unless it is a
- * regular file (or a pipe, for a caller that reads one with a deadline). The
- * open is O_NONBLOCK, and fstat() then checks that what was opened is what
- * was looked at: a path swapped in between is refused, and cannot block.
+ * stat() first, refused unopened unless a regular file (or a pipe), then an
+ * O_NONBLOCK open and an fstat() that it is what was looked at. Why:
+ * docs/errors-cli.md, "How the CLI reads its settings, files and secrets".
  */
 #include "cli.h"
 

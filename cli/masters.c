@@ -1,17 +1,10 @@
 /* masters.c - where redlock-cli's list of masters comes from, and its check.
  *
- * --masters LIST, else --masters-file FILE, else $REDLOCK_MASTERS; there is
- * no default. The list is checked by the library (redlock_masters_check()),
- * not by a parser of our own, so the CLI accepts exactly what the library
- * does, and a typo in a cron job's list is one line naming the entry before
- * any connection is tried.
- *
- * Secrets. A URL may carry a password (redis://user:secret@host). On the
- * command line ps(1) would show it to every user of the machine, so
- * --masters refuses it; the environment and a file are not shown. The
- * library's messages quote the entry they are about, so a message about a
- * list that may hold a password is made from a copy with the passwords
- * masked.
+ * --masters LIST, else --masters-file FILE, else $REDLOCK_MASTERS; no
+ * default. The library checks the list (redlock_masters_check()); --masters
+ * refuses a password, and messages about a list are made from a masked
+ * copy. Why: docs/errors-cli.md, "How the CLI reads its settings, files and
+ * secrets".
  */
 #include "opts.h"
 

@@ -1,20 +1,10 @@
 /* opts-parts.h - the pieces of cli_opts_parse(), shared between opts.c
  * (walking argv, checking the command, the merge), opts-table.c (the option
  * table, and putting one value where it says) and opts-layers.c (the
- * sources below the command line). Not for the rest of the CLI: opts.h is
- * the interface; the commands' positional words have opts-args.h.
- *
- * Precedence, highest first: the command line, the environment
- * ($REDLOCK_<NAME>), the config file (--config FILE, else the default
- * file). A source only fills what the ones above it left unsaid; the
- * command line and the file refuse a value given twice. The masters count
- * as one setting however they are given (--masters or --masters-file, then
- * $REDLOCK_MASTERS, then $REDLOCK_MASTERS_FILE, then the file's masters or
- * masters-file), and so does the password (--password-file, then
- * $REDLOCK_PASSWORD, then $REDLOCK_PASSWORD_FILE, then the file's
- * password-file). A flag said `no` in the environment is said: the file
- * cannot turn it on. --no-restart-guard counts only on the command line:
- * the environment and the file refuse it (opts-layers.c says why).
+ * sources below the command line); opts.h is the CLI's interface, opts-args.h
+ * the commands' positional words. The sources count in this order, highest
+ * first: the command line, the environment, the config file; the whole order:
+ * docs/errors-cli.md, "How the CLI reads its settings, files and secrets".
  */
 #ifndef REDLOCK_CLI_OPTS_PARTS_H
 #define REDLOCK_CLI_OPTS_PARTS_H

@@ -1,16 +1,10 @@
 /* opts.c - redlock-cli's command line parser, and cli_opts_parse(), which
  * merges it with the sources below it.
  *
- * The parser walks argv once and applies the option table (opts-table.c).
- * Hand-written rather than getopt_long() so that every failure can say, in
- * one line, what was wrong and how to fix it, so that options may come
- * before or after the command, as users type them, and so that
- * `run R -- CMD` can tell its two kinds of `--` apart. What argv leaves
- * unsaid comes from the environment and the config file (opts-layers.c).
- * Nothing here talks to a master: parsing ends with a validated struct
- * cli_opts, and with the library's own check of the configuration made
- * from it (config.c). The values' own parsers are in opts-value.c,
- * masters.c and secret-file.c.
+ * Walks argv once with the option table (opts-table.c); the rest comes from
+ * opts-layers.c, values from opts-value.c, masters.c and secret-file.c; ends
+ * with a cli_opts checked by the library. Why hand-written: docs/errors-cli.md,
+ * "How the CLI reads its settings, files and secrets".
  */
 #include "opts.h"
 

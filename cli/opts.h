@@ -1,11 +1,8 @@
 /* opts.h - redlock-cli's command line: one struct filled by cli_opts_parse().
  *
- * Parsing is strict: every number is checked for garbage and range, and
- * what the library has rules for (the masters, the ttl and its margin, a
- * token, the whole configuration) is checked by the library's own checks,
- * so the CLI accepts exactly what the library does. Every failure is one
- * line on stderr that names the option, the problem and the fix, then exit
- * 64 (78 when the setup itself is missing: no masters configured).
+ * Strict parsing, the library's own checks for what it has rules for, and
+ * one line per failure, then exit 64 (78: no masters configured). Why:
+ * docs/errors-cli.md, "How the CLI reads its settings, files and secrets".
  */
 #ifndef REDLOCK_CLI_OPTS_H
 #define REDLOCK_CLI_OPTS_H

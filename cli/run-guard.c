@@ -1,34 +1,10 @@
 /* run-guard.c - the guard: a small process that stops CMD's process group
  * when redlock-cli can no longer keep the lock for it.
  *
- * If redlock-cli dies (SIGKILL, the OOM killer), nobody extends the lease;
- * CMD and everything it started must stop before the lease lapses. What
- * survives our death? PR_SET_PDEATHSIG on CMD kills CMD alone: its
- * children are re-parented and work on. PR_SET_CHILD_SUBREAPER on us would
- * collect them, and die with us. Only another process can act after we
- * are gone, and only the kernel tells it reliably: the guard holds the read
- * end of a pipe whose write end only we hold, and the kernel closes it when
- * we die, however we die. On that end of file the guard sends CMD's group
- * the loss signal, and SIGKILL at the end of the lease (or --kill-after,
- * if sooner).
- *
- * The guard also knows when the lease ends (we tell it at every extension).
- * The watchdog extends with half the ttl left; when extensions fail it
- * retries down to run's floor (a tenth of the ttl, or more), and then we
- * stop CMD ourselves and tell the guard so. With half the floor left
- * (RUN_GUARD_MARGIN_MS) and no news, we are stopped (SIGSTOP, which we
- * cannot catch) or stuck. The guard then stops CMD's group (SIGSTOP: reversible,
- * and no write lands while it waits), continues it if news of an extension
- * comes, and kills it (SIGKILL) when the lease ends. Stopping that early
- * leaves the guard room to be scheduled late; stopping no earlier lets a
- * run that rides out a blip (masters paused for a while) keep CMD running
- * as long as the library keeps the lock. It lives in a process group
- * of its own, so a terminal's ^C or ^Z, or a kill of our job's group, does
- * not reach it, and it stands down once CMD has exited.
- *
- * The guard is forked from a process with threads (the library's I/O
- * thread), so it makes only async-signal-safe calls: its two messages are
- * formatted before fork().
+ * Forked before CMD, in a group of its own, it holds the read end of a pipe
+ * only we write to and learns the lease's end at every extension: at our
+ * death it signals CMD's group; with RUN_GUARD_MARGIN_MS left and no news it
+ * stops it; at the lease's end it kills it. Why: docs/waiting.md, "`run` while CMD runs".
  */
 #include "run-parts.h"
 

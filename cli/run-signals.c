@@ -2,18 +2,9 @@
  * group before us. (INT, TERM and HUP come through signals.c's self-pipe;
  * the loop, run-supervise.c, forwards them to CMD.)
  *
- * Job control. CMD runs in a process group of its own, so a terminal's ^Z
- * (SIGTSTP), and SIGTTIN/SIGTTOU, reach only us. Were we to stop alone,
- * nobody would extend the lease, it would lapse, and CMD would keep working
- * without the lock while another holder starts. So these signals stop
- * CMD's group first (SIGSTOP, which CMD cannot ignore, as it could SIGTSTP)
- * and then us. Continued, we let CMD go on only if the lock still has more
- * than the guard's margin (run-guard.c); with less it is stopped as for a
- * lost lock, and if the lease ran out meanwhile its group is killed without
- * running again.
- * Forwarding rather than refusing keeps ^Z working as users expect: the
- * whole job stops. (Refusing could not cover SIGSTOP anyway; for that, and
- * for our death, the guard process watches the lease: run-guard.c.)
+ * Continued, CMD goes on only with more than the guard's margin left
+ * (run-guard.c). Why CMD's group stops first, and why forward, not refuse:
+ * docs/waiting.md, "`run` while CMD runs" (job control).
  */
 #include "run-parts.h"
 

@@ -1,25 +1,10 @@
 /* run-supervise.c - `run` while CMD runs: the library's watchdog keeps the
  * lock, and a loop stops CMD when the lock can no longer be vouched for.
  *
- * The watchdog extends the lock on the client's I/O thread whenever half
- * the ttl is left (watchdog_divisor 2), within run's caps (--max-extends,
- * --max-lease) and above run's floor (config.c). An extension that fails
- * for a reason that can pass (no quorum: masters down, paused or loading)
- * is retried by the library until only the floor of validity is left; the
- * retry policy is the library's alone. Its lost callback ends the lock: the token lost its
- * majority, the lease ran out, a cap was reached, or retries came down to
- * the floor. Then CMD's group gets the loss signal (--signal, SIGTERM by
- * default), then SIGKILL after --kill-after, and we exit 124, as timeout(1)
- * does: the lock is what bounds CMD's time.
- *
- * The library tells us what happens on its I/O thread, where we may not
- * block: the op hook (every extension, and its outcome) and the lost
- * callback write a message into a pipe, and a poll() loop on this thread
- * reads it beside the signals (signals.c's self-pipe). Each extension moves
- * the lease's end on, which the guard learns (run-guard.c).
- *
- * Stop signals (^Z) are handled in run-signals.c; when we are continued,
- * resume() decides whether CMD may go on.
+ * The watchdog extends at half the ttl within run's caps and floor (config.c);
+ * its op hook and lost callback write into a pipe that a poll() loop here
+ * reads beside the signals; a loss sends --signal, then SIGKILL, and exit 124.
+ * ^Z: run-signals.c, resume(). Why: docs/waiting.md, "Watchdog", "`run` while CMD runs".
  */
 #include "run-parts.h"
 

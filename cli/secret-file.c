@@ -2,12 +2,9 @@
  * (--password-file) and a masters list that may carry passwords
  * (--masters-file).
  *
- * A file, or a pipe (`--password-file <(pass show redis)`): never argv,
- * where ps(1) would show it. Opened non-blocking (cli_open_input(), which
- * refuses anything else that is not a regular file, unopened), so that a
- * FIFO nobody writes to cannot hang a cron job: a pipe gets
- * SECRET_PIPE_WAIT_MS to deliver its content and its end. Messages never
- * include the content.
+ * A file or a pipe, never argv; opened non-blocking by cli_open_input(); a
+ * pipe gets SECRET_PIPE_WAIT_MS to deliver; messages never include the content.
+ * Why: docs/errors-cli.md, "How the CLI reads its settings, files and secrets".
  */
 #include "opts.h"
 

@@ -2,11 +2,9 @@
  * self-pipe: SIGINT, SIGTERM and SIGHUP, plus SIGCHLD and SIGCONT, which
  * only wake the reader.
  *
- * A handler may do almost nothing (it runs between any two instructions of
- * any thread), so it writes the signal's number into a pipe, and a thread
- * that may act reads it: acquire.c's watcher while `lock` or `run` waits
- * for the lock, run-supervise.c's loop while CMD runs. SA_RESTART, so that
- * a signal makes no system call fail on its way.
+ * Handlers write the signal's number into a pipe (SA_RESTART); acquire.c's
+ * watcher or run-supervise.c's loop reads it. Why: docs/waiting.md, "`lock`
+ * and `run` waiting for the lock: signals".
  */
 #include "cli.h"
 
