@@ -1,22 +1,9 @@
 /* bench.h - shared declarations of redlock-bench.
  *
- * One program split by concern, in layers; a file calls only files below it:
- *   main.c                       scenario table, main()
- *   report.c targets.c           table, notes, JSON lines; MET/MISSED
- *   floor.c rawcycle.c latency.c contention.c faults.c restart.c
- *                                the scenarios
- *   load.c contend.c inproc.c    engines: distinct keys; K processes on one
- *                                key; K waiters on one client
- *   clock.c cluster.c timeline.c windows.c sysc.c waiting.c masters.c
- *   capacity.c quorum.c raw.c    clock estimates, cluster-up.sh and fault
- *   cmpdel.c                     schedules, timeline data and plot, lock
- *                                windows (overlap, fairness), syscall counts,
- *                                how a contender waits, reaching the masters,
- *                                the floor's capacity phase, raw quorum and
- *                                raw commands, compare-then-delete
- *   options.c util.c ophook.c    command line; clocks, signals, progress;
- *   mstat.c                      the library's op hook; the masters' counters
- *   state.c hist.c               the shared config and results; histograms
+ * One program split by concern, in layers, a file calling only files below
+ * it: main.c; report.c, targets.c; the scenarios; the engines (load.c,
+ * contend.c, inproc.c); the helpers; options.c, util.c, ophook.c, mstat.c;
+ * state.c, hist.c. Every file in its layer: docs/map.md, "`bench/`: redlock-bench".
  */
 #ifndef BENCH_H
 #define BENCH_H

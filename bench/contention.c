@@ -1,17 +1,10 @@
 /* contention.c - the contention rows: one key, K contenders, each row once
  * with pub/sub waiting (the library's default) and once polling only, in
  * the same run, so a fair hand-off is always measured against its own
- * baseline (issue 10):
- *   contention, contention-poll             K processes, hold 0
- *   contention-hold, contention-hold-poll   K processes, hold --hold-us
- *   contention-hold-default                 the same, plain redlock_acquire():
- *                                           the client's default wait, as many
- *                                           retries as fill --wait-ms (issue 31)
- *   contention-inproc                       K waiters on one client, hold --hold-us
- *   contention-deadwaiter                   K processes, hold 0, a waiting one
- *                                           SIGKILLed every 2 s (and replaced),
- *                                           against its own baseline without kills
- * Every row checks its lock windows for overlap.
+ * baseline (issue 10): contention(-poll), contention-hold(-poll),
+ * contention-hold-default, contention-inproc, contention-deadwaiter. Every
+ * row checks its lock windows for overlap. What each row runs: bench/RESULTS.md,
+ * "How the rows measure" (contention).
  */
 #include "bench.h"
 

@@ -1,12 +1,9 @@
 /* fencekeys.c - the keys a master holds do not grow with history.
  *
- * A fleet that fences per job id takes each resource once. 100 000 distinct
- * fenced resources (or --max-ops), 64 in flight, each acquired with
- * REDLOCK_FENCE and released: every master's DBSIZE before and after, and the
- * keys left. With one fence counter per master (docs/waiting.md,
- * "One counter per master, not per resource") the growth is at most that
- * counter (and nothing if it existed); with a counter per resource it was one
- * key per resource, forever.
+ * 100 000 distinct fenced resources (or --max-ops), 64 in flight, acquired
+ * with REDLOCK_FENCE and released; every master's DBSIZE before and after.
+ * Why the growth is at most one key: docs/waiting.md, "One counter per
+ * master, not per resource"; the figures: bench/RESULTS.md, "Keys per master".
  */
 #include "bench.h"
 

@@ -1,12 +1,9 @@
 /* floor.c - the physical floor every other figure is divided by.
  *
- * Plain hiredis async on a libevent loop in this same process, no redlock:
- * (1) one master's SET NX PX + DEL round trips, one at a time; (2) the same
- * SET sent to all N masters at once, timed to the majority-th reply, which
- * is the least any quorum acquire can cost on this machine; (3) the N
- * masters' aggregate capacity with P commands pipelined per master, which
- * gives the throughput ceiling (capacity / 2N cycles per second): that
- * phase is capacity.c's, the connections and raw commands raw.c's.
+ * Plain hiredis async on a libevent loop in this process, no redlock: one
+ * master's round trips, the quorum SET to all N, and the masters' capacity
+ * (capacity.c; connections and raw commands: raw.c). What each phase means:
+ * bench/RESULTS.md, "How the rows measure" (floor).
  */
 #include "floor.h"
 

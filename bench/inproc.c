@@ -2,12 +2,9 @@
  * one resource: does the library serve its own waiters in the order they
  * started waiting, and does any of them give up?
  *
- * Arrival order is exact here: the waiters run on one event loop, so the
- * order of the redlock_acquire_async calls is the order they arrived in.
- * When a waiter is granted, every waiter still waiting that arrived before
- * it has been overtaken: each such pair is one inversion. A fair lock has
- * none. The windows go through the same overlap check as the other
- * contention rows (windows.c).
+ * Counts inversions (a waiter granted before one that arrived earlier) and
+ * checks the windows for overlap (windows.c). Why arrival order is exact
+ * here: bench/RESULTS.md, "How the rows measure" (contention-inproc).
  */
 #include "bench.h"
 

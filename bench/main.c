@@ -2,10 +2,8 @@
  * against the raw SET NX PX floor of the same masters in the same run.
  *
  * The scenario table and main(). Each scenario fills one struct result
- * (state.c); report.c prints them all at the end (table, targets, JSON
- * lines), as redis-benchmark does. This file sits on top: it calls the
- * scenario files, which call the engines (load, contend, inproc) and the
- * helpers below them; nothing calls back up.
+ * (state.c); report.c prints them all at the end, as redis-benchmark does.
+ * The top layer: docs/map.md, "`bench/`: redlock-bench".
  */
 #include "bench.h"
 

@@ -2,17 +2,9 @@
  * library's script or transaction against the server's own commands, and
  * against the same commands pipelined without MULTI, on the same server.
  *
- * Run by tools/native-cost.sh (which starts the server). Over one
- * plain hiredis connection, one request at a time (as the library sends
- * them to each master), each shape runs N times on a lock key that holds
- * the token (an acquire's: after the key was deleted), after CONFIG
- * RESETSTAT; then INFO commandstats gives the
- * server's own time per call (the EVALSHA's, or MULTI's plus EXEC's, each
- * including the commands it ran) and INFO cpu the process's CPU per call
- * (parsing, the reply and the socket included). The scripts are the
- * library's own (script.c, compiled in). Shapes a server lacks are
- * skipped. Prints one line per shape: name, µs/call (commandstats), µs of
- * CPU per call.
+ * Run by tools/native-cost.sh; prints one line per shape: name, µs/call
+ * (commandstats), µs of CPU per call. The scripts are the library's own
+ * (script.c). How: bench/RESULTS.md, "How the rows measure" (native-cost).
  */
 #include "base/script.h"
 

@@ -3,12 +3,8 @@
  * many attempts each call made and how long it waited, as the library
  * counts them, so the rows need no bookkeeping of their own for either.
  *
- * The hook runs on the client's loop thread (a blocking client's I/O
- * thread); one struct opstats per client, read once the client is freed.
- * Calls nothing in redlock-bench but hist.c.
- * The deciding attempt's vote from each master is counted too: what the
- * library did with each master (asked it and counted it, was still waiting
- * for it, or did not ask it at all).
+ * One struct opstats per client, read once it is freed; calls only hist.c.
+ * Threads, and each master's vote: bench/RESULTS.md, "How the rows measure".
  */
 #include "bench.h"
 

@@ -1,23 +1,10 @@
 /* rawcycle.c - the raw row: the Redlock cycle with no library, what issue
- * 21's fast path is measured against. SET NX PX to all N masters at once,
- * timed to the quorum-th OK (where a Redlock acquire decides), then
- * compare-then-delete on all N (cmpdel.c: natively where a master can,
- * else the smallest script), timed to the quorum-th deletion (where the
- * library's release returns). The next cycle starts then, while the
- * slowest masters' replies are still on their way, as it does after the
- * library's release. Over the floor's plain hiredis connections (raw.c),
- * on the same masters in the same run: 1 cycle in flight (the uncontended
- * row's counterpart) and --inflight (the throughput row's).
+ * 21's fast path is measured against; and the raw-guard row, the same cycle
+ * with what the memory guard asks of a master at the least.
  *
- * The raw-guard row is the same cycle with what the memory guard asks of a
- * master at the least, still with no library: the marker's `served` and
- * `maxttl` read beside the SET and the lease's index entry written (HMGET, SET NX PX,
- * ZADD, pipelined in one write: no MULTI, no Lua), and the entry removed
- * with the compare-delete (ZREM after the native command, or inside the
- * smallest script where there is none: cmpdel.c). It is not a sound lock (nothing makes
- * the read and the SET one step, the queue is not looked at): it is the
- * floor under any design that keeps the guard, which is what issue 21's
- * ratios against raw can be read against (bench/RESULTS.md).
+ * SET NX PX to all N masters, compare-then-delete (cmpdel.c), over the
+ * floor's plain hiredis connections (raw.c). What each row times and why
+ * raw-guard is a floor, not a lock: bench/RESULTS.md, "How the rows measure".
  */
 #include "floor.h"
 

@@ -1,13 +1,9 @@
 /* sysc.c - system calls per cycle, counted by the kernel.
  *
- * One perf counter per thread and kind on the syscall tracepoints
- * (raw_syscalls:sys_enter for the total, syscalls:sys_enter_NAME for the
- * kinds we name), opened with perf_event_open(2) on this process's own
- * threads: no strace between us and the kernel, so the cycle being counted
- * runs at full speed. Counters cover the threads that exist when counting
- * starts (the caller and, for a blocking client, its I/O thread). Needs
- * tracefs and the right to trace (root, or perf_event_paranoid <= -1);
- * without them the row says why and shows no figure.
+ * One perf counter per thread and kind on the syscall tracepoints, opened
+ * with perf_event_open(2) on this process's own threads; without tracefs or
+ * the right to trace the row says why. Why no strace, which threads count:
+ * bench/RESULTS.md, "How the rows measure" (system calls per cycle).
  */
 #include "bench.h"
 

@@ -1,14 +1,10 @@
 /* windows.c - what the lock windows on one resource say, whoever held them
  * (forked processes or waiters inside one process).
  *
- * A window is [acquire returned, min(release called, validity end)) on
- * CLOCK_MONOTONIC, which is system-wide on Linux, so windows from different
- * processes are comparable. Sorted by start, a window that starts before
- * the latest end seen so far, from another owner, overlaps it: that count
- * is the safety check. The rest is speed and fairness: grants that went to
- * another owner, the hand-off latency from a release returning to the next
- * owner's acquire returning, the longest time nobody held the lock, and
- * Jain's index over the grants per owner.
+ * Windows on CLOCK_MONOTONIC, sorted by start: overlaps from another owner
+ * (the safety check), then grants to another owner, hand-off latency, the
+ * longest time nobody held the lock, Jain's index. Why comparable across
+ * processes: bench/RESULTS.md, "How the rows measure" (lock windows).
  */
 #include "bench.h"
 

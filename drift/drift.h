@@ -1,11 +1,9 @@
 /* drift.h - the clock-drift margin that every acquire and extend subtracts.
  *
- * Redlock does not need synchronised clocks, only clocks whose rates differ
- * by a bounded factor. A lease of ttl ms on the masters' clocks is trusted
- * by the client for ttl - elapsed - margin ms on its own monotonic clock,
- * where the margin covers a relative rate error of `factor` plus 2 ms of
- * timer granularity on the masters (Redis expires keys with ms precision).
- * Internal to libredlock: nothing here is exported.
+ * margin = a relative rate error of `factor` over the ttl plus 2 ms of the
+ * masters' expiry granularity, taken from ttl - elapsed. Internal to
+ * libredlock: nothing here is exported. Why rates, not synchronised clocks:
+ * docs/memory-guard.md, "What we assume" and "What the margin covers".
  */
 #ifndef REDLOCK_DRIFT_H
 #define REDLOCK_DRIFT_H

@@ -1,19 +1,10 @@
 /* monitor.h - does a master's clock run at the rate ours does?
  *
- * Each sample is one TIME round trip: the master's clock S read at some
- * instant inside [send, recv] on our monotonic clock. From two samples a, b
- * the master's rate relative to ours lies in
- *
- *     [ (Sb - Sa) / (recv_b - send_a),  (Sb - Sa) / (send_b - recv_a) ]
- *
- * whatever the network did. We flag a master only when that whole interval
- * lies outside [1 - factor, 1 + factor]: latency can make us miss a fault
- * (the interval is wide), never invent one. A jump is the same test between
- * consecutive samples with an absolute threshold added.
- *
- * Offsets (S minus our real-time clock) are reported but never flagged:
- * Redlock needs bounded clock rates, not synchronised clocks.
- * Pure code, no I/O: node.c feeds it, tests drive it with synthetic samples.
+ * Each sample is one TIME round trip; from two samples the master's rate
+ * lies in a bracket whatever the network did, and a master is flagged only
+ * when the whole bracket lies outside [1 - factor, 1 + factor] (or a step
+ * jumps). Offsets are reported, never flagged. Pure code, no I/O: node.c
+ * feeds it. Why: docs/memory-guard.md, "What the monitor catches".
  */
 #ifndef REDLOCK_DRIFT_MONITOR_H
 #define REDLOCK_DRIFT_MONITOR_H
