@@ -34,17 +34,19 @@ rl_fanout *rl_acq_command(rl_acquire *a)
         .ticket = a->waiter.ticket,
         .lease_ms = a->lease_ms,
         .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
+        .prev = a->pass_from ? a->pass_token : NULL,
     };
     a->in_queues |= args.queued;
     a->att.queued_now = args.queued;
     a->att.window_ms = args.window_ms;
     rl_cmd cmd;
-    if (!args.fenced && !args.queued && !args.marked && op->nres == 1) {
+    bool plain = !args.fenced && !args.queued && op->nres == 1 && !args.prev;
+    if (plain && !args.marked) {
         rl_cmd_set(&cmd, &op->k, a->att.token, a->w.ttl_ms);
         return rl_fanout_new(c->nodes, &cmd);
     }
     rl_cmd_acquire(&cmd, &op->k, &args);
-    if (args.fenced || args.queued || !args.marked || op->nres != 1) {
+    if (!plain || !args.marked) {
         rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
         if (f && args.marked)
             rl_fanout_set_late(f, rl_acq_on_late);

@@ -40,6 +40,8 @@ typedef struct rl_acq_attempt {
     uint32_t rank;        /* the waiter's best place in a queue seen (0 the head;
                              UINT32_MAX none): how soon it polls */
     uint32_t leave_later; /* won: masters whose late answer says if it leaves there */
+    uint32_t took_mask;   /* a pass: masters that granted it (the passing token gone there) */
+    bool others;          /* a pass: a master said another client's waiter is queued */
 } rl_acq_attempt;
 
 /* The acquire: the op, the wait (its spec, deadline, polls, wake-up budget
@@ -61,13 +63,20 @@ typedef struct rl_acquire {
     bool in_queues;          /* some attempt (or its cleanup) gave the waiter a place */
     rl_waiter waiter;        /* wake-ups from releases (wait.c) */
     rl_acq_attempt att;      /* the current (finally: deciding) attempt */
-    rl_cancel_reg creg;      /* the caller's cancellation source (cancel.c) */
+    rl_op *pass_from;        /* a local hand-off: the release waiting for this attempt */
+    char pass_token[REDLOCK_TOKEN_MAX + 1]; /* ... the token it takes the keys over from */
+    uint32_t pass_run;                      /* ... and that lock's run (handoff.c) */
+    rl_cancel_reg creg;                     /* the caller's cancellation source (cancel.c) */
 } rl_acquire;
 
 static inline rl_acquire *ACQ(rl_op *op)
 {
     return (rl_acquire *)(void *)op;
 }
+
+/* acquire.c: start the pass attempt of a local hand-off (handoff.c set
+ * pass_from and pass_token). */
+void rl_acq_pass(rl_acquire *a);
 
 /* acquire-votes.c: one master's answer to the current round (the core's
  * on_vote hook for the acquire kind). */

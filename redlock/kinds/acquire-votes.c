@@ -148,6 +148,10 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
     rl_memory_learned(c, (uint32_t)x[2]);
     acq_heard(&c->nodes[idx], x[2]);
     if (x[0] == 1) {
+        if (a->pass_from) { /* a local hand-off's grant: the passing token is gone here */
+            a->att.took_mask |= 1u << idx;
+            a->att.others |= k == 4 && (x[3] & 2);
+        }
         acq_count_ok(a, idx, (uint64_t)x[1], sent);
     } else if (x[0] == 0) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);

@@ -7,6 +7,7 @@
  * implemented" and "Why at most one client holds a resource".
  */
 #include "kinds/acquire-private.h"
+#include "kinds/handoff.h"
 #include "kinds/kinds.h"
 #include "drift.h"
 #include "kinds/lock.h"
@@ -192,6 +193,7 @@ static void acq_attempt_failed(rl_acquire *a, int status)
     rl_op_disarm(op);
     op->status = status;
     op->out.elapsed_us = rl_now_us() - op->attempt_us;
+    rl_handoff_lost(a); /* a pass that lost: the passing lock's release goes out */
     if (status == REDLOCK_EEXPIRED)
         rl_seterr(&op->err, status, -1,
                   "acquire: quorum reached after %llu us, leaving no validity of a %u ms ttl "
@@ -269,7 +271,9 @@ static void acq_succeed(rl_acquire *a)
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
     rl_mine_add(c, &op->k.locks, a->att.token, rl_lock_valid_until(lock));
     lock->granted_us = rl_now_us();
-    op->lock = lock; /* the callback's owner's, from the delivery on */
+    lock->run = 1;
+    rl_handoff_won(a, lock); /* a pass: its run, and the passing release is done */
+    op->lock = lock;         /* the callback's owner's, from the delivery on */
     if (a->phase == ACQ_VOTING)
         rl_acq_leave_later(a); /* the round still reads the masters pending */
     rl_op_finish(op, 0);
@@ -432,6 +436,13 @@ static void acq_wake(rl_waiter *w)
     acq_attempt_start(a, true);
 }
 
+void rl_acq_pass(rl_acquire *a)
+{
+    a->final = false; /* as a wake-up's: the deadline's own attempt still comes */
+    rl_op_disarm(&a->op);
+    acq_attempt_start(a, false);
+}
+
 static void acq_on_timer(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
@@ -472,6 +483,7 @@ static void acq_cancel(rl_op *op, int status)
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
+    rl_handoff_lost(a); /* never left waiting: finished with a pass in flight */
     if (a->waiter.joined && a->in_queues)
         rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);

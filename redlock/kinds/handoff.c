@@ -1,0 +1,96 @@
+/* handoff.c - the local hand-off: which waiter a release passes its lock to,
+ * and what the pass's outcome does to the release and the new lock.
+ *
+ * A pass is an ordinary attempt of the waiter that may also take keys over
+ * from the passing token (script.c, ACQUIRE's ARGV[9]); why mutual exclusion,
+ * fences and fairness hold: docs/waiting.md, "The local hand-off".
+ */
+#include "kinds/handoff.h"
+#include "kinds/acquire-private.h"
+
+#include <string.h>
+
+static bool same_keys(const rl_keyset *a, const rl_keyset *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (uint32_t i = 0; i < a->n; i++)
+        if (a->len[i] != b->len[i] || memcmp(a->v[i], b->v[i], a->len[i]) != 0)
+            return false;
+    return true;
+}
+
+/* The waiter a release of @rel's keys passes to: an acquire of this client
+ * for the same keys, between attempts (its attempt in flight cannot take
+ * the keys over), not cancelled; the one that started waiting first. */
+static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
+{
+    rl_acquire *best = NULL;
+    for (rl_op *op = c->ops; op; op = op->next) {
+        if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
+            continue;
+        rl_acquire *a = ACQ(op);
+        if (a->phase != ACQ_WAITING || a->cancelled || a->pass_from ||
+            !same_keys(&op->k.locks, &rel->k.locks))
+            continue;
+        if (!best || a->waiter.ticket < best->waiter.ticket)
+            best = a;
+    }
+    return best;
+}
+
+static uint32_t lock_run(const redlock_lock *lock)
+{
+    return lock->run ? lock->run : 1;
+}
+
+rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel)
+{
+    if (c->freeing || lock_run(lock) >= c->cfg.local_run_max)
+        return NULL;
+    rl_acquire *a = handoff_waiter(c, rel);
+    if (!a)
+        return NULL;
+    a->pass_from = rel;
+    a->pass_run = lock_run(lock);
+    memcpy(a->pass_token, lock->token, sizeof(a->pass_token));
+    return &a->op;
+}
+
+void rl_handoff_start(rl_op *acq)
+{
+    rl_acq_pass(ACQ(acq));
+}
+
+void rl_handoff_cut(rl_op *acq)
+{
+    ACQ(acq)->pass_from = NULL;
+}
+
+void rl_handoff_won(rl_acquire *a, redlock_lock *lock)
+{
+    rl_op *rel = a->pass_from;
+    if (!rel)
+        return;
+    a->pass_from = NULL;
+    /* The run counts only while another client waits: with nobody else
+     * queued, passing on costs no one a turn. */
+    lock->run = a->att.others ? a->pass_run + 1 : 1;
+    rl_met_inc(&a->op.c->metrics.handoffs);
+    rl_release_passed(rel);
+}
+
+void rl_handoff_lost(rl_acquire *a)
+{
+    rl_op *rel = a->pass_from;
+    if (!rel)
+        return;
+    a->pass_from = NULL;
+    rl_met_inc(&a->op.c->metrics.handoffs_failed);
+    rl_release_resume(rel, a->att.took_mask);
+}
+
+const char *rl_handoff_skip(redlock_client *c, const redlock_lock *lock)
+{
+    return lock->run >= 2 ? rl_wait_channel(c) : NULL;
+}

@@ -1,0 +1,37 @@
+/* handoff.h - the local hand-off: a release that passes its lock to a
+ * waiter of the same client, whose next attempt takes the keys over from the
+ * releasing token in one round (docs/waiting.md, "The local hand-off").
+ */
+#ifndef REDLOCK_HANDOFF_H
+#define REDLOCK_HANDOFF_H
+
+#include "core/op.h"
+
+struct rl_acquire;
+
+/* release.c: may @lock (still valid), being released by @rel, pass to a
+ * waiter of this client? Then this returns the waiter's op, ready for
+ * rl_handoff_start; @rel sends nothing and waits for the pass
+ * (rl_release_passed, rl_release_resume). Else NULL. */
+rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel);
+/* release.c: start the pass attempt of the waiter rl_handoff_offer chose. */
+void rl_handoff_start(rl_op *acq);
+/* release.c: @rel stops waiting for the pass to @acq (cancelled, freed):
+ * the attempt goes on as an ordinary one. */
+void rl_handoff_cut(rl_op *acq);
+
+/* acquire.c: the pass attempt of @a won @lock, or lost. */
+void rl_handoff_won(struct rl_acquire *a, redlock_lock *lock);
+void rl_handoff_lost(struct rl_acquire *a);
+
+/* release.c, for the above: the pass granted (@rel finishes: released), or
+ * it lost and @rel goes out now to every master but @taken (masters that
+ * answered the pass with a grant: the passing token is gone there). */
+void rl_release_passed(rl_op *rel);
+void rl_release_resume(rl_op *rel, uint32_t taken);
+
+/* The release of a lock that passed here before, when it passes no more:
+ * the channel whose waiters the hand-over passes over (wait.c), or NULL. */
+const char *rl_handoff_skip(redlock_client *c, const redlock_lock *lock);
+
+#endif
