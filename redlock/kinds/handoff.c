@@ -7,6 +7,7 @@
  */
 #include "kinds/handoff.h"
 #include "kinds/acquire-private.h"
+#include "kinds/lock.h"
 
 #include <string.h>
 
@@ -59,7 +60,38 @@ rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel)
 
 void rl_handoff_start(rl_op *acq)
 {
-    rl_acq_pass(ACQ(acq));
+    rl_acq_attempt_now(ACQ(acq));
+}
+
+/* Parked: a waiter that may wait, for one key that a holder of this client
+ * holds with validity left. Its first attempt would only meet that holder
+ * and cost every master a script; the holder's release comes to it first
+ * (it is this client's). The poll stays the net: a holder that never
+ * releases (it lets the lease run out) costs the waiter one poll. */
+bool rl_handoff_park(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    const char *token;
+    int64_t left_ms;
+    if (op->c->cfg.local_run_max < 2 || !a->waiter.joined || op->nres != 1 ||
+        rl_mine_find(op->c, &op->k.locks, &token, &left_ms) < 0 || left_ms <= 0)
+        return false;
+    a->phase = ACQ_WAITING;
+    a->parked = true;
+    rl_acq_tell_mine(a); /* at once, as the attempt it saves would have */
+    rl_acq_next_poll(a);
+    return true;
+}
+
+void rl_handoff_unpark(redlock_client *c, const rl_op *rel)
+{
+    for (rl_op *op = c->ops; op; op = op->next) {
+        if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
+            continue;
+        rl_acquire *a = ACQ(op);
+        if (a->parked && a->phase == ACQ_WAITING && same_keys(&op->k.locks, &rel->k.locks))
+            rl_acq_attempt_now(a);
+    }
 }
 
 void rl_handoff_cut(rl_op *acq)

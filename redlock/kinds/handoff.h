@@ -20,6 +20,15 @@ void rl_handoff_start(rl_op *acq);
  * the attempt goes on as an ordinary one. */
 void rl_handoff_cut(rl_op *acq);
 
+/* acquire.c: a new waiter for keys a holder of this client holds parks:
+ * no attempt (it could only meet that holder), its poll armed; the
+ * holder's release passes to it or starts its attempt (rl_handoff_unpark).
+ * True if @a parked. */
+bool rl_handoff_park(struct rl_acquire *a);
+/* release.c: @rel did not pass its lock: waiters parked for its keys try
+ * now (their attempts go behind the release on every connection). */
+void rl_handoff_unpark(redlock_client *c, const rl_op *rel);
+
 /* acquire.c: the pass attempt of @a won @lock, or lost. */
 void rl_handoff_won(struct rl_acquire *a, redlock_lock *lock);
 void rl_handoff_lost(struct rl_acquire *a);

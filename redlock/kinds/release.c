@@ -251,5 +251,6 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     if (skip)
         snprintf(r->skip, sizeof(r->skip), "%s", skip);
     rel_send(r, (1u << c->n) - 1); /* every master */
+    rl_handoff_unpark(c, op);
     return 0;
 }
