@@ -120,10 +120,18 @@ struct result {
     int n_owners;                          /* processes or waiters */
     uint64_t grants_by[BENCH_MAX_CLIENTS]; /* per owner */
     double fairness_jain;                  /* over grants_by; < 0: n/a */
-    struct opstats lib;                    /* the library's own figures (op hook) */
-    int64_t inversions;                    /* inproc: grants that overtook an older waiter;
-                                              < 0: not measured */
-    double syscalls_per_cycle;             /* uncontended*: < 0: not counted */
+    /* contention-mixed: processes of several waiters each; owners above
+       are the processes */
+    int waiters_each;                             /* waiters per process; 0: one */
+    uint64_t grants_by_waiter[BENCH_MAX_CLIENTS]; /* process 0's waiters, 1's, ... */
+    double fairness_jain_waiters;                 /* over grants_by_waiter; < 0: n/a */
+    int64_t longest_run;                          /* most grants in a row to one process while
+                                                     the row ran (not its drain); < 0: n/a */
+    uint64_t process_changes;                     /* ... grants to another process than the last */
+    struct opstats lib;                           /* the library's own figures (op hook) */
+    int64_t inversions;                           /* inproc: grants that overtook an older waiter;
+                                                     < 0: not measured */
+    double syscalls_per_cycle;                    /* uncontended*: < 0: not counted */
     double epoll_ctl_per_cycle;
     double first_grant_ms; /* timeline: quorum back -> first grant; < 0: n/a */
     uint64_t raw_all_p99;  /* kill*, pause*: raw quorum of all N before the */
@@ -363,7 +371,18 @@ struct owned_window {
     uint64_t rel_done; /* µs: release returned */
     int owner;
 };
+/* A log of windows: grown on the heap, or fixed (a slice of a page shared
+ * with forked children, at the same address in both: it fills up). */
+struct winlog {
+    struct owned_window *w;
+    size_t n, cap;
+    int fixed;
+};
+int winlog_add(struct winlog *l, const struct owned_window *w); /* 0, or -1: no room */
 void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct result *r);
+void windows_runs(const struct owned_window *w, size_t n, int per, uint64_t t_end,
+                  struct result *r);
+double jain(const uint64_t *x, int n); /* < 0 when all are 0 */
 void result_fairness(struct result *r, const uint64_t *grants, int n);
 void contention_json(struct result *r, int clients, uint32_t hold_us);
 
