@@ -428,7 +428,31 @@ int contend_run(const struct contend_opts *o, struct result *r);
 /* restart.c: when the restart* scenarios restart masters, s after the start */
 #define RESTART_AT_S 0.8
 
-/* inproc.c */
+/* inproc.c: K waiters sharing one async client on one resource, each
+ * acquiring, holding and releasing until a deadline. What they did is
+ * plain data, so that a process forked by contend.c can keep it in a page
+ * it shares with the parent. */
+struct waiters_opts {
+    int k;      /* waiters, at most BENCH_MAX_CLIENTS */
+    int owner0; /* their windows' owners: owner0 .. owner0 + k - 1 */
+    uint32_t ttl_ms, hold_us;
+    const struct wait_policy *wait;
+    const char *res;
+    const char *label; /* progress line; NULL: none (a forked contender) */
+};
+struct waiters_out {
+    struct tally t;                     /* every acquire of the K */
+    uint64_t grants[BENCH_MAX_CLIENTS]; /* per waiter */
+    int64_t inversions;                 /* grants that overtook an older waiter */
+    volatile uint64_t ok_now;           /* t.ok, for a progress line elsewhere */
+    struct winlog wins;                 /* every hold */
+    int full;                           /* wins had no room: stopped early */
+};
+struct inproc;
+struct inproc *inproc_open(const redlock_config *cfg, const struct waiters_opts *o,
+                           struct waiters_out *out, char *why, size_t whylen);
+void inproc_serve(struct inproc *ip, uint64_t t_end); /* returns once all K stopped */
+void inproc_close(struct inproc *ip);
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
                struct result *r);
 
