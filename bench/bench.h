@@ -2,8 +2,9 @@
  *
  * One program split by concern, in layers, a file calling only files below
  * it: main.c; report.c, targets.c; the scenarios; the engines (load.c,
- * contend.c, inproc.c); the helpers; options.c, util.c, ophook.c, mstat.c;
- * state.c, hist.c. Every file in its layer: docs/map.md, "`bench/`: redlock-bench".
+ * contend.c, then inproc.c, whose waiters a contend.c process may run);
+ * the helpers; options.c, util.c, ophook.c, mstat.c; state.c, hist.c.
+ * Every file in its layer: docs/map.md, "`bench/`: redlock-bench".
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -410,6 +411,8 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
 /* contend.c */
 struct contend_opts {
     int clients;
+    int waiters; /* > 1: each process runs this many waiters on one async
+                    client (inproc.c), not one blocking caller */
     double duration_s;
     uint32_t ttl_ms;
     uint32_t hold_us;
