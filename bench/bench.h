@@ -240,6 +240,7 @@ void parse_options(int argc, char **argv, const char *scenario_list); /* list: f
 
 /* masters.c */
 void bench_config_fill(redlock_config *cfg, uint32_t retries);
+uint32_t bench_local_run_max(void);             /* B of the clients above; 0: no local hand-off */
 const char *bench_hiredis_version(void);        /* the hiredis headers built against */
 int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms);       /* all N answer PING: 0, else -1 */
@@ -481,6 +482,7 @@ void scenario_contention_hold(void);
 void scenario_contention_hold_poll(void);
 void scenario_contention_hold_default(void);
 void scenario_contention_inproc(void);
+void scenario_contention_mixed(void);
 void scenario_kill1(void);
 void scenario_kill2(void);
 void scenario_kill3(void);
