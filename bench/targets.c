@@ -466,8 +466,7 @@ static void mixed_targets(const struct result *m, const struct result *h, const 
                           const struct result *u)
 {
     const char *what = "mixed: Jain across processes >= 0.95, 0 failed";
-    uint32_t b = bench_local_run_max();
-    uint32_t bound = b ? b : 4; /* the default, before the library had B */
+    uint32_t bound = bench_local_run_max();
     char got[240];
     size_t n;
 
@@ -481,8 +480,8 @@ static void mixed_targets(const struct result *m, const struct result *h, const 
              m->fairness_jain, m->fairness_jain_waiters, m->n_owners, m->waiters_each,
              (unsigned long long)m->failed, m->cycles_per_s);
     target(what, got, m->fairness_jain >= 0.95 && m->failed == 0, 1);
-    snprintf(got, sizeof(got), "%lld in a row at most (B = %u%s)", (long long)m->longest_run, bound,
-             b ? ", local_run_max" : ": this library has no local_run_max; the issue's default");
+    snprintf(got, sizeof(got), "%lld in a row at most (B = %u, local_run_max)",
+             (long long)m->longest_run, bound);
     target("mixed: longest run of grants to one process <= B", got,
            m->longest_run >= 1 && (uint64_t)m->longest_run <= bound, 1);
     if (ratio_got(got, sizeof(got), rate(m), rate(h), "grants/s", "") >= 0) {

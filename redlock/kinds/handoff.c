@@ -122,7 +122,13 @@ void rl_handoff_lost(rl_acquire *a)
     rl_release_resume(rel, a->att.took_mask);
 }
 
+/* Every release that does not pass prefers another client's waiter: a
+ * queue's head may be a waiter of this client (its ticket is old: it
+ * queued while this client held), and handing it the key would stretch
+ * this client's run past local_run_max one grant at a time. With the
+ * local hand-off off, the queue's order is left alone. */
 const char *rl_handoff_skip(redlock_client *c, const redlock_lock *lock)
 {
-    return lock->run >= 2 ? rl_wait_channel(c) : NULL;
+    (void)lock;
+    return c->cfg.local_run_max >= 2 ? rl_wait_channel(c) : NULL;
 }
