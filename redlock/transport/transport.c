@@ -2,11 +2,13 @@
  *
  * A connection takes commands in and hands replies out in order; its loop
  * glue writes every command of one loop pass in one write(). Replies and
- * their guard live in transport-reply.c, TLS in transport-tls.c; version
- * differences are marked with HIREDIS_MAJOR. The promises: docs/transport.md.
+ * their guard live in transport-reply.c, TLS in transport-tls.c, the RESP
+ * of a command in transport-format.c; version differences are marked with
+ * HIREDIS_MAJOR. The promises: docs/transport.md.
  */
 #include "transport/transport.h"
 #include "transport/transport-private.h"
+#include "transport/transport-format.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -124,50 +126,6 @@ static int queue_reserve(rl_conn *c)
     return 0;
 }
 
-/* "*N\r\n" or "$N\r\n" at @p; returns the end. */
-static char *resp_head(char *p, char kind, size_t n)
-{
-    char digits[24];
-    int k = 0;
-    do {
-        digits[k++] = (char)('0' + n % 10);
-        n /= 10;
-    } while (n);
-    *p++ = kind;
-    while (k)
-        *p++ = digits[--k];
-    *p++ = '\r';
-    *p++ = '\n';
-    return p;
-}
-
-/* The command in RESP, into @buf if it fits in @cap bytes, else into a new
- * allocation (*@heap, freed by the caller). NULL: out of memory. Ours
- * rather than hiredis' formatter: that one grows an sds argument by
- * argument (sdscatfmt, reallocs), the largest cost of a send on the
- * client (perf, the bench's throughput row). */
-static char *resp_format(int argc, const char **argv, const size_t *argvlen, char *buf, size_t cap,
-                         size_t *len, char **heap)
-{
-    size_t total = 16;
-    for (int i = 0; i < argc; i++)
-        total += argvlen[i] + 24;
-    *heap = NULL;
-    char *out = buf;
-    if (total > cap && !(out = *heap = malloc(total)))
-        return NULL;
-    char *p = resp_head(out, '*', (size_t)argc);
-    for (int i = 0; i < argc; i++) {
-        p = resp_head(p, '$', argvlen[i]);
-        memcpy(p, argv[i], argvlen[i]);
-        p += argvlen[i];
-        *p++ = '\r';
-        *p++ = '\n';
-    }
-    *len = (size_t)(p - out);
-    return out;
-}
-
 static int conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const char **argv,
                      const size_t *argvlen, bool part)
 {
@@ -177,7 +135,7 @@ static int conn_send(rl_conn *c, rl_reply_fn *fn, void *arg, int argc, const cha
         return REDLOCK_ENOMEM;
     char buf[1024], *heap;
     size_t len;
-    const char *cmd = resp_format(argc, argv, argvlen, buf, sizeof(buf), &len, &heap);
+    const char *cmd = rl_resp_format(argc, argv, argvlen, buf, sizeof(buf), &len, &heap);
     if (!cmd)
         return REDLOCK_ENOMEM;
     /* hiredis only copies the command into its buffer here: no callback
