@@ -6,13 +6,21 @@
  */
 #include "transport/transport-format.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A header, "*N\r\n" or "$N\r\n", is its kind, N in decimal and CRLF. N
+ * is a size_t (a count, or an argument's length), so it has at most the
+ * 20 digits of 2^64 - 1: a header takes at most RESP_HEAD_MAX bytes. */
+#define RESP_DIGITS_MAX 20 /* 18446744073709551615 */
+#define RESP_HEAD_MAX (1 + RESP_DIGITS_MAX + 2)
+_Static_assert(SIZE_MAX <= UINT64_MAX, "a size_t has at most RESP_DIGITS_MAX digits");
 
 /* "*N\r\n" or "$N\r\n" at @p; returns the end. */
 static char *resp_head(char *p, char kind, size_t n)
 {
-    char digits[24];
+    char digits[RESP_DIGITS_MAX];
     int k = 0;
     do {
         digits[k++] = (char)('0' + n % 10);
@@ -29,9 +37,11 @@ static char *resp_head(char *p, char kind, size_t n)
 char *rl_resp_format(int argc, const char **argv, const size_t *argvlen, char *buf, size_t cap,
                      size_t *len, char **heap)
 {
-    size_t total = 16;
+    /* What is written below, at most: the array's header, then per
+     * argument its header, its bytes and CRLF. */
+    size_t total = RESP_HEAD_MAX;
     for (int i = 0; i < argc; i++)
-        total += argvlen[i] + 24;
+        total += RESP_HEAD_MAX + argvlen[i] + 2;
     *heap = NULL;
     char *out = buf;
     if (total > cap && !(out = *heap = malloc(total)))
