@@ -45,6 +45,7 @@ struct config {
     int pipeline;             /* raw capacity: commands in flight per master */
     uint32_t ttl_ms;          /* lock ttl for every scenario */
     uint32_t node_timeout_ms; /* redlock_config.node_timeout_ms */
+    int local_run_max;        /* redlock_config.local_run_max; -1: the library's */
     uint32_t hold_us;         /* contention-hold*, inproc: time held */
     uint32_t retry_delay_ms;  /* contention*: library retry base delay */
     uint32_t retry_jitter_ms; /* contention*: library retry jitter */

@@ -24,6 +24,8 @@ void bench_config_fill(redlock_config *cfg, uint32_t retries)
     cfg->key_prefix = prefix;
     cfg->node_timeout_ms = config.node_timeout_ms;
     cfg->retry_count = retries;
+    if (config.local_run_max >= 0)
+        cfg->local_run_max = (uint32_t)config.local_run_max;
 }
 
 /* B, the most grants a client passes among its own waiters in a row while

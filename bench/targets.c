@@ -480,10 +480,10 @@ static void mixed_targets(const struct result *m, const struct result *h, const 
              m->fairness_jain, m->fairness_jain_waiters, m->n_owners, m->waiters_each,
              (unsigned long long)m->failed, m->cycles_per_s);
     target(what, got, m->fairness_jain >= 0.95 && m->failed == 0, 1);
-    snprintf(got, sizeof(got), "%lld in a row at most (B = %u, local_run_max)",
-             (long long)m->longest_run, bound);
+    snprintf(got, sizeof(got), "%lld in a row at most (B = %u, local_run_max%s)",
+             (long long)m->longest_run, bound, bound < 2 ? ": no local hand-off" : "");
     target("mixed: longest run of grants to one process <= B", got,
-           m->longest_run >= 1 && (uint64_t)m->longest_run <= bound, 1);
+           m->longest_run >= 1 && (uint64_t)m->longest_run <= bound, bound >= 2);
     if (ratio_got(got, sizeof(got), rate(m), rate(h), "grants/s", "") >= 0) {
         n = strlen(got);
         if (rate(ip) > 0)
