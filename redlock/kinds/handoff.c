@@ -109,7 +109,7 @@ void rl_handoff_won(rl_acquire *a, redlock_lock *lock)
      * queued, passing on costs no one a turn. */
     lock->run = a->att.others ? a->pass_run + 1 : 1;
     rl_met_inc(&a->op.c->metrics.handoffs);
-    rl_release_passed(rel);
+    rl_release_passed(rel, a->att.took_mask);
 }
 
 void rl_handoff_lost(rl_acquire *a)

@@ -36,7 +36,7 @@ void rl_handoff_lost(struct rl_acquire *a);
 /* release.c, for the above: the pass granted (@rel finishes: released), or
  * it lost and @rel goes out now to every master but @taken (masters that
  * answered the pass with a grant: the passing token is gone there). */
-void rl_release_passed(rl_op *rel);
+void rl_release_passed(rl_op *rel, uint32_t taken);
 void rl_release_resume(rl_op *rel, uint32_t taken);
 
 /* The release of a lock that passed here before, when it passes no more:
