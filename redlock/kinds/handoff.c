@@ -23,7 +23,9 @@ static bool same_keys(const rl_keyset *a, const rl_keyset *b)
 
 /* The waiter a release of @rel's keys passes to: an acquire of this client
  * for the same keys, between attempts (its attempt in flight cannot take
- * the keys over), not cancelled; the one that started waiting first. */
+ * the keys over), not cancelled, that waits in the masters' queues (only
+ * they tell whether another client waits: with pubsub_wait off there is
+ * no bound to keep, so no pass); the one that started waiting first. */
 static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
 {
     rl_acquire *best = NULL;
@@ -31,7 +33,7 @@ static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
         if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
             continue;
         rl_acquire *a = ACQ(op);
-        if (a->phase != ACQ_WAITING || a->cancelled || a->pass_from ||
+        if (a->phase != ACQ_WAITING || a->cancelled || a->pass_from || !a->waiter.joined ||
             !same_keys(&op->k.locks, &rel->k.locks))
             continue;
         if (!best || a->waiter.ticket < best->waiter.ticket)
