@@ -295,8 +295,11 @@ static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
     redlock_vote *v = &a->op.out.votes[idx];
     /* 1: our token was there, so this attempt's SET found the key free or
      * reserved for us, even if its answer came after the decision. */
-    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1) {
         a->att.found = true;
+        if (a->pass_from) /* a pass granted late: the passing token is gone here too */
+            a->att.took_mask |= 1u << idx;
+    }
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
     if (s && v->kind == REDLOCK_VOTE_HELD &&

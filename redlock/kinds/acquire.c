@@ -95,6 +95,11 @@ static void acq_after_cleanup(rl_acquire *a)
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     rl_round_end(op);
+    /* A pass that lost: the passing lock's release goes out now, to the
+     * masters where neither the pass's answer nor its cleanup's said that
+     * the key had been taken over (a pass granted after the decision:
+     * its cleanup found our token there). */
+    rl_handoff_lost(a);
     if (a->cancelled) {
         rl_seterr(&op->err, a->cancelled, -1, "acquire: %s after %u attempt(s) and %llu ms",
                   a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts,
@@ -199,7 +204,6 @@ static void acq_attempt_failed(rl_acquire *a, int status)
     rl_op_disarm(op);
     op->status = status;
     op->out.elapsed_us = rl_now_us() - op->attempt_us;
-    rl_handoff_lost(a); /* a pass that lost: the passing lock's release goes out */
     if (status == REDLOCK_EEXPIRED)
         rl_seterr(&op->err, status, -1,
                   "acquire: quorum reached after %llu us, leaving no validity of a %u ms ttl "
