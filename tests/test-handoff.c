@@ -11,7 +11,7 @@
  * and leaves the previous holder nothing; a local holder killed, paused or
  * whose next waiter is cancelled mid-pass costs what a remote one would; a
  * process passes at most local_run_max times in a row while another waits;
- * passes go on while a master restarts or is flushed; and
+ * passes go on while a master restarts, is flushed or its name moves; and
  * local_run_max 0 or 1 turns passes off. Run alone (faults); .fini kills a
  * child left behind and heals the cluster.
  */
@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -44,6 +45,7 @@
 #include "contend.h"
 #include "core.h"
 #include "history.h"
+#include "servers.h"
 
 #define HANDOFFS "redlock_local_handoffs_total"
 #define HANDOFFS_FAILED "redlock_local_handoffs_failed_total"
@@ -1308,5 +1310,101 @@ Test(handoff, passes_go_on_while_masters_are_flushed)
         fault_line("flushall", m, 1, t0);
         expect_going_on(atomic_load(&sh->n), handoffs(0) + handoffs(1), SOME, "a FLUSHALL");
     }
+    finish();
+}
+
+/*
+ * Master 0 written as a host name (tests/private-hosts.sh gives the test
+ * an /etc/hosts of its own). The name moves, while the lock moves by local
+ * and remote hand-offs, onto a server whose own memory counts (declared
+ * empty in advance, the case test-names-move.c is about): the clients
+ * follow it and make it reborn; passes and waiting go on, and no two holds
+ * overlap.
+ */
+#define MOVER 0
+#define NEW_IP "127.0.0.2"
+
+static tc_redis *standby;
+static char names[1024];
+
+static void hosts_write(const char *mover_ip)
+{
+    const char *path = getenv("REDLOCK_TEST_HOSTS");
+    char text[256];
+    int fd, len;
+
+    cr_assert(path && *path, "REDLOCK_TEST_HOSTS is not set (run under private-hosts.sh)");
+    len = snprintf(text, sizeof(text), "127.0.0.1 localhost\n%s mover\n", mover_ip);
+    fd = open(path, O_WRONLY | O_TRUNC); /* in place: the bind mount holds the inode */
+    cr_assert(fd >= 0, "open %s: %s", path, strerror(errno));
+    cr_assert(eq(int, (int)write(fd, text, (size_t)len), len));
+    close(fd);
+}
+
+static void names_setup(void)
+{
+    const char *skip = getenv("REDLOCK_TEST_HOSTS_SKIP");
+    char name[32];
+    char *list;
+
+    if (skip && *skip)
+        cr_skip_test("%s", skip);
+    setup();
+    hosts_write("127.0.0.1");
+    snprintf(name, sizeof(name), "mover:%d", tc_port(MOVER));
+    list = tc_masters_with(MOVER, name);
+    snprintf(names, sizeof(names), "%s", list);
+    free(list);
+}
+
+static void names_teardown(void)
+{
+    tc_redis_stop(standby);
+    standby = NULL;
+    if (sh)
+        teardown();
+}
+
+TestSuite(handoff_names, .init = names_setup, .fini = names_teardown, .timeout = 120);
+
+/* The standby's marker says it was made reborn for the move. */
+static bool standby_reborn_for_the_move(void)
+{
+    static const char marker[] = "\0redlock:marker";
+    redisContext *rc = redisConnect(NEW_IP, tc_port(MOVER));
+    redisReply *r = rc && !rc->err ? redisCommand(rc, "HGET %b cause", marker, sizeof(marker) - 1)
+                                   : NULL;
+    bool moved = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, "moved") == 0;
+
+    freeReplyObject(r);
+    redisFree(rc);
+    return moved;
+}
+
+Test(handoff_names, passes_go_on_while_a_masters_name_moves)
+{
+    char port[16], one[64];
+    const char *args[] = { "--bind", NEW_IP, "--port", port, NULL };
+    redlock_config dcfg;
+    redlock_client *d;
+    redlock_error e;
+    uint64_t t0;
+
+    under_way(names);
+    t0 = tc_now_us();
+    tc_kill(MOVER);
+    snprintf(port, sizeof(port), "%d", tc_port(MOVER));
+    standby = tc_redis_start(args);
+    tc_config(&dcfg);
+    snprintf(one, sizeof(one), "%s:%s", NEW_IP, port);
+    dcfg.masters = one;
+    d = tc_client(&dcfg, -1);
+    cr_assert(eq(int, redlock_declare_empty(d, NULL, &e), 0), "%s", e.msg);
+    redlock_client_free(d);
+    hosts_write(NEW_IP);
+    fault_line("name-moved", MOVER, 1, t0);
+    cr_assert(TC_AWAIT(standby_reborn_for_the_move(), AWAIT_MS),
+              "no client followed the name to the standby");
+    expect_going_on(atomic_load(&sh->n), handoffs(0) + handoffs(1), SOME, "the name moved");
     finish();
 }
