@@ -79,6 +79,7 @@ struct grant {
     int64_t validity_end;   /* redlock_lock_validity_ms() then, before the release */
     int64_t validity_after; /* ... and once the release returned */
     int rel_rc;             /* what the release returned */
+    long long passes;       /* the client's HANDOFFS just after: a pass if it grew */
 };
 
 struct proc {
@@ -238,6 +239,30 @@ static int grants_between(int proc, uint64_t from, uint64_t to)
              g->start_us < to;
     }
     return k;
+}
+
+/* The grants that began in (@from, @to] as "p1.t2#7 (pass) +1.2 ms", for
+ * failure messages. Return: @buf. */
+static const char *grants_text(uint64_t from, uint64_t to, char *buf, size_t size)
+{
+    static const struct grant *v[MAX_GRANTS];
+    int n = grants_sorted(v);
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (int i = 0; i < n && used + 64 < size; i++) {
+        const struct grant *g = v[i], *prev = NULL;
+
+        if (g->start_us <= from || g->start_us > to)
+            continue;
+        for (int j = i - 1; j >= 0 && !prev; j--)
+            prev = v[j]->proc == g->proc ? v[j] : NULL;
+        used += (size_t)snprintf(buf + used, size - used, " p%d.t%d#%d%s +%.1fms", g->proc,
+                                 g->thread, g->seq,
+                                 prev && g->passes > prev->passes ? "(pass)" : "",
+                                 (g->start_us - from) / 1000.0);
+    }
+    return buf;
 }
 
 /* How often the lock went from one process to the other. */
@@ -466,6 +491,8 @@ static void take_hold_release(struct worker *w, const char *name, redlock_outcom
     }
     struct grant *g = grant_note(co->proc, w->t, t0, l);
     note_metrics(p, w->crew->c);
+    if (g) /* no other grant can come before this one's release */
+        g->passes = metric(w->crew->c, HANDOFFS);
     hold(co, p, g ? g->seq : 0);
     grant_end(g, l);
     t0 = tc_now_us();
@@ -1221,10 +1248,11 @@ ParameterizedTest(size_t *i, handoff, a_process_that_would_starve_another_is_cut
                   "round %d: the second process waited 5 s (local_run_max %u)", r, bound);
         int run = grants_between(1, queued_at, g->start_us);
         worst = run > worst ? run : worst;
+        char seen[2048];
         cr_expect(le(int, run, (int)bound),
                   "round %d: %d grants in a row by the process with four waiters while the other "
-                  "waited (local_run_max %u)",
-                  r, run, bound);
+                  "waited (local_run_max %u); since it queued:%s",
+                  r, run, bound, grants_text(queued_at, g->start_us, seen, sizeof(seen)));
         cr_assert(TC_AWAIT(released(g), AWAIT_MS), "round %d: no release", r);
     }
     cohort_stop(0);
