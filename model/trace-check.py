@@ -155,7 +155,7 @@ class Client:
 
 def served(kind, raw, guard):
     """Does this reply say the master counted when it granted?"""
-    if kind == "acquire":
+    if kind in ("acquire", "pass"):  # pass: the script read `served` itself
         return isinstance(raw, list) and raw[:1] == [1]
     if kind == "extend":
         return raw == 1

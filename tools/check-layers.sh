@@ -10,7 +10,9 @@
 # include dir redlock/), so the layer is read from the include itself; a
 # bare name of such a header ("op.h") is refused too, as is a .c or .h of
 # redlock/ outside the layer folders and include/ (the public header,
-# which includes none of them).
+# which includes none of them). The top layer, adapters/, holds the loop
+# adapters (<redlock/libuv.h>, <redlock/glib.h>): installed headers that
+# use the public API alone, so they may include no layer's header at all.
 # Prints one line per violation (the file, the include, the two layers)
 # and a summary on stderr, and exits 1 if there is any; 0 and one summary
 # line otherwise.
@@ -21,18 +23,28 @@ PROG="check-layers.sh"
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
 # The layers of redlock/, bottom up: each may include those before it.
-LAYERS=(base transport node core kinds api)
+LAYERS=(base transport node core kinds api adapters)
+# Layers that are the library's users: they include the public API alone.
+PUBLIC_ONLY=(adapters)
 
 declare -A rank=()
 for i in "${!LAYERS[@]}"; do
     rank[${LAYERS[i]}]=$i
 done
 
+declare -A public_only=()
+for l in "${PUBLIC_ONLY[@]}"; do
+    public_only[$l]=1
+done
+
 # Every header of a layer, by its bare name: a bare include of one is refused.
+# Not the adapters': they are included as <redlock/NAME.h>, and <glib.h> is
+# GLib's.
 declare -A ours=()
 while IFS= read -r h; do
     ours[${h##*/}]=${h#redlock/}
-done < <(find redlock -mindepth 2 -type f -name '*.h' -not -path 'redlock/include/*')
+done < <(find redlock -mindepth 2 -type f -name '*.h' -not -path 'redlock/include/*' \
+    -not -path 'redlock/adapters/*')
 
 bad=0
 files=0
@@ -52,6 +64,8 @@ while IFS= read -r f; do
             echo "$PROG: $f:$n: #include \"$inc\": name it by its layer, \"${ours[$inc]}\""
         elif [[ -z ${rank[$to]+x} ]]; then
             continue
+        elif [[ -n ${public_only[$layer]+x} ]]; then
+            echo "$PROG: $f:$n: #include \"$inc\": $layer/ may include the public API (<redlock.h>) and no layer"
         elif ((rank[$to] > rank[$layer])); then
             echo "$PROG: $f:$n: #include \"$inc\": $layer includes $to, a layer above it"
         else

@@ -12,6 +12,7 @@
 #include "base/config.h"
 #include "kinds/identity.h"
 #include "core/op.h"
+#include "core/deliver.h"
 #include "node/probe.h"
 #include "api/ready.h"
 #include "base/script.h"

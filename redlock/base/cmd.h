@@ -92,6 +92,9 @@ typedef struct rl_place {
  * NULL. */
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
                     const rl_place *place);
+/* The PASS script (script.c): a local hand-off's common case, for one lock
+ * and no fence, the acquire's @a with @a->prev set. */
+void rl_cmd_pass(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
 /* The same as a release (@wake, no place), handing each key to the first
  * live waiter of another client than the one on channel @skip, if one is
  * queued (a local run that reached its bound: docs/waiting.md). */

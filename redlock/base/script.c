@@ -413,6 +413,36 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "else redis.call('hdel', KEYS[1], 'tight') end\n"
         "raise(KEYS[2], ARGV[4])\n"
         "return 1\n",
+    /* Pass: a local hand-off's common case, without the acquire script's
+     * pieces (docs/waiting.md, "The local hand-off"). One lock, no fence,
+     * a master whose memory counts (`served`, read in the same step as the
+     * SET, as the fast path's transaction does) for this ttl, and the key
+     * holding the passing token (ARGV[3], or it marked): the key is set to
+     * ARGV[1] with a full ttl ARGV[2] (its mark kept), the index moves from
+     * the old lease to the new, the waiter ARGV[4] leaves the queue.
+     * Anything else answers {-4} and changes nothing: the client sends the
+     * acquire script, which knows every case. KEYS: the lock, its queue and
+     * lease set, the marker, the index. ARGV[5]: the memory window asked.
+     * Returns {1, 0, maxttl, 1 + 2 if another client's waiter is queued}. */
+    [RL_SCRIPT_PASS] =
+        "local m = redis.call('hmget', KEYS[4], 'served', 'maxttl')\n"
+        "local maxttl = tonumber(m[2]) or 0\n"
+        "if not m[1] or maxttl < tonumber(ARGV[5]) then return {-4} end\n"
+        "local p, v = ARGV[3], redis.call('get', KEYS[1])\n"
+        "if v ~= p and v ~= p .. '\\2' then return {-4} end\n"
+        "redis.call('set', KEYS[1], ARGV[1] .. string.sub(v, #p + 1), 'PX', ARGV[2])\n"
+        "redis.call('zrem', KEYS[5], p)\n"
+        "redis.call('zadd', KEYS[5], redis.call('pexpiretime', KEYS[1]), ARGV[1])\n"
+        "local chan, others = string.match(ARGV[4], '^%d+|([^|]+)|'), 0\n"
+        "local q = redis.pcall('zrange', KEYS[2], 0, 63)\n"
+        "if not q.err then\n"
+        "  redis.call('zrem', KEYS[2], ARGV[4]) redis.pcall('zrem', KEYS[3], ARGV[4])\n"
+        "  for _, w in ipairs(q) do\n"
+        "    local c = string.match(w, '^%d+|([^|]+)|')\n"
+        "    if c and c ~= chan then others = 2 break end\n"
+        "  end\n"
+        "end\n"
+        "return {1, 0, maxttl, 1 + others}\n",
 };
 /* clang-format on */
 

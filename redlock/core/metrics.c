@@ -1,7 +1,7 @@
 /* metrics.c - counting into a client's rl_metrics (metrics.h).
  *
  * The points that count are the ones that already report: the delivery of
- * every op (op.c deliver_one, where the op hook runs), the event hook
+ * every op (deliver.c deliver_one, where the op hook runs), the event hook
  * (client.c) and the watchdog's loss (watchdog.c). The writer is
  * api/metrics.c.
  */

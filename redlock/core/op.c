@@ -1,9 +1,9 @@
-/* op.c - the operation core: allocation, rounds of votes, timers, delivery.
+/* op.c - the operation core: allocation, rounds of votes, timers, the end.
  *
  * Every kind (acquire.c, release.c, extend.c, inspect.c) is a table of hooks
  * over this core (op.h): a round's command to the masters, timed out at
  * node_timeout_ms, late answers dropped, the rest handed to the kind, then
- * delivery from the loop (op hook, then completion). Why late answers never
+ * the op's end, queued for delivery (deliver.c). Why late answers never
  * count: docs/safety.md, "What the implementation adds".
  */
 #include "core/op.h"
@@ -307,7 +307,7 @@ static rl_op *op_alloc(redlock_client *c, size_t size)
     return op;
 }
 
-static void op_free(rl_op *op)
+void rl_op_free(rl_op *op)
 {
     redlock_client *c = op->c;
     size_t size = op->size;
@@ -325,6 +325,18 @@ static void op_free(rl_op *op)
     rl_timer_fini(&op->round_timer);
     rl_timer_fini(&op->timer);
     free(op);
+}
+
+void rl_op_cache_free(redlock_client *c)
+{
+    while (c->n_op_cache) {
+        struct rl_op_cached *k = &c->op_cache[--c->n_op_cache];
+        rl_op *op = k->op;
+        OP_UNPOISON(op, k->size);
+        rl_timer_fini(&op->round_timer);
+        rl_timer_fini(&op->timer);
+        free(op);
+    }
 }
 
 int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redlock_resource *set,
@@ -365,24 +377,14 @@ int rl_op_new(redlock_client *c, const rl_op_ops *ops, size_t size, const redloc
 oom:
     if (op) {
         op->ops = &(rl_op_ops){ 0 };
-        op_free(op);
+        rl_op_free(op);
     }
     rl_seterr(e, REDLOCK_ENOMEM, -1, "out of memory starting an operation");
     return REDLOCK_ENOMEM;
 }
 
-/* Deliveries running on this thread, of any client: a callback of one
- * client that starts an op on another client of the same loop must not
- * have that op delivered in this same pass either (two clients retrying
- * into each other would hold the loop forever). */
-static _Thread_local int deliver_depth;
-
-/* The delivery of ops that finished inside a delivery waits this long, not
- * 0 ms: a 0 ms timer may run again in the same pass (libevent's table makes
- * it active; a raw libuv 1.44 timer runs before the poll), and a caller
- * that retries from its failure callback must not keep any loop from its
- * sockets. */
-#define RL_DELIVER_LATER_MS 1
+/* Counted by deliver.c's on_deliver, read by rl_op_finish (op.h). */
+_Thread_local int rl_deliver_depth;
 
 /* The op's decision, for the trace: stamped with the time a success
  * measured its validity from, so that model/trace-check.py can redo the
@@ -431,10 +433,10 @@ void rl_op_finish(rl_op *op, int status)
     c->done_tail = op;
     /* Delivered after the callbacks ready now (a 0 ms timer: on libevent,
      * no extra trip through epoll_wait). Inside the delivery itself, in a
-     * later pass: see on_deliver. */
+     * later pass: see on_deliver (deliver.c). */
     if (rl_timer_armed(&c->deliver))
         return;
-    rl_timer_start(&c->deliver, deliver_depth > 0 ? RL_DELIVER_LATER_MS : 0);
+    rl_timer_start(&c->deliver, rl_deliver_depth > 0 ? RL_DELIVER_LATER_MS : 0);
 }
 
 void rl_op_cancel(rl_op *op, int status)
@@ -445,145 +447,4 @@ void rl_op_cancel(rl_op *op, int status)
         op->ops->cancel(op, status);
     else
         rl_op_finish(op, status);
-}
-
-/* ---- delivery --------------------------------------------------------------- */
-
-static void op_unlink(rl_op *op)
-{
-    redlock_client *c = op->c;
-    if (op->prev)
-        op->prev->next = op->next;
-    else
-        c->ops = op->next;
-    if (op->next)
-        op->next->prev = op->prev;
-    op->prev = op->next = NULL;
-}
-
-static rl_op *done_pop(redlock_client *c)
-{
-    rl_op *op = c->done_head;
-    if (op) {
-        c->done_head = op->done_next;
-        if (!c->done_head)
-            c->done_tail = NULL;
-    }
-    return op;
-}
-
-/* What the op adds to the client's metrics (metrics.h): acquires, releases
- * and extends by status, the acquire's wait, the lease's hold, and each
- * master's vote in the deciding attempt. */
-static void count_op(rl_op *op, uint64_t waited_us)
-{
-    rl_metrics *m = &op->c->metrics;
-    switch (op->ops->kind) {
-    case REDLOCK_OP_ACQUIRE:
-        rl_met_status(m->acquires, op->status);
-        rl_met_observe(&m->wait, waited_us);
-        break;
-    case REDLOCK_OP_RELEASE:
-        rl_met_status(m->releases, op->status);
-        if (op->lock && op->lock->granted_us) {
-            rl_monotime now = rl_now_us();
-            rl_met_observe(&m->hold, now > op->lock->granted_us ? now - op->lock->granted_us : 0);
-        }
-        break;
-    case REDLOCK_OP_EXTEND: rl_met_status(m->extends, op->status); break;
-    case REDLOCK_OP_PING:
-        rl_met_votes(m, op->out.votes, op->c->n, false); /* up or not; no votes */
-        return;
-    default: return; /* status, declare: no votes of a lock */
-    }
-    rl_met_votes(m, op->out.votes, op->c->n, true);
-}
-
-static void deliver_one(rl_op *op)
-{
-    redlock_client *c = op->c;
-    op_unlink(op);
-    uint64_t waited_us = rl_now_us() - op->started_us;
-    count_op(op, waited_us);
-    if (c->cfg.op_fn) {
-        redlock_op_info info = {
-            .kind = op->ops->kind,
-            .status = op->status,
-            .attempts = op->attempts,
-            .waited_us = waited_us,
-            .elapsed_us = op->out.elapsed_us,
-            .resource = op->nres ? op->k.locks.v[0] + c->prefix_len : NULL,
-            .resource_len = op->nres ? op->k.locks.len[0] - c->prefix_len : 0,
-            .outcome = &op->out,
-        };
-        c->cfg.op_fn(c, op->status, &info, &op->err, c->cfg.op_arg);
-    }
-    if (op->ops->deliver)
-        op->ops->deliver(op);
-    else
-        op->cb(c, op->status, op->lock, &op->out, &op->err, op->arg);
-    op_free(op);
-}
-
-/* The delivery event: the ops queued when it fired, in order. Ops that
- * finish inside these callbacks wait for a later pass, so a caller that
- * retries from its failure callback cannot keep the loop from its sockets. */
-static void on_deliver(void *arg)
-{
-    redlock_client *c = arg;
-    rl_op *last = c->done_tail;
-    rl_client_enter(c);
-    deliver_depth++;
-    while (c->done_head) {
-        rl_op *op = done_pop(c);
-        deliver_one(op);
-        if (op == last)
-            break;
-    }
-    deliver_depth--;
-    if (c->done_head && !rl_timer_armed(&c->deliver))
-        rl_timer_start(&c->deliver, RL_DELIVER_LATER_MS);
-    rl_client_leave(c);
-}
-
-int rl_ops_init(redlock_client *c)
-{
-    return rl_timer_init(&c->deliver, &c->loop, on_deliver, c);
-}
-
-void rl_ops_shutdown(redlock_client *c)
-{
-    /* First as a cancel: an acquire with SETs in flight queues the release
-     * of its token on every master the SET may have reached (the sockets
-     * are flushed before they close), instead of leaving a lock nobody
-     * holds to expire. What still waits for an answer then ends here. */
-    for (rl_op *op = c->ops; op; op = op->next) {
-        if (!op->done) {
-            rl_seterr(&op->err, REDLOCK_ESHUTDOWN, -1,
-                      "client freed while the operation was in flight");
-            rl_op_cancel(op, REDLOCK_ESHUTDOWN);
-        }
-    }
-    for (;;) {
-        for (rl_op *op = c->ops; op; op = op->next)
-            if (!op->done)
-                rl_op_finish(op, REDLOCK_ESHUTDOWN); /* its message: the pass above */
-        rl_op *op = done_pop(c);
-        if (!op)
-            break;
-        deliver_one(op);
-    }
-}
-
-void rl_ops_free(redlock_client *c)
-{
-    rl_timer_fini(&c->deliver);
-    while (c->n_op_cache) {
-        struct rl_op_cached *k = &c->op_cache[--c->n_op_cache];
-        rl_op *op = k->op;
-        OP_UNPOISON(op, k->size);
-        rl_timer_fini(&op->round_timer);
-        rl_timer_fini(&op->timer);
-        free(op);
-    }
 }

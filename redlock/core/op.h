@@ -59,7 +59,7 @@ struct rl_op {
     bool done;
     int status;
 
-    /* What the core delivers (on_deliver) when the kind has no deliver
+    /* What the core delivers (deliver.c) when the kind has no deliver
      * hook: the one completion shape of acquire, release and extend. */
     redlock_done_cb cb;
     void *arg;
@@ -153,11 +153,21 @@ void rl_vote_set(redlock_vote *v, int kind, int err, const char *detail, rl_mono
 /* A vote that failed: TIMEOUT, DOWN or ERROR by @err, with @why. */
 void rl_vote_failed(redlock_vote *v, int err, const char *why, rl_monotime sent_us);
 
-/* For the client: the delivery event, and the end of every op. */
-int rl_ops_init(redlock_client *c);
-/* Finish every op with ESHUTDOWN (those decided keep their status) and
- * deliver them all now. On the loop's thread. */
-void rl_ops_shutdown(redlock_client *c);
-void rl_ops_free(redlock_client *c);
+/* For delivery (deliver.c), which stands above this core. */
+/* Free a delivered op, or keep it for the client's next (the op cache). */
+void rl_op_free(rl_op *op);
+/* Free the ops the client kept. */
+void rl_op_cache_free(redlock_client *c);
+/* Deliveries running on this thread, of any client (on_deliver counts
+ * them): a callback of one client that starts an op on another client of
+ * the same loop must not have that op delivered in this same pass either
+ * (two clients retrying into each other would hold the loop forever). */
+extern _Thread_local int rl_deliver_depth;
+/* The delivery of ops that finished inside a delivery waits this long, not
+ * 0 ms: a 0 ms timer may run again in the same pass (libevent's table makes
+ * it active; a raw libuv 1.44 timer runs before the poll), and a caller
+ * that retries from its failure callback must not keep any loop from its
+ * sockets. */
+#define RL_DELIVER_LATER_MS 1
 
 #endif

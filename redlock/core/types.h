@@ -51,7 +51,7 @@ struct redlock_client {
     rl_tls *tls;                  /* NULL: no master uses TLS */
     rl_op *ops;                   /* in flight, not yet delivered */
     rl_op *done_head, *done_tail; /* finished, waiting for delivery */
-    rl_timer deliver;             /* runs the delivery queue (op.c) */
+    rl_timer deliver;             /* runs the delivery queue (deliver.c) */
     struct rl_op_cached {         /* freed ops kept for the next, with their timers (op.c) */
         rl_op *op;
         size_t size;

@@ -503,7 +503,9 @@ typedef struct redlock_config {
      * ttl and fence, instead of a release, a wake-up and a new attempt.
      * While another client waits in the queue, one client's holders pass it
      * among themselves at most local_run_max times in a row (counting the
-     * first); then the release hands it to the queue's next client. */
+     * first); then the release hands it to the queue's next client. Only
+     * waiters that wait in the masters' queues (pubsub_wait on) are passed
+     * to: the queues are what tell whether another client waits. */
     uint32_t local_run_max; /* default 4; 0 or 1: no local hand-off */
 } redlock_config;
 

@@ -61,6 +61,7 @@ typedef struct rl_acquire {
     bool told_mine;          /* "this client already holds it" was logged */
     bool wakes_idle;         /* a woken attempt found nothing this poll: wake-ups wait */
     bool in_queues;          /* some attempt (or its cleanup) gave the waiter a place */
+    bool parked;             /* no attempt yet: a holder of this client passes it on */
     rl_waiter waiter;        /* wake-ups from releases (wait.c) */
     rl_acq_attempt att;      /* the current (finally: deciding) attempt */
     rl_op *pass_from;        /* a local hand-off: the release waiting for this attempt */
@@ -74,9 +75,13 @@ static inline rl_acquire *ACQ(rl_op *op)
     return (rl_acquire *)(void *)op;
 }
 
-/* acquire.c: start the pass attempt of a local hand-off (handoff.c set
- * pass_from and pass_token). */
-void rl_acq_pass(rl_acquire *a);
+/* acquire.c: an attempt now, between polls: a local hand-off's pass (with
+ * pass_from and pass_token set, handoff.c) or a parked waiter's first. */
+void rl_acq_attempt_now(rl_acquire *a);
+
+/* acquire.c: this client holds the keys: said once, as a warning (redlock
+ * is not reentrant; another caller of the client may be the holder). */
+void rl_acq_tell_mine(rl_acquire *a);
 
 /* acquire-votes.c: one master's answer to the current round (the core's
  * on_vote hook for the acquire kind). */

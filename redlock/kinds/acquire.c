@@ -75,11 +75,17 @@ static int acq_cleanup_status(rl_acquire *a)
     /* Held by this client: said at once (a warning), and the wait goes on
      * as for any holder, since another thread or task of this client may
      * be the holder and release it; if the wait ends, its message says so. */
-    if (status == REDLOCK_ECONFLICT && acq_mine(a) && !a->told_mine) {
-        a->told_mine = true;
-        rl_log(&op->c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", op->err.msg);
-    }
+    if (status == REDLOCK_ECONFLICT)
+        rl_acq_tell_mine(a);
     return status;
+}
+
+void rl_acq_tell_mine(rl_acquire *a)
+{
+    if (acq_mine(a) && !a->told_mine) { /* acq_mine also words the error */
+        a->told_mine = true;
+        rl_log(&a->op.c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", a->op.err.msg);
+    }
 }
 
 /* Cleanup is over (every master we waited for answered, or one node
@@ -374,6 +380,7 @@ static void acq_attempt_start(rl_acquire *a, bool by_wake)
     op->attempts++;
     a->phase = ACQ_VOTING;
     a->wake_pending = false;
+    a->parked = false;
     acq_attempt_reset(a, by_wake);
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));
@@ -436,7 +443,7 @@ static void acq_wake(rl_waiter *w)
     acq_attempt_start(a, true);
 }
 
-void rl_acq_pass(rl_acquire *a)
+void rl_acq_attempt_now(rl_acquire *a)
 {
     a->final = false; /* as a wake-up's: the deadline's own attempt still comes */
     rl_op_disarm(&a->op);
@@ -457,6 +464,8 @@ static void acq_on_timer(rl_op *op)
     }
     if (a->by_polls)
         a->polls_left--;
+    if (!a->final && a->parked && rl_handoff_park(a))
+        return;                  /* the holder is still this client's: its release comes here */
     a->wakes_idle = false;       /* a new poll interval: wake-ups act again */
     acq_attempt_start(a, false); /* the poll (or the deadline's last try) */
 }
@@ -526,6 +535,7 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         rl_op_finish(op, REDLOCK_ECANCELED);
         return 0;
     }
-    acq_attempt_start(a, false);
+    if (!rl_handoff_park(a)) /* a holder of this client will pass it on */
+        acq_attempt_start(a, false);
     return 0;
 }

@@ -7,6 +7,7 @@
  */
 #include "kinds/handoff.h"
 #include "kinds/acquire-private.h"
+#include "kinds/lock.h"
 
 #include <string.h>
 
@@ -22,7 +23,9 @@ static bool same_keys(const rl_keyset *a, const rl_keyset *b)
 
 /* The waiter a release of @rel's keys passes to: an acquire of this client
  * for the same keys, between attempts (its attempt in flight cannot take
- * the keys over), not cancelled; the one that started waiting first. */
+ * the keys over), not cancelled, that waits in the masters' queues (only
+ * they tell whether another client waits: with pubsub_wait off there is
+ * no bound to keep, so no pass); the one that started waiting first. */
 static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
 {
     rl_acquire *best = NULL;
@@ -30,7 +33,7 @@ static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
         if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
             continue;
         rl_acquire *a = ACQ(op);
-        if (a->phase != ACQ_WAITING || a->cancelled || a->pass_from ||
+        if (a->phase != ACQ_WAITING || a->cancelled || a->pass_from || !a->waiter.joined ||
             !same_keys(&op->k.locks, &rel->k.locks))
             continue;
         if (!best || a->waiter.ticket < best->waiter.ticket)
@@ -59,7 +62,38 @@ rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel)
 
 void rl_handoff_start(rl_op *acq)
 {
-    rl_acq_pass(ACQ(acq));
+    rl_acq_attempt_now(ACQ(acq));
+}
+
+/* Parked: a waiter that may wait, for one key that a holder of this client
+ * holds with validity left. Its first attempt would only meet that holder
+ * and cost every master a script; the holder's release comes to it first
+ * (it is this client's). The poll stays the net: a holder that never
+ * releases (it lets the lease run out) costs the waiter one poll. */
+bool rl_handoff_park(rl_acquire *a)
+{
+    rl_op *op = &a->op;
+    const char *token;
+    int64_t left_ms;
+    if (op->c->cfg.local_run_max < 2 || !a->waiter.joined || op->nres != 1 ||
+        rl_mine_find(op->c, &op->k.locks, &token, &left_ms) < 0 || left_ms <= 0)
+        return false;
+    a->phase = ACQ_WAITING;
+    a->parked = true;
+    rl_acq_tell_mine(a); /* at once, as the attempt it saves would have */
+    rl_acq_next_poll(a);
+    return true;
+}
+
+void rl_handoff_unpark(redlock_client *c, const rl_op *rel)
+{
+    for (rl_op *op = c->ops; op; op = op->next) {
+        if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
+            continue;
+        rl_acquire *a = ACQ(op);
+        if (a->parked && a->phase == ACQ_WAITING && same_keys(&op->k.locks, &rel->k.locks))
+            rl_acq_attempt_now(a);
+    }
 }
 
 void rl_handoff_cut(rl_op *acq)
@@ -77,7 +111,7 @@ void rl_handoff_won(rl_acquire *a, redlock_lock *lock)
      * queued, passing on costs no one a turn. */
     lock->run = a->att.others ? a->pass_run + 1 : 1;
     rl_met_inc(&a->op.c->metrics.handoffs);
-    rl_release_passed(rel);
+    rl_release_passed(rel, a->att.took_mask);
 }
 
 void rl_handoff_lost(rl_acquire *a)
@@ -90,7 +124,13 @@ void rl_handoff_lost(rl_acquire *a)
     rl_release_resume(rel, a->att.took_mask);
 }
 
+/* Every release that does not pass prefers another client's waiter: a
+ * queue's head may be a waiter of this client (its ticket is old: it
+ * queued while this client held), and handing it the key would stretch
+ * this client's run past local_run_max one grant at a time. With the
+ * local hand-off off, the queue's order is left alone. */
 const char *rl_handoff_skip(redlock_client *c, const redlock_lock *lock)
 {
-    return lock->run >= 2 ? rl_wait_channel(c) : NULL;
+    (void)lock;
+    return c->cfg.local_run_max >= 2 ? rl_wait_channel(c) : NULL;
 }

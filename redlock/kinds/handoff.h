@@ -20,6 +20,15 @@ void rl_handoff_start(rl_op *acq);
  * the attempt goes on as an ordinary one. */
 void rl_handoff_cut(rl_op *acq);
 
+/* acquire.c: a new waiter for keys a holder of this client holds parks:
+ * no attempt (it could only meet that holder), its poll armed; the
+ * holder's release passes to it or starts its attempt (rl_handoff_unpark).
+ * True if @a parked. */
+bool rl_handoff_park(struct rl_acquire *a);
+/* release.c: @rel did not pass its lock: waiters parked for its keys try
+ * now (their attempts go behind the release on every connection). */
+void rl_handoff_unpark(redlock_client *c, const rl_op *rel);
+
 /* acquire.c: the pass attempt of @a won @lock, or lost. */
 void rl_handoff_won(struct rl_acquire *a, redlock_lock *lock);
 void rl_handoff_lost(struct rl_acquire *a);
@@ -27,7 +36,7 @@ void rl_handoff_lost(struct rl_acquire *a);
 /* release.c, for the above: the pass granted (@rel finishes: released), or
  * it lost and @rel goes out now to every master but @taken (masters that
  * answered the pass with a grant: the passing token is gone there). */
-void rl_release_passed(rl_op *rel);
+void rl_release_passed(rl_op *rel, uint32_t taken);
 void rl_release_resume(rl_op *rel, uint32_t taken);
 
 /* The release of a lock that passed here before, when it passes no more:

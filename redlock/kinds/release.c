@@ -163,10 +163,24 @@ static void rel_on_timer(rl_op *op)
     rel_send(REL(op), REL(op)->retry_mask);
 }
 
-void rl_release_passed(rl_op *op)
+/* The masters where the waiter's pass was granted: the passing token is
+ * gone there, which is what a release's OK says. */
+static uint32_t rel_taken(rl_op *op, uint32_t taken)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < op->c->n; i++)
+        if (taken & (1u << i)) {
+            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_OK, 0, "taken over by a local waiter",
+                        op->attempt_us);
+            n++;
+        }
+    return n;
+}
+
+void rl_release_passed(rl_op *op, uint32_t taken)
 {
     REL(op)->pass = NULL;
-    op->out.n_ok = op->c->n;
+    op->out.n_ok = rel_taken(op, taken);
     rl_op_finish(op, 0);
 }
 
@@ -175,10 +189,7 @@ void rl_release_resume(rl_op *op, uint32_t taken)
     rl_release *r = REL(op);
     redlock_client *c = op->c;
     r->pass = NULL;
-    for (uint32_t i = 0; i < c->n; i++)
-        if (taken & (1u << i))
-            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_OK, 0, "taken over by a local waiter",
-                        rl_now_us());
+    rel_taken(op, taken);
     uint32_t rest = ((1u << c->n) - 1) & ~taken;
     if (rest)
         rel_send(r, rest);
@@ -240,8 +251,9 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     rl_mine_drop(c, lock->token);
     op->attempt_us = rl_now_us();
     /* A waiter of this client takes it over (handoff.c): its attempt is
-     * this release's round. Nothing here may touch @r after rl_acq_pass,
-     * whose round may decide (and resume this release) at once. */
+     * this release's round. Nothing here may touch @r after
+     * rl_handoff_start, whose round may decide (and resume this release)
+     * at once. */
     r->pass = live ? rl_handoff_offer(c, lock, op) : NULL;
     if (r->pass) {
         rl_handoff_start(r->pass);
@@ -251,5 +263,6 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     if (skip)
         snprintf(r->skip, sizeof(r->skip), "%s", skip);
     rel_send(r, (1u << c->n) - 1); /* every master */
+    rl_handoff_unpark(c, op);
     return 0;
 }

@@ -1,9 +1,10 @@
 /* transport-private.h - what the transport's own files share (never included elsewhere).
  *
- * The transport is three files around one struct: transport.c (the
- * connection and its loop glue), transport-reply.c (replies and their
- * guard), transport-tls.c (TLS). Only they include hiredis headers; each
- * 0.14.1/1.x difference is marked HIREDIS_MAJOR (docs/transport.md).
+ * The transport is four files around one struct: transport.c (commands
+ * in, replies out, the end), transport-loop.c (opening, the loop glue),
+ * transport-reply.c (replies and their guard), transport-tls.c (TLS).
+ * Only they include hiredis headers; each 0.14.1/1.x difference is marked
+ * HIREDIS_MAJOR (docs/transport.md).
  */
 #ifndef REDLOCK_TRANSPORT_PRIVATE_H
 #define REDLOCK_TRANSPORT_PRIVATE_H
@@ -20,7 +21,7 @@
 #define RL_REPLY_ARRAY_MAX 1024   /* we never ask for more than a few */
 #define RL_REPLY_OBJECTS_MAX 4096 /* objects in one reply, nested ones included */
 
-/* Write interest (see the loop glue in transport.c). */
+/* Write interest (see the loop glue in transport-loop.c). */
 enum { W_IDLE, W_FLUSH, W_ARMED };
 
 typedef struct rl_cb {
@@ -67,6 +68,14 @@ struct rl_conn {
     bool doomed;     /* TLS failed while opening: fail on the next loop pass */
     void *ssl;       /* our SSL object (hiredis owns it once attached) */
 };
+
+/* transport.c, for transport-loop.c, which stands above it. */
+/* Free @c's memory (hiredis has let go of it). */
+void rl_conn_free(rl_conn *c);
+/* Record why @c failed, from what hiredis says; the first reason wins. */
+void rl_conn_note_error(rl_conn *c);
+/* The end: on_close, once, then the free (deferred while busy). */
+void rl_conn_end(rl_conn *c);
 
 /* transport-reply.c: install the guard on @c's reader. false: no memory. */
 bool rl_guard_attach(rl_conn *c);
