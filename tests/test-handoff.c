@@ -1007,7 +1007,10 @@ static struct grant *local_holder_with_b_waiting(int child_waiters)
      * pass that kept its expiry would end the next lease early. */
     tc_sleep_ms(FAULT_TTL_MS / 2);
     atomic_store(&sh->p[1].release_upto, 1);
-    cr_assert(TC_AWAIT((w = grant_of(1, 2)) != NULL && handoffs(1) >= 1, AWAIT_MS),
+    /* ... and its release is recorded (the history's line is written
+     * once the release returned, which may come after the next grant). */
+    cr_assert(TC_AWAIT((w = grant_of(1, 2)) != NULL && handoffs(1) >= 1 && released(grant_of(1, 1)),
+                       AWAIT_MS),
               "the child's first holder did not pass the lock to its local waiter (next grant "
               "%p, local hand-offs %lld)",
               (void *)w, handoffs(1));
