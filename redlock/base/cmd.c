@@ -197,6 +197,7 @@ void rl_cmd_pass(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
     arg_str(c, a->prev);
     arg_str(c, a->waiter);
     arg_num(c, a->window_ms);
+    arg(c, a->placed ? "1" : "0", 1);
 }
 
 void rl_cmd_release_skip(rl_cmd *c, const rl_keys *k, const char *match, const char *skip)

@@ -56,6 +56,7 @@ typedef struct rl_acquire_args {
     uint32_t lease_ms;  /* queued: how long its place lasts without news */
     uint32_t window_ms; /* marked: the memory window asked for */
     const char *prev;   /* a local hand-off: the passing holder's token, or NULL */
+    bool placed;        /* ... the waiter may have a place in the queues already */
 } rl_acquire_args;
 
 /* SET key token NX PX ttl: one lock, no fence, no queue, no marker. */

@@ -422,7 +422,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * the old lease to the new, the waiter ARGV[4] leaves the queue.
      * Anything else answers {-4} and changes nothing: the client sends the
      * acquire script, which knows every case. KEYS: the lock, its queue and
-     * lease set, the marker, the index. ARGV[5]: the memory window asked.
+     * lease set, the marker, the index. ARGV[5]: the memory window asked;
+     * ARGV[6] '1' if the waiter may have a place in the queue (a parked
+     * waiter has none: two calls saved).
      * Returns {1, 0, maxttl, 1 + 2 if another client's waiter is queued}. */
     [RL_SCRIPT_PASS] =
         "local m = redis.call('hmget', KEYS[4], 'served', 'maxttl')\n"
@@ -436,7 +438,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "local chan, others = string.match(ARGV[4], '^%d+|([^|]+)|'), 0\n"
         "local q = redis.pcall('zrange', KEYS[2], 0, 63)\n"
         "if not q.err then\n"
-        "  redis.call('zrem', KEYS[2], ARGV[4]) redis.pcall('zrem', KEYS[3], ARGV[4])\n"
+        "  if ARGV[6] == '1' then redis.call('zrem', KEYS[2], ARGV[4]) redis.pcall('zrem', KEYS[3], ARGV[4]) end\n"
         "  for _, w in ipairs(q) do\n"
         "    local c = string.match(w, '^%d+|([^|]+)|')\n"
         "    if c and c ~= chan then others = 2 break end\n"

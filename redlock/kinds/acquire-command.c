@@ -67,6 +67,7 @@ rl_fanout *rl_acq_command(rl_acquire *a)
         .lease_ms = a->lease_ms,
         .window_ms = c->cfg.restart_guard ? rl_memory_window(c, a->w.ttl_ms) : 0,
         .prev = a->pass_from ? a->pass_token : NULL,
+        .placed = a->in_queues,
     };
     a->in_queues |= args.queued;
     a->att.queued_now = args.queued;
