@@ -1095,6 +1095,7 @@ Test(handoff, a_local_holder_paused_past_its_lease_loses_the_lock_and_its_fence_
 struct aop {
     const char *name;
     int t; /* its number in the record */
+    bool unfenced;
     tc_hist *h;
     uint64_t invoke_us;
     int done;
@@ -1142,7 +1143,7 @@ static void acquire_async(redlock_client *c, struct aop *o, int64_t wait_ms, red
 
     redlock_acquire_opts_init(&opts);
     opts.ttl_ms = PASS_TTL_MS;
-    opts.flags = REDLOCK_FENCE;
+    opts.flags = o->unfenced ? 0 : REDLOCK_FENCE;
     opts.wait_ms = wait_ms;
     opts.cancel = cc;
     o->invoke_us = tc_now_us();
@@ -1275,6 +1276,76 @@ Test(handoff, a_local_waiter_cancelled_while_its_pass_is_in_flight_leaves_the_re
     cohort_stop(1);
     expect_exclusive_and_fenced(true);
     expect_history_clean();
+}
+
+/*
+ * The pass compares before it takes over: H believes it still holds, but
+ * on every master the key holds another client's token (H's lease was
+ * lost there and taken). H's release passes to its parked waiter W, whose
+ * attempt (PASS unfenced, the acquire script fenced) must find the key
+ * held: the other client's key stays on every master, W is not granted
+ * and waits on, and H's release, resumed after the lost pass, says that
+ * H's token no longer holds.
+ */
+ParameterizedTestParameters(handoff, a_pass_never_takes_over_another_clients_key)
+{
+    TC_CASE_INDEXES(fence_modes);
+}
+
+ParameterizedTest(size_t *i, handoff, a_pass_never_takes_over_another_clients_key)
+{
+    static const char other[] = "another-clients-token-0123456789";
+    struct aop H = { .name = "H", .unfenced = !fence_modes[*i] };
+    struct aop W = { .name = "W", .t = 1, .unfenced = !fence_modes[*i] };
+    struct aop R;
+    redlock_cancel *cc = NULL;
+    redlock_config cfg;
+
+    struct event_base *base = event_base_new();
+    cr_assert(base != NULL);
+    tc_config(&cfg);
+    cfg.retry_delay_ms = LONG_POLL_MS;
+    cfg.retry_jitter_ms = LONG_POLL_MS / 10;
+    cfg.log_fn = on_log;
+    cfg.log_arg = &sh->p[0];
+    redlock_client *c = tc_client_async(&cfg, base);
+    cr_assert(tc_async_ready(base, c, tc_n(), 10000), "the async client did not connect");
+    cr_assert(eq(int, redlock_cancel_new(&cc), 0));
+
+    acquire_async(c, &H, 0, NULL);
+    cr_assert(TC_RUN_UNTIL(base, H.done, AWAIT_MS) && H.rc == 0, "H: %s", redlock_err_name(H.rc));
+    acquire_async(c, &W, 30000, cc);
+    cr_assert(TC_RUN_UNTIL(base, waits(0) >= 1, AWAIT_MS), "W does not wait for H");
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "SET %b %s PX 20000", sh->res, sh->len, other));
+    long long failed0 = metric(c, HANDOFFS_FAILED);
+
+    release_async(c, &H, &R);
+    cr_assert(TC_RUN_UNTIL(base, R.done, AWAIT_MS), "H's release did not end");
+    cr_expect(eq(int, R.rc, REDLOCK_ENOTHELD), "H's release: %s (votes %s): %s",
+              redlock_err_name(R.rc), R.votes, R.msg);
+    cr_expect(W.done == 0, "W was granted (or failed: %s) over another client's key",
+              redlock_err_name(W.rc));
+    cr_expect(eq(i64, metric(c, HANDOFFS_FAILED) - failed0, 1), "%lld failed local hand-offs",
+              metric(c, HANDOFFS_FAILED) - failed0);
+    for (int m = 0; m < tc_n(); m++) {
+        redisReply *v = tc_cmd(m, "GET %b", sh->res, sh->len);
+        cr_expect(v && v->type == REDIS_REPLY_STRING && strcmp(v->str, other) == 0,
+                  "master %d holds %s, not the other client's token", m,
+                  v && v->type == REDIS_REPLY_STRING ? v->str : "nothing");
+        freeReplyObject(v);
+    }
+
+    redlock_cancel_fire(cc);
+    cr_assert(TC_RUN_UNTIL(base, W.done, AWAIT_MS), "W did not end at its cancel");
+    if (W.l)
+        redlock_lock_free(W.l);
+    redlock_lock_free(H.l);
+    for (int m = 0; m < tc_n(); m++)
+        freeReplyObject(tc_cmd(m, "DEL %b", sh->res, sh->len));
+    redlock_client_free(c);
+    event_base_free(base);
+    redlock_cancel_free(cc);
 }
 
 /* ------------------------------------------------------------------------ */
