@@ -124,13 +124,20 @@ void rl_handoff_lost(rl_acquire *a)
     rl_release_resume(rel, a->att.took_mask);
 }
 
-/* Every release that does not pass prefers another client's waiter: a
- * queue's head may be a waiter of this client (its ticket is old: it
- * queued while this client held), and handing it the key would stretch
- * this client's run past local_run_max one grant at a time. With the
- * local hand-off off, the queue's order is left alone. */
-const char *rl_handoff_skip(redlock_client *c, const redlock_lock *lock)
+/* A release that does not pass, while another acquire of this client
+ * wants the same keys, prefers another client's waiter: the queue's head
+ * may be that acquire (its ticket is old: it queued while this client
+ * held), and handing it the key would stretch this client's run past
+ * local_run_max one grant at a time. Without such an acquire the release
+ * stays the plain one (its cheap common case, script.c), and with the
+ * local hand-off off the queue's order is left alone. */
+const char *rl_handoff_skip(redlock_client *c, const rl_op *rel)
 {
-    (void)lock;
-    return c->cfg.local_run_max >= 2 ? rl_wait_channel(c) : NULL;
+    if (c->cfg.local_run_max < 2)
+        return NULL;
+    for (const rl_op *op = c->ops; op; op = op->next)
+        if (!op->done && op->ops->kind == REDLOCK_OP_ACQUIRE &&
+            same_keys(&op->k.locks, &rel->k.locks))
+            return rl_wait_channel(c);
+    return NULL;
 }

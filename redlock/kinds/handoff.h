@@ -39,8 +39,8 @@ void rl_handoff_lost(struct rl_acquire *a);
 void rl_release_passed(rl_op *rel, uint32_t taken);
 void rl_release_resume(rl_op *rel, uint32_t taken);
 
-/* The release of a lock that passed here before, when it passes no more:
- * the channel whose waiters the hand-over passes over (wait.c), or NULL. */
-const char *rl_handoff_skip(redlock_client *c, const redlock_lock *lock);
+/* release.c: a release @rel that does not pass: the channel whose waiters
+ * its hand-over passes over (wait.c), or NULL for the plain release. */
+const char *rl_handoff_skip(redlock_client *c, const rl_op *rel);
 
 #endif

@@ -259,7 +259,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
         rl_handoff_start(r->pass);
         return 0;
     }
-    const char *skip = rl_handoff_skip(c, lock);
+    const char *skip = rl_handoff_skip(c, op);
     if (skip)
         snprintf(r->skip, sizeof(r->skip), "%s", skip);
     rel_send(r, (1u << c->n) - 1); /* every master */
