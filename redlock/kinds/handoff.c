@@ -21,6 +21,12 @@ static bool same_keys(const rl_keyset *a, const rl_keyset *b)
     return true;
 }
 
+/* The acquire a waiter is embedded in (acquire-private.h). */
+static rl_acquire *waiter_acq(rl_waiter *w)
+{
+    return (rl_acquire *)(void *)((char *)w - offsetof(rl_acquire, waiter));
+}
+
 /* The waiter a release of @rel's keys passes to: an acquire of this client
  * for the same keys, between attempts (its attempt in flight cannot take
  * the keys over), not cancelled, that waits in the masters' queues (only
@@ -29,12 +35,10 @@ static bool same_keys(const rl_keyset *a, const rl_keyset *b)
 static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
 {
     rl_acquire *best = NULL;
-    for (rl_op *op = c->ops; op; op = op->next) {
-        if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
-            continue;
-        rl_acquire *a = ACQ(op);
-        if (a->phase != ACQ_WAITING || a->cancelled || a->pass_from || !a->waiter.joined ||
-            !same_keys(&op->k.locks, &rel->k.locks))
+    for (rl_waiter *w = rl_wait_first(c); w; w = w->next) {
+        rl_acquire *a = waiter_acq(w);
+        if (a->op.done || a->phase != ACQ_WAITING || a->cancelled || a->pass_from ||
+            !same_keys(&a->op.k.locks, &rel->k.locks))
             continue;
         if (!best || a->waiter.ticket < best->waiter.ticket)
             best = a;
@@ -87,11 +91,11 @@ bool rl_handoff_park(rl_acquire *a)
 
 void rl_handoff_unpark(redlock_client *c, const rl_op *rel)
 {
-    for (rl_op *op = c->ops; op; op = op->next) {
-        if (op->done || op->ops->kind != REDLOCK_OP_ACQUIRE)
-            continue;
-        rl_acquire *a = ACQ(op);
-        if (a->parked && a->phase == ACQ_WAITING && same_keys(&op->k.locks, &rel->k.locks))
+    for (rl_waiter *w = rl_wait_first(c), *next; w; w = next) {
+        next = w->next; /* the attempt may end the acquire (no token, no memory) */
+        rl_acquire *a = waiter_acq(w);
+        if (!a->op.done && a->parked && a->phase == ACQ_WAITING &&
+            same_keys(&a->op.k.locks, &rel->k.locks))
             rl_acq_attempt_now(a);
     }
 }
@@ -135,9 +139,8 @@ const char *rl_handoff_skip(redlock_client *c, const rl_op *rel)
 {
     if (c->cfg.local_run_max < 2)
         return NULL;
-    for (const rl_op *op = c->ops; op; op = op->next)
-        if (!op->done && op->ops->kind == REDLOCK_OP_ACQUIRE &&
-            same_keys(&op->k.locks, &rel->k.locks))
+    for (rl_waiter *w = rl_wait_first(c); w; w = w->next)
+        if (!waiter_acq(w)->op.done && same_keys(&waiter_acq(w)->op.k.locks, &rel->k.locks))
             return rl_wait_channel(c);
     return NULL;
 }
