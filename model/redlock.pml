@@ -99,7 +99,7 @@ mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 #define TOK(c) ((c) + 1)
 #define MTOK(c) ((c) + 4)       /* c's token marked: a waiter joined while c held it */
 #define RES(c) ((c) + 8)
-#define IS_TOK(k) (((k) >= 1 && (k) <= NC) || ((k) >= 5 && (k) <= 4 + NC))
+#define IS_TOK(k) ((k) >= 1 && (k) < 8)
 #define OWN(m, c) (key[m] == TOK(c) || key[m] == MTOK(c))
 
 #define MK_NONE 0               /* the memory marker */
