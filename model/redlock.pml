@@ -40,8 +40,9 @@
  * PASS (issue 31, the local hand-off): client 0 is a process with two
  * local holders, tokens 0 and 2 (TID); a holder that releases may pass
  * instead: the other token's attempt, whose script also takes a key that
- * holds the previous token (ACQ with x = 1). TAKER: another client takes
- * the lock at one instant.
+ * holds the previous token (ACQ with x = 1), and the bound LRM on passes
+ * in a row while client 1 waits (LIVE). TAKER: another client takes the
+ * lock at one instant.
  * Known mistakes come back with -DBROKEN_<NAME> (model/check.sh --list-broken).
  */
 
@@ -99,6 +100,9 @@
 #endif
 #ifndef PASSES
 #define PASSES 1                /* PASS, safety: client 0's passes */
+#endif
+#ifndef LRM
+#define LRM 2                   /* PASS, live: local_run_max, the bound B */
 #endif
 
 mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
@@ -1419,9 +1423,72 @@ proctype killer() {
 #define CAN_CRASH(c) false
 #endif
 
+/* PASS: client 0's lock's run (run0): 1 for an ordinary grant, one more
+ * for a pass that heard "another client waits" (oth), else 1 again; a
+ * holder passes only below the bound LRM (BROKEN_PASS_UNBOUNDED: always;
+ * the run then stops counting at LRM). A release of a run of two or more
+ * passes over client 0 (RUN_OVER). Where the pass may be made, it is a
+ * choice (the holder may have no local waiter), unless PASS_ALWAYS: the
+ * process then always has one. streak: client 0's grants in a row while
+ * client 1 waits in every live master's queue; at most LRM. */
+#ifdef PASS
+byte run0;
+#ifndef LTL_PROGRESS
+byte streak;
+#define STREAK(c) \
+    if :: (c) == 0 && waiting[1] && QUEUED_LIVE(1) -> streak++; \
+          printf("MSC: client 0's grant %d in a row while client 1 waits in every live queue\n", streak); \
+          assert(streak <= LRM) \
+       :: else -> streak = 0 fi
+#else
+#define STREAK(c) skip
+#endif
+#define RUN_GRANT(c) \
+    if :: (c) == 0 && ps -> ps = 0; if :: oth && run0 < LRM -> run0++ :: oth && run0 >= LRM -> skip \
+                                       :: else -> run0 = 1 fi \
+       :: (c) == 0 && !ps -> run0 = 1 \
+       :: else -> skip fi; \
+    STREAK(c)
+#define RUN_OVER(c) ((c) == 0 && run0 >= 2)
+/* PASS_CANCEL: a pass attempt may lose at any moment before it is decided
+ * (its waiter cancelled; its node timeout on a master that is slow rather
+ * than down); another local waiter of the process goes on waiting, its
+ * wait begun after client 1's (LOST_TICKET). PASS_CANCEL_OLD: begun before
+ * client 1's, and queued since (the ticket stays): docs/model.md, "What
+ * the model says about the design". */
+#ifdef PASS_CANCEL
+#define PASS_LOSES(c) ps
+#else
+#define PASS_LOSES(c) false
+#endif
+#ifdef PASS_CANCEL_OLD
+#define LOST_TICKET(c) skip
+#else
+#define LOST_TICKET(c) tkt[OTHER(c)] = 0; tkt[c] = 1
+#endif
+#ifdef BROKEN_PASS_UNBOUNDED
+#define MAY_PASS true
+#else
+#define MAY_PASS (run0 < LRM)
+#endif
+#ifdef PASS_ALWAYS
+#define PASS_OR_RELEASE else
+#else
+#define PASS_OR_RELEASE true
+#endif
+#else
+#define RUN_GRANT(c) skip
+#define RUN_OVER(c) 0
+#define PASS_LOSES(c) false
+#endif
+
 proctype client(byte c) {
     byte m, okl;
     bool first, wf;
+#ifdef PASS
+    byte gr;                    /* a lost pass: the masters that granted it */
+    bool ps;                    /* this attempt is a pass */
+#endif
     {
 end:
     do
@@ -1433,11 +1500,15 @@ end:
 again:
         atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; fq[c] = 0; gq[c] = 0;
                  if :: first -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi };
+#ifdef PASS
+decide:
+#endif
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
             assert(!hold[OTHER(c)]);
             assert(owed != OTHER(c) + 1);           /* the head is served first */
             printf("MSC: client %d holds\n", c);
+            RUN_GRANT(c);
             hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c]; wf = first;
             /* the guess (gq): the fast path won and every answer was a
              * grant with nobody queued */
@@ -1454,15 +1525,47 @@ again:
          * refused, the others silent: the node timeout, which may come at
          * any time (time passes here only when nothing else can move, so
          * a wait for it would let the other client loop forever). */
-        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ->
+        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ||
+                    PASS_LOSES(c) ->
             printf("MSC: client %d attempt fails, cleans up\n", c);
+#ifdef PASS
+            gr = okm[c];
+#endif
             okl = nom[c]; new_round(c); send_mask(c, ALL & ~okl, CLEAN, 0, m); okl = 0;
+#ifdef PASS
+            /* a pass that lost: the previous holder's release goes now to
+             * every master whose vote was not a grant, passing over this
+             * client if that lock's run was two or more */
+            if
+            :: ps -> printf("MSC: client %d's pass lost: token %d's release follows\n", c, PREV(me0));
+                     send_release_to(c, 0, ALL & ~gr, run0 >= 2, PREV(me0), m); ps = 0;
+                     LOST_TICKET(c)
+            :: else -> skip
+            fi;
+            gr = 0;
+#endif
             /* the first attempt (no place in the queues) tries again at
              * once, taking its place */
             if :: first -> pt[c] = 0; first = 0 :: else -> pt[c] = POLL fi };
             (pt[c] == 0 || woke[c]);
             goto again
         fi;
+#ifdef PASS
+        /* the pass: client 0's holder, instead of its release, starts the
+         * attempt of a local waiter (the process's other token), if its
+         * lock's run is below the bound; it stops holding at once */
+        if
+        :: atomic { c == 0 && MAY_PASS ->
+            hold[c] = 0; v[c] = 0; ps = 1; first = 0; wf = 0; waiting[c] = 1;
+            printf("MSC: client %d passes (run %d): token %d stops holding, token %d's attempt starts\n",
+                   c, run0, me0, PREV(me0));
+            me0 = PREV(me0);
+            new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; oth = 0;
+            send_all(c, ACQ, 0, 1, m) };
+            goto decide
+        :: PASS_OR_RELEASE -> skip
+        fi;
+#endif
         atomic { hold[c] = 0; v[c] = 0; new_round(c);
                  printf("MSC: client %d releases\n", c);
                  /* the other waits in every live master's queue: it is
@@ -1472,7 +1575,7 @@ again:
                     printf("MSC: client %d waits in every live queue: it is next\n", OTHER(c))
                  :: else -> skip
                  fi;
-                 send_release(c, wf, m); wf = 0 }
+                 send_release_to(c, wf, ALL, RUN_OVER(c), ME(c), m); wf = 0 }
     od
     } unless {
         atomic { CAN_CRASH(c) && !dead[c] -> dead[c] = 1;
