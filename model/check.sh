@@ -87,14 +87,19 @@ SAFE_SMALL="-O0 -w -DSAFETY -DMEMLIM=6000"
 #   STUCK_MAX ticks, and a release serves the waiter queued on every live
 #   master first; live-progress: LTL, every waiting client eventually
 #   holds or crashed.
-# pass, pass-taker: the local hand-off (issue 31, -DPASS): client 0
-#   holds and passes the lock to a second token of its own instead of
-#   releasing (an attempt of its own, whose script also takes a key that
-#   holds the previous token). pass: fenced, no fault, drift 1, the
-#   prober; pass-taker: not fenced (the lock it passes is the fast
+# pass, pass-taker, pass-progress: the local hand-off (issue 31, -DPASS):
+#   client 0 holds and passes the lock to a second token of its own
+#   instead of releasing (an attempt of its own, whose script also takes a
+#   key that holds the previous token). pass: fenced, no fault, drift 1,
+#   the prober; pass-taker: not fenced (the lock it passes is the fast
 #   path's), and the taker: once client 0 has passed, another client
 #   takes the lock at one instant where a quorum would grant it, a lease
-#   that the pass attempt still on its way meets.
+#   that the pass attempt still on its way meets. live-stuck carries
+#   passes too (-DPASS -DPASS_CANCEL: client 0 may pass instead of
+#   releasing, a pass may lose, the bound B = 2): at most B grants of
+#   client 0 in a row while client 1 waits in every live queue.
+#   pass-progress: as live-progress without the crash, client 0 passing
+#   whenever it may: client 1 still eventually holds.
 CHECKS=(
     "holder|-DONE_CLIENT -DFAULT_KIND=9 -DSETTLER -DTTL=4 -DQL=2|$SAFE|-m300000"
     "holder-2|-DONE_CLIENT -DFAULTS=2 -DFAULT_KIND=0 -DSETTLER -DTTL=4|$SAFE|-m300000"
@@ -109,10 +114,11 @@ CHECKS=(
     "queue-restart|-DONE_CLIENT -DWAITQ -DFAULT_KIND=0 -DTTL=3|$SAFE|-m300000"
     "queue-copy|-DONE_CLIENT -DWAITQ -DFAULT_KIND=1 -DTTL=3|$SAFE|-m300000"
     "queue-drop|-DONE_CLIENT -DWAITQ -DFAULT_KIND=4 -DTTL=3|$SAFE|-m300000"
-    "live-stuck|-DLIVE -DCRASH -DSTUCK_MAX=6|-O0 -w -DSAFETY|-m300000"
+    "live-stuck|-DLIVE -DCRASH -DPASS -DPASS_CANCEL -DSTUCK_MAX=6|-O0 -w -DSAFETY|-m3000000"
     "live-progress|-DLIVE -DCRASH -DLTL_PROGRESS -DSTUCK_MAX=255|-O0 -w -DNFAIR=3|-a -f -m300000"
     "pass|-DONE_CLIENT -DPASS -DFENCED -DFAULTS=0 -DTTL=3|$SAFE_SMALL|-m300000"
     "pass-taker|-DONE_CLIENT -DPASS -DTAKER -DAFTER_PASS -DFAULTS=0 -DTTL=3|$SAFE_SMALL|-m300000"
+    "pass-progress|-DLIVE -DPASS -DPASS_ALWAYS -DPASS_CANCEL -DLTL_PROGRESS -DSTUCK_MAX=255|-O0 -w -DNFAIR=3|-a -f -m3000000"
 )
 # name | the checks that find it first (the rest follow) | the mistake
 BROKEN=(
@@ -141,6 +147,7 @@ BROKEN=(
     "pass-keep-ttl|pass|a pass keeps the key's remaining expiry while the new holder counts a full ttl from its attempt's start"
     "pass-no-fence|pass|a pass does not raise the fence: the new holder's fence is the previous holder's"
     "pass-no-round|pass|a pass is granted on the previous holder's votes and start, without a round of its own"
+    "pass-unbounded|pass-progress live-stuck|no bound B: a process passes the lock to its own waiters for ever"
 )
 
 field() { cut -d'|' -f"$2" <<<"$1"; }
