@@ -2,8 +2,9 @@
  *
  * One program split by concern, in layers, a file calling only files below
  * it: main.c; report.c, targets.c; the scenarios; the engines (load.c,
- * contend.c, inproc.c); the helpers; options.c, util.c, ophook.c, mstat.c;
- * state.c, hist.c. Every file in its layer: docs/map.md, "`bench/`: redlock-bench".
+ * contend.c, then inproc.c, whose waiters a contend.c process may run);
+ * the helpers; options.c, util.c, ophook.c, mstat.c; state.c, hist.c.
+ * Every file in its layer: docs/map.md, "`bench/`: redlock-bench".
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -120,10 +121,18 @@ struct result {
     int n_owners;                          /* processes or waiters */
     uint64_t grants_by[BENCH_MAX_CLIENTS]; /* per owner */
     double fairness_jain;                  /* over grants_by; < 0: n/a */
-    struct opstats lib;                    /* the library's own figures (op hook) */
-    int64_t inversions;                    /* inproc: grants that overtook an older waiter;
-                                              < 0: not measured */
-    double syscalls_per_cycle;             /* uncontended*: < 0: not counted */
+    /* contention-mixed: processes of several waiters each; owners above
+       are the processes */
+    int waiters_each;                             /* waiters per process; 0: one */
+    uint64_t grants_by_waiter[BENCH_MAX_CLIENTS]; /* process 0's waiters, 1's, ... */
+    double fairness_jain_waiters;                 /* over grants_by_waiter; < 0: n/a */
+    int64_t longest_run;                          /* most grants in a row to one process while
+                                                     the row ran (not its drain); < 0: n/a */
+    uint64_t process_changes;                     /* ... grants to another process than the last */
+    struct opstats lib;                           /* the library's own figures (op hook) */
+    int64_t inversions;                           /* inproc: grants that overtook an older waiter;
+                                                     < 0: not measured */
+    double syscalls_per_cycle;                    /* uncontended*: < 0: not counted */
     double epoll_ctl_per_cycle;
     double first_grant_ms; /* timeline: quorum back -> first grant; < 0: n/a */
     uint64_t raw_all_p99;  /* kill*, pause*: raw quorum of all N before the */
@@ -231,6 +240,7 @@ void parse_options(int argc, char **argv, const char *scenario_list); /* list: f
 
 /* masters.c */
 void bench_config_fill(redlock_config *cfg, uint32_t retries);
+uint32_t bench_local_run_max(void);             /* B of the clients above; 0: no local hand-off */
 const char *bench_hiredis_version(void);        /* the hiredis headers built against */
 int master_answers(int i, uint64_t timeout_us); /* PING over plain hiredis: 1/0 */
 int wait_masters_up(unsigned timeout_ms);       /* all N answer PING: 0, else -1 */
@@ -363,7 +373,18 @@ struct owned_window {
     uint64_t rel_done; /* µs: release returned */
     int owner;
 };
+/* A log of windows: grown on the heap, or fixed (a slice of a page shared
+ * with forked children, at the same address in both: it fills up). */
+struct winlog {
+    struct owned_window *w;
+    size_t n, cap;
+    int fixed;
+};
+int winlog_add(struct winlog *l, const struct owned_window *w); /* 0, or -1: no room */
 void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct result *r);
+void windows_runs(const struct owned_window *w, size_t n, int per, uint64_t t_end,
+                  struct result *r);
+double jain(const uint64_t *x, int n); /* < 0 when all are 0 */
 void result_fairness(struct result *r, const uint64_t *grants, int n);
 void contention_json(struct result *r, int clients, uint32_t hold_us);
 
@@ -391,6 +412,8 @@ int load_blocking(int threads, double duration_s, uint64_t max_ops, struct sysc 
 /* contend.c */
 struct contend_opts {
     int clients;
+    int waiters; /* > 1: each process runs this many waiters on one async
+                    client (inproc.c), not one blocking caller */
     double duration_s;
     uint32_t ttl_ms;
     uint32_t hold_us;
@@ -409,7 +432,31 @@ int contend_run(const struct contend_opts *o, struct result *r);
 /* restart.c: when the restart* scenarios restart masters, s after the start */
 #define RESTART_AT_S 0.8
 
-/* inproc.c */
+/* inproc.c: K waiters sharing one async client on one resource, each
+ * acquiring, holding and releasing until a deadline. What they did is
+ * plain data, so that a process forked by contend.c can keep it in a page
+ * it shares with the parent. */
+struct waiters_opts {
+    int k;      /* waiters, at most BENCH_MAX_CLIENTS */
+    int owner0; /* their windows' owners: owner0 .. owner0 + k - 1 */
+    uint32_t ttl_ms, hold_us;
+    const struct wait_policy *wait;
+    const char *res;
+    const char *label; /* progress line; NULL: none (a forked contender) */
+};
+struct waiters_out {
+    struct tally t;                     /* every acquire of the K */
+    uint64_t grants[BENCH_MAX_CLIENTS]; /* per waiter */
+    int64_t inversions;                 /* grants that overtook an older waiter */
+    volatile uint64_t ok_now;           /* t.ok, for a progress line elsewhere */
+    struct winlog wins;                 /* every hold */
+    int full;                           /* wins had no room: stopped early */
+};
+struct inproc;
+struct inproc *inproc_open(const redlock_config *cfg, const struct waiters_opts *o,
+                           struct waiters_out *out, char *why, size_t whylen);
+void inproc_serve(struct inproc *ip, uint64_t t_end); /* returns once all K stopped */
+void inproc_close(struct inproc *ip);
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
                struct result *r);
 
@@ -435,6 +482,7 @@ void scenario_contention_hold(void);
 void scenario_contention_hold_poll(void);
 void scenario_contention_hold_default(void);
 void scenario_contention_inproc(void);
+void scenario_contention_mixed(void);
 void scenario_kill1(void);
 void scenario_kill2(void);
 void scenario_kill3(void);

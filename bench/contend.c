@@ -1,10 +1,12 @@
 /* contend.c - K separate client processes fighting over one resource.
  *
- * Each child runs its own blocking client and logs, for every lock it gets,
- * its window (windows.c) and when its release returned. Children write into
- * one MAP_SHARED region, one slice each; the parent merges the windows and
- * checks them. The wait (pub/sub or polling, how long) is waiting.c's;
- * attempts and the time waited are the library's (its op hook, ophook.c).
+ * Each child runs its own client: one blocking caller, or (contention-mixed)
+ * several waiters sharing one async client, inproc.c's. It logs, for every
+ * lock it gets, its window (windows.c) and when its release returned.
+ * Children write into one MAP_SHARED region, one slice each; the parent
+ * merges the windows and checks them. The wait (pub/sub or polling, how
+ * long) is waiting.c's; attempts and the time waited are the library's (its
+ * op hook, ophook.c). Above inproc.c: a child may run its waiters.
  */
 #include "bench.h"
 
@@ -17,19 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-struct window {
-    uint64_t start, end, rel_done; /* as in struct owned_window */
-};
-
 struct child_out {
-    volatile int ready;       /* connected; 1 ok, -1 failed */
-    volatile uint64_t ok_now; /* for the progress line */
-    volatile int waiting;     /* in an acquire call: a waiter, not a holder */
-    uint64_t restarts_seen;   /* REDLOCK_EVENT_RESTART, from the I/O thread */
+    volatile int ready;     /* connected; 1 ok, -1 failed */
+    volatile int waiting;   /* blocking: in an acquire call, a waiter, not a holder */
+    uint64_t restarts_seen; /* REDLOCK_EVENT_RESTART, from the I/O thread */
     char errmsg[200];
-    uint64_t cpu_us, n_win;
-    struct tally t;
-    struct opstats lib; /* written by the child's I/O thread */
+    uint64_t cpu_us;
+    struct opstats lib;     /* written by the child's I/O thread */
+    struct waiters_out out; /* what its waiters did (one: a blocking caller) */
 };
 
 struct shared {
@@ -45,9 +42,9 @@ static struct child_out *child_at(struct shared *sh, int i)
     return (struct child_out *)((char *)sh + 4096 + (size_t)i * sh->slice);
 }
 
-static struct window *child_windows(struct child_out *co)
+static struct owned_window *child_windows(struct child_out *co)
 {
-    return (struct window *)((char *)co + ((sizeof(*co) + 63) & ~(size_t)63));
+    return (struct owned_window *)((char *)co + ((sizeof(*co) + 63) & ~(size_t)63));
 }
 
 /* The library's event hook, on the client's I/O thread: count the master
@@ -64,29 +61,25 @@ static void child_on_event(redlock_client *c, int status, int event, const redlo
         __atomic_add_fetch(&co->restarts_seen, 1, __ATOMIC_RELAXED);
 }
 
-static redlock_client *child_client(struct child_out *co, const struct contend_opts *o)
+static void child_config(struct child_out *co, const struct contend_opts *o, redlock_config *cfg)
 {
-    redlock_config cfg;
-    redlock_client *c = NULL;
-
-    bench_config_fill(&cfg, 0);
-    wait_config(&o->wait, &cfg);
+    bench_config_fill(cfg, 0);
+    wait_config(&o->wait, cfg);
     if (o->reconnect_max_ms)
-        cfg.reconnect_max_ms = o->reconnect_max_ms;
+        cfg->reconnect_max_ms = o->reconnect_max_ms;
     if (o->restart_guard_off)
-        cfg.restart_guard = 0;
-    cfg.event_fn = child_on_event;
-    cfg.event_arg = co;
-    opstats_hook(&co->lib, &cfg);
-    if (bench_blocking_client(&cfg, &c, co->errmsg, sizeof(co->errmsg)) < 0)
-        return NULL;
-    return c;
+        cfg->restart_guard = 0;
+    cfg->event_fn = child_on_event;
+    cfg->event_arg = co;
+    opstats_hook(&co->lib, cfg);
 }
 
-/* One acquire, hold, release; the window goes to @w when granted. */
-static void child_cycle(redlock_client *c, struct child_out *co, struct window *w,
+/* One acquire, hold, release; the window is logged when granted. */
+static void child_cycle(redlock_client *c, struct child_out *co, int idx,
                         const struct contend_opts *o, const char *res)
 {
+    struct waiters_out *out = &co->out;
+    struct owned_window w = { .owner = idx };
     redlock_lock *lock = NULL;
     uint64_t t0 = now_us(), t1, t2, vend;
     int64_t v;
@@ -96,9 +89,9 @@ static void child_cycle(redlock_client *c, struct child_out *co, struct window *
     rc = wait_acquire(c, &o->wait, res, o->ttl_ms, &lock);
     co->waiting = 0;
     t1 = now_us();
-    co->t.ops++;
+    out->t.ops++;
     if (rc != 0) {
-        tally_fail(&co->t, rc, t1 - t0);
+        tally_fail(&out->t, rc, t1 - t0);
         return;
     }
     /* The application may use the lock from now until the validity the
@@ -109,48 +102,91 @@ static void child_cycle(redlock_client *c, struct child_out *co, struct window *
     if (o->hold_us)
         sleep_us(o->hold_us);
     t2 = now_us();
-    w->start = t1;
-    w->end = t2 < vend ? t2 : vend;
-    co->n_win++;
-    co->t.ok++;
-    co->ok_now = co->t.ok;
-    hist_add(&co->t.acq, t1 - t0);
+    w.start = t1;
+    w.end = t2 < vend ? t2 : vend;
+    out->t.ok++;
+    out->ok_now = out->t.ok;
+    out->grants[0]++;
+    hist_add(&out->t.acq, t1 - t0);
     rc = redlock_release(c, lock, NULL, NULL);
-    w->rel_done = now_us();
-    hist_add(&co->t.rel, w->rel_done - t2);
+    w.rel_done = now_us();
+    hist_add(&out->t.rel, w.rel_done - t2);
     if (rc != 0)
-        co->t.rel_failed++;
+        out->t.rel_failed++;
     redlock_lock_free(lock);
+    winlog_add(&out->wins, &w); /* the loop leaves room for it */
 }
 
-static void child_main(struct shared *sh, int idx, const struct contend_opts *o, const char *res)
+/* Connected: say so, and wait for the parent's go. */
+static void child_ready(struct shared *sh, struct child_out *co)
 {
-    struct child_out *co = child_at(sh, idx);
-    struct window *w = child_windows(co);
-    redlock_client *c;
-    uint64_t cpu0;
-
-    bench_in_child();
-    alarm((unsigned)(o->duration_s + 60));
-    tally_init(&co->t);
-    hist_init(&co->lib.attempts_h);
-    hist_init(&co->lib.waited);
-    if (!(c = child_client(co, o))) {
-        co->ready = -1;
-        _exit(1);
-    }
     co->ready = 1;
     while (sh->t_start == 0 && !stop_requested())
         sleep_us(1000);
     if (now_us() < sh->t_start)
         sleep_us(sh->t_start - now_us());
+}
+
+/* One blocking caller, one acquire after another. */
+static void child_blocking(struct shared *sh, struct child_out *co, int idx,
+                           const struct contend_opts *o, const redlock_config *cfg, const char *res)
+{
+    redlock_client *c;
+    uint64_t cpu0;
+
+    if (bench_blocking_client(cfg, &c, co->errmsg, sizeof(co->errmsg)) < 0)
+        return;
+    child_ready(sh, co);
     cpu0 = cpu_us();
     opstats_start(&co->lib);
-    while (now_us() < sh->t_end && co->n_win < sh->cap && !stop_requested())
-        child_cycle(c, co, &w[co->n_win], o, res);
+    while (now_us() < sh->t_end && co->out.wins.n < co->out.wins.cap && !stop_requested())
+        child_cycle(c, co, idx, o, res);
     co->cpu_us = cpu_us() - cpu0;
     redlock_client_free(c);
-    _exit(0);
+}
+
+/* o->waiters waiters on one async client (inproc.c), until the end. */
+static void child_waiters(struct shared *sh, struct child_out *co, int idx,
+                          const struct contend_opts *o, const redlock_config *cfg, const char *res)
+{
+    struct waiters_opts wo = { .k = o->waiters,
+                               .owner0 = idx * o->waiters,
+                               .ttl_ms = o->ttl_ms,
+                               .hold_us = o->hold_us,
+                               .wait = &o->wait,
+                               .res = res };
+    struct inproc *ip;
+    uint64_t cpu0;
+
+    if (!(ip = inproc_open(cfg, &wo, &co->out, co->errmsg, sizeof(co->errmsg))))
+        return;
+    child_ready(sh, co);
+    cpu0 = cpu_us();
+    opstats_start(&co->lib);
+    inproc_serve(ip, sh->t_end);
+    co->cpu_us = cpu_us() - cpu0;
+    inproc_close(ip);
+}
+
+static void child_main(struct shared *sh, int idx, const struct contend_opts *o, const char *res)
+{
+    struct child_out *co = child_at(sh, idx);
+    redlock_config cfg;
+
+    bench_in_child();
+    alarm((unsigned)(o->duration_s + 60));
+    tally_init(&co->out.t);
+    hist_init(&co->lib.attempts_h);
+    hist_init(&co->lib.waited);
+    co->out.wins = (struct winlog){ .w = child_windows(co), .cap = sh->cap, .fixed = 1 };
+    child_config(co, o, &cfg);
+    if (o->waiters > 1)
+        child_waiters(sh, co, idx, o, &cfg, res);
+    else
+        child_blocking(sh, co, idx, o, &cfg, res);
+    if (co->ready != 1)
+        co->ready = -1;
+    _exit(co->ready == 1 ? 0 : 1);
 }
 
 static struct shared *shared_map(int k, double duration_s)
@@ -161,7 +197,7 @@ static struct shared *shared_map(int k, double duration_s)
 
     if (cap > (1u << 18))
         cap = 1u << 18;
-    slice = ((sizeof(struct child_out) + 63) & ~(size_t)63) + cap * sizeof(struct window);
+    slice = ((sizeof(struct child_out) + 63) & ~(size_t)63) + cap * sizeof(struct owned_window);
     slice = (slice + 4095) & ~(size_t)4095;
     total = 4096 + (size_t)k * slice;
     sh = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
@@ -263,7 +299,7 @@ static void reap(struct shared *sh, pid_t *pids, int *k, int k_max, const struct
         if (alive == 0)
             break;
         for (i = 0; i < *k; i++)
-            ok += child_at(sh, i)->ok_now;
+            ok += child_at(sh, i)->out.ok_now;
         if (t > sh->t_start)
             progress(o->label, (double)(t - sh->t_start) / 1e6,
                      (double)(sh->t_end - sh->t_start) / 1e6, ok, 0);
@@ -277,39 +313,50 @@ static void reap(struct shared *sh, pid_t *pids, int *k, int k_max, const struct
     }
 }
 
-/* Merge what the children wrote into @r; the windows are checked. */
-static void collect(struct shared *sh, int k, struct result *r, uint64_t *cpu)
+/* Merge what the children wrote into @r; the windows are checked. With
+ * several waiters per child, also their grants and the runs of grants to
+ * one process. */
+static void collect(struct shared *sh, int k, int per, struct result *r, uint64_t *cpu)
 {
     struct owned_window *all;
-    uint64_t grants[BENCH_MAX_CLIENTS] = { 0 }, total = 0, j;
+    uint64_t grants[BENCH_MAX_CLIENTS] = { 0 }, total = 0;
     size_t n = 0;
-    int i;
+    int i, j;
 
     for (i = 0; i < k; i++) {
         struct child_out *co = child_at(sh, i);
 
-        result_add_tally(r, &co->t);
+        result_add_tally(r, &co->out.t);
         opstats_merge(&r->lib, &co->lib);
         *cpu += co->cpu_us;
         r->restarts_seen += __atomic_load_n(&co->restarts_seen, __ATOMIC_RELAXED);
         if (co->ready == -1 && !r->note[0])
             result_note(r, "error: contender %d: %s", i, co->errmsg);
-        grants[i] = co->n_win;
-        total += co->n_win;
+        grants[i] = co->out.wins.n;
+        total += co->out.wins.n;
+        for (j = 0; per > 1 && j < per && i * per + j < BENCH_MAX_CLIENTS; j++)
+            r->grants_by_waiter[i * per + j] = co->out.grants[j];
     }
     result_fairness(r, grants, k);
+    if (per > 1) {
+        r->waiters_each = per;
+        r->fairness_jain_waiters = jain(r->grants_by_waiter,
+                                        k * per < BENCH_MAX_CLIENTS ? k * per : BENCH_MAX_CLIENTS);
+    }
     if (!total || !(all = malloc(total * sizeof(*all)))) {
         if (total)
             result_note(r, "error: out of memory for the overlap check");
         return;
     }
     for (i = 0; i < k; i++) {
-        struct window *w = child_windows(child_at(sh, i));
+        struct child_out *co = child_at(sh, i);
 
-        for (j = 0; j < child_at(sh, i)->n_win; j++)
-            all[n++] = (struct owned_window){ w[j].start, w[j].end, w[j].rel_done, i };
+        memcpy(all + n, co->out.wins.w, co->out.wins.n * sizeof(*all));
+        n += co->out.wins.n;
     }
     windows_check(all, n, sh->t_start, r);
+    if (per > 1)
+        windows_runs(all, n, per, sh->t_end, r);
     free(all);
 }
 
@@ -373,7 +420,7 @@ int contend_run(const struct contend_opts *o, struct result *r)
         pthread_join(th, NULL);
 
     r->duration_s = o->duration_s;
-    collect(sh, k, r, &cpu);
+    collect(sh, k, o->waiters > 1 ? o->waiters : 1, r, &cpu);
     r->cycles_per_s = (double)r->ok / o->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)cpu / (double)r->ok;

@@ -2,15 +2,15 @@
  * with pub/sub waiting (the library's default) and once polling only, in
  * the same run, so a fair hand-off is always measured against its own
  * baseline (issue 10): contention(-poll), contention-hold(-poll),
- * contention-hold-default, contention-inproc, contention-deadwaiter. Every
- * row checks its lock windows for overlap. What each row runs: bench/RESULTS.md,
- * "How the rows measure" (contention).
+ * contention-hold-default, contention-inproc, contention-mixed,
+ * contention-deadwaiter. Every row checks its lock windows for overlap.
+ * What each row runs: bench/RESULTS.md, "How the rows measure" (contention).
  */
 #include "bench.h"
 
-static void processes_row(const char *name, uint32_t hold_us, int pubsub)
+/* K processes (--clients), each one blocking caller, for @name's row. */
+static struct contend_opts processes(const char *name, uint32_t hold_us, int pubsub)
 {
-    struct result *r = result_new(name);
     struct contend_opts o = { .clients = config.clients,
                               .duration_s = config.duration_s,
                               .ttl_ms = config.ttl_ms,
@@ -18,7 +18,14 @@ static void processes_row(const char *name, uint32_t hold_us, int pubsub)
                               .wait = wait_policy_default(pubsub),
                               .label = name };
 
-    contend_run(&o, r);
+    return o;
+}
+
+static void processes_row(const char *name, uint32_t hold_us, int pubsub)
+{
+    struct contend_opts o = processes(name, hold_us, pubsub);
+
+    contend_run(&o, result_new(name));
 }
 
 void scenario_contention(void)
@@ -43,16 +50,10 @@ void scenario_contention_hold_poll(void)
 
 void scenario_contention_hold_default(void)
 {
-    struct result *r = result_new("contention-hold-default");
-    struct contend_opts o = { .clients = config.clients,
-                              .duration_s = config.duration_s,
-                              .ttl_ms = config.ttl_ms,
-                              .hold_us = config.hold_us,
-                              .wait = wait_policy_default(1),
-                              .label = "contention-hold-default" };
+    struct contend_opts o = processes("contention-hold-default", config.hold_us, 1);
 
     o.wait.by_retries = 1;
-    contend_run(&o, r);
+    contend_run(&o, result_new(o.label));
 }
 
 void scenario_contention_inproc(void)
@@ -66,6 +67,43 @@ void scenario_contention_inproc(void)
     json_kv_i64(&r->xj, "inversions", r->inversions);
 }
 
+/* Issue 31: processes of several waiters each, every process's waiters
+ * sharing one async client (inproc.c's, in processes forked as for
+ * contention-hold), hold --hold-us, pub/sub. Fairness across processes,
+ * and the runs of grants to one process: the library's local hand-off
+ * passes the lock among a client's own waiters at most B times in a row
+ * while another client waits (redlock_config.local_run_max). */
+#define MIXED_PROCESSES 4
+#define MIXED_WAITERS 4
+
+void scenario_contention_mixed(void)
+{
+    struct contend_opts o = processes("contention-mixed", config.hold_us, 1);
+    struct result *r = result_new(o.label);
+    uint32_t b = bench_local_run_max();
+    int i;
+
+    o.clients = MIXED_PROCESSES;
+    o.waiters = MIXED_WAITERS;
+    contend_run(&o, r);
+    json_kv_i64(&r->xj, "waiters_per_process", MIXED_WAITERS);
+    json_key(&r->xj, "grants_per_waiter");
+    json_arr_begin(&r->xj);
+    for (i = 0; i < MIXED_PROCESSES * MIXED_WAITERS; i++)
+        json_u64(&r->xj, r->grants_by_waiter[i]);
+    json_arr_end(&r->xj);
+    if (r->fairness_jain_waiters >= 0)
+        json_kv_double(&r->xj, "fairness_jain_waiters", r->fairness_jain_waiters, 3);
+    else
+        json_kv_null(&r->xj, "fairness_jain_waiters");
+    json_kv_i64(&r->xj, "longest_run", r->longest_run);
+    json_kv_u64(&r->xj, "process_changes", r->process_changes);
+    if (b)
+        json_kv_u64(&r->xj, "local_run_max", b);
+    else
+        json_kv_null(&r->xj, "local_run_max");
+}
+
 /* Issue 18: a waiter that dies while queued must not stall the hand-offs.
  * The same K processes twice, hold 0, pub/sub: first without kills (the
  * baseline row), then with a waiting process SIGKILLed every 2 s and a new
@@ -77,12 +115,7 @@ void scenario_contention_deadwaiter(void)
 {
     struct result *b = result_new("contention-deadwaiter-base");
     struct result *r;
-    struct contend_opts o = { .clients = config.clients,
-                              .duration_s = config.duration_s,
-                              .ttl_ms = config.ttl_ms,
-                              .hold_us = 0,
-                              .wait = wait_policy_default(1),
-                              .label = "contention-deadwaiter-base" };
+    struct contend_opts o = processes("contention-deadwaiter-base", 0, 1);
     double base, got;
 
     /* at least two kills in the run */

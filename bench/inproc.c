@@ -3,13 +3,14 @@
  * started waiting, and does any of them give up?
  *
  * Counts inversions (a waiter granted before one that arrived earlier) and
- * checks the windows for overlap (windows.c). Why arrival order is exact
- * here: bench/RESULTS.md, "How the rows measure" (contention-inproc).
+ * logs the windows for the overlap check (windows.c). contention-inproc is
+ * one such process; contention-mixed forks several (contend.c). Why
+ * arrival order is exact here: bench/RESULTS.md, "How the rows measure"
+ * (contention-inproc).
  */
 #include "bench.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #include <event2/event.h>
 
@@ -29,17 +30,11 @@ struct waiter {
 struct inproc {
     struct event_base *base;
     redlock_client *c;
-    const struct wait_policy *w;
-    struct result *r;
-    struct waiter *ws;
-    int k, active;
-    uint32_t hold_us;
-    char res[96];
+    struct waiters_opts o;
+    struct waiters_out *out;
+    struct waiter ws[BENCH_MAX_CLIENTS];
+    int active;
     uint64_t next_seq, deadline, t_start;
-    uint64_t grants[BENCH_MAX_CLIENTS];
-    struct owned_window *wins; /* every hold, for the overlap check */
-    size_t n_wins, cap_wins;
-    int oom;
 };
 
 static void waiter_next(struct waiter *wt);
@@ -54,24 +49,14 @@ static void on_released(redlock_client *c, int status, redlock_lock *lock,
     (void)out;
     (void)err;
     wt->win.rel_done = now_us();
-    hist_add(&ip->r->rel, wt->win.rel_done - wt->win.end);
+    hist_add(&ip->out->t.rel, wt->win.rel_done - wt->win.end);
     if (status != 0)
-        ip->r->release_failed++;
+        ip->out->t.rel_failed++;
     redlock_lock_free(lock);
-    if (ip->n_wins == ip->cap_wins) {
-        size_t cap = ip->cap_wins ? 2 * ip->cap_wins : 4096;
-        struct owned_window *nw = realloc(ip->wins, cap * sizeof(*nw));
-
-        if (!nw) {
-            ip->oom = 1;
-            ip->deadline = 0; /* stop: the check would be incomplete */
-        } else {
-            ip->wins = nw;
-            ip->cap_wins = cap;
-        }
+    if (winlog_add(&ip->out->wins, &wt->win) < 0) {
+        ip->out->full = 1;
+        ip->deadline = 0; /* stop: the check would be incomplete */
     }
-    if (ip->n_wins < ip->cap_wins)
-        ip->wins[ip->n_wins++] = wt->win;
     waiter_next(wt);
 }
 
@@ -84,7 +69,7 @@ static void on_hold_done(evutil_socket_t fd, short what, void *arg)
     (void)what;
     wt->win.end = t < wt->win.end ? t : wt->win.end;
     if (redlock_release_async(wt->ip->c, wt->lock, on_released, wt, NULL) != 0) {
-        wt->ip->r->release_failed++;
+        wt->ip->out->t.rel_failed++;
         redlock_lock_free(wt->lock);
         waiter_next(wt);
     }
@@ -95,9 +80,9 @@ static void count_inversions(struct inproc *ip, const struct waiter *wt)
 {
     int i;
 
-    for (i = 0; i < ip->k; i++)
+    for (i = 0; i < ip->o.k; i++)
         if (ip->ws[i].waiting && ip->ws[i].seq < wt->seq)
-            ip->r->inversions++;
+            ip->out->inversions++;
 }
 
 static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
@@ -105,8 +90,10 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
 {
     struct waiter *wt = arg;
     struct inproc *ip = wt->ip;
+    struct tally *tl = &ip->out->t;
     uint64_t t = now_us();
-    struct timeval tv = { (time_t)(ip->hold_us / 1000000u), (suseconds_t)(ip->hold_us % 1000000u) };
+    struct timeval tv = { (time_t)(ip->o.hold_us / 1000000u),
+                          (suseconds_t)(ip->o.hold_us % 1000000u) };
     int64_t v;
 
     (void)c;
@@ -114,19 +101,19 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
     (void)out;
     wt->waiting = 0;
     if (status != 0) {
-        ip->r->failed++;
-        hist_add(&ip->r->fail, t - wt->t0);
-        result_err(ip->r, status);
+        tally_fail(tl, status, t - wt->t0);
         waiter_next(wt);
         return;
     }
     count_inversions(ip, wt);
-    ip->r->ok++;
-    ip->grants[wt->id]++;
-    hist_add(&ip->r->acq, t - wt->t0);
+    tl->ok++;
+    ip->out->ok_now = tl->ok;
+    ip->out->grants[wt->id]++;
+    hist_add(&tl->acq, t - wt->t0);
     v = redlock_lock_validity_ms(lock);
     wt->lock = lock;
-    wt->win = (struct owned_window){ t, t + (v > 0 ? (uint64_t)v * 1000u : 0), 0, wt->id };
+    wt->win = (struct owned_window){ t, t + (v > 0 ? (uint64_t)v * 1000u : 0), 0,
+                                     ip->o.owner0 + wt->id };
     evtimer_add(wt->hold, &tv);
 }
 
@@ -143,14 +130,13 @@ static void waiter_next(struct waiter *wt)
     wt->seq = ip->next_seq++;
     wt->t0 = now_us();
     wt->waiting = 1;
-    ip->r->ops++;
-    rc = wait_acquire_async(ip->c, ip->w, ip->res, config.ttl_ms, on_acquired, wt);
+    ip->out->t.ops++;
+    rc = wait_acquire_async(ip->c, ip->o.wait, ip->o.res, ip->o.ttl_ms, on_acquired, wt);
     if (rc != 0) {
         /* refused at once: the callback will not run; a refusing client
          * would refuse again, so this waiter stops */
         wt->waiting = 0;
-        ip->r->failed++;
-        result_err(ip->r, rc);
+        tally_fail(&ip->out->t, rc, 0);
         if (--ip->active == 0)
             event_base_loopbreak(ip->base);
     }
@@ -162,85 +148,139 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    progress("contention-inproc", (double)(now_us() - ip->t_start) / 1e6,
-             (double)(ip->deadline - ip->t_start) / 1e6, ip->r->ok, ip->r->failed);
+    progress(ip->o.label, (double)(now_us() - ip->t_start) / 1e6,
+             (double)(ip->deadline - ip->t_start) / 1e6, ip->out->t.ok, ip->out->t.failed);
 }
 
-static void inproc_loop(struct inproc *ip, double duration_s)
+/* The waiters' client, on a loop of their own. NULL, with @why filled, if
+ * it cannot start. */
+struct inproc *inproc_open(const redlock_config *cfg, const struct waiters_opts *o,
+                           struct waiters_out *out, char *why, size_t whylen)
 {
-    struct timeval tv = { 0, 200000 };
-    struct event *tick = event_new(ip->base, -1, EV_PERSIST, on_tick, ip);
+    struct inproc *ip = calloc(1, sizeof(*ip));
+    struct event_config *ecfg = event_config_new();
     int i;
 
-    event_add(tick, &tv);
-    ip->t_start = now_us();
-    ip->deadline = ip->t_start + (uint64_t)(duration_s * 1e6);
-    ip->active = ip->k;
-    for (i = 0; i < ip->k; i++) {
-        ip->ws[i] = (struct waiter){ .ip = ip, .id = i };
-        ip->ws[i].hold = evtimer_new(ip->base, on_hold_done, &ip->ws[i]);
+    if (!ip || !ecfg) {
+        snprintf(why, whylen, "out of memory");
+        goto fail;
     }
-    /* all K start waiting at once, in index order */
-    for (i = 0; i < ip->k; i++)
-        waiter_next(&ip->ws[i]);
-    event_base_dispatch(ip->base);
-    for (i = 0; i < ip->k; i++)
-        event_free(ip->ws[i].hold);
-    event_free(tick);
+    ip->o = *o;
+    ip->o.k = o->k < BENCH_MAX_CLIENTS ? o->k : BENCH_MAX_CLIENTS;
+    ip->out = out;
+    /* A precise timer: on this machine's kernel a plain base's 1 ms timer
+     * fires after about 5 ms (epoll_wait's millisecond timeout), which
+     * would make the hold five times what the other rows hold. */
+    event_config_set_flag(ecfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    if (!(ip->base = event_base_new_with_config(ecfg))) {
+        snprintf(why, whylen, "event_base_new_with_config failed");
+        goto fail;
+    }
+    for (i = 0; i < ip->o.k; i++) {
+        ip->ws[i] = (struct waiter){ .ip = ip, .id = i };
+        if (!(ip->ws[i].hold = evtimer_new(ip->base, on_hold_done, &ip->ws[i]))) {
+            snprintf(why, whylen, "out of memory");
+            goto fail;
+        }
+    }
+    if (bench_async_client(ip->base, cfg, &ip->c, why, whylen) < 0)
+        goto fail;
+    event_config_free(ecfg);
+    return ip;
+fail:
+    if (ecfg)
+        event_config_free(ecfg);
+    inproc_close(ip);
+    return NULL;
 }
 
+/* All K start waiting at once, in index order, and stop queueing at
+ * @t_end (monotonic µs); those still waiting then are served (or give up)
+ * after it, and count. */
+void inproc_serve(struct inproc *ip, uint64_t t_end)
+{
+    struct timeval tv = { 0, 200000 };
+    struct event *tick = NULL;
+    int i;
+
+    if (ip->o.label && (tick = event_new(ip->base, -1, EV_PERSIST, on_tick, ip)))
+        event_add(tick, &tv);
+    ip->t_start = now_us();
+    ip->deadline = t_end;
+    ip->active = ip->o.k;
+    for (i = 0; i < ip->o.k; i++)
+        waiter_next(&ip->ws[i]);
+    event_base_dispatch(ip->base);
+    if (tick)
+        event_free(tick);
+}
+
+void inproc_close(struct inproc *ip)
+{
+    int i;
+
+    if (!ip)
+        return;
+    redlock_client_free(ip->c);
+    for (i = 0; i < ip->o.k; i++)
+        if (ip->ws[i].hold)
+            event_free(ip->ws[i].hold);
+    if (ip->base)
+        event_base_free(ip->base);
+    free(ip);
+}
+
+/* The contention-inproc row: one process of @waiters. */
 int inproc_run(int waiters, double duration_s, uint32_t hold_us, const struct wait_policy *w,
                struct result *r)
 {
-    struct inproc ip = { .w = w,
-                         .r = r,
-                         .k = waiters < BENCH_MAX_CLIENTS ? waiters : BENCH_MAX_CLIENTS,
-                         .hold_us = hold_us };
+    struct waiters_opts o = { .k = waiters < BENCH_MAX_CLIENTS ? waiters : BENCH_MAX_CLIENTS,
+                              .ttl_ms = config.ttl_ms,
+                              .hold_us = hold_us,
+                              .wait = w,
+                              .label = "contention-inproc" };
+    struct waiters_out *out = calloc(1, sizeof(*out));
+    struct inproc *ip = NULL;
     redlock_config cfg;
-    uint64_t cpu0;
+    uint64_t cpu0, t0;
     struct mstat m0 = { 0 };
-    char why[300];
+    char why[300], res[96];
 
     bench_config_fill(&cfg, 0);
     wait_config(w, &cfg);
     opstats_hook(&r->lib, &cfg);
-    /* A precise timer: on this machine's kernel a plain base's 1 ms timer
-     * fires after about 5 ms (epoll_wait's millisecond timeout), which
-     * would make the hold five times what the other rows hold. */
-    struct event_config *ecfg = event_config_new();
-    if (ecfg) {
-        event_config_set_flag(ecfg, EVENT_BASE_FLAG_PRECISE_TIMER);
-        ip.base = event_base_new_with_config(ecfg);
-        event_config_free(ecfg);
+    snprintf(res, sizeof(res), "inproc:%llu", (unsigned long long)bench_rand() % 1000000u);
+    o.res = res;
+    if (!out) {
+        result_note(r, "error: out of memory");
+        return -1;
     }
-    ip.ws = calloc((size_t)ip.k, sizeof(*ip.ws));
-    if (!ip.base || !ip.ws || bench_async_client(ip.base, &cfg, &ip.c, why, sizeof(why)) < 0) {
-        result_note(r, "error: %s", ip.base && ip.ws ? why : "out of memory");
+    tally_init(&out->t);
+    if (!(ip = inproc_open(&cfg, &o, out, why, sizeof(why)))) {
+        result_note(r, "error: %s", why);
         goto out;
     }
-    snprintf(ip.res, sizeof(ip.res), "inproc:%llu", (unsigned long long)bench_rand() % 1000000u);
-    r->inversions = 0;
     opstats_start(&r->lib);
     masters_stat(&m0); /* the masters' CPU per grant: issue 31's measure */
     cpu0 = cpu_us();
-    /* waiters stop queueing at the deadline; those still waiting then are
-     * served (or give up) after it, and count: the rates are over the
-     * whole time the lock was wanted */
-    inproc_loop(&ip, duration_s);
-    r->duration_s = (double)(now_us() - ip.t_start) / 1e6;
+    t0 = now_us();
+    /* the rates are over the whole time the lock was wanted, the drain
+     * after the deadline included */
+    inproc_serve(ip, t0 + (uint64_t)(duration_s * 1e6));
+    r->duration_s = (double)(now_us() - t0) / 1e6;
+    result_add_tally(r, &out->t);
+    r->inversions = out->inversions;
     r->cycles_per_s = (double)r->ok / r->duration_s;
     if (r->ok)
         r->cpu_us_per_cycle = (double)(cpu_us() - cpu0) / (double)r->ok;
     masters_delta(r, &m0, r->ok);
-    result_fairness(r, ip.grants, ip.k);
-    windows_check(ip.wins, ip.n_wins, ip.t_start, r);
-    if (ip.oom)
+    result_fairness(r, out->grants, o.k);
+    windows_check(out->wins.w, out->wins.n, t0, r);
+    if (out->full)
         result_note(r, "error: out of memory for the lock windows; stopped early");
-    redlock_client_free(ip.c);
 out:
-    if (ip.base)
-        event_base_free(ip.base);
-    free(ip.ws);
-    free(ip.wins);
+    inproc_close(ip);
+    free(out->wins.w);
+    free(out);
     return r->note[0] ? -1 : 0;
 }

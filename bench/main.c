@@ -35,6 +35,7 @@ static const struct scenario scenarios[] = {
     { "contention-hold-poll", scenario_contention_hold_poll, 0 },
     { "contention-hold-default", scenario_contention_hold_default, 0 },
     { "contention-inproc", scenario_contention_inproc, 0 },
+    { "contention-mixed", scenario_contention_mixed, 0 },
     { "contention-deadwaiter", scenario_contention_deadwaiter, 0 },
     { "kill1", scenario_kill1, 1 },
     { "kill2", scenario_kill2, 1 },

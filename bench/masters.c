@@ -26,6 +26,22 @@ void bench_config_fill(redlock_config *cfg, uint32_t retries)
     cfg->retry_count = retries;
 }
 
+/* B, the most grants a client passes among its own waiters in a row while
+ * another client waits (redlock_config.local_run_max, as the config above
+ * leaves it: the library's default). 0 when this library has no local
+ * hand-off: the field came with issue 31 (meson.build checks for it). */
+uint32_t bench_local_run_max(void)
+{
+#ifdef BENCH_HAVE_LOCAL_RUN_MAX
+    redlock_config cfg;
+
+    bench_config_fill(&cfg, 0);
+    return cfg.local_run_max;
+#else
+    return 0;
+#endif
+}
+
 /* The hiredis the bench (its floor, its probes) and so the library were
  * built against: transport figures differ between 0.14 and 1.x. */
 const char *bench_hiredis_version(void)

@@ -249,6 +249,8 @@ static void print_clock_notes(void)
 /* A contention row's hand-offs, grants per owner and fairness. */
 static void print_contention_notes(const struct result *r)
 {
+    /* holders are waiters in contention-mixed too; its owners, processes */
+    const char *holder = r->inversions >= 0 || r->waiters_each ? "waiter" : "process";
     const char *who = r->inversions >= 0 ? "waiter" : "process";
     int i;
 
@@ -260,7 +262,8 @@ static void print_contention_notes(const struct result *r)
                (unsigned long long)hist_pct(&r->handoff, 0.99), (unsigned long long)r->handoff.max,
                (unsigned long long)r->owner_changes, (double)r->owner_changes / r->duration_s,
                (unsigned long long)r->early_handoffs,
-               (unsigned long long)(r->ok > r->owner_changes ? r->ok - r->owner_changes : 0), who);
+               (unsigned long long)(r->ok > r->owner_changes ? r->ok - r->owner_changes : 0),
+               holder);
     if (r->n_owners) {
         printf("  %-20s grants per %s:", r->scenario, who);
         for (i = 0; i < r->n_owners; i++)
@@ -269,6 +272,16 @@ static void print_contention_notes(const struct result *r)
         if (r->inversions >= 0)
             printf("; %lld grants overtook an older waiter (inversions)", (long long)r->inversions);
         printf("\n");
+    }
+    if (r->waiters_each) {
+        printf("  %-20s grants per waiter, %d per process:", r->scenario, r->waiters_each);
+        for (i = 0; i < r->n_owners * r->waiters_each && i < BENCH_MAX_CLIENTS; i++)
+            printf("%s %llu", i && i % r->waiters_each == 0 ? " |" : "",
+                   (unsigned long long)r->grants_by_waiter[i]);
+        printf("; Jain's fairness %.3f\n", r->fairness_jain_waiters);
+        printf("  %-20s while it ran: at most %lld grants in a row to one process; %llu of the "
+               "grants went to another process than the last\n",
+               r->scenario, (long long)r->longest_run, (unsigned long long)r->process_changes);
     }
 }
 

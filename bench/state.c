@@ -61,6 +61,8 @@ void result_clear(struct result *r)
     r->masters_cpu_us_per_cycle = -1;
     r->masters_cores = -1;
     r->fairness_jain = -1;
+    r->fairness_jain_waiters = -1;
+    r->longest_run = -1;
     r->sat_out_ms = -1;
     r->handoff_ratio = -1;
     r->inversions = -1;

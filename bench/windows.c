@@ -3,8 +3,9 @@
  *
  * Windows on CLOCK_MONOTONIC, sorted by start: overlaps from another owner
  * (the safety check), then grants to another owner, hand-off latency, the
- * longest time nobody held the lock, Jain's index. Why comparable across
- * processes: bench/RESULTS.md, "How the rows measure" (lock windows).
+ * longest time nobody held the lock, runs of grants to one process, Jain's
+ * index. Why comparable across processes: bench/RESULTS.md, "How the rows
+ * measure" (lock windows).
  */
 #include "bench.h"
 
@@ -70,20 +71,69 @@ void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct re
     r->max_gap_at_s = (double)gap_at / 1e6;
 }
 
+/* Runs of grants to one process, each process's owners being @per in a
+ * row (owner / per), in the order of @w: windows_check() sorted them by
+ * start, which is the order of the grants since no two overlap. Only
+ * grants before @t_end count: while the row runs every process has
+ * waiters queued, so a longer run than the library's bound is one it let
+ * happen while others waited; after it, the last waiters drain alone. */
+void windows_runs(const struct owned_window *w, size_t n, int per, uint64_t t_end, struct result *r)
+{
+    int64_t run = 0;
+    size_t j;
+
+    r->longest_run = 0;
+    r->process_changes = 0;
+    for (j = 0; j < n && w[j].start < t_end; j++) {
+        if (j > 0 && w[j].owner / per == w[j - 1].owner / per) {
+            run++;
+        } else {
+            run = 1;
+            r->process_changes += j > 0;
+        }
+        if (run > r->longest_run)
+            r->longest_run = run;
+    }
+}
+
+/* 0, or -1 when a fixed log is full or the heap is out. */
+int winlog_add(struct winlog *l, const struct owned_window *w)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 4096;
+        struct owned_window *nw;
+
+        if (l->fixed || !(nw = realloc(l->w, cap * sizeof(*nw))))
+            return -1;
+        l->w = nw;
+        l->cap = cap;
+    }
+    l->w[l->n++] = *w;
+    return 0;
+}
+
 /* Jain's fairness index (sum x)^2 / (n sum x^2): 1 when every owner got
  * as many grants, 1/n when one got them all. */
-void result_fairness(struct result *r, const uint64_t *grants, int n)
+double jain(const uint64_t *x, int n)
 {
     double sum = 0, sq = 0;
     int i;
 
-    r->n_owners = n < BENCH_MAX_CLIENTS ? n : BENCH_MAX_CLIENTS;
-    for (i = 0; i < r->n_owners; i++) {
-        r->grants_by[i] = grants[i];
-        sum += (double)grants[i];
-        sq += (double)grants[i] * (double)grants[i];
+    for (i = 0; i < n; i++) {
+        sum += (double)x[i];
+        sq += (double)x[i] * (double)x[i];
     }
-    r->fairness_jain = sq > 0 ? sum * sum / ((double)r->n_owners * sq) : -1;
+    return sq > 0 ? sum * sum / ((double)n * sq) : -1;
+}
+
+void result_fairness(struct result *r, const uint64_t *grants, int n)
+{
+    int i;
+
+    r->n_owners = n < BENCH_MAX_CLIENTS ? n : BENCH_MAX_CLIENTS;
+    for (i = 0; i < r->n_owners; i++)
+        r->grants_by[i] = grants[i];
+    r->fairness_jain = jain(grants, r->n_owners);
 }
 
 /* The JSON members every contention row has. */
