@@ -682,6 +682,50 @@ Test(wait, the_default_wait_is_a_deadline_and_its_count_still_bounds_the_polls)
     redlock_client_free(c);
 }
 
+/* A busy caller: it holds its loop for @arg ms every time the loop runs it. */
+static void hog_loop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    usleep((useconds_t)(*(const int *)arg) * 1000);
+}
+
+Test(wait, a_late_loop_uses_up_no_retries_of_the_default_wait)
+{
+    /* Time is the subject: the caller's loop runs a 30 ms chore every
+     * 5 ms, so each 10 ms poll of a default wait (retry_count 4) fires up
+     * to 30 ms late. The wait still makes its four polls: lateness moves
+     * its deadline on, as a slow attempt does (acquire.c). Without that it
+     * ran out of deadline after one or two polls (CI, under load). */
+    char res[128];
+    tc_resource(res, sizeof(res), "latepoll");
+    size_t rlen = strlen(res);
+    for (int m = 0; m < tc_n(); m++)
+        tc_plant(m, res, rlen, "someone-else", TTL_MS);
+    redlock_config cfg;
+    tc_config(&cfg);
+    cfg.retry_count = 4;
+    cfg.retry_delay_ms = 10;
+    cfg.retry_jitter_ms = 0;
+    struct event_base *base = event_base_new();
+    redlock_client *c = tc_client_async(&cfg, base);
+    int hog_ms = 30;
+    struct event *hog = event_new(base, -1, EV_PERSIST, hog_loop, &hog_ms);
+    event_add(hog, &(struct timeval){ 0, 5000 });
+    struct seen s = { 1, 0, NULL };
+    redlock_error e;
+    cr_assert(eq(int, redlock_acquire_async(c, res, rlen, TTL_MS, on_seen, &s, &e), 0), "%s",
+              e.msg);
+    cr_assert(TC_RUN_UNTIL(base, s.status != 1, 10000), "the wait never ended");
+    cr_expect(eq(int, s.status, REDLOCK_ECONFLICT), "%s", redlock_err_name(s.status));
+    cr_expect(eq(u32, s.attempts, 1 + 1 + 4), "%u attempts for 4 retries on a late loop",
+              s.attempts);
+    event_free(hog);
+    tc_del_all(res, rlen);
+    redlock_client_free(c);
+    event_base_free(base);
+}
+
 Test(wait, the_default_wait_far_from_the_head_polls_less_and_ends_at_its_deadline)
 {
     /* Time is the subject: four waiters queue ahead, so a default wait of

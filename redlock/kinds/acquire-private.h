@@ -54,6 +54,7 @@ typedef struct rl_acquire {
     rl_monotime deadline_us; /* no new attempt after this; UINT64_MAX: forever */
     bool by_polls;           /* redlock_acquire()'s wait: a number of polls too */
     uint32_t polls_left;     /* by_polls: polls still to come */
+    rl_monotime poll_due_us; /* by_polls: when the armed poll was due */
     uint32_t lease_ms;       /* a waiter's place lasts this long without news */
     bool final;              /* the deadline came: this attempt is the last */
     int cancelled;           /* 0, or the status to finish with after cleanup */

@@ -42,6 +42,7 @@ void rl_acq_next_poll(rl_acquire *a)
         delay_us = a->deadline_us > now ? a->deadline_us - now : 0;
         a->final = true;
     }
+    a->poll_due_us = now + delay_us;
     rl_op_arm(op, (uint32_t)((delay_us + 999) / 1000));
 }
 

@@ -466,8 +466,14 @@ static void acq_on_timer(rl_op *op)
         rl_op_arm(op, (uint32_t)((a->deadline_us - now + 999) / 1000));
         return;
     }
-    if (a->by_polls)
+    if (a->by_polls) {
+        /* A loop that ran the poll late (a busy caller, a loaded machine)
+         * moves the deadline on by as much, as a slow attempt does: the
+         * count of retries keeps its meaning (acq_after_cleanup). */
+        if (a->deadline_us != UINT64_MAX && now > a->poll_due_us)
+            a->deadline_us += now - a->poll_due_us;
         a->polls_left--;
+    }
     if (!a->final && a->parked && rl_handoff_park(a))
         return;                  /* the holder is still this client's: its release comes here */
     a->wakes_idle = false;       /* a new poll interval: wake-ups act again */
