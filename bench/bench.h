@@ -130,6 +130,9 @@ struct result {
     int64_t longest_run;                          /* most grants in a row to one process while
                                                      the row ran (not its drain); < 0: n/a */
     uint64_t process_changes;                     /* ... grants to another process than the last */
+    int64_t longest_jumps;                        /* most grants in a row to one process, after
+                                                     the first, each ahead of an older waiter of
+                                                     another process (passes); < 0: n/a */
     struct opstats lib;                           /* the library's own figures (op hook) */
     int64_t inversions;                           /* inproc: grants that overtook an older waiter;
                                                      < 0: not measured */
@@ -373,6 +376,7 @@ struct owned_window {
     uint64_t end;      /* µs: release called, or validity end */
     uint64_t rel_done; /* µs: release returned */
     int owner;
+    uint64_t asked; /* µs: its waiter began the acquire (the queue's ticket) */
 };
 /* A log of windows: grown on the heap, or fixed (a slice of a page shared
  * with forked children, at the same address in both: it fills up). */

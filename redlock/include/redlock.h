@@ -501,9 +501,11 @@ typedef struct redlock_config {
      * resources passes the lock to that waiter directly: its attempt takes
      * the keys over from the releasing token in one round, with a fresh
      * ttl and fence, instead of a release, a wake-up and a new attempt.
-     * While another client waits in the queue, one client's holders pass it
-     * among themselves at most local_run_max times in a row (counting the
-     * first); then the release hands it to the queue's next client. Only
+     * While another client waits in the queue, a lock passes at most
+     * local_run_max - 1 times in a row (local_run_max holders, counting the
+     * first); then the release hands it to another client's waiter. The
+     * bound is on passes, jumps ahead of the queue: its ticket order may
+     * still serve this client's older waiters next. Only
      * waiters that wait in the masters' queues (pubsub_wait on) are passed
      * to: the queues are what tell whether another client waits. */
     uint32_t local_run_max; /* default 4; 0 or 1: no local hand-off */
