@@ -45,6 +45,7 @@ struct config {
     int pipeline;             /* raw capacity: commands in flight per master */
     uint32_t ttl_ms;          /* lock ttl for every scenario */
     uint32_t node_timeout_ms; /* redlock_config.node_timeout_ms */
+    int local_run_max;        /* redlock_config.local_run_max; -1: the library's */
     uint32_t hold_us;         /* contention-hold*, inproc: time held */
     uint32_t retry_delay_ms;  /* contention*: library retry base delay */
     uint32_t retry_jitter_ms; /* contention*: library retry jitter */
@@ -129,6 +130,9 @@ struct result {
     int64_t longest_run;                          /* most grants in a row to one process while
                                                      the row ran (not its drain); < 0: n/a */
     uint64_t process_changes;                     /* ... grants to another process than the last */
+    int64_t longest_jumps;                        /* most grants in a row to one process, after
+                                                     the first, each ahead of an older waiter of
+                                                     another process (passes); < 0: n/a */
     struct opstats lib;                           /* the library's own figures (op hook) */
     int64_t inversions;                           /* inproc: grants that overtook an older waiter;
                                                      < 0: not measured */
@@ -372,6 +376,7 @@ struct owned_window {
     uint64_t end;      /* µs: release called, or validity end */
     uint64_t rel_done; /* µs: release returned */
     int owner;
+    uint64_t asked; /* µs: its waiter began the acquire (the queue's ticket) */
 };
 /* A log of windows: grown on the heap, or fixed (a slice of a page shared
  * with forked children, at the same address in both: it fills up). */

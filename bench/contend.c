@@ -103,6 +103,7 @@ static void child_cycle(redlock_client *c, struct child_out *co, int idx,
         sleep_us(o->hold_us);
     t2 = now_us();
     w.start = t1;
+    w.asked = t0;
     w.end = t2 < vend ? t2 : vend;
     out->t.ok++;
     out->ok_now = out->t.ok;

@@ -98,6 +98,7 @@ void scenario_contention_mixed(void)
         json_kv_null(&r->xj, "fairness_jain_waiters");
     json_kv_i64(&r->xj, "longest_run", r->longest_run);
     json_kv_u64(&r->xj, "process_changes", r->process_changes);
+    json_kv_i64(&r->xj, "longest_jumps", r->longest_jumps);
     if (b)
         json_kv_u64(&r->xj, "local_run_max", b);
     else

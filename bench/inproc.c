@@ -113,7 +113,7 @@ static void on_acquired(redlock_client *c, int status, redlock_lock *lock,
     v = redlock_lock_validity_ms(lock);
     wt->lock = lock;
     wt->win = (struct owned_window){ t, t + (v > 0 ? (uint64_t)v * 1000u : 0), 0,
-                                     ip->o.owner0 + wt->id };
+                                     ip->o.owner0 + wt->id, wt->t0 };
     evtimer_add(wt->hold, &tv);
 }
 

@@ -24,22 +24,19 @@ void bench_config_fill(redlock_config *cfg, uint32_t retries)
     cfg->key_prefix = prefix;
     cfg->node_timeout_ms = config.node_timeout_ms;
     cfg->retry_count = retries;
+    if (config.local_run_max >= 0)
+        cfg->local_run_max = (uint32_t)config.local_run_max;
 }
 
 /* B, the most grants a client passes among its own waiters in a row while
  * another client waits (redlock_config.local_run_max, as the config above
- * leaves it: the library's default). 0 when this library has no local
- * hand-off: the field came with issue 31 (meson.build checks for it). */
+ * leaves it: the library's default). */
 uint32_t bench_local_run_max(void)
 {
-#ifdef BENCH_HAVE_LOCAL_RUN_MAX
     redlock_config cfg;
 
     bench_config_fill(&cfg, 0);
     return cfg.local_run_max;
-#else
-    return 0;
-#endif
 }
 
 /* The hiredis the bench (its floor, its probes) and so the library were

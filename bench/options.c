@@ -54,6 +54,8 @@ static void usage(FILE *f)
             "  --pipeline P          raw capacity: commands in flight per master (default 64)\n"
             "  --ttl MS              lock ttl (default 1000)\n"
             "  --node-timeout MS     per-master timeout given to the library (default 50)\n"
+            "  --local-run-max B     the library's local hand-off bound (default: the\n"
+            "                        library's, 4; 0 turns the local hand-off off)\n"
             "  --syscall-cycles N    uncontended*: cycles counted for syscalls (default 3000)\n"
             "\n"
             "Contention (contention*: one key; each row with pub/sub waiting, and polling):\n"
@@ -192,6 +194,7 @@ static void set_defaults(void)
     config.pipeline = 64;
     config.ttl_ms = 1000;
     config.node_timeout_ms = 50;
+    config.local_run_max = -1;
     config.hold_us = 1000;
     config.retry_delay_ms = 10;
     config.retry_jitter_ms = 5;
@@ -224,6 +227,7 @@ static const struct num_opt num_opts[] = {
     { "pipeline", T_INT, &config.pipeline, 1, 4096 },
     { "ttl", T_U32, &config.ttl_ms, 10, 600000 },
     { "node-timeout", T_U32, &config.node_timeout_ms, 1, 60000 },
+    { "local-run-max", T_INT, &config.local_run_max, 0, 1000 },
     { "hold-us", T_U32, &config.hold_us, 0, 60000000 },
     { "retry-delay", T_U32, &config.retry_delay_ms, 0, 60000 },
     { "retry-jitter", T_U32, &config.retry_jitter_ms, 0, 60000 },

@@ -280,8 +280,10 @@ static void print_contention_notes(const struct result *r)
                    (unsigned long long)r->grants_by_waiter[i]);
         printf("; Jain's fairness %.3f\n", r->fairness_jain_waiters);
         printf("  %-20s while it ran: at most %lld grants in a row to one process; %llu of the "
-               "grants went to another process than the last\n",
-               r->scenario, (long long)r->longest_run, (unsigned long long)r->process_changes);
+               "grants went to another process than the last; at most %lld in a row ahead of "
+               "another process's older waiter\n",
+               r->scenario, (long long)r->longest_run, (unsigned long long)r->process_changes,
+               (long long)r->longest_jumps);
     }
 }
 

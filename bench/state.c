@@ -63,6 +63,7 @@ void result_clear(struct result *r)
     r->fairness_jain = -1;
     r->fairness_jain_waiters = -1;
     r->longest_run = -1;
+    r->longest_jumps = -1;
     r->sat_out_ms = -1;
     r->handoff_ratio = -1;
     r->inversions = -1;

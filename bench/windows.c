@@ -9,6 +9,7 @@
  */
 #include "bench.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 static int cmp_start(const void *a, const void *b)
@@ -71,6 +72,34 @@ void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct re
     r->max_gap_at_s = (double)gap_at / 1e6;
 }
 
+/* Did each grant of @w (sorted by start) go ahead of an older waiter of
+ * another process, one that asked before it and was granted after it? A
+ * sweep from the last grant keeps each process's oldest later asker.
+ * Waiters never granted (still waiting at the end, or failed) are not
+ * seen, so this can only undercount. @jumped: n flags. */
+static void windows_jumped(const struct owned_window *w, size_t n, int per, char *jumped)
+{
+    uint64_t oldest[BENCH_MAX_CLIENTS];
+    int procs = 0;
+    size_t j;
+
+    for (j = 0; j < n; j++)
+        if (w[j].owner / per + 1 > procs)
+            procs = w[j].owner / per + 1;
+    for (int q = 0; q < BENCH_MAX_CLIENTS; q++)
+        oldest[q] = UINT64_MAX;
+    for (j = n; j-- > 0;) {
+        int p = w[j].owner / per;
+
+        jumped[j] = 0;
+        for (int q = 0; q < procs && q < BENCH_MAX_CLIENTS; q++)
+            if (q != p && oldest[q] < w[j].asked)
+                jumped[j] = 1;
+        if (p < BENCH_MAX_CLIENTS && w[j].asked < oldest[p])
+            oldest[p] = w[j].asked;
+    }
+}
+
 /* Runs of grants to one process, each process's owners being @per in a
  * row (owner / per), in the order of @w: windows_check() sorted them by
  * start, which is the order of the grants since no two overlap. Only
@@ -79,21 +108,28 @@ void windows_check(struct owned_window *w, size_t n, uint64_t t_start, struct re
  * happen while others waited; after it, the last waiters drain alone. */
 void windows_runs(const struct owned_window *w, size_t n, int per, uint64_t t_end, struct result *r)
 {
-    int64_t run = 0;
+    int64_t run = 0, jumps = 0;
+    char *jumped = malloc(n ? n : 1);
     size_t j;
 
     r->longest_run = 0;
     r->process_changes = 0;
+    r->longest_jumps = jumped ? 0 : -1;
+    if (jumped)
+        windows_jumped(w, n, per, jumped);
     for (j = 0; j < n && w[j].start < t_end; j++) {
-        if (j > 0 && w[j].owner / per == w[j - 1].owner / per) {
-            run++;
-        } else {
-            run = 1;
-            r->process_changes += j > 0;
-        }
+        bool same = j > 0 && w[j].owner / per == w[j - 1].owner / per;
+
+        run = same ? run + 1 : 1;
+        r->process_changes += j > 0 && !same;
         if (run > r->longest_run)
             r->longest_run = run;
+        /* A run of queue jumps: what local_run_max bounds (B - 1). */
+        jumps = same && jumped && jumped[j] ? jumps + 1 : 0;
+        if (jumped && jumps > r->longest_jumps)
+            r->longest_jumps = jumps;
     }
+    free(jumped);
 }
 
 /* 0, or -1 when a fixed log is full or the heap is out. */

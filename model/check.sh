@@ -42,6 +42,10 @@ SAFE="-O2 -DSAFETY -DMEMLIM=6000"
 SAFE_BIG="-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=6000"
 # name | spin -D flags | gcc flags | pan flags | what it covers
 #
+# The pass checks are small (about a million states): at -O0 gcc takes
+# 3.5 s where -O2 takes 26 s, which every known mistake's run pays again,
+# and their search 13 s instead of 5.
+SAFE_SMALL="-O0 -w -DSAFETY -DMEMLIM=6000"
 # holder: one client takes the lock once, any one fault (a restart that
 #   kept nothing; one from a copy of a master's data, its own or another's,
 #   taken at any moment: an older RDB, an AOF that lost its tail or whose
@@ -83,6 +87,19 @@ SAFE_BIG="-O2 -DSAFETY -DCOLLAPSE -DMEMLIM=6000"
 #   STUCK_MAX ticks, and a release serves the waiter queued on every live
 #   master first; live-progress: LTL, every waiting client eventually
 #   holds or crashed.
+# pass, pass-taker, pass-progress: the local hand-off (issue 31, -DPASS):
+#   client 0 holds and passes the lock to a second token of its own
+#   instead of releasing (an attempt of its own, whose script also takes a
+#   key that holds the previous token). pass: fenced, no fault, drift 1,
+#   the prober; pass-taker: not fenced (the lock it passes is the fast
+#   path's), and the taker: once client 0 has passed, another client
+#   takes the lock at one instant where a quorum would grant it, a lease
+#   that the pass attempt still on its way meets. live-stuck carries
+#   passes too (-DPASS -DPASS_CANCEL: client 0 may pass instead of
+#   releasing, a pass may lose, the bound B = 2): at most B grants of
+#   client 0 in a row while client 1 waits in every live queue.
+#   pass-progress: as live-progress without the crash, client 0 passing
+#   whenever it may: client 1 still eventually holds.
 CHECKS=(
     "holder|-DONE_CLIENT -DFAULT_KIND=9 -DSETTLER -DTTL=4 -DQL=2|$SAFE|-m300000"
     "holder-2|-DONE_CLIENT -DFAULTS=2 -DFAULT_KIND=0 -DSETTLER -DTTL=4|$SAFE|-m300000"
@@ -97,8 +114,11 @@ CHECKS=(
     "queue-restart|-DONE_CLIENT -DWAITQ -DFAULT_KIND=0 -DTTL=3|$SAFE|-m300000"
     "queue-copy|-DONE_CLIENT -DWAITQ -DFAULT_KIND=1 -DTTL=3|$SAFE|-m300000"
     "queue-drop|-DONE_CLIENT -DWAITQ -DFAULT_KIND=4 -DTTL=3|$SAFE|-m300000"
-    "live-stuck|-DLIVE -DCRASH -DSTUCK_MAX=6|-O0 -w -DSAFETY|-m300000"
+    "live-stuck|-DLIVE -DCRASH -DPASS -DPASS_CANCEL -DSTUCK_MAX=6|-O0 -w -DSAFETY|-m3000000"
     "live-progress|-DLIVE -DCRASH -DLTL_PROGRESS -DSTUCK_MAX=255|-O0 -w -DNFAIR=3|-a -f -m300000"
+    "pass|-DONE_CLIENT -DPASS -DFENCED -DFAULTS=0 -DTTL=3|$SAFE_SMALL|-m300000"
+    "pass-taker|-DONE_CLIENT -DPASS -DTAKER -DAFTER_PASS -DFAULTS=0 -DTTL=3|$SAFE_SMALL|-m300000"
+    "pass-progress|-DLIVE -DPASS -DPASS_ALWAYS -DPASS_CANCEL -DLTL_PROGRESS -DSTUCK_MAX=255|-O0 -w -DNFAIR=3|-a -f -m3000000"
 )
 # name | the checks that find it first (the rest follow) | the mistake
 BROKEN=(
@@ -123,6 +143,11 @@ BROKEN=(
     "release-frees|live-stuck|a release frees the key instead of reserving it for the queue's head"
     "dead-head-kept|live-stuck live-progress|a hand-over reserves again for a head whose lease it already cut"
     "native-unmarked|live-stuck|a waiter's join does not mark the holder's value: its release without Lua skips the hand-over"
+    "pass-no-compare|pass-taker|a pass takes over whatever the key holds: another client's lease too"
+    "pass-keep-ttl|pass|a pass keeps the key's remaining expiry while the new holder counts a full ttl from its attempt's start"
+    "pass-no-fence|pass|a pass does not raise the fence: the new holder's fence is the previous holder's"
+    "pass-no-round|pass|a pass is granted on the previous holder's votes and start, without a round of its own"
+    "pass-unbounded|pass-progress live-stuck|no bound B: a process passes the lock to its own waiters for ever"
 )
 
 field() { cut -d'|' -f"$2" <<<"$1"; }

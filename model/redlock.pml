@@ -37,6 +37,12 @@
  * was still on its way runs on every master at any moment; SETTLER, a
  * third party settles and stamps masters; PINGER, client 1 only meets
  * the masters (its settle may be delayed past a rebirth).
+ * PASS (issue 31, the local hand-off): client 0 is a process with two
+ * local holders, tokens 0 and 2 (TID); a holder that releases may pass
+ * instead: the other token's attempt, whose script also takes a key that
+ * holds the previous token (ACQ with x = 1), and the bound LRM on passes
+ * in a row while client 1 waits (LIVE). TAKER: another client takes the
+ * lock at one instant.
  * Known mistakes come back with -DBROKEN_<NAME> (model/check.sh --list-broken).
  */
 
@@ -92,15 +98,37 @@
 #ifndef QL
 #define QL 1                    /* ticks within which a quorum counts (RL_QUORUM_MAX_MS) */
 #endif
+#ifndef PASSES
+#define PASSES 1                /* PASS, safety: client 0's passes */
+#endif
+#ifndef LRM
+#define LRM 2                   /* PASS, live: local_run_max, the bound B */
+#endif
 
 mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 
+/* Tokens are named by a token id (TID): client c's is c, and with PASS
+ * client 0 has a second one, 2, the new holder a pass makes in the same
+ * process (a request says which of its client's tokens it is for in y).
+ * Reservations are per client (RES): one of client 0's waiters at a time
+ * attempts in the model. */
 #define FREE 0                  /* key values */
-#define TOK(c) ((c) + 1)
-#define MTOK(c) ((c) + 4)       /* c's token marked: a waiter joined while c held it */
+#define TOK(t) ((t) + 1)
+#define MTOK(t) ((t) + 4)       /* t's token marked: a waiter joined while t held it */
 #define RES(c) ((c) + 8)
-#define IS_TOK(k) (((k) >= 1 && (k) <= NC) || ((k) >= 5 && (k) <= 4 + NC))
-#define OWN(m, c) (key[m] == TOK(c) || key[m] == MTOK(c))
+#define IS_TOK(k) ((k) >= 1 && (k) < 8)
+#define OWN(m, t) (key[m] == TOK(t) || key[m] == MTOK(t))
+#ifdef PASS
+/* (Sums and products, not `a -> b : c`: SPIN takes no conditional
+ * expression as an inline's argument.) */
+#define TID(c, y) ((c) + (y))               /* the token a request of c names */
+#define PREV(t) (2 - (t))                   /* client 0's other token */
+#define ME(c) (me0 * (1 - (c)))             /* the token c's next requests name: 0
+                                               or 2 for client 0, always 0 for 1 */
+#else
+#define TID(c, y) (c)
+#define ME(c) 0
+#endif
 
 #define MK_NONE 0               /* the memory marker */
 #define MK_PENDING 1            /* no window yet: refuses, asks for a settle */
@@ -154,6 +182,7 @@ mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 #else
 #define MARK(m) if :: key[m] == TOK(0) -> key[m] = MTOK(0) \
                    :: key[m] == TOK(1) -> key[m] = MTOK(1) \
+                   :: key[m] == TOK(2) -> key[m] = MTOK(2) \
                    :: else -> skip fi
 #endif
 #else
@@ -162,6 +191,7 @@ mtype = { ACQ, FAST, CLEAN, REL, NREL, LEAVE, EXT, FENCE, LEASES, SETTLE };
 #define MARK(m) skip
 #endif
 #define BIT(i) (1 << (i))
+#define ALL (BIT(NM) - 1)
 
 /* ---- masters ---- */
 byte key[NM], ttl[NM], fence[NM], queue[NM];
@@ -191,8 +221,13 @@ byte idx[NM];
  * read as if its clock were right): a settle's window takes two drift
  * allowances, this one and the reborn master's own. */
 byte rp;                        /* scratch: one master's report (REPORT) */
+#ifdef PASS
+#define LEFT2(m) if :: LEFT(m, 2) > rp -> rp = LEFT(m, 2) :: else -> skip fi;
+#else
+#define LEFT2(m)
+#endif
 #define REPORT(r, m) \
-    rp = LEFT(m, 0); if :: LEFT(m, 1) > rp -> rp = LEFT(m, 1) :: else -> skip fi; \
+    rp = LEFT(m, 0); if :: LEFT(m, 1) > rp -> rp = LEFT(m, 1) :: else -> skip fi; LEFT2(m) \
     if :: rp > D -> rp = rp - D :: skip fi; \
     if :: rp > r -> r = rp :: else -> skip fi; rp = 0
 
@@ -203,7 +238,7 @@ byte rp;                        /* scratch: one master's report (REPORT) */
 #else
 #define IDX_ENDED(m) idx[m] = 0
 #endif
-#define LEFT(m, c) ((idx[m] & BIT(c)) && OWN(m, c) -> ttl[m] : 0)
+#define LEFT(m, t) ((idx[m] & BIT(t)) && OWN(m, t) -> ttl[m] : 0)
 bool conn[NC * NM];             /* connection open */
 bool fresh[NC * NM];            /* its handshake has not run yet */
 bool moved[NC * NM];            /* the client re-resolved the master's name to a new
@@ -232,6 +267,15 @@ byte nt;                        /* ticks so far (TICKS: at most that many) */
 bool done1;                     /* SEQ: client 1 is done */
 byte stuck;                     /* live: ticks with a waiter and no holder */
 byte owed;                      /* live: 1 + the waiter a release must serve next, or 0 */
+#ifdef PASS
+byte me0;                       /* the token client 0's lock or attempt names: 0 or 2 */
+#endif
+#ifdef AFTER_PASS
+bool passed;                    /* client 0 has passed (client 1 starts then) */
+#define AFTER_PASS_SET passed = 1
+#else
+#define AFTER_PASS_SET skip
+#endif
 
 /* The waiter with the earliest ticket in m's queue, or NC. */
 inline head_of(m, h) {
@@ -269,7 +313,18 @@ inline reborn(m, b) {
  * lease is still not renewed when the key is handed again let its
  * reservation lapse: its lease has ended, and it is dropped (a dead waiter
  * is reserved for once). */
-inline hand_over(m, wake, h) {
+/* PASS: a release of a lock that passes over client @o (the release
+ * script's ARGV[6]: a lock run of two or more that does not pass) reserves
+ * for a live waiter of the other client first, if there is one (its lease
+ * not cut), else for the head; @o = NC: the head. */
+#ifdef PASS
+#define OVER(m, o, h) \
+    if :: (o) < NC && (queue[m] & BIT(1 - ((o) & 1))) && !(cut[m] & BIT(1 - ((o) & 1))) -> h = OTHER(o) \
+       :: else -> skip fi
+#else
+#define OVER(m, o, h) skip
+#endif
+inline hand_over(m, wake, o, h) {
     head_of(m, h);
     do
 #ifndef BROKEN_DEAD_HEAD_KEPT
@@ -280,6 +335,7 @@ inline hand_over(m, wake, h) {
 #endif
     :: else -> break
     od;
+    OVER(m, o, h);
     if
     :: h < NC -> key[m] = RES(h); ttl[m] = HAND; cut[m] = cut[m] | BIT(h);
                  printf("MSC: master %d reserves the key for client %d\n", m, h);
@@ -376,6 +432,42 @@ inline handshake(c, m) {
     moved[CH(c, m)] = 0
 }
 
+/* PASS: what the pass attempt's script does with the previous token's
+ * key (TAKES), and the known mistakes in it. A pass attempt is ACQ with
+ * x = 1, y its token; an ordinary one has x = 0. */
+#ifdef PASS
+#define MARKED(v) ((v) >= MTOK(0) && (v) <= MTOK(2))
+#ifdef BROKEN_PASS_NO_COMPARE
+/* the takeover overwrites whatever the key holds: another's lease too */
+#define TAKES(c, m, x, y) ((x) && key[m] != FREE && key[m] != RES(c))
+#else
+#define TAKES(c, m, x, y) ((x) && OWN(m, PREV(y)))
+#endif
+#ifdef BROKEN_PASS_KEEP_TTL
+#define PASS_TTL(m) skip        /* KEEPTTL: the previous holder's expiry */
+#else
+#define PASS_TTL(m) ttl[m] = TTL
+#endif
+#if defined(FENCED) && !defined(BROKEN_PASS_NO_FENCE)
+#define PASS_FENCE(m) fence[m]++
+#else
+#define PASS_FENCE(m) skip
+#endif
+#endif
+/* LIVE with PASS: a pass's grant says whether the queue holds a live
+ * waiter of another client (the reply's bit 2: its lease not cut); the
+ * new lock's run grows only if a counted grant said so. */
+#if defined(PASS) && defined(LIVE)
+bool oth;                       /* the pass attempt heard "another client waits" */
+#define OTHERS_WAIT(c, m, a, x) \
+    if :: (a) && (x) && (queue[m] & BIT(OTHER(c))) && !(cut[m] & BIT(OTHER(c))) -> oth = 1 \
+       :: else -> skip fi
+#define REL_OVER(c, x) (NC - (x) * (NC - (c)))   /* x ? c : NC */
+#else
+#define OTHERS_WAIT(c, m, a, x) skip
+#define REL_OVER(c, x) NC
+#endif
+
 /* One script on master m, from client c: atomic, as Redis runs it. */
 inline exec(c, m, k, a, x, y, h) {
     if
@@ -399,13 +491,29 @@ inline exec(c, m, k, a, x, y, h) {
 #endif
             if
             :: key[m] == FREE || key[m] == RES(c) ->
-                key[m] = TOK(c); ttl[m] = TTL; INDEX(m, c);
+                key[m] = TOK(TID(c, y)); ttl[m] = TTL; INDEX(m, TID(c, y));
 #ifdef FENCED
                 fence[m]++;
 #endif
-                DEQUEUE(m, c);
+                DEQUEUE(m, c); OTHERS_WAIT(c, m, a, x);
                 printf("MSC: master %d grants client %d (fence %d)\n", m, c, fence[m]);
                 vote(c, m, a, 1)
+#ifdef PASS
+            :: TAKES(c, m, x, y) ->
+                /* the pass (x): a key that holds the previous token, or it
+                 * marked, is free for this attempt; the grant re-SETs it
+                 * with a full ttl, keeps the mark, moves the index entry
+                 * (ZREM prev, ZADD ours), raises the fence as any fenced
+                 * grant and dequeues the waiter */
+                printf("MSC: master %d passes the key from token %d to client %d's token %d\n",
+                       m, (MARKED(key[m]) -> key[m] - MTOK(0) : key[m] - TOK(0)), c, y);
+                if :: MARKED(key[m]) -> key[m] = MTOK(y) :: else -> key[m] = TOK(y) fi;
+                PASS_TTL(m);
+                UNINDEX(m, PREV(y)); INDEX(m, y);
+                PASS_FENCE(m);
+                DEQUEUE(m, c); OTHERS_WAIT(c, m, a, x);
+                vote(c, m, a, 1)
+#endif
             :: else ->
                 ENQUEUE(m, c);                      /* waits its turn */
                 MARK(m);
@@ -416,7 +524,7 @@ inline exec(c, m, k, a, x, y, h) {
     :: k == FAST ->     /* HMGET served maxttl; SET NX PX; ZADD GT; EXISTS queue */
         if
         :: key[m] == FREE ->
-            key[m] = TOK(c); ttl[m] = TTL; INDEX(m, c);
+            key[m] = TOK(TID(c, y)); ttl[m] = TTL; INDEX(m, TID(c, y));
             printf("MSC: master %d sets client %d's key (fast path)\n", m, c)
         :: else -> skip
         fi;
@@ -426,12 +534,12 @@ inline exec(c, m, k, a, x, y, h) {
          * no fleet has the command (nat) and fq would be state read by
          * nothing. */
 #if defined(LIVE) || defined(WAITQ)
-        if :: key[m] == TOK(c) && queue[m] == 0 -> fq[c] = fq[c] | BIT(m) :: else -> skip fi;
+        if :: key[m] == TOK(TID(c, y)) && queue[m] == 0 -> fq[c] = fq[c] | BIT(m) :: else -> skip fi;
 #endif
         /* a fresh token per attempt: c's old lease, marked, is not this one */
         if
-        :: key[m] == TOK(c) && FAST_TRUSTED(m) -> DEQUEUE(m, c); vote(c, m, a, 1)
-        :: key[m] == TOK(c) && !FAST_TRUSTED(m) ->
+        :: key[m] == TOK(TID(c, y)) && FAST_TRUSTED(m) -> DEQUEUE(m, c); vote(c, m, a, 1)
+        :: key[m] == TOK(TID(c, y)) && !FAST_TRUSTED(m) ->
             /* not served: no vote, though the key may be ours (the cleanup
              * removes it: not a "no" that wrote nothing); the client checks
              * the marker (CHECK) and settles a master found pending */
@@ -441,56 +549,56 @@ inline exec(c, m, k, a, x, y, h) {
         fi
     :: k == CLEAN ->    /* a failed attempt's cleanup: keep the place, hand quietly */
         ENQUEUE(m, c);
-        UNINDEX(m, c);
+        UNINDEX(m, TID(c, y));
         if
-        :: OWN(m, c) ->
+        :: OWN(m, TID(c, y)) ->
 #ifdef BROKEN_CLEANUP_FREES
             key[m] = FREE; ttl[m] = 0
 #else
-            hand_over(m, 0, h)
+            hand_over(m, 0, NC, h)
 #endif
 #ifdef BROKEN_RELEASE_NO_COMPARE
-        :: !OWN(m, c) && IS_TOK(key[m]) -> key[m] = FREE; ttl[m] = 0
+        :: !OWN(m, TID(c, y)) && IS_TOK(key[m]) -> key[m] = FREE; ttl[m] = 0
 #endif
         :: else -> skip
         fi
     :: k == REL ->
-        UNINDEX(m, c);
+        UNINDEX(m, TID(c, y));
         if
-        :: OWN(m, c) ->
+        :: OWN(m, TID(c, y)) ->
 #ifdef BROKEN_RELEASE_FREES
             key[m] = FREE; ttl[m] = 0           /* no hand-over: first come, first served */
 #else
-            hand_over(m, 1, h)
+            hand_over(m, 1, REL_OVER(c, x), h)
 #endif
 #ifdef BROKEN_RELEASE_NO_COMPARE
-        :: !OWN(m, c) && IS_TOK(key[m]) -> hand_over(m, 1, h)
+        :: !OWN(m, TID(c, y)) && IS_TOK(key[m]) -> hand_over(m, 1, REL_OVER(c, x), h)
 #endif
         :: else -> skip
         fi
     :: k == NREL ->     /* the release without Lua: ZREM; DELIFEQ key token (pipelined) */
-        UNINDEX(m, c);
+        UNINDEX(m, TID(c, y));
         if
-        :: key[m] == TOK(c) -> key[m] = FREE; ttl[m] = 0
-        :: key[m] == MTOK(c) ->
+        :: key[m] == TOK(TID(c, y)) -> key[m] = FREE; ttl[m] = 0
+        :: key[m] == MTOK(TID(c, y)) ->
             /* marked: the delete's compare fails, and the same connection
              * sends the script (fanout.c's redo), behind whatever the
              * client queued there since; a full channel loses it as a
              * dropped connection would */
             printf("MSC: master %d: client %d's key is marked: the script follows\n", m, c);
-            if :: nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!REL, 0, 0 :: else -> skip fi
+            if :: nfull(ch[CH(c, m)]) -> ch[CH(c, m)]!REL, 0, y :: else -> skip fi
         :: else -> skip /* gone or another's: the script follows too (the
                            delete's 0 does not say why), compares this
                            lease's token, and changes nothing */
         fi
     :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
         DEQUEUE(m, c);
-        if :: key[m] == RES(c) -> hand_over(m, 1, h) :: else -> skip fi
+        if :: key[m] == RES(c) -> hand_over(m, 1, NC, h) :: else -> skip fi
     :: k == EXT ->      /* the script, or (a master with SET IFEQ) the transaction */
         if :: mk[m] != MK_NONE && bnd[m] < TTL -> bnd[m] = TTL :: else -> skip fi;
         if
-        :: OWN(m, c) && EXT_TRUSTED(m) -> ttl[m] = TTL; INDEX(m, c); vote(c, m, a, 1)
-        :: OWN(m, c) && !EXT_TRUSTED(m) ->
+        :: OWN(m, TID(c, y)) && EXT_TRUSTED(m) -> ttl[m] = TTL; INDEX(m, TID(c, y)); vote(c, m, a, 1)
+        :: OWN(m, TID(c, y)) && !EXT_TRUSTED(m) ->
             /* not served: the script writes nothing; the transaction
              * (HGET served; GET; SET IFEQ PX; ZADD GT) cannot refuse to
              * write and extends our own key. Neither vote counts. */
@@ -541,7 +649,7 @@ inline send(c, m, k, a, x, y) {
 inline send_all(c, k, a, x, m) {
     m = 0;
     do
-    :: m < NM -> send(c, m, k, a, x, 0); m++
+    :: m < NM -> send(c, m, k, a, x, ME(c)); m++
     :: else -> m = 0; break
     od
 }
@@ -565,11 +673,17 @@ byte fq[NC];                    /* masters whose FAST granted with nobody queued
  * hand-over (the queue's head takes it at its next attempt). */
 byte gq[NC];
 inline send_release(c, fast, m) {
+    send_release_to(c, fast, ALL, 0, ME(c), m)
+}
+/* The release of token @y to the masters in @mask; @over: it passes over
+ * c (PASS: a lock run of two or more, the script's ARGV[6]). */
+inline send_release_to(c, fast, mask, over, y, m) {
     m = 0;
     do
     :: m < NM -> if
-                 :: fast && nat && ((fq[c] | gq[c]) & BIT(m)) -> send(c, m, NREL, 0, 0, 0)
-                 :: else -> send(c, m, REL, 0, 0, 0)
+                 :: !(mask & BIT(m)) -> skip
+                 :: (mask & BIT(m)) && fast && nat && ((fq[c] | gq[c]) & BIT(m)) -> send(c, m, NREL, 0, 0, y)
+                 :: (mask & BIT(m)) && !(fast && nat && ((fq[c] | gq[c]) & BIT(m))) -> send(c, m, REL, 0, over, y)
                  fi;
                  m++
     :: else -> m = 0; break
@@ -734,11 +848,10 @@ end:
 inline send_mask(c, mask, k, x, m) {
     m = 0;
     do
-    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, 0, x, 0) :: else -> skip fi; m++
+    :: m < NM -> if :: mask & BIT(m) -> send(c, m, k, 0, x, ME(c)) :: else -> skip fi; m++
     :: else -> m = 0; break
     od
 }
-#define ALL (BIT(NM) - 1)
 
 #ifndef LIVE
 /* ---- master faults (at most FAULTS) ----
@@ -1011,11 +1124,62 @@ end:
     fi
 }
 
+/* ---- the taker: the prober's grant made real, once ----
+ * TAKER: client 1 as a fresh client with no delay at all, once: at a
+ * moment when nobody holds and its requests, all arriving at once, would
+ * be granted by a quorum, it takes the key on every master that would
+ * grant it (and, fenced, writes its fence back at the same instant) and
+ * holds for its validity; it never releases (its keys expire). What it
+ * adds to the prober: another client's lease, live on masters, that a
+ * request still on its way (a pass attempt's) meets. */
+#ifdef TAKER
+#ifdef AFTER_PASS
+#define TAKER_READY passed      /* once client 0 has passed */
+#else
+#define TAKER_READY true
+#endif
+proctype taker() {
+    byte m, t;
+    atomic {
+        TAKER_READY && !hold[0] && !hold[1] && NGRANT >= Q ->
+        m = 0;
+        do
+        :: m < NM ->
+            if
+            :: PG(m) -> key[m] = TOK(1); ttl[m] = TTL; INDEX(m, 1);
+#ifdef FENCED
+                fence[m]++; if :: fence[m] > t -> t = fence[m] :: else -> skip fi;
+#endif
+                skip
+            :: else -> skip
+            fi;
+            m++
+        :: else -> m = 0; break
+        od;
+#ifdef FENCED
+        do
+        :: m < NM -> if :: up[m] && fence[m] < t -> fence[m] = t :: else -> skip fi; m++
+        :: else -> m = 0; break
+        od;
+        assert(t > hi); hi = t;
+#endif
+        hold[1] = 1; v[1] = TTL - MARGIN;
+        printf("MSC: client 1 takes the lock at once (fence %d)\n", t);
+        t = 0
+    }
+}
+#endif
+
 /* ---- a client: ROUNDS waiting attempts; holds, extends, releases ---- */
 #ifdef FENCED
 #define WON_FAST(r) 0           /* a fenced acquire never takes the fast path */
 #else
 #define WON_FAST(r) ((r) == 1)  /* the first attempt is the fast path */
+#endif
+#ifdef PASS
+#define PASSED ps               /* the lock came from a pass: the script's grant */
+#else
+#define PASSED 0
 #endif
 /* Validity runs from the attempt's start (v set there, counted down by
  * every tick since). The mistake: from the decision. */
@@ -1053,8 +1217,16 @@ end:
 proctype client(byte c) {
     byte m, r, e, s, w, okl, nol, pl, fm;
     bool won;
+#ifdef PASS
+    byte np;                    /* passes made */
+    bool ps, hf;                /* this attempt (and lock) is a pass; the lock it
+                                   took over was the fast path's */
+#endif
 #ifdef SEQ
     (c == 1 || done1);          /* SEQ: client 0 starts once client 1 is done */
+#endif
+#ifdef AFTER_PASS
+    (c == 0 || passed);         /* client 1 starts once client 0 has passed */
 #endif
     do
     :: r < ROUNDS(c) ->
@@ -1067,6 +1239,9 @@ proctype client(byte c) {
         /* decided at the quorum-th OK, or before it: held or refused by
          * enough masters, or the node timeout (any time: a faster timeout
          * is only a different schedule) */
+#ifdef PASS
+decide:
+#endif
         atomic {
             okl = okm[c]; nol = nom[c]; pl = pend[c]; fm = fmax[c];
             if :: nok[c] >= Q && !LATE(c) -> won = 1 :: else -> won = 0 fi;
@@ -1080,6 +1255,9 @@ proctype client(byte c) {
         :: else -> skip
         fi;
 #endif
+#ifdef PASS
+held:
+#endif
         if
         :: atomic { won && v[c] > 0 ->
             printf("MSC: client %d holds (fence %d, validity %d)\n", c, fm, v[c]);
@@ -1092,7 +1270,7 @@ proctype client(byte c) {
 #ifdef WAITQ
             /* the guess (gq): the fast path won and every answer was a
              * grant with nobody queued */
-            if :: WON_FAST(r) && (nol | pl | (okl & ~fq[c])) == 0 -> gq[c] = ALL & ~okl
+            if :: WON_FAST(r) && !PASSED && (nol | pl | (okl & ~fq[c])) == 0 -> gq[c] = ALL & ~okl
                :: else -> skip fi;
             /* leave where refused; where still to answer, if it refuses */
             lf[c] = ALL & ~okl & ~nol; new_round(c); send_mask(c, nol, LEAVE, 0, m);
@@ -1108,12 +1286,43 @@ proctype client(byte c) {
                         fi }
             :: atomic { hold[c] -> hold[c] = 0; v[c] = 0; new_round(c);
                         printf("MSC: client %d releases\n", c);
-                        send_release(c, WON_FAST(r), m) }; break
+                        send_release(c, WON_FAST(r) && !PASSED, m) }; break
+#ifdef PASS
+            /* the pass: instead of its release, the lock's holder starts
+             * the attempt of a local waiter, the process's other token;
+             * the holder stops holding at once, and nothing else is sent */
+            :: atomic { c == 0 && hold[c] && np < PASSES ->
+                        np++; hold[c] = 0; hf = WON_FAST(r) && !ps; ps = 1; AFTER_PASS_SET;
+                        printf("MSC: client %d passes: its token %d stops holding, token %d's attempt starts\n",
+                               c, me0, PREV(me0));
+                        me0 = PREV(me0);
+#ifdef BROKEN_PASS_NO_ROUND
+                        /* granted from the previous holder's votes, with its
+                         * start: no round of its own */
+                        won = 1; fsnap[c] = hi };
+                        goto held
+#else
+                        v[c] = 0; okl = 0; nol = 0; pl = 0; fm = 0; won = 0;
+                        new_round(c); fsnap[c] = hi; START_VALID(c); waiting[c] = 1;
+                        send_all(c, ACQ, 0, 1, m) };
+                        goto decide
+#endif
+#endif
             :: !hold[c] -> break                    /* paused past its validity */
             od
         :: atomic { else ->
             printf("MSC: client %d attempt %d fails, cleans up\n", c, r);
-            new_round(c); send_mask(c, ALL & ~nol, CLEAN, 0, m) }
+            new_round(c); send_mask(c, ALL & ~nol, CLEAN, 0, m);
+#ifdef PASS
+            /* a pass that lost: the previous holder's release goes now
+             * to every master whose vote was not a grant */
+            if
+            :: ps -> printf("MSC: client %d's pass lost: token %d's release follows\n", c, PREV(me0));
+                     send_release_to(c, hf, ALL & ~okl, 0, PREV(me0), m)
+            :: else -> skip
+            fi;
+#endif
+            skip }
             if
             :: pl != 0 && s < SETTLES ->            /* a master waits for its window */
                 s++;
@@ -1139,6 +1348,9 @@ proctype client(byte c) {
             fi
         fi;
         okl = 0; nol = 0; pl = 0; fm = 0; won = 0
+#ifdef PASS
+        ; ps = 0; hf = 0
+#endif
     :: else -> break
     od;
 #ifdef WAITQ
@@ -1211,9 +1423,72 @@ proctype killer() {
 #define CAN_CRASH(c) false
 #endif
 
+/* PASS: client 0's lock's run (run0): 1 for an ordinary grant, one more
+ * for a pass that heard "another client waits" (oth), else 1 again; a
+ * holder passes only below the bound LRM (BROKEN_PASS_UNBOUNDED: always;
+ * the run then stops counting at LRM). A release of a run of two or more
+ * passes over client 0 (RUN_OVER). Where the pass may be made, it is a
+ * choice (the holder may have no local waiter), unless PASS_ALWAYS: the
+ * process then always has one. streak: client 0's grants in a row while
+ * client 1 waits in every live master's queue; at most LRM. */
+#ifdef PASS
+byte run0;
+#ifndef LTL_PROGRESS
+byte streak;
+#define STREAK(c) \
+    if :: (c) == 0 && waiting[1] && QUEUED_LIVE(1) -> streak++; \
+          printf("MSC: client 0's grant %d in a row while client 1 waits in every live queue\n", streak); \
+          assert(streak <= LRM) \
+       :: else -> streak = 0 fi
+#else
+#define STREAK(c) skip
+#endif
+#define RUN_GRANT(c) \
+    if :: (c) == 0 && ps -> ps = 0; if :: oth && run0 < LRM -> run0++ :: oth && run0 >= LRM -> skip \
+                                       :: else -> run0 = 1 fi \
+       :: (c) == 0 && !ps -> run0 = 1 \
+       :: else -> skip fi; \
+    STREAK(c)
+#define RUN_OVER(c) ((c) == 0 && run0 >= 2)
+/* PASS_CANCEL: a pass attempt may lose at any moment before it is decided
+ * (its waiter cancelled; its node timeout on a master that is slow rather
+ * than down); another local waiter of the process goes on waiting, its
+ * wait begun after client 1's (LOST_TICKET). PASS_CANCEL_OLD: begun before
+ * client 1's, and queued since (the ticket stays): docs/model.md, "What
+ * the model says about the design". */
+#ifdef PASS_CANCEL
+#define PASS_LOSES(c) ps
+#else
+#define PASS_LOSES(c) false
+#endif
+#ifdef PASS_CANCEL_OLD
+#define LOST_TICKET(c) skip
+#else
+#define LOST_TICKET(c) tkt[OTHER(c)] = 0; tkt[c] = 1
+#endif
+#ifdef BROKEN_PASS_UNBOUNDED
+#define MAY_PASS true
+#else
+#define MAY_PASS (run0 < LRM)
+#endif
+#ifdef PASS_ALWAYS
+#define PASS_OR_RELEASE else
+#else
+#define PASS_OR_RELEASE true
+#endif
+#else
+#define RUN_GRANT(c) skip
+#define RUN_OVER(c) 0
+#define PASS_LOSES(c) false
+#endif
+
 proctype client(byte c) {
     byte m, okl;
     bool first, wf;
+#ifdef PASS
+    byte gr;                    /* a lost pass: the masters that granted it */
+    bool ps;                    /* this attempt is a pass */
+#endif
     {
 end:
     do
@@ -1225,11 +1500,15 @@ end:
 again:
         atomic { new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; fq[c] = 0; gq[c] = 0;
                  if :: first -> send_all(c, FIRST, 0, 0, m) :: else -> send_all(c, ACQ, 0, 0, m) fi };
+#ifdef PASS
+decide:
+#endif
         if
         :: atomic { nok[c] >= Q && v[c] > 0 ->
             assert(!hold[OTHER(c)]);
             assert(owed != OTHER(c) + 1);           /* the head is served first */
             printf("MSC: client %d holds\n", c);
+            RUN_GRANT(c);
             hold[c] = 1; waiting[c] = 0; stuck = 0; owed = 0; okl = okm[c]; wf = first;
             /* the guess (gq): the fast path won and every answer was a
              * grant with nobody queued */
@@ -1246,15 +1525,47 @@ again:
          * refused, the others silent: the node timeout, which may come at
          * any time (time passes here only when nothing else can move, so
          * a wait for it would let the other client loop forever). */
-        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ->
+        :: atomic { (nok[c] < Q && (nno[c] > NM - Q || dl[c] == 0)) || (nok[c] >= Q && v[c] == 0) ||
+                    PASS_LOSES(c) ->
             printf("MSC: client %d attempt fails, cleans up\n", c);
+#ifdef PASS
+            gr = okm[c];
+#endif
             okl = nom[c]; new_round(c); send_mask(c, ALL & ~okl, CLEAN, 0, m); okl = 0;
+#ifdef PASS
+            /* a pass that lost: the previous holder's release goes now to
+             * every master whose vote was not a grant, passing over this
+             * client if that lock's run was two or more */
+            if
+            :: ps -> printf("MSC: client %d's pass lost: token %d's release follows\n", c, PREV(me0));
+                     send_release_to(c, 0, ALL & ~gr, run0 >= 2, PREV(me0), m); ps = 0;
+                     LOST_TICKET(c)
+            :: else -> skip
+            fi;
+            gr = 0;
+#endif
             /* the first attempt (no place in the queues) tries again at
              * once, taking its place */
             if :: first -> pt[c] = 0; first = 0 :: else -> pt[c] = POLL fi };
             (pt[c] == 0 || woke[c]);
             goto again
         fi;
+#ifdef PASS
+        /* the pass: client 0's holder, instead of its release, starts the
+         * attempt of a local waiter (the process's other token), if its
+         * lock's run is below the bound; it stops holding at once */
+        if
+        :: atomic { c == 0 && MAY_PASS ->
+            hold[c] = 0; v[c] = 0; ps = 1; first = 0; wf = 0; waiting[c] = 1;
+            printf("MSC: client %d passes (run %d): token %d stops holding, token %d's attempt starts\n",
+                   c, run0, me0, PREV(me0));
+            me0 = PREV(me0);
+            new_round(c); v[c] = TTL - MARGIN; woke[c] = 0; dl[c] = NODE_TO; oth = 0;
+            send_all(c, ACQ, 0, 1, m) };
+            goto decide
+        :: PASS_OR_RELEASE -> skip
+        fi;
+#endif
         atomic { hold[c] = 0; v[c] = 0; new_round(c);
                  printf("MSC: client %d releases\n", c);
                  /* the other waits in every live master's queue: it is
@@ -1264,7 +1575,7 @@ again:
                     printf("MSC: client %d waits in every live queue: it is next\n", OTHER(c))
                  :: else -> skip
                  fi;
-                 send_release(c, wf, m); wf = 0 }
+                 send_release_to(c, wf, ALL, RUN_OVER(c), ME(c), m); wf = 0 }
     od
     } unless {
         atomic { CAN_CRASH(c) && !dead[c] -> dead[c] = 1;
@@ -1314,6 +1625,9 @@ init {
 #endif
 #ifndef LIVE
         run prober();
+#endif
+#ifdef TAKER
+        run taker();
 #endif
 #ifdef LIVE
         i = 0;

@@ -32,9 +32,13 @@ any step the model cannot take:
             operator's declaration the test wrote (OPER); a master is its
             index in the list, which every client of a file shares
   token     a release or extend names a token granted in this file (to this
-            client, or to a client that handed it over: redlock-cli)
+            client, or to a client that handed it over: redlock-cli); a
+            pass (an acquire or pass request with prev=) names a token
+            granted to this client
   fence     successive fenced grants of one resource, the earlier released
-            or expired before the later attempt began, strictly increase,
+            or expired before the later attempt began, or passed on by it
+            (the later attempt's prev= names it: the holder let go when
+            the pass began, docs/waiting.md), strictly increase,
             unless a majority of masters was seen reborn in between (no
             master left may hold the last fence: not claimed,
             docs/waiting.md, "Fencing tokens")
@@ -155,7 +159,7 @@ class Client:
 
 def served(kind, raw, guard):
     """Does this reply say the master counted when it granted?"""
-    if kind == "acquire":
+    if kind in ("acquire", "pass"):  # pass: the script read `served` itself
         return isinstance(raw, list) and raw[:1] == [1]
     if kind == "extend":
         return raw == 1
@@ -227,6 +231,12 @@ def check(path, complete):
                     (ln.no, ln.t, ln.i("window")))
             elif kind == "declare":
                 declares.append((ln.no, m))
+            elif kind in ("acquire", "pass") and op and f.get("prev"):
+                # A pass: the holder it takes over from let go when it began.
+                op["prev"] = f["prev"]
+                if f["prev"] not in c.granted:
+                    bad(ln, "token", "a pass from token %s, which this client was not granted"
+                        % f["prev"])
             elif kind in ("release", "release-native", "extend", "extend-native") and op and \
                     op["kind"] in ("release", "extend"):
                 tok = f.get("tok", "")
@@ -319,7 +329,7 @@ def check_decision(ln, c, grants_any, fenced, released, reborn, bad):
         prev = fenced.get(key)
         if prev:
             gone = released.get((key, prev["tok"]), 1 << 60) < att.no or \
-                prev["t"] + prev["validity"] * 1000 < att.t
+                prev["t"] + prev["validity"] * 1000 < att.t or op.get("prev") == prev["tok"]
             # Fences are not claimed once a majority forgot between the
             # two grants (docs: "Not claimed"): no master left may hold
             # the last fence for a settle to raise the counters to.
@@ -443,20 +453,40 @@ def base(settle_ms=520, window=20, served_ms=580, validity=9897, grant_ms=0.5):
     return s
 
 
+def fenced_first(released=True):
+    """base(), its grant fenced 5; without its release when not @released."""
+    return [x if x[2] != "DEC" or "op=1 " not in x[3] else
+            (x[0], x[1], x[2], x[3].replace("fence=0", "fence=5"))
+            for x in base() if released or "op=2 " not in x[3]]
+
+
+def second_grant(fence, kind="acquire", prev=None):
+    """Op 3 at 600 ms: an acquire (or a pass from token @prev) granted by
+    masters 0 and 1 with @fence."""
+    s = [(600, "A", "ATT", "op=3 kind=acquire key=r")]
+    if prev:
+        s += [(600, "A", "REQ", "m=%d op=3 f=5 kind=%s key=r tok=t2 ttl=10000 prev=%s"
+               % (m, kind, prev)) for m in range(3)]
+    s += [(600.5, "A", "REP", "m=%d op=3 f=5 kind=%s late=0 raw=[1,0,10000]" % (m, kind))
+          for m in range(2)]
+    return s + [(600.5, "A", "QUORUM", "op=3 late=0 ok=0,1"),
+                (600.5, "A", "DEC", "op=3 kind=acquire status=0 ok=0,1 validity=9897 fence=%d "
+                 "tok=t2 ttl=10000 key=r" % fence)]
+
+
 def fenced_again(fence, forgot=()):
-    """base(), its grant fenced 5, then a second grant with @fence after the
-    release, masters @forgot seen reborn in between."""
-    s = [x if x[2] != "DEC" or "op=1 " not in x[3] else
-         (x[0], x[1], x[2], x[3].replace("fence=0", "fence=5")) for x in base()]
+    """A second grant with @fence after the first's release, masters
+    @forgot seen reborn in between."""
+    s = fenced_first()
     s += [(590, "A", "MARK", "m=%d state=pending birth=f%d age=0 window=0 maxttl=0 born=590000"
            % (m, m)) for m in forgot]
-    s += [(600, "A", "ATT", "op=3 kind=acquire key=r")]
-    s += [(600.5, "A", "REP", "m=%d op=3 f=5 kind=acquire late=0 raw=[1,0,10000]" % m)
-          for m in range(2)]
-    s += [(600.5, "A", "QUORUM", "op=3 late=0 ok=0,1"),
-          (600.5, "A", "DEC", "op=3 kind=acquire status=0 ok=0,1 validity=9897 fence=%d "
-           "tok=t2 ttl=10000 key=r" % fence)]
-    return s
+    return s + second_grant(fence)
+
+
+def passed(fence, prev="t1"):
+    """The first grant not released but passed: a pass from token @prev
+    granted with @fence."""
+    return fenced_first(released=False) + second_grant(fence, "pass", prev)
 
 
 def self_test():
@@ -484,6 +514,9 @@ def self_test():
     cases.append(("a fast vote without served", fast, "vote"))
     cases.append(("a fence that went back", fenced_again(5), "fence"))
     cases.append(("a fence back after a majority forgot", fenced_again(3, (0, 1)), None))
+    cases.append(("a pass with a higher fence", passed(6), None))
+    cases.append(("a pass whose fence went back", passed(5), "fence"))
+    cases.append(("a pass from a token never granted", passed(6, prev="tx"), "token"))
     failed = 0
     with tempfile.TemporaryDirectory() as d:
         for name, steps, rule in cases:

@@ -791,8 +791,8 @@ kill: wait wait/waiters_of_one_client_are_served_oldest_first
 @ reservation-for-anyone redlock/base/script.c
 # A key reserved for the queue's head is taken by any waiter's attempt.
 kill: queue queue/a_dead_waiter_is_skipped_after_one_missed_reservation
--        "    if v and not (queued and v == mine) then\n"
-+        "    if v and not (queued and string.byte(v, 1) == 1) then\n"
+-        "    elseif v and not (queued and v == mine) then\n"
++        "    elseif v and not (queued and string.byte(v, 1) == 1) then\n"
 
 @ late-quorum-unbounded redlock/core/op.c
 # With the memory guard on, a majority may come any time after the
@@ -801,4 +801,31 @@ kill: queue queue/a_dead_waiter_is_skipped_after_one_missed_reservation
 kill: faults-pause-quorum faults_pause/a_quorum_later_than_500_ms_is_refused_with_the_guard_on
 -    if (!c->cfg.restart_guard || elapsed <= (uint64_t)RL_QUORUM_MAX_MS * 1000)
 +    if (1)
+@ pass-no-compare redlock/base/script.c
+# The PASS script (a local hand-off) takes the key over whatever it holds:
+# another client's lease is overwritten.
+kill: handoff handoff/a_pass_never_takes_over_another_clients_key
+-        "if v ~= p and v ~= p .. '\\2' then return {-4} end\n"
++        "if not v then return {-4} end\n"
+
+@ pass-acquire-no-compare redlock/base/script.c
+# The acquire script's takeover (a fenced or set pass) counts any value as
+# the passing token's.
+kill: handoff handoff/a_pass_never_takes_over_another_clients_key
+-        "    if prev and v and (v == prev or v == prev .. '\\2') then\n"
++        "    if prev and v then\n"
+
+@ pass-keep-ttl redlock/base/script.c
+# The pass keeps the key's old expiry while the new holder counts a full
+# ttl from its attempt's start: its validity outlives the masters' lease.
+kill: handoff handoff/a_release_passes_the_lock_to_a_waiter_of_its_client_without_a_release_round
+-        "redis.call('set', KEYS[1], ARGV[1] .. string.sub(v, #p + 1), 'PX', ARGV[2])\n"
++        "redis.call('set', KEYS[1], ARGV[1] .. string.sub(v, #p + 1), 'KEEPTTL')\n"
+
+@ pass-unbounded redlock/kinds/handoff.c
+# No bound B: a client passes among its own waiters for ever while another
+# client waits.
+kill: handoff handoff/a_process_that_would_starve_another_is_cut_off_after_b
+-    if (c->freeing || lock_run(lock) >= c->cfg.local_run_max)
++    if (c->freeing || c->cfg.local_run_max < 2)
 __MUTANTS__

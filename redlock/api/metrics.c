@@ -83,6 +83,13 @@ static void by_status(out *o, const char *name, const char *help, const uint64_t
     }
 }
 
+/* One plain counter. */
+static void counter(out *o, const char *name, const char *help, const uint64_t *cell)
+{
+    head(o, name, "counter", help);
+    put(o, "%s %llu\n", name, (unsigned long long)rl_met_get(cell));
+}
+
 /* @us as seconds, "0.001", "2.5", "1800": digits only, whatever the
  * program's LC_NUMERIC (printf's %g would write "0,001" under a German
  * locale, which no scraper parses). */
@@ -207,6 +214,12 @@ int redlock_metrics_write(redlock_client *c, char *buf, size_t cap, size_t *ret_
               ALWAYS(REDLOCK_ENOQUORUM) | ALWAYS(REDLOCK_EEXPIRED));
     hist(&o, "redlock_lease_lost_validity_left_seconds",
          "The validity a lease had left when the watchdog gave it up (0: none).", &mt->lost_left);
+    counter(&o, "redlock_local_handoffs_total",
+            "Releases that passed the lock to a waiter of this client, and it was granted.",
+            &mt->handoffs);
+    counter(&o, "redlock_local_handoffs_failed_total",
+            "Local hand-offs whose attempt lost: the release then went out as usual.",
+            &mt->handoffs_failed);
     masters(&o, c);
     *ret_len = o.len;
     if (o.len >= cap) {

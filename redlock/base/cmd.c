@@ -158,6 +158,8 @@ void rl_cmd_acquire(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
     arg_num(c, a->ticket);
     arg_num(c, a->lease_ms);
     arg_num(c, a->window_ms);
+    if (a->prev)
+        arg_str(c, a->prev);
 }
 
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
@@ -180,6 +182,28 @@ void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
         arg(c, "", 0);
         arg(c, "0", 1);
     }
+}
+
+void rl_cmd_pass(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a)
+{
+    script(c, RL_SCRIPT_PASS, 5);
+    arg(c, k->locks.v[0], k->locks.len[0]);
+    arg(c, k->queues.v[0], k->queues.len[0]);
+    arg(c, k->leases.v[0], k->leases.len[0]);
+    arg(c, RL_MARKER_KEY, RL_MARKER_KEY_LEN);
+    arg(c, RL_HELD_KEY, RL_HELD_KEY_LEN);
+    arg_str(c, a->token);
+    arg_num(c, a->ttl_ms);
+    arg_str(c, a->prev);
+    arg_str(c, a->waiter);
+    arg_num(c, a->window_ms);
+    arg(c, a->placed ? "1" : "0", 1);
+}
+
+void rl_cmd_release_skip(rl_cmd *c, const rl_keys *k, const char *match, const char *skip)
+{
+    rl_cmd_release(c, k, match, true, &(rl_place){ "", 0, 0 }); /* no waiter */
+    arg_str(c, skip);
 }
 
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked)

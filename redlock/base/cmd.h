@@ -55,6 +55,8 @@ typedef struct rl_acquire_args {
     uint64_t ticket;    /* queued: when it started waiting (µs, real time) */
     uint32_t lease_ms;  /* queued: how long its place lasts without news */
     uint32_t window_ms; /* marked: the memory window asked for */
+    const char *prev;   /* a local hand-off: the passing holder's token, or NULL */
+    bool placed;        /* ... the waiter may have a place in the queues already */
 } rl_acquire_args;
 
 /* SET key token NX PX ttl: one lock, no fence, no queue, no marker. */
@@ -91,6 +93,13 @@ typedef struct rl_place {
  * NULL. */
 void rl_cmd_release(rl_cmd *c, const rl_keys *k, const char *match, bool wake,
                     const rl_place *place);
+/* The PASS script (script.c): a local hand-off's common case, for one lock
+ * and no fence, the acquire's @a with @a->prev set. */
+void rl_cmd_pass(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
+/* The same as a release (@wake, no place), handing each key to the first
+ * live waiter of another client than the one on channel @skip, if one is
+ * queued (a local run that reached its bound: docs/waiting.md). */
+void rl_cmd_release_skip(rl_cmd *c, const rl_keys *k, const char *match, const char *skip);
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
 /* The extend without Lua, on a master that has SET IFEQ and whose memory
  * counts (extend.c): one lock, a transaction, atomic on the master:

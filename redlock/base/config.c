@@ -52,6 +52,7 @@ static void config_defaults(redlock_config *cfg)
     cfg->wait_ms = REDLOCK_WAIT_RETRIES;
     cfg->max_reply_bytes = 1u << 20;
     cfg->tls_verify = 1;
+    cfg->local_run_max = 4;
 }
 
 void redlock_config_init_sized(redlock_config *cfg, size_t size)
@@ -192,6 +193,9 @@ static int check_guards(const redlock_config *cfg, redlock_error *e)
         BAD("config.watchdog_max_extends is 0 (use at least 1; default 1000)");
     if (cfg->watchdog_floor_ms > REDLOCK_TTL_MAX_MS)
         BAD("config.watchdog_floor_ms is %u (max %u)", cfg->watchdog_floor_ms, REDLOCK_TTL_MAX_MS);
+    if (cfg->local_run_max > 1000)
+        BAD("config.local_run_max is %u (max 1000; default 4, 0 or 1 for none)",
+            cfg->local_run_max);
     if (cfg->pubsub_wait < 0 || cfg->pubsub_wait > 1)
         BAD("config.pubsub_wait is %d (use 0 or 1; default 1)", cfg->pubsub_wait);
     if (cfg->wait_ms != REDLOCK_WAIT_RETRIES && cfg->wait_ms != REDLOCK_WAIT_FOREVER &&

@@ -53,9 +53,12 @@
  * the channel (&redlock:wake:*) must not turn a hand-over that happened into
  * a failed release; the waiter finds its reservation at its next poll
  * (a waiter whose own SUBSCRIBE the ACL refuses is told so once, wait.c;
- * one whose releaser's PUBLISH is refused is not told: it polls). */
+ * one whose releaser's PUBLISH is refused is not told: it polls).
+ * `skip`, a client's channel (a local run that reached its bound,
+ * docs/waiting.md "The local hand-off"): the first live waiter of another
+ * client is reserved for, if the queue's first 64 hold one; else the head. */
 #define HAND_OVER                                                              \
-    "local function hand_over(i, n, by, wake)\n"                               \
+    "local function hand_over(i, n, by, wake, skip)\n"                         \
     "  local q, l = KEYS[n + i], KEYS[2 * n + i]\n"                            \
     "  local function free() redis.call('del', KEYS[i]) end\n"                \
     "  local tq = redis.call('type', q).ok\n"                                  \
@@ -69,17 +72,31 @@
     "  for _, w in ipairs(ended) do\n"                                         \
     "    redis.call('zrem', q, w) redis.call('zrem', l, w)\n"                  \
     "  end\n"                                                                  \
+    "  local function live(w)\n"                                               \
+    "    local hand, chan = string.match(w, '^(%d+)|(redlock:wake:%x+)|%x+$')\n" \
+    "    local lease = tonumber(redis.call('zscore', l, w))\n"                 \
+    "    hand = tonumber(hand)\n"                                              \
+    "    if hand and hand > 0 and hand <= 2147483647 and lease and lease > now then\n" \
+    "      return hand, chan, lease\n"                                         \
+    "    end\n"                                                                \
+    "  end\n"                                                                  \
+    "  local function reserve(w, hand, chan, lease)\n"                         \
+    "    redis.call('set', KEYS[i], '\\1' .. w, 'PX', hand)\n"               \
+    "    if lease > now + hand then redis.call('zadd', l, 'XX', now + hand, w) end\n" \
+    "    if wake then redis.pcall('publish', chan, w .. '|' .. by) end\n"      \
+    "  end\n"                                                                  \
     "  for _ = 1, 64 do\n"                                                     \
     "    local head = redis.call('zrange', q, 0, 0)[1]\n"                      \
     "    if not head then break end\n"                                         \
-    "    local hand, chan = string.match(head, '^(%d+)|(redlock:wake:%x+)|%x+$')\n" \
-    "    local lease = tonumber(redis.call('zscore', l, head))\n"               \
-    "    hand = tonumber(hand)\n"                                              \
-    "    if hand and hand > 0 and hand <= 2147483647 and lease and lease > now then\n" \
-    "      redis.call('set', KEYS[i], '\\1' .. head, 'PX', hand)\n"            \
-    "      if lease > now + hand then redis.call('zadd', l, 'XX', now + hand, head) end\n" \
-    "      if wake then redis.pcall('publish', chan, head .. '|' .. by) end\n"  \
-    "      return\n"                                                           \
+    "    local hand, chan, lease = live(head)\n"                               \
+    "    if hand then\n"                                                       \
+    "      if skip and chan == skip then\n"                                    \
+    "        for _, w in ipairs(redis.call('zrange', q, 1, 63)) do\n"          \
+    "          local h2, c2, l2 = live(w)\n"                                   \
+    "          if h2 and c2 ~= skip then reserve(w, h2, c2, l2) return end\n"  \
+    "        end\n"                                                            \
+    "      end\n"                                                              \
+    "      reserve(head, hand, chan, lease) return\n"                          \
     "    end\n"                                                                \
     "    redis.call('zrem', q, head) redis.call('zrem', l, head)\n"            \
     "  end\n"                                                                  \

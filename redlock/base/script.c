@@ -30,7 +30,9 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * it leaves the queues (it gives up); with ARGV[4] its ticket and
      * ARGV[5] its lease it keeps its place there (the cleanup of its failed
      * attempt, which may have been granted, and so dequeued, here). A plain
-     * release sends ARGV[1] alone (hand over and wake, no waiter): every
+     * release sends ARGV[1] alone (hand over and wake, no waiter); ARGV[6],
+     * a client's channel, passes over that client's waiters where another
+     * client waits (a local run that reached its bound, HAND_OVER): every
      * argument costs the master a Lua string, and this is the common call. Returns
      * -1 if any key holds another value (we had lost it), 1 if we removed
      * something, 0 if everything was already gone. A key is ours with our
@@ -60,6 +62,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "if not first then redis.call('zrem', KEYS[3 * n + 1], ARGV[1]) end\n"
         "local mine, other = 0, 0\n"
         "local waiter, wake = ARGV[3] or '', (ARGV[2] or '1') == '1'\n"
+        "local skip = ARGV[6] ~= '' and ARGV[6] or nil\n"
         "local stays = waiter ~= '' and (ARGV[4] or '') ~= ''\n"
         "for i = 1, n do\n"
         "  if stays then\n"
@@ -70,7 +73,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  local v = first or redis.call('get', KEYS[i])\n"
         "  if ours(v, ARGV[1]) then\n"
         "    mine = mine + 1\n"
-        "    hand_over(i, n, ARGV[1], wake)\n"
+        "    hand_over(i, n, ARGV[1], wake, skip)\n"
         "  elseif v ~= false then other = other + 1 end\n"
         "end\n"
         "if other > 0 then return -1 end\n"
@@ -113,9 +116,13 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
      * index of held keys. ARGV: 1
      * token, 2 ttl, 3 n, 4 flags, 5 the waiter (flag q), 6 its ticket, 7 its
      * lease (ms), 8 the memory window the client asks for (its longest ttl,
-     * the longest any master reported, restart_guard_ms).
+     * the longest any master reported, restart_guard_ms), 9 (a local
+     * hand-off only) the token of the holder that passes it: a key that
+     * holds it (or it marked) counts as free, and is set anew with a full
+     * ttl, its mark kept (docs/waiting.md, "The local hand-off").
      * Returns {status, fence or marker age, the marker's maxttl}: status 1
-     * granted, 0 held (nothing written but the waiter's place in the
+     * granted (with ARGV[9], a fourth: 1 if a key held that token, plus 2
+     * if the first key's queue holds another client's waiter), 0 held (nothing written but the waiter's place in the
      * queue; the second element 1 if one of a set's keys is reserved for
      * this waiter: a wake-up for it was real, acquire.c; a fourth, the
      * waiter's rank in the first key's queue, 0 the head: how often it
@@ -157,6 +164,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         DROP_QUEUE
         JOIN
         "local n = tonumber(ARGV[3])\n"
+        "local prev = ARGV[9] ~= '' and ARGV[9] or nil\n"
         "local fenced = string.find(ARGV[4], 'f', 1, true)\n"
         "local queued = string.find(ARGV[4], 'q', 1, true)\n"
         "local k = n + 1\n"
@@ -181,17 +189,20 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "    if v and not (string.match(v, '^%d+$') and #v <= 18) then return {-3, j, maxttl, 0} end\n"
         "  end\n"
         "end\n"
-        "if n == 1 and not queued then\n"
+        "local took, others = 0, 0\n"
+        "if n == 1 and not queued and not prev then\n"
         "  if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then\n"
         "    redis.call('get', KEYS[1])\n"
         "    return {0, 0, maxttl}\n"
         "  end\n"
         "  if marked then index(k + 1, 1, 1, tonumber(ARGV[2]), ARGV[1]) end\n"
         "else\n"
-        "  local mine = '\\1' .. ARGV[5]\n"
+        "  local mine, mark = '\\1' .. ARGV[5], {}\n"
         "  for i = 1, n do\n"
         "    local v = redis.call('get', KEYS[i])\n"
-        "    if v and not (queued and v == mine) then\n"
+        "    if prev and v and (v == prev or v == prev .. '\\2') then\n"
+        "      took, mark[i] = 1, string.sub(v, #prev + 1)\n"
+        "    elseif v and not (queued and v == mine) then\n"
         "      if queued then\n"
         "        for j = 0, n - 1 do\n"
         "          join(KEYS[qk + j], KEYS[qk + n + j], ARGV[5], ARGV[6], tonumber(ARGV[7]))\n"
@@ -210,8 +221,18 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "      return {0, r, maxttl, rank}\n"
         "    end\n"
         "  end\n"
-        "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2]) end\n"
-        "  if marked then index(k + 1, 1, n, tonumber(ARGV[2]), ARGV[1]) end\n"
+        "  for i = 1, n do redis.call('set', KEYS[i], ARGV[1] .. (mark[i] or ''), 'PX', ARGV[2]) end\n"
+        "  if marked then\n"
+        "    if prev then redis.call('zrem', KEYS[k + 1], prev) end\n"
+        "    index(k + 1, 1, n, tonumber(ARGV[2]), ARGV[1])\n"
+        "  end\n"
+        "  if prev and queued then\n"
+        "    local chan = string.match(ARGV[5], '^%d+|([^|]+)|')\n"
+        "    for _, w in ipairs(redis.call('zrange', KEYS[qk], 0, 63)) do\n"
+        "      local c = string.match(w, '^%d+|([^|]+)|')\n"
+        "      if c and c ~= chan then others = 1 break end\n"
+        "    end\n"
+        "  end\n"
         "  if queued then\n"
         "    for j = 0, n - 1 do\n"
         "      redis.pcall('zrem', KEYS[qk + j], ARGV[5]) redis.pcall('zrem', KEYS[qk + n + j], ARGV[5])\n"
@@ -229,6 +250,7 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "  if top > f then f = top redis.call('set', KEYS[fk + n], f) end\n"
         "  for j = 0, n - 1 do if old[j] then redis.call('set', KEYS[fk + j], f) end end\n"
         "end\n"
+        "if prev then return {1, f, maxttl, took + 2 * others} end\n"
         "return {1, f, maxttl}\n",
     /* Fence write-back: the master's counter (KEYS[1]) = max(counter,
      * ARGV[1]); so is every old per-resource counter that exists (the
@@ -391,6 +413,38 @@ static const char *const bodies[RL_SCRIPT_COUNT] = {
         "else redis.call('hdel', KEYS[1], 'tight') end\n"
         "raise(KEYS[2], ARGV[4])\n"
         "return 1\n",
+    /* Pass: a local hand-off's common case, without the acquire script's
+     * pieces (docs/waiting.md, "The local hand-off"). One lock, no fence,
+     * a master whose memory counts (`served`, read in the same step as the
+     * SET, as the fast path's transaction does) for this ttl, and the key
+     * holding the passing token (ARGV[3], or it marked): the key is set to
+     * ARGV[1] with a full ttl ARGV[2] (its mark kept), the index moves from
+     * the old lease to the new, the waiter ARGV[4] leaves the queue.
+     * Anything else answers {-4} and changes nothing: the client sends the
+     * acquire script, which knows every case. KEYS: the lock, its queue and
+     * lease set, the marker, the index. ARGV[5]: the memory window asked;
+     * ARGV[6] '1' if the waiter may have a place in the queue (a parked
+     * waiter has none: two calls saved).
+     * Returns {1, 0, maxttl, 1 + 2 if another client's waiter is queued}. */
+    [RL_SCRIPT_PASS] =
+        "local m = redis.call('hmget', KEYS[4], 'served', 'maxttl')\n"
+        "local maxttl = tonumber(m[2]) or 0\n"
+        "if not m[1] or maxttl < tonumber(ARGV[5]) then return {-4} end\n"
+        "local p, v = ARGV[3], redis.call('get', KEYS[1])\n"
+        "if v ~= p and v ~= p .. '\\2' then return {-4} end\n"
+        "redis.call('set', KEYS[1], ARGV[1] .. string.sub(v, #p + 1), 'PX', ARGV[2])\n"
+        "redis.call('zrem', KEYS[5], p)\n"
+        "redis.call('zadd', KEYS[5], redis.call('pexpiretime', KEYS[1]), ARGV[1])\n"
+        "local chan, others = string.match(ARGV[4], '^%d+|([^|]+)|'), 0\n"
+        "local q = redis.pcall('zrange', KEYS[2], 0, 63)\n"
+        "if not q.err then\n"
+        "  if ARGV[6] == '1' then redis.call('zrem', KEYS[2], ARGV[4]) redis.pcall('zrem', KEYS[3], ARGV[4]) end\n"
+        "  for _, w in ipairs(q) do\n"
+        "    local c = string.match(w, '^%d+|([^|]+)|')\n"
+        "    if c and c ~= chan then others = 2 break end\n"
+        "  end\n"
+        "end\n"
+        "return {1, 0, maxttl, 1 + others}\n",
 };
 /* clang-format on */
 

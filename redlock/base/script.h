@@ -15,6 +15,8 @@ enum rl_script {
     RL_SCRIPT_RAISE,   /* lengthen a running window set from the bound: 1 */
     RL_SCRIPT_LEASES,  /* {counts, ms left of the latest lease, maxttl, fence[, token]} */
     RL_SCRIPT_SETTLE,  /* a pending master's window: 1 settled, 0 not pending */
+    RL_SCRIPT_PASS,    /* a local hand-off's common case: {1, 0, maxttl, bits}, or {-4}: ask
+                          the acquire script */
     RL_SCRIPT_COUNT
 };
 

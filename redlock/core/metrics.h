@@ -37,6 +37,8 @@ typedef struct rl_metrics {
     uint64_t releases[RL_MET_STATUSES];
     uint64_t extends[RL_MET_STATUSES];
     uint64_t lost[RL_MET_STATUSES]; /* watchdog losses, by status */
+    uint64_t handoffs;              /* local hand-offs that granted */
+    uint64_t handoffs_failed;       /* ... whose attempt lost: the release went out */
     rl_hist wait;                   /* acquire: call to decision */
     rl_hist hold;                   /* grant to release's decision */
     rl_hist lost_left;              /* validity left when a lease was lost */

@@ -102,6 +102,9 @@ struct redlock_lock {
                                          blocking client the watchdog's I/O thread
                                          writes it while the holder's thread reads */
     rl_monotime granted_us;           /* when its acquire decided (hold time); 0: unknown */
+    uint32_t run;                     /* grants in a row by this client's local hand-offs
+                                         while another client waited, this one's counted
+                                         (handoff.c): none pass past local_run_max */
     struct rl_watchdog *wd;           /* running watchdog, or NULL */
     void (*on_free)(redlock_lock *l); /* set while a watchdog runs: stops it first */
 };

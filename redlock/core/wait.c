@@ -102,6 +102,16 @@ void rl_wait_join(redlock_client *c, rl_waiter *w, uint32_t hand_ms)
         subscribe(c, ws, &c->nodes[m]);
 }
 
+rl_waiter *rl_wait_first(const redlock_client *c)
+{
+    return c->wait ? c->wait->head : NULL;
+}
+
+const char *rl_wait_channel(const redlock_client *c)
+{
+    return c->wait ? c->wait->channel : NULL;
+}
+
 void rl_wait_leave(redlock_client *c, rl_waiter *w)
 {
     struct rl_wait *ws = c->wait;

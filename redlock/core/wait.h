@@ -22,6 +22,11 @@ typedef struct rl_waiter {
  * long a reservation may wait for it (@hand_ms); subscribe the client's
  * channel on every master that has no subscription yet. */
 void rl_wait_join(redlock_client *c, rl_waiter *w, uint32_t hand_ms);
+/* The client's waiters, oldest first (w->next), or NULL. */
+rl_waiter *rl_wait_first(const redlock_client *c);
+/* The client's wake-up channel ("redlock:wake:<hex>"), or NULL if none of
+ * its acquires ever waited. */
+const char *rl_wait_channel(const redlock_client *c);
 /* @w waits no more (its queue places are left by the caller). */
 void rl_wait_leave(redlock_client *c, rl_waiter *w);
 /* A message on a node's subscriber connection (the nodes' env hook). */

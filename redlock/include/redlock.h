@@ -495,6 +495,20 @@ typedef struct redlock_config {
     void *op_arg;
 
     /* Fields added after 1.0 go here, at the end. */
+
+    /* --- Local hand-off (1.1; docs/waiting.md, "The local hand-off") -------
+     * A release while another caller of this client waits for the same
+     * resources passes the lock to that waiter directly: its attempt takes
+     * the keys over from the releasing token in one round, with a fresh
+     * ttl and fence, instead of a release, a wake-up and a new attempt.
+     * While another client waits in the queue, a lock passes at most
+     * local_run_max - 1 times in a row (local_run_max holders, counting the
+     * first); then the release hands it to another client's waiter. The
+     * bound is on passes, jumps ahead of the queue: its ticket order may
+     * still serve this client's older waiters next. Only
+     * waiters that wait in the masters' queues (pubsub_wait on) are passed
+     * to: the queues are what tell whether another client waits. */
+    uint32_t local_run_max; /* default 4; 0 or 1: no local hand-off */
 } redlock_config;
 
 #define REDLOCK_RESOURCE_MAX 1024      /* bytes, without the prefix */

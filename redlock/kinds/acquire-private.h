@@ -40,6 +40,8 @@ typedef struct rl_acq_attempt {
     uint32_t rank;        /* the waiter's best place in a queue seen (0 the head;
                              UINT32_MAX none): how soon it polls */
     uint32_t leave_later; /* won: masters whose late answer says if it leaves there */
+    uint32_t took_mask;   /* a pass: masters that granted it (the passing token gone there) */
+    bool others;          /* a pass: a master said another client's waiter is queued */
 } rl_acq_attempt;
 
 /* The acquire: the op, the wait (its spec, deadline, polls, wake-up budget
@@ -60,15 +62,27 @@ typedef struct rl_acquire {
     bool told_mine;          /* "this client already holds it" was logged */
     bool wakes_idle;         /* a woken attempt found nothing this poll: wake-ups wait */
     bool in_queues;          /* some attempt (or its cleanup) gave the waiter a place */
+    bool parked;             /* no attempt yet: a holder of this client passes it on */
     rl_waiter waiter;        /* wake-ups from releases (wait.c) */
     rl_acq_attempt att;      /* the current (finally: deciding) attempt */
-    rl_cancel_reg creg;      /* the caller's cancellation source (cancel.c) */
+    rl_op *pass_from;        /* a local hand-off: the release waiting for this attempt */
+    char pass_token[REDLOCK_TOKEN_MAX + 1]; /* ... the token it takes the keys over from */
+    uint32_t pass_run;                      /* ... and that lock's run (handoff.c) */
+    rl_cancel_reg creg;                     /* the caller's cancellation source (cancel.c) */
 } rl_acquire;
 
 static inline rl_acquire *ACQ(rl_op *op)
 {
     return (rl_acquire *)(void *)op;
 }
+
+/* acquire.c: an attempt now, between polls: a local hand-off's pass (with
+ * pass_from and pass_token set, handoff.c) or a parked waiter's first. */
+void rl_acq_attempt_now(rl_acquire *a);
+
+/* acquire.c: this client holds the keys: said once, as a warning (redlock
+ * is not reentrant; another caller of the client may be the holder). */
+void rl_acq_tell_mine(rl_acquire *a);
 
 /* acquire-votes.c: one master's answer to the current round (the core's
  * on_vote hook for the acquire kind). */

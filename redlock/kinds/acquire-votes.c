@@ -111,6 +111,19 @@ void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last,
         acq_heard(n, rl_reply_integer(e));
 }
 
+/* A grant by the script (or PASS). A local hand-off's: the passing token
+ * is gone there, and a fourth element says whether another client's
+ * waiter is queued (handoff.c: the run counts only then). */
+static void acq_script_ok(rl_acquire *a, uint32_t idx, const long long *x, size_t k,
+                          rl_monotime sent)
+{
+    if (a->pass_from) {
+        a->att.took_mask |= 1u << idx;
+        a->att.others |= k == 4 && (x[3] & 2);
+    }
+    acq_count_ok(a, idx, (uint64_t)x[1], sent);
+}
+
 /* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
  * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl, window} this
  * master's memory is too young to count ({-2, -1, maxttl, 0, birth, age}: reborn, its window
@@ -148,7 +161,7 @@ static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, r
     rl_memory_learned(c, (uint32_t)x[2]);
     acq_heard(&c->nodes[idx], x[2]);
     if (x[0] == 1) {
-        acq_count_ok(a, idx, (uint64_t)x[1], sent);
+        acq_script_ok(a, idx, x, k, sent);
     } else if (x[0] == 0) {
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
         a->att.n_fail++;
@@ -282,8 +295,11 @@ static void acq_on_cleanup(rl_acquire *a, uint32_t idx, const rl_reply *r)
     redlock_vote *v = &a->op.out.votes[idx];
     /* 1: our token was there, so this attempt's SET found the key free or
      * reserved for us, even if its answer came after the decision. */
-    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
+    if (r && rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1) {
         a->att.found = true;
+        if (a->pass_from) /* a pass granted late: the passing token is gone here too */
+            a->att.took_mask |= 1u << idx;
+    }
     size_t len;
     const char *s = r && rl_reply_type(r) == RL_REPLY_ERROR ? rl_reply_str(r, &len) : NULL;
     if (s && v->kind == REDLOCK_VOTE_HELD &&

@@ -7,6 +7,7 @@
  * implemented" and "Why at most one client holds a resource".
  */
 #include "kinds/acquire-private.h"
+#include "kinds/handoff.h"
 #include "kinds/kinds.h"
 #include "drift.h"
 #include "kinds/lock.h"
@@ -74,11 +75,17 @@ static int acq_cleanup_status(rl_acquire *a)
     /* Held by this client: said at once (a warning), and the wait goes on
      * as for any holder, since another thread or task of this client may
      * be the holder and release it; if the wait ends, its message says so. */
-    if (status == REDLOCK_ECONFLICT && acq_mine(a) && !a->told_mine) {
-        a->told_mine = true;
-        rl_log(&op->c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", op->err.msg);
-    }
+    if (status == REDLOCK_ECONFLICT)
+        rl_acq_tell_mine(a);
     return status;
+}
+
+void rl_acq_tell_mine(rl_acquire *a)
+{
+    if (acq_mine(a) && !a->told_mine) { /* acq_mine also words the error */
+        a->told_mine = true;
+        rl_log(&a->op.c->cfg, REDLOCK_LOG_WARN, "%s (waiting for its release)", a->op.err.msg);
+    }
 }
 
 /* Cleanup is over (every master we waited for answered, or one node
@@ -88,6 +95,11 @@ static void acq_after_cleanup(rl_acquire *a)
     rl_op *op = &a->op;
     redlock_client *c = op->c;
     rl_round_end(op);
+    /* A pass that lost: the passing lock's release goes out now, to the
+     * masters where neither the pass's answer nor its cleanup's said that
+     * the key had been taken over (a pass granted after the decision:
+     * its cleanup found our token there). */
+    rl_handoff_lost(a);
     if (a->cancelled) {
         rl_seterr(&op->err, a->cancelled, -1, "acquire: %s after %u attempt(s) and %llu ms",
                   a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts,
@@ -269,7 +281,9 @@ static void acq_succeed(rl_acquire *a)
     rl_lock_set_valid_until(lock, op->attempt_us + (uint64_t)validity_ms * 1000);
     rl_mine_add(c, &op->k.locks, a->att.token, rl_lock_valid_until(lock));
     lock->granted_us = rl_now_us();
-    op->lock = lock; /* the callback's owner's, from the delivery on */
+    lock->run = 1;
+    rl_handoff_won(a, lock); /* a pass: its run, and the passing release is done */
+    op->lock = lock;         /* the callback's owner's, from the delivery on */
     if (a->phase == ACQ_VOTING)
         rl_acq_leave_later(a); /* the round still reads the masters pending */
     rl_op_finish(op, 0);
@@ -370,6 +384,7 @@ static void acq_attempt_start(rl_acquire *a, bool by_wake)
     op->attempts++;
     a->phase = ACQ_VOTING;
     a->wake_pending = false;
+    a->parked = false;
     acq_attempt_reset(a, by_wake);
     op->out.validity_ms = 0;
     memset(op->out.votes, 0, sizeof(op->out.votes));
@@ -432,6 +447,13 @@ static void acq_wake(rl_waiter *w)
     acq_attempt_start(a, true);
 }
 
+void rl_acq_attempt_now(rl_acquire *a)
+{
+    a->final = false; /* as a wake-up's: the deadline's own attempt still comes */
+    rl_op_disarm(&a->op);
+    acq_attempt_start(a, false);
+}
+
 static void acq_on_timer(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
@@ -452,6 +474,8 @@ static void acq_on_timer(rl_op *op)
             a->deadline_us += now - a->poll_due_us;
         a->polls_left--;
     }
+    if (!a->final && a->parked && rl_handoff_park(a))
+        return;                  /* the holder is still this client's: its release comes here */
     a->wakes_idle = false;       /* a new poll interval: wake-ups act again */
     acq_attempt_start(a, false); /* the poll (or the deadline's last try) */
 }
@@ -478,6 +502,7 @@ static void acq_cancel(rl_op *op, int status)
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
+    rl_handoff_lost(a); /* never left waiting: finished with a pass in flight */
     if (a->waiter.joined && a->in_queues)
         rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
@@ -520,6 +545,7 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         rl_op_finish(op, REDLOCK_ECANCELED);
         return 0;
     }
-    acq_attempt_start(a, false);
+    if (!rl_handoff_park(a)) /* a holder of this client will pass it on */
+        acq_attempt_start(a, false);
     return 0;
 }

@@ -6,6 +6,7 @@
  * gets the script or, where it can, the native compare-and-delete
  * (docs/wire.md; why: docs/memory-guard.md, "The release without Lua").
  */
+#include "kinds/handoff.h"
 #include "kinds/kinds.h"
 #include "kinds/lock.h"
 #include "kinds/outcome.h"
@@ -20,6 +21,8 @@ typedef struct rl_release {
     uint32_t retry_mask; /* masters to ask again after the delay */
     uint32_t quiet_mask; /* masters that granted it by the fast path, nobody queued,
                             or (guess_mask) were still to answer when it was granted */
+    rl_op *pass;         /* a local hand-off in flight: the waiter's acquire (handoff.c) */
+    char skip[64];       /* a local run that ends: this client's channel, passed over */
 } rl_release;
 
 static rl_release *REL(rl_op *op)
@@ -88,8 +91,11 @@ static void rel_send(rl_release *r, uint32_t mask)
     redlock_client *c = op->c;
     op->attempts++;
     rl_cmd cmd, native;
-    rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
-    for (uint32_t i = 0; i < c->n; i++) {               /* answers after the acquire decided */
+    if (r->skip[0])
+        rl_cmd_release_skip(&cmd, &op->k, r->token, r->skip); /* to another client's waiter */
+    else
+        rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
+    for (uint32_t i = 0; i < c->n; i++) {                   /* answers after the acquire decided */
         if (strcmp(c->nodes[i].late_token, r->token) != 0)
             continue;
         if (c->nodes[i].late_quiet)
@@ -157,6 +163,60 @@ static void rel_on_timer(rl_op *op)
     rel_send(REL(op), REL(op)->retry_mask);
 }
 
+/* The masters where the waiter's pass was granted: the passing token is
+ * gone there, which is what a release's OK says. */
+static uint32_t rel_taken(rl_op *op, uint32_t taken)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < op->c->n; i++)
+        if (taken & (1u << i)) {
+            rl_vote_set(&op->out.votes[i], REDLOCK_VOTE_OK, 0, "taken over by a local waiter",
+                        op->attempt_us);
+            n++;
+        }
+    return n;
+}
+
+void rl_release_passed(rl_op *op, uint32_t taken)
+{
+    REL(op)->pass = NULL;
+    op->out.n_ok = rel_taken(op, taken);
+    rl_op_finish(op, 0);
+}
+
+void rl_release_resume(rl_op *op, uint32_t taken)
+{
+    rl_release *r = REL(op);
+    redlock_client *c = op->c;
+    r->pass = NULL;
+    rel_taken(op, taken);
+    uint32_t rest = ((1u << c->n) - 1) & ~taken;
+    if (rest)
+        rel_send(r, rest);
+    else
+        rel_decide(op);
+}
+
+/* Freed with a pass in flight: the release goes out now, before the
+ * sockets close, and the waiter's attempt goes on as an ordinary one. */
+static void rel_cancel(rl_op *op, int status)
+{
+    rl_release *r = REL(op);
+    if (!r->pass) {
+        rl_op_finish(op, status);
+        return;
+    }
+    rl_handoff_cut(r->pass);
+    r->pass = NULL;
+    rel_send(r, (1u << op->c->n) - 1);
+}
+
+static void rel_destroy(rl_op *op)
+{
+    if (REL(op)->pass)
+        rl_handoff_cut(REL(op)->pass);
+}
+
 static const rl_op_ops release_ops = {
     .kind = REDLOCK_OP_RELEASE,
     .name = "release",
@@ -164,6 +224,8 @@ static const rl_op_ops release_ops = {
     .on_vote = rel_on_vote,
     .decide = rel_decide,
     .on_timer = rel_on_timer,
+    .cancel = rel_cancel,
+    .destroy = rel_destroy,
 };
 
 int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, void *arg,
@@ -182,11 +244,25 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
     snprintf(r->token, sizeof(r->token), "%s", lock->token);
     r->quiet_mask = lock->quiet_mask | lock->guess_mask;
     rl_watchdog_stop(c, lock);
+    bool live = rl_lock_valid_until(lock) > rl_now_us();
     /* Whatever the outcome, the caller stops holding the lock now: a
      * release that fails may still run on some masters later. */
     rl_lock_set_valid_until(lock, 1);
     rl_mine_drop(c, lock->token);
     op->attempt_us = rl_now_us();
+    /* A waiter of this client takes it over (handoff.c): its attempt is
+     * this release's round. Nothing here may touch @r after
+     * rl_handoff_start, whose round may decide (and resume this release)
+     * at once. */
+    r->pass = live ? rl_handoff_offer(c, lock, op) : NULL;
+    if (r->pass) {
+        rl_handoff_start(r->pass);
+        return 0;
+    }
+    const char *skip = rl_handoff_skip(c, op);
+    if (skip)
+        snprintf(r->skip, sizeof(r->skip), "%s", skip);
     rel_send(r, (1u << c->n) - 1); /* every master */
+    rl_handoff_unpark(c, op);
     return 0;
 }

@@ -125,6 +125,7 @@ const char *rl_trace_kind(int script, int nparts, bool pipelined, int argc, cons
         [RL_SCRIPT_FENCE] = "fence",     [RL_SCRIPT_MARKER] = "check",
         [RL_SCRIPT_DECLARE] = "declare", [RL_SCRIPT_RAISE] = "raise",
         [RL_SCRIPT_LEASES] = "leases",   [RL_SCRIPT_SETTLE] = "settle",
+        [RL_SCRIPT_PASS] = "pass",
     };
     if (script >= 0 && script < RL_SCRIPT_COUNT)
         return scripts[script];
@@ -164,9 +165,15 @@ void rl_trace_request(rl_trace *t, uint32_t idx, uint32_t op, uint32_t fid, int 
     case RL_SCRIPT_ACQUIRE:
         snprintf(f, sizeof(f), "key=%s tok=%s ttl=%s nres=%s flags=%s window=%s", V(k, 3, 48),
                  V(a, x, 12), V(b, x + 1, 24), V(c, x + 2, 24), V(d, x + 3, 24), V(e, x + 7, 24));
+        if (argc > x + 8) /* a local hand-off: the token it takes the key over from */
+            snprintf(f + strlen(f), sizeof(f) - strlen(f), " prev=%s", V(a, x + 8, 12));
         break;
     case RL_SCRIPT_RELEASE:
         snprintf(f, sizeof(f), "key=%s tok=%s", V(k, 3, 48), V(a, x, 12));
+        break;
+    case RL_SCRIPT_PASS:
+        snprintf(f, sizeof(f), "key=%s tok=%s ttl=%s prev=%s", V(k, 3, 48), V(a, x, 12),
+                 V(b, x + 1, 24), V(c, x + 2, 12));
         break;
     case RL_SCRIPT_EXTEND:
         snprintf(f, sizeof(f), "key=%s tok=%s ttl=%s", V(k, 3, 48), V(a, x, 12), V(b, x + 1, 24));

@@ -368,7 +368,7 @@ void tc_contend_inject(tc_contend *r, void (*act)(int), const char *what, int ma
  * master frees a client when it reads EOF, after running everything that
  * came before it on that connection, so from then on nothing the workers
  * sent can still change what the snapshot sees. */
-static void quiesce(void)
+void tc_contend_quiesce(void)
 {
     for (int m = 0; m < tc_n(); m++) {
         long long n = 0;
@@ -451,7 +451,7 @@ int tc_contend_finish(tc_contend *r, const char *const *args, char *out, size_t 
 
     run_stop(r);
     cr_assert(eq(int, r->bad_exits, 0), "%d worker processes died", r->bad_exits);
-    quiesce();
+    tc_contend_quiesce();
     tc_contend_snapshot(r->snap, r->res, r->len);
     tc_hist_close(r->h);
     r->h = NULL;

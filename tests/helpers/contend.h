@@ -137,6 +137,11 @@ void tc_contend_free(tc_contend *r);
  * neither there yet. */
 void tc_contend_paths(char *hpath, char *spath, size_t size);
 
+/* Wait until every live master has dropped every client but the test's own
+ * INFO connection (at most 5 s each): nothing a client sent can still
+ * change what a snapshot then sees. */
+void tc_contend_quiesce(void);
+
 /* A snapshot at @path: what every live master holds under @res, with its
  * PTTL ("key" lines). */
 void tc_contend_snapshot(const char *path, const void *res, size_t len);
