@@ -1279,6 +1279,78 @@ Test(handoff, a_local_waiter_cancelled_while_its_pass_is_in_flight_leaves_the_re
 }
 
 /*
+ * A pass never overtakes an older waiter of its own client. H and W1 start
+ * together on one client: H wins, W1 (not parked: H was not yet holding)
+ * queues and polls with attempts; W2 starts once H holds, and parks. Every
+ * master holds writes (CLIENT PAUSE WRITE) until W1's poll is held there,
+ * in flight, and H releases. Passing to W2 would let the younger waiter
+ * overtake W1 (bench: contention-inproc's arrival order); W1 gets the lock
+ * first, then W2.
+ */
+Test(handoff, a_pass_never_overtakes_an_older_waiter_whose_attempt_is_in_flight)
+{
+    struct aop H = { .name = "H" }, W1 = { .name = "W1", .t = 1 }, W2 = { .name = "W2", .t = 2 };
+    struct aop R, R1, R2;
+    redlock_config cfg;
+
+    struct event_base *base = event_base_new();
+    cr_assert(base != NULL);
+    tc_config(&cfg);
+    cfg.clock_policy = REDLOCK_CLOCK_OFF; /* no probe scripts held by the pause */
+    cfg.node_timeout_ms = 5000;           /* held by the pause, not timed out */
+    cfg.retry_delay_ms = 50;              /* W1's polls: one is soon in flight */
+    cfg.retry_jitter_ms = 5;
+    cfg.log_fn = on_log;
+    cfg.log_arg = &sh->p[0];
+    redlock_client *c = tc_client_async(&cfg, base);
+    cr_assert(tc_async_ready(base, c, tc_n(), 10000), "the async client did not connect");
+    H.h = W1.h = W2.h = tc_hist_open(sh->hpath);
+    cr_assert(H.h != NULL);
+
+    long q0 = queued_least();
+    acquire_async(c, &H, 0, NULL);
+    acquire_async(c, &W1, 30000, NULL); /* in the same turn: H is not yet a holder */
+    cr_assert(TC_RUN_UNTIL(base, H.done, AWAIT_MS) && H.rc == 0, "H: %s", redlock_err_name(H.rc));
+    cr_assert(TC_RUN_UNTIL(base, queued_everywhere(q0 + 1), AWAIT_MS), "W1 did not queue");
+    acquire_async(c, &W2, 30000, NULL);
+    cr_assert(TC_RUN_UNTIL(base, waits(0) >= 1, AWAIT_MS), "W2 did not park behind H");
+
+    for (int m = 0; m < tc_n(); m++)
+        tc_pause_writes(m, 10000);
+    bool held = TC_RUN_UNTIL(base, blocked_everywhere(), AWAIT_MS);
+    if (held)
+        release_async(c, &H, &R);
+    TC_RUN_UNTIL(base, false, 100); /* time is the subject: the release goes out, held */
+    unpause_all();
+    cr_assert(held, "W1's poll was not held on every master");
+
+    cr_assert(TC_RUN_UNTIL(base, R.done && (W1.done || W2.done), AWAIT_MS),
+              "H's release %d, W1 %d, W2 %d", R.done, W1.done, W2.done);
+    cr_expect(eq(int, R.rc, 0), "H's release: %s", redlock_err_name(R.rc));
+    cr_expect(W1.done && W1.rc == 0 && !W2.done,
+              "W2 (younger, parked) got the lock before W1, whose attempt was in flight");
+    redlock_lock_free(H.l);
+    struct aop *first = W1.done ? &W1 : &W2, *second = W1.done ? &W2 : &W1;
+    if (first->rc == 0) {
+        release_async(c, first, &R1);
+        cr_assert(TC_RUN_UNTIL(base, R1.done && second->done, AWAIT_MS), "the second waiter");
+        redlock_lock_free(first->l);
+    }
+    if (second->done && second->rc == 0) {
+        release_async(c, second, &R2);
+        cr_assert(TC_RUN_UNTIL(base, R2.done, AWAIT_MS));
+        redlock_lock_free(second->l);
+    }
+    cr_expect(TC_AWAIT(tc_key_count(sh->res, sh->len) == 0, AWAIT_MS),
+              "the key is left on %d masters", tc_key_count(sh->res, sh->len));
+    redlock_client_free(c);
+    event_base_free(base);
+    tc_hist_close(H.h);
+    expect_exclusive_and_fenced(true);
+    expect_history_clean();
+}
+
+/*
  * The pass compares before it takes over: H believes it still holds, but
  * on every master the key holds another client's token (H's lease was
  * lost there and taken). H's release passes to its parked waiter W, whose

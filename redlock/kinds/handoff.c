@@ -27,23 +27,24 @@ static rl_acquire *waiter_acq(rl_waiter *w)
     return (rl_acquire *)(void *)((char *)w - offsetof(rl_acquire, waiter));
 }
 
-/* The waiter a release of @rel's keys passes to: an acquire of this client
- * for the same keys, between attempts (its attempt in flight cannot take
- * the keys over), not cancelled, that waits in the masters' queues (only
- * they tell whether another client waits: with pubsub_wait off there is
- * no bound to keep, so no pass); the one that started waiting first. */
+/* The waiter a release of @rel's keys passes to: the acquire of this
+ * client for the same keys that started waiting first, not cancelled,
+ * waiting in the masters' queues (only they tell whether another client
+ * waits: with pubsub_wait off there is no bound to keep, so no pass). If
+ * that one is in an attempt (which cannot take the keys over), nobody: a
+ * younger waiter would overtake it, where the plain release hands the key
+ * on in the queue's order (bench: contention-inproc's arrival order). */
 static rl_acquire *handoff_waiter(redlock_client *c, const rl_op *rel)
 {
     rl_acquire *best = NULL;
     for (rl_waiter *w = rl_wait_first(c); w; w = w->next) {
         rl_acquire *a = waiter_acq(w);
-        if (a->op.done || a->phase != ACQ_WAITING || a->cancelled || a->pass_from ||
-            !same_keys(&a->op.k.locks, &rel->k.locks))
+        if (a->op.done || a->cancelled || !same_keys(&a->op.k.locks, &rel->k.locks))
             continue;
         if (!best || a->waiter.ticket < best->waiter.ticket)
             best = a;
     }
-    return best;
+    return best && best->phase == ACQ_WAITING && !best->pass_from ? best : NULL;
 }
 
 static uint32_t lock_run(const redlock_lock *lock)
