@@ -400,6 +400,7 @@ struct load_opts {
     uint64_t max_ops;
     uint32_t retries;         /* redlock_config.retry_count */
     uint32_t fail_backoff_us; /* pause a slot after a failed acquire */
+    uint32_t hold_us;         /* hold each lock this long before releasing */
     uint32_t settle_ms;       /* no warm-up: run the loop this long first */
     struct timeline *tl;      /* optional: per-bucket figures */
     struct sysc *sys;         /* optional: count syscalls over the run */
@@ -477,6 +478,7 @@ redlock_client *clock_client_start(uint64_t *t0);
 void clock_client_report(redlock_client *c, uint64_t t0, struct result *r);
 void scenario_uncontended(void);
 void scenario_uncontended_blocking(void);
+void scenario_uncontended_hold(void);
 void scenario_throughput(void);
 void scenario_fence_keys(void);
 long long fence_keys_grown_max(void); /* -1: not run (fencekeys.c) */

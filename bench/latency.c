@@ -55,6 +55,25 @@ void scenario_uncontended(void)
         count_syscalls(r, 0);
 }
 
+/* The uncontended cycle at contention-hold's pace: one lock at a time,
+ * held --hold-us. What a master spends on a request depends on how often
+ * requests come (a wake-up from idle costs more than one in a stream), so
+ * the contention rows that hold their locks compare with this row. */
+void scenario_uncontended_hold(void)
+{
+    struct result *r = result_new("uncontended-hold");
+    struct load_opts o = { .inflight = 1,
+                           .duration_s = config.duration_s,
+                           .max_ops = config.max_ops,
+                           .retries = 0,
+                           .hold_us = config.hold_us,
+                           .label = "uncontended-hold" };
+
+    load_async(&o, r);
+    json_kv_u64(&r->xj, "inflight", 1);
+    json_kv_u64(&r->xj, "hold_us", config.hold_us);
+}
+
 /* Sequential acquire + release through the blocking API from one thread:
  * what the blocking API's thread hand-off costs over the async one. */
 void scenario_uncontended_blocking(void)

@@ -26,6 +26,7 @@ static const struct scenario scenarios[] = {
     { "raw-guard", scenario_raw_guard, 0 },
     { "uncontended", scenario_uncontended, 0 },
     { "uncontended-blocking", scenario_uncontended_blocking, 0 },
+    { "uncontended-hold", scenario_uncontended_hold, 0 },
     { "throughput", scenario_throughput, 0 },
     { "fence-keys", scenario_fence_keys, 0 },
     { "blocking", scenario_blocking, 0 },
