@@ -23,7 +23,7 @@ PROG="check-layers.sh"
 cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.."
 
 # The layers of redlock/, bottom up: each may include those before it.
-LAYERS=(base transport node core kinds api adapters)
+LAYERS=(base transport node wire core kinds api adapters)
 # Layers that are the library's users: they include the public API alone.
 PUBLIC_ONLY=(adapters)
 

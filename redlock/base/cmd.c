@@ -259,7 +259,7 @@ void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool 
      * is named by the token), so it is right whatever the delete does, before
      * or after it: the lease ends with its release (its holder stopped at the
      * call). The delete's 1 is the answer; its 0 (gone, another's, or marked
-     * for a waiter: the compare cannot tell) sends the script (release.c),
+     * for a waiter: the compare cannot tell) sends the script (wire/release.c),
      * which tells them apart and hands the key on. */
     int mark = 0;
     begin(c, -1);

@@ -112,7 +112,7 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
  * The lease end `end` is the node argument, as for rl_cmd_acquire_fast(). */
 void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The release without Lua, on a master with a native compare-and-delete
- * (release.c): one lock, two commands pipelined, no MULTI:
+ * (wire/release.c): one lock, two commands pipelined, no MULTI:
  *   ZREM held token; DELIFEQ key token (or, @delex, DELEX key IFEQ token)
  * (the answer: the delete's 1 or 0). A value marked for waiters is not
  * deleted: the release script must hand the key on (fanout.c's redo). */

@@ -10,84 +10,51 @@
 #include <stdio.h>
 #include <string.h>
 
-/* An error reply as a vote. A command queued behind a failed AUTH gets
- * NOAUTH from the master; the real cause (AUTH failed: WRONGPASS ...) is on
- * the node, and that is what the user needs to read. */
-void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us)
+/* What a vote makes of an answer: what "gone" means is the caller's. */
+int rl_vote_answer(redlock_vote *v, const rl_answer *a, rl_monotime sent_us, int gone_err)
 {
-    size_t len;
-    const char *str = rl_reply_str(r, &len);
-    int code = rl_classify_error_reply(str, len);
-    const char *detail = str;
-    char acl[REDLOCK_VOTE_DETAIL_LEN];
-    if (code == REDLOCK_EAUTH && n->err == REDLOCK_EAUTH && n->errstr[0]) {
-        detail = n->errstr;
-    } else if (code == REDLOCK_EAUTH && len >= 6 && memcmp(str, "NOAUTH", 6) == 0) {
-        detail = "the master requires a password (none was given: set one)";
-    } else if (rl_reply_is_acl_denial(str, len)) {
-        /* Not a password problem: the user is known, its ACL lacks a
-         * command, a key or a channel redlock uses. Name it. */
-        const char *q = memchr(str, '\'', len);
-        const char *q2 = q ? memchr(q + 1, '\'', len - (size_t)(q + 1 - str)) : NULL;
-        if (q && q2)
-            snprintf(acl, sizeof(acl), "ACL: the user may not run %.*s", (int)(q2 - q + 1), q);
-        else
-            snprintf(acl, sizeof(acl), "ACL: the user may not run a command (or key) redlock uses");
-        detail = acl;
+    switch (a->kind) {
+    case RL_ANSWER_DONE: rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent_us); break;
+    case RL_ANSWER_GONE:
+        rl_vote_set(v, REDLOCK_VOTE_GONE, gone_err,
+                    gone_err ? "key expired or deleted" : "already expired", sent_us);
+        break;
+    case RL_ANSWER_HELD:
+        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
+        break;
+    case RL_ANSWER_EXCLUDED:
+        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, a->code, a->detail, sent_us);
+        break;
+    case RL_ANSWER_BAD:
+        /* LOADING, BUSY: the master is there but cannot answer for now,
+         * like one that is down, not one that is misconfigured. */
+        rl_vote_set(v, a->code == REDLOCK_EUNAVAIL ? REDLOCK_VOTE_DOWN : REDLOCK_VOTE_ERROR,
+                    a->code, a->detail, sent_us);
+        break;
     }
-    /* Redis 7 ends an error raised inside a script with " script: <sha>,
-     * on @user_script:<line>.": ours, and nothing the user can act on. */
-    char cut[512]; /* rl_vote_set() cuts it to fit, and says so */
-    const char *tail = detail == str ? strstr(str, " script: ") : NULL;
-    if (tail) {
-        snprintf(cut, sizeof(cut), "%.*s", (int)(tail - str), str);
-        detail = cut;
-    }
-    /* LOADING, BUSY: the master is there but cannot answer for now, like
-     * one that is down, not one that is misconfigured. */
-    rl_vote_set(v, code == REDLOCK_EUNAVAIL ? REDLOCK_VOTE_DOWN : REDLOCK_VOTE_ERROR, code, detail,
-                sent_us);
+    return v->kind;
 }
 
-/* The release and extend scripts answer 1 (done), 0 (key gone), -1 (held by
- * another token). @gone_err is what "gone" means to the caller: nothing
- * for a release (already expired counts as released), ENOTHELD for extend. */
+void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us)
+{
+    rl_answer a;
+    rl_answer_error(&a, n, r);
+    rl_vote_answer(v, &a, sent_us, 0);
+}
+
 int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us,
                          const char *what, int gone_err)
 {
-    int type = rl_reply_type(r);
-    if (type == RL_REPLY_INTEGER && rl_reply_integer(r) >= -2 && rl_reply_integer(r) <= 1)
-        return rl_vote_code(v, n, (int)rl_reply_integer(r), sent_us, gone_err);
-    if (type == RL_REPLY_ERROR) {
-        rl_vote_error_reply(v, n, r, sent_us);
-    } else {
-        char d[80];
-        snprintf(d, sizeof(d), "unexpected %s reply to the %s script",
-                 type == RL_REPLY_INTEGER ? "integer" : rl_reply_type_name(type), what);
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent_us);
-    }
-    return v->kind;
+    rl_answer a;
+    rl_answer_script(&a, n, r, what);
+    return rl_vote_answer(v, &a, sent_us, gone_err);
 }
 
 int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_us, int gone_err)
 {
-    if (code == 1) {
-        rl_vote_set(v, REDLOCK_VOTE_OK, 0, "", sent_us);
-    } else if (code == 0) {
-        rl_vote_set(v, REDLOCK_VOTE_GONE, gone_err,
-                    gone_err ? "key expired or deleted" : "already expired", sent_us);
-    } else if (code == -1) {
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD, "held by another token", sent_us);
-    } else {
-        /* -2: the extend script (or the native extend's HMGET of `served`)
-         * on a master whose memory is not trusted (a reborn master may hold
-         * our key from an old snapshot). */
-        char d[REDLOCK_VOTE_DETAIL_LEN];
-        if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
-            snprintf(d, sizeof(d), "memory not trusted: it lost its data or restarted");
-        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent_us);
-    }
-    return v->kind;
+    rl_answer a;
+    rl_answer_code(&a, n, code);
+    return rl_vote_answer(v, &a, sent_us, gone_err);
 }
 
 static const char *hint(int code, const char *detail)

@@ -3,11 +3,16 @@
 #define REDLOCK_OUTCOME_H
 
 #include "core/op.h"
+#include "wire/wire.h"
 
+/* A master's answer (wire/wire.h) as its vote; @gone_err is what "gone"
+ * means to the caller: nothing for a release (already expired counts as
+ * released), ENOTHELD for extend. Returns the vote's kind. */
+int rl_vote_answer(redlock_vote *v, const rl_answer *a, rl_monotime sent_us, int gone_err);
 /* An error reply as a vote (NOAUTH behind a failed AUTH names the cause). */
 void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us);
-/* A release/extend script's answer (1 done, 0 gone, -1 another's) as a vote;
- * @gone_err is what "gone" means to the caller. Returns the vote's kind. */
+/* A release/extend script's answer (1 done, 0 gone, -1 another's) as a vote,
+ * @gone_err as for rl_vote_answer. Returns the vote's kind. */
 int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us,
                          const char *what, int gone_err);
 /* The same answer as a code (1, 0, -1; -2 memory not trusted), whoever

@@ -2,15 +2,16 @@
  *
  * Deletes the key only where it still holds our token (or hands it to the
  * queue's head), counts a key already gone as released, returns at a
- * majority, and retries masters that timed out or were down. Each master
- * gets the script or, where it can, the native compare-and-delete
- * (docs/wire.md; why: docs/memory-guard.md, "The release without Lua").
+ * majority, and retries masters that timed out or were down. What each
+ * master is sent, and what its reply means, is the wire's (wire/release.c:
+ * the script, or the native compare-and-delete; docs/wire.md).
  */
 #include "kinds/handoff.h"
 #include "kinds/kinds.h"
 #include "kinds/lock.h"
 #include "kinds/outcome.h"
 #include "kinds/watchdog.h"
+#include "wire/release.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,72 +31,43 @@ static rl_release *REL(rl_op *op)
     return (rl_release *)(void *)op;
 }
 
-/* The native delete's answer asks for the script when it deleted nothing
- * (0: the key is gone, another's, or ours marked for a waiter who is owed
- * the hand-over; the script tells which, and hands over), and when the
- * master did not do what it claims (a plain ERR: it lacks the command; an
- * answer that is not 0 or 1) or may not (NOPERM: an ACL written before
- * the release without Lua, README): then it gets the script from now on,
- * and this release loses nothing. OOM, LOADING and the like are votes, as
- * they would be for the script; 1 is "released", as the script says it. */
+/* The native delete's answer, read by the wire (wire/release.c): a command
+ * the master turned out not to have goes to the node (the scripts from
+ * now on), and the answer says whether the slot sends the script. */
 static bool rel_redo(rl_node *n, const rl_reply *r)
 {
-    unsigned native = n->trust.native & (RL_NATIVE_DELIFEQ | RL_NATIVE_DELEX);
-    native = native & RL_NATIVE_DELIFEQ ? RL_NATIVE_DELIFEQ : native;
-    if (rl_reply_type(r) == RL_REPLY_ERROR) {
-        size_t len;
-        const char *str = rl_reply_str(r, &len);
-        if (!((len >= 4 && memcmp(str, "ERR ", 4) == 0) ||
-              (len >= 6 && memcmp(str, "NOPERM", 6) == 0)))
-            return false;
+    rl_answer a;
+    rl_wire_release_read_native(&a, n, r);
+    if (a.refused) {
         char why[REDLOCK_VOTE_DETAIL_LEN];
-        rl_fit(why, sizeof(why), str);
-        rl_node_native_refused(n, native, why);
-        return true;
+        rl_node_native_refused(n, a.refused, rl_fit(why, sizeof(why), a.detail));
     }
-    if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) == 1)
-        return false;
-    if (rl_reply_type(r) != RL_REPLY_INTEGER || rl_reply_integer(r) != 0)
-        rl_node_native_refused(n, native, "neither 0 nor 1");
-    return true;
+    return a.redo;
 }
 
 /* The script's answer, or the native delete's 1 (rel_redo), which means
- * what the script's 1 does: released. */
+ * what the script's 1 does: released. A key already gone counts as
+ * released too (gone_err 0). */
 static void rel_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                         rl_monotime sent)
 {
     redlock_vote *v = &op->out.votes[idx];
-    if (!r)
+    if (!r) {
         rl_vote_failed(v, err, why, sent);
-    else
-        rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "release", 0);
+        return;
+    }
+    rl_answer a;
+    rl_wire_release_read(&a, &op->c->nodes[idx], r);
+    rl_vote_answer(v, &a, sent, 0);
 }
 
-/* The native kind a quiet master of @mask has (DELIFEQ before DELEX), or 0. */
-static unsigned rel_native_kind(const redlock_client *c, uint32_t mask)
+/* Answers to the acquire that came after it decided tell which masters
+ * are quiet for this lease (acquire-votes.c left them on the node, by
+ * token). */
+static void rel_late_hints(rl_release *r)
 {
-    for (unsigned kind = RL_NATIVE_DELIFEQ; kind <= RL_NATIVE_DELEX; kind <<= 1)
-        for (uint32_t i = 0; i < c->n; i++)
-            if ((mask & (1u << i)) && rl_node_native(&c->nodes[i], kind))
-                return kind;
-    return 0;
-}
-
-/* The round: the transaction to the quiet masters that have the release's
- * native command (one kind per round: a fleet with both gives the others
- * the script), the script to every other master. */
-static void rel_send(rl_release *r, uint32_t mask)
-{
-    rl_op *op = &r->op;
-    redlock_client *c = op->c;
-    op->attempts++;
-    rl_cmd cmd, native;
-    if (r->skip[0])
-        rl_cmd_release_skip(&cmd, &op->k, r->token, r->skip); /* to another client's waiter */
-    else
-        rl_cmd_release(&cmd, &op->k, r->token, true, NULL); /* hand over to the next waiter */
-    for (uint32_t i = 0; i < c->n; i++) {                   /* answers after the acquire decided */
+    redlock_client *c = r->op.c;
+    for (uint32_t i = 0; i < c->n; i++) {
         if (strcmp(c->nodes[i].late_token, r->token) != 0)
             continue;
         if (c->nodes[i].late_quiet)
@@ -103,22 +75,33 @@ static void rel_send(rl_release *r, uint32_t mask)
         else
             r->quiet_mask &= ~(1u << i);
     }
-    unsigned kind = op->nres == 1 ? rel_native_kind(c, r->quiet_mask & mask) : 0;
+}
+
+/* The round, in the forms the wire plans (wire/release.c): one round
+ * carries both where some masters get the native delete. */
+static void rel_send(rl_release *r, uint32_t mask)
+{
+    rl_op *op = &r->op;
+    redlock_client *c = op->c;
+    op->attempts++;
+    rel_late_hints(r);
+    rl_release_plan p;
+    rl_wire_release_plan(&p, c->nodes, c->n,
+                         &(rl_release_ask){ &op->k, r->token, r->skip, r->quiet_mask, mask });
     /* Priority: a release pairs with a SET that was admitted, so it may
      * use the headroom above max_inflight. */
-    if (!kind) {
-        rl_round_send(op, &cmd, "release", mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
+    if (!p.kind) {
+        rl_round_send(op, &p.script, "release", mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);
         return;
     }
-    rl_cmd_release_native(&native, &op->k, r->token, kind == RL_NATIVE_DELEX);
-    rl_fanout *f = rl_fanout_new2(c->nodes, &cmd, &native);
+    rl_fanout *f = rl_fanout_new2(c->nodes, &p.script, &p.native);
     if (!f) {
         rl_seterr(&op->err, REDLOCK_ENOMEM, -1, "out of memory sending release");
         rl_op_finish(op, REDLOCK_ENOMEM);
         return;
     }
     for (uint32_t i = 0; i < c->n; i++)
-        if ((r->quiet_mask & (1u << i)) && rl_node_native(&c->nodes[i], kind))
+        if (p.native_mask & (1u << i))
             rl_fanout_use_alt(f, i);
     rl_fanout_set_redo(f, rel_redo);
     rl_round_start(op, f, mask, mask, RL_ROUND_PRIORITY | RL_ROUND_VOTES);

@@ -84,7 +84,7 @@ void rl_trust_init(rl_trust *t, const redlock_config *cfg);
  * from INFO's version (valkey_version where there is one, else
  * redis_version): SET ... IFEQ, Valkey 8.1 and Redis 8.4 on; DELIFEQ,
  * Valkey 9.0 on; DELEX ... IFEQ, Redis 8.4 on. What a server only claims
- * is checked at its first answer (extend.c, release.c). */
+ * is checked at its first answer (extend.c, wire/release.c). */
 #define RL_NATIVE_SET_IFEQ 1u
 #define RL_NATIVE_DELIFEQ 2u
 #define RL_NATIVE_DELEX 4u
