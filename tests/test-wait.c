@@ -709,6 +709,9 @@ Test(wait, a_late_loop_uses_up_no_retries_of_the_default_wait)
     cfg.retry_jitter_ms = 0;
     struct event_base *base = event_base_new();
     redlock_client *c = tc_client_async(&cfg, base);
+    /* Connected first: the chore slows the handshake too, and a first
+     * attempt past its node timeout would not be the ECONFLICT counted. */
+    cr_assert(tc_async_ready(base, c, tc_n(), 10000), "the async client did not connect");
     int hog_ms = 30;
     struct event *hog = event_new(base, -1, EV_PERSIST, hog_loop, &hog_ms);
     event_add(hog, &(struct timeval){ 0, 5000 });

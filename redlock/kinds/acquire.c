@@ -472,7 +472,8 @@ static void acq_on_timer(rl_op *op)
          * count of retries keeps its meaning (acq_after_cleanup). */
         if (a->deadline_us != UINT64_MAX && now > a->poll_due_us)
             a->deadline_us += now - a->poll_due_us;
-        a->polls_left--;
+        if (a->polls_left > 0) /* a timer that fires early must not wrap it */
+            a->polls_left--;
     }
     if (!a->final && a->parked && rl_handoff_park(a))
         return;                  /* the holder is still this client's: its release comes here */
