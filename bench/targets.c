@@ -7,16 +7,6 @@
 
 #include <string.h>
 
-void target(const char *what, const char *got, int met, int known)
-{
-    printf("  %-8s %-62s %s\n", !known ? "n/a" : met ? "MET" : "MISSED", what, got);
-}
-
-void info(const char *what, const char *got)
-{
-    printf("  %-8s %-62s %s\n", "(info)", what, got);
-}
-
 static double per_s(const struct result *r, uint64_t v)
 {
     return r->duration_s > 0 ? (double)v / r->duration_s : 0.0;
@@ -25,12 +15,6 @@ static double per_s(const struct result *r, uint64_t v)
 static double share(const struct result *r)
 {
     return r->ok ? (double)r->owner_changes / (double)r->ok : 0.0;
-}
-
-/* A contention row never counts as met if it could not run properly. */
-int row_ok(const struct result *r)
-{
-    return strncmp(r->note, "error", 5) != 0;
 }
 
 static void latency_targets(void)
