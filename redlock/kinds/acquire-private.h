@@ -68,7 +68,11 @@ typedef struct rl_acquire {
     rl_op *pass_from;        /* a local hand-off: the release waiting for this attempt */
     char pass_token[REDLOCK_TOKEN_MAX + 1]; /* ... the token it takes the keys over from */
     uint32_t pass_run;                      /* ... and that lock's run (handoff.c) */
-    rl_cancel_reg creg;                     /* the caller's cancellation source (cancel.c) */
+    /* ... and what ends the release when the pass is decided: it finishes
+     * (@won) or goes out to every master but @taken (release.c). A hook,
+     * so that the acquire never calls up into the release. */
+    void (*pass_end)(rl_op *rel, uint32_t taken, bool won);
+    rl_cancel_reg creg; /* the caller's cancellation source (cancel.c) */
 } rl_acquire;
 
 static inline rl_acquire *ACQ(rl_op *op)
@@ -80,7 +84,17 @@ static inline rl_acquire *ACQ(rl_op *op)
  * pass_from and pass_token set, handoff.c) or a parked waiter's first. */
 void rl_acq_attempt_now(rl_acquire *a);
 
-/* acquire.c: this client holds the keys: said once, as a warning (redlock
+/* acquire-pass.c, the acquire's side of the local hand-off: a new or
+ * polling waiter for keys a holder of this client holds parks (no attempt:
+ * it could only meet that holder), its poll armed, and the holder's release
+ * passes to it or starts its attempt (handoff.c). True if @a parked. */
+bool rl_acq_park(rl_acquire *a);
+/* acquire-pass.c: the pass attempt of @a won @lock (its run counts on), or
+ * lost; either way the passing release hears it through a->pass_end. */
+void rl_acq_pass_won(rl_acquire *a, redlock_lock *lock);
+void rl_acq_pass_lost(rl_acquire *a);
+
+/* acquire-mine.c: this client holds the keys: said once, as a warning (redlock
  * is not reentrant; another caller of the client may be the holder). */
 void rl_acq_tell_mine(rl_acquire *a);
 

@@ -7,7 +7,6 @@
  * implemented" and "Why at most one client holds a resource".
  */
 #include "kinds/acquire-private.h"
-#include "kinds/handoff.h"
 #include "kinds/kinds.h"
 #include "drift.h"
 #include "kinds/lock.h"
@@ -61,7 +60,7 @@ static void acq_after_cleanup(rl_acquire *a)
      * masters where neither the pass's answer nor its cleanup's said that
      * the key had been taken over (a pass granted after the decision:
      * its cleanup found our token there). */
-    rl_handoff_lost(a);
+    rl_acq_pass_lost(a);
     if (a->cancelled) {
         rl_seterr(&op->err, a->cancelled, -1, "acquire: %s after %u attempt(s) and %llu ms",
                   a->cancelled == REDLOCK_ECANCELED ? "cancelled" : "client freed", op->attempts,
@@ -244,8 +243,8 @@ static void acq_succeed(rl_acquire *a)
     rl_mine_add(c, &op->k.locks, a->att.token, rl_lock_valid_until(lock));
     lock->granted_us = rl_now_us();
     lock->run = 1;
-    rl_handoff_won(a, lock); /* a pass: its run, and the passing release is done */
-    op->lock = lock;         /* the callback's owner's, from the delivery on */
+    rl_acq_pass_won(a, lock); /* a pass: its run, and the passing release is done */
+    op->lock = lock;          /* the callback's owner's, from the delivery on */
     if (a->phase == ACQ_VOTING)
         rl_acq_leave_later(a); /* the round still reads the masters pending */
     rl_op_finish(op, 0);
@@ -437,7 +436,7 @@ static void acq_on_timer(rl_op *op)
         if (a->polls_left > 0) /* a timer that fires early must not wrap it */
             a->polls_left--;
     }
-    if (!a->final && a->parked && rl_handoff_park(a))
+    if (!a->final && a->parked && rl_acq_park(a))
         return;                  /* the holder is still this client's: its release comes here */
     a->wakes_idle = false;       /* a new poll interval: wake-ups act again */
     acq_attempt_start(a, false); /* the poll (or the deadline's last try) */
@@ -465,7 +464,7 @@ static void acq_cancel(rl_op *op, int status)
 static void acq_destroy(rl_op *op)
 {
     rl_acquire *a = ACQ(op);
-    rl_handoff_lost(a); /* never left waiting: finished with a pass in flight */
+    rl_acq_pass_lost(a); /* never left waiting: finished with a pass in flight */
     if (a->waiter.joined && a->in_queues)
         rl_acq_leave_queues(a);
     rl_wait_leave(op->c, &a->waiter);
@@ -508,7 +507,7 @@ int rl_acquire_start(redlock_client *c, const redlock_resource *set, size_t coun
         rl_op_finish(op, REDLOCK_ECANCELED);
         return 0;
     }
-    if (!rl_handoff_park(a)) /* a holder of this client will pass it on */
+    if (!rl_acq_park(a)) /* a holder of this client will pass it on */
         acq_attempt_start(a, false);
     return 0;
 }

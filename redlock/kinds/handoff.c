@@ -1,9 +1,10 @@
-/* handoff.c - the local hand-off: which waiter a release passes its lock to,
- * and what the pass's outcome does to the release and the new lock.
+/* handoff.c - the local hand-off, the release's side: which waiter of this
+ * client a release passes its lock to, and the parked waiters it starts.
  *
  * A pass is an ordinary attempt of the waiter that may also take keys over
  * from the passing token (script.c, ACQUIRE's ARGV[9]); why mutual exclusion,
- * fences and fairness hold: docs/waiting.md, "The local hand-off".
+ * fences and fairness hold: docs/waiting.md, "The local hand-off". The
+ * acquire's side (parking, the pass's outcome): acquire-pass.c.
  */
 #include "kinds/handoff.h"
 #include "kinds/acquire-private.h"
@@ -52,7 +53,8 @@ static uint32_t lock_run(const redlock_lock *lock)
     return lock->run ? lock->run : 1;
 }
 
-rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel)
+rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel,
+                        void (*end)(rl_op *rel, uint32_t taken, bool won))
 {
     if (c->freeing || lock_run(lock) >= c->cfg.local_run_max)
         return NULL;
@@ -61,6 +63,7 @@ rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel)
         return NULL;
     a->pass_from = rel;
     a->pass_run = lock_run(lock);
+    a->pass_end = end;
     memcpy(a->pass_token, lock->token, sizeof(a->pass_token));
     return &a->op;
 }
@@ -68,26 +71,6 @@ rl_op *rl_handoff_offer(redlock_client *c, redlock_lock *lock, rl_op *rel)
 void rl_handoff_start(rl_op *acq)
 {
     rl_acq_attempt_now(ACQ(acq));
-}
-
-/* Parked: a waiter that may wait, for one key that a holder of this client
- * holds with validity left. Its first attempt would only meet that holder
- * and cost every master a script; the holder's release comes to it first
- * (it is this client's). The poll stays the net: a holder that never
- * releases (it lets the lease run out) costs the waiter one poll. */
-bool rl_handoff_park(rl_acquire *a)
-{
-    rl_op *op = &a->op;
-    const char *token;
-    int64_t left_ms;
-    if (op->c->cfg.local_run_max < 2 || !a->waiter.joined || op->nres != 1 ||
-        rl_mine_find(op->c, &op->k.locks, &token, &left_ms) < 0 || left_ms <= 0)
-        return false;
-    a->phase = ACQ_WAITING;
-    a->parked = true;
-    rl_acq_tell_mine(a); /* at once, as the attempt it saves would have */
-    rl_acq_next_poll(a);
-    return true;
 }
 
 void rl_handoff_unpark(redlock_client *c, const rl_op *rel)
@@ -104,29 +87,6 @@ void rl_handoff_unpark(redlock_client *c, const rl_op *rel)
 void rl_handoff_cut(rl_op *acq)
 {
     ACQ(acq)->pass_from = NULL;
-}
-
-void rl_handoff_won(rl_acquire *a, redlock_lock *lock)
-{
-    rl_op *rel = a->pass_from;
-    if (!rel)
-        return;
-    a->pass_from = NULL;
-    /* The run counts only while another client waits: with nobody else
-     * queued, passing on costs no one a turn. */
-    lock->run = a->att.others ? a->pass_run + 1 : 1;
-    rl_met_inc(&a->op.c->metrics.handoffs);
-    rl_release_passed(rel, a->att.took_mask);
-}
-
-void rl_handoff_lost(rl_acquire *a)
-{
-    rl_op *rel = a->pass_from;
-    if (!rel)
-        return;
-    a->pass_from = NULL;
-    rl_met_inc(&a->op.c->metrics.handoffs_failed);
-    rl_release_resume(rel, a->att.took_mask);
 }
 
 /* A release that does not pass, while another acquire of this client

@@ -160,21 +160,19 @@ static uint32_t rel_taken(rl_op *op, uint32_t taken)
     return n;
 }
 
-void rl_release_passed(rl_op *op, uint32_t taken)
-{
-    REL(op)->pass = NULL;
-    op->out.n_ok = rel_taken(op, taken);
-    rl_op_finish(op, 0);
-}
-
-void rl_release_resume(rl_op *op, uint32_t taken)
+/* The local hand-off's outcome (handoff.h, rl_handoff_offer): the pass
+ * granted and this release is done, or it lost and the release goes out
+ * now to the masters where the pass did not take the keys over. */
+static void rel_pass_end(rl_op *op, uint32_t taken, bool won)
 {
     rl_release *r = REL(op);
-    redlock_client *c = op->c;
+    uint32_t rest = ((1u << op->c->n) - 1) & ~taken;
     r->pass = NULL;
-    rel_taken(op, taken);
-    uint32_t rest = ((1u << c->n) - 1) & ~taken;
-    if (rest)
+    uint32_t n = rel_taken(op, taken);
+    if (won) {
+        op->out.n_ok = n;
+        rl_op_finish(op, 0);
+    } else if (rest)
         rel_send(r, rest);
     else
         rel_decide(op);
@@ -237,7 +235,7 @@ int rl_release_start(redlock_client *c, redlock_lock *lock, redlock_done_cb cb, 
      * this release's round. Nothing here may touch @r after
      * rl_handoff_start, whose round may decide (and resume this release)
      * at once. */
-    r->pass = live ? rl_handoff_offer(c, lock, op) : NULL;
+    r->pass = live ? rl_handoff_offer(c, lock, op, rel_pass_end) : NULL;
     if (r->pass) {
         rl_handoff_start(r->pass);
         return 0;
