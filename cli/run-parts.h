@@ -56,7 +56,7 @@ void run_cmd_stopped_by_tty(void);       /* the terminal stopped CMD (^Z, SIGTTI
 
 /* run-supervise.c: the watchdog, and the loop while CMD runs. */
 int run_events_open(void); /* before the client exists: -1 with errno */
-/* --metrics-file: the client's metrics into it now (run.c; no-op without
+/* --metrics-file: the client's metrics into it now (no-op without
  * the option); a failure warns once and the run goes on. */
 void run_metrics(const struct cli_opts *o, redlock_client *c);
 void run_on_op(redlock_client *c, int status, const redlock_op_info *info, const redlock_error *err,

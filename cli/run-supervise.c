@@ -18,7 +18,19 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "metrics.h"
 #include "report.h"
+
+/* --metrics-file: written before the acquire (a path that cannot be
+ * written says so at once, and the run goes on), after it, at each of the
+ * watchdog's extensions and its loss (below), and at the end (run.c). */
+void run_metrics(const struct cli_opts *o, redlock_client *c)
+{
+    static int warned;
+
+    if (o->metrics_file)
+        cli_metrics_file(c, o->metrics_file, &warned);
+}
 
 enum run_state {
     RUN_HOLDING,  /* lock held, the watchdog extending it */

@@ -16,7 +16,6 @@
 #include "acquire.h"
 #include "cli.h"
 #include "json.h"
-#include "metrics.h"
 #include "report.h"
 #include "run-parts.h"
 
@@ -231,17 +230,6 @@ static void release(const struct cli_opts *o, redlock_client *c, redlock_lock *l
         cli_error("run: the lock expires by itself within %u ms", (unsigned)o->ttl_ms);
     }
     redlock_outcome_free(rel);
-}
-
-/* --metrics-file: written before the acquire (a path that cannot be
- * written says so at once, and the run goes on), after it, at each of the
- * watchdog's extensions and its loss (run-supervise.c), and at the end. */
-void run_metrics(const struct cli_opts *o, redlock_client *c)
-{
-    static int warned;
-
-    if (o->metrics_file)
-        cli_metrics_file(c, o->metrics_file, &warned);
 }
 
 int cli_run_config(redlock_config *cfg)
