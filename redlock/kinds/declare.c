@@ -9,6 +9,7 @@
 #include "kinds/kinds.h"
 #include "kinds/outcome.h"
 #include "base/script.h"
+#include "wire/guard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -59,39 +60,24 @@ static uint32_t dec_min_age_ms(const redlock_client *c)
  * age of its rebirth while pending]]}. */
 static void dec_on_report(rl_declare *d, uint32_t idx, const rl_reply *r)
 {
-    size_t k = r && rl_reply_type(r) == RL_REPLY_ARRAY ? rl_reply_elements(r) : 0;
-    if (k < 4 || k > 6)
-        return;
-    long long v[3];
-    for (size_t i = 0; i < 3; i++) {
-        const rl_reply *e = rl_reply_element(r, i);
-        if (rl_reply_type(e) != RL_REPLY_INTEGER)
-            return;
-        v[i] = rl_reply_integer(e);
-    }
-    uint64_t fence;
-    if (!rl_reply_counter(rl_reply_element(r, 3), &fence) || v[1] < 0 || v[1] > REDLOCK_TTL_MAX_MS)
+    rl_leases l;
+    if (!rl_wire_leases_read(&l, r))
         return;
     d->answered |= 1u << idx;
-    if (v[0] == 1)
+    if (l.counts)
         d->counting |= 1u << idx;
     /* Reborn too lately for this look to have seen the leases still being
      * taken with its vote from before: look again once it may. */
-    const rl_reply *since = k == 6 ? rl_reply_element(r, 5) : NULL;
     uint32_t min_age = dec_min_age_ms(d->op.c);
-    if (v[0] == 0 && since && rl_reply_type(since) == RL_REPLY_INTEGER &&
-        rl_reply_integer(since) >= 0 && rl_reply_integer(since) < min_age &&
-        min_age - (uint32_t)rl_reply_integer(since) > d->wait_ms)
-        d->wait_ms = min_age - (uint32_t)rl_reply_integer(since);
-    if (fence > d->fence)
-        d->fence = fence;
-    if (v[0] == 1 && v[1] > d->longest_ms) {
-        d->longest_ms = v[1];
+    if (!l.counts && l.since_ms >= 0 && l.since_ms < min_age &&
+        min_age - (uint32_t)l.since_ms > d->wait_ms)
+        d->wait_ms = min_age - (uint32_t)l.since_ms;
+    if (l.fence > d->fence)
+        d->fence = l.fence;
+    if (l.counts && l.left_ms > d->longest_ms) {
+        d->longest_ms = l.left_ms;
         d->longest_at = idx;
-        const char *t = k == 5 && rl_reply_type(rl_reply_element(r, 4)) == RL_REPLY_STRING
-                            ? rl_reply_str(rl_reply_element(r, 4), NULL)
-                            : "";
-        snprintf(d->longest_token, sizeof(d->longest_token), "%s", t);
+        snprintf(d->longest_token, sizeof(d->longest_token), "%s", l.token);
     }
 }
 

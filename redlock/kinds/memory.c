@@ -10,6 +10,7 @@
 #include "core/fanout.h"
 #include "base/script.h"
 #include "core/types.h"
+#include "wire/guard.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -159,28 +160,16 @@ static void settle_on_report(void *owner, rl_fanout *f, uint32_t idx, const rl_r
     (void)why;
     rl_settle *s = owner;
     s->pending &= ~(1u << idx);
-    long long v[3];
-    bool ok = r && rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) >= 4 &&
-              rl_reply_elements(r) <= 6;
-    for (size_t i = 0; ok && i < 3; i++) {
-        const rl_reply *e = rl_reply_element(r, i);
-        ok = rl_reply_type(e) == RL_REPLY_INTEGER;
-        if (ok)
-            v[i] = rl_reply_integer(e);
-    }
-    uint64_t fence = 0;
-    if (ok)
-        ok = rl_reply_counter(rl_reply_element(r, 3), &fence);
-    if (ok && v[0] >= 0 && v[0] <= 1 && v[1] >= 0 && v[1] <= REDLOCK_TTL_MAX_MS && v[2] >= 0 &&
-        v[2] <= REDLOCK_TTL_MAX_MS) {
+    rl_leases l;
+    if (rl_wire_leases_read(&l, r)) {
         s->answered |= 1u << idx;
-        if (v[0] == 1)
+        if (l.counts)
             s->counting |= 1u << idx;
-        if (v[1] > s->longest_ms)
-            s->longest_ms = v[1];
-        s->maxttl_ms = max2(s->maxttl_ms, (uint32_t)v[2]);
-        if (fence > s->fence)
-            s->fence = fence;
+        if (l.left_ms > s->longest_ms)
+            s->longest_ms = l.left_ms;
+        s->maxttl_ms = max2(s->maxttl_ms, l.maxttl_ms);
+        if (l.fence > s->fence)
+            s->fence = l.fence;
     }
     if (!s->pending)
         settle_decide(s);
