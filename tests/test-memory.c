@@ -21,7 +21,8 @@
  * Suite memory runs on a plain cluster, memory_aof on one started with
  * --aof: meson runs this file twice, with a filter each. Run alone
  * (faults). Every test starts from new, declared-empty masters, so the
- * fleet remembers no ttl of an earlier test.
+ * fleet remembers no ttl of an earlier test. A master that lies in its
+ * report of leases refuses the operator's word.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,7 @@
 
 #include "cluster.h"
 #include "core.h"
+#include "fake.h"
 
 #define TTL_MS 10000u /* A's lease outlives every fault below */
 #define LOSER 2       /* the master of A's majority that loses its memory */
@@ -1139,4 +1141,36 @@ Test(memory, a_settle_raises_the_fence_counter_to_the_fleets)
               (unsigned long long)before, (unsigned long long)redlock_lock_fence(l));
     tc_must_release(c, l);
     redlock_client_free(c);
+}
+
+/* A master that passes the handshake and then lies in its report of the
+ * leases it holds (a counts flag of 2: no LEASES says that). The
+ * operator's word reads every master's leases first, since one that sits
+ * out may have granted a lease and forgotten it; a report it cannot read
+ * says nothing of what that master remembers, so the word is refused as
+ * for a master that did not answer, naming it and what it sent. */
+Test(memory, a_lying_report_of_leases_refuses_the_operators_word)
+{
+    static const tc_fake_rule rules[] = {
+        TC_FAKE_HANDSHAKE,
+        { "EVALSHA", "*4\r\n:2\r\n:99999\r\n:0\r\n:1\r\n" }, /* LEASES, lying */
+        { NULL, NULL },
+    };
+    tc_fake *f = tc_fake_rules_start(rules, "+OK\r\n", NULL);
+    redlock_config cfg;
+    redlock_error e = { 0 };
+
+    need_aof(0);
+    config(&cfg, 1, 0);
+    char *masters = tc_masters_with(4, tc_fake_addr(f));
+    cfg.masters = masters;
+    redlock_client *c = tc_client(&cfg, 5);
+    int rc = redlock_declare_empty(c, NULL, &e);
+    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s", redlock_err_name(rc), e.msg);
+    cr_expect(eq(int, e.master, 4), "master %d: %s", e.master, e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, tc_fake_addr(f)))), "%s", e.msg);
+    cr_expect(not(zero(ptr, strstr(e.msg, "no Redis sends"))), "%s", e.msg);
+    redlock_client_free(c);
+    free(masters);
+    tc_fake_stop(f);
 }

@@ -282,12 +282,7 @@ ParameterizedTestParameters(transient, a_transient_reply_to_an_acquire_is_a_mast
 ParameterizedTest(size_t *i, transient, a_transient_reply_to_an_acquire_is_a_master_down_for_now)
 {
     static const tc_fake_rule handshake[] = {
-        { "SCRIPT", "$40\r\n0000000000000000000000000000000000000000\r\n" },
-        { "INFO", "$0\r\n\r\n" },
-        { "EVAL", "*3\r\n:0\r\n:0\r\n:0\r\n" }, /* a marker that counts at once */
-        { "CONFIG", "*0\r\n" },
-        { "PING", "+PONG\r\n" },
-        { "TIME", "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n" },
+        TC_FAKE_HANDSHAKE,
         { NULL, NULL },
     };
     const struct transient_reply *t = &transient_replies[*i];

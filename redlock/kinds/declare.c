@@ -27,6 +27,7 @@ typedef struct rl_declare {
     /* the look */
     uint32_t answered;
     uint32_t counting;  /* of those, masters whose votes count already */
+    uint32_t unread;    /* of the others, masters whose report is not one LEASES sends */
     int64_t longest_ms; /* the longest live lease a master that counts reported */
     uint32_t longest_at;
     char longest_token[RL_TOKEN_LEN + 1];
@@ -61,8 +62,11 @@ static uint32_t dec_min_age_ms(const redlock_client *c)
 static void dec_on_report(rl_declare *d, uint32_t idx, const rl_reply *r)
 {
     rl_leases l;
-    if (!rl_wire_leases_read(&l, r))
+    if (!rl_wire_leases_read(&l, r)) {
+        if (r && rl_reply_type(r) != RL_REPLY_ERROR)
+            d->unread |= 1u << idx; /* a lying master: not an answer */
         return;
+    }
     d->answered |= 1u << idx;
     if (l.counts)
         d->counting |= 1u << idx;
@@ -155,9 +159,10 @@ static int dec_refusal(rl_declare *d)
     if (d->answered != all) {
         uint32_t i = (uint32_t)__builtin_ctz(all & ~d->answered);
         rl_seterr(&op->err, REDLOCK_ENOQUORUM, (int)i,
-                  "%s: master %u (%s) did not answer: it may remember a live lease; bring it "
-                  "back, or force it",
-                  verb, i, c->nodes[i].addr.name);
+                  "%s: master %u (%s) %s: it may remember a live lease; bring it back, or force it",
+                  verb, i, c->nodes[i].addr.name,
+                  d->unread & (1u << i) ? "sent a report of its leases that no Redis sends"
+                                        : "did not answer");
         return REDLOCK_ENOQUORUM;
     }
     return 0;
@@ -207,7 +212,7 @@ static void dec_look_again(rl_declare *d)
     rl_op *op = &d->op;
     d->looks++;
     d->phase = DEC_WAIT;
-    d->answered = d->counting = 0;
+    d->answered = d->counting = d->unread = 0;
     d->longest_ms = 0;
     d->fence = 0;
     rl_round_end(op);

@@ -59,6 +59,19 @@ typedef struct tc_fake_rule {
  */
 tc_fake *tc_fake_rules_start(const tc_fake_rule *rules, const char *otherwise, int *ret_port);
 
+/* The rules that take a rules fake through a client's handshake as a Redis
+ * whose memory counts at once (the memory check, EVAL, answered {0, 0, 0}):
+ * the first entries of a rules array, before the commands it misbehaves on. */
+/* clang-format off */
+#define TC_FAKE_HANDSHAKE \
+    { "SCRIPT", "$40\r\n0000000000000000000000000000000000000000\r\n" }, \
+    { "INFO", "$0\r\n\r\n" }, \
+    { "EVAL", "*3\r\n:0\r\n:0\r\n:0\r\n" }, \
+    { "CONFIG", "*0\r\n" }, \
+    { "PING", "+PONG\r\n" }, \
+    { "TIME", "*2\r\n$10\r\n1700000000\r\n$1\r\n0\r\n" }
+/* clang-format on */
+
 /*
  * tc_fake_stream_start() - A master whose every reply never ends
  * @head: sent first for each command (e.g. "$1000000000\r\n", a 1 GB bulk)
