@@ -1419,8 +1419,9 @@ int redlock_ready(redlock_client *c, size_t min_masters, uint32_t timeout_ms, si
  * counted a vote it gave before it forgot has decided by then), and
  * refuses where a master that remembers reports a live
  * lease (REDLOCK_ECONFLICT, naming it and its time left: a master that sits
- * out may have granted it and forgotten) or a master does not answer
- * (REDLOCK_ENOQUORUM: it may be the one that remembers). Each master made to
+ * out may have granted it and forgotten) or a master does not answer, or
+ * answers with a report no Redis sends (REDLOCK_ENOQUORUM: it may be the one
+ * that remembers). Each master made to
  * count has its fencing counter raised to the largest the fleet reports.
  * @ret_declared: optional: how many masters were declared
  * Return: 0 (a majority answered), REDLOCK_EINVAL (a master holds keys; the

@@ -92,35 +92,38 @@ static void dec_on_word(rl_declare *d, uint32_t idx, const rl_reply *r, int err,
     redlock_vote *v = &op->out.votes[idx];
     if (!r) {
         rl_vote_failed(v, err, why, sent);
-    } else if (rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 2 &&
-               rl_reply_type(rl_reply_element(r, 1)) == RL_REPLY_INTEGER) {
-        /* {'wait', ms}: reborn too lately; the op looks again then */
-        long long ms = rl_reply_integer(rl_reply_element(r, 1));
-        if (ms > 0 && (uint64_t)ms > d->wait_ms)
-            d->wait_ms = ms > 600000 ? 600000 : (uint32_t)ms;
+        return;
+    }
+    rl_word w;
+    rl_wire_declare_read(&w, &op->c->nodes[idx], r);
+    switch (w.kind) {
+    case RL_WORD_WAIT: /* reborn too lately: the op looks again then */
+        if (w.wait_ms > d->wait_ms)
+            d->wait_ms = w.wait_ms;
         rl_vote_set(v, REDLOCK_VOTE_PENDING, REDLOCK_EUNTRUSTED,
                     "reborn just now: waits for the locks being taken to decide", sent);
-    } else if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) >= 0) {
-        d->declared += rl_reply_integer(r) == 1;
+        break;
+    case RL_WORD_COUNTS:
+        d->declared += w.fresh;
         rl_vote_set(v, REDLOCK_VOTE_OK, 0,
-                    rl_reply_integer(r) == 0 ? "counts already: left alone"
-                    : d->readmit             ? "readmitted: counts at once"
-                                             : "declared empty: counts at once",
+                    !w.fresh     ? "counts already: left alone"
+                    : d->readmit ? "readmitted: counts at once"
+                                 : "declared empty: counts at once",
                     sent);
         /* What it remembers changed: the next probe reads the new marker. */
         op->c->nodes[idx].trust.marker_known = false;
-    } else if (rl_reply_type(r) == RL_REPLY_INTEGER) {
-        char w[REDLOCK_VOTE_DETAIL_LEN];
-        snprintf(w, sizeof(w), "holds %lld keys: not new, left as it is", -rl_reply_integer(r));
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EINVAL, w, sent);
+        break;
+    case RL_WORD_HOLDS: {
+        char why_not[REDLOCK_VOTE_DETAIL_LEN];
+        snprintf(why_not, sizeof(why_not), "holds %lld keys: not new, left as it is", w.keys);
+        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EINVAL, why_not, sent);
         if (!d->refused++) {
             d->first_refused = idx;
-            d->keys = -rl_reply_integer(r);
+            d->keys = w.keys;
         }
-    } else if (rl_reply_type(r) == RL_REPLY_ERROR) {
-        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
-    } else {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "unexpected reply", sent);
+        break;
+    }
+    case RL_WORD_BAD: rl_vote_answer(v, &w.bad, sent, 0); break;
     }
 }
 

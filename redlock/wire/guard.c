@@ -1,8 +1,9 @@
-/* guard.c - the memory guard's replies, read once: a master's LEASES report.
+/* guard.c - the memory guard's replies, read once: a master's LEASES
+ * report, and its answer to the operator's word.
  *
  * memory.c (the settle's look at the fleet) and declare.c (the operator's
- * word) both ask every master for it; what they make of it is theirs
- * (docs/memory-guard.md). The shape: docs/wire.md, "memory guard: settle".
+ * word) both ask every master for its leases; what they make of a report is
+ * theirs (docs/memory-guard.md). The shapes: docs/wire.md, "memory guard".
  */
 #include "wire/guard.h"
 #include "redlock.h"
@@ -42,4 +43,26 @@ bool rl_wire_leases_read(rl_leases *l, const rl_reply *r)
                         : -1,
     };
     return true;
+}
+
+void rl_wire_declare_read(rl_word *w, const rl_node *n, const rl_reply *r)
+{
+    *w = (rl_word){ .kind = RL_WORD_BAD };
+    if (rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 2 &&
+        rl_reply_type(rl_reply_element(r, 1)) == RL_REPLY_INTEGER) {
+        long long ms = rl_reply_integer(rl_reply_element(r, 1)); /* {'wait', ms} */
+        w->kind = RL_WORD_WAIT;
+        w->wait_ms = ms <= 0 ? 0 : ms > 600000 ? 600000 : (uint32_t)ms;
+    } else if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) >= 0 &&
+               rl_reply_integer(r) <= 1) {
+        w->kind = RL_WORD_COUNTS;
+        w->fresh = rl_reply_integer(r) == 1;
+    } else if (rl_reply_type(r) == RL_REPLY_INTEGER && rl_reply_integer(r) < 0) {
+        w->kind = RL_WORD_HOLDS;
+        w->keys = -rl_reply_integer(r);
+    } else if (rl_reply_type(r) == RL_REPLY_ERROR) {
+        rl_answer_error(&w->bad, n, r);
+    } else {
+        rl_answer_set(&w->bad, RL_ANSWER_BAD, REDLOCK_EPROTO, "unexpected reply");
+    }
 }
