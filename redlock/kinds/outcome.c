@@ -50,13 +50,6 @@ int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, r
     return rl_vote_answer(v, &a, sent_us, gone_err);
 }
 
-int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_us, int gone_err)
-{
-    rl_answer a;
-    rl_answer_code(&a, n, code);
-    return rl_vote_answer(v, &a, sent_us, gone_err);
-}
-
 static const char *hint(int code, const char *detail)
 {
     switch (code) {

@@ -64,9 +64,8 @@ void rl_answer_code(rl_answer *a, const rl_node *n, int code)
     } else if (code == -1) {
         rl_answer_set(a, RL_ANSWER_HELD, 0, "");
     } else {
-        /* -2: the extend script (or the native extend's HMGET of `served`)
-         * on a master whose memory is not trusted (a reborn master may hold
-         * our key from an old snapshot). */
+        /* -2: the extend script on a master whose memory is not trusted
+         * (a reborn master may hold our key from an old snapshot). */
         char d[REDLOCK_VOTE_DETAIL_LEN];
         if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
             snprintf(d, sizeof(d), "memory not trusted: it lost its data or restarted");
