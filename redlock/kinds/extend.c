@@ -2,15 +2,16 @@
  *
  * Success is a majority that still held our token and took the new ttl,
  * validity timed from the start of this extend; a failure caps the lock's
- * validity (docs/safety.md, "What the implementation adds"). Each master
- * gets the extend script (docs/wire.md, "extend").
+ * validity (docs/safety.md, "What the implementation adds"). What each
+ * master is sent, and what its reply means, is the wire's (wire/extend.c:
+ * the extend script; docs/wire.md).
  */
 #include "kinds/kinds.h"
 #include "drift.h"
 #include "kinds/identity.h"
 #include "kinds/lock.h"
 #include "kinds/outcome.h"
-#include "base/script.h"
+#include "wire/extend.h"
 
 #include <stdio.h>
 
@@ -26,6 +27,9 @@ static rl_extend *EXT(rl_op *op)
     return (rl_extend *)(void *)op;
 }
 
+/* The wire's answer (wire/extend.c) as a vote, a key gone counting as
+ * lost (ENOTHELD); an extension counts only where the master's word counts
+ * now, once per server. */
 static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                         rl_monotime sent)
 {
@@ -35,8 +39,11 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     if (!r) {
         rl_vote_failed(v, err, why, sent);
         x->n_fail++;
-    } else if (rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend", REDLOCK_ENOTHELD) !=
-               REDLOCK_VOTE_OK) {
+        return;
+    }
+    rl_answer a;
+    rl_wire_extend_read(&a, &op->c->nodes[idx], r);
+    if (rl_vote_answer(v, &a, sent, REDLOCK_ENOTHELD) != REDLOCK_VOTE_OK) {
         x->n_fail++;
     } else if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
@@ -111,13 +118,14 @@ static const rl_op_ops extend_ops = {
     .decide = ext_decide,
 };
 
-/* The round's command: the extend script, to every master. */
+/* The round's command, as the wire plans it (wire/extend.c): one form,
+ * the same to every master. */
 static rl_fanout *ext_fanout(rl_extend *x)
 {
     rl_op *op = &x->op;
     redlock_client *c = op->c;
     rl_cmd script;
-    rl_cmd_extend(&script, &op->k, x->token, x->ttl_ms, c->cfg.restart_guard);
+    rl_wire_extend_plan(&script, &op->k, x->token, x->ttl_ms, c->cfg.restart_guard);
     return rl_fanout_new(c->nodes, &script);
 }
 

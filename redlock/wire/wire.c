@@ -2,7 +2,7 @@
  *
  * A master's error reply, and the 1 / 0 / -1 / -2 the release and extend
  * scripts answer with, mean the same whichever verb asked; each verb's own
- * reader (wire/release.c) starts from these. What a vote makes of an
+ * reader (wire/release.c, wire/extend.c) starts from these. What a vote makes of an
  * answer is the kinds' (kinds/outcome.c).
  */
 #include "wire/wire.h"
