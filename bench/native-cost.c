@@ -157,8 +157,9 @@ static void transaction(int n, const char *const *fmt, const char *const (*a)[3]
     read_replies(n + 2);
 }
 
-/* The library's (cmd.c rl_cmd_extend_native): the second SET is for a key
- * marked for its waiters. */
+/* The library's until issue 30 (cmd.c rl_cmd_extend_native), no longer
+ * sent: every master gets the extend script; kept as a measurement. The
+ * second SET is for a key marked for its waiters. */
 static void extend_native(void)
 {
     static const char marked[] = "00112233445566778899aabbccddeeff\2";

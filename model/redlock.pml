@@ -594,17 +594,11 @@ inline exec(c, m, k, a, x, y, h) {
     :: k == LEAVE ->    /* done waiting: leave the queue, pass a reservation on */
         DEQUEUE(m, c);
         if :: key[m] == RES(c) -> hand_over(m, 1, NC, h) :: else -> skip fi
-    :: k == EXT ->      /* the script, or (a master with SET IFEQ) the transaction */
+    :: k == EXT ->      /* the extend script */
         if :: mk[m] != MK_NONE && bnd[m] < TTL -> bnd[m] = TTL :: else -> skip fi;
         if
         :: OWN(m, TID(c, y)) && EXT_TRUSTED(m) -> ttl[m] = TTL; INDEX(m, TID(c, y)); vote(c, m, a, 1)
-        :: OWN(m, TID(c, y)) && !EXT_TRUSTED(m) ->
-            /* not served: the script writes nothing; the transaction
-             * (HGET served; GET; SET IFEQ PX; ZADD GT) cannot refuse to
-             * write and extends our own key. Neither vote counts. */
-            if :: ttl[m] = TTL :: skip fi;
-            vote(c, m, a, 0)
-        :: else -> vote(c, m, a, 0)
+        :: else -> vote(c, m, a, 0) /* another's, gone, or not served: it writes nothing */
         fi
     :: k == FENCE ->
         if :: x > fence[m] -> fence[m] = x :: else -> skip fi;

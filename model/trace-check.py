@@ -162,7 +162,7 @@ def served(kind, raw, guard):
         return isinstance(raw, list) and raw[:1] == [1]
     if kind == "extend":
         return raw == 1
-    if kind in ("fast", "extend-native"):
+    if kind == "fast":
         return (isinstance(raw, list) and len(raw) >= 2 and isinstance(raw[0], list)
                 and len(raw[0]) >= 1 and isinstance(raw[0][0], tuple) and raw[0][0][0] == "s")
     if kind == "set":
@@ -238,7 +238,7 @@ def check(path, complete):
                 if f["prev"] not in c.granted and f["prev"] not in grants_any:
                     bad(ln, "token", "a pass from token %s, which no client of this trace was "
                         "granted" % f["prev"])
-            elif kind in ("release", "release-native", "extend", "extend-native") and op and \
+            elif kind in ("release", "release-native", "extend") and op and \
                     op["kind"] in ("release", "extend"):
                 tok = f.get("tok", "")
                 if tok not in c.granted and tok not in grants_any:

@@ -1,7 +1,8 @@
-/* test-native.c - extend by SET IFEQ where a master has it, the script elsewhere.
+/* test-native.c - servers with native commands: the release without Lua, the extend's script.
  *
  * Suite `native` needs masters that have SET IFEQ (Valkey >= 8.1, Redis >=
- * 8.4): run it with REDLOCK_SERVER at one, e.g.
+ * 8.4; its release tests a native delete, Valkey >= 9.0, Redis >= 8.4): run
+ * it with REDLOCK_SERVER at one, e.g.
  *   REDLOCK_SERVER=$(tools/deps.sh --valkey9) meson test -C build --suite native
  * Its cluster (three masters) then runs that server, and each test adds
  * three masters of Debian 12's redis-server 7.0 ($REDLOCK_TEST_OLD_SERVER to
@@ -10,9 +11,9 @@
  * every test of the suite is skipped, and says so on stderr: it cannot pass
  * where nothing native ran.
  *
- * Suite `lying` needs no such server: a fake master claims to be Valkey 9.1.2
- * and answers the transaction wrongly (docs/memory-guard.md,
- * "Extend without Lua"; docs/errors.md, "Master answering garbage").
+ * Suite `lying` needs no such server: a fake master claims a version with a
+ * native delete and answers it wrongly (docs/memory-guard.md, "The release
+ * without Lua"; docs/errors.md, "Master answering garbage").
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -42,7 +43,8 @@ static const char held_key[] = "\0redlock:held";
 static int fleet_port[2 + N_OLD];
 
 /* "valkey_version:9.1.2" or "redis_version:8.4.0" of master @i of the
- * cluster says it has SET IFEQ (the library reads the same, trust.c). */
+ * cluster says it has SET IFEQ (the library no longer sends it: the
+ * suite checks that such a master gets the extend's script). */
 static bool cluster_is_native(char *version, size_t size)
 {
     redisReply *r = tc_cmd(0, "INFO server");
@@ -151,7 +153,7 @@ static void index_and_expiry(int port, long long *score, long long *expiry)
     redisFree(r);
 }
 
-Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
+Test(native, a_mixed_fleet_extends_by_script_and_releases_natively)
 {
     enum { CYCLES = 5, EXTENDS = 3 };
     long long sha0[5], exec0[5], del0[5];
@@ -185,7 +187,7 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
          * reading index and expiry (two reads, not one instant). */
         tc_barrier(tc_fx.c);
         /* The index bounds the lease from above on the native masters too
-         * (GT of the client's bound, never the key's own expiry lowered). */
+         * (the script sets it to the key's own expiry). */
         for (int m = 0; m < 2; m++) {
             long long score, expiry;
             index_and_expiry(fleet_port[m], &score, &expiry);
@@ -207,19 +209,18 @@ Test(native, a_mixed_fleet_extends_by_set_ifeq_where_it_can)
         if (del)
             cr_expect(eq(i64, dels, m < 2 ? CYCLES : 0), "master %d: %lld %s", m, dels, del);
         if (m < 2) {
-            /* The releases and the barriers; acquires and extends are
-             * transactions. */
-            cr_expect(le(i64, sha, 3 * CYCLES + 1), "master %d (native): %lld scripts", m, sha);
-            cr_expect(ge(i64, exec, CYCLES * EXTENDS), "master %d (native): %lld exec", m, exec);
+            /* The extends (the script: SET IFEQ is not used), the releases
+             * and the barriers; only the acquires are transactions. */
+            cr_expect(ge(i64, sha, CYCLES * EXTENDS), "master %d (native): %lld scripts", m, sha);
+            cr_expect(le(i64, sha, (3 + EXTENDS) * CYCLES + 1), "master %d (native): %lld scripts",
+                      m, sha);
+            cr_expect(le(i64, exec, CYCLES), "master %d (native): %lld exec", m, exec);
         } else {
             /* Acquires and extends, and the barriers. */
             cr_expect(ge(i64, sha, CYCLES * (EXTENDS + 2) + 1), "master %d (old): %lld scripts", m,
                       sha);
         }
     }
-    cr_expect(tc_log_has(tc_addr(0), "extend by SET IFEQ"), "%s", tc_log_text());
-    cr_expect(tc_log_has(tc_addr(1), "extend by SET IFEQ"), "%s", tc_log_text());
-    cr_expect(not(tc_log_contains("7.0.15, extend by SET IFEQ")), "%s", tc_log_text());
     if (del)
         cr_expect(tc_log_has(tc_addr(0), "release by DEL"), "%s", tc_log_text());
 }
@@ -249,10 +250,10 @@ static long long calls0(const char *cmd)
     return v > 0 ? v : 0;
 }
 
-/* redlock_extend() of tc_fx.l on master 0, which must go as the transaction
- * (one EXEC, and no script but where the vote is excluded: the client
- * then settles the master, by script); its vote must be @kind with @err. */
-static void extend_natively(int kind, int err)
+/* redlock_extend() of tc_fx.l on master 0, which has SET IFEQ: it goes as
+ * the script (no EXEC; where the vote is excluded the client then settles
+ * the master, by script too); its vote must be @kind with @err. */
+static void extend_by_script(int kind, int err)
 {
     long long exec = calls0("exec"), sha = calls0("evalsha");
     int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
@@ -268,42 +269,38 @@ static void extend_natively(int kind, int err)
               redlock_err_name(redlock_outcome_vote(tc_fx.out, 0)->err));
     exec = calls0("exec") - exec;
     sha = calls0("evalsha") - sha;
-    cr_expect(eq(i64, exec, 1), "one EXEC, not %lld (and %lld scripts)", exec, sha);
-    if (kind != REDLOCK_VOTE_EXCLUDED)
-        cr_expect(eq(i64, sha, 0), "no script, not %lld", sha);
+    cr_expect(eq(i64, exec, 0), "no transaction, not %lld (and %lld scripts)", exec, sha);
+    cr_expect(ge(i64, sha, 1), "the script, not %lld", sha);
 }
 
-Test(native, an_extend_on_a_native_master_tells_gone_from_held_by_another)
+/* Every outcome of an extend on a master that has SET IFEQ, by the script:
+ * extended; another's key left alone; gone, nothing resurrected; and, once
+ * FLUSHALL took the marker, excluded (the script reads that the master's
+ * memory does not count and writes nothing). */
+Test(native, an_extend_on_a_native_master_is_the_script_in_every_outcome)
 {
     static const char token[] = "00112233445566778899aabbccddeeff";
     one_native_master(token);
-    extend_natively(REDLOCK_VOTE_OK, 0);
+    extend_by_script(REDLOCK_VOTE_OK, 0);
     long long pttl;
     cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, &pttl), 1));
     cr_expect(gt(i64, pttl, TTL_MS - 1000), "extended: pttl %lld", pttl);
 
     tc_plant(0, tc_fx.res, tc_fx.len, "someone-else", 2000);
-    extend_natively(REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD);
+    extend_by_script(REDLOCK_VOTE_HELD, REDLOCK_ENOTHELD);
     char val[64];
     cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, val, sizeof(val), &pttl), 1));
     cr_expect(eq(str, val, "someone-else"), "the other holder's key is untouched");
     cr_expect(le(i64, pttl, 2000), "and its ttl too: %lld", pttl);
 
     tc_del_all(tc_fx.res, tc_fx.len);
-    extend_natively(REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD);
+    extend_by_script(REDLOCK_VOTE_GONE, REDLOCK_ENOTHELD);
     cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "nothing resurrected");
-}
 
-/* FLUSHALL took the marker: the transaction's HGET of `served` says nil in
- * the step of the SET, so the vote does not count (and CHECK reborns the
- * master); the key is gone with the rest, so nothing was written. */
-Test(native, a_flushed_native_master_counts_for_no_extend)
-{
-    static const char token[] = "ffeeddccbbaa99887766554433221100";
-    one_native_master(token);
+    tc_plant(0, tc_fx.res, tc_fx.len, token, TTL_MS);
     redisReply *r = tc_cmd(0, "FLUSHALL");
     freeReplyObject(r);
-    extend_natively(REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED);
+    extend_by_script(REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED);
     cr_expect(eq(int, tc_get(0, tc_fx.res, tc_fx.len, NULL, 0, NULL), 0), "nothing resurrected");
 }
 
@@ -605,30 +602,13 @@ Test(native, an_answer_before_the_release_settles_the_guess)
     cr_expect(eq(int, tc_key_count(tc_fx.res, tc_fx.len), 0), "released everywhere");
 }
 
-/* ---- a master that claims SET IFEQ and lies ------------------------------------------ */
+/* ---- a master that claims a native delete and lies --------------------------------- */
 
 TestSuite(lying, .init = tc_fx_init, .fini = tc_fx_fini, .timeout = 60);
 
 /* A transaction's HMGET marker served maxttl on a master whose memory
  * counts for any ttl (cmd.c). */
 #define SERVED "*2\r\n$1\r\n1\r\n$7\r\n3600000\r\n"
-
-static const struct lie {
-    const char *name;
-    const char *set;  /* the reply to the SET inside MULTI */
-    const char *exec; /* the reply to EXEC */
-} lies[] = {
-    { "refuses", "-ERR syntax error\r\n",
-      "-EXECABORT Transaction discarded because of previous errors.\r\n" },
-    { "garbage", "+QUEUED\r\n", "*4\r\n:1\r\n:2\r\n:3\r\n:4\r\n" },
-    /* Well-formed, but the GET and the SET disagree: gone, yet written. */
-    { "disagrees", "+QUEUED\r\n", "*5\r\n" SERVED "$-1\r\n+OK\r\n$-1\r\n:1\r\n" },
-};
-
-ParameterizedTestParameters(lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
-{
-    TC_CASE_INDEXES(lies);
-}
 
 /* A fake master whose INFO carries @versions ("valkey_version:9.1.2\r\n"
  * and the like), whose memory counts at once, which refuses or garbles SET
@@ -682,44 +662,6 @@ static tc_fake *liar_fleet(const char *versions, const char *set, const char *ex
     return f;
 }
 
-/* The liar claims Valkey 9.1.2, so the first extend sends it the
- * transaction: the extend fails with one error vote, named in the message,
- * and the next one sends it the script and succeeds. */
-ParameterizedTest(size_t *i, lying, a_master_that_claims_set_ifeq_and_lies_is_one_error_vote)
-{
-    const struct lie *l = &lies[*i];
-    tc_fake *f = liar_fleet("redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.1.2\r\n",
-                            l->set, l->exec, NULL);
-    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
-    const redlock_vote *v = redlock_outcome_vote(tc_fx.out, 2);
-    /* Two dead masters deny the quorum too: "no quorum", naming the liar
-     * and what it said; never "held by another client". */
-    cr_expect(eq(int, rc, REDLOCK_ENOQUORUM), "%s: %s: %s", l->name, redlock_err_name(rc),
-              tc_fx.e.msg);
-    cr_expect(strstr(tc_fx.e.msg, tc_fake_addr(f)) != NULL, "%s: %s", l->name, tc_fx.e.msg);
-    cr_expect(eq(int, v->kind, REDLOCK_VOTE_ERROR), "%s: %s (%s)", l->name,
-              redlock_vote_kind_name(v->kind), v->detail);
-    cr_log_info("%s: %s", l->name, tc_fx.e.msg);
-    cr_expect(tc_log_has(tc_fake_addr(f), "answered SET IFEQ with"), "%s: %s", l->name,
-              tc_log_text());
-    for (int m = 0; m < 2; m++)
-        cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, m)->kind, REDLOCK_VOTE_OK),
-                  "%s: master %d: %s", l->name, m, redlock_outcome_vote(tc_fx.out, m)->detail);
-
-    /* Nothing lost: the liar gets the script from now on. */
-    rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
-    cr_assert(eq(int, rc, 0), "%s: the second extend: %s", l->name, tc_fx.e.msg);
-    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 2)->kind, REDLOCK_VOTE_OK),
-              "%s: the second extend: %s (%s)", l->name,
-              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 2)->kind),
-              redlock_outcome_vote(tc_fx.out, 2)->detail);
-    tc_must_release(tc_fx.c, tc_fx.l);
-    tc_fx.l = NULL;
-    redlock_client_free(tc_fx.c);
-    tc_fx.c = NULL;
-    tc_fake_stop(f);
-}
-
 /* The liar claims Valkey 9.1.2, grants a lock by the fast path, and does not
  * know DELIFEQ after all, or answers it with what no delete answers: the
  * release's slot sends it the script at once, the release succeeds with the
@@ -756,43 +698,57 @@ ParameterizedTest(size_t *i, lying, a_master_that_claims_delifeq_and_refuses_it_
     tc_fake_stop(f);
 }
 
-/* What INFO says decides who gets the transaction: Valkey from 8.1 (by
- * valkey_version, whatever redis_version says), Redis from 8.4, nothing
- * for a server that says neither or garbage. The fake refuses SET IFEQ, so
- * the first extend tells which one it was sent: an error vote (the
- * transaction) or OK (the script). */
+/* What INFO says decides who gets the native delete: DELIFEQ on Valkey
+ * from 9.0 (by valkey_version, whatever redis_version says), DELEX IFEQ on
+ * Redis from 8.4, nothing for a server that says neither or garbage. The
+ * fake grants by the fast path and refuses both deletes, so the release
+ * tells whether it was sent one: a warning names what it answered, and the
+ * script follows on the same slot. */
 static const struct claim {
     const char *info;
-    int native;
+    const char *native; /* the delete's name in the warning, or NULL */
 } claims[] = {
-    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.2\r\n", 0 },
-    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n", 1 },
-    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:10.0.0\r\n", 1 },
-    { "redis_version:8.2.3\r\n", 0 },
-    { "redis_version:8.4.0\r\n", 1 },
-    { "redis_version:9.0.0\r\n", 1 },
-    { "redis_version:8.6.3\r\nvalkey_version:7.2.5\r\n", 0 }, /* valkey_version wins */
-    { "redis_version:x\r\n", 0 },
-    { "", 0 },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.2\r\n", NULL },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.1.0\r\n", NULL },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:9.0.0\r\n", "DELIFEQ" },
+    { "redis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:10.0.0\r\n", "DELIFEQ" },
+    { "redis_version:8.2.3\r\n", NULL },
+    { "redis_version:8.4.0\r\n", "DELEX IFEQ" },
+    { "redis_version:9.0.0\r\n", "DELEX IFEQ" },
+    { "redis_version:8.6.3\r\nvalkey_version:7.2.5\r\n", NULL }, /* valkey_version wins */
+    { "redis_version:x\r\n", NULL },
+    { "", NULL },
 };
 
-ParameterizedTestParameters(lying, only_versions_with_set_ifeq_are_sent_the_transaction)
+ParameterizedTestParameters(lying, only_versions_with_a_native_delete_are_sent_it)
 {
     TC_CASE_INDEXES(claims);
 }
 
-ParameterizedTest(size_t *i, lying, only_versions_with_set_ifeq_are_sent_the_transaction)
+ParameterizedTest(size_t *i, lying, only_versions_with_a_native_delete_are_sent_it)
 {
     const struct claim *cl = &claims[*i];
-    tc_fake *f = liar_fleet(cl->info, "-ERR syntax error\r\n",
-                            "-EXECABORT Transaction discarded\r\n", NULL);
-    int rc = redlock_extend(tc_fx.c, tc_fx.l, TTL_MS, tc_fx.out, &tc_fx.e);
-    cr_expect(eq(int, rc, cl->native ? REDLOCK_ENOQUORUM : 0), "[%s]: %s", cl->info, tc_fx.e.msg);
-    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 2)->kind,
-                 cl->native ? REDLOCK_VOTE_ERROR : REDLOCK_VOTE_OK),
-              "[%s]: %s (%s)", cl->info,
-              redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 2)->kind),
+    tc_fake *f = liar_fleet(cl->info, "+QUEUED\r\n", "*4\r\n" SERVED "$-1\r\n:0\r\n:1\r\n", NULL);
+    redlock_lock_free(tc_fx.l); /* the planted one: not taken by the fast path */
+    tc_fx.l = NULL;
+    char res[128];
+    tc_resource(res, sizeof(res), "fast");
+    redlock_lock *l = tc_must_acquire(tc_fx.c, res, TTL_MS, tc_fx.out);
+    int rc = redlock_release(tc_fx.c, l, tc_fx.out, &tc_fx.e);
+    cr_expect(eq(int, rc, 0), "[%s]: %s", cl->info, tc_fx.e.msg);
+    cr_expect(eq(int, redlock_outcome_vote(tc_fx.out, 2)->kind, REDLOCK_VOTE_OK), "[%s]: %s (%s)",
+              cl->info, redlock_vote_kind_name(redlock_outcome_vote(tc_fx.out, 2)->kind),
               redlock_outcome_vote(tc_fx.out, 2)->detail);
+    /* One native kind per round, DELIFEQ first: beside masters that have
+     * DELIFEQ (a Valkey 9 cluster), a claim of DELEX gets the script. */
+    const char *del = tc_native_delete(), *sent = cl->native;
+    if (sent && strcmp(sent, "DELEX IFEQ") == 0 && del && strcmp(del, "delifeq") == 0)
+        sent = NULL;
+    char said[64];
+    snprintf(said, sizeof(said), "answered %s with", sent ? sent : "");
+    cr_expect(eq(int, tc_log_has(tc_fake_addr(f), sent ? said : "answered "), !!sent), "[%s]: %s",
+              cl->info, tc_log_text());
+    redlock_lock_free(l);
     redlock_client_free(tc_fx.c);
     tc_fx.c = NULL;
     tc_fake_stop(f);

@@ -717,7 +717,7 @@ fi
 
 # --- The server matrix -----------------------------------------------------------
 # The plain build's tests that depend most on what the server does (the
-# commands the fast path, the native release and extend, the scripts and the
+# commands the fast path, the native release, the scripts and the
 # guard send; waiters that mark a holder's key and the hand-off that then
 # follows a release without Lua; restarts, flushes and kills) against Redis
 # 8.0 and 8.6 and

@@ -220,38 +220,6 @@ void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_
     arg(c, marked ? "1" : "0", 1);
 }
 
-void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms)
-{
-    /* What the extend script does, docs/memory-guard.md
-     * ("Extend without Lua") says why this is the same step: `served` read at
-     * the instant of the SET, the GET tells "gone" from "another's" (the
-     * SET's nil does not), and the index's entry is raised to an upper bound
-     * of the new lease's end (never lowered: GT). */
-    int mark = 0;
-    served_first(c, &mark);
-    arg(c, "GET", 3);
-    arg(c, k->locks.v[0], k->locks.len[0]);
-    part_end(c, &mark);
-    size_t tlen = strlen(token);
-    if (tlen > REDLOCK_TOKEN_MAX)
-        tlen = REDLOCK_TOKEN_MAX;
-    memcpy(c->marked, token, tlen);
-    c->marked[tlen] = '\2'; /* marked for its waiters: it stays marked */
-    for (int m = 0; m < 2; m++) {
-        const char *v = m ? c->marked : token;
-        size_t vlen = m ? tlen + 1 : tlen;
-        arg(c, "SET", 3);
-        arg(c, k->locks.v[0], k->locks.len[0]);
-        arg(c, v, vlen);
-        arg(c, "IFEQ", 4);
-        arg(c, v, vlen);
-        arg(c, "PX", 2);
-        arg_num(c, ttl_ms);
-        part_end(c, &mark);
-    }
-    index_end(c, token, &mark);
-}
-
 void rl_cmd_release_native(rl_cmd *c, const rl_keys *k, const char *token, bool delex)
 {
     /* docs/memory-guard.md, "The release without Lua": two commands,

@@ -41,7 +41,6 @@ typedef struct rl_cmd {
     size_t len[RL_CMD_ARGS_MAX];
     char nums[8][24]; /* numbers printed for the command */
     int nnums;
-    char marked[REDLOCK_TOKEN_MAX + 2]; /* a token marked for its waiters (script.c) */
 } rl_cmd;
 
 /* What an acquire attempt asks of each master. */
@@ -101,16 +100,6 @@ void rl_cmd_pass(rl_cmd *c, const rl_keys *k, const rl_acquire_args *a);
  * queued (a local run that reached its bound: docs/waiting.md). */
 void rl_cmd_release_skip(rl_cmd *c, const rl_keys *k, const char *match, const char *skip);
 void rl_cmd_extend(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms, bool marked);
-/* The extend without Lua, on a master that has SET IFEQ and whose memory
- * counts (extend.c): one lock, a transaction, atomic on the master:
- *   HMGET marker served maxttl; GET key; SET key token IFEQ token PX ttl;
- *   SET key token\2 IFEQ token\2 PX ttl; ZADD held GT end token
- * (reply: [[served or nil, maxttl or nil], the value or nil, OK or nil, OK
- * or nil, 0|1]; a
- * key of another type: WRONGTYPE in the GET's place). At most one SET
- * writes: the value is our token, or our token marked for its waiters.
- * The lease end `end` is the node argument, as for rl_cmd_acquire_fast(). */
-void rl_cmd_extend_native(rl_cmd *c, const rl_keys *k, const char *token, uint32_t ttl_ms);
 /* The release without Lua, on a master with a native compare-and-delete
  * (wire/release.c): one lock, two commands pipelined, no MULTI:
  *   ZREM held token; DELIFEQ key token (or, @delex, DELEX key IFEQ token)

@@ -20,7 +20,7 @@ rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd);
  * script: acquire.c). */
 rl_fanout *rl_fanout_new2(rl_node *nodes, const rl_cmd *cmd, const rl_cmd *alt);
 void rl_fanout_use_alt(rl_fanout *f, uint32_t idx);
-/* The trusted-master split of the fast acquire and the native extend:
+/* The trusted-master split of the fast acquire:
  * masters in @mask (of @n) get @cmd, each with its own node argument, the
  * upper bound of when a lease taken now ends on its clock
  * (rl_trust_lease_end from @start, @ttl_ms, @drift); the others get @alt.

@@ -971,10 +971,10 @@ int redlock_release(redlock_client *c, redlock_lock *lock, redlock_outcome *ret_
  * @c, @lock:    the lock; its validity is updated on success
  * @ttl_ms:      new time to live, counted from now
  *
- * A compare-token-then-expire on every master, atomic there (a Lua script, or
- * a SET IFEQ transaction where the server has it: docs/wire.md). Succeeds
- * only on a majority, with validity recomputed exactly as for acquire, from
- * the start of this call. A master where the key is gone does not count.
+ * A compare-token-then-expire on every master, atomic there (a Lua script:
+ * docs/wire.md). Succeeds only on a majority, with validity recomputed
+ * exactly as for acquire, from the start of this call. A master where the
+ * key is gone does not count.
  *
  * Return: 0; REDLOCK_ENOTHELD (provably lost: on a majority the key is gone
  * or holds another token); REDLOCK_ENOQUORUM (no majority either way: the

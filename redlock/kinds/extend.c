@@ -2,26 +2,24 @@
  *
  * Success is a majority that still held our token and took the new ttl,
  * validity timed from the start of this extend; a failure caps the lock's
- * validity (docs/safety.md, "What the implementation adds"). Each master
- * gets the script or, where it has SET IFEQ, a transaction (docs/wire.md;
- * why: docs/memory-guard.md, "Extend without Lua").
+ * validity (docs/safety.md, "What the implementation adds"). What each
+ * master is sent, and what its reply means, is the wire's (wire/extend.c:
+ * the extend script; docs/wire.md).
  */
 #include "kinds/kinds.h"
 #include "drift.h"
 #include "kinds/identity.h"
 #include "kinds/lock.h"
 #include "kinds/outcome.h"
-#include "base/script.h"
+#include "wire/extend.h"
 
 #include <stdio.h>
-#include <string.h>
 
 typedef struct rl_extend {
     rl_op op;
     char token[REDLOCK_TOKEN_MAX + 1];
     uint32_t ttl_ms;
     uint32_t n_ok, n_fail;
-    uint32_t native_mask; /* masters sent the transaction, not the script */
 } rl_extend;
 
 static rl_extend *EXT(rl_op *op)
@@ -29,63 +27,9 @@ static rl_extend *EXT(rl_op *op)
     return (rl_extend *)(void *)op;
 }
 
-/* The transaction's answer [served, value, the two SETs', ZADD's] as a
- * vote, like the script's 1 / 0 / -1 / -2. The GET and the SETs ran at one
- * instant, so they must agree (the first SET wrote exactly when the value
- * was our token, the second when it was our token marked for its waiters,
- * script.c): a master whose answer does not hold together, or that refuses
- * the transaction (a plain ERR in a command's place: it does not have SET
- * IFEQ after all), is an error vote, and that connection gets the script
- * from now on. WRONGTYPE, LOADING and the like are votes as ever. */
-static int ext_native_vote(rl_extend *x, uint32_t idx, const rl_reply *r, rl_monotime sent)
-{
-    redlock_vote *v = &x->op.out.votes[idx];
-    rl_node *n = &x->op.c->nodes[idx];
-    const rl_reply *e[5] = { r };
-    bool ok = rl_reply_type(r) == RL_REPLY_ARRAY && rl_reply_elements(r) == 5;
-    for (size_t i = 0; ok && i < 5; i++)
-        e[i] = rl_reply_element(r, i);
-    for (size_t i = 0; i < (ok ? 5u : 1u); i++) {
-        if (rl_reply_type(e[i]) != RL_REPLY_ERROR)
-            continue;
-        rl_vote_error_reply(v, n, e[i], sent);
-        /* A plain ERR (syntax, unknown option) or EXECABORT: the server
-         * does not have what it claimed. OOM, LOADING, WRONGTYPE, an ACL's
-         * NOPERM are what they say, and would meet the script too. */
-        size_t len;
-        const char *str = rl_reply_str(e[i], &len);
-        if ((len >= 4 && memcmp(str, "ERR ", 4) == 0) ||
-            (len >= 9 && memcmp(str, "EXECABORT", 9) == 0))
-            rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, v->detail);
-        return v->kind;
-    }
-    /* The bound the extend script would raise to its ttl (HEARD): the
-     * transaction cannot, so a bound below it does not count. */
-    int served = ok ? rl_node_served(n, e[0], x->ttl_ms) : -1, val = ok ? rl_reply_type(e[1]) : 0;
-    size_t len = 0;
-    const char *s = val == RL_REPLY_STRING ? rl_reply_str(e[1], &len) : NULL;
-    int match = rl_token_match(s, len, x->token);
-    bool plain = match == 0, marked = match == 1, mine = match >= 0;
-    bool set = ok && rl_reply_is_status(e[2], "OK"),
-         set_marked = ok && rl_reply_is_status(e[3], "OK");
-    if (!ok || served < 0 || (val != RL_REPLY_STRING && val != RL_REPLY_NIL) ||
-        (!set && rl_reply_type(e[2]) != RL_REPLY_NIL) ||
-        (!set_marked && rl_reply_type(e[3]) != RL_REPLY_NIL) || set != plain ||
-        set_marked != marked || rl_reply_type(e[4]) != RL_REPLY_INTEGER) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO,
-                    "malformed reply to the extend (SET IFEQ)", sent);
-        rl_node_native_refused(n, RL_NATIVE_SET_IFEQ, "a malformed reply");
-        return v->kind;
-    }
-    if (served != RL_SERVED) {
-        /* As the fast acquire: no vote, and CHECK is asked at once
-         * (rl_node_served). The key may be extended there: it keeps others
-         * out of a master that counts for nobody, for at most the new ttl. */
-        return rl_vote_code(v, n, -2, sent, REDLOCK_ENOTHELD);
-    }
-    return rl_vote_code(v, n, mine ? 1 : s ? -1 : 0, sent, REDLOCK_ENOTHELD);
-}
-
+/* The wire's answer (wire/extend.c) as a vote, a key gone counting as
+ * lost (ENOTHELD); an extension counts only where the master's word counts
+ * now, once per server. */
 static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, const char *why,
                         rl_monotime sent)
 {
@@ -95,10 +39,11 @@ static void ext_on_vote(rl_op *op, uint32_t idx, const rl_reply *r, int err, con
     if (!r) {
         rl_vote_failed(v, err, why, sent);
         x->n_fail++;
-    } else if ((x->native_mask & (1u << idx)
-                    ? ext_native_vote(x, idx, r, sent)
-                    : rl_vote_script_reply(v, &op->c->nodes[idx], r, sent, "extend",
-                                           REDLOCK_ENOTHELD)) != REDLOCK_VOTE_OK) {
+        return;
+    }
+    rl_answer a;
+    rl_wire_extend_read(&a, &op->c->nodes[idx], r);
+    if (rl_vote_answer(v, &a, sent, REDLOCK_ENOTHELD) != REDLOCK_VOTE_OK) {
         x->n_fail++;
     } else if (!rl_node_vote_counts(&op->c->nodes[idx], w, sizeof(w))) {
         /* Extended there, but that master's word does not count now. */
@@ -173,28 +118,15 @@ static const rl_op_ops extend_ops = {
     .decide = ext_decide,
 };
 
-/* The round's commands: the transaction to masters that have SET IFEQ and
- * whose memory counts for this ttl, with a clock read lately (the same
- * test as the fast acquire's, rl_node_fast: the marker already knows this
- * ttl, so the script would not raise it; the index's end is bounded from
- * that clock); the script to the others, and to every master for a set
- * (all or nothing per master is the script's) or with the guard off. */
+/* The round's command, as the wire plans it (wire/extend.c): one form,
+ * the same to every master. */
 static rl_fanout *ext_fanout(rl_extend *x)
 {
     rl_op *op = &x->op;
     redlock_client *c = op->c;
-    rl_cmd script, native;
-    rl_cmd_extend(&script, &op->k, x->token, x->ttl_ms, c->cfg.restart_guard);
-    x->native_mask = 0;
-    for (uint32_t i = 0; c->cfg.restart_guard && op->nres == 1 && i < c->n; i++)
-        if (rl_node_native(&c->nodes[i], RL_NATIVE_SET_IFEQ) &&
-            rl_node_fast(&c->nodes[i], x->ttl_ms, op->attempt_us))
-            x->native_mask |= 1u << i;
-    if (!x->native_mask)
-        return rl_fanout_new(c->nodes, &script);
-    rl_cmd_extend_native(&native, &op->k, x->token, x->ttl_ms);
-    return rl_fanout_trusted(c->nodes, c->n, x->native_mask, &native, &script, op->attempt_us,
-                             x->ttl_ms, c->cfg.drift_factor);
+    rl_cmd script;
+    rl_wire_extend_plan(&script, &op->k, x->token, x->ttl_ms, c->cfg.restart_guard);
+    return rl_fanout_new(c->nodes, &script);
 }
 
 void rl_extend_forget_lock(rl_op *op)

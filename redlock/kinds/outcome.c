@@ -42,21 +42,6 @@ void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, r
     rl_vote_answer(v, &a, sent_us, 0);
 }
 
-int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us,
-                         const char *what, int gone_err)
-{
-    rl_answer a;
-    rl_answer_script(&a, n, r, what);
-    return rl_vote_answer(v, &a, sent_us, gone_err);
-}
-
-int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_us, int gone_err)
-{
-    rl_answer a;
-    rl_answer_code(&a, n, code);
-    return rl_vote_answer(v, &a, sent_us, gone_err);
-}
-
 static const char *hint(int code, const char *detail)
 {
     switch (code) {

@@ -11,13 +11,6 @@
 int rl_vote_answer(redlock_vote *v, const rl_answer *a, rl_monotime sent_us, int gone_err);
 /* An error reply as a vote (NOAUTH behind a failed AUTH names the cause). */
 void rl_vote_error_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us);
-/* A release/extend script's answer (1 done, 0 gone, -1 another's) as a vote,
- * @gone_err as for rl_vote_answer. Returns the vote's kind. */
-int rl_vote_script_reply(redlock_vote *v, const rl_node *n, const rl_reply *r, rl_monotime sent_us,
-                         const char *what, int gone_err);
-/* The same answer as a code (1, 0, -1; -2 memory not trusted), whoever
- * computed it: the script, or the extend's native transaction (extend.c). */
-int rl_vote_code(redlock_vote *v, const rl_node *n, int code, rl_monotime sent_us, int gone_err);
 /* Decide the failure code of an attempt from its votes and write the one-line
  * message, named by the kind's name and read by its verdict (op.h). */
 int rl_outcome_failure(const rl_op *op, redlock_error *e);

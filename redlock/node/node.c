@@ -225,11 +225,9 @@ static void hs_on_ready(void *arg, const rl_reply *r, int err, const char *why)
     n->backoff_ms = CFG(n)->reconnect_min_ms;
     n->connects++;
     rl_timer_stop(&n->timer);
-    rl_node_log(n, REDLOCK_LOG_INFO, "connected%s%s%s%s%s%s",
-                rl_conn_is_tls(n->conn) ? " (TLS)" : "",
+    rl_node_log(n, REDLOCK_LOG_INFO, "connected%s%s%s%s%s", rl_conn_is_tls(n->conn) ? " (TLS)" : "",
                 n->id_current && n->trust.version[0] ? ": " : "",
                 n->id_current ? n->trust.version : "",
-                rl_node_native(n, RL_NATIVE_SET_IFEQ) ? ", extend by SET IFEQ" : "",
                 rl_node_native(n, RL_NATIVE_DELIFEQ) ? ", release by DELIFEQ" : "",
                 rl_node_native(n, RL_NATIVE_DELEX) ? ", release by DELEX IFEQ" : "");
     node_notify(n);

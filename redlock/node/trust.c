@@ -59,22 +59,18 @@ static void native_from_info(rl_trust *t, const char *info)
     t->version[0] = '\0';
     if (info_field(info, "valkey_version", v, sizeof(v)) && v[0]) {
         snprintf(t->version, sizeof(t->version), "valkey %s", v);
-        if (version_at_least(v, 8, 1))
-            t->native |= RL_NATIVE_SET_IFEQ;
         if (version_at_least(v, 9, 0))
             t->native |= RL_NATIVE_DELIFEQ;
     } else if (info_field(info, "redis_version", v, sizeof(v)) && v[0]) {
         snprintf(t->version, sizeof(t->version), "redis %s", v);
         if (version_at_least(v, 8, 4))
-            t->native |= RL_NATIVE_SET_IFEQ | RL_NATIVE_DELEX;
+            t->native |= RL_NATIVE_DELEX;
     }
 }
 
 const char *rl_native_name(unsigned native)
 {
-    return native == RL_NATIVE_DELIFEQ ? "DELIFEQ"
-           : native == RL_NATIVE_DELEX ? "DELEX IFEQ"
-                                       : "SET IFEQ";
+    return native == RL_NATIVE_DELIFEQ ? "DELIFEQ" : "DELEX IFEQ";
 }
 
 bool rl_trust_info(rl_trust *t, const char *info, char old_run_id[41])

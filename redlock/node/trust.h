@@ -82,13 +82,12 @@ void rl_trust_init(rl_trust *t, const redlock_config *cfg);
 
 /* Commands a server has besides those every supported server has, told
  * from INFO's version (valkey_version where there is one, else
- * redis_version): SET ... IFEQ, Valkey 8.1 and Redis 8.4 on; DELIFEQ,
- * Valkey 9.0 on; DELEX ... IFEQ, Redis 8.4 on. What a server only claims
- * is checked at its first answer (extend.c, wire/release.c). */
-#define RL_NATIVE_SET_IFEQ 1u
+ * redis_version): DELIFEQ, Valkey 9.0 on; DELEX ... IFEQ, Redis 8.4 on.
+ * What a server only claims is checked at its first answer
+ * (wire/release.c). */
 #define RL_NATIVE_DELIFEQ 2u
 #define RL_NATIVE_DELEX 4u
-/* "SET IFEQ", "DELIFEQ", "DELEX IFEQ": one RL_NATIVE_* flag's name. */
+/* "DELIFEQ", "DELEX IFEQ": one RL_NATIVE_* flag's name. */
 const char *rl_native_name(unsigned native);
 
 /* An INFO reply's text: records run_id, uptime, AOF, the version and

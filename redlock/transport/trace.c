@@ -132,7 +132,7 @@ const char *rl_trace_kind(int script, int nparts, bool pipelined, int argc, cons
     if (pipelined)
         return "release-native";
     if (nparts > 0)
-        return is(argv, len, 4, argc, "SET") ? "fast" : "extend-native";
+        return "fast";
     if (is(argv, len, 0, argc, "SET"))
         return "set";
     if (is(argv, len, 0, argc, "ZREM"))
@@ -195,12 +195,9 @@ void rl_trace_request(rl_trace *t, uint32_t idx, uint32_t op, uint32_t fid, int 
     case RL_SCRIPT_LEASES: break;
     default:
         /* cmd.c's layouts: fast (HMGET 4, SET key token NX GET PX ttl),
-         * extend-native (HMGET 4, GET key, SET key token IFEQ token PX
-         * ttl), release-native (ZREM held token, DEL.. key), set, unindex */
+         * release-native (ZREM held token, DEL.. key), set, unindex */
         if (strcmp(kind, "fast") == 0)
             snprintf(f, sizeof(f), "key=%s tok=%s ttl=%s", V(k, 5, 48), V(a, 6, 12), V(b, 10, 24));
-        else if (strcmp(kind, "extend-native") == 0)
-            snprintf(f, sizeof(f), "key=%s tok=%s ttl=%s", V(k, 5, 48), V(a, 8, 12), V(b, 12, 24));
         else if (strcmp(kind, "release-native") == 0)
             snprintf(f, sizeof(f), "key=%s tok=%s", V(k, 4, 48), V(a, 2, 12));
         else if (strcmp(kind, "set") == 0)

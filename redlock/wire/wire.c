@@ -2,7 +2,7 @@
  *
  * A master's error reply, and the 1 / 0 / -1 / -2 the release and extend
  * scripts answer with, mean the same whichever verb asked; each verb's own
- * reader (wire/release.c) starts from these. What a vote makes of an
+ * reader (wire/release.c, wire/extend.c) starts from these. What a vote makes of an
  * answer is the kinds' (kinds/outcome.c).
  */
 #include "wire/wire.h"
@@ -64,9 +64,8 @@ void rl_answer_code(rl_answer *a, const rl_node *n, int code)
     } else if (code == -1) {
         rl_answer_set(a, RL_ANSWER_HELD, 0, "");
     } else {
-        /* -2: the extend script (or the native extend's HMGET of `served`)
-         * on a master whose memory is not trusted (a reborn master may hold
-         * our key from an old snapshot). */
+        /* -2: the extend script on a master whose memory is not trusted
+         * (a reborn master may hold our key from an old snapshot). */
         char d[REDLOCK_VOTE_DETAIL_LEN];
         if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
             snprintf(d, sizeof(d), "memory not trusted: it lost its data or restarted");
