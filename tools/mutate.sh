@@ -673,12 +673,12 @@ kill: extend extend/wrong_token_is_enotheld_and_leaves_the_holder_alone
 -        "  if not ours(v, ARGV[1]) then return -1 end\n"
 +
 
-@ fast-ok-without-served redlock/kinds/acquire-votes.c
+@ fast-ok-without-served redlock/wire/acquire.c
 # The fast path counts an OK from a master whose marker is not served
 # (flushed, evicted, or its window running).
 kill: memory memory/flushall_refuses_a_client_that_met_the_master_before
--    if (served == RL_UNSERVED) {
-+    if (0) {
+-    else if (g->served == RL_UNSERVED)
++    else if (0)
 
 @ vote-counts-unchecked redlock/node/node-memory.c
 # An OK counts on a connection whose CHECK never answered as a Redis does:

@@ -11,6 +11,7 @@
 #include "kinds/memory.h"
 #include "kinds/outcome.h"
 #include "base/script.h"
+#include "wire/acquire.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -74,21 +75,6 @@ static void acq_heard(rl_node *n, long long maxttl)
         n->trust.maxttl_ms = (uint32_t)maxttl;
 }
 
-/* The fast path's transaction, answered with nobody queued and the key
- * set: a grant its lock's release may take without Lua (release.c). */
-static bool fast_quiet(const rl_reply *r)
-{
-    const rl_reply *e[4];
-    if (rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 4)
-        return false;
-    for (size_t i = 0; i < 4; i++)
-        e[i] = rl_reply_element(r, i);
-    return rl_reply_type(e[0]) == RL_REPLY_ARRAY && rl_reply_elements(e[0]) == 2 &&
-           rl_reply_type(rl_reply_element(e[0], 0)) == RL_REPLY_STRING &&
-           rl_reply_type(e[1]) == RL_REPLY_NIL && rl_reply_type(e[2]) == RL_REPLY_INTEGER &&
-           rl_reply_integer(e[2]) == 0;
-}
-
 void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last, size_t len)
 {
     if (script < 0) {
@@ -99,180 +85,108 @@ void rl_acq_on_late(rl_node *n, int script, const rl_reply *r, const char *last,
         if (len < sizeof(n->late_token)) {
             memcpy(n->late_token, last, len);
             n->late_token[len] = '\0';
-            n->late_quiet = fast_quiet(r);
+            n->late_quiet = rl_wire_fast_quiet(r);
         }
         return;
     }
-    if (script != RL_SCRIPT_ACQUIRE || rl_reply_type(r) != RL_REPLY_ARRAY ||
-        rl_reply_elements(r) < 3)
-        return;
-    const rl_reply *e = rl_reply_element(r, 2);
-    if (rl_reply_type(e) == RL_REPLY_INTEGER)
-        acq_heard(n, rl_reply_integer(e));
+    if (script == RL_SCRIPT_ACQUIRE)
+        acq_heard(n, rl_wire_acquire_late_maxttl(r));
 }
 
-/* A grant by the script (or PASS). A local hand-off's: the passing token
- * is gone there, and a fourth element says whether another client's
- * waiter is queued (handoff.c: the run counts only then). */
-static void acq_script_ok(rl_acquire *a, uint32_t idx, const long long *x, size_t k,
-                          rl_monotime sent)
+/* A grant, whichever form. A local hand-off's (PASS): the passing token
+ * is gone there, and the answer says whether another client's waiter is
+ * queued (acquire-pass.c: the run counts only then). */
+static void acq_granted(rl_acquire *a, uint32_t idx, const rl_grant *g, rl_monotime sent)
 {
     if (a->pass_from) {
         a->att.took_mask |= 1u << idx;
-        a->att.others |= k == 4 && (x[3] & 2);
+        a->att.others |= g->others;
     }
-    acq_count_ok(a, idx, (uint64_t)x[1], sent);
+    acq_count_ok(a, idx, g->fence, sent);
 }
 
-/* The acquire script's answer: {1, fence, maxttl} granted, {0, 0, maxttl}
- * held ({0, 1, maxttl}: a key of the set is reserved for us), {-2, age, maxttl, window} this
- * master's memory is too young to count ({-2, -1, maxttl, 0, birth, age}: reborn, its window
- * not measured yet), {-3, j, maxttl, wrongtype} resource j's fence counter is garbage. */
-static void acq_on_script_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
+/* The script's -2: what the master says of itself; the last CHECK on it
+ * may know more (the cause, the window): the vote says what the node knows. */
+static void acq_young(rl_acquire *a, uint32_t idx, const rl_grant *g, rl_monotime sent)
 {
-    rl_op *op = &a->op;
-    redlock_vote *v = &op->out.votes[idx];
-    long long x[4] = { 0, 0, 0, 0 }, since = 0;
-    size_t k = rl_reply_elements(r);
-    bool ok = k == 3 || k == 4 || k == 6;
-    for (size_t i = 0; ok && i < k && i < 4; i++) {
-        const rl_reply *e = rl_reply_element(r, i);
-        ok = rl_reply_type(e) == RL_REPLY_INTEGER;
-        if (ok)
-            x[i] = rl_reply_integer(e);
-    }
-    /* pending: the rebirth it names, which a settle names back, and how
-     * long ago it was reborn (ms, the master's clock) */
-    const rl_reply *birth = ok && k == 6 ? rl_reply_element(r, 4) : NULL;
-    if (birth) {
-        const rl_reply *e = rl_reply_element(r, 5);
-        ok = x[0] == -2 && x[1] == -1 && rl_reply_type(birth) == RL_REPLY_STRING &&
-             rl_reply_type(e) == RL_REPLY_INTEGER && rl_reply_integer(e) >= 0;
-        since = ok ? rl_reply_integer(e) : 0;
-    }
-    if (!ok || x[0] < -3 || x[1] < (x[0] == -2 ? -1 : 0) || x[2] < 0 || x[2] > REDLOCK_TTL_MAX_MS ||
-        x[3] < 0 || x[3] > REDLOCK_TTL_MAX_MS) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire script",
-                    sent);
-        a->att.n_fail++;
-        return;
-    }
-    redlock_client *c = op->c;
-    rl_memory_learned(c, (uint32_t)x[2]);
-    acq_heard(&c->nodes[idx], x[2]);
-    if (x[0] == 1) {
-        acq_script_ok(a, idx, x, k, sent);
-    } else if (x[0] == 0) {
+    rl_node *n = &a->op.c->nodes[idx];
+    rl_marker m = { .age_ms = g->age_ms,
+                    .window_ms = g->window_ms,
+                    .maxttl_ms = (uint32_t)g->maxttl_ms,
+                    .state = g->pending ? RL_MEM_PENDING : RL_MEM_YOUNG,
+                    .cause = n->trust.mem_cause ? n->trust.mem_cause : RL_MEM_CAUSE_LOST,
+                    .birth = g->birth };
+    rl_node_marker(n, &m);
+    char d[REDLOCK_VOTE_DETAIL_LEN];
+    if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
+        snprintf(d, sizeof(d), "memory not trusted yet");
+    rl_vote_set(&a->op.out.votes[idx], REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
+}
+
+/* What one master's answer (wire/acquire.c) makes of this attempt. A fast
+ * path's grant with nobody queued may be released without Lua on that
+ * master (quiet_mask, release.c). A fast path's master whose marker is not
+ * `served` (gone: FLUSHALL, eviction; or its window not passed) does not
+ * count, whatever the SET did (a key it wrote carries our token, and the
+ * cleanup removes it like any other): its memory is asked at once, and its
+ * next votes take the script, which reborn it or tells its window. */
+static void acq_on_grant(rl_acquire *a, uint32_t idx, const rl_grant *g, rl_monotime sent)
+{
+    redlock_vote *v = &a->op.out.votes[idx];
+    switch (g->kind) {
+    case RL_GRANT_OK:
+        if (g->quiet)
+            a->att.quiet_mask |= 1u << idx;
+        acq_granted(a, idx, g, sent);
+        return; /* counted there */
+    case RL_GRANT_HELD:
         rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->att.n_fail++;
-        if (x[1] == 1)
+        if (g->reserved)
             a->att.reserved_seen = true; /* part of a set is ours: the wake-up was real */
-        if (k == 4 && (uint64_t)x[3] < a->att.rank)
-            a->att.rank = (uint32_t)x[3]; /* its place in the queue there */
-    } else if (x[0] == -3) {
-        acq_bad_counter(a, idx, (uint32_t)x[1], x[3] == 1, sent);
-    } else {
-        /* What the master says of itself; the last CHECK on it may know
-         * more (the cause, the window): the vote says what the node knows. */
-        rl_node *n = &c->nodes[idx];
-        rl_marker m = { .age_ms = x[1] < 0 ? since : x[1],
-                        .window_ms = (uint32_t)x[3],
-                        .maxttl_ms = (uint32_t)x[2],
-                        .state = x[1] < 0 ? RL_MEM_PENDING : RL_MEM_YOUNG,
-                        .cause = n->trust.mem_cause ? n->trust.mem_cause : RL_MEM_CAUSE_LOST,
-                        .birth = birth ? rl_reply_str(birth, NULL) : NULL };
-        rl_node_marker(n, &m);
-        char d[REDLOCK_VOTE_DETAIL_LEN];
-        if (!rl_trust_memory_young(&n->trust, rl_now_us(), d, sizeof(d)))
-            snprintf(d, sizeof(d), "memory not trusted yet");
-        rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED, d, sent);
-        a->att.n_fail++;
-    }
-}
-
-/* The fast path's transaction (acquire.c): [served, SET NX GET's answer,
- * EXISTS queue's, ZADD's] (cmd.h). A grant with nobody queued may be
- * released without Lua on that master (quiet_mask, release.c).
- * A master whose marker is not `served` (gone: FLUSHALL, eviction; or its
- * window not passed) does not count, whatever the SET did (a key it wrote
- * carries our token, and the cleanup removes it like any other): its
- * memory is asked at once, and its next votes take the script, which
- * reborn it or tells its window. */
-static void acq_on_fast_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, rl_monotime sent)
-{
-    rl_op *op = &a->op;
-    redlock_vote *v = &op->out.votes[idx];
-    rl_node *n = &op->c->nodes[idx];
-    const rl_reply *e[4];
-    bool ok = rl_reply_elements(r) == 4;
-    for (size_t i = 0; ok && i < 4; i++)
-        e[i] = rl_reply_element(r, i);
-    for (size_t i = 0; ok && i < 4; i++) {
-        if (rl_reply_type(e[i]) == RL_REPLY_ERROR) {
-            rl_vote_error_reply(v, n, e[i], sent); /* WRONGTYPE marker or index, ... */
-            a->att.n_fail++;
-            return;
-        }
-    }
-    /* SET NX GET: nil when it set the key, the holder's value when not. */
-    int old = ok ? rl_reply_type(e[1]) : 0;
-    int served = ok ? rl_node_served(n, e[0], a->att.window_ms) : -1;
-    if (served < 0 || (old != RL_REPLY_NIL && old != RL_REPLY_STRING) ||
-        rl_reply_type(e[2]) != RL_REPLY_INTEGER || rl_reply_type(e[3]) != RL_REPLY_INTEGER) {
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, "malformed reply to the acquire", sent);
-        a->att.n_fail++;
-        return;
-    }
-    if (served == RL_UNSERVED) {
+        if (g->rank < a->att.rank)
+            a->att.rank = g->rank; /* its place in the queue there */
+        break;
+    case RL_GRANT_YOUNG: acq_young(a, idx, g, sent); break;
+    case RL_GRANT_UNSERVED:
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
                     "memory marker gone or its window not over: checking it", sent);
-        a->att.n_fail++;
-    } else if (served == RL_SHORT) {
-        /* Counts, but its marker's bound is below this window: an
-         * operator lowered it. The next attempt takes the script, which
-         * raises it (rl_node_served). */
+        break;
+    case RL_GRANT_SHORT:
+        /* Counts, but its marker's bound is below this window: an operator
+         * lowered it. The next attempt takes the script, which raises it. */
         rl_vote_set(v, REDLOCK_VOTE_EXCLUDED, REDLOCK_EUNTRUSTED,
                     "its marker's longest ttl is below this lock's: raising it", sent);
-        a->att.n_fail++;
-    } else if (old == RL_REPLY_STRING) {
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->att.n_fail++;
-    } else {
-        if (fast_quiet(r))
-            a->att.quiet_mask |= 1u << idx;
-        acq_count_ok(a, idx, 0, sent);
+        break;
+    case RL_GRANT_BAD_COUNTER:
+        acq_bad_counter(a, idx, g->counter, g->wrongtype, sent);
+        return; /* counted there */
+    case RL_GRANT_BAD: rl_vote_answer(v, &g->bad, sent, 0); break;
     }
+    a->att.n_fail++;
 }
 
 static void acq_on_set_vote(rl_acquire *a, uint32_t idx, const rl_reply *r, int err,
                             const char *why, rl_monotime sent)
 {
     rl_op *op = &a->op;
-    redlock_vote *v = &op->out.votes[idx];
-    int type = r ? rl_reply_type(r) : 0;
     if (!r) {
-        rl_vote_failed(v, err, why, sent);
+        rl_vote_failed(&op->out.votes[idx], err, why, sent);
         a->att.n_fail++;
-    } else if (rl_reply_is_status(r, "OK")) {
-        acq_count_ok(a, idx, 0, sent);
-    } else if (type == RL_REPLY_ARRAY && (a->att.fast_mask & (1u << idx))) {
-        acq_on_fast_vote(a, idx, r, sent);
-    } else if (type == RL_REPLY_ARRAY) {
-        acq_on_script_vote(a, idx, r, sent);
-    } else if (type == RL_REPLY_NIL) {
-        /* NX refused: the key exists. It could also be a key of another
-         * type; the cleanup release tells the two apart. */
-        rl_vote_set(v, REDLOCK_VOTE_HELD, REDLOCK_ECONFLICT, "held by another client", sent);
-        a->att.n_fail++;
-    } else if (type == RL_REPLY_ERROR) {
-        rl_vote_error_reply(v, &op->c->nodes[idx], r, sent);
-        a->att.n_fail++;
-    } else {
-        char d[64];
-        snprintf(d, sizeof(d), "unexpected %s reply to the acquire", rl_reply_type_name(type));
-        rl_vote_set(v, REDLOCK_VOTE_ERROR, REDLOCK_EPROTO, d, sent);
-        a->att.n_fail++;
+        return;
     }
+    rl_node *n = &op->c->nodes[idx];
+    rl_grant g;
+    rl_wire_acquire_read(&g, n, r, a->att.fast_mask & (1u << idx) ? RL_FORM_FAST : RL_FORM_SCRIPT,
+                         a->att.window_ms);
+    /* The side facts first, whatever the vote: the marker's bound the
+     * script said (the fast path asks it of a master: rl_trust_fast), or a
+     * marker that did not serve this window. */
+    if (g.maxttl_ms >= 0) {
+        rl_memory_learned(op->c, (uint32_t)g.maxttl_ms);
+        acq_heard(n, g.maxttl_ms);
+    }
+    rl_node_not_served(n, g.served, g.bound_ms);
+    acq_on_grant(a, idx, &g, sent);
 }
 
 /* The fence write-back: an acknowledgement or not (the vote vector keeps

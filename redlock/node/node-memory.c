@@ -180,6 +180,17 @@ void rl_node_recheck(rl_node *n)
         rl_node_ask_memory(n, n->conn);
 }
 
+void rl_node_not_served(rl_node *n, int served, uint32_t bound_ms)
+{
+    if (served != RL_UNSERVED && served != RL_SHORT)
+        return;
+    n->trust.marker_known = false; /* no fast path here until CHECK says more */
+    if (served == RL_SHORT)
+        n->trust.maxttl_ms = bound_ms; /* lowered: the script raises it */
+    rl_node_recheck(n);
+}
+
+/* TEMP: the native extend's reader, until it goes (wire-extend). */
 int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms)
 {
     if (rl_reply_type(pair) != RL_REPLY_ARRAY || rl_reply_elements(pair) != 2)

@@ -24,14 +24,17 @@ bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now);
  * vote found the marker not as the last CHECK said). */
 void rl_node_recheck(rl_node *n);
 
-/* What a transaction's HMGET marker served maxttl (cmd.c) says of a vote
- * on @n that needs a bound of @want_ms: RL_SERVED (it counts),
+/* What the fast path's HMGET marker served maxttl says of a vote that
+ * needs a bound (wire/acquire.c reads it): RL_SERVED (it counts),
  * RL_UNSERVED (gone, or its window not over), RL_SHORT (served, but the
- * bound is shorter: an operator lowered it since this client looked; the
- * node learns the lower bound, so the next attempt takes the script, which
- * raises it); -1 malformed. Any answer but RL_SERVED asks CHECK again. */
+ * bound is shorter: an operator lowered it since this client looked). */
 enum { RL_SERVED, RL_UNSERVED, RL_SHORT };
-int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms);
+/* @n answered RL_UNSERVED or RL_SHORT (its marker's bound @bound_ms): no
+ * fast path there until CHECK, asked again now, says more; a shorter bound
+ * is learnt, so the next attempt takes the script, which raises it. Other
+ * values: nothing to learn. */
+void rl_node_not_served(rl_node *n, int served, uint32_t bound_ms);
+int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms); /* TEMP */
 
 /* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
  * twin)? Writes why. Return: 0 (ask it), or the code its vote carries:
