@@ -1,57 +1,49 @@
-/* acquire-command.c - what one acquire attempt sends each master.
+/* acquire-command.c - what one acquire attempt asks, and its round's fanout.
  *
- * The fast path's transaction where the master's memory is known to count and
- * nothing else is asked, the acquire script elsewhere, a bare SET NX PX with
- * the guard off (docs/wire.md lists each form; docs/memory-guard.md,
- * "The fast path", says why the transaction keeps the guard); acquire.c
- * starts the round with what this builds.
+ * The attempt's arguments come from the acquire's state (its token, its
+ * wait, a pass); the form each master gets is the wire's plan
+ * (wire/acquire.c; docs/wire.md lists each form, docs/memory-guard.md "The
+ * fast path" says why the transaction keeps the guard); acquire.c starts
+ * the round with the fanout built here.
  */
 #include "kinds/acquire-private.h"
 #include "kinds/memory.h"
+#include "wire/acquire.h"
 
 #include <stdio.h>
 
-/* The PASS script's answer {-4}: not the common case there (the key does
- * not hold the passing token, or the marker does not say `served`): the
- * acquire script goes instead, once. */
-static bool pass_redo(rl_node *n, const rl_reply *r)
+/* The round's fanout from its plan: only the forms some master needs are
+ * copied in; PASS always carries the script, which its redo sends. */
+static rl_fanout *acq_fanout(redlock_client *c, const rl_acquire_plan *p)
 {
-    (void)n;
-    if (rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 1)
-        return false;
-    const rl_reply *e = rl_reply_element(r, 0);
-    return rl_reply_type(e) == RL_REPLY_INTEGER && rl_reply_integer(e) == -4;
-}
-
-/* A local hand-off for one lock, no fence: the PASS script where the
- * master's memory is known to count (as for the fast path), the acquire
- * script elsewhere and wherever PASS finds anything but the common case. */
-static rl_fanout *acq_pass_command(rl_acquire *a, const rl_cmd *script, const rl_acquire_args *args)
-{
-    rl_op *op = &a->op;
-    redlock_client *c = op->c;
-    rl_cmd pass;
-    rl_cmd_pass(&pass, &op->k, args);
-    rl_fanout *f = rl_fanout_new2(c->nodes, script, &pass);
-    if (!f)
-        return NULL;
-    for (uint32_t i = 0; i < c->n; i++)
-        if (rl_node_fast(&c->nodes[i], args->window_ms, op->attempt_us))
+    uint32_t all = (1u << c->n) - 1;
+    rl_fanout *f;
+    if (p->kind == RL_ALT_NONE || (p->kind == RL_ALT_FAST && !p->alt_mask))
+        f = rl_fanout_new(c->nodes, &p->main);
+    else if (p->kind == RL_ALT_FAST && p->alt_mask == all)
+        f = rl_fanout_new(c->nodes, &p->alt);
+    else
+        f = rl_fanout_new2(c->nodes, &p->main, &p->alt);
+    for (uint32_t i = 0; f && p->kind != RL_ALT_NONE && i < c->n; i++) {
+        if (!(p->alt_mask & (1u << i)))
+            continue;
+        if (p->alt_mask != all || p->kind == RL_ALT_PASS)
             rl_fanout_use_alt(f, i);
-    rl_fanout_set_redo(f, pass_redo);
-    rl_fanout_set_late(f, rl_acq_on_late);
+        if (p->kind == RL_ALT_FAST)
+            rl_fanout_set_node_arg(f, i, p->end[i], p->end_len[i]);
+    }
+    if (f && p->kind == RL_ALT_PASS)
+        rl_fanout_set_redo(f, rl_wire_pass_redo);
+    if (f && p->late)
+        rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */
     return f;
 }
 
-/* This attempt's command, per master. Plain SET NX PX when nothing else is
- * asked (the restart guard off, no wait, one lock, no fence). With the guard
- * on (the default), the fast path where it may be taken: one lock, no fence,
- * no place in the queue asked, and a master whose memory is known to count
- * for a ttl this long, whose clock was read lately (rl_trust_fast): the fast
- * path's transaction (cmd.h, docs/wire.md). Every other master, and every
- * other acquire, gets the acquire script (the marker, the queue, the fence, a
- * set). A waiter takes its place in the queues from its second attempt on: an
- * uncontended waiter never does. */
+/* This attempt's round. Plain SET NX PX when nothing else is asked (the
+ * restart guard off, no wait, one lock, no fence); with the guard on, the
+ * fast path where it may be taken and the acquire script elsewhere (the
+ * plan, wire/acquire.c). A waiter takes its place in the queues from its
+ * second attempt on: an uncontended waiter never does. */
 rl_fanout *rl_acq_command(rl_acquire *a)
 {
     rl_op *op = &a->op;
@@ -72,31 +64,11 @@ rl_fanout *rl_acq_command(rl_acquire *a)
     a->in_queues |= args.queued;
     a->att.queued_now = args.queued;
     a->att.window_ms = args.window_ms;
-    rl_cmd cmd;
-    bool plain = !args.fenced && !args.queued && op->nres == 1 && !args.prev;
-    if (plain && !args.marked) {
-        rl_cmd_set(&cmd, &op->k, a->att.token, a->w.ttl_ms);
-        return rl_fanout_new(c->nodes, &cmd);
-    }
-    rl_cmd_acquire(&cmd, &op->k, &args);
-    if (args.prev && args.marked && !args.fenced && op->nres == 1)
-        return acq_pass_command(a, &cmd, &args);
-    if (!plain || !args.marked) {
-        rl_fanout *f = rl_fanout_new(c->nodes, &cmd);
-        if (f && args.marked)
-            rl_fanout_set_late(f, rl_acq_on_late);
-        return f;
-    }
-    for (uint32_t i = 0; i < c->n; i++)
-        if (rl_node_fast(&c->nodes[i], args.window_ms, op->attempt_us))
-            a->att.fast_mask |= 1u << i;
-    rl_cmd fast;
-    rl_cmd_acquire_fast(&fast, &op->k, a->att.token, a->w.ttl_ms);
-    /* The script is copied in only if some master needs it: in the common
-     * case every master takes the transaction. */
-    rl_fanout *f = rl_fanout_trusted(c->nodes, c->n, a->att.fast_mask, &fast, &cmd, op->attempt_us,
-                                     a->w.ttl_ms, c->cfg.drift_factor);
-    if (f)
-        rl_fanout_set_late(f, rl_acq_on_late); /* a late answer still tells the bound */
-    return f;
+    rl_acquire_plan plan;
+    rl_wire_acquire_plan(&plan, c->nodes, c->n,
+                         &(rl_acquire_ask){ &op->k, op->nres, &args, op->attempt_us,
+                                            c->cfg.drift_factor });
+    if (plan.kind == RL_ALT_FAST)
+        a->att.fast_mask = plan.alt_mask;
+    return acq_fanout(c, &plan);
 }

@@ -8,9 +8,53 @@
  */
 #include "wire/acquire.h"
 #include "node/node-memory.h"
+#include "node/trust.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+
+void rl_wire_acquire_plan(rl_acquire_plan *p, const rl_node *nodes, uint32_t n,
+                          const rl_acquire_ask *ask)
+{
+    const rl_acquire_args *a = ask->args;
+    p->kind = RL_ALT_NONE;
+    p->alt_mask = 0;
+    p->late = a->marked;
+    bool plain = !a->fenced && !a->queued && ask->nres == 1 && !a->prev;
+    if (plain && !a->marked) {
+        rl_cmd_set(&p->main, ask->k, a->token, a->ttl_ms);
+        return;
+    }
+    rl_cmd_acquire(&p->main, ask->k, a);
+    bool pass = a->prev && a->marked && !a->fenced && ask->nres == 1;
+    if (!pass && !plain)
+        return; /* a fence, a set, a queue: the script to every master */
+    for (uint32_t i = 0; i < n; i++)
+        if (rl_node_fast(&nodes[i], a->window_ms, ask->start))
+            p->alt_mask |= 1u << i;
+    if (pass) {
+        p->kind = RL_ALT_PASS;
+        rl_cmd_pass(&p->alt, ask->k, a);
+        return;
+    }
+    p->kind = RL_ALT_FAST;
+    rl_cmd_acquire_fast(&p->alt, ask->k, a->token, a->ttl_ms);
+    for (uint32_t i = 0; i < n; i++)
+        if (p->alt_mask & (1u << i)) {
+            int64_t end = rl_trust_lease_end(&nodes[i].trust, ask->start, a->ttl_ms, ask->drift);
+            int len = snprintf(p->end[i], sizeof(p->end[i]), "%lld", (long long)end);
+            p->end_len[i] = (size_t)len;
+        }
+}
+
+bool rl_wire_pass_redo(rl_node *n, const rl_reply *r)
+{
+    (void)n;
+    if (rl_reply_type(r) != RL_REPLY_ARRAY || rl_reply_elements(r) != 1)
+        return false;
+    const rl_reply *e = rl_reply_element(r, 0);
+    return rl_reply_type(e) == RL_REPLY_INTEGER && rl_reply_integer(e) == -4;
+}
 
 static void grant_bad(rl_grant *g, const char *detail)
 {

@@ -1,12 +1,52 @@
-/* acquire.h - what one master's answer to an acquire round means, in each
- * form it may have been sent (wire/acquire.c): plain SET NX PX, the fast
- * path's transaction, the acquire script or PASS. The shapes: docs/wire.md,
- * "acquire".
+/* acquire.h - what an acquire round sends each master, and what one
+ * master's answer means, in each form (wire/acquire.c): plain SET NX PX,
+ * the fast path's transaction, the acquire script or PASS. The shapes:
+ * docs/wire.md, "acquire".
  */
 #ifndef REDLOCK_WIRE_ACQUIRE_H
 #define REDLOCK_WIRE_ACQUIRE_H
 
+#include "base/cmd.h"
 #include "wire/wire.h"
+
+/* What one attempt asks, beside its arguments (cmd.h). */
+typedef struct rl_acquire_ask {
+    const rl_keys *k;            /* the keys: one lock, or a set */
+    uint32_t nres;               /* how many resources */
+    const rl_acquire_args *args; /* the script's arguments */
+    rl_monotime start;           /* the attempt's start: each fast master's lease end */
+    double drift;                /* the clients' drift factor, for the same */
+} rl_acquire_ask;
+
+/* The second form a round may carry beside the script. */
+typedef enum rl_acquire_alt {
+    RL_ALT_NONE, /* every master gets @main */
+    RL_ALT_FAST, /* the fast path's transaction, to the masters of @alt_mask */
+    RL_ALT_PASS, /* PASS, to the masters of @alt_mask; {-4}: the script, once */
+} rl_acquire_alt;
+
+/* One round's forms. @main is the acquire script, or SET NX PX when the
+ * guard is off and nothing else is asked. Built in place: an rl_cmd's
+ * arguments point into it, so a plan is not copied. */
+typedef struct rl_acquire_plan {
+    rl_cmd main;
+    rl_cmd alt; /* built when @kind is not RL_ALT_NONE */
+    rl_acquire_alt kind;
+    uint32_t alt_mask; /* masters whose memory counts for this window now (rl_node_fast) */
+    bool late;         /* the guard is on: a late answer still teaches (rl_acq_on_late) */
+    char end[REDLOCK_MAX_MASTERS][24]; /* RL_ALT_FAST: each master's lease end, its node argument */
+    size_t end_len[REDLOCK_MAX_MASTERS];
+} rl_acquire_plan;
+
+/* Plan a round of @ask to @nodes (@n) from what each of them is now: the
+ * fast path, or PASS for a local hand-off, where a master's memory is known
+ * to count for the window (docs/memory-guard.md, "The fast path"), the
+ * script elsewhere and for everything else (a fence, a set, a queue). */
+void rl_wire_acquire_plan(rl_acquire_plan *p, const rl_node *nodes, uint32_t n,
+                          const rl_acquire_ask *ask);
+/* PASS answered {-4} (the key does not hold the passing token, or the
+ * marker is not `served`): the script goes instead, once (fanout's redo). */
+bool rl_wire_pass_redo(rl_node *n, const rl_reply *r);
 
 /* The form a master was sent (acquire-command.c chose it). */
 typedef enum rl_acquire_form {
