@@ -223,26 +223,6 @@ void rl_fanout_use_alt(rl_fanout *f, uint32_t idx)
     f->slots[idx].form = f->forms[1].argc ? 1 : 0;
 }
 
-rl_fanout *rl_fanout_trusted(rl_node *nodes, uint32_t n, uint32_t mask, const rl_cmd *cmd,
-                             const rl_cmd *alt, rl_monotime start, uint32_t ttl_ms, double drift)
-{
-    uint32_t all = (1u << n) - 1;
-    rl_fanout *f = !mask         ? rl_fanout_new(nodes, alt)
-                   : mask == all ? rl_fanout_new(nodes, cmd)
-                                 : rl_fanout_new2(nodes, cmd, alt);
-    for (uint32_t i = 0; f && mask && i < n; i++) {
-        if (!(mask & (1u << i))) {
-            rl_fanout_use_alt(f, i);
-            continue;
-        }
-        char end[24];
-        int len = snprintf(end, sizeof(end), "%lld",
-                           (long long)rl_trust_lease_end(&nodes[i].trust, start, ttl_ms, drift));
-        rl_fanout_set_node_arg(f, i, end, (size_t)len);
-    }
-    return f;
-}
-
 void rl_fanout_detach(rl_fanout *f)
 {
     if (!f)

@@ -20,13 +20,6 @@ rl_fanout *rl_fanout_new(rl_node *nodes, const rl_cmd *cmd);
  * script: acquire.c). */
 rl_fanout *rl_fanout_new2(rl_node *nodes, const rl_cmd *cmd, const rl_cmd *alt);
 void rl_fanout_use_alt(rl_fanout *f, uint32_t idx);
-/* The trusted-master split of the fast acquire:
- * masters in @mask (of @n) get @cmd, each with its own node argument, the
- * upper bound of when a lease taken now ends on its clock
- * (rl_trust_lease_end from @start, @ttl_ms, @drift); the others get @alt.
- * Only what some master needs is copied in (no mask: @alt alone). */
-rl_fanout *rl_fanout_trusted(rl_node *nodes, uint32_t n, uint32_t mask, const rl_cmd *cmd,
-                             const rl_cmd *alt, rl_monotime start, uint32_t ttl_ms, double drift);
 /* The op (its trace id) whose round this is: named in the trace's lines
  * (trace.c). Before anything is sent. */
 void rl_fanout_set_trace_op(rl_fanout *f, uint32_t op);

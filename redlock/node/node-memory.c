@@ -13,7 +13,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 static void on_config(void *arg, const rl_reply *r, int err, const char *why)
@@ -188,33 +187,6 @@ void rl_node_not_served(rl_node *n, int served, uint32_t bound_ms)
     if (served == RL_SHORT)
         n->trust.maxttl_ms = bound_ms; /* lowered: the script raises it */
     rl_node_recheck(n);
-}
-
-/* TEMP: the native extend's reader, until it goes (wire-extend). */
-int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms)
-{
-    if (rl_reply_type(pair) != RL_REPLY_ARRAY || rl_reply_elements(pair) != 2)
-        return -1;
-    const rl_reply *served = rl_reply_element(pair, 0), *bound = rl_reply_element(pair, 1);
-    int st = rl_reply_type(served), bt = rl_reply_type(bound);
-    if ((st != RL_REPLY_STRING && st != RL_REPLY_NIL) ||
-        (bt != RL_REPLY_STRING && bt != RL_REPLY_NIL))
-        return -1;
-    long long maxttl = 0;
-    if (bt == RL_REPLY_STRING) {
-        const char *s = rl_reply_str(bound, NULL);
-        char *end;
-        maxttl = strtoll(s, &end, 10);
-        if (*s == '\0' || *end != '\0' || maxttl < 0 || maxttl > REDLOCK_TTL_MAX_MS)
-            return -1;
-    }
-    if (st == RL_REPLY_STRING && maxttl >= (long long)want_ms)
-        return RL_SERVED;
-    n->trust.marker_known = false; /* no fast path here until CHECK says more */
-    if (st == RL_REPLY_STRING)
-        n->trust.maxttl_ms = (uint32_t)maxttl; /* lowered: the script raises it */
-    rl_node_recheck(n);
-    return st == RL_REPLY_STRING ? RL_SHORT : RL_UNSERVED;
 }
 
 bool rl_node_fast(const rl_node *n, uint32_t want_ms, rl_monotime now)

@@ -34,7 +34,6 @@ enum { RL_SERVED, RL_UNSERVED, RL_SHORT };
  * is learnt, so the next attempt takes the script, which raises it. Other
  * values: nothing to learn. */
 void rl_node_not_served(rl_node *n, int served, uint32_t bound_ms);
-int rl_node_served(rl_node *n, const rl_reply *pair, uint32_t want_ms); /* TEMP */
 
 /* Should @n not be asked now (clock, eviction, a failed CHECK, refused as a
  * twin)? Writes why. Return: 0 (ask it), or the code its vote carries:

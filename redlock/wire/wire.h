@@ -3,7 +3,7 @@
  * The wire layer owns both directions of a verb: the form each master is
  * sent (planned from that master's capabilities) and the reading of its
  * reply into an rl_answer. The kinds above are to count answers, never raw
- * replies (the release and the extend do; acquire follows, docs/map.md);
+ * replies (the acquire reads an rl_grant, a typed answer of its own);
  * what each master is sent, per verb, is docs/wire.md.
  */
 #ifndef REDLOCK_WIRE_H
