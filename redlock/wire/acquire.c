@@ -25,13 +25,18 @@ void rl_wire_acquire_plan(rl_acquire_plan *p, const rl_node *nodes, uint32_t n,
         rl_cmd_set(&p->main, ask->k, a->token, a->ttl_ms);
         return;
     }
-    rl_cmd_acquire(&p->main, ask->k, a);
     bool pass = a->prev && a->marked && !a->fenced && ask->nres == 1;
-    if (!pass && !plain)
+    if (!pass && !plain) {
+        rl_cmd_acquire(&p->main, ask->k, a);
         return; /* a fence, a set, a queue: the script to every master */
+    }
     for (uint32_t i = 0; i < n; i++)
         if (rl_node_fast(&nodes[i], a->window_ms, ask->start))
             p->alt_mask |= 1u << i;
+    /* The common case, every master on the fast path, sends no script:
+     * it is not built (PASS keeps it for its redo). */
+    if (pass || p->alt_mask != (1u << n) - 1)
+        rl_cmd_acquire(&p->main, ask->k, a);
     if (pass) {
         p->kind = RL_ALT_PASS;
         rl_cmd_pass(&p->alt, ask->k, a);
@@ -128,8 +133,8 @@ static void read_fast(rl_grant *g, const rl_node *n, const rl_reply *r, uint32_t
         g->kind = RL_GRANT_SHORT;
     else if (old == RL_REPLY_STRING)
         g->kind = RL_GRANT_HELD;
-    else
-        g->quiet = rl_wire_fast_quiet(r);
+    else /* set (nil): nobody queued when EXISTS of the queue says 0 */
+        g->quiet = rl_reply_integer(e[2]) == 0;
 }
 
 /* The acquire script's answer: {1, fence, maxttl[, flags]} granted,

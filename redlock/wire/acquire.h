@@ -26,7 +26,8 @@ typedef enum rl_acquire_alt {
 } rl_acquire_alt;
 
 /* One round's forms. @main is the acquire script, or SET NX PX when the
- * guard is off and nothing else is asked. Built in place: an rl_cmd's
+ * guard is off and nothing else is asked; not built when every master gets
+ * the fast path (RL_ALT_FAST, @alt_mask all). Built in place: an rl_cmd's
  * arguments point into it, so a plan is not copied. */
 typedef struct rl_acquire_plan {
     rl_cmd main;
