@@ -261,6 +261,16 @@ static int grants_between(int proc, uint64_t from, uint64_t to)
     return k;
 }
 
+/* Was v[@i] (grants_sorted) granted by a pass? Its client's HANDOFFS grew
+ * since that process's grant before it. */
+static bool by_pass(const struct grant **v, int i)
+{
+    for (int j = i - 1; j >= 0; j--)
+        if (v[j]->proc == v[i]->proc)
+            return v[i]->passes > v[j]->passes;
+    return false;
+}
+
 /* The grants that began in (@from, @to] as "p1.t2#7 (pass) +1.2 ms", for
  * failure messages. Return: @buf. */
 static const char *grants_text(uint64_t from, uint64_t to, char *buf, size_t size)
@@ -271,39 +281,31 @@ static const char *grants_text(uint64_t from, uint64_t to, char *buf, size_t siz
 
     buf[0] = '\0';
     for (int i = 0; i < n && used + 64 < size; i++) {
-        const struct grant *g = v[i], *prev = NULL;
+        const struct grant *g = v[i];
 
         if (g->start_us <= from || g->start_us > to)
             continue;
-        for (int j = i - 1; j >= 0 && !prev; j--)
-            prev = v[j]->proc == g->proc ? v[j] : NULL;
         used += (size_t)snprintf(buf + used, size - used, " p%d.t%d#%d%s +%.1fms", g->proc,
-                                 g->thread, g->seq,
-                                 prev && g->passes > prev->passes ? "(pass)" : "",
+                                 g->thread, g->seq, by_pass(v, i) ? "(pass)" : "",
                                  (g->start_us - from) / 1000.0);
     }
     return buf;
 }
 
 /* The longest run of passes in a row among @proc's grants that began in
- * (@from, @to): grants by a pass (its client's HANDOFFS grew), none of
- * them ended by a grant of @proc's that was not one. */
+ * (@from, @to): grants by a pass, none of them ended by a grant of
+ * @proc's that was not one. */
 static int passes_in_a_row(int proc, uint64_t from, uint64_t to)
 {
     static const struct grant *v[MAX_GRANTS];
     int n = grants_sorted(v), run = 0, worst = 0;
-    const struct grant *prev = NULL;
 
     for (int i = 0; i < n; i++) {
         const struct grant *g = v[i];
 
-        if (g->proc != proc)
+        if (g->proc != proc || g->start_us <= from || g->start_us >= to)
             continue;
-        bool pass = prev && g->passes > prev->passes;
-        prev = g;
-        if (g->start_us <= from || g->start_us >= to)
-            continue;
-        run = pass ? run + 1 : 0;
+        run = by_pass(v, i) ? run + 1 : 0;
         worst = run > worst ? run : worst;
     }
     return worst;
